@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# bootstrap.sh - install what gpupool needs to build, run and test, from
+# Debian's packages.  Idempotent: installs only what is missing.  Works as
+# root, or through sudo for another user.
+#
+#   scripts/bootstrap.sh          build + run + test dependencies
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake pkg-config
+  libmicrohttpd-dev libjansson-dev libsqlite3-dev sqlite3 libsodium-dev
+  libcurl4-openssl-dev libpq-dev libcmocka-dev
+  postgresql
+  curl jq
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "bootstrap: all dependencies present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+  else
+    echo "bootstrap: missing packages (${missing[*]}) and not root, and no sudo" >&2
+    exit 1
+  fi
+fi
+
+echo "bootstrap: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "bootstrap: done"

@@ -1,0 +1,49 @@
+/*
+ * api.h - the HTTP API server: /api/v1, /healthz, /readyz, /metrics.
+ *
+ * Start with api_server_start(), stop with api_server_stop(): stop refuses
+ * new connections, lets in-flight requests finish (bounded wait), then
+ * frees everything.  The store is borrowed; the caller closes it after stop.
+ *
+ * Requests flow: route match -> authenticate -> handler (authorize, then
+ * read the body, then one store transaction with its audit event) ->
+ * JSON response with X-Request-Id, one access-log line and metrics.
+ */
+#ifndef GP_API_H
+#define GP_API_H
+
+#include "../core/err.h"
+#include "../store/store.h"
+
+#include <stddef.h>
+
+typedef struct api_config {
+    const char *listen;   /* "HOST:PORT" or "[v6]:PORT"; port 0 picks a free one */
+    int threads;          /* worker threads (>= 1) */
+    size_t max_body;      /* bytes; larger bodies get 413 */
+    int max_depth;        /* JSON nesting limit */
+    int drain_seconds;    /* how long stop waits for in-flight requests */
+} api_config;
+
+#define API_CONFIG_DEFAULTS {"127.0.0.1:7070", 4, 1 << 20, 32, 10}
+
+typedef struct api_server api_server;
+
+/* Start listening. OUT: *out (freed by api_server_stop). */
+int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_err *err);
+
+/* Port actually bound (useful with port 0). */
+int api_server_port(const api_server *srv);
+
+/* Graceful stop and free. NULL is a no-op. */
+void api_server_stop(api_server *srv);
+
+/* Number of routes and their method/pattern, for the OpenAPI check and docs. */
+size_t api_route_count(void);
+const char *api_route_method(size_t i);
+const char *api_route_pattern(size_t i);
+
+/* The embedded OpenAPI document (JSON text, NUL-terminated). */
+const char *api_openapi_json(void);
+
+#endif

@@ -1,0 +1,152 @@
+/*
+ * api_int.h - internals shared by the API's files: the request context,
+ * response helpers and the route table type.  Include only from src/api/.
+ *
+ * A handler receives an api_req that is already routed and authenticated
+ * (when the route needs it).  It must call api_authorize() (or decide
+ * authorisation itself) before it reads the body or the store, then set a
+ * response with api_reply()/api_fail().  Mutating handlers append their own
+ * audit event in the same transaction as the change and set `audited`; the
+ * dispatcher audits every other outcome of a mutating route, and every
+ * denial (401/403/404) of a protected route.
+ *
+ * Ownership: the request owns everything it points to; the response JSON
+ * set with api_reply() is stolen.
+ */
+#ifndef GP_API_INT_H
+#define GP_API_INT_H
+
+#include "../auth/auth.h"
+#include "../core/err.h"
+#include "../core/rand.h"
+#include "../store/store.h"
+#include "api.h"
+#include "router.h"
+
+#include <jansson.h>
+#include <stdint.h>
+
+typedef struct api_req api_req;
+typedef void (*api_handler)(api_req *r);
+
+enum { ROUTE_PUBLIC = 1, ROUTE_MUTATES = 2 };
+
+typedef struct api_route {
+    const char *method;
+    const char *pattern;
+    api_handler handler;
+    const char *action; /* audit/metrics name, "tenant.create" */
+    int flags;
+} api_route;
+
+typedef struct api_kv {
+    char *key, *value;
+} api_kv;
+
+struct api_req {
+    /* input */
+    store_t *store;
+    const api_config *cfg;
+    const api_route *route;
+    router_match match;
+    const char *method;
+    char *path;
+    char *authorization;
+    api_kv *query;
+    int nquery;
+    const char *body;
+    size_t body_len;
+    char request_id[RND_ID_LEN];
+    char source[64];
+    auth_principal *who;
+    int64_t start_us;
+    /* what the handler is acting on, for audit (set with api_target()) */
+    const char *a_type;
+    char a_tenant[64], a_project[64], a_id[128];
+    int audited;
+    /* output */
+    int status;
+    json_t *resp;     /* JSON response (owned) */
+    char *resp_text;  /* or a text response (owned) */
+    const char *content_type;
+    const char *allow; /* Allow header for 405 */
+    char allow_buf[48];
+};
+
+/* The route table (routes.c). */
+extern const api_route api_routes[];
+extern const size_t api_nroutes;
+
+/* Route, authenticate, run the handler and audit; fills r's output. */
+void api__dispatch(api_req *r);
+
+/* Release everything the request owns (not the struct itself). */
+void api__req_release(api_req *r);
+
+/* Path parameter by name (never NULL for names in the route's pattern). */
+const char *api_param(api_req *r, const char *name);
+
+/* Query argument by name, or NULL. */
+const char *api_query(api_req *r, const char *name);
+
+/* Parse the body as a JSON object within the configured limits. OUT: *out (borrowed? no: new ref). */
+int api_body(api_req *r, json_t **out);
+
+/* Set a JSON response (steals `body`). */
+void api_reply(api_req *r, int status, json_t *body);
+
+/* Set a text response (copies `text`). */
+void api_reply_text(api_req *r, int status, const char *content_type, const char *text);
+
+/* Set an error response {"error":{"code","message"}}. */
+void api_error(api_req *r, int status, const char *code, const char *message);
+
+/* Set the error response that matches `err` (status from the code). */
+void api_fail(api_req *r, const gp_err *err);
+
+/* HTTP status for a gp error code. */
+int api_status_for(int code);
+
+/*
+ * Check the caller may perform `action` on target (tenant_id, project_id may
+ * be NULL).  Returns 1 when allowed; otherwise sets a 403 or 404 response
+ * and returns 0.
+ */
+int api_authorize(api_req *r, int action, const char *tenant_id, const char *project_id);
+
+/*
+ * Record what the request acts on, for its audit event: object type, id,
+ * tenant and project names (NULL leaves a field as it is).  Values are copied.
+ */
+void api_target(api_req *r, const char *type, const char *id, const char *tenant,
+                const char *project);
+
+/* Append an audit event for this request inside `tx` and mark it audited. */
+int api_audit(api_req *r, store_tx *tx, const char *result, int status, const char *summary,
+              gp_err *err);
+
+/* Build {"items":[...],"next":cursor-or-null} (steals items). */
+json_t *api_list(json_t *items, const char *next);
+
+/* Metrics (metrics.c). */
+void api__metrics_init(void);
+void api__metrics_observe(const char *method, const char *route, int status, int64_t dur_us);
+char *api__metrics_render(void); /* heap text (free) */
+void api__metrics_free(void);
+
+/* Handlers. */
+void h_healthz(api_req *r);
+void h_readyz(api_req *r);
+void h_metrics(api_req *r);
+void h_openapi(api_req *r);
+void h_whoami(api_req *r);
+void h_tenant_create(api_req *r);
+void h_tenant_list(api_req *r);
+void h_tenant_get(api_req *r);
+void h_project_create(api_req *r);
+void h_project_list(api_req *r);
+void h_project_get(api_req *r);
+void h_audit_list(api_req *r);
+void h_audit_verify(api_req *r);
+
+#endif

@@ -1,0 +1,315 @@
+/*
+ * http.c - libmicrohttpd glue: connections in, api_req through dispatch,
+ * responses out, plus the access log, request ids and graceful stop.
+ *
+ * Body handling: bodies are accumulated up to cfg->max_body; a declared
+ * Content-Length above it is answered 413 at once, an undeclared one that
+ * grows past it is drained and then answered 413.
+ *
+ * Graceful stop: MHD_quiesce_daemon() closes the listening socket, then we
+ * wait (bounded) until no request is in flight, then MHD_stop_daemon().
+ */
+#include "api_int.h"
+
+#include "../core/gtime.h"
+#include "../core/log.h"
+#include "../core/strbuf.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#if MHD_VERSION < 0x00097002
+typedef int MHD_Result;
+#else
+typedef enum MHD_Result MHD_Result;
+#endif
+
+struct api_server {
+    struct MHD_Daemon *d;
+    api_config cfg;
+    store_t *store;
+    int port;
+    atomic_int inflight;
+};
+
+typedef struct conn_ctx {
+    api_req req;
+    strbuf body;
+    int too_large;
+    int counted;
+} conn_ctx;
+
+static const char *static_method(const char *m) {
+    static const char *const known[] = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(m, known[i]) == 0) return known[i];
+    return "OTHER";
+}
+
+static MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                              const char *value) {
+    (void)kind;
+    api_req *r = cls;
+    if (r->nquery >= 64) return MHD_YES;
+    api_kv *nq = realloc(r->query, sizeof *nq * (size_t)(r->nquery + 1));
+    if (!nq) return MHD_NO;
+    r->query = nq;
+    nq[r->nquery].key = strdup(key);
+    nq[r->nquery].value = strdup(value ? value : "");
+    if (!nq[r->nquery].key || !nq[r->nquery].value) {
+        free(nq[r->nquery].key);
+        free(nq[r->nquery].value);
+        return MHD_NO;
+    }
+    r->nquery++;
+    return MHD_YES;
+}
+
+static void client_addr(struct MHD_Connection *c, char *out, size_t n) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    snprintf(out, n, "unknown");
+    if (!ci || !ci->client_addr) return;
+    const struct sockaddr *sa = ci->client_addr;
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)n);
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out, (socklen_t)n);
+}
+
+static MHD_Result send_reply(struct MHD_Connection *c, api_req *r) {
+    char *text = NULL;
+    const char *body;
+    if (r->resp) {
+        text = json_dumps(r->resp, JSON_COMPACT);
+        body = text ? text : "{\"error\":{\"code\":\"out_of_memory\",\"message\":\"out of memory\"}}";
+    } else {
+        body = r->resp_text ? r->resp_text : "";
+    }
+    size_t len = strlen(body);
+    char *copy = NULL;
+    if (text) {
+        copy = text; /* ownership passes to MHD below */
+    } else {
+        copy = malloc(len + 2);
+        if (copy) memcpy(copy, body, len + 1);
+    }
+    if (!copy) return MHD_NO;
+    int add_nl = r->resp != NULL;
+    if (add_nl) {
+        char *nc = realloc(copy, len + 2);
+        if (nc) {
+            copy = nc;
+            copy[len++] = '\n';
+            copy[len] = '\0';
+        }
+    }
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, copy, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(copy);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type",
+                            r->content_type ? r->content_type : "application/json");
+    MHD_add_response_header(resp, "X-Request-Id", r->request_id);
+    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    if (r->status == 401) MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+    if (r->allow) MHD_add_response_header(resp, "Allow", r->allow);
+    MHD_Result ret = MHD_queue_response(c, (unsigned)r->status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static void finish_log(api_req *r) {
+    int64_t dur = gt_mono_us() - r->start_us;
+    const char *route = r->route ? r->route->pattern : "unmatched";
+    api__metrics_observe(r->route ? r->route->method : static_method(r->method), route, r->status,
+                         dur);
+    char st[8], ms[32];
+    snprintf(st, sizeof st, "%d", r->status);
+    snprintf(ms, sizeof ms, "%.3f", (double)dur / 1000.0);
+    log_kv(LOG_INFO, "access", "rid", r->request_id, "src", r->source, "method", r->method,
+           "path", r->path, "route", route, "status", st, "ms", ms, "actor",
+           r->who ? r->who->name : "-", (char *)NULL);
+}
+
+static MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                             const char *method, const char *version, const char *upload,
+                             size_t *upload_size, void **con_cls) {
+    (void)version;
+    api_server *srv = cls;
+    conn_ctx *cx = *con_cls;
+    if (!cx) {
+        cx = calloc(1, sizeof *cx);
+        if (!cx) return MHD_NO;
+        *con_cls = cx;
+        atomic_fetch_add(&srv->inflight, 1);
+        cx->counted = 1;
+        sb_init(&cx->body);
+        api_req *r = &cx->req;
+        r->store = srv->store;
+        r->cfg = &srv->cfg;
+        r->method = method;
+        r->start_us = gt_mono_us();
+        rnd_id(r->request_id);
+        r->path = strdup(url);
+        const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+        if (auth) r->authorization = strdup(auth);
+        client_addr(c, r->source, sizeof r->source);
+        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, r);
+        if (!r->path) return MHD_NO;
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body) {
+            cx->too_large = 1;
+            api_error(r, 413, "payload_too_large", "request body exceeds the size limit");
+            finish_log(r);
+            return send_reply(c, r);
+        }
+        return MHD_YES;
+    }
+    api_req *r = &cx->req;
+    if (*upload_size) {
+        if (!cx->too_large) {
+            if (cx->body.len + *upload_size > srv->cfg.max_body) {
+                cx->too_large = 1;
+                sb_release(&cx->body);
+            } else {
+                sb_add(&cx->body, upload, *upload_size);
+            }
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (r->status) return MHD_YES; /* already answered (413 on the first call) */
+    if (cx->too_large) {
+        api_error(r, 413, "payload_too_large", "request body exceeds the size limit");
+    } else if (!sb_ok(&cx->body)) {
+        api_error(r, 500, "out_of_memory", "out of memory");
+    } else {
+        r->body = cx->body.buf;
+        r->body_len = cx->body.len;
+        api__dispatch(r);
+    }
+    finish_log(r);
+    return send_reply(c, r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+    (void)c;
+    (void)toe;
+    api_server *srv = cls;
+    conn_ctx *cx = *con_cls;
+    if (!cx) return;
+    if (cx->counted) atomic_fetch_sub(&srv->inflight, 1);
+    api__req_release(&cx->req);
+    sb_release(&cx->body);
+    free(cx);
+    *con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+    (void)cls;
+    strbuf sb = SB_INIT;
+    sb_vaddf(&sb, fmt, ap);
+    while (sb.len && sb.buf[sb.len - 1] == '\n') sb_setlen(&sb, sb.len - 1);
+    log_kv(LOG_WARN, sb_ok(&sb) ? sb.buf : "mhd", "component", "http", (char *)NULL);
+    sb_release(&sb);
+}
+
+/* Parse "HOST:PORT" / "[V6]:PORT" into a socket address. */
+static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len, gp_err *err) {
+    char host[128];
+    const char *colon;
+    memset(ss, 0, sizeof *ss);
+    if (s[0] == '[') {
+        const char *end = strchr(s, ']');
+        if (!end || end[1] != ':' || (size_t)(end - s - 1) >= sizeof host) goto bad;
+        memcpy(host, s + 1, (size_t)(end - s - 1));
+        host[end - s - 1] = '\0';
+        colon = end + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon || (size_t)(colon - s) >= sizeof host) goto bad;
+        memcpy(host, s, (size_t)(colon - s));
+        host[colon - s] = '\0';
+    }
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (!colon[1] || *end || port < 0 || port > 65535) goto bad;
+    if (strcmp(host, "localhost") == 0) snprintf(host, sizeof host, "127.0.0.1");
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)port);
+        *len = sizeof *a4;
+        return GP_OK;
+    }
+    if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        *len = sizeof *a6;
+        return GP_OK;
+    }
+bad:
+    return gp_err_set(err, GP_EINVALID, "--listen must be HOST:PORT or [IPV6]:PORT, got '%s'", s);
+}
+
+int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_err *err) {
+    struct sockaddr_storage ss;
+    socklen_t slen;
+    *out = NULL;
+    int rc = parse_listen(cfg->listen, &ss, &slen, err);
+    if (rc) return rc;
+    api_server *srv = calloc(1, sizeof *srv);
+    if (!srv) return gp_err_set(err, GP_ENOMEM, NULL);
+    srv->cfg = *cfg;
+    if (srv->cfg.threads < 1) srv->cfg.threads = 1;
+    srv->store = st;
+    atomic_init(&srv->inflight, 0);
+    api__metrics_init();
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_AUTO |
+                     MHD_USE_ERROR_LOG;
+    if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+    srv->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
+                              MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                              MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                              MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.threads,
+                              MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+                              MHD_OPTION_END);
+    if (!srv->d) {
+        free(srv);
+        return gp_err_set(err, GP_EIO, "cannot listen on %s (address in use or not permitted)",
+                          cfg->listen);
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
+    srv->port = di ? di->port : 0;
+    *out = srv;
+    return GP_OK;
+}
+
+int api_server_port(const api_server *srv) { return srv->port; }
+
+void api_server_stop(api_server *srv) {
+    if (!srv) return;
+    MHD_socket fd = MHD_quiesce_daemon(srv->d);
+    if (fd != MHD_INVALID_SOCKET) close(fd);
+    int64_t deadline = gt_mono_us() + (int64_t)srv->cfg.drain_seconds * 1000000;
+    while (atomic_load(&srv->inflight) > 0 && gt_mono_us() < deadline) usleep(20000);
+    MHD_stop_daemon(srv->d);
+    api__metrics_free();
+    free(srv);
+}

@@ -1,0 +1,88 @@
+/*
+ * authz.h - the role x scope x action check (pure: structs in, decision out).
+ *
+ * The permission matrix is data, in one table in authz.c (and printed in
+ * docs/roles.md); authz_check() is the one function every handler calls
+ * before it reads anything.  A decision has three outcomes, because the API
+ * must never reveal objects outside the caller's scopes:
+ *   AUTHZ_ALLOW   - go ahead;
+ *   AUTHZ_DENY    - the caller can see the target but the role does not allow
+ *                   the action (HTTP 403);
+ *   AUTHZ_HIDDEN  - the target lies outside every scope the caller can see
+ *                   (HTTP 404, exactly as if it did not exist).
+ *
+ * Scope rules: a global binding covers everything; a tenant binding covers
+ * that tenant and its projects; a project binding covers that project, and
+ * makes its tenant visible (not readable).  Expired bindings count for nothing.
+ */
+#ifndef GP_AUTHZ_H
+#define GP_AUTHZ_H
+
+#include <stdint.h>
+
+/* Roles; keep in step with authz_role_names in authz.c. */
+typedef enum authz_role {
+    ROLE_PLATFORM_ADMIN,
+    ROLE_SECURITY_ADMIN,
+    ROLE_OPS_ENGINEER,
+    ROLE_TENANT_ADMIN,
+    ROLE_PROJECT_ADMIN,
+    ROLE_PROJECT_USER,
+    ROLE_VIEWER,
+    ROLE_VENDOR,
+    ROLE__COUNT
+} authz_role;
+
+typedef enum authz_scope { SCOPE_GLOBAL, SCOPE_TENANT, SCOPE_PROJECT, SCOPE_VENDOR } authz_scope;
+
+/* Actions; keep in step with the matrix in authz.c. */
+typedef enum authz_action {
+    ACT_TENANT_CREATE,
+    ACT_TENANT_READ,
+    ACT_PROJECT_CREATE,
+    ACT_PROJECT_READ,
+    ACT_AUDIT_READ_ALL,    /* global audit */
+    ACT_AUDIT_READ_TENANT, /* one tenant's events */
+    ACT_AUDIT_VERIFY,
+    ACT__COUNT
+} authz_action;
+
+/* One role binding held by a principal. Ids are the objects' opaque ids. */
+typedef struct authz_binding {
+    authz_role role;
+    authz_scope scope;
+    const char *tenant_id;  /* SCOPE_TENANT / SCOPE_PROJECT */
+    const char *project_id; /* SCOPE_PROJECT */
+    int64_t expires_us;     /* 0 = never */
+} authz_binding;
+
+/* The target of a check: global (both NULL), a tenant, or a project in a tenant. */
+typedef struct authz_target {
+    const char *tenant_id;
+    const char *project_id;
+} authz_target;
+
+typedef enum authz_decision { AUTHZ_ALLOW = 0, AUTHZ_DENY = 1, AUTHZ_HIDDEN = 2 } authz_decision;
+
+/* Decide whether bindings[0..n) allow `action` on `target` at time `now_us`. */
+authz_decision authz_check(const authz_binding *bindings, int n, authz_action action,
+                           const authz_target *target, int64_t now_us);
+
+/* 1 if the bindings can see `target` at all (used to filter lists). */
+int authz_visible(const authz_binding *bindings, int n, const authz_target *target, int64_t now_us);
+
+/* Role name <-> enum ("platform-admin"); parse returns -1 when unknown. */
+const char *authz_role_name(authz_role r);
+int authz_role_parse(const char *name);
+
+/* Scope a role is granted at (platform-admin -> global, viewer -> tenant or project, ...). */
+const char *authz_scope_name(authz_scope s);
+int authz_scope_parse(const char *name);
+
+/* Action name ("tenant.create") for docs and audit. */
+const char *authz_action_name(authz_action a);
+
+/* 1 if the matrix lets `role` perform `action` (at a scope covering the target). */
+int authz_role_allows(authz_role role, authz_action action);
+
+#endif

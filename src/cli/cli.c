@@ -1,0 +1,231 @@
+/*
+ * cli.c - HTTP client, output formatting and errors shared by all CLI verbs.
+ */
+#include "cli.h"
+
+#include <curl/curl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_error(int code, const char *fmt, ...) {
+    va_list ap;
+    fputs("gpupool: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return code;
+}
+
+int cli_wants_help(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) return 0;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return 1;
+    }
+    return 0;
+}
+
+static size_t on_data(char *p, size_t sz, size_t n, void *ud) {
+    strbuf *sb = ud;
+    sb_add(sb, p, sz * n);
+    return sb_ok(sb) ? sz * n : 0;
+}
+
+void cli_add_escaped(strbuf *sb, const char *s) {
+    static const char hx[] = "0123456789ABCDEF";
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '~') {
+            sb_addc(sb, (char)c);
+        } else {
+            sb_addc(sb, '%');
+            sb_addc(sb, hx[c >> 4]);
+            sb_addc(sb, hx[c & 15]);
+        }
+    }
+}
+
+int cli_call(cli_ctx *ctx, const char *method, const char *path, json_t *body, json_t **out) {
+    strbuf url = SB_INIT, resp = SB_INIT, auth = SB_INIT;
+    char *payload = NULL;
+    int rc = CLI_FAIL;
+    long status = 0;
+    *out = NULL;
+    CURL *c = curl_easy_init();
+    if (!c) return cli_error(CLI_FAIL, "cannot initialise the HTTP client");
+    sb_adds(&url, ctx->server);
+    while (url.len && url.buf[url.len - 1] == '/') sb_setlen(&url, url.len - 1);
+    sb_adds(&url, path);
+    struct curl_slist *hdrs = NULL;
+    hdrs = curl_slist_append(hdrs, "Accept: application/json");
+    if (ctx->token) {
+        sb_addf(&auth, "Authorization: Bearer %s", ctx->token);
+        hdrs = curl_slist_append(hdrs, auth.buf);
+    }
+    curl_easy_setopt(c, CURLOPT_URL, url.buf);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "gpupool-cli");
+    if (body) {
+        payload = json_dumps(body, JSON_COMPACT);
+        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload ? payload : "");
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    CURLcode cc = curl_easy_perform(c);
+    if (cc != CURLE_OK) {
+        cli_error(CLI_FAIL, "cannot reach %s: %s", ctx->server, curl_easy_strerror(cc));
+        goto done;
+    }
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    json_t *j = resp.len ? json_loadb(resp.buf, resp.len, JSON_DECODE_ANY, NULL) : json_null();
+    if (status >= 200 && status < 300) {
+        if (!j) {
+            cli_error(CLI_FAIL, "the server sent a response that is not JSON (HTTP %ld)", status);
+            goto done;
+        }
+        *out = j;
+        rc = CLI_OK;
+        goto done;
+    }
+    json_t *e = j ? json_object_get(j, "error") : NULL;
+    const char *msg = e ? json_string_value(json_object_get(e, "message")) : NULL;
+    const char *code = e ? json_string_value(json_object_get(e, "code")) : NULL;
+    if (msg)
+        cli_error(CLI_FAIL, "%s (%s, HTTP %ld)", msg, code ? code : "error", status);
+    else
+        cli_error(CLI_FAIL, "request failed with HTTP %ld", status);
+    json_decref(j);
+done:
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(c);
+    if (auth.len) memset(auth.buf, 0, auth.len);
+    sb_release(&auth);
+    sb_release(&url);
+    sb_release(&resp);
+    free(payload);
+    return rc;
+}
+
+/* Read "a.b" from obj; returns a borrowed value or NULL. */
+static json_t *path_get(json_t *obj, const char *path) {
+    char key[64];
+    while (obj && *path) {
+        const char *dot = strchr(path, '.');
+        size_t n = dot ? (size_t)(dot - path) : strlen(path);
+        if (n >= sizeof key) return NULL;
+        memcpy(key, path, n);
+        key[n] = '\0';
+        obj = json_object_get(obj, key);
+        path += n + (dot ? 1 : 0);
+    }
+    return obj;
+}
+
+static char *cell(json_t *v) {
+    if (!v || json_is_null(v)) return strdup("-");
+    if (json_is_string(v)) return strdup(json_string_value(v));
+    return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+static void print_json(json_t *v) {
+    char *s = json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
+    if (s) puts(s);
+    free(s);
+}
+
+void cli_print_list(cli_ctx *ctx, json_t *resp, const char *const *cols) {
+    if (ctx->json) {
+        print_json(resp);
+        return;
+    }
+    json_t *items = json_object_get(resp, "items");
+    size_t ncol = 0, nrow = json_array_size(items);
+    while (cols[ncol]) ncol++;
+    size_t width[32] = {0};
+    if (ncol > 32) ncol = 32;
+    char **cells = calloc((nrow + 1) * ncol, sizeof *cells);
+    if (!cells) return;
+    for (size_t c = 0; c < ncol; c++) {
+        cells[c] = strdup(cols[c]);
+        for (char *p = cells[c]; p && *p; p++)
+            if (*p >= 'a' && *p <= 'z') *p = (char)(*p - 'a' + 'A');
+            else if (*p == '.' || *p == '_') *p = '_';
+    }
+    for (size_t r = 0; r < nrow; r++)
+        for (size_t c = 0; c < ncol; c++)
+            cells[(r + 1) * ncol + c] = cell(path_get(json_array_get(items, r), cols[c]));
+    for (size_t i = 0; i < (nrow + 1) * ncol; i++) {
+        size_t l = cells[i] ? strlen(cells[i]) : 0;
+        if (l > width[i % ncol]) width[i % ncol] = l;
+    }
+    for (size_t r = 0; r <= nrow; r++) {
+        for (size_t c = 0; c < ncol; c++) {
+            const char *s = cells[r * ncol + c] ? cells[r * ncol + c] : "";
+            if (c + 1 < ncol) printf("%-*s  ", (int)width[c], s);
+            else printf("%s\n", s);
+        }
+    }
+    for (size_t i = 0; i < (nrow + 1) * ncol; i++) free(cells[i]);
+    free(cells);
+    json_t *next = json_object_get(resp, "next");
+    if (next && json_is_string(next))
+        fprintf(stderr, "(more: pass --after %s)\n", json_string_value(next));
+}
+
+void cli_print_object(cli_ctx *ctx, json_t *obj) {
+    if (ctx->json || !json_is_object(obj)) {
+        print_json(obj);
+        return;
+    }
+    const char *k;
+    json_t *v;
+    size_t w = 0;
+    json_object_foreach(obj, k, v) if (strlen(k) > w) w = strlen(k);
+    json_object_foreach(obj, k, v) {
+        char *s = cell(v);
+        printf("%-*s  %s\n", (int)w + 1, k, s ? s : "");
+        free(s);
+    }
+}
+
+int cli_dispatch(cli_ctx *ctx, const char *noun_usage, const cli_verb *verbs, int argc,
+                 char **argv) {
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        fputs(noun_usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? CLI_USAGE : CLI_OK;
+    }
+    for (const cli_verb *v = verbs; v->name; v++) {
+        if (strcmp(v->name, argv[1]) != 0) continue;
+        if (cli_wants_help(argc - 1, argv + 1)) {
+            fputs(v->usage, stdout);
+            return CLI_OK;
+        }
+        return v->run(ctx, argc - 1, argv + 1);
+    }
+    return cli_error(CLI_USAGE, "%s: unknown command '%s' (see gpupool %s --help)", argv[0],
+                     argv[1], argv[0]);
+}
+
+int cli_getopt(int argc, char **argv, const struct option *longopts, const char *verb, int *rc) {
+    opterr = 0;
+    int c = getopt_long(argc, argv, ":", longopts, NULL);
+    if (c == ':') {
+        *rc = cli_error(CLI_USAGE, "%s: option %s needs a value", verb, argv[optind - 1]);
+        return -2;
+    }
+    if (c == '?') {
+        *rc = cli_error(CLI_USAGE, "%s: unknown option %s (see --help)", verb, argv[optind - 1]);
+        return -2;
+    }
+    return c;
+}

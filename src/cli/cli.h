@@ -1,0 +1,85 @@
+/*
+ * cli.h - the command line client's shared library: context, HTTP calls to
+ * the API, output (table or JSON) and one-line errors.
+ *
+ * Each noun lives in cmd_<noun>.c and exports cli_cmd_<noun>(ctx, argc, argv)
+ * where argv[0] is the noun.  Commands parse their options, call the API
+ * through cli_call(), print with cli_print_*(), and return the exit code:
+ *   0 success, 1 the operation failed (API error, broken chain, I/O),
+ *   2 usage error (bad flags or arguments).
+ * Errors are printed as one line on stderr: "gpupool: <message>".
+ */
+#ifndef GP_CLI_H
+#define GP_CLI_H
+
+#include "../core/strbuf.h"
+
+#include <jansson.h>
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+typedef struct cli_ctx {
+    const char *server; /* base URL, "http://127.0.0.1:7070" */
+    const char *token;  /* bearer token, may be NULL */
+    int json;           /* -o json */
+} cli_ctx;
+
+/* Print "gpupool: <message>" to stderr and return `code`. */
+int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Call the API: `method` on server + `path` (already escaped) with an
+ * optional JSON body (borrowed).  On HTTP 2xx returns CLI_OK with *out (new
+ * reference, may be JSON null).  Otherwise prints the server's error message
+ * and returns CLI_FAIL.
+ */
+int cli_call(cli_ctx *ctx, const char *method, const char *path, json_t *body, json_t **out);
+
+/* Append `s` URL-path-escaped to `sb`. */
+void cli_add_escaped(strbuf *sb, const char *s);
+
+/*
+ * Print a list response {"items":[...]} as a table of the given columns
+ * (NULL-terminated; "a.b" reads nested members), or as JSON with -o json.
+ */
+void cli_print_list(cli_ctx *ctx, json_t *resp, const char *const *columns);
+
+/* Print one object as "key: value" lines, or as JSON with -o json. */
+void cli_print_object(cli_ctx *ctx, json_t *obj);
+
+/* 1 if argv has -h/--help before any "--". */
+int cli_wants_help(int argc, char **argv);
+
+/* One verb of a noun: `run` gets argv with argv[0] = the verb. */
+typedef struct cli_verb {
+    const char *name;
+    int (*run)(cli_ctx *ctx, int argc, char **argv);
+    const char *usage; /* full usage text, printed for --help */
+} cli_verb;
+
+/*
+ * Dispatch argv (argv[0] = noun, argv[1] = verb) to one of `verbs`
+ * (terminated by a {NULL} row).  Prints `noun_usage` for a missing verb or
+ * --help, a verb's usage for "<verb> --help", and a usage error for an
+ * unknown verb.
+ */
+int cli_dispatch(cli_ctx *ctx, const char *noun_usage, const cli_verb *verbs, int argc,
+                 char **argv);
+
+/*
+ * Parse verb options with getopt_long; on an unknown option or a missing
+ * value prints a one-line usage error and returns -1; returns the option
+ * character otherwise (-1 at the end, like getopt_long).  `*rc` is set to
+ * CLI_USAGE on error.
+ */
+struct option;
+int cli_getopt(int argc, char **argv, const struct option *longopts, const char *verb, int *rc);
+
+/* Commands. */
+int cli_cmd_server(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_whoami(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_tenant(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_project(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_audit(cli_ctx *ctx, int argc, char **argv);
+
+#endif

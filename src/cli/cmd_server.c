@@ -1,0 +1,235 @@
+/*
+ * cmd_server.c - `gpupool server`: run the control plane.
+ *
+ * Options come from an optional config file (--config FILE, "key = value"
+ * lines with the long option names) and are overridden by flags.  The data
+ * folder holds gpupool.db (SQLite), admin.token (first start only, 0600)
+ * and server.url (the URL actually listened on, for scripts using port 0).
+ * SIGTERM/SIGINT stop it gracefully.
+ */
+#include "cli.h"
+
+#include "../api/api.h"
+#include "../auth/auth.h"
+#include "../core/log.h"
+#include "../store/store.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char usage[] =
+    "usage: gpupool server [options]\n"
+    "\n"
+    "Run the control plane: REST API (/api/v1), /healthz, /readyz, /metrics.\n"
+    "\n"
+    "  --data DIR          data folder (default ./var)\n"
+    "  --listen HOST:PORT  address to listen on (default 127.0.0.1:7070; port 0 = any free)\n"
+    "  --store URL         store: sqlite:PATH (default DIR/gpupool.db)\n"
+    "  --threads N         HTTP worker threads (default 4)\n"
+    "  --max-body BYTES    largest request body accepted (default 1048576)\n"
+    "  --max-depth N       deepest JSON nesting accepted (default 32)\n"
+    "  --log-level LEVEL   debug|info|warn|error (default info)\n"
+    "  --config FILE       read options from FILE (key = value lines; flags win)\n"
+    "  -h, --help          show this help\n";
+
+typedef struct server_opts {
+    char *data, *listen, *store, *log_level;
+    long threads, max_body, max_depth;
+} server_opts;
+
+static void set_str(char **dst, const char *v) {
+    free(*dst);
+    *dst = strdup(v);
+}
+
+static int set_opt(server_opts *o, const char *key, const char *val) {
+    char *end;
+    if (strcmp(key, "data") == 0) set_str(&o->data, val);
+    else if (strcmp(key, "listen") == 0) set_str(&o->listen, val);
+    else if (strcmp(key, "store") == 0) set_str(&o->store, val);
+    else if (strcmp(key, "log-level") == 0 || strcmp(key, "log_level") == 0)
+        set_str(&o->log_level, val);
+    else if (strcmp(key, "threads") == 0 || strcmp(key, "max-body") == 0 ||
+             strcmp(key, "max_body") == 0 || strcmp(key, "max-depth") == 0 ||
+             strcmp(key, "max_depth") == 0) {
+        long v = strtol(val, &end, 10);
+        if (!*val || *end || v < 1 || v > (1L << 30))
+            return cli_error(CLI_USAGE, "server: %s must be a positive integer, got '%s'", key, val);
+        if (key[0] == 't') o->threads = v;
+        else if (strstr(key, "body")) o->max_body = v;
+        else o->max_depth = v;
+    } else {
+        return cli_error(CLI_USAGE, "server: unknown option '%s'", key);
+    }
+    return 0;
+}
+
+static int read_config(server_opts *o, const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return cli_error(CLI_USAGE, "server: cannot read config %s: %s", path, strerror(errno));
+    char line[1024];
+    int lineno = 0, rc = 0;
+    while (!rc && fgets(line, sizeof line, f)) {
+        lineno++;
+        char *p = line, *eq, *k, *v, *e;
+        while (*p == ' ' || *p == '\t') p++;
+        if (*p == '#' || *p == '\n' || !*p) continue;
+        if (!(eq = strchr(p, '='))) {
+            rc = cli_error(CLI_USAGE, "server: %s:%d: expected key = value", path, lineno);
+            break;
+        }
+        *eq = '\0';
+        k = p;
+        for (e = eq - 1; e >= k && (*e == ' ' || *e == '\t'); e--) *e = '\0';
+        v = eq + 1;
+        while (*v == ' ' || *v == '\t') v++;
+        for (e = v + strlen(v) - 1; e >= v && (*e == '\n' || *e == ' ' || *e == '\r'); e--)
+            *e = '\0';
+        rc = set_opt(o, k, v);
+    }
+    fclose(f);
+    return rc;
+}
+
+static void opts_free(server_opts *o) {
+    free(o->data);
+    free(o->listen);
+    free(o->store);
+    free(o->log_level);
+}
+
+static int mkdirs(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return (mkdir(buf, 0700) != 0 && errno != EEXIST) ? -1 : 0;
+}
+
+static int run(server_opts *o) {
+    gp_err err = GP_ERR_INIT;
+    char path[4096], token_path[4096], url_path[4096];
+    int lvl = log_level_parse(o->log_level);
+    if (lvl < 0) return cli_error(CLI_USAGE, "server: unknown log level '%s'", o->log_level);
+    log_set_level(lvl);
+    if (mkdirs(o->data) != 0)
+        return cli_error(CLI_FAIL, "server: cannot create data folder %s: %s", o->data,
+                         strerror(errno));
+    snprintf(path, sizeof path, "%s/gpupool.db", o->data);
+    snprintf(token_path, sizeof token_path, "%s/admin.token", o->data);
+    snprintf(url_path, sizeof url_path, "%s/server.url", o->data);
+
+    /* block the stop signals in every thread; this one waits for them */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    store_t *st;
+    if (store_open(o->store ? o->store : path, (int)o->threads + 2, &st, &err))
+        return cli_error(CLI_FAIL, "server: %s", err.msg);
+    int created;
+    if (auth_bootstrap(st, token_path, &created, &err)) {
+        store_close(st);
+        return cli_error(CLI_FAIL, "server: %s", err.msg);
+    }
+    api_config cfg = API_CONFIG_DEFAULTS;
+    cfg.listen = o->listen;
+    cfg.threads = (int)o->threads;
+    cfg.max_body = (size_t)o->max_body;
+    cfg.max_depth = (int)o->max_depth;
+    api_server *srv;
+    if (api_server_start(&cfg, st, &srv, &err)) {
+        store_close(st);
+        return cli_error(CLI_FAIL, "server: %s", err.msg);
+    }
+    char host[256];
+    snprintf(host, sizeof host, "%s", o->listen);
+    char *colon = strrchr(host, ':');
+    if (colon) *colon = '\0';
+    if (!host[0] || strcmp(host, "0.0.0.0") == 0) snprintf(host, sizeof host, "127.0.0.1");
+    char url[512];
+    snprintf(url, sizeof url, "http://%s:%d", host, api_server_port(srv));
+    FILE *uf = fopen(url_path, "w");
+    if (uf) {
+        fprintf(uf, "%s\n", url);
+        fclose(uf);
+    }
+    printf("gpupool server listening on %s (store: %s)\n", url, store_backend(st));
+    if (created) printf("admin token written to %s (mode 0600)\n", token_path);
+    else printf("admin token file: %s\n", token_path);
+    fflush(stdout);
+    log_kv(LOG_INFO, "server started", "url", url, "data", o->data, (char *)NULL);
+
+    int sig = 0;
+    sigwait(&set, &sig);
+    log_kv(LOG_INFO, "stopping", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", (char *)NULL);
+    api_server_stop(srv);
+    store_close(st);
+    log_kv(LOG_INFO, "stopped", (char *)NULL);
+    return CLI_OK;
+}
+
+int cli_cmd_server(cli_ctx *ctx, int argc, char **argv) {
+    (void)ctx;
+    static const struct option longopts[] = {
+        {"data", required_argument, 0, 'd'},     {"listen", required_argument, 0, 'l'},
+        {"store", required_argument, 0, 's'},    {"threads", required_argument, 0, 't'},
+        {"max-body", required_argument, 0, 'b'}, {"max-depth", required_argument, 0, 'D'},
+        {"log-level", required_argument, 0, 'L'}, {"config", required_argument, 0, 'c'},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+    server_opts o = {0};
+    set_str(&o.data, "./var");
+    set_str(&o.listen, "127.0.0.1:7070");
+    set_str(&o.log_level, "info");
+    o.threads = 4;
+    o.max_body = 1 << 20;
+    o.max_depth = 32;
+    int rc = 0, c;
+    /* config file first, so that flags override it */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) rc = read_config(&o, argv[i + 1]);
+        else if (strncmp(argv[i], "--config=", 9) == 0) rc = read_config(&o, argv[i] + 9);
+        if (rc) {
+            opts_free(&o);
+            return rc;
+        }
+    }
+    optind = 1;
+    opterr = 0;
+    while (!rc && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'd': rc = set_opt(&o, "data", optarg); break;
+        case 'l': rc = set_opt(&o, "listen", optarg); break;
+        case 's': rc = set_opt(&o, "store", optarg); break;
+        case 't': rc = set_opt(&o, "threads", optarg); break;
+        case 'b': rc = set_opt(&o, "max-body", optarg); break;
+        case 'D': rc = set_opt(&o, "max-depth", optarg); break;
+        case 'L': rc = set_opt(&o, "log-level", optarg); break;
+        case 'c': break;
+        case 'h':
+            fputs(usage, stdout);
+            opts_free(&o);
+            return CLI_OK;
+        case ':': rc = cli_error(CLI_USAGE, "server: option %s needs a value", argv[optind - 1]); break;
+        default: rc = cli_error(CLI_USAGE, "server: unknown option %s (see --help)", argv[optind - 1]);
+        }
+    }
+    if (!rc && optind < argc)
+        rc = cli_error(CLI_USAGE, "server: unexpected argument '%s'", argv[optind]);
+    if (!rc) rc = run(&o);
+    opts_free(&o);
+    return rc;
+}

@@ -1,0 +1,166 @@
+/*
+ * main.c - the gpupool binary: global options, then a role (server) or a
+ * CLI noun from the table below.
+ *
+ * Adding a noun: write cli/cmd_<noun>.c exporting cli_cmd_<noun>(), add one
+ * row here (with NEEDS_CLIENT if it talks to the API), document it in
+ * docs/cli.md and test it in tests/e2e/.
+ *
+ * Client settings, first found wins: --server/--token flags, the
+ * GPUPOOL_SERVER / GPUPOOL_TOKEN (or GPUPOOL_TOKEN_FILE) environment, then
+ * the config file $XDG_CONFIG_HOME/gpupool/config (~/.config/gpupool/config)
+ * with "server = URL", "token = T" or "token_file = PATH" lines.
+ */
+#include "cli.h"
+
+#include "../core/rand.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GPUPOOL_VERSION "0.1.0"
+
+enum { NEEDS_CLIENT = 1 };
+
+static const struct {
+    const char *name;
+    int (*run)(cli_ctx *, int, char **);
+    int flags;
+    const char *help;
+} commands[] = {
+    {"server", cli_cmd_server, 0, "run the control plane (API, scheduler loops)"},
+    {"whoami", cli_cmd_whoami, NEEDS_CLIENT, "show the calling identity and its roles"},
+    {"tenant", cli_cmd_tenant, NEEDS_CLIENT, "create, list and show tenants"},
+    {"project", cli_cmd_project, NEEDS_CLIENT, "create, list and show projects"},
+    {"audit", cli_cmd_audit, NEEDS_CLIENT, "list and verify the audit trail"},
+};
+
+static void usage(FILE *f) {
+    fputs("usage: gpupool [--server URL] [--token T] [-o table|json] <command> [args]\n"
+          "\n"
+          "commands:\n",
+          f);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+    fputs("\n"
+          "options:\n"
+          "  --server URL      API address (env GPUPOOL_SERVER; default http://127.0.0.1:7070)\n"
+          "  --token T         bearer token (env GPUPOOL_TOKEN, or GPUPOOL_TOKEN_FILE)\n"
+          "  --token-file F    read the token from a file\n"
+          "  -o, --output FMT  table (default) or json\n"
+          "  --version         print the version\n"
+          "  -h, --help        this help; `gpupool <command> --help` for a command\n"
+          "\n"
+          "Settings may also live in ~/.config/gpupool/config (server = URL, token = T,\n"
+          "token_file = PATH).\n",
+          f);
+}
+
+/* Read the first line of a file into a heap string (free), or NULL. */
+static char *read_line_file(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    char buf[512];
+    char *out = NULL;
+    if (fgets(buf, sizeof buf, f)) {
+        buf[strcspn(buf, "\r\n")] = '\0';
+        out = strdup(buf);
+    }
+    fclose(f);
+    return out;
+}
+
+/* Fill unset server/token from the user's config file. Strings are heap (free). */
+static void read_user_config(char **server, char **token) {
+    char path[4096];
+    const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg) snprintf(path, sizeof path, "%s/gpupool/config", xdg);
+    else if (home) snprintf(path, sizeof path, "%s/.config/gpupool/config", home);
+    else return;
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        char *eq = strchr(line, '=');
+        if (line[0] == '#' || !eq) continue;
+        *eq = '\0';
+        char *k = line, *v = eq + 1;
+        while (*k == ' ') k++;
+        for (char *e = eq - 1; e >= k && *e == ' '; e--) *e = '\0';
+        while (*v == ' ') v++;
+        v[strcspn(v, "\r\n")] = '\0';
+        if (strcmp(k, "server") == 0 && !*server) *server = strdup(v);
+        else if (strcmp(k, "token") == 0 && !*token) *token = strdup(v);
+        else if (strcmp(k, "token_file") == 0 && !*token) *token = read_line_file(v);
+    }
+    fclose(f);
+}
+
+int main(int argc, char **argv) {
+    static const struct option lo[] = {{"server", required_argument, 0, 's'},
+                                       {"token", required_argument, 0, 't'},
+                                       {"token-file", required_argument, 0, 'T'},
+                                       {"output", required_argument, 0, 'o'},
+                                       {"version", no_argument, 0, 'V'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+    char *server = NULL, *token = NULL;
+    const char *output = "table";
+    int c, rc = CLI_OK;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:o:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 's': free(server); server = strdup(optarg); break;
+        case 't': free(token); token = strdup(optarg); break;
+        case 'T':
+            free(token);
+            if (!(token = read_line_file(optarg))) {
+                rc = cli_error(CLI_USAGE, "cannot read token file %s: %s", optarg, strerror(errno));
+                goto out;
+            }
+            break;
+        case 'o': output = optarg; break;
+        case 'V': puts("gpupool " GPUPOOL_VERSION); goto out;
+        case 'h': usage(stdout); goto out;
+        case ':': rc = cli_error(CLI_USAGE, "option %s needs a value", argv[optind - 1]); goto out;
+        default: rc = cli_error(CLI_USAGE, "unknown option %s (see gpupool --help)", argv[optind - 1]); goto out;
+        }
+    }
+    if (strcmp(output, "table") != 0 && strcmp(output, "json") != 0) {
+        rc = cli_error(CLI_USAGE, "-o must be table or json, got '%s'", output);
+        goto out;
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        rc = CLI_USAGE;
+        goto out;
+    }
+    if (!server && getenv("GPUPOOL_SERVER")) server = strdup(getenv("GPUPOOL_SERVER"));
+    if (!token && getenv("GPUPOOL_TOKEN")) token = strdup(getenv("GPUPOOL_TOKEN"));
+    if (!token && getenv("GPUPOOL_TOKEN_FILE")) token = read_line_file(getenv("GPUPOOL_TOKEN_FILE"));
+    read_user_config(&server, &token);
+    if (rnd_init() != 0) {
+        rc = cli_error(CLI_FAIL, "cannot initialise libsodium");
+        goto out;
+    }
+    cli_ctx ctx = {server ? server : "http://127.0.0.1:7070", token, strcmp(output, "json") == 0};
+    int first = optind;
+    const char *noun = argv[first];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(commands[i].name, noun) != 0) continue;
+        if (commands[i].flags & NEEDS_CLIENT) curl_global_init(CURL_GLOBAL_DEFAULT);
+        optind = 1;
+        rc = commands[i].run(&ctx, argc - first, argv + first);
+        if (commands[i].flags & NEEDS_CLIENT) curl_global_cleanup();
+        goto out;
+    }
+    rc = cli_error(CLI_USAGE, "unknown command '%s' (see gpupool --help)", noun);
+out:
+    free(server);
+    free(token);
+    return rc;
+}

@@ -1,0 +1,80 @@
+/*
+ * store.c - backend selection and dispatch for the store interface (store.h).
+ */
+#include "store_int.h"
+
+#include <assert.h>
+#include <stddef.h>
+#include <string.h>
+
+int store_open(const char *url, int pool_size, store_t **out, gp_err *err) {
+    *out = NULL;
+    if (pool_size < 1) pool_size = 1;
+    if (strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0)
+        return gp_err_set(err, GP_EUNSUPPORTED,
+                          "the PostgreSQL store is not available in this build yet");
+    if (strncmp(url, "sqlite:", 7) == 0) url += 7;
+    if (!*url) return gp_err_set(err, GP_EINVALID, "empty store path");
+    return store__sqlite_open(url, pool_size, out, err);
+}
+
+void store_close(store_t *st) {
+    if (st) st->ops->close(st);
+}
+
+const char *store_backend(const store_t *st) { return st->ops->name; }
+
+int store_schema_version(store_t *st, int *out, gp_err *err) {
+    return st->ops->schema_version(st, out, err);
+}
+
+int store_schema_latest(const store_t *st) { return st->ops->schema_latest(); }
+
+int store_ping(store_t *st, gp_err *err) {
+    int v;
+    return store_schema_version(st, &v, err);
+}
+
+int store_begin(store_t *st, int mode, store_tx **out, gp_err *err) {
+    assert(mode == STORE_READ || mode == STORE_WRITE);
+    return st->ops->begin(st, mode, out, err);
+}
+
+int store_commit(store_tx *tx, gp_err *err) { return tx->ops->commit(tx, err); }
+
+void store_rollback(store_tx *tx) {
+    if (tx) tx->ops->rollback(tx);
+}
+
+int store_query(store_tx *tx, store_stmt **out, gp_err *err, const char *sql, const char *types,
+                ...) {
+    va_list ap;
+    va_start(ap, types);
+    int rc = tx->ops->query(tx, out, err, sql, types, ap);
+    va_end(ap);
+    return rc;
+}
+
+int store_step(store_stmt *stmt, gp_err *err) { return stmt->ops->step(stmt, err); }
+const char *store_text(store_stmt *stmt, int col) { return stmt->ops->text(stmt, col); }
+int64_t store_int(store_stmt *stmt, int col) { return stmt->ops->int64(stmt, col); }
+int store_isnull(store_stmt *stmt, int col) { return stmt->ops->isnull(stmt, col); }
+
+void store_done(store_stmt *stmt) {
+    if (stmt) stmt->ops->done(stmt);
+}
+
+int store_exec(store_tx *tx, int *changes, gp_err *err, const char *sql, const char *types, ...) {
+    store_stmt *stmt;
+    va_list ap;
+    va_start(ap, types);
+    int rc = tx->ops->query(tx, &stmt, err, sql, types, ap);
+    va_end(ap);
+    if (rc) return rc;
+    while ((rc = store_step(stmt, err)) > 0) {
+    }
+    store_done(stmt);
+    if (rc < 0) return rc;
+    if (changes) *changes = tx->ops->changes(tx);
+    return GP_OK;
+}

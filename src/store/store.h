@@ -1,0 +1,94 @@
+/*
+ * store.h - the one storage interface every gpupool module uses.
+ *
+ * A store_t is a pool of connections to one database (SQLite now; a
+ * PostgreSQL backend plugs in behind the same calls).  Work happens inside a
+ * transaction, store_tx, obtained with store_begin() and ended with exactly
+ * one store_commit() or store_rollback(), which return its connection to the
+ * pool.  SQL is written once with `?` placeholders; values are always bound,
+ * never pasted into SQL text, so no user string ever becomes SQL.
+ *
+ * Binding: the `types` string of store_query()/store_exec() gives one letter
+ * per following argument:
+ *   's'  const char *   (NULL binds SQL NULL)
+ *   'i'  int64_t
+ *   'n'  (no argument)  SQL NULL
+ *
+ * Write transactions are serialised (SQLite: BEGIN IMMEDIATE), so code that
+ * reads-then-writes inside one (the audit chain head) sees no interleaving.
+ *
+ * Ownership: store_open() returns a store the caller frees with
+ * store_close(); a statement from store_query() is freed with store_done();
+ * text from store_text() is owned by the statement and valid until the next
+ * store_step() or store_done().
+ *
+ * Lock order: pool mutex only; never held while running SQL.
+ */
+#ifndef GP_STORE_H
+#define GP_STORE_H
+
+#include "../core/err.h"
+
+#include <stdint.h>
+
+typedef struct store store_t;
+typedef struct store_tx store_tx;
+typedef struct store_stmt store_stmt;
+
+enum { STORE_READ = 0, STORE_WRITE = 1 };
+
+/*
+ * Open the store at `url`: "sqlite:PATH", or a plain file path (SQLite).
+ * Applies pending schema migrations; refuses (GP_ESCHEMA) a database whose
+ * schema is newer than this binary knows.  `pool_size` connections (>= 1).
+ * OUT: *out, freed with store_close().
+ */
+int store_open(const char *url, int pool_size, store_t **out, gp_err *err);
+
+/* Close every connection and free the store. NULL is a no-op. All tx must be ended. */
+void store_close(store_t *st);
+
+/* Backend name, "sqlite" or "postgres". */
+const char *store_backend(const store_t *st);
+
+/* Check the database answers a trivial query (for /readyz). */
+int store_ping(store_t *st, gp_err *err);
+
+/* Schema version recorded in the database. */
+int store_schema_version(store_t *st, int *out, gp_err *err);
+
+/* Highest schema version this binary knows for the backend of `st`. */
+int store_schema_latest(const store_t *st);
+
+/* Begin a READ or WRITE transaction. OUT: *out, ended by commit or rollback. */
+int store_begin(store_t *st, int mode, store_tx **out, gp_err *err);
+
+/* Commit and release; on failure the transaction is rolled back and released. */
+int store_commit(store_tx *tx, gp_err *err);
+
+/* Roll back and release. NULL is a no-op. */
+void store_rollback(store_tx *tx);
+
+/* Prepare `sql` and bind arguments per `types`. OUT: *out, freed with store_done(). */
+int store_query(store_tx *tx, store_stmt **out, gp_err *err, const char *sql, const char *types,
+                ...);
+
+/* Advance: 1 = a row is available, 0 = done, < 0 = error (err filled). */
+int store_step(store_stmt *stmt, gp_err *err);
+
+/* Column access on the current row (0-based). Text is NULL for SQL NULL. */
+const char *store_text(store_stmt *stmt, int col);
+int64_t store_int(store_stmt *stmt, int col);
+int store_isnull(store_stmt *stmt, int col);
+
+/* Finalize a statement. NULL is a no-op. */
+void store_done(store_stmt *stmt);
+
+/*
+ * Run a statement to completion (no rows expected).  Unique-constraint
+ * violations come back as GP_ECONFLICT, foreign-key ones as GP_EINVALID.
+ * OUT (optional): *changes, rows changed.
+ */
+int store_exec(store_tx *tx, int *changes, gp_err *err, const char *sql, const char *types, ...);
+
+#endif

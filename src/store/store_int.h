@@ -1,0 +1,47 @@
+/*
+ * store_int.h - internal contract between store.c and its backends.
+ *
+ * A backend fills a store_ops table; store.c owns argument checking, the
+ * public prefix and nothing else.  Not part of the public API: include
+ * only from src/store/.
+ */
+#ifndef GP_STORE_INT_H
+#define GP_STORE_INT_H
+
+#include "store.h"
+
+#include <stdarg.h>
+
+typedef struct store_ops {
+    const char *name;
+    void (*close)(store_t *st);
+    int (*schema_version)(store_t *st, int *out, gp_err *err);
+    int (*schema_latest)(void);
+    int (*begin)(store_t *st, int mode, store_tx **out, gp_err *err);
+    int (*commit)(store_tx *tx, gp_err *err);
+    void (*rollback)(store_tx *tx);
+    int (*query)(store_tx *tx, store_stmt **out, gp_err *err, const char *sql, const char *types,
+                 va_list ap);
+    int (*step)(store_stmt *stmt, gp_err *err);
+    const char *(*text)(store_stmt *stmt, int col);
+    int64_t (*int64)(store_stmt *stmt, int col);
+    int (*isnull)(store_stmt *stmt, int col);
+    void (*done)(store_stmt *stmt);
+    int (*changes)(store_tx *tx);
+} store_ops;
+
+/* Every backend's store_t, store_tx and store_stmt begin with these headers. */
+struct store {
+    const store_ops *ops;
+};
+struct store_tx {
+    const store_ops *ops;
+};
+struct store_stmt {
+    const store_ops *ops;
+};
+
+/* SQLite backend: open `path` (pool of `pool_size`). */
+int store__sqlite_open(const char *path, int pool_size, store_t **out, gp_err *err);
+
+#endif

@@ -1,0 +1,355 @@
+/*
+ * store_sqlite.c - the SQLite backend of the store interface.
+ *
+ * A fixed pool of connections to one database file in WAL mode, with
+ * foreign keys on and a busy timeout.  A transaction holds one connection
+ * from begin to commit/rollback.  Write transactions use BEGIN IMMEDIATE,
+ * so SQLite's single writer lock serialises them for us.
+ *
+ * Locking: `mu` guards the free list only; it is never held during SQL.
+ */
+#include "schema_int.h"
+#include "store_int.h"
+
+#include "../core/gtime.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUSY_TIMEOUT_MS 10000
+
+typedef struct sq_conn sq_conn;
+
+typedef struct sq_store {
+    struct store base;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int n;
+    sqlite3 **dbs;
+    int *free_stack; /* indices of idle connections */
+    int nfree;
+} sq_store;
+
+typedef struct sq_tx {
+    struct store_tx base;
+    sq_store *st;
+    int idx;
+    sqlite3 *db;
+} sq_tx;
+
+typedef struct sq_stmt {
+    struct store_stmt base;
+    sq_tx *tx;
+    sqlite3_stmt *s;
+} sq_stmt;
+
+static const store_ops sq_ops;
+
+static int map_rc(sqlite3 *db, int rc, gp_err *err, const char *what) {
+    int ext = db ? sqlite3_extended_errcode(db) : rc;
+    const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    switch (rc & 0xff) {
+    case SQLITE_CONSTRAINT:
+        if (ext == SQLITE_CONSTRAINT_UNIQUE || ext == SQLITE_CONSTRAINT_PRIMARYKEY)
+            return gp_err_set(err, GP_ECONFLICT, "%s: already exists", what);
+        return gp_err_set(err, GP_EINVALID, "%s: constraint failed (%s)", what, msg);
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return gp_err_set(err, GP_EBUSY, "%s: database busy", what);
+    case SQLITE_NOMEM:
+        return gp_err_set(err, GP_ENOMEM, "%s: out of memory", what);
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_CANTOPEN:
+        return gp_err_set(err, GP_EIO, "%s: %s", what, msg);
+    default:
+        return gp_err_set(err, GP_ESTORE, "%s: %s", what, msg);
+    }
+}
+
+static int exec_plain(sqlite3 *db, const char *sql, gp_err *err) {
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        int r = map_rc(db, rc, err, "sqlite");
+        if (msg && err) {
+            /* keep the engine's own text: it names the failing statement */
+            gp_err_set(err, r, "sqlite: %s", msg);
+        }
+        sqlite3_free(msg);
+        return r;
+    }
+    return GP_OK;
+}
+
+static int open_conn(const char *path, sqlite3 **out, gp_err *err) {
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open_v2(path, &db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                             NULL);
+    if (rc != SQLITE_OK) {
+        gp_err_set(err, GP_EIO, "cannot open %s: %s", path,
+                   db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        sqlite3_close(db);
+        return GP_EIO;
+    }
+    sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
+    sqlite3_extended_result_codes(db, 1);
+    rc = exec_plain(db,
+                    "PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON; PRAGMA synchronous=FULL;",
+                    err);
+    if (rc) {
+        sqlite3_close(db);
+        return rc;
+    }
+    *out = db;
+    return GP_OK;
+}
+
+static int read_version(sqlite3 *db, int *out, gp_err *err) {
+    sqlite3_stmt *s;
+    int rc = sqlite3_prepare_v2(db, "SELECT COALESCE(MAX(version),0) FROM schema_migrations", -1,
+                                &s, NULL);
+    if (rc != SQLITE_OK) return map_rc(db, rc, err, "schema version");
+    rc = sqlite3_step(s);
+    if (rc != SQLITE_ROW) {
+        int r = map_rc(db, rc, err, "schema version");
+        sqlite3_finalize(s);
+        return r;
+    }
+    *out = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    return GP_OK;
+}
+
+static int migrate(sqlite3 *db, gp_err *err) {
+    int rc = exec_plain(db,
+                        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                        " version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
+                        err);
+    if (rc) return rc;
+    int have, latest = schema__sqlite_count();
+    if ((rc = exec_plain(db, "BEGIN IMMEDIATE", err))) return rc;
+    if ((rc = read_version(db, &have, err))) goto fail;
+    if (have > latest) {
+        rc = gp_err_set(err, GP_ESCHEMA,
+                        "database schema version %d is newer than this gpupool knows (%d); "
+                        "run a newer gpupool binary",
+                        have, latest);
+        goto fail;
+    }
+    for (int v = have + 1; v <= latest; v++) {
+        if ((rc = exec_plain(db, schema__sqlite_sql(v), err))) goto fail;
+        sqlite3_stmt *s;
+        if (sqlite3_prepare_v2(db, "INSERT INTO schema_migrations VALUES (?, ?)", -1, &s, NULL) !=
+            SQLITE_OK) {
+            rc = map_rc(db, SQLITE_ERROR, err, "migration");
+            goto fail;
+        }
+        sqlite3_bind_int(s, 1, v);
+        sqlite3_bind_int64(s, 2, gt_now_us());
+        int r = sqlite3_step(s);
+        sqlite3_finalize(s);
+        if (r != SQLITE_DONE) {
+            rc = map_rc(db, r, err, "migration");
+            goto fail;
+        }
+    }
+    return exec_plain(db, "COMMIT", err);
+fail:
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+int store__sqlite_open(const char *path, int pool_size, store_t **out, gp_err *err) {
+    sq_store *st = calloc(1, sizeof *st);
+    if (!st) return gp_err_set(err, GP_ENOMEM, NULL);
+    st->base.ops = &sq_ops;
+    st->dbs = calloc((size_t)pool_size, sizeof *st->dbs);
+    st->free_stack = calloc((size_t)pool_size, sizeof *st->free_stack);
+    if (!st->dbs || !st->free_stack) {
+        free(st->dbs);
+        free(st->free_stack);
+        free(st);
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    }
+    pthread_mutex_init(&st->mu, NULL);
+    pthread_cond_init(&st->cv, NULL);
+    int rc = GP_OK;
+    for (int i = 0; i < pool_size; i++) {
+        if ((rc = open_conn(path, &st->dbs[i], err))) break;
+        st->n++;
+        if (i == 0 && (rc = migrate(st->dbs[0], err))) break;
+        st->free_stack[st->nfree++] = i;
+    }
+    if (rc) {
+        st->nfree = st->n; /* nothing is lent out yet */
+        sq_ops.close(&st->base);
+        return rc;
+    }
+    *out = &st->base;
+    return GP_OK;
+}
+
+static void sq_close(store_t *base) {
+    sq_store *st = (sq_store *)base;
+    assert(st->nfree == st->n); /* every transaction ended */
+    for (int i = 0; i < st->n; i++) sqlite3_close(st->dbs[i]);
+    pthread_mutex_destroy(&st->mu);
+    pthread_cond_destroy(&st->cv);
+    free(st->dbs);
+    free(st->free_stack);
+    free(st);
+}
+
+static int sq_schema_latest(void) { return schema__sqlite_count(); }
+
+static int sq_begin(store_t *base, int mode, store_tx **out, gp_err *err) {
+    sq_store *st = (sq_store *)base;
+    sq_tx *tx = calloc(1, sizeof *tx);
+    if (!tx) return gp_err_set(err, GP_ENOMEM, NULL);
+    pthread_mutex_lock(&st->mu);
+    while (st->nfree == 0) pthread_cond_wait(&st->cv, &st->mu);
+    tx->idx = st->free_stack[--st->nfree];
+    pthread_mutex_unlock(&st->mu);
+    tx->base.ops = &sq_ops;
+    tx->st = st;
+    tx->db = st->dbs[tx->idx];
+    int rc = exec_plain(tx->db, mode == STORE_WRITE ? "BEGIN IMMEDIATE" : "BEGIN", err);
+    if (rc) {
+        pthread_mutex_lock(&st->mu);
+        st->free_stack[st->nfree++] = tx->idx;
+        pthread_cond_signal(&st->cv);
+        pthread_mutex_unlock(&st->mu);
+        free(tx);
+        return rc;
+    }
+    *out = &tx->base;
+    return GP_OK;
+}
+
+static void release(sq_tx *tx) {
+    sq_store *st = tx->st;
+    pthread_mutex_lock(&st->mu);
+    st->free_stack[st->nfree++] = tx->idx;
+    pthread_cond_signal(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+    free(tx);
+}
+
+static void sq_rollback(store_tx *base) {
+    sq_tx *tx = (sq_tx *)base;
+    if (!sqlite3_get_autocommit(tx->db)) sqlite3_exec(tx->db, "ROLLBACK", NULL, NULL, NULL);
+    release(tx);
+}
+
+static int sq_commit(store_tx *base, gp_err *err) {
+    sq_tx *tx = (sq_tx *)base;
+    int rc = exec_plain(tx->db, "COMMIT", err);
+    if (rc) {
+        sq_rollback(base);
+        return rc;
+    }
+    release(tx);
+    return GP_OK;
+}
+
+static int sq_schema_version(store_t *base, int *out, gp_err *err) {
+    store_tx *tx;
+    int rc = sq_begin(base, STORE_READ, &tx, err);
+    if (rc) return rc;
+    rc = read_version(((sq_tx *)tx)->db, out, err);
+    sq_rollback(tx);
+    return rc;
+}
+
+static int sq_query(store_tx *base, store_stmt **out, gp_err *err, const char *sql,
+                    const char *types, va_list ap) {
+    sq_tx *tx = (sq_tx *)base;
+    sqlite3_stmt *s = NULL;
+    *out = NULL;
+    int rc = sqlite3_prepare_v2(tx->db, sql, -1, &s, NULL);
+    if (rc != SQLITE_OK) return map_rc(tx->db, rc, err, "prepare");
+    int idx = 1;
+    for (const char *t = types ? types : ""; *t; t++, idx++) {
+        switch (*t) {
+        case 's': {
+            const char *v = va_arg(ap, const char *);
+            rc = v ? sqlite3_bind_text(s, idx, v, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(s, idx);
+            break;
+        }
+        case 'i':
+            rc = sqlite3_bind_int64(s, idx, va_arg(ap, int64_t));
+            break;
+        case 'n':
+            rc = sqlite3_bind_null(s, idx);
+            break;
+        default:
+            assert(!"unknown bind type");
+            rc = SQLITE_MISUSE;
+        }
+        if (rc != SQLITE_OK) {
+            int r = map_rc(tx->db, rc, err, "bind");
+            sqlite3_finalize(s);
+            return r;
+        }
+    }
+    sq_stmt *st = calloc(1, sizeof *st);
+    if (!st) {
+        sqlite3_finalize(s);
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    }
+    st->base.ops = &sq_ops;
+    st->tx = tx;
+    st->s = s;
+    *out = &st->base;
+    return GP_OK;
+}
+
+static int sq_step(store_stmt *base, gp_err *err) {
+    sq_stmt *st = (sq_stmt *)base;
+    int rc = sqlite3_step(st->s);
+    if (rc == SQLITE_ROW) return 1;
+    if (rc == SQLITE_DONE) return 0;
+    return map_rc(st->tx->db, rc, err, "query");
+}
+
+static const char *sq_text(store_stmt *base, int col) {
+    return (const char *)sqlite3_column_text(((sq_stmt *)base)->s, col);
+}
+
+static int64_t sq_int(store_stmt *base, int col) {
+    return sqlite3_column_int64(((sq_stmt *)base)->s, col);
+}
+
+static int sq_isnull(store_stmt *base, int col) {
+    return sqlite3_column_type(((sq_stmt *)base)->s, col) == SQLITE_NULL;
+}
+
+static void sq_done(store_stmt *base) {
+    sq_stmt *st = (sq_stmt *)base;
+    sqlite3_finalize(st->s);
+    free(st);
+}
+
+static int sq_changes(store_tx *base) { return sqlite3_changes(((sq_tx *)base)->db); }
+
+static const store_ops sq_ops = {
+    .name = "sqlite",
+    .close = sq_close,
+    .schema_version = sq_schema_version,
+    .schema_latest = sq_schema_latest,
+    .begin = sq_begin,
+    .commit = sq_commit,
+    .rollback = sq_rollback,
+    .query = sq_query,
+    .step = sq_step,
+    .text = sq_text,
+    .int64 = sq_int,
+    .isnull = sq_isnull,
+    .done = sq_done,
+    .changes = sq_changes,
+};

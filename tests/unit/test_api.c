@@ -1,0 +1,354 @@
+/*
+ * test_api.c - request dispatch without HTTP: authentication, the 401/403/404
+ * rules across tenants, body errors, and that every outcome is audited.
+ */
+#include "testutil.h"
+
+#include "../../src/api/api_int.h"
+#include "../../src/audit/audit.h"
+#include "../../src/auth/auth.h"
+
+typedef struct {
+    char *dir;
+    store_t *st;
+    api_config cfg;
+    char admin[RND_SECRET_LEN];
+    char alice[RND_SECRET_LEN]; /* tenant-admin of "red" */
+    char bob[RND_SECRET_LEN];   /* project-user of red/vision */
+    char carol[RND_SECRET_LEN]; /* no roles */
+} fx;
+
+static void add_user(fx *f, const char *name, const char *role, const char *scope,
+                     const char *tenant, const char *project, char token[RND_SECRET_LEN]) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    char uid[RND_ID_LEN], tid[RND_ID_LEN];
+    rnd_id(uid);
+    assert_int_equal(store_begin(f->st, STORE_WRITE, &tx, &err), GP_OK);
+    assert_int_equal(store_exec(tx, NULL, &err,
+                                "INSERT INTO users (id, name, created_at) VALUES (?,?,0)", "ss",
+                                uid, name),
+                     GP_OK);
+    if (role)
+        assert_int_equal(
+            store_exec(tx, NULL, &err,
+                       "INSERT INTO role_bindings (user_id, role, scope, tenant_id, project_id,"
+                       " created_at) VALUES (?,?,?,(SELECT id FROM tenants WHERE name = ?),"
+                       " (SELECT p.id FROM projects p JOIN tenants t ON t.id = p.tenant_id"
+                       "  WHERE t.name = ? AND p.name = ?), 0)",
+                       "ssssss", uid, role, scope, tenant, tenant, project),
+            GP_OK);
+    assert_int_equal(auth_token_create(tx, uid, "test", 0, token, tid, &err), GP_OK);
+    assert_int_equal(store_commit(tx, &err), GP_OK);
+}
+
+static int call(fx *f, const char *token, const char *method, const char *path, const char *body,
+                json_t **resp) {
+    api_req r;
+    memset(&r, 0, sizeof r);
+    r.store = f->st;
+    r.cfg = &f->cfg;
+    r.method = method;
+    r.path = strdup(path);
+    /* split "?a=b&c=d" into query arguments, as the HTTP layer does */
+    char *q = strchr(r.path, '?');
+    if (q) {
+        *q++ = '\0';
+        for (char *kv = strtok(q, "&"); kv; kv = strtok(NULL, "&")) {
+            char *eq = strchr(kv, '=');
+            r.query = realloc(r.query, sizeof *r.query * (size_t)(r.nquery + 1));
+            r.query[r.nquery].key = strndup(kv, eq ? (size_t)(eq - kv) : strlen(kv));
+            r.query[r.nquery].value = strdup(eq ? eq + 1 : "");
+            r.nquery++;
+        }
+    }
+    if (token) {
+        char h[200];
+        snprintf(h, sizeof h, "Bearer %s", token);
+        r.authorization = strdup(h);
+    }
+    r.body = body;
+    r.body_len = body ? strlen(body) : 0;
+    rnd_id(r.request_id);
+    snprintf(r.source, sizeof r.source, "test");
+    api__dispatch(&r);
+    int status = r.status;
+    if (resp) *resp = json_incref(r.resp);
+    api__req_release(&r);
+    return status;
+}
+
+static const char *err_code(json_t *resp) {
+    return json_string_value(json_object_get(json_object_get(resp, "error"), "code"));
+}
+
+static int setup(void **state) {
+    fx *f = calloc(1, sizeof *f);
+    api_config cfg = API_CONFIG_DEFAULTS;
+    f->cfg = cfg;
+    f->dir = tu_mkdtemp();
+    f->st = tu_store(f->dir, 2);
+    char path[600];
+    int created;
+    gp_err err = GP_ERR_INIT;
+    snprintf(path, sizeof path, "%s/admin.token", f->dir);
+    assert_int_equal(auth_bootstrap(f->st, path, &created, &err), GP_OK);
+    assert_true(created);
+    FILE *tf = fopen(path, "r");
+    assert_non_null(tf);
+    assert_non_null(fgets(f->admin, sizeof f->admin, tf));
+    fclose(tf);
+    f->admin[strcspn(f->admin, "\n")] = '\0';
+    /* a second bootstrap does nothing */
+    assert_int_equal(auth_bootstrap(f->st, path, &created, &err), GP_OK);
+    assert_false(created);
+
+    assert_int_equal(call(f, f->admin, "POST", "/api/v1/tenants", "{\"name\":\"red\"}", NULL), 201);
+    assert_int_equal(call(f, f->admin, "POST", "/api/v1/tenants", "{\"name\":\"blue\"}", NULL),
+                     201);
+    assert_int_equal(call(f, f->admin, "POST", "/api/v1/tenants/red/projects",
+                          "{\"name\":\"vision\",\"class\":\"production\"}", NULL),
+                     201);
+    assert_int_equal(call(f, f->admin, "POST", "/api/v1/tenants/red/projects",
+                          "{\"name\":\"nlp\"}", NULL),
+                     201);
+    assert_int_equal(call(f, f->admin, "POST", "/api/v1/tenants/blue/projects",
+                          "{\"name\":\"secret\"}", NULL),
+                     201);
+    add_user(f, "alice", "tenant-admin", "tenant", "red", NULL, f->alice);
+    add_user(f, "bob", "project-user", "project", "red", "vision", f->bob);
+    add_user(f, "carol", NULL, NULL, NULL, NULL, f->carol);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fx *f = *state;
+    store_close(f->st);
+    tu_rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+static void authentication(void **state) {
+    fx *f = *state;
+    json_t *resp;
+    assert_int_equal(call(f, NULL, "GET", "/api/v1/tenants", NULL, &resp), 401);
+    assert_string_equal(err_code(resp), "unauthenticated");
+    json_decref(resp);
+    assert_int_equal(call(f, "gpt_not-a-real-token", "GET", "/api/v1/tenants", NULL, NULL), 401);
+    /* public routes need no token */
+    assert_int_equal(call(f, NULL, "GET", "/healthz", NULL, NULL), 200);
+    assert_int_equal(call(f, NULL, "GET", "/readyz", NULL, NULL), 200);
+    /* a revoked token stops working at once */
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    assert_int_equal(store_begin(f->st, STORE_WRITE, &tx, &err), GP_OK);
+    assert_int_equal(store_exec(tx, NULL, &err,
+                                "UPDATE tokens SET revoked_at = 1 WHERE user_id ="
+                                " (SELECT id FROM users WHERE name = 'carol')",
+                                ""),
+                     GP_OK);
+    assert_int_equal(store_commit(tx, &err), GP_OK);
+    assert_int_equal(call(f, f->carol, "GET", "/api/v1/whoami", NULL, NULL), 401);
+    /* so does a disabled user's */
+    assert_int_equal(call(f, f->bob, "GET", "/api/v1/whoami", NULL, NULL), 200);
+    assert_int_equal(store_begin(f->st, STORE_WRITE, &tx, &err), GP_OK);
+    assert_int_equal(store_exec(tx, NULL, &err, "UPDATE users SET disabled = 1 WHERE name = 'bob'",
+                                ""),
+                     GP_OK);
+    assert_int_equal(store_commit(tx, &err), GP_OK);
+    assert_int_equal(call(f, f->bob, "GET", "/api/v1/whoami", NULL, NULL), 401);
+}
+
+static void tenant_isolation(void **state) {
+    fx *f = *state;
+    json_t *resp;
+    /* alice (tenant-admin of red) sees red only */
+    assert_int_equal(call(f, f->alice, "GET", "/api/v1/tenants", NULL, &resp), 200);
+    json_t *items = json_object_get(resp, "items");
+    assert_int_equal(json_array_size(items), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(items, 0), "name")),
+                        "red");
+    json_decref(resp);
+    /* blue looks exactly like a tenant that does not exist */
+    json_t *missing;
+    assert_int_equal(call(f, f->alice, "GET", "/api/v1/tenants/blue", NULL, &resp), 404);
+    assert_int_equal(call(f, f->alice, "GET", "/api/v1/tenants/nope", NULL, &missing), 404);
+    assert_true(json_equal(resp, missing));
+    json_decref(resp);
+    json_decref(missing);
+    assert_int_equal(call(f, f->alice, "GET", "/api/v1/tenants/blue/projects", NULL, NULL), 404);
+    assert_int_equal(call(f, f->alice, "GET", "/api/v1/tenants/blue/projects/secret", NULL, NULL),
+                     404);
+    assert_int_equal(call(f, f->alice, "POST", "/api/v1/tenants/blue/projects",
+                          "{\"name\":\"x\"}", NULL),
+                     404);
+    /* inside red she may create projects but not tenants */
+    assert_int_equal(call(f, f->alice, "POST", "/api/v1/tenants/red/projects", "{\"name\":\"x\"}",
+                          NULL),
+                     201);
+    assert_int_equal(call(f, f->alice, "POST", "/api/v1/tenants", "{\"name\":\"green\"}", NULL),
+                     403);
+    /* audit: her own tenant yes, global no */
+    assert_int_equal(call(f, f->alice, "GET", "/api/v1/audit?tenant=red", NULL, NULL), 200);
+    assert_int_equal(call(f, f->alice, "GET", "/api/v1/audit", NULL, NULL), 403);
+    assert_int_equal(call(f, f->alice, "GET", "/api/v1/audit?tenant=blue", NULL, NULL), 404);
+}
+
+static void project_user_scope(void **state) {
+    fx *f = *state;
+    json_t *resp;
+    /* bob sees his project only; his tenant is visible (403) but not readable */
+    assert_int_equal(call(f, f->bob, "GET", "/api/v1/tenants/red/projects", NULL, &resp), 200);
+    json_t *items = json_object_get(resp, "items");
+    assert_int_equal(json_array_size(items), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(items, 0), "name")),
+                        "vision");
+    json_decref(resp);
+    assert_int_equal(call(f, f->bob, "GET", "/api/v1/tenants/red/projects/vision", NULL, NULL),
+                     200);
+    assert_int_equal(call(f, f->bob, "GET", "/api/v1/tenants/red/projects/nlp", NULL, NULL), 404);
+    assert_int_equal(call(f, f->bob, "GET", "/api/v1/tenants/red", NULL, NULL), 403);
+    assert_int_equal(call(f, f->bob, "POST", "/api/v1/tenants/red/projects", "{\"name\":\"y\"}",
+                          NULL),
+                     403);
+    assert_int_equal(call(f, f->bob, "GET", "/api/v1/tenants/blue", NULL, NULL), 404);
+    /* carol has no roles: sees nothing */
+    assert_int_equal(call(f, f->carol, "GET", "/api/v1/tenants", NULL, &resp), 200);
+    assert_int_equal(json_array_size(json_object_get(resp, "items")), 0);
+    json_decref(resp);
+    assert_int_equal(call(f, f->carol, "GET", "/api/v1/tenants/red", NULL, NULL), 404);
+}
+
+static void body_errors(void **state) {
+    fx *f = *state;
+    json_t *resp;
+    struct {
+        const char *body;
+        int status;
+        const char *code;
+    } cases[] = {
+        {"{\"name\":", 400, "malformed_json"},
+        {"", 400, "invalid_argument"},
+        {"[]", 400, "invalid_argument"},
+        {"\"red\"", 400, "invalid_argument"},
+        {"{\"name\":5}", 400, "invalid_argument"},
+        {"{\"name\":\"ok-name\",\"extra\":1}", 400, "invalid_argument"},
+        {"{\"name\":\"Bad Name\"}", 400, "invalid_argument"},
+        {"{\"display_name\":\"x\"}", 400, "invalid_argument"},
+        {"{\"name\":\"red\"}", 409, "conflict"},
+        {"{\"name\":\"a\",\"name\":\"b\"}", 400, "malformed_json"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int st = call(f, f->admin, "POST", "/api/v1/tenants", cases[i].body, &resp);
+        if (st != cases[i].status) fprintf(stderr, "body %s -> %d\n", cases[i].body, st);
+        assert_int_equal(st, cases[i].status);
+        assert_string_equal(err_code(resp), cases[i].code);
+        assert_non_null(json_string_value(json_object_get(json_object_get(resp, "error"),
+                                                          "message")));
+        json_decref(resp);
+    }
+    /* too deep */
+    char deep[200] = "{\"name\":";
+    for (int i = 0; i < 40; i++) strcat(deep, "[");
+    for (int i = 0; i < 40; i++) strcat(deep, "]");
+    strcat(deep, "}");
+    assert_int_equal(call(f, f->admin, "POST", "/api/v1/tenants", deep, NULL), 400);
+    /* a bad class and a bad project name */
+    assert_int_equal(call(f, f->admin, "POST", "/api/v1/tenants/red/projects",
+                          "{\"name\":\"p\",\"class\":\"gold\"}", NULL),
+                     400);
+    assert_int_equal(call(f, f->admin, "POST", "/api/v1/tenants/red/projects",
+                          "{\"name\":\"-p\"}", NULL),
+                     400);
+    /* routing errors */
+    assert_int_equal(call(f, f->admin, "DELETE", "/api/v1/tenants", NULL, &resp), 405);
+    assert_string_equal(err_code(resp), "method_not_allowed");
+    json_decref(resp);
+    assert_int_equal(call(f, f->admin, "GET", "/api/v1/nothing", NULL, &resp), 404);
+    json_decref(resp);
+    assert_int_equal(call(f, f->admin, "GET", "/api/v1/audit?limit=0", NULL, NULL), 400);
+    assert_int_equal(call(f, f->admin, "GET", "/api/v1/audit?limit=abc", NULL, NULL), 400);
+}
+
+static int count_audit(fx *f, const char *action, const char *result) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    store_stmt *s;
+    assert_int_equal(store_begin(f->st, STORE_READ, &tx, &err), GP_OK);
+    assert_int_equal(store_query(tx, &s, &err,
+                                 "SELECT COUNT(*) FROM audit WHERE action = ? AND result = ?",
+                                 "ss", action, result),
+                     GP_OK);
+    assert_int_equal(store_step(s, &err), 1);
+    int n = (int)store_int(s, 0);
+    store_done(s);
+    store_rollback(tx);
+    return n;
+}
+
+static void everything_audited(void **state) {
+    fx *f = *state;
+    int ok0 = count_audit(f, "tenant.create", "ok");
+    int den0 = count_audit(f, "tenant.create", "denied");
+    int err0 = count_audit(f, "tenant.create", "error");
+    int get0 = count_audit(f, "tenant.get", "denied");
+    assert_int_equal(ok0, 2);
+    assert_int_equal(call(f, f->admin, "POST", "/api/v1/tenants", "{\"name\":\"green\"}", NULL),
+                     201);
+    assert_int_equal(call(f, NULL, "POST", "/api/v1/tenants", "{\"name\":\"x\"}", NULL), 401);
+    assert_int_equal(call(f, f->alice, "POST", "/api/v1/tenants", "{\"name\":\"x\"}", NULL), 403);
+    assert_int_equal(call(f, f->admin, "POST", "/api/v1/tenants", "{\"name\":\"green\"}", NULL),
+                     409);
+    assert_int_equal(call(f, f->alice, "GET", "/api/v1/tenants/blue", NULL, NULL), 404);
+    /* reads that succeed are not audited */
+    assert_int_equal(call(f, f->alice, "GET", "/api/v1/tenants/red", NULL, NULL), 200);
+    assert_int_equal(count_audit(f, "tenant.create", "ok"), ok0 + 1);
+    assert_int_equal(count_audit(f, "tenant.create", "denied"), den0 + 2);
+    assert_int_equal(count_audit(f, "tenant.create", "error"), err0 + 1);
+    assert_int_equal(count_audit(f, "tenant.get", "denied"), get0 + 1);
+    assert_int_equal(count_audit(f, "tenant.get", "ok"), 0);
+    /* no secret ever reaches the audit trail */
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    store_stmt *s;
+    assert_int_equal(store_begin(f->st, STORE_READ, &tx, &err), GP_OK);
+    assert_int_equal(store_query(tx, &s, &err,
+                                 "SELECT COUNT(*) FROM audit WHERE instr(summary, ?) > 0"
+                                 " OR instr(summary, ?) > 0 OR instr(summary, 'gpt_') > 0",
+                                 "ss", f->admin, f->alice),
+                     GP_OK);
+    assert_int_equal(store_step(s, &err), 1);
+    assert_int_equal(store_int(s, 0), 0);
+    store_done(s);
+    store_rollback(tx);
+    audit_report rep;
+    assert_int_equal(audit_verify(f->st, &rep, &err), GP_OK);
+    assert_true(rep.ok);
+}
+
+static void whoami(void **state) {
+    fx *f = *state;
+    json_t *resp;
+    assert_int_equal(call(f, f->bob, "GET", "/api/v1/whoami", NULL, &resp), 200);
+    assert_string_equal(json_string_value(json_object_get(resp, "name")), "bob");
+    json_t *b = json_array_get(json_object_get(resp, "roles"), 0);
+    assert_string_equal(json_string_value(json_object_get(b, "role")), "project-user");
+    assert_string_equal(json_string_value(json_object_get(b, "tenant")), "red");
+    assert_string_equal(json_string_value(json_object_get(b, "project")), "vision");
+    json_decref(resp);
+}
+
+int main(void) {
+    assert_int_equal(rnd_init(), 0);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(authentication, setup, teardown),
+        cmocka_unit_test_setup_teardown(tenant_isolation, setup, teardown),
+        cmocka_unit_test_setup_teardown(project_user_scope, setup, teardown),
+        cmocka_unit_test_setup_teardown(body_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(everything_audited, setup, teardown),
+        cmocka_unit_test_setup_teardown(whoami, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
