@@ -11,18 +11,23 @@
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
 #include "../core/log.h"
+#include "../core/strbuf.h"
+#include "../policy/policy.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *route_methods[64];
-static const char *route_patterns[64];
+#define MAX_ROUTES 256
+static const char *route_methods[MAX_ROUTES];
+static const char *route_patterns[MAX_ROUTES];
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
 static void build_tables(void) {
-    for (size_t i = 0; i < api_nroutes && i < 64; i++) {
+    assert(api_nroutes <= MAX_ROUTES);
+    for (size_t i = 0; i < api_nroutes && i < MAX_ROUTES; i++) {
         route_methods[i] = api_routes[i].method;
         route_patterns[i] = api_routes[i].pattern;
     }
@@ -129,6 +134,7 @@ int api_audit(api_req *r, store_tx *tx, const char *result, int status, const ch
               gp_err *err) {
     audit_event ev = {
         .actor = r->who ? r->who->name : "anonymous",
+        .on_behalf = r->on_behalf,
         .source = r->source,
         .request_id = r->request_id,
         .action = r->route ? r->route->action : "http.unrouted",
@@ -145,6 +151,160 @@ int api_audit(api_req *r, store_tx *tx, const char *result, int status, const ch
     return rc;
 }
 
+int api_begin(api_req *r, int mode, store_tx **tx) {
+    gp_err err = GP_ERR_INIT;
+    if (store_begin(r->store, mode, tx, &err)) {
+        api_fail(r, &err);
+        return -1;
+    }
+    return 0;
+}
+
+int api_commit(api_req *r, store_tx *tx) {
+    gp_err err = GP_ERR_INIT;
+    if (store_commit(tx, &err)) {
+        r->audited = 0; /* the event rolled back with the change */
+        api_fail(r, &err);
+        return -1;
+    }
+    return 0;
+}
+
+int api_abort(api_req *r, store_tx *tx, const gp_err *err) {
+    store_rollback(tx);
+    r->audited = 0;
+    api_fail(r, err);
+    return -1;
+}
+
+int api_finish(api_req *r, store_tx *tx, int status, json_t *summary) {
+    gp_err err = GP_ERR_INIT;
+    if (r->approval_id || r->approval_note[0]) {
+        if (!summary) summary = json_object();
+        json_object_set_new(summary, "approval",
+                            json_string(r->approval_id ? r->approval_id : r->approval_note));
+    }
+    char *text = summary ? jx_dump(summary) : NULL;
+    json_decref(summary);
+    int rc = api_audit(r, tx, "ok", status, text ? text : "{}", &err);
+    free(text);
+    if (rc) return api_abort(r, tx, &err);
+    return api_commit(r, tx);
+}
+
+int api_query_int(api_req *r, const char *name, int64_t lo, int64_t hi, int64_t *out) {
+    const char *v = api_query(r, name);
+    if (!v) return 0;
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || x < lo || x > hi) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "query parameter '%s' must be an integer in [%lld, %lld]", name,
+                 (long long)lo, (long long)hi);
+        api_error(r, 400, "invalid_argument", msg);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/*
+ * Approvers other than the requester: live security-admins.  Until a second
+ * one has ever existed ("armed" in the policy table), a sensitive operation
+ * by the only one cannot be approved by anybody; it then goes ahead and the
+ * audit event says the approval was waived.  Once armed, never again.
+ */
+static int approvers_state(store_tx *tx, const char *requester_id, int *others, int *armed,
+                           gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT (SELECT COUNT(DISTINCT b.user_id) FROM role_bindings b"
+                         "  JOIN users u ON u.id = b.user_id WHERE b.role = 'security-admin'"
+                         "  AND b.user_id <> ? AND u.disabled = 0"
+                         "  AND (b.expires_at IS NULL OR b.expires_at > ?)),"
+                         " (SELECT COUNT(*) FROM security_policy WHERE key = 'approvals_armed')",
+                         "si", requester_id, gt_now_us());
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc > 0) {
+        *others = (int)store_int(s, 0);
+        *armed = (int)store_int(s, 1);
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    if (*others > 0 && !*armed) {
+        *armed = 1;
+        return store_exec(tx, NULL, err,
+                          "INSERT INTO security_policy (key, value) VALUES ('approvals_armed', '1')",
+                          "");
+    }
+    return GP_OK;
+}
+
+int api_needs_approval(api_req *r, const char *operation, const char *tenant, json_t *summary) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    policy pol;
+    int others = 0, armed = 0;
+    if (r->approval_id) return 0;
+    if (api_begin(r, STORE_WRITE, &tx)) return -1;
+    if (policy_load(tx, &pol, &err)) return api_abort(r, tx, &err);
+    int sensitive = policy_is_sensitive(&pol, operation);
+    int64_t ttl = pol.approval_ttl_s;
+    policy_release(&pol);
+    if (!sensitive) {
+        store_rollback(tx);
+        return 0;
+    }
+    if (approvers_state(tx, r->who->user_id, &others, &armed, &err))
+        return api_abort(r, tx, &err);
+    if (!armed) {
+        /* nobody else could ever approve yet: go ahead, and say so in the audit */
+        if (api_commit(r, tx)) return -1;
+        snprintf(r->approval_note, sizeof r->approval_note,
+                 "waived: no second security-admin has existed yet");
+        return 0;
+    }
+    json_t *q = json_array();
+    for (int i = 0; i < r->nquery; i++)
+        json_array_append_new(q, json_pack("[s,s]", r->query[i].key, r->query[i].value));
+    char *qtext = jx_dump(q), *stext = summary ? jx_dump(summary) : NULL;
+    json_decref(q);
+    char id[RND_ID_LEN];
+    strbuf body = SB_INIT;
+    if (r->body) sb_add(&body, r->body, r->body_len);
+    int rc = approval_create(tx, operation, r->who->user_id, tenant, r->method, r->path, qtext,
+                             body.buf, stext ? stext : "{}", ttl, id, &err);
+    sb_release(&body);
+    free(qtext);
+    if (!rc) {
+        char *sum = NULL;
+        json_t *s = json_pack("{s:s,s:s,s:O?}", "approval", id, "operation", operation, "change",
+                              summary);
+        sum = jx_dump(s);
+        json_decref(s);
+        rc = api_audit(r, tx, "ok", 202, sum ? sum : "{}", &err);
+        free(sum);
+    }
+    free(stext);
+    if (rc) return api_abort(r, tx, &err);
+    approval a;
+    rc = approval_get(tx, id, &a, &err);
+    if (rc) return api_abort(r, tx, &err);
+    if (api_commit(r, tx)) {
+        approval_release(&a);
+        return -1;
+    }
+    json_t *o = approval_json(&a, 0);
+    approval_release(&a);
+    json_object_set_new(o, "message",
+                        json_string(others ? "this operation needs a second person's approval"
+                                           : "this operation needs a second person's approval; "
+                                             "no other security-admin can approve it now"));
+    api_reply(r, 202, o);
+    return 1;
+}
+
 json_t *api_list(json_t *items, const char *next) {
     return json_pack("{s:o,s:o}", "items", items, "next", next ? json_string(next) : json_null());
 }
@@ -155,7 +315,8 @@ static void audit_outcome(api_req *r) {
     if (r->status == 401 || r->status == 403 || r->status == 404) result = "denied";
     else if (r->status >= 400) result = "error";
     else result = "ok";
-    if (!(r->route->flags & ROUTE_MUTATES) && strcmp(result, "denied") != 0) return;
+    int vendor = r->who && authz_holds(r->who->bindings, r->who->nbindings, ROLE_VENDOR, 0);
+    if (!(r->route->flags & ROUTE_MUTATES) && strcmp(result, "denied") != 0 && !vendor) return;
     /* summary: the error code only, never the request body (it may hold secrets) */
     char summary[160] = "{}";
     json_t *e = r->resp ? json_object_get(json_object_get(r->resp, "error"), "code") : NULL;
@@ -197,7 +358,8 @@ void api__dispatch(api_req *r) {
         return;
     }
     r->route = &api_routes[i];
-    if (!(r->route->flags & ROUTE_PUBLIC)) {
+    /* a preset principal is the requester of an approved request (h_approval.c) */
+    if (!(r->route->flags & ROUTE_PUBLIC) && !r->who) {
         gp_err err = GP_ERR_INIT;
         int rc = auth_authenticate(r->store, r->authorization, &r->who, &err);
         if (rc) {
@@ -213,7 +375,8 @@ void api__dispatch(api_req *r) {
         gp_err_set(&err, GP_EINTERNAL, "handler set no response");
         api_fail(r, &err);
     }
-    if (!(r->route->flags & ROUTE_PUBLIC) && !r->audited) audit_outcome(r);
+    if (!r->audited && (!(r->route->flags & ROUTE_PUBLIC) || (r->route->flags & ROUTE_MUTATES)))
+        audit_outcome(r);
 }
 
 void api__req_release(api_req *r) {

@@ -32,6 +32,9 @@ typedef struct api_server api_server;
 /* Start listening. OUT: *out (freed by api_server_stop). */
 int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_err *err);
 
+/* Check a listen address ("HOST:PORT", "[V6]:PORT") without binding. */
+int api_listen_check(const char *listen, gp_err *err);
+
 /* Port actually bound (useful with port 0). */
 int api_server_port(const api_server *srv);
 

@@ -64,6 +64,10 @@ struct api_req {
     const char *a_type;
     char a_tenant[64], a_project[64], a_id[128];
     int audited;
+    /* set while executing an approved sensitive request (h_approval.c) */
+    const char *approval_id;
+    char on_behalf[64]; /* audit: the requester the approver acted for */
+    char approval_note[64]; /* audit: why a sensitive operation went ahead unapproved */
     /* output */
     int status;
     json_t *resp;     /* JSON response (owned) */
@@ -125,6 +129,35 @@ void api_target(api_req *r, const char *type, const char *id, const char *tenant
 int api_audit(api_req *r, store_tx *tx, const char *result, int status, const char *summary,
               gp_err *err);
 
+/*
+ * Sensitive operations: call after authorising and validating, before
+ * changing anything, and with no transaction open.  When the security
+ * policy lists `operation` and this is not already the execution of an
+ * approved request, stores the exact request as a pending approval, audits
+ * it, answers 202 with the approval, and returns 1: the handler must return.
+ * Returns 0 to go ahead, -1 with an error response set.
+ */
+int api_needs_approval(api_req *r, const char *operation, const char *tenant, json_t *summary);
+
+/* Begin a transaction or set the failure response; returns 0 on success. */
+int api_begin(api_req *r, int mode, store_tx **tx);
+
+/* Commit or set the failure response (and forget `audited`); returns 0 on success. */
+int api_commit(api_req *r, store_tx *tx);
+
+/*
+ * Finish a change: append the audit event (summary stolen, may be NULL) and
+ * commit; on any failure roll back and set the error response.  Returns 0
+ * when committed.  `status` is the status the handler will answer.
+ */
+int api_finish(api_req *r, store_tx *tx, int status, json_t *summary);
+
+/* Fail with `err`, rolling back `tx` (may be NULL). Always returns -1. */
+int api_abort(api_req *r, store_tx *tx, const gp_err *err);
+
+/* Parse an optional integer query argument in [lo, hi]; -1 with a 400 set. */
+int api_query_int(api_req *r, const char *name, int64_t lo, int64_t hi, int64_t *out);
+
 /* Build {"items":[...],"next":cursor-or-null} (steals items). */
 json_t *api_list(json_t *items, const char *next);
 
@@ -133,6 +166,10 @@ void api__metrics_init(void);
 void api__metrics_observe(const char *method, const char *route, int status, int64_t dur_us);
 char *api__metrics_render(void); /* heap text (free) */
 void api__metrics_free(void);
+
+/* Run an approved request as its requester (h_approval.c). */
+void api__exec_approved(store_t *st, const api_config *cfg, const char *approval_id,
+                        const char *approver, const char *source, const char *request_id);
 
 /* Handlers. */
 void h_healthz(api_req *r);
@@ -148,5 +185,32 @@ void h_project_list(api_req *r);
 void h_project_get(api_req *r);
 void h_audit_list(api_req *r);
 void h_audit_verify(api_req *r);
+void h_audit_export(api_req *r);
+void h_login(api_req *r);
+void h_user_create(api_req *r);
+void h_user_list(api_req *r);
+void h_user_get(api_req *r);
+void h_user_update(api_req *r);
+void h_token_create(api_req *r);
+void h_token_list(api_req *r);
+void h_token_revoke(api_req *r);
+void h_member_global_list(api_req *r);
+void h_member_global_put(api_req *r);
+void h_member_global_delete(api_req *r);
+void h_member_tenant_list(api_req *r);
+void h_member_tenant_put(api_req *r);
+void h_member_tenant_delete(api_req *r);
+void h_member_project_list(api_req *r);
+void h_member_project_put(api_req *r);
+void h_member_project_delete(api_req *r);
+void h_policy_get(api_req *r);
+void h_policy_put(api_req *r);
+void h_approval_list(api_req *r);
+void h_approval_get(api_req *r);
+void h_approval_approve(api_req *r);
+void h_approval_reject(api_req *r);
+void h_vendor_create(api_req *r);
+void h_vendor_list(api_req *r);
+void h_vendor_revoke(api_req *r);
 
 #endif

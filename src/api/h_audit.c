@@ -10,27 +10,127 @@
 #include "api_int.h"
 
 #include "../audit/audit.h"
+#include "../core/gtime.h"
+#include "../core/jsonx.h"
+#include "../core/strbuf.h"
 #include "../tenancy/tenancy.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-/* Parse an optional integer query argument in [lo, hi]; 0 ok, -1 with a 400 set. */
-static int query_int(api_req *r, const char *name, int64_t lo, int64_t hi, int64_t *out) {
-    const char *v = api_query(r, name);
-    if (!v) return 0;
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    if (!*v || *end || x < lo || x > hi) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "query parameter '%s' must be an integer in [%" PRId64
-                 ", %" PRId64 "]", name, lo, hi);
-        api_error(r, 400, "invalid_argument", msg);
+/* Read the list/export filters from the query; -1 with a 400 set. */
+static int parse_filter(api_req *r, const char *tenant, audit_filter *f) {
+    int64_t after = 0, limit = 100;
+    memset(f, 0, sizeof *f);
+    if (api_query_int(r, "after", 0, INT64_MAX, &after) ||
+        api_query_int(r, "limit", 1, 1000, &limit))
         return -1;
+    static const char *const times[] = {"since", "until"};
+    int64_t *dst[] = {&f->since_us, &f->until_us};
+    for (int i = 0; i < 2; i++) {
+        const char *v = api_query(r, times[i]);
+        if (v && gt_parse_rfc3339(v, dst[i]) != 0) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "query parameter '%s' must be an RFC 3339 time", times[i]);
+            api_error(r, 400, "invalid_argument", msg);
+            return -1;
+        }
     }
-    *out = x;
+    f->tenant = tenant;
+    f->action = api_query(r, "action");
+    f->result = api_query(r, "result");
+    f->actor = api_query(r, "actor");
+    f->target = api_query(r, "target");
+    f->project = api_query(r, "project");
+    f->after_seq = after;
+    f->limit = (int)limit;
     return 0;
+}
+
+/* Authorise reading the audit (whole, or one tenant's with ?tenant=); 0 when allowed. */
+static int authorize_read(api_req *r, store_tx *tx, const char *tenant, int export) {
+    gp_err err = GP_ERR_INIT;
+    if (tenant) {
+        tenancy_tenant t;
+        int rc = tenancy_tenant_find(tx, tenant, &t, &err);
+        if (rc == GP_ENOTFOUND) {
+            api_error(r, 404, "not_found", "not found");
+            return -1;
+        }
+        if (rc) {
+            api_fail(r, &err);
+            return -1;
+        }
+        return api_authorize(r, export ? ACT_AUDIT_EXPORT : ACT_AUDIT_READ_TENANT, t.id, NULL)
+                   ? 0
+                   : -1;
+    }
+    return api_authorize(r, export ? ACT_AUDIT_EXPORT : ACT_AUDIT_READ_ALL, NULL, NULL) ? 0 : -1;
+}
+
+/*
+ * GET /api/v1/audit/export - the filtered events as JSON Lines.  Exporting is
+ * the sensitive operation audit.export: by default it answers 202 with an
+ * approval, and the export is produced when a second person approves (the
+ * approval's result holds it).
+ */
+void h_audit_export(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    audit_filter f;
+    const char *tenant = api_query(r, "tenant");
+    api_target(r, "audit", "export", tenant, NULL);
+    if (api_begin(r, STORE_READ, &tx)) return;
+    int ok = !authorize_read(r, tx, tenant, 1) && !parse_filter(r, tenant, &f);
+    store_rollback(tx);
+    if (!ok) return;
+    json_t *change = json_pack("{s:s?}", "tenant", tenant);
+    int pending = api_needs_approval(r, "audit.export", tenant, change);
+    json_decref(change);
+    if (pending) return;
+    strbuf out = SB_INIT;
+    f.limit = 1000;
+    if (api_begin(r, STORE_READ, &tx)) return;
+    for (;;) {
+        json_t *items;
+        int64_t next;
+        if (audit_list(tx, &f, &items, &next, &err)) {
+            sb_release(&out);
+            api_abort(r, tx, &err);
+            return;
+        }
+        size_t i;
+        json_t *e;
+        json_array_foreach(items, i, e) {
+            char *line = jx_dump(e);
+            if (line) sb_adds(&out, line);
+            sb_addc(&out, '\n');
+            free(line);
+        }
+        json_decref(items);
+        if (!next) break;
+        f.after_seq = next;
+    }
+    store_rollback(tx);
+    if (!sb_ok(&out)) {
+        sb_release(&out);
+        api_error(r, 500, "out_of_memory", "out of memory");
+        return;
+    }
+    /* the export itself is recorded */
+    if (api_begin(r, STORE_WRITE, &tx)) {
+        sb_release(&out);
+        return;
+    }
+    if (api_finish(r, tx, 200, json_pack("{s:s?,s:I}", "tenant", tenant, "bytes",
+                                         (json_int_t)out.len))) {
+        sb_release(&out);
+        return;
+    }
+    api_reply_text(r, 200, "application/x-ndjson", out.buf);
+    sb_release(&out);
 }
 
 void h_audit_list(api_req *r) {
@@ -42,30 +142,15 @@ void h_audit_list(api_req *r) {
         api_fail(r, &err);
         return;
     }
-    if (tenant) {
-        tenancy_tenant t;
-        int rc = tenancy_tenant_find(tx, tenant, &t, &err);
-        if (rc) {
-            store_rollback(tx);
-            if (rc == GP_ENOTFOUND) api_error(r, 404, "not_found", "not found");
-            else api_fail(r, &err);
-            return;
-        }
-        if (!api_authorize(r, ACT_AUDIT_READ_TENANT, t.id, NULL)) {
-            store_rollback(tx);
-            return;
-        }
-    } else if (!api_authorize(r, ACT_AUDIT_READ_ALL, NULL, NULL)) {
+    if (authorize_read(r, tx, tenant, 0)) {
         store_rollback(tx);
         return;
     }
-    int64_t after = 0, limit = 100;
-    if (query_int(r, "after", 0, INT64_MAX, &after) || query_int(r, "limit", 1, 1000, &limit)) {
+    audit_filter f;
+    if (parse_filter(r, tenant, &f)) {
         store_rollback(tx);
         return;
     }
-    audit_filter f = {.tenant = tenant, .action = api_query(r, "action"),
-                      .result = api_query(r, "result"), .after_seq = after, .limit = (int)limit};
     json_t *items;
     int64_t next;
     int rc = audit_list(tx, &f, &items, &next, &err);

@@ -14,16 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Begin a transaction or set the failure response; returns 0 on success. */
-static int begin(api_req *r, int mode, store_tx **tx) {
-    gp_err err = GP_ERR_INIT;
-    if (store_begin(r->store, mode, tx, &err)) {
-        api_fail(r, &err);
-        return -1;
-    }
-    return 0;
-}
-
 /* Resolve the {tenant} path parameter; 404 when absent. */
 static int load_tenant(api_req *r, store_tx *tx, tenancy_tenant *t) {
     gp_err err = GP_ERR_INIT;
@@ -34,16 +24,6 @@ static int load_tenant(api_req *r, store_tx *tx, tenancy_tenant *t) {
         return -1;
     }
     if (rc) {
-        api_fail(r, &err);
-        return -1;
-    }
-    return 0;
-}
-
-static int commit(api_req *r, store_tx *tx) {
-    gp_err err = GP_ERR_INIT;
-    if (store_commit(tx, &err)) {
-        r->audited = 0; /* the event rolled back with the change */
         api_fail(r, &err);
         return -1;
     }
@@ -67,7 +47,14 @@ void h_tenant_create(api_req *r) {
         return;
     }
     api_target(r, NULL, name, name, NULL);
-    if (begin(r, STORE_WRITE, &tx)) {
+    json_t *change = json_pack("{s:s,s:s}", "name", name, "display_name", display ? display : "");
+    int pending = api_needs_approval(r, "tenant.create", name, change);
+    json_decref(change);
+    if (pending) {
+        json_decref(body);
+        return;
+    }
+    if (api_begin(r, STORE_WRITE, &tx)) {
         json_decref(body);
         return;
     }
@@ -81,7 +68,7 @@ void h_tenant_create(api_req *r) {
         r->audited = 0;
         store_rollback(tx);
         api_fail(r, &err);
-    } else if (!commit(r, tx)) {
+    } else if (!api_commit(r, tx)) {
         api_reply(r, 201, tenancy_tenant_json(&t));
     }
     json_decref(body);
@@ -93,7 +80,7 @@ void h_tenant_list(api_req *r) {
     tenancy_tenant *ts;
     int n;
     int64_t now = gt_now_us();
-    if (begin(r, STORE_READ, &tx)) return;
+    if (api_begin(r, STORE_READ, &tx)) return;
     int rc = tenancy_tenant_list(tx, &ts, &n, &err);
     store_rollback(tx);
     if (rc) {
@@ -116,7 +103,7 @@ void h_tenant_get(api_req *r) {
     store_tx *tx;
     tenancy_tenant t;
     api_target(r, "tenant", api_param(r, "tenant"), NULL, NULL);
-    if (begin(r, STORE_READ, &tx)) return;
+    if (api_begin(r, STORE_READ, &tx)) return;
     int ok = !load_tenant(r, tx, &t);
     store_rollback(tx);
     if (!ok || !api_authorize(r, ACT_TENANT_READ, t.id, NULL)) return;
@@ -132,7 +119,7 @@ void h_project_create(api_req *r) {
     tenancy_tenant t;
     tenancy_project p;
     api_target(r, "project", NULL, NULL, NULL);
-    if (begin(r, STORE_WRITE, &tx)) return;
+    if (api_begin(r, STORE_WRITE, &tx)) return;
     if (load_tenant(r, tx, &t) || !api_authorize(r, ACT_PROJECT_CREATE, t.id, NULL)) {
         store_rollback(tx);
         return;
@@ -164,7 +151,7 @@ void h_project_create(api_req *r) {
         api_fail(r, &err);
         return;
     }
-    if (!commit(r, tx)) api_reply(r, 201, tenancy_project_json(&p));
+    if (!api_commit(r, tx)) api_reply(r, 201, tenancy_project_json(&p));
 }
 
 void h_project_list(api_req *r) {
@@ -174,7 +161,7 @@ void h_project_list(api_req *r) {
     tenancy_project *ps;
     int n;
     api_target(r, "project", NULL, NULL, NULL);
-    if (begin(r, STORE_READ, &tx)) return;
+    if (api_begin(r, STORE_READ, &tx)) return;
     if (load_tenant(r, tx, &t)) {
         store_rollback(tx);
         return;
@@ -208,7 +195,7 @@ void h_project_get(api_req *r) {
     tenancy_tenant t;
     tenancy_project p;
     api_target(r, "project", api_param(r, "project"), NULL, api_param(r, "project"));
-    if (begin(r, STORE_READ, &tx)) return;
+    if (api_begin(r, STORE_READ, &tx)) return;
     if (load_tenant(r, tx, &t)) {
         store_rollback(tx);
         return;

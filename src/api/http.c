@@ -301,6 +301,12 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
     return GP_OK;
 }
 
+int api_listen_check(const char *listen, gp_err *err) {
+    struct sockaddr_storage ss;
+    socklen_t len;
+    return parse_listen(listen, &ss, &len, err);
+}
+
 int api_server_port(const api_server *srv) { return srv->port; }
 
 void api_server_stop(api_server *srv) {

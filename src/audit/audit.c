@@ -233,10 +233,16 @@ int audit_list(store_tx *tx, const audit_filter *f, json_t **items, int64_t *nex
         " AND (? IS NULL OR action = ?)"
         " AND (? IS NULL OR substr(action, 1, length(?)) = ?)"
         " AND (? IS NULL OR result = ?)"
+        " AND (? IS NULL OR actor = ?)"
+        " AND (? IS NULL OR target_id = ?)"
+        " AND (? IS NULL OR project = ?)"
+        " AND (? = 0 OR ts_us >= ?)"
+        " AND (? = 0 OR ts_us < ?)"
         " ORDER BY seq LIMIT ?",
-        "isssssssssi", f->after_seq, f->tenant, f->tenant, prefix ? NULL : act, prefix ? NULL : act,
-        prefix ? like : NULL, prefix ? like : NULL, prefix ? like : NULL, f->result, f->result,
-        (int64_t)limit + 1);
+        "isssssssssssssssiiiii", f->after_seq, f->tenant, f->tenant, prefix ? NULL : act,
+        prefix ? NULL : act, prefix ? like : NULL, prefix ? like : NULL, prefix ? like : NULL,
+        f->result, f->result, f->actor, f->actor, f->target, f->target, f->project, f->project,
+        f->since_us, f->since_us, f->until_us, f->until_us, (int64_t)limit + 1);
     if (rc) return rc;
     json_t *arr = json_array();
     int n = 0;

@@ -97,6 +97,11 @@ typedef struct audit_filter {
     const char *tenant; /* only events of this tenant name */
     const char *action; /* exact action, or prefix ending in '.' ("tenant.") */
     const char *result;
+    const char *actor;   /* acting user name */
+    const char *target;  /* target id */
+    const char *project; /* project name */
+    int64_t since_us;    /* events at or after (0: no bound) */
+    int64_t until_us;    /* events before (0: no bound) */
     int64_t after_seq; /* cursor: events with seq > after_seq */
     int limit;         /* 1..1000, default 100 */
 } audit_filter;

@@ -1,7 +1,7 @@
 /*
  * auth.c - bearer-token authentication and first-start bootstrap (see auth.h).
  */
-#include "auth.h"
+#include "auth_int.h"
 
 #include "../audit/audit.h"
 #include "../core/gtime.h"
@@ -38,7 +38,7 @@ void auth_principal_free(auth_principal *p) {
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
-static int load_bindings(store_tx *tx, auth_principal *p, gp_err *err) {
+int auth__load_bindings(store_tx *tx, auth_principal *p, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
                          "SELECT role, scope, tenant_id, project_id, COALESCE(expires_at, 0)"
@@ -107,12 +107,63 @@ int auth_authenticate(store_t *st, const char *header, auth_principal **out, gp_
     snprintf(p->name, sizeof p->name, "%s", store_text(s, 3));
     snprintf(p->kind, sizeof p->kind, "%s", store_text(s, 4));
     store_done(s);
-    rc = load_bindings(tx, p, err);
+    rc = auth__load_bindings(tx, p, err);
     if (rc) {
         auth_principal_free(p);
         goto out;
     }
+    /* a vendor account lives only as long as one of its grants */
+    rc = store_query(tx, &s, err,
+                     "SELECT COUNT(*), COALESCE(SUM(revoked_at IS NULL AND expires_at > ?), 0)"
+                     " FROM vendor_grants WHERE user_id = ?",
+                     "is", now, p->user_id);
+    if (rc) {
+        auth_principal_free(p);
+        goto out;
+    }
+    rc = store_step(s, err);
+    int vendor_dead = rc > 0 && store_int(s, 0) > 0 && store_int(s, 1) == 0;
+    store_done(s);
+    if (rc < 0 || vendor_dead) {
+        auth_principal_free(p);
+        if (rc >= 0) rc = gp_err_set(err, GP_EUNAUTH, "vendor access expired or revoked");
+        goto out;
+    }
+    rc = GP_OK;
     *out = p;
+out:
+    store_rollback(tx);
+    return rc;
+}
+
+int auth_principal_load(store_t *st, const char *user_id, auth_principal **out, gp_err *err) {
+    store_tx *tx;
+    store_stmt *s;
+    *out = NULL;
+    int rc = store_begin(st, STORE_READ, &tx, err);
+    if (rc) return rc;
+    rc = store_query(tx, &s, err, "SELECT id, name, kind, disabled FROM users WHERE id = ?", "s",
+                     user_id);
+    if (rc) goto out;
+    rc = store_step(s, err);
+    if (rc <= 0 || store_int(s, 3)) {
+        store_done(s);
+        if (rc >= 0) rc = gp_err_set(err, GP_EUNAUTH, "the requester's account is disabled");
+        goto out;
+    }
+    auth_principal *p = calloc(1, sizeof *p);
+    if (!p) {
+        store_done(s);
+        rc = gp_err_set(err, GP_ENOMEM, NULL);
+        goto out;
+    }
+    snprintf(p->user_id, sizeof p->user_id, "%s", store_text(s, 0));
+    snprintf(p->name, sizeof p->name, "%s", store_text(s, 1));
+    snprintf(p->kind, sizeof p->kind, "%s", store_text(s, 2));
+    store_done(s);
+    rc = auth__load_bindings(tx, p, err);
+    if (rc) auth_principal_free(p);
+    else *out = p;
 out:
     store_rollback(tx);
     return rc;

@@ -17,6 +17,8 @@
 #include "../store/store.h"
 #include "authz.h"
 
+#include <jansson.h>
+
 #define AUTH_TOKEN_PREFIX "gpt_"
 
 typedef struct auth_principal {
@@ -34,6 +36,12 @@ typedef struct auth_principal {
  * a disabled user.  OUT: *out.
  */
 int auth_authenticate(store_t *st, const char *authorization, auth_principal **out, gp_err *err);
+
+/*
+ * Load the principal of user `user_id` without a token (to execute an
+ * approved request as its requester).  GP_EUNAUTH if the user is disabled.
+ */
+int auth_principal_load(store_t *st, const char *user_id, auth_principal **out, gp_err *err);
 
 /* Free a principal and its bindings. NULL is a no-op. */
 void auth_principal_free(auth_principal *p);
@@ -58,5 +66,113 @@ int auth_token_create(store_tx *tx, const char *user_id, const char *label, int6
  * anything was done (0 when users already exist).
  */
 int auth_bootstrap(store_t *st, const char *token_path, int *created, gp_err *err);
+
+/* ---- users (users.c) ---- */
+
+#define AUTH_PASSWORD_MIN 10
+#define AUTH_PASSWORD_MAX 256
+
+typedef struct auth_user {
+    char id[RND_ID_LEN];
+    char name[64];
+    char kind[16]; /* "user" | "service" */
+    int disabled;
+    int has_password;
+    int64_t created_us;
+} auth_user;
+
+/*
+ * Create a user (kind "user" needs a password; "service" must not have one).
+ * Validates name and password length; hashes with argon2id. GP_ECONFLICT
+ * when the name is taken.
+ */
+int auth_user_create(store_tx *tx, const char *name, const char *kind, const char *password,
+                     auth_user *out, gp_err *err);
+
+/* Find a user by name; GP_ENOTFOUND when absent. */
+int auth_user_find(store_tx *tx, const char *name, auth_user *out, gp_err *err);
+
+/* All users ordered by name. OUT: *items (free()), *n. */
+int auth_user_list(store_tx *tx, auth_user **items, int *n, gp_err *err);
+
+/* Enable or disable a user (a disabled user's tokens stop working at once). */
+int auth_user_set_disabled(store_tx *tx, const char *user_id, int disabled, gp_err *err);
+
+/* Set a new password (argon2id). */
+int auth_user_set_password(store_tx *tx, const char *user_id, const char *password, gp_err *err);
+
+/*
+ * Check a name and password.  Returns GP_OK with *out filled, or
+ * GP_EUNAUTH for an unknown user, a wrong password, a service account or a
+ * disabled user (one message for all, and similar timing).
+ */
+int auth_login_check(store_tx *tx, const char *name, const char *password, auth_user *out,
+                     gp_err *err);
+
+/* Live role bindings of a user. OUT: *out (free with auth_bindings_free), *n. */
+int auth_user_bindings(store_tx *tx, const char *user_id, authz_binding **out, int *n,
+                       gp_err *err);
+void auth_bindings_free(authz_binding *b, int n);
+
+/* JSON view of a user (new reference). */
+json_t *auth_user_json(const auth_user *u);
+
+/* Tokens of a user, never their secrets: [{id,label,created_at,expires_at,revoked_at}]. */
+int auth_token_list(store_tx *tx, const char *user_id, json_t **items, gp_err *err);
+
+/* Revoke token `token_id` of `user_id`; GP_ENOTFOUND if it is not that user's. */
+int auth_token_revoke(store_tx *tx, const char *user_id, const char *token_id, gp_err *err);
+
+/* ---- role bindings (members.c) ---- */
+
+/*
+ * Grant `role` at a scope.  Tenant and project scopes hold one role per user
+ * (a grant replaces the previous one); global scope may hold several.
+ * Callers check authz_can_grant() first.  OUT (optional): *replaced, the
+ * role that was replaced ("" when none; buffer of 32).
+ */
+int auth_member_set(store_tx *tx, const char *user_id, authz_role role, authz_scope scope,
+                    const char *tenant_id, const char *project_id, const char *granted_by,
+                    char replaced[32], gp_err *err);
+
+/*
+ * Remove a user's role at a scope (`role` -1: whatever role it holds there).
+ * GP_ENOTFOUND when there was none.  OUT (optional): the removed role's name.
+ */
+int auth_member_remove(store_tx *tx, const char *user_id, int role, authz_scope scope,
+                       const char *tenant_id, const char *project_id, char removed[32],
+                       gp_err *err);
+
+/* Role held by a user at exactly this scope (-1 when none; global: first one). */
+int auth_member_role_at(store_tx *tx, const char *user_id, authz_scope scope,
+                        const char *tenant_id, const char *project_id, int *role, gp_err *err);
+
+/* Members at a scope: [{user, role, scope, tenant?, project?, granted_by, created_at}]. */
+int auth_member_list(store_tx *tx, authz_scope scope, const char *tenant_id,
+                     const char *project_id, json_t **items, gp_err *err);
+
+/* ---- vendor access (vendor.c) ---- */
+
+/*
+ * Grant vendor access to `user_id` for the named nodes and work orders (JSON
+ * arrays of strings) until now + ttl.  Adds a vendor-scope role binding with
+ * the same expiry.  OUT: id.
+ */
+int auth_vendor_grant(store_tx *tx, const char *user_id, const char *nodes,
+                      const char *work_orders, int64_t ttl_s, const char *created_by_id,
+                      char id[RND_ID_LEN], gp_err *err);
+
+/* Revoke a grant (and the vendor role when no live grant is left). GP_ENOTFOUND if absent. */
+int auth_vendor_revoke(store_tx *tx, const char *id, gp_err *err);
+
+/* Grants, newest first; `user_id` NULL = all. */
+int auth_vendor_list(store_tx *tx, const char *user_id, json_t **items, gp_err *err);
+
+/* Count the user's role bindings other than vendor ones, and their vendor grants. */
+int auth_user_role_counts(store_tx *tx, const char *user_id, int *other_roles, int *vendor_grants,
+                          gp_err *err);
+
+/* Every binding of a user: [{role, scope, tenant?, project?, expires_at?}]. */
+int auth_member_list_user(store_tx *tx, const char *user_id, json_t **items, gp_err *err);
 
 #endif

@@ -31,6 +31,38 @@ static const struct {
     [ACT_AUDIT_READ_ALL] = {"audit.read", R(ROLE_SECURITY_ADMIN)},
     [ACT_AUDIT_READ_TENANT] = {"audit.read_tenant", R(ROLE_SECURITY_ADMIN) | R(ROLE_TENANT_ADMIN)},
     [ACT_AUDIT_VERIFY] = {"audit.verify", R(ROLE_SECURITY_ADMIN)},
+    [ACT_AUDIT_EXPORT] = {"audit.export", R(ROLE_SECURITY_ADMIN) | R(ROLE_TENANT_ADMIN)},
+    [ACT_MEMBER_READ] = {"member.read",
+                         R(ROLE_PLATFORM_ADMIN) | R(ROLE_SECURITY_ADMIN) | R(ROLE_TENANT_ADMIN) |
+                             R(ROLE_PROJECT_ADMIN) | R(ROLE_VIEWER)},
+    [ACT_MEMBER_MANAGE] = {"member.manage",
+                           R(ROLE_PLATFORM_ADMIN) | R(ROLE_SECURITY_ADMIN) | R(ROLE_TENANT_ADMIN) |
+                               R(ROLE_PROJECT_ADMIN)},
+    [ACT_USER_CREATE] = {"user.create", R(ROLE_PLATFORM_ADMIN) | R(ROLE_TENANT_ADMIN)},
+    [ACT_USER_READ_ALL] = {"user.read_all", R(ROLE_PLATFORM_ADMIN) | R(ROLE_SECURITY_ADMIN)},
+    [ACT_POLICY_READ] = {"policy.read", R(ROLE_SECURITY_ADMIN) | R(ROLE_PLATFORM_ADMIN)},
+    [ACT_POLICY_CHANGE] = {"policy.change", R(ROLE_SECURITY_ADMIN)},
+    [ACT_APPROVAL_DECIDE] = {"approval.decide", R(ROLE_SECURITY_ADMIN)},
+    [ACT_APPROVAL_READ_ALL] = {"approval.read_all", R(ROLE_SECURITY_ADMIN)},
+    [ACT_VENDOR_MANAGE] = {"vendor.manage", R(ROLE_OPS_ENGINEER)},
+};
+
+/* Which roles each role may grant or revoke (escalation prevention). */
+static const unsigned dominance[ROLE__COUNT] = {
+    [ROLE_PLATFORM_ADMIN] = R(ROLE_PLATFORM_ADMIN) | R(ROLE_OPS_ENGINEER) | R(ROLE_TENANT_ADMIN) |
+                            R(ROLE_PROJECT_ADMIN) | R(ROLE_PROJECT_USER) | R(ROLE_VIEWER),
+    [ROLE_SECURITY_ADMIN] = R(ROLE_SECURITY_ADMIN),
+    [ROLE_TENANT_ADMIN] = R(ROLE_TENANT_ADMIN) | R(ROLE_PROJECT_ADMIN) | R(ROLE_PROJECT_USER) |
+                          R(ROLE_VIEWER),
+    [ROLE_PROJECT_ADMIN] = R(ROLE_PROJECT_ADMIN) | R(ROLE_PROJECT_USER) | R(ROLE_VIEWER),
+};
+
+/* Scopes each role may be held at. */
+static const unsigned role_scopes[ROLE__COUNT] = {
+    [ROLE_PLATFORM_ADMIN] = R(SCOPE_GLOBAL),  [ROLE_SECURITY_ADMIN] = R(SCOPE_GLOBAL),
+    [ROLE_OPS_ENGINEER] = R(SCOPE_GLOBAL),    [ROLE_TENANT_ADMIN] = R(SCOPE_TENANT),
+    [ROLE_PROJECT_ADMIN] = R(SCOPE_PROJECT),  [ROLE_PROJECT_USER] = R(SCOPE_PROJECT),
+    [ROLE_VIEWER] = R(SCOPE_TENANT) | R(SCOPE_PROJECT), [ROLE_VENDOR] = R(SCOPE_VENDOR),
 };
 
 /* Global roles whose scope includes seeing tenant data. */
@@ -110,4 +142,56 @@ const char *authz_action_name(authz_action a) {
 
 int authz_role_allows(authz_role role, authz_action action) {
     return (matrix[action].roles & R(role)) != 0;
+}
+
+int authz_role_fits_scope(authz_role role, authz_scope scope) {
+    return role >= 0 && role < ROLE__COUNT && (role_scopes[role] & R(scope)) != 0;
+}
+
+int authz_role_dominates(authz_role holder, authz_role role) {
+    return holder >= 0 && holder < ROLE__COUNT && (dominance[holder] & R(role)) != 0;
+}
+
+authz_decision authz_can_grant(const authz_binding *bs, int n, authz_role role,
+                               const authz_target *t, int64_t now) {
+    for (int i = 0; i < n; i++) {
+        const authz_binding *b = &bs[i];
+        if (live(b, now) && authz_role_dominates(b->role, role) && covers(b, t)) return AUTHZ_ALLOW;
+    }
+    return authz_visible(bs, n, t, now) ? AUTHZ_DENY : AUTHZ_HIDDEN;
+}
+
+int authz_holds(const authz_binding *bs, int n, authz_role role, int64_t now) {
+    for (int i = 0; i < n; i++)
+        if (bs[i].role == role && live(&bs[i], now)) return 1;
+    return 0;
+}
+
+/* Does the caller hold tenant-admin (live) over tenant `tid`? */
+static int admins_tenant(const authz_binding *bs, int n, const char *tid, int64_t now) {
+    for (int i = 0; i < n; i++)
+        if (bs[i].role == ROLE_TENANT_ADMIN && bs[i].scope == SCOPE_TENANT && live(&bs[i], now) &&
+            str_eq(bs[i].tenant_id, tid))
+            return 1;
+    return 0;
+}
+
+int authz_can_admin_user(const authz_binding *caller, int nc, const authz_binding *target, int nt,
+                         int64_t now) {
+    /* separation of duties: only security-admins administer security-admins */
+    if (authz_holds(target, nt, ROLE_SECURITY_ADMIN, now))
+        return authz_holds(caller, nc, ROLE_SECURITY_ADMIN, now);
+    for (int i = 0; i < nc; i++)
+        if (caller[i].role == ROLE_PLATFORM_ADMIN && caller[i].scope == SCOPE_GLOBAL &&
+            live(&caller[i], now))
+            return 1;
+    int any = 0;
+    for (int i = 0; i < nt; i++) {
+        const authz_binding *b = &target[i];
+        if (!live(b, now)) continue;
+        if (b->scope != SCOPE_TENANT && b->scope != SCOPE_PROJECT) return 0;
+        if (!admins_tenant(caller, nc, b->tenant_id, now)) return 0;
+        any = 1;
+    }
+    return any;
 }

@@ -44,6 +44,16 @@ typedef enum authz_action {
     ACT_AUDIT_READ_ALL,    /* global audit */
     ACT_AUDIT_READ_TENANT, /* one tenant's events */
     ACT_AUDIT_VERIFY,
+    ACT_AUDIT_EXPORT,
+    ACT_MEMBER_READ,   /* list members at a scope */
+    ACT_MEMBER_MANAGE, /* grant/revoke roles at a scope (plus authz_can_grant) */
+    ACT_USER_CREATE,
+    ACT_USER_READ_ALL,
+    ACT_POLICY_READ,
+    ACT_POLICY_CHANGE,
+    ACT_APPROVAL_DECIDE,
+    ACT_APPROVAL_READ_ALL,
+    ACT_VENDOR_MANAGE,
     ACT__COUNT
 } authz_action;
 
@@ -84,5 +94,40 @@ const char *authz_action_name(authz_action a);
 
 /* 1 if the matrix lets `role` perform `action` (at a scope covering the target). */
 int authz_role_allows(authz_role role, authz_action action);
+
+/* 1 if `role` may be held at `scope` (platform-admin only global, viewer tenant or project, ...). */
+int authz_role_fits_scope(authz_role role, authz_scope scope);
+
+/*
+ * 1 if a holder of `holder` may grant or revoke `role` (at a scope the
+ * holder's binding covers): platform-admin over every tenant/project role,
+ * ops-engineer and platform-admin; security-admin over security-admin;
+ * tenant-admin over tenant-admin and the project roles and viewer;
+ * project-admin over project-admin, project-user and viewer.  Nobody else
+ * grants anything; the vendor role is granted only through vendor access.
+ */
+int authz_role_dominates(authz_role holder, authz_role role);
+
+/*
+ * Escalation check: may these bindings grant (or revoke) `role` at the scope
+ * `target` names (global when target->tenant_id is NULL)?  ALLOW needs a
+ * live binding that both dominates `role` and covers the target; otherwise
+ * DENY when the target is visible, HIDDEN when it is not.
+ */
+authz_decision authz_can_grant(const authz_binding *bindings, int n, authz_role role,
+                               const authz_target *target, int64_t now_us);
+
+/* 1 if any live binding holds `role` (at any scope). */
+int authz_holds(const authz_binding *bindings, int n, authz_role role, int64_t now_us);
+
+/*
+ * May the caller administer a user (disable, reset password, manage tokens)
+ * whose bindings are `target[0..nt)`?  A security-admin is administered only
+ * by security-admins (separation of duties).  A global platform-admin may; a
+ * tenant-admin may when every live binding of the target lies inside
+ * tenants that caller administers and the target holds at least one.
+ */
+int authz_can_admin_user(const authz_binding *caller, int nc, const authz_binding *target, int nt,
+                         int64_t now_us);
 
 #endif

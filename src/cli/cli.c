@@ -86,7 +86,12 @@ int cli_call(cli_ctx *ctx, const char *method, const char *path, json_t *body, j
         goto done;
     }
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    ctx->status = status;
     json_t *j = resp.len ? json_loadb(resp.buf, resp.len, JSON_DECODE_ANY, NULL) : json_null();
+    if (!j && status >= 200 && status < 300 && resp.len) {
+        /* a text body (JSON Lines export): hand it over as a JSON string */
+        j = json_stringn(resp.buf, resp.len);
+    }
     if (status >= 200 && status < 300) {
         if (!j) {
             cli_error(CLI_FAIL, "the server sent a response that is not JSON (HTTP %ld)", status);
@@ -131,7 +136,7 @@ static json_t *path_get(json_t *obj, const char *path) {
 }
 
 static char *cell(json_t *v) {
-    if (!v || json_is_null(v)) return strdup("-");
+    if (!v || json_is_null(v) || (json_is_string(v) && !*json_string_value(v))) return strdup("-");
     if (json_is_string(v)) return strdup(json_string_value(v));
     return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 }
@@ -228,4 +233,45 @@ int cli_getopt(int argc, char **argv, const struct option *longopts, const char 
         return -2;
     }
     return c;
+}
+
+void cli_print_pending(cli_ctx *ctx, json_t *a) {
+    if (ctx->json) {
+        cli_print_object(ctx, a);
+        return;
+    }
+    printf("pending approval %s (%s): this operation needs a second person's approval\n",
+           json_string_value(json_object_get(a, "id")),
+           json_string_value(json_object_get(a, "operation")));
+    printf("a security-admin other than you runs: gpupool approval approve %s\n",
+           json_string_value(json_object_get(a, "id")));
+}
+
+int cli_run_call(cli_ctx *ctx, const char *method, const char *path, json_t *body,
+                 const char *const *columns) {
+    json_t *out;
+    int rc = cli_call(ctx, method, path, body, &out);
+    if (rc) return rc;
+    if (ctx->status == 202) cli_print_pending(ctx, out);
+    else if (columns) cli_print_list(ctx, out, columns);
+    else cli_print_object(ctx, out);
+    json_decref(out);
+    return CLI_OK;
+}
+
+char *cli_read_line(void) {
+    char buf[1024];
+    if (!fgets(buf, sizeof buf, stdin)) return NULL;
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return strdup(buf);
+}
+
+void cli_scope_path(strbuf *sb, const char *tenant, const char *project) {
+    sb_adds(sb, "/api/v1");
+    if (!tenant) return;
+    sb_adds(sb, "/tenants/");
+    cli_add_escaped(sb, tenant);
+    if (!project) return;
+    sb_adds(sb, "/projects/");
+    cli_add_escaped(sb, project);
 }

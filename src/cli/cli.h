@@ -22,6 +22,7 @@ typedef struct cli_ctx {
     const char *server; /* base URL, "http://127.0.0.1:7070" */
     const char *token;  /* bearer token, may be NULL */
     int json;           /* -o json */
+    long status;        /* HTTP status of the last cli_call() */
 } cli_ctx;
 
 /* Print "gpupool: <message>" to stderr and return `code`. */
@@ -34,6 +35,26 @@ int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3
  * and returns CLI_FAIL.
  */
 int cli_call(cli_ctx *ctx, const char *method, const char *path, json_t *body, json_t **out);
+
+/*
+ * Call and print: on success prints the response (a list with `columns`, or
+ * one object when columns is NULL); a 202 (sensitive operation) prints the
+ * pending approval instead.  Returns the exit code.  `body` is borrowed.
+ */
+int cli_run_call(cli_ctx *ctx, const char *method, const char *path, json_t *body,
+                 const char *const *columns);
+
+/* Print a 202 approval response: "pending approval <id> (<operation>)...". */
+void cli_print_pending(cli_ctx *ctx, json_t *approval);
+
+/*
+ * Read one line from stdin into a heap string (trailing newline removed),
+ * or NULL at EOF.  For passwords: never echo them, never take them as flags.
+ */
+char *cli_read_line(void);
+
+/* Append "/api/v1[/tenants/T[/projects/P]]" for optional tenant/project. */
+void cli_scope_path(strbuf *sb, const char *tenant, const char *project);
 
 /* Append `s` URL-path-escaped to `sb`. */
 void cli_add_escaped(strbuf *sb, const char *s);
@@ -81,5 +102,12 @@ int cli_cmd_whoami(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_tenant(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_project(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_audit(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_login(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_user(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_token(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_member(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_approval(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_vendor(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_policy(cli_ctx *ctx, int argc, char **argv);
 
 #endif

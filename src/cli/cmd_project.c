@@ -21,7 +21,7 @@ static const struct option lo[] = {
 static int parse(int argc, char **argv, const char *verb, const char **tenant, const char **cls,
                  int nargs) {
     int c, rc = 0;
-    optind = 1;
+    optind = 0; /* 0: glibc re-initialises getopt (and permutes again) */
     *tenant = NULL;
     if (cls) *cls = NULL;
     while ((c = cli_getopt(argc, argv, lo, verb, &rc)) != -1) {

@@ -121,6 +121,7 @@ static int run(server_opts *o) {
     char path[4096], token_path[4096], url_path[4096];
     int lvl = log_level_parse(o->log_level);
     if (lvl < 0) return cli_error(CLI_USAGE, "server: unknown log level '%s'", o->log_level);
+    if (api_listen_check(o->listen, &err)) return cli_error(CLI_USAGE, "server: %s", err.msg);
     log_set_level(lvl);
     if (mkdirs(o->data) != 0)
         return cli_error(CLI_FAIL, "server: cannot create data folder %s: %s", o->data,
@@ -207,7 +208,7 @@ int cli_cmd_server(cli_ctx *ctx, int argc, char **argv) {
             return rc;
         }
     }
-    optind = 1;
+    optind = 0; /* 0: glibc re-initialises getopt (and permutes again) */
     opterr = 0;
     while (!rc && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {

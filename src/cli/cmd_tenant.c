@@ -16,7 +16,7 @@ static int t_create(cli_ctx *ctx, int argc, char **argv) {
     static const struct option lo[] = {{"display-name", required_argument, 0, 'n'}, {0, 0, 0, 0}};
     const char *display = NULL;
     int c, rc = 0;
-    optind = 1;
+    optind = 0; /* 0: glibc re-initialises getopt (and permutes again) */
     while ((c = cli_getopt(argc, argv, lo, "tenant create", &rc)) != -1) {
         if (c == -2) return rc;
         if (c == 'n') display = optarg;

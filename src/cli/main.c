@@ -36,7 +36,14 @@ static const struct {
     {"whoami", cli_cmd_whoami, NEEDS_CLIENT, "show the calling identity and its roles"},
     {"tenant", cli_cmd_tenant, NEEDS_CLIENT, "create, list and show tenants"},
     {"project", cli_cmd_project, NEEDS_CLIENT, "create, list and show projects"},
-    {"audit", cli_cmd_audit, NEEDS_CLIENT, "list and verify the audit trail"},
+    {"audit", cli_cmd_audit, NEEDS_CLIENT, "list, export and verify the audit trail"},
+    {"login", cli_cmd_login, NEEDS_CLIENT, "exchange a name and password for a token"},
+    {"user", cli_cmd_user, NEEDS_CLIENT, "create, list, show, disable users; passwords"},
+    {"token", cli_cmd_token, NEEDS_CLIENT, "create, list and revoke tokens"},
+    {"member", cli_cmd_member, NEEDS_CLIENT, "grant, revoke and list roles at a scope"},
+    {"approval", cli_cmd_approval, NEEDS_CLIENT, "list, approve and reject sensitive operations"},
+    {"vendor", cli_cmd_vendor, NEEDS_CLIENT, "grant, list and revoke vendor access"},
+    {"policy", cli_cmd_policy, NEEDS_CLIENT, "show and change the security policy"},
 };
 
 static void usage(FILE *f) {
@@ -91,11 +98,13 @@ static void read_user_config(char **server, char **token) {
         char *k = line, *v = eq + 1;
         while (*k == ' ') k++;
         for (char *e = eq - 1; e >= k && *e == ' '; e--) *e = '\0';
-        while (*v == ' ') v++;
+        while (*v == ' ' || *v == '\t') v++;
         v[strcspn(v, "\r\n")] = '\0';
+        for (char *e = v + strlen(v); e > v && (e[-1] == ' ' || e[-1] == '\t');) *--e = '\0';
         if (strcmp(k, "server") == 0 && !*server) *server = strdup(v);
         else if (strcmp(k, "token") == 0 && !*token) *token = strdup(v);
-        else if (strcmp(k, "token_file") == 0 && !*token) *token = read_line_file(v);
+        else if (strcmp(k, "token_file") == 0 && !*token && !(*token = read_line_file(v)))
+            cli_error(0, "warning: cannot read token_file %s from %s", v, path);
     }
     fclose(f);
 }
@@ -141,7 +150,12 @@ int main(int argc, char **argv) {
     }
     if (!server && getenv("GPUPOOL_SERVER")) server = strdup(getenv("GPUPOOL_SERVER"));
     if (!token && getenv("GPUPOOL_TOKEN")) token = strdup(getenv("GPUPOOL_TOKEN"));
-    if (!token && getenv("GPUPOOL_TOKEN_FILE")) token = read_line_file(getenv("GPUPOOL_TOKEN_FILE"));
+    if (!token && getenv("GPUPOOL_TOKEN_FILE") &&
+        !(token = read_line_file(getenv("GPUPOOL_TOKEN_FILE")))) {
+        rc = cli_error(CLI_USAGE, "cannot read GPUPOOL_TOKEN_FILE %s: %s",
+                       getenv("GPUPOOL_TOKEN_FILE"), strerror(errno));
+        goto out;
+    }
     read_user_config(&server, &token);
     if (rnd_init() != 0) {
         rc = cli_error(CLI_FAIL, "cannot initialise libsodium");
@@ -153,7 +167,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(commands[i].name, noun) != 0) continue;
         if (commands[i].flags & NEEDS_CLIENT) curl_global_init(CURL_GLOBAL_DEFAULT);
-        optind = 1;
+        optind = 0;
         rc = commands[i].run(&ctx, argc - first, argv + first);
         if (commands[i].flags & NEEDS_CLIENT) curl_global_cleanup();
         goto out;

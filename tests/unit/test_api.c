@@ -2,105 +2,31 @@
  * test_api.c - request dispatch without HTTP: authentication, the 401/403/404
  * rules across tenants, body errors, and that every outcome is audited.
  */
-#include "testutil.h"
 
-#include "../../src/api/api_int.h"
-#include "../../src/audit/audit.h"
-#include "../../src/auth/auth.h"
+#include "apitest.h"
 
 typedef struct {
-    char *dir;
-    store_t *st;
-    api_config cfg;
-    char admin[RND_SECRET_LEN];
+    apitest t;
     char alice[RND_SECRET_LEN]; /* tenant-admin of "red" */
     char bob[RND_SECRET_LEN];   /* project-user of red/vision */
     char carol[RND_SECRET_LEN]; /* no roles */
+    char *admin;
 } fx;
 
-static void add_user(fx *f, const char *name, const char *role, const char *scope,
-                     const char *tenant, const char *project, char token[RND_SECRET_LEN]) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    char uid[RND_ID_LEN], tid[RND_ID_LEN];
-    rnd_id(uid);
-    assert_int_equal(store_begin(f->st, STORE_WRITE, &tx, &err), GP_OK);
-    assert_int_equal(store_exec(tx, NULL, &err,
-                                "INSERT INTO users (id, name, created_at) VALUES (?,?,0)", "ss",
-                                uid, name),
-                     GP_OK);
-    if (role)
-        assert_int_equal(
-            store_exec(tx, NULL, &err,
-                       "INSERT INTO role_bindings (user_id, role, scope, tenant_id, project_id,"
-                       " created_at) VALUES (?,?,?,(SELECT id FROM tenants WHERE name = ?),"
-                       " (SELECT p.id FROM projects p JOIN tenants t ON t.id = p.tenant_id"
-                       "  WHERE t.name = ? AND p.name = ?), 0)",
-                       "ssssss", uid, role, scope, tenant, tenant, project),
-            GP_OK);
-    assert_int_equal(auth_token_create(tx, uid, "test", 0, token, tid, &err), GP_OK);
-    assert_int_equal(store_commit(tx, &err), GP_OK);
-}
-
-static int call(fx *f, const char *token, const char *method, const char *path, const char *body,
-                json_t **resp) {
-    api_req r;
-    memset(&r, 0, sizeof r);
-    r.store = f->st;
-    r.cfg = &f->cfg;
-    r.method = method;
-    r.path = strdup(path);
-    /* split "?a=b&c=d" into query arguments, as the HTTP layer does */
-    char *q = strchr(r.path, '?');
-    if (q) {
-        *q++ = '\0';
-        for (char *kv = strtok(q, "&"); kv; kv = strtok(NULL, "&")) {
-            char *eq = strchr(kv, '=');
-            r.query = realloc(r.query, sizeof *r.query * (size_t)(r.nquery + 1));
-            r.query[r.nquery].key = strndup(kv, eq ? (size_t)(eq - kv) : strlen(kv));
-            r.query[r.nquery].value = strdup(eq ? eq + 1 : "");
-            r.nquery++;
-        }
-    }
-    if (token) {
-        char h[200];
-        snprintf(h, sizeof h, "Bearer %s", token);
-        r.authorization = strdup(h);
-    }
-    r.body = body;
-    r.body_len = body ? strlen(body) : 0;
-    rnd_id(r.request_id);
-    snprintf(r.source, sizeof r.source, "test");
-    api__dispatch(&r);
-    int status = r.status;
-    if (resp) *resp = json_incref(r.resp);
-    api__req_release(&r);
-    return status;
-}
-
-static const char *err_code(json_t *resp) {
-    return json_string_value(json_object_get(json_object_get(resp, "error"), "code"));
-}
+#define call(f, tok, m, p, b, out) at_call(&(f)->t, tok, m, p, b, out)
+#define err_code at_code
+#define add_user(f, n, r, s, tn, pn, tok) at_user(&(f)->t, n, r, s, tn, pn, tok)
 
 static int setup(void **state) {
     fx *f = calloc(1, sizeof *f);
-    api_config cfg = API_CONFIG_DEFAULTS;
-    f->cfg = cfg;
-    f->dir = tu_mkdtemp();
-    f->st = tu_store(f->dir, 2);
-    char path[600];
-    int created;
     gp_err err = GP_ERR_INIT;
-    snprintf(path, sizeof path, "%s/admin.token", f->dir);
-    assert_int_equal(auth_bootstrap(f->st, path, &created, &err), GP_OK);
-    assert_true(created);
-    FILE *tf = fopen(path, "r");
-    assert_non_null(tf);
-    assert_non_null(fgets(f->admin, sizeof f->admin, tf));
-    fclose(tf);
-    f->admin[strcspn(f->admin, "\n")] = '\0';
+    int created;
+    char path[600];
+    at_open(&f->t);
+    f->admin = f->t.admin;
     /* a second bootstrap does nothing */
-    assert_int_equal(auth_bootstrap(f->st, path, &created, &err), GP_OK);
+    snprintf(path, sizeof path, "%s/admin.token", f->t.dir);
+    assert_int_equal(auth_bootstrap(f->t.st, path, &created, &err), GP_OK);
     assert_false(created);
 
     assert_int_equal(call(f, f->admin, "POST", "/api/v1/tenants", "{\"name\":\"red\"}", NULL), 201);
@@ -124,8 +50,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     fx *f = *state;
-    store_close(f->st);
-    tu_rmdir(f->dir);
+    at_close(&f->t);
     free(f);
     return 0;
 }
@@ -143,7 +68,7 @@ static void authentication(void **state) {
     /* a revoked token stops working at once */
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    assert_int_equal(store_begin(f->st, STORE_WRITE, &tx, &err), GP_OK);
+    assert_int_equal(store_begin(f->t.st, STORE_WRITE, &tx, &err), GP_OK);
     assert_int_equal(store_exec(tx, NULL, &err,
                                 "UPDATE tokens SET revoked_at = 1 WHERE user_id ="
                                 " (SELECT id FROM users WHERE name = 'carol')",
@@ -153,7 +78,7 @@ static void authentication(void **state) {
     assert_int_equal(call(f, f->carol, "GET", "/api/v1/whoami", NULL, NULL), 401);
     /* so does a disabled user's */
     assert_int_equal(call(f, f->bob, "GET", "/api/v1/whoami", NULL, NULL), 200);
-    assert_int_equal(store_begin(f->st, STORE_WRITE, &tx, &err), GP_OK);
+    assert_int_equal(store_begin(f->t.st, STORE_WRITE, &tx, &err), GP_OK);
     assert_int_equal(store_exec(tx, NULL, &err, "UPDATE users SET disabled = 1 WHERE name = 'bob'",
                                 ""),
                      GP_OK);
@@ -276,7 +201,7 @@ static int count_audit(fx *f, const char *action, const char *result) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
     store_stmt *s;
-    assert_int_equal(store_begin(f->st, STORE_READ, &tx, &err), GP_OK);
+    assert_int_equal(store_begin(f->t.st, STORE_READ, &tx, &err), GP_OK);
     assert_int_equal(store_query(tx, &s, &err,
                                  "SELECT COUNT(*) FROM audit WHERE action = ? AND result = ?",
                                  "ss", action, result),
@@ -313,7 +238,7 @@ static void everything_audited(void **state) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
     store_stmt *s;
-    assert_int_equal(store_begin(f->st, STORE_READ, &tx, &err), GP_OK);
+    assert_int_equal(store_begin(f->t.st, STORE_READ, &tx, &err), GP_OK);
     assert_int_equal(store_query(tx, &s, &err,
                                  "SELECT COUNT(*) FROM audit WHERE instr(summary, ?) > 0"
                                  " OR instr(summary, ?) > 0 OR instr(summary, 'gpt_') > 0",
@@ -324,7 +249,7 @@ static void everything_audited(void **state) {
     store_done(s);
     store_rollback(tx);
     audit_report rep;
-    assert_int_equal(audit_verify(f->st, &rep, &err), GP_OK);
+    assert_int_equal(audit_verify(f->t.st, &rep, &err), GP_OK);
     assert_true(rep.ok);
 }
 

@@ -152,6 +152,119 @@ static void names_roundtrip(void **state) {
         assert_string_not_equal(authz_action_name((authz_action)a), "unknown");
 }
 
+/*
+ * Every role x scope x action x target, against the contract written out
+ * independently here (the table in docs/roles.md): which roles may do what,
+ * and the scope rules of authz.h.  A change to the matrix must change both.
+ */
+static const char *const contract[ACT__COUNT] = {
+    /* one letter per role: P S O T A U V D (platform, security, ops, tenant-admin,
+     * project-admin, project-user, viewer, vendor) */
+    [ACT_TENANT_CREATE] = "P",       [ACT_TENANT_READ] = "PSTV",
+    [ACT_PROJECT_CREATE] = "PT",     [ACT_PROJECT_READ] = "PSTAUV",
+    [ACT_AUDIT_READ_ALL] = "S",      [ACT_AUDIT_READ_TENANT] = "ST",
+    [ACT_AUDIT_VERIFY] = "S",        [ACT_AUDIT_EXPORT] = "ST",
+    [ACT_MEMBER_READ] = "PSTAV",     [ACT_MEMBER_MANAGE] = "PSTA",
+    [ACT_USER_CREATE] = "PT",        [ACT_USER_READ_ALL] = "PS",
+    [ACT_POLICY_READ] = "PS",        [ACT_POLICY_CHANGE] = "S",
+    [ACT_APPROVAL_DECIDE] = "S",     [ACT_APPROVAL_READ_ALL] = "S",
+    [ACT_VENDOR_MANAGE] = "O",
+};
+
+static int contract_allows(authz_role r, authz_action a) {
+    static const char letters[ROLE__COUNT] = {'P', 'S', 'O', 'T', 'A', 'U', 'V', 'D'};
+    return contract[a] && strchr(contract[a], letters[r]) != NULL;
+}
+
+static void exhaustive_matrix(void **state) {
+    (void)state;
+    /* bindings at every scope, targets everywhere */
+    const authz_binding bindings_for[4][1] = {
+        {{0, SCOPE_GLOBAL, NULL, NULL, 0}},
+        {{0, SCOPE_TENANT, "A", NULL, 0}},
+        {{0, SCOPE_PROJECT, "A", "p", 0}},
+        {{0, SCOPE_VENDOR, NULL, NULL, 0}},
+    };
+    const authz_target targets[] = {
+        {NULL, NULL}, {"A", NULL}, {"A", "p"}, {"A", "q"}, {"B", NULL}, {"B", "r"},
+    };
+    int checked = 0;
+    for (int r = 0; r < ROLE__COUNT; r++)
+        for (int s = 0; s < 4; s++)
+            for (int a = 0; a < ACT__COUNT; a++)
+                for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
+                    authz_binding b = bindings_for[s][0];
+                    b.role = (authz_role)r;
+                    const authz_target *tg = &targets[t];
+                    /* scope coverage per authz.h */
+                    int covers = s == 0 ||
+                                 (s == 1 && tg->tenant_id && strcmp(tg->tenant_id, "A") == 0) ||
+                                 (s == 2 && tg->project_id && strcmp(tg->tenant_id, "A") == 0 &&
+                                  strcmp(tg->project_id, "p") == 0);
+                    int visible = !tg->tenant_id ||
+                                  (s == 0 && (r == ROLE_PLATFORM_ADMIN || r == ROLE_SECURITY_ADMIN)) ||
+                                  (s == 1 && strcmp(tg->tenant_id, "A") == 0) ||
+                                  (s == 2 && strcmp(tg->tenant_id, "A") == 0 &&
+                                   (!tg->project_id || strcmp(tg->project_id, "p") == 0));
+                    authz_decision want = contract_allows((authz_role)r, (authz_action)a) && covers
+                                              ? AUTHZ_ALLOW
+                                              : visible ? AUTHZ_DENY : AUTHZ_HIDDEN;
+                    authz_decision got = authz_check(&b, 1, (authz_action)a, tg, NOW);
+                    if (got != want)
+                        fprintf(stderr, "role %s scope %d action %s target %s/%s: got %d want %d\n",
+                                authz_role_name((authz_role)r), s,
+                                authz_action_name((authz_action)a),
+                                tg->tenant_id ? tg->tenant_id : "-",
+                                tg->project_id ? tg->project_id : "-", got, want);
+                    assert_int_equal(got, want);
+                    checked++;
+                }
+    assert_int_equal(checked, ROLE__COUNT * 4 * ACT__COUNT * 6);
+}
+
+static void grants_and_user_admin(void **state) {
+    (void)state;
+    authz_target g = {NULL, NULL}, ta = {"A", NULL}, tb = {"B", NULL}, pa = {"A", "p"};
+    authz_binding plat = global(ROLE_PLATFORM_ADMIN), sec = global(ROLE_SECURITY_ADMIN);
+    authz_binding tadm = tenant(ROLE_TENANT_ADMIN, "A"), padm = project(ROLE_PROJECT_ADMIN, "A", "p");
+    /* dominance */
+    assert_int_equal(authz_can_grant(&plat, 1, ROLE_OPS_ENGINEER, &g, NOW), AUTHZ_ALLOW);
+    assert_int_equal(authz_can_grant(&plat, 1, ROLE_SECURITY_ADMIN, &g, NOW), AUTHZ_DENY);
+    assert_int_equal(authz_can_grant(&sec, 1, ROLE_SECURITY_ADMIN, &g, NOW), AUTHZ_ALLOW);
+    assert_int_equal(authz_can_grant(&sec, 1, ROLE_TENANT_ADMIN, &ta, NOW), AUTHZ_DENY);
+    assert_int_equal(authz_can_grant(&tadm, 1, ROLE_TENANT_ADMIN, &ta, NOW), AUTHZ_ALLOW);
+    assert_int_equal(authz_can_grant(&tadm, 1, ROLE_PROJECT_USER, &pa, NOW), AUTHZ_ALLOW);
+    assert_int_equal(authz_can_grant(&tadm, 1, ROLE_TENANT_ADMIN, &tb, NOW), AUTHZ_HIDDEN);
+    assert_int_equal(authz_can_grant(&tadm, 1, ROLE_PLATFORM_ADMIN, &g, NOW), AUTHZ_DENY);
+    assert_int_equal(authz_can_grant(&tadm, 1, ROLE_SECURITY_ADMIN, &g, NOW), AUTHZ_DENY);
+    assert_int_equal(authz_can_grant(&padm, 1, ROLE_PROJECT_ADMIN, &pa, NOW), AUTHZ_ALLOW);
+    assert_int_equal(authz_can_grant(&padm, 1, ROLE_TENANT_ADMIN, &ta, NOW), AUTHZ_DENY);
+    for (int r = 0; r < ROLE__COUNT; r++) {
+        /* nobody grants vendor roles through membership, and nobody outranks itself */
+        assert_false(authz_role_dominates((authz_role)r, ROLE_VENDOR));
+        assert_false(authz_role_dominates(ROLE_PROJECT_USER, (authz_role)r));
+        assert_false(authz_role_dominates(ROLE_VIEWER, (authz_role)r));
+        assert_false(authz_role_dominates(ROLE_OPS_ENGINEER, (authz_role)r));
+    }
+    /* scopes */
+    assert_true(authz_role_fits_scope(ROLE_VIEWER, SCOPE_TENANT));
+    assert_true(authz_role_fits_scope(ROLE_VIEWER, SCOPE_PROJECT));
+    assert_false(authz_role_fits_scope(ROLE_VIEWER, SCOPE_GLOBAL));
+    assert_false(authz_role_fits_scope(ROLE_PLATFORM_ADMIN, SCOPE_TENANT));
+    assert_false(authz_role_fits_scope(ROLE_TENANT_ADMIN, SCOPE_PROJECT));
+    /* administering users */
+    authz_binding in_a[2] = {tenant(ROLE_VIEWER, "A"), project(ROLE_PROJECT_USER, "A", "p")};
+    authz_binding in_ab[2] = {tenant(ROLE_VIEWER, "A"), tenant(ROLE_VIEWER, "B")};
+    assert_true(authz_can_admin_user(&tadm, 1, in_a, 2, NOW));
+    assert_false(authz_can_admin_user(&tadm, 1, in_ab, 2, NOW));
+    assert_false(authz_can_admin_user(&tadm, 1, NULL, 0, NOW));
+    assert_false(authz_can_admin_user(&tadm, 1, &plat, 1, NOW));
+    assert_true(authz_can_admin_user(&plat, 1, in_ab, 2, NOW));
+    assert_false(authz_can_admin_user(&plat, 1, &sec, 1, NOW));
+    assert_true(authz_can_admin_user(&sec, 1, &sec, 1, NOW));
+    assert_false(authz_can_admin_user(&padm, 1, in_a, 2, NOW));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(no_tenant_crossing),
@@ -164,6 +277,8 @@ int main(void) {
         cmocka_unit_test(nothing_without_bindings),
         cmocka_unit_test(several_bindings_add_up),
         cmocka_unit_test(names_roundtrip),
+        cmocka_unit_test(exhaustive_matrix),
+        cmocka_unit_test(grants_and_user_admin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,378 @@
+/*
+ * h_user.c - login, users and their tokens.
+ *
+ * POST /api/v1/login                         public; name + password -> token
+ * POST /api/v1/users                         platform-admin, tenant-admins
+ * GET  /api/v1/users                         all (platform/security-admin),
+ *                                            else the users one may administer, and oneself
+ * GET  /api/v1/users/{user}                  oneself or a user one may see as above
+ * PATCH /api/v1/users/{user}                 disabled / password: administrators of that
+ *                                            user; a user may change their own password
+ * POST|GET /api/v1/users/{user}/tokens       oneself, or administrators (service accounts)
+ * DELETE /api/v1/users/{user}/tokens/{id}    oneself, or administrators of that user
+ *
+ * A user another caller may not see answers 404, as if it did not exist.
+ */
+#include "api_int.h"
+
+#include "../auth/auth.h"
+#include "../core/gtime.h"
+#include "../core/jsonx.h"
+#include "../policy/policy.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void h_login(api_req *r) {
+    static const char *const fields[] = {"name", "password", NULL};
+    gp_err err = GP_ERR_INIT;
+    json_t *body;
+    const char *name, *password;
+    store_tx *tx;
+    auth_user u;
+    policy pol;
+    api_target(r, "user", NULL, NULL, NULL);
+    if (api_body(r, &body)) return;
+    if (jx_only_fields(body, fields, &err) || jx_get_str(body, "name", 1, &name, &err) ||
+        jx_get_str(body, "password", 1, &password, &err)) {
+        json_decref(body);
+        api_fail(r, &err);
+        return;
+    }
+    api_target(r, NULL, name, NULL, NULL);
+    if (api_begin(r, STORE_WRITE, &tx)) {
+        json_decref(body);
+        return;
+    }
+    int rc = auth_login_check(tx, name, password, &u, &err);
+    json_decref(body);
+    if (rc) {
+        store_rollback(tx);
+        if (rc == GP_EUNAUTH) api_error(r, 401, "unauthenticated", err.msg);
+        else api_fail(r, &err);
+        return; /* the dispatcher audits the refusal */
+    }
+    char token[RND_SECRET_LEN], tid[RND_ID_LEN];
+    rc = policy_load(tx, &pol, &err);
+    int64_t ttl = pol.login_token_ttl_s;
+    policy_release(&pol);
+    if (rc || (rc = auth_token_create(tx, u.id, "login", ttl, token, tid, &err))) {
+        api_abort(r, tx, &err);
+        return;
+    }
+    /* the login is audited under the user's own name */
+    snprintf(r->on_behalf, sizeof r->on_behalf, "%s", "");
+    auth_principal self = {0};
+    snprintf(self.name, sizeof self.name, "%s", u.name);
+    r->who = &self;
+    rc = api_finish(r, tx, 200, json_pack("{s:s,s:I}", "token_id", tid, "ttl_seconds",
+                                          (json_int_t)ttl));
+    r->who = NULL;
+    if (rc) return;
+    char exp[GT_RFC3339_LEN];
+    gt_format_us(gt_now_us() + ttl * 1000000, exp, sizeof exp);
+    api_reply(r, 200,
+              json_pack("{s:s,s:s,s:s,s:s}", "token", token, "token_id", tid, "expires_at", exp,
+                        "user", u.name));
+    memset(token, 0, sizeof token);
+}
+
+/* Load the {user} of the path and decide what the caller may do with it. */
+enum { SEE_NONE, SEE_SELF, SEE_READ, SEE_ADMIN };
+
+static int user_access(api_req *r, store_tx *tx, const auth_user *u) {
+    gp_err err = GP_ERR_INIT;
+    authz_binding *tb;
+    int nt, level = SEE_NONE;
+    int64_t now = gt_now_us();
+    if (auth_user_bindings(tx, u->id, &tb, &nt, &err)) return SEE_NONE;
+    if (authz_can_admin_user(r->who->bindings, r->who->nbindings, tb, nt, now)) level = SEE_ADMIN;
+    else if (strcmp(u->id, r->who->user_id) == 0) level = SEE_SELF;
+    else {
+        authz_target g = {NULL, NULL};
+        if (authz_check(r->who->bindings, r->who->nbindings, ACT_USER_READ_ALL, &g, now) ==
+            AUTHZ_ALLOW)
+            level = SEE_READ;
+    }
+    auth_bindings_free(tb, nt);
+    return level;
+}
+
+/* Resolve {user}; 404 when missing or invisible. OUT: *level. */
+static int load_user(api_req *r, store_tx *tx, auth_user *u, int *level) {
+    gp_err err = GP_ERR_INIT;
+    const char *name = api_param(r, "user");
+    api_target(r, "user", name, NULL, NULL);
+    int rc = auth_user_find(tx, name, u, &err);
+    if (rc && rc != GP_ENOTFOUND) {
+        api_fail(r, &err);
+        return -1;
+    }
+    *level = rc ? SEE_NONE : user_access(r, tx, u);
+    if (*level == SEE_NONE) {
+        api_error(r, 404, "not_found", "not found");
+        return -1;
+    }
+    return 0;
+}
+
+void h_user_create(api_req *r) {
+    static const char *const fields[] = {"name", "password", "kind", NULL};
+    gp_err err = GP_ERR_INIT;
+    json_t *body;
+    const char *name, *password, *kind;
+    store_tx *tx;
+    auth_user u;
+    int64_t now = gt_now_us();
+    api_target(r, "user", NULL, NULL, NULL);
+    /* platform-admins, and tenant-admins of any tenant, create accounts */
+    authz_target g = {NULL, NULL};
+    if (authz_check(r->who->bindings, r->who->nbindings, ACT_USER_CREATE, &g, now) !=
+            AUTHZ_ALLOW &&
+        !authz_holds(r->who->bindings, r->who->nbindings, ROLE_TENANT_ADMIN, now)) {
+        api_error(r, 403, "forbidden", "your role does not allow this action here");
+        return;
+    }
+    if (api_body(r, &body)) return;
+    if (jx_only_fields(body, fields, &err) || jx_get_str(body, "name", 1, &name, &err) ||
+        jx_get_str(body, "password", 0, &password, &err) ||
+        jx_get_str(body, "kind", 0, &kind, &err)) {
+        json_decref(body);
+        api_fail(r, &err);
+        return;
+    }
+    api_target(r, NULL, name, NULL, NULL);
+    json_t *change = json_pack("{s:s,s:s}", "name", name, "kind", kind ? kind : "user");
+    int pending = api_needs_approval(r, "user.create", NULL, change);
+    if (pending) {
+        json_decref(change);
+        json_decref(body);
+        return;
+    }
+    if (api_begin(r, STORE_WRITE, &tx)) {
+        json_decref(change);
+        json_decref(body);
+        return;
+    }
+    int rc = auth_user_create(tx, name, kind, password, &u, &err);
+    json_decref(body);
+    if (rc) {
+        json_decref(change);
+        api_abort(r, tx, &err);
+        return;
+    }
+    if (!api_finish(r, tx, 201, change)) api_reply(r, 201, auth_user_json(&u));
+}
+
+void h_user_list(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    auth_user *us;
+    int n;
+    if (api_begin(r, STORE_READ, &tx)) return;
+    if (auth_user_list(tx, &us, &n, &err)) {
+        api_abort(r, tx, &err);
+        return;
+    }
+    json_t *items = json_array();
+    for (int i = 0; i < n; i++)
+        if (user_access(r, tx, &us[i]) != SEE_NONE)
+            json_array_append_new(items, auth_user_json(&us[i]));
+    free(us);
+    store_rollback(tx);
+    api_reply(r, 200, api_list(items, NULL));
+}
+
+void h_user_get(api_req *r) {
+    store_tx *tx;
+    auth_user u;
+    int level;
+    if (api_begin(r, STORE_READ, &tx)) return;
+    int ok = !load_user(r, tx, &u, &level);
+    json_t *o = NULL;
+    if (ok) {
+        o = auth_user_json(&u);
+        gp_err err = GP_ERR_INIT;
+        json_t *roles;
+        if (auth_member_list_user(tx, u.id, &roles, &err) == GP_OK)
+            json_object_set_new(o, "roles", roles);
+    }
+    store_rollback(tx);
+    if (ok) api_reply(r, 200, o);
+}
+
+void h_user_update(api_req *r) {
+    static const char *const fields[] = {"disabled", "password", "current_password", NULL};
+    gp_err err = GP_ERR_INIT;
+    json_t *body;
+    store_tx *tx;
+    auth_user u, check;
+    int level, disabled = 0, has_disabled = 0;
+    const char *password, *current;
+    if (api_begin(r, STORE_WRITE, &tx)) return;
+    if (load_user(r, tx, &u, &level)) {
+        store_rollback(tx);
+        return;
+    }
+    if (level < SEE_SELF || (level == SEE_READ)) {
+        store_rollback(tx);
+        api_error(r, 403, "forbidden", "your role does not allow this action here");
+        return;
+    }
+    if (api_body(r, &body)) {
+        store_rollback(tx);
+        return;
+    }
+    if (jx_only_fields(body, fields, &err) ||
+        jx_get_bool(body, "disabled", 0, &disabled, &has_disabled, &err) ||
+        jx_get_str(body, "password", 0, &password, &err) ||
+        jx_get_str(body, "current_password", 0, &current, &err)) {
+        json_decref(body);
+        api_abort(r, tx, &err);
+        return;
+    }
+    int rc = GP_OK;
+    if (has_disabled && level != SEE_ADMIN) {
+        rc = gp_err_set(&err, GP_EFORBIDDEN, "only an administrator of this user may disable it");
+    } else if (has_disabled && strcmp(u.id, r->who->user_id) == 0) {
+        rc = gp_err_set(&err, GP_EINVALID, "you cannot disable yourself");
+    } else if (password && level != SEE_ADMIN) {
+        /* changing one's own password needs the current one */
+        if (!current || auth_login_check(tx, u.name, current, &check, &err) != GP_OK)
+            rc = gp_err_set(&err, GP_EFORBIDDEN, "current_password is wrong or missing");
+    }
+    if (!rc && password) {
+        if (strcmp(u.kind, "user") != 0)
+            rc = gp_err_set(&err, GP_EINVALID, "service accounts have no password");
+        else rc = auth_user_set_password(tx, u.id, password, &err);
+    }
+    if (!rc && has_disabled) rc = auth_user_set_disabled(tx, u.id, disabled, &err);
+    json_decref(body);
+    if (rc) {
+        api_abort(r, tx, &err);
+        return;
+    }
+    json_t *change = json_object();
+    if (has_disabled) json_object_set_new(change, "disabled", json_boolean(disabled));
+    if (password) json_object_set_new(change, "password", json_string("changed"));
+    if (api_finish(r, tx, 200, change)) return;
+    u.disabled = has_disabled ? disabled : u.disabled;
+    api_reply(r, 200, auth_user_json(&u));
+}
+
+void h_token_create(api_req *r) {
+    static const char *const fields[] = {"ttl_seconds", "label", NULL};
+    gp_err err = GP_ERR_INIT;
+    json_t *body;
+    store_tx *tx;
+    auth_user u;
+    policy pol;
+    int level, present;
+    int64_t ttl = 0;
+    const char *label;
+    if (api_begin(r, STORE_WRITE, &tx)) return;
+    if (load_user(r, tx, &u, &level)) {
+        store_rollback(tx);
+        return;
+    }
+    /* one's own tokens; an administrator makes tokens for service accounts only */
+    if (!(level == SEE_SELF || (level == SEE_ADMIN && (strcmp(u.id, r->who->user_id) == 0 ||
+                                                       strcmp(u.kind, "service") == 0)))) {
+        store_rollback(tx);
+        api_error(r, 403, "forbidden", "you may create tokens only for yourself or for service "
+                                       "accounts you administer");
+        return;
+    }
+    if (api_body(r, &body)) {
+        store_rollback(tx);
+        return;
+    }
+    if (jx_only_fields(body, fields, &err) ||
+        jx_get_int(body, "ttl_seconds", 0, &ttl, &present, &err) ||
+        jx_get_str(body, "label", 0, &label, &err) || policy_load(tx, &pol, &err)) {
+        json_decref(body);
+        api_abort(r, tx, &err);
+        return;
+    }
+    int64_t max = pol.max_token_ttl_s;
+    policy_release(&pol);
+    if (!present) ttl = max;
+    if (ttl < 60 || ttl > max) {
+        json_decref(body);
+        gp_err_set(&err, GP_EINVALID, "ttl_seconds must be between 60 and %lld (security policy)",
+                   (long long)max);
+        api_abort(r, tx, &err);
+        return;
+    }
+    if (label && strlen(label) > 100) {
+        json_decref(body);
+        gp_err_set(&err, GP_EINVALID, "label longer than 100 bytes");
+        api_abort(r, tx, &err);
+        return;
+    }
+    char token[RND_SECRET_LEN], tid[RND_ID_LEN];
+    int rc = auth_token_create(tx, u.id, label ? label : "", ttl, token, tid, &err);
+    json_t *change = json_pack("{s:s,s:s,s:I}", "token_id", tid, "label", label ? label : "",
+                               "ttl_seconds", (json_int_t)ttl);
+    json_decref(body);
+    if (rc) {
+        json_decref(change);
+        api_abort(r, tx, &err);
+        return;
+    }
+    if (api_finish(r, tx, 201, change)) return;
+    char exp[GT_RFC3339_LEN];
+    gt_format_us(gt_now_us() + ttl * 1000000, exp, sizeof exp);
+    api_reply(r, 201, json_pack("{s:s,s:s,s:s,s:s}", "id", tid, "token", token, "expires_at", exp,
+                                "user", u.name));
+    memset(token, 0, sizeof token);
+}
+
+void h_token_list(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    auth_user u;
+    int level;
+    json_t *items;
+    if (api_begin(r, STORE_READ, &tx)) return;
+    if (load_user(r, tx, &u, &level)) {
+        store_rollback(tx);
+        return;
+    }
+    if (level != SEE_SELF && level != SEE_ADMIN) {
+        store_rollback(tx);
+        api_error(r, 403, "forbidden", "your role does not allow this action here");
+        return;
+    }
+    if (auth_token_list(tx, u.id, &items, &err)) {
+        api_abort(r, tx, &err);
+        return;
+    }
+    store_rollback(tx);
+    api_reply(r, 200, api_list(items, NULL));
+}
+
+void h_token_revoke(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    auth_user u;
+    int level;
+    if (api_begin(r, STORE_WRITE, &tx)) return;
+    if (load_user(r, tx, &u, &level)) {
+        store_rollback(tx);
+        return;
+    }
+    if (level != SEE_SELF && level != SEE_ADMIN) {
+        store_rollback(tx);
+        api_error(r, 403, "forbidden", "your role does not allow this action here");
+        return;
+    }
+    const char *id = api_param(r, "id");
+    api_target(r, "token", id, NULL, NULL);
+    if (auth_token_revoke(tx, u.id, id, &err)) {
+        api_abort(r, tx, &err);
+        return;
+    }
+    if (!api_finish(r, tx, 200, json_pack("{s:s,s:s}", "user", u.name, "token_id", id)))
+        api_reply(r, 200, json_pack("{s:s,s:s}", "id", id, "state", "revoked"));
+}
