@@ -23,9 +23,10 @@ typedef struct api_config {
     size_t max_body;      /* bytes; larger bodies get 413 */
     int max_depth;        /* JSON nesting limit */
     int drain_seconds;    /* how long stop waits for in-flight requests */
+    int node_timeout_s;   /* a node silent this long is unreachable; 0: no sweep loop */
 } api_config;
 
-#define API_CONFIG_DEFAULTS {"127.0.0.1:7070", 4, 1 << 20, 32, 10}
+#define API_CONFIG_DEFAULTS {"127.0.0.1:7070", 4, 1 << 20, 32, 10, 30}
 
 typedef struct api_server api_server;
 

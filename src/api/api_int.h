@@ -212,5 +212,46 @@ void h_approval_reject(api_req *r);
 void h_vendor_create(api_req *r);
 void h_vendor_list(api_req *r);
 void h_vendor_revoke(api_req *r);
+void h_join_create(api_req *r);
+void h_join_list(api_req *r);
+void h_join_revoke(api_req *r);
+void h_agent_register(api_req *r);
+void h_agent_heartbeat(api_req *r);
+void h_node_list(api_req *r);
+void h_node_get(api_req *r);
+void h_node_history(api_req *r);
+void h_node_cordon(api_req *r);
+void h_node_uncordon(api_req *r);
+void h_node_drain(api_req *r);
+void h_node_pool(api_req *r);
+void h_gpu_list(api_req *r);
+void h_gpu_get(api_req *r);
+void h_gpu_history(api_req *r);
+void h_gpu_cordon(api_req *r);
+void h_gpu_uncordon(api_req *r);
+void h_gpu_drain(api_req *r);
+void h_gpu_reset(api_req *r);
+void h_gpu_mode(api_req *r);
+void h_health_policy_get(api_req *r);
+void h_health_policy_put(api_req *r);
+void h_alarm_list(api_req *r);
+void h_alarm_ack(api_req *r);
+void h_class_create(api_req *r);
+void h_class_list(api_req *r);
+void h_class_get(api_req *r);
+void h_class_delete(api_req *r);
+void h_pool_create(api_req *r);
+void h_pool_list(api_req *r);
+void h_pool_get(api_req *r);
+void h_pool_put(api_req *r);
+void h_pool_delete(api_req *r);
+void h_wo_create(api_req *r);
+void h_wo_list(api_req *r);
+void h_wo_get(api_req *r);
+void h_wo_update(api_req *r);
+void h_wo_comment(api_req *r);
+
+/* Mark silent nodes unreachable and audit it (the server's reachability loop). */
+int api__sweep_nodes(store_t *st, int64_t timeout_us, gp_err *err);
 
 #endif

@@ -162,8 +162,10 @@ static void put(api_req *r, authz_scope scope) {
         json_decref(change);
         return;
     }
+    /* granted by whoever asked (the requester, when this runs on an approval) */
     rc = auth_member_set(tx, u.id, (authz_role)role, scope, c.target.tenant_id,
-                         c.target.project_id, r->who->name, replaced, &err);
+                         c.target.project_id, r->on_behalf[0] ? r->on_behalf : r->who->name,
+                         replaced, &err);
     if (rc) {
         json_decref(change);
         api_abort(r, tx, &err);

@@ -18,12 +18,14 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #if MHD_VERSION < 0x00097002
@@ -38,7 +40,33 @@ struct api_server {
     store_t *store;
     int port;
     atomic_int inflight;
+    /* the background loop (reachability sweep) */
+    pthread_t loop;
+    int loop_running;
+    pthread_mutex_t loop_mu;
+    pthread_cond_t loop_cv;
+    int stopping;
 };
+
+/* Once a second: mark nodes unreachable whose heartbeats stopped. */
+static void *loop_main(void *arg) {
+    api_server *srv = arg;
+    pthread_mutex_lock(&srv->loop_mu);
+    while (!srv->stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&srv->loop_cv, &srv->loop_mu, &ts);
+        if (srv->stopping) break;
+        pthread_mutex_unlock(&srv->loop_mu);
+        gp_err err = GP_ERR_INIT;
+        if (api__sweep_nodes(srv->store, (int64_t)srv->cfg.node_timeout_s * 1000000, &err))
+            log_kv(LOG_WARN, "node sweep failed", "detail", err.msg, (char *)NULL);
+        pthread_mutex_lock(&srv->loop_mu);
+    }
+    pthread_mutex_unlock(&srv->loop_mu);
+    return NULL;
+}
 
 typedef struct conn_ctx {
     api_req req;
@@ -297,6 +325,10 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = di ? di->port : 0;
+    pthread_mutex_init(&srv->loop_mu, NULL);
+    pthread_cond_init(&srv->loop_cv, NULL);
+    if (srv->cfg.node_timeout_s > 0)
+        srv->loop_running = pthread_create(&srv->loop, NULL, loop_main, srv) == 0;
     *out = srv;
     return GP_OK;
 }
@@ -311,6 +343,13 @@ int api_server_port(const api_server *srv) { return srv->port; }
 
 void api_server_stop(api_server *srv) {
     if (!srv) return;
+    pthread_mutex_lock(&srv->loop_mu);
+    srv->stopping = 1;
+    pthread_cond_signal(&srv->loop_cv);
+    pthread_mutex_unlock(&srv->loop_mu);
+    if (srv->loop_running) pthread_join(srv->loop, NULL);
+    pthread_mutex_destroy(&srv->loop_mu);
+    pthread_cond_destroy(&srv->loop_cv);
     MHD_socket fd = MHD_quiesce_daemon(srv->d);
     if (fd != MHD_INVALID_SOCKET) close(fd);
     int64_t deadline = gt_mono_us() + (int64_t)srv->cfg.drain_seconds * 1000000;

@@ -168,6 +168,13 @@ int auth_vendor_revoke(store_tx *tx, const char *id, gp_err *err);
 /* Grants, newest first; `user_id` NULL = all. */
 int auth_vendor_list(store_tx *tx, const char *user_id, json_t **items, gp_err *err);
 
+/*
+ * The nodes and work orders a vendor may reach: the union over its live
+ * grants.  OUT: *nodes, *work_orders (new JSON arrays of names).
+ */
+int auth_vendor_scope(store_tx *tx, const char *user_id, json_t **nodes, json_t **work_orders,
+                      gp_err *err);
+
 /* Count the user's role bindings other than vendor ones, and their vendor grants. */
 int auth_user_role_counts(store_tx *tx, const char *user_id, int *other_roles, int *vendor_grants,
                           gp_err *err);

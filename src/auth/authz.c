@@ -45,6 +45,12 @@ static const struct {
     [ACT_APPROVAL_DECIDE] = {"approval.decide", R(ROLE_SECURITY_ADMIN)},
     [ACT_APPROVAL_READ_ALL] = {"approval.read_all", R(ROLE_SECURITY_ADMIN)},
     [ACT_VENDOR_MANAGE] = {"vendor.manage", R(ROLE_OPS_ENGINEER)},
+    [ACT_NODE_READ] = {"node.read",
+                       R(ROLE_PLATFORM_ADMIN) | R(ROLE_SECURITY_ADMIN) | R(ROLE_OPS_ENGINEER)},
+    [ACT_NODE_MANAGE] = {"node.manage", R(ROLE_OPS_ENGINEER)},
+    [ACT_POOL_MANAGE] = {"pool.manage", R(ROLE_PLATFORM_ADMIN)},
+    [ACT_CLASS_MANAGE] = {"class.manage", R(ROLE_PLATFORM_ADMIN)},
+    [ACT_WORKORDER_MANAGE] = {"workorder.manage", R(ROLE_OPS_ENGINEER)},
 };
 
 /* Which roles each role may grant or revoke (escalation prevention). */

@@ -54,6 +54,11 @@ typedef enum authz_action {
     ACT_APPROVAL_DECIDE,
     ACT_APPROVAL_READ_ALL,
     ACT_VENDOR_MANAGE,
+    ACT_NODE_READ,       /* nodes, GPUs, health, history, alarms (all) */
+    ACT_NODE_MANAGE,     /* join tokens, cordon/drain, modes, health policy, alarm acks */
+    ACT_POOL_MANAGE,     /* pools and node placement in pools */
+    ACT_CLASS_MANAGE,    /* resource classes */
+    ACT_WORKORDER_MANAGE,
     ACT__COUNT
 } authz_action;
 

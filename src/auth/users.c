@@ -156,6 +156,18 @@ int auth_login_check(store_tx *tx, const char *name, const char *password, auth_
     }
     if (ok) user_from_row(s, out);
     store_done(s);
+    if (ok && !out->disabled) {
+        /* a vendor account with no live grant may not log in either */
+        int rc2 = store_query(tx, &s, err,
+                              "SELECT COUNT(*), COALESCE(SUM(revoked_at IS NULL AND expires_at > ?),"
+                              " 0) FROM vendor_grants WHERE user_id = ?",
+                              "is", gt_now_us(), out->id);
+        if (rc2) return rc2;
+        rc2 = store_step(s, err);
+        if (rc2 > 0 && store_int(s, 0) > 0 && store_int(s, 1) == 0) ok = 0;
+        store_done(s);
+        if (rc2 < 0) return rc2;
+    }
     if (!ok || out->disabled)
         return gp_err_set(err, GP_EUNAUTH, "wrong user name or password, or account disabled");
     return GP_OK;

@@ -111,3 +111,39 @@ int auth_user_role_counts(store_tx *tx, const char *user_id, int *other_roles, i
     store_done(s);
     return rc < 0 ? rc : GP_OK;
 }
+
+static void add_unique(json_t *arr, json_t *v) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e) if (json_equal(e, v)) return;
+    json_array_append(arr, v);
+}
+
+int auth_vendor_scope(store_tx *tx, const char *user_id, json_t **nodes, json_t **work_orders,
+                      gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT nodes, work_orders FROM vendor_grants WHERE user_id = ?"
+                         " AND revoked_at IS NULL AND expires_at > ?",
+                         "si", user_id, gt_now_us());
+    if (rc) return rc;
+    json_t *n = json_array(), *w = json_array();
+    while ((rc = store_step(s, err)) > 0) {
+        for (int c = 0; c < 2; c++) {
+            json_t *a = json_loads(store_text(s, c), 0, NULL);
+            size_t i;
+            json_t *v;
+            json_array_foreach(a, i, v) add_unique(c ? w : n, v);
+            json_decref(a);
+        }
+    }
+    store_done(s);
+    if (rc < 0) {
+        json_decref(n);
+        json_decref(w);
+        return rc;
+    }
+    *nodes = n;
+    *work_orders = w;
+    return GP_OK;
+}

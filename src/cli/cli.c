@@ -3,7 +3,8 @@
  */
 #include "cli.h"
 
-#include <curl/curl.h>
+#include "../core/httpc.h"
+
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,12 +29,6 @@ int cli_wants_help(int argc, char **argv) {
     return 0;
 }
 
-static size_t on_data(char *p, size_t sz, size_t n, void *ud) {
-    strbuf *sb = ud;
-    sb_add(sb, p, sz * n);
-    return sb_ok(sb) ? sz * n : 0;
-}
-
 void cli_add_escaped(strbuf *sb, const char *s) {
     static const char hx[] = "0123456789ABCDEF";
     for (; *s; s++) {
@@ -50,74 +45,26 @@ void cli_add_escaped(strbuf *sb, const char *s) {
 }
 
 int cli_call(cli_ctx *ctx, const char *method, const char *path, json_t *body, json_t **out) {
-    strbuf url = SB_INIT, resp = SB_INIT, auth = SB_INIT;
-    char *payload = NULL;
-    int rc = CLI_FAIL;
-    long status = 0;
+    gp_err err = GP_ERR_INIT;
+    json_t *j;
+    long status;
     *out = NULL;
-    CURL *c = curl_easy_init();
-    if (!c) return cli_error(CLI_FAIL, "cannot initialise the HTTP client");
-    sb_adds(&url, ctx->server);
-    while (url.len && url.buf[url.len - 1] == '/') sb_setlen(&url, url.len - 1);
-    sb_adds(&url, path);
-    struct curl_slist *hdrs = NULL;
-    hdrs = curl_slist_append(hdrs, "Accept: application/json");
-    if (ctx->token) {
-        sb_addf(&auth, "Authorization: Bearer %s", ctx->token);
-        hdrs = curl_slist_append(hdrs, auth.buf);
-    }
-    curl_easy_setopt(c, CURLOPT_URL, url.buf);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "gpupool-cli");
-    if (body) {
-        payload = json_dumps(body, JSON_COMPACT);
-        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload ? payload : "");
-    }
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-    CURLcode cc = curl_easy_perform(c);
-    if (cc != CURLE_OK) {
-        cli_error(CLI_FAIL, "cannot reach %s: %s", ctx->server, curl_easy_strerror(cc));
-        goto done;
-    }
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    if (httpc_json(ctx->server, path, method, ctx->token, body, 120, &status, &j, &err))
+        return cli_error(CLI_FAIL, "%s", err.msg);
     ctx->status = status;
-    json_t *j = resp.len ? json_loadb(resp.buf, resp.len, JSON_DECODE_ANY, NULL) : json_null();
-    if (!j && status >= 200 && status < 300 && resp.len) {
-        /* a text body (JSON Lines export): hand it over as a JSON string */
-        j = json_stringn(resp.buf, resp.len);
-    }
     if (status >= 200 && status < 300) {
-        if (!j) {
-            cli_error(CLI_FAIL, "the server sent a response that is not JSON (HTTP %ld)", status);
-            goto done;
-        }
         *out = j;
-        rc = CLI_OK;
-        goto done;
+        return CLI_OK;
     }
-    json_t *e = j ? json_object_get(j, "error") : NULL;
-    const char *msg = e ? json_string_value(json_object_get(e, "message")) : NULL;
-    const char *code = e ? json_string_value(json_object_get(e, "code")) : NULL;
+    json_t *e = json_object_get(j, "error");
+    const char *msg = json_string_value(json_object_get(e, "message"));
+    const char *code = json_string_value(json_object_get(e, "code"));
     if (msg)
         cli_error(CLI_FAIL, "%s (%s, HTTP %ld)", msg, code ? code : "error", status);
     else
         cli_error(CLI_FAIL, "request failed with HTTP %ld", status);
     json_decref(j);
-done:
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(c);
-    if (auth.len) memset(auth.buf, 0, auth.len);
-    sb_release(&auth);
-    sb_release(&url);
-    sb_release(&resp);
-    free(payload);
-    return rc;
+    return CLI_FAIL;
 }
 
 /* Read "a.b" from obj; returns a borrowed value or NULL. */
@@ -274,4 +221,16 @@ void cli_scope_path(strbuf *sb, const char *tenant, const char *project) {
     if (!project) return;
     sb_adds(sb, "/projects/");
     cli_add_escaped(sb, project);
+}
+
+int cli_name_call(cli_ctx *ctx, int argc, char **argv, const char *verb, const char *method,
+                  const char *prefix, const char *suffix, const char *const *columns) {
+    if (argc != 2) return cli_error(CLI_USAGE, "%s: expected one argument", verb);
+    strbuf p = SB_INIT;
+    sb_adds(&p, prefix);
+    cli_add_escaped(&p, argv[1]);
+    if (suffix) sb_adds(&p, suffix);
+    int rc = cli_run_call(ctx, method, p.buf, NULL, columns);
+    sb_release(&p);
+    return rc;
 }

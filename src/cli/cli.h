@@ -44,6 +44,14 @@ int cli_call(cli_ctx *ctx, const char *method, const char *path, json_t *body, j
 int cli_run_call(cli_ctx *ctx, const char *method, const char *path, json_t *body,
                  const char *const *columns);
 
+/*
+ * The common verb shape "VERB NAME": exactly one positional argument, the
+ * request `method` prefix+NAME+suffix (NAME escaped), no body; prints an
+ * object, or a list with `columns`.
+ */
+int cli_name_call(cli_ctx *ctx, int argc, char **argv, const char *verb, const char *method,
+                  const char *prefix, const char *suffix, const char *const *columns);
+
 /* Print a 202 approval response: "pending approval <id> (<operation>)...". */
 void cli_print_pending(cli_ctx *ctx, json_t *approval);
 
@@ -109,5 +117,13 @@ int cli_cmd_member(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_approval(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_vendor(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_policy(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_node(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_gpu(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_jointoken(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_class(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_pool(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_workorder(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_alarm(cli_ctx *ctx, int argc, char **argv);
 
 #endif

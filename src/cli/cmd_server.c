@@ -34,13 +34,14 @@ static const char usage[] =
     "  --threads N         HTTP worker threads (default 4)\n"
     "  --max-body BYTES    largest request body accepted (default 1048576)\n"
     "  --max-depth N       deepest JSON nesting accepted (default 32)\n"
+    "  --node-timeout S    a node silent S seconds is unreachable (default 30)\n"
     "  --log-level LEVEL   debug|info|warn|error (default info)\n"
     "  --config FILE       read options from FILE (key = value lines; flags win)\n"
     "  -h, --help          show this help\n";
 
 typedef struct server_opts {
     char *data, *listen, *store, *log_level;
-    long threads, max_body, max_depth;
+    long threads, max_body, max_depth, node_timeout;
 } server_opts;
 
 static void set_str(char **dst, const char *v) {
@@ -57,11 +58,13 @@ static int set_opt(server_opts *o, const char *key, const char *val) {
         set_str(&o->log_level, val);
     else if (strcmp(key, "threads") == 0 || strcmp(key, "max-body") == 0 ||
              strcmp(key, "max_body") == 0 || strcmp(key, "max-depth") == 0 ||
-             strcmp(key, "max_depth") == 0) {
+             strcmp(key, "max_depth") == 0 || strcmp(key, "node-timeout") == 0 ||
+             strcmp(key, "node_timeout") == 0) {
         long v = strtol(val, &end, 10);
         if (!*val || *end || v < 1 || v > (1L << 30))
             return cli_error(CLI_USAGE, "server: %s must be a positive integer, got '%s'", key, val);
         if (key[0] == 't') o->threads = v;
+        else if (key[0] == 'n') o->node_timeout = v;
         else if (strstr(key, "body")) o->max_body = v;
         else o->max_depth = v;
     } else {
@@ -151,6 +154,7 @@ static int run(server_opts *o) {
     cfg.threads = (int)o->threads;
     cfg.max_body = (size_t)o->max_body;
     cfg.max_depth = (int)o->max_depth;
+    cfg.node_timeout_s = (int)o->node_timeout;
     api_server *srv;
     if (api_server_start(&cfg, st, &srv, &err)) {
         store_close(st);
@@ -190,6 +194,7 @@ int cli_cmd_server(cli_ctx *ctx, int argc, char **argv) {
         {"store", required_argument, 0, 's'},    {"threads", required_argument, 0, 't'},
         {"max-body", required_argument, 0, 'b'}, {"max-depth", required_argument, 0, 'D'},
         {"log-level", required_argument, 0, 'L'}, {"config", required_argument, 0, 'c'},
+        {"node-timeout", required_argument, 0, 'N'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
     server_opts o = {0};
     set_str(&o.data, "./var");
@@ -198,6 +203,7 @@ int cli_cmd_server(cli_ctx *ctx, int argc, char **argv) {
     o.threads = 4;
     o.max_body = 1 << 20;
     o.max_depth = 32;
+    o.node_timeout = 30;
     int rc = 0, c;
     /* config file first, so that flags override it */
     for (int i = 1; i < argc; i++) {
@@ -219,6 +225,7 @@ int cli_cmd_server(cli_ctx *ctx, int argc, char **argv) {
         case 'b': rc = set_opt(&o, "max-body", optarg); break;
         case 'D': rc = set_opt(&o, "max-depth", optarg); break;
         case 'L': rc = set_opt(&o, "log-level", optarg); break;
+        case 'N': rc = set_opt(&o, "node-timeout", optarg); break;
         case 'c': break;
         case 'h':
             fputs(usage, stdout);

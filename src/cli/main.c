@@ -13,9 +13,9 @@
  */
 #include "cli.h"
 
+#include "../core/httpc.h"
 #include "../core/rand.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -33,6 +33,7 @@ static const struct {
     const char *help;
 } commands[] = {
     {"server", cli_cmd_server, 0, "run the control plane (API, scheduler loops)"},
+    {"agent", cli_cmd_agent, NEEDS_CLIENT, "run the node agent (NVML, inventory or simulated)"},
     {"whoami", cli_cmd_whoami, NEEDS_CLIENT, "show the calling identity and its roles"},
     {"tenant", cli_cmd_tenant, NEEDS_CLIENT, "create, list and show tenants"},
     {"project", cli_cmd_project, NEEDS_CLIENT, "create, list and show projects"},
@@ -44,6 +45,13 @@ static const struct {
     {"approval", cli_cmd_approval, NEEDS_CLIENT, "list, approve and reject sensitive operations"},
     {"vendor", cli_cmd_vendor, NEEDS_CLIENT, "grant, list and revoke vendor access"},
     {"policy", cli_cmd_policy, NEEDS_CLIENT, "show and change the security policy"},
+    {"node", cli_cmd_node, NEEDS_CLIENT, "nodes: list, show, cordon, drain, pools, history"},
+    {"gpu", cli_cmd_gpu, NEEDS_CLIENT, "GPUs: list, show, cordon, drain, reset, mode, history"},
+    {"jointoken", cli_cmd_jointoken, NEEDS_CLIENT, "tokens node agents join with"},
+    {"class", cli_cmd_class, NEEDS_CLIENT, "resource classes and their free capacity"},
+    {"pool", cli_cmd_pool, NEEDS_CLIENT, "resource pools and who may use them"},
+    {"workorder", cli_cmd_workorder, NEEDS_CLIENT, "operations tickets on nodes and GPUs"},
+    {"alarm", cli_cmd_alarm, NEEDS_CLIENT, "alarms and the health policy"},
 };
 
 static void usage(FILE *f) {
@@ -166,10 +174,10 @@ int main(int argc, char **argv) {
     const char *noun = argv[first];
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(commands[i].name, noun) != 0) continue;
-        if (commands[i].flags & NEEDS_CLIENT) curl_global_init(CURL_GLOBAL_DEFAULT);
+        if (commands[i].flags & NEEDS_CLIENT) httpc_global_init();
         optind = 0;
         rc = commands[i].run(&ctx, argc - first, argv + first);
-        if (commands[i].flags & NEEDS_CLIENT) curl_global_cleanup();
+        if (commands[i].flags & NEEDS_CLIENT) httpc_global_cleanup();
         goto out;
     }
     rc = cli_error(CLI_USAGE, "unknown command '%s' (see gpupool --help)", noun);

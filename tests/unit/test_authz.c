@@ -169,6 +169,9 @@ static const char *const contract[ACT__COUNT] = {
     [ACT_POLICY_READ] = "PS",        [ACT_POLICY_CHANGE] = "S",
     [ACT_APPROVAL_DECIDE] = "S",     [ACT_APPROVAL_READ_ALL] = "S",
     [ACT_VENDOR_MANAGE] = "O",
+    [ACT_NODE_READ] = "PSO",         [ACT_NODE_MANAGE] = "O",
+    [ACT_POOL_MANAGE] = "P",         [ACT_CLASS_MANAGE] = "P",
+    [ACT_WORKORDER_MANAGE] = "O",
 };
 
 static int contract_allows(authz_role r, authz_action a) {

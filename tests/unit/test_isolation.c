@@ -39,6 +39,7 @@ typedef struct {
     apitest t;
     side s[2];
     char vendor_grant[RND_ID_LEN];
+    char gpu_uuid[96], join_id[RND_ID_LEN];
     long probes, refused;
 } ix;
 
@@ -104,6 +105,26 @@ static int setup(void **state) {
                      201);
     snprintf(x->vendor_grant, sizeof x->vendor_grant, "%s", at_str(resp, "id"));
     json_decref(resp);
+    /* global objects: a node with a GPU (joined like an agent), a class, a work order */
+    assert_int_equal(at_call(&x->t, ops, "POST", "/api/v1/join-tokens", "{}", &resp), 201);
+    snprintf(x->join_id, sizeof x->join_id, "%s", at_str(resp, "id"));
+    char body[600];
+    snprintf(body, sizeof body,
+             "{\"join_token\":\"%s\",\"node\":{\"name\":\"node-x\",\"cpus\":8,"
+             "\"memory_gib\":64,\"gpus\":[{\"uuid\":\"GPU-iso-0\",\"index\":0,"
+             "\"model\":\"A100-80GB\",\"memory_mib\":81920}]}}",
+             at_str(resp, "token"));
+    json_decref(resp);
+    assert_int_equal(at_call(&x->t, NULL, "POST", "/api/v1/agent/register", body, NULL), 201);
+    snprintf(x->gpu_uuid, sizeof x->gpu_uuid, "GPU-iso-0");
+    assert_int_equal(at_call(&x->t, x->t.admin, "POST", "/api/v1/classes",
+                             "{\"name\":\"a100.1x\",\"form\":\"whole\",\"cpus\":4,"
+                             "\"memory_gib\":32,\"gpu_models\":[\"A100-80GB\"]}",
+                             NULL),
+                     201);
+    assert_int_equal(at_call(&x->t, ops, "POST", "/api/v1/work-orders",
+                             "{\"node\":\"node-x\",\"title\":\"fan\"}", NULL),
+                     201);
     at_sql(&x->t, "INSERT INTO security_policy VALUES ('sensitive_operations',"
                   " '[\"member.grant_global\",\"vendor.create\",\"audit.export\"]')");
     *state = x;
@@ -169,7 +190,13 @@ static const char *body_for(const char *action, const side *v, char *buf, size_t
     return NULL;
 }
 
-/* Fill the route's pattern with the victim's names and ids. */
+/*
+ * Fill the route's pattern with the victim's names and ids.  Returns how many
+ * parameters name the victim tenant's objects (tenant, project, its users,
+ * their tokens, its approvals); parameters naming global objects (nodes,
+ * GPUs, classes, pools, work orders, alarms, join tokens, vendor grants) are
+ * filled with real ones, and only checked for leaks.
+ */
 static int fill(const api_route *rt, const side *v, const ix *x, char *out, size_t n) {
     strbuf sb = SB_INIT;
     int params = 0;
@@ -180,15 +207,26 @@ static int fill(const api_route *rt, const side *v, const ix *x, char *out, size
         }
         const char *end = strchr(p, '}');
         size_t len = (size_t)(end - p - 1);
-        params++;
+        int tenant_obj = 1;
         if (len == 6 && strncmp(p + 1, "tenant", 6) == 0) sb_adds(&sb, v->tenant);
         else if (len == 7 && strncmp(p + 1, "project", 7) == 0) sb_adds(&sb, v->project);
         else if (len == 4 && strncmp(p + 1, "user", 4) == 0) sb_adds(&sb, v->users[0]);
         else if (len == 2 && strstr(rt->pattern, "/tokens/")) sb_adds(&sb, v->token_id);
         else if (len == 2 && strstr(rt->pattern, "/approvals/")) sb_adds(&sb, v->approval_id);
-        else if (len == 2 && strstr(rt->pattern, "/vendor-access/")) sb_adds(&sb, x->vendor_grant);
-        else fail_msg("route %s has a parameter this test does not know how to fill: add it",
-                      rt->pattern);
+        else {
+            tenant_obj = 0;
+            if (len == 2 && strstr(rt->pattern, "/vendor-access/")) sb_adds(&sb, x->vendor_grant);
+            else if (len == 4 && strncmp(p + 1, "node", 4) == 0) sb_adds(&sb, "node-x");
+            else if (len == 4 && strncmp(p + 1, "uuid", 4) == 0) sb_adds(&sb, x->gpu_uuid);
+            else if (len == 4 && strstr(rt->pattern, "/classes/")) sb_adds(&sb, "a100.1x");
+            else if (len == 4 && strstr(rt->pattern, "/pools/")) sb_adds(&sb, "default");
+            else if (len == 2 && strstr(rt->pattern, "/work-orders/")) sb_adds(&sb, "wo-1");
+            else if (len == 2 && strstr(rt->pattern, "/join-tokens/")) sb_adds(&sb, x->join_id);
+            else if (len == 2 && strstr(rt->pattern, "/alarms/")) sb_adds(&sb, "no-such-alarm");
+            else fail_msg("route %s has a parameter this test does not know how to fill: add it",
+                          rt->pattern);
+        }
+        params += tenant_obj;
         p = end + 1;
     }
     snprintf(out, n, "%s", sb.buf);

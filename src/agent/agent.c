@@ -1,0 +1,433 @@
+/*
+ * agent.c - the node agent's loop: join, heartbeat, re-join (see agent.h).
+ *
+ * Each node is an independent identity: its own report, credential file and
+ * injected faults.  Simulated nodes report healthy signals plus whatever was
+ * injected; an NVML node reports what the driver says.  On a 401/404 answer
+ * (credential revoked, node record gone) the node joins again with the join
+ * token, if one was given.
+ *
+ * Signals: the caller blocks SIGTERM/SIGINT; agent_run() waits for them
+ * between heartbeats with sigtimedwait, so a stop is prompt.
+ */
+#define _GNU_SOURCE
+#include "agent.h"
+
+#include "../core/gtime.h"
+#include "../core/httpc.h"
+#include "../core/jsonx.h"
+#include "../core/log.h"
+#include "../core/rand.h"
+#include "../core/strbuf.h"
+#include "nvml.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct anode {
+    json_t *report;    /* registration report (owned) */
+    char name[64];
+    char *token;       /* credential (heap) or NULL */
+    json_t *overrides; /* simulated: index -> signal overrides (owned) */
+    json_t *pending_xids; /* simulated: index -> [xids] to send next */
+} anode;
+
+typedef struct agent {
+    const agent_config *cfg;
+    anode *nodes;
+    int n;
+    nvml *nv; /* NVML mode */
+    nvml_gpu *gpus;
+    int ngpus;
+} agent;
+
+static int mkdir_p(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return (mkdir(buf, 0700) != 0 && errno != EEXIST) ? -1 : 0;
+}
+
+static char *read_token(const char *dir, const char *node) {
+    char path[4096], buf[256];
+    snprintf(path, sizeof path, "%s/%s.token", dir, node);
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    char *out = NULL;
+    if (fgets(buf, sizeof buf, f)) {
+        buf[strcspn(buf, "\r\n")] = '\0';
+        if (*buf) out = strdup(buf);
+    }
+    fclose(f);
+    return out;
+}
+
+static int write_token(const char *dir, const char *node, const char *token) {
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/%s.token", dir, node);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    size_t n = strlen(token);
+    int ok = write(fd, token, n) == (ssize_t)n && write(fd, "\n", 1) == 1 && fsync(fd) == 0;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- NVML nodes ---- */
+
+static void host_node_name(const agent_config *cfg, char out[64]) {
+    char host[256] = "node";
+    if (cfg->node_name) {
+        snprintf(out, 64, "%s", cfg->node_name);
+        return;
+    }
+    gethostname(host, sizeof host);
+    size_t j = 0;
+    for (size_t i = 0; host[i] && j < 50; i++) {
+        char c = host[i];
+        if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+        if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) out[j++] = c;
+        else if (j && out[j - 1] != '-') out[j++] = '-';
+    }
+    while (j && out[j - 1] == '-') j--;
+    out[j] = '\0';
+    if (!j) snprintf(out, 64, "node");
+}
+
+static json_t *nvml_report(agent *a, const char *name, const char *driver) {
+    struct sysinfo si;
+    long long mem_gib = sysinfo(&si) == 0 ? (long long)si.totalram * si.mem_unit >> 30 : 0;
+    char host[256] = "";
+    gethostname(host, sizeof host);
+    json_t *gpus = json_array();
+    for (int i = 0; i < a->ngpus; i++) {
+        nvml_gpu *g = &a->gpus[i];
+        json_t *slices = json_array(), *topo = json_object();
+        for (int k = 0; k < g->nslices; k++)
+            json_array_append_new(slices, json_pack("{s:s,s:s,s:I}", "uuid", g->slices[k].uuid,
+                                                    "profile", g->slices[k].profile, "memory_mib",
+                                                    (json_int_t)(g->slices[k].memory_bytes >> 20)));
+        for (int k = 0; k < a->ngpus && k < NVML_MAX_GPUS; k++)
+            if (k != i && g->topology[k] >= 0)
+                json_object_set_new(topo, a->gpus[k].uuid, json_integer(g->topology[k]));
+        json_array_append_new(
+            gpus, json_pack("{s:s,s:i,s:s,s:I,s:s,s:i,s:s,s:b,s:s,s:o,s:o}", "uuid", g->uuid,
+                            "index", (int)g->index, "model", g->name, "memory_mib",
+                            (json_int_t)(g->memory_bytes >> 20), "pci_bus", g->pci_bus, "numa",
+                            g->numa, "compute_cap", g->compute_cap, "mig_capable", g->mig_capable,
+                            "mig_mode", g->mig_enabled ? "enabled" : "disabled", "slices", slices,
+                            "topology", topo));
+    }
+    return json_pack("{s:s,s:s,s:I,s:I,s:{},s:s,s:s,s:o}", "name", name, "hostname", host, "cpus",
+                     (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "memory_gib",
+                     (json_int_t)mem_gib, "labels", "driver_version", driver, "source", "nvml",
+                     "gpus", gpus);
+}
+
+static json_t *num_or_skip(long long v) { return v < 0 ? NULL : json_integer(v); }
+
+static json_t *nvml_signals(const nvml_gpu *g) {
+    json_t *s = json_object(), *ecc = json_object(), *rr = json_object(), *ut = json_object();
+    json_t *v;
+    if ((v = num_or_skip(g->ecc_volatile_corrected))) json_object_set_new(ecc, "volatile_corrected", v);
+    if ((v = num_or_skip(g->ecc_volatile_uncorrected))) json_object_set_new(ecc, "volatile_uncorrected", v);
+    if ((v = num_or_skip(g->ecc_aggregate_corrected))) json_object_set_new(ecc, "aggregate_corrected", v);
+    if ((v = num_or_skip(g->ecc_aggregate_uncorrected))) json_object_set_new(ecc, "aggregate_uncorrected", v);
+    if ((v = num_or_skip(g->remapped_correctable))) json_object_set_new(rr, "correctable", v);
+    if ((v = num_or_skip(g->remapped_uncorrectable))) json_object_set_new(rr, "uncorrectable", v);
+    json_object_set_new(rr, "pending", json_boolean(g->remap_pending > 0));
+    json_object_set_new(rr, "failure", json_boolean(g->remap_failure > 0));
+    if (g->util_gpu >= 0) json_object_set_new(ut, "gpu", json_integer(g->util_gpu));
+    if (g->util_memory >= 0) json_object_set_new(ut, "memory", json_integer(g->util_memory));
+    json_object_set_new(s, "ecc", ecc);
+    json_object_set_new(s, "remapped_rows", rr);
+    json_object_set_new(s, "utilization", ut);
+    if (g->retired_pages_pending >= 0)
+        json_object_set_new(s, "retired_pages_pending", json_integer(g->retired_pages_pending));
+    json_object_set_new(s, "temperature_c", json_integer(g->temperature_c));
+    json_object_set_new(s, "slowdown_c", json_integer(g->slowdown_c));
+    json_t *x = json_array();
+    for (int i = 0; i < g->nxids; i++) json_array_append_new(x, json_integer(g->xids[i]));
+    json_object_set_new(s, "xids", x);
+    json_object_set_new(s, "lost", json_boolean(g->lost));
+    return s;
+}
+
+/* ---- simulated signals and injected faults ---- */
+
+static json_t *sim_signals(anode *nd, const char *idx) {
+    json_t *s = json_pack("{s:{s:i,s:i,s:i,s:i},s:{s:i,s:i,s:b,s:b},s:i,s:i,s:i,s:{s:i,s:i},"
+                          "s:b}",
+                          "ecc", "volatile_corrected", 0, "volatile_uncorrected", 0,
+                          "aggregate_corrected", 0, "aggregate_uncorrected", 0, "remapped_rows",
+                          "correctable", 0, "uncorrectable", 0, "pending", 0, "failure", 0,
+                          "retired_pages_pending", 0, "temperature_c", 40, "slowdown_c", 90,
+                          "utilization", "gpu", 0, "memory", 0, "lost", 0);
+    json_t *ov = json_object_get(nd->overrides, idx);
+    const char *k;
+    json_t *v;
+    json_object_foreach(ov, k, v) {
+        json_t *cur = json_object_get(s, k);
+        if (json_is_object(cur) && json_is_object(v)) json_object_update(cur, v);
+        else json_object_set(s, k, v);
+    }
+    json_t *x = json_object_get(nd->pending_xids, idx);
+    json_object_set_new(s, "xids", x ? json_deep_copy(x) : json_array());
+    return s;
+}
+
+/* Index (as text) of GPU `gpu` (uuid or index) in a report; NULL if unknown. */
+static const char *gpu_index(anode *nd, const char *gpu, char buf[16]) {
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(nd->report, "gpus"), i, g) {
+        snprintf(buf, 16, "%lld", (long long)json_integer_value(json_object_get(g, "index")));
+        if (strcmp(gpu, buf) == 0 || strcmp(gpu, json_string_value(json_object_get(g, "uuid"))) == 0)
+            return buf;
+    }
+    return NULL;
+}
+
+/* Consume the .json files of <state>/inject/<node>/ in name order. */
+static void consume_faults(agent *a, anode *nd) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/inject/%s", a->cfg->state_dir, nd->name);
+    struct dirent **list;
+    int n = scandir(dir, &list, NULL, alphasort);
+    for (int i = 0; i < n; i++) {
+        char path[8192], buf[16];
+        const char *fn = list[i]->d_name;
+        size_t len = strlen(fn);
+        if (len > 5 && strcmp(fn + len - 5, ".json") == 0) {
+            snprintf(path, sizeof path, "%s/%s", dir, fn);
+            json_t *f = json_load_file(path, 0, NULL);
+            unlink(path);
+            const char *gpu = json_string_value(json_object_get(f, "gpu"));
+            const char *idx = gpu ? gpu_index(nd, gpu, buf) : NULL;
+            if (f && idx) {
+                if (json_is_true(json_object_get(f, "clear"))) json_object_del(nd->overrides, idx);
+                json_t *set = json_object_get(f, "set");
+                if (json_is_object(set)) {
+                    json_t *cur = json_object_get(nd->overrides, idx);
+                    if (!cur) json_object_set_new(nd->overrides, idx, cur = json_object());
+                    json_object_update(cur, set);
+                }
+                json_t *x = json_object_get(f, "xids");
+                if (json_is_array(x) && json_array_size(x)) {
+                    json_t *cur = json_object_get(nd->pending_xids, idx);
+                    if (!cur) json_object_set_new(nd->pending_xids, idx, cur = json_array());
+                    json_array_extend(cur, x);
+                }
+                log_kv(LOG_INFO, "fault injected", "node", nd->name, "gpu", gpu, (char *)NULL);
+            } else if (f) {
+                log_kv(LOG_WARN, "injected fault names an unknown GPU", "node", nd->name, "gpu",
+                       gpu ? gpu : "-", (char *)NULL);
+            }
+            json_decref(f);
+        }
+        free(list[i]);
+    }
+    if (n >= 0) free(list);
+}
+
+int agent_inject(const char *state_dir, const char *node, const char *gpu, json_t *fault,
+                 gp_err *err) {
+    char dir[4096], tmp[8192], path[8192], id[RND_ID_LEN];
+    snprintf(dir, sizeof dir, "%s/inject/%s", state_dir, node);
+    if (mkdir_p(dir) != 0)
+        return gp_err_set(err, GP_EIO, "cannot create %s: %s", dir, strerror(errno));
+    rnd_id(id);
+    /* time first so the agent applies faults in the order they were injected */
+    snprintf(path, sizeof path, "%s/%016lld-%s.json", dir, (long long)gt_now_us(), id);
+    snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, id);
+    json_t *f = json_deep_copy(fault);
+    json_object_set_new(f, "gpu", json_string(gpu));
+    int rc = json_dump_file(f, tmp, JSON_COMPACT);
+    json_decref(f);
+    if (rc != 0 || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return gp_err_set(err, GP_EIO, "cannot write %s", path);
+    }
+    return GP_OK;
+}
+
+/* ---- talking to the server ---- */
+
+static int join(agent *a, anode *nd) {
+    gp_err err = GP_ERR_INIT;
+    json_t *resp;
+    long status;
+    if (!a->cfg->join_token) {
+        log_kv(LOG_ERROR, "node has no credential and no join token was given", "node", nd->name,
+               (char *)NULL);
+        return -1;
+    }
+    json_t *body = json_pack("{s:s,s:O}", "join_token", a->cfg->join_token, "node", nd->report);
+    int rc = httpc_json(a->cfg->server, "/api/v1/agent/register", "POST", NULL, body, 30, &status,
+                        &resp, &err);
+    json_decref(body);
+    if (rc) {
+        log_kv(LOG_WARN, "join failed", "node", nd->name, "detail", err.msg, (char *)NULL);
+        return -1;
+    }
+    const char *tok = json_string_value(json_object_get(resp, "token"));
+    if (status != 201 || !tok) {
+        const char *msg =
+            json_string_value(json_object_get(json_object_get(resp, "error"), "message"));
+        char st[16];
+        snprintf(st, sizeof st, "%ld", status);
+        log_kv(LOG_ERROR, "join refused", "node", nd->name, "status", st, "detail",
+               msg ? msg : "-", (char *)NULL);
+        json_decref(resp);
+        return -1;
+    }
+    free(nd->token);
+    nd->token = strdup(tok);
+    json_decref(resp);
+    if (write_token(a->cfg->state_dir, nd->name, nd->token) != 0)
+        log_kv(LOG_WARN, "cannot store the node credential", "node", nd->name, (char *)NULL);
+    log_kv(LOG_INFO, "node joined", "node", nd->name, (char *)NULL);
+    return 0;
+}
+
+static int heartbeat(agent *a, anode *nd) {
+    gp_err err = GP_ERR_INIT;
+    json_t *resp, *gpus = json_array();
+    long status;
+    size_t i;
+    json_t *g;
+    if (a->nv) {
+        nvml_health(a->nv, a->gpus, a->ngpus, &err);
+        for (int k = 0; k < a->ngpus; k++)
+            json_array_append_new(gpus, json_pack("{s:s,s:o}", "uuid", a->gpus[k].uuid, "signals",
+                                                  nvml_signals(&a->gpus[k])));
+    } else {
+        consume_faults(a, nd);
+        json_array_foreach(json_object_get(nd->report, "gpus"), i, g) {
+            char idx[16];
+            snprintf(idx, sizeof idx, "%lld", (long long)json_integer_value(json_object_get(g, "index")));
+            json_array_append_new(gpus, json_pack("{s:O,s:o}", "uuid", json_object_get(g, "uuid"),
+                                                  "signals", sim_signals(nd, idx)));
+        }
+    }
+    json_t *body = json_pack("{s:s,s:o}", "node", nd->name, "gpus", gpus);
+    int rc = httpc_json(a->cfg->server, "/api/v1/agent/heartbeat", "POST", nd->token, body, 30,
+                        &status, &resp, &err);
+    json_decref(body);
+    if (rc) {
+        log_kv(LOG_WARN, "heartbeat failed", "node", nd->name, "detail", err.msg, (char *)NULL);
+        return -1;
+    }
+    json_decref(resp);
+    if (status == 401 || status == 404) {
+        /* credential revoked or node forgotten: join again next round */
+        log_kv(LOG_WARN, "credential refused; will join again", "node", nd->name, (char *)NULL);
+        free(nd->token);
+        nd->token = NULL;
+        return -1;
+    }
+    if (status != 200) return -1;
+    /* Xids are events: sent once */
+    json_object_clear(nd->pending_xids);
+    return 0;
+}
+
+static int wait_or_stop(int seconds) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    struct timespec ts = {seconds, 0};
+    return sigtimedwait(&set, NULL, &ts) > 0;
+}
+
+int agent_run(const agent_config *cfg, gp_err *err) {
+    agent a;
+    memset(&a, 0, sizeof a);
+    a.cfg = cfg;
+    json_t *reports = NULL;
+    int rc;
+    if (mkdir_p(cfg->state_dir) != 0)
+        return gp_err_set(err, GP_EIO, "cannot create state folder %s: %s", cfg->state_dir,
+                          strerror(errno));
+    if (cfg->inventory || cfg->simulate > 0) {
+        if ((rc = agent_inventory_reports(cfg->inventory, cfg->simulate, &reports, err))) return rc;
+    } else {
+        char driver[80] = "", name[64];
+        if ((rc = nvml_open(cfg->nvml_path, &a.nv, err))) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            return gp_err_set(err, rc, "%s; on a machine without NVIDIA GPUs declare them with "
+                                       "--inventory FILE (or simulate with --simulate N)",
+                              msg);
+        }
+        if ((rc = nvml_discover(a.nv, &a.gpus, &a.ngpus, driver, err))) {
+            nvml_close(a.nv);
+            return rc;
+        }
+        host_node_name(cfg, name);
+        reports = json_array();
+        json_array_append_new(reports, nvml_report(&a, name, driver));
+    }
+    a.n = (int)json_array_size(reports);
+    a.nodes = calloc((size_t)a.n, sizeof *a.nodes);
+    for (int i = 0; i < a.n; i++) {
+        anode *nd = &a.nodes[i];
+        nd->report = json_incref(json_array_get(reports, (size_t)i));
+        snprintf(nd->name, sizeof nd->name, "%s",
+                 json_string_value(json_object_get(nd->report, "name")));
+        nd->token = read_token(cfg->state_dir, nd->name);
+        nd->overrides = json_object();
+        nd->pending_xids = json_object();
+    }
+    json_decref(reports);
+    char count[16];
+    snprintf(count, sizeof count, "%d", a.n);
+    log_kv(LOG_INFO, "agent started", "nodes", count, "server", cfg->server, "source",
+           a.nv ? "nvml" : "inventory", (char *)NULL);
+    int stop = 0, failures = 0;
+    while (!stop) {
+        failures = 0;
+        for (int i = 0; i < a.n; i++) {
+            anode *nd = &a.nodes[i];
+            if (!nd->token && join(&a, nd) != 0) {
+                failures++;
+                continue;
+            }
+            if (heartbeat(&a, nd) != 0) failures++;
+        }
+        if (cfg->once) break;
+        stop = wait_or_stop(cfg->interval_s > 0 ? cfg->interval_s : 5);
+    }
+    for (int i = 0; i < a.n; i++) {
+        json_decref(a.nodes[i].report);
+        json_decref(a.nodes[i].overrides);
+        json_decref(a.nodes[i].pending_xids);
+        free(a.nodes[i].token);
+    }
+    free(a.nodes);
+    free(a.gpus);
+    nvml_close(a.nv);
+    if (cfg->once && failures)
+        return gp_err_set(err, GP_EIO, "%d of %d nodes could not join or report", failures, a.n);
+    return GP_OK;
+}

@@ -1,0 +1,48 @@
+/*
+ * agent.h - the node agent: discovers GPUs (NVML, or a declared inventory
+ * file, or simulated nodes), joins the server with a join token, and
+ * heartbeats each node's health signals.
+ *
+ * One process may run many nodes (--simulate N), each with its own identity
+ * and credential, kept in the state folder as <node>.token (mode 0600) so a
+ * restarted agent does not need the join token again.  Faults for simulated
+ * nodes are injected by dropping files into <state>/inject/<node>/ (see
+ * agent_inject()); the agent consumes them at its next heartbeat.
+ */
+#ifndef GP_AGENT_H
+#define GP_AGENT_H
+
+#include "../core/err.h"
+
+#include <jansson.h>
+
+typedef struct agent_config {
+    const char *server;     /* base URL */
+    const char *join_token; /* may be NULL once every node has a stored credential */
+    const char *inventory;  /* declared inventory file, or NULL */
+    int simulate;           /* > 0: that many copies of each declared node (or of a default) */
+    const char *state_dir;  /* credentials and injected faults */
+    int interval_s;         /* seconds between heartbeats */
+    int once;               /* register, send one heartbeat, exit */
+    const char *node_name;  /* NVML mode: the node's name (default: host name) */
+    const char *nvml_path;  /* NVML mode: library path (default libnvidia-ml.so.1) */
+} agent_config;
+
+/* Run until SIGTERM/SIGINT (the caller blocks them in every thread first), or once. */
+int agent_run(const agent_config *cfg, gp_err *err);
+
+/*
+ * Queue a fault for simulated GPU `gpu` (UUID or index) of `node`:
+ * `fault` = {"xids":[…], "set":{signal overrides}, "clear":bool}.
+ */
+int agent_inject(const char *state_dir, const char *node, const char *gpu, json_t *fault,
+                 gp_err *err);
+
+/*
+ * Build node reports from a declared inventory (DESIGN.md's format), each
+ * node copied `simulate` times (names suffixed -0, -1, …) when simulate > 1.
+ * With path NULL, a default simulated node.  OUT: JSON array of reports.
+ */
+int agent_inventory_reports(const char *path, int simulate, json_t **reports, gp_err *err);
+
+#endif

@@ -1,0 +1,168 @@
+/*
+ * invfile.c - the declared inventory (for machines without NVIDIA GPUs, and
+ * for simulated fleets): {"nodes":[{"name","cpus","memory_gib","labels",
+ * "gpus":[{"model","memory_gib","count","mode":"whole|mig|shared",
+ * "mig":["3g.40gb",…]}]}]} -> the same node reports NVML discovery makes.
+ *
+ * UUIDs are derived from the node name and GPU index (BLAKE2b), so a
+ * restarted agent reports the same cards.
+ */
+#include "agent.h"
+
+#include "../core/jsonx.h"
+
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" from (prefix, node, a, b). */
+static void make_uuid(const char *prefix, const char *node, int a, int b, char out[64]) {
+    char in[160];
+    unsigned char h[16];
+    char hex[33];
+    snprintf(in, sizeof in, "%s/%s/%d/%d", prefix, node, a, b);
+    crypto_generichash(h, sizeof h, (const unsigned char *)in, strlen(in), NULL, 0);
+    sodium_bin2hex(hex, sizeof hex, h, sizeof h);
+    snprintf(out, 64, "%s-%.8s-%.4s-%.4s-%.4s-%.12s", prefix, hex, hex + 8, hex + 12, hex + 16,
+             hex + 20);
+}
+
+/* Memory of a MIG profile "3g.40gb" in MiB; 0 if malformed. */
+static long long profile_mib(const char *p) {
+    const char *dot = strchr(p, '.');
+    if (!dot || p[0] < '1' || p[0] > '7' || p[1] != 'g') return 0;
+    char *end;
+    long long gb = strtoll(dot + 1, &end, 10);
+    if (gb <= 0 || strcmp(end, "gb") != 0) return 0;
+    return gb * 1024;
+}
+
+static int build_node(json_t *decl, const char *name, json_t **out, gp_err *err) {
+    json_t *gpus = json_array();
+    json_t *groups = json_object_get(decl, "gpus");
+    size_t gi;
+    json_t *g;
+    int idx = 0;
+    if (!json_is_array(groups)) {
+        json_decref(gpus);
+        return gp_err_set(err, GP_EINVALID, "node %s: gpus must be an array", name);
+    }
+    json_array_foreach(groups, gi, g) {
+        const char *model = json_string_value(json_object_get(g, "model"));
+        const char *mode = json_string_value(json_object_get(g, "mode"));
+        json_int_t mem = json_integer_value(json_object_get(g, "memory_gib"));
+        json_t *cnt = json_object_get(g, "count");
+        json_int_t count = cnt ? json_integer_value(cnt) : 1;
+        json_t *mig = json_object_get(g, "mig");
+        if (!mode) mode = "whole";
+        if (!model || mem <= 0 || count < 1 || count > 16 ||
+            (strcmp(mode, "whole") && strcmp(mode, "mig") && strcmp(mode, "shared")) ||
+            (strcmp(mode, "mig") == 0 && (!json_is_array(mig) || json_array_size(mig) == 0)) ||
+            idx + count > 64) {
+            json_decref(gpus);
+            return gp_err_set(err, GP_EINVALID,
+                              "node %s, gpus[%zu]: need model, memory_gib > 0, count 1..16, "
+                              "mode whole|mig|shared (mig needs a \"mig\" profile list)",
+                              name, gi);
+        }
+        for (json_int_t c = 0; c < count; c++, idx++) {
+            char uuid[64], pci[32];
+            make_uuid("GPU", name, idx, 0, uuid);
+            snprintf(pci, sizeof pci, "00000000:%02X:00.0", 0x10 + idx);
+            json_t *slices = json_array();
+            if (strcmp(mode, "mig") == 0) {
+                size_t si;
+                json_t *p;
+                long long used = 0;
+                json_array_foreach(mig, si, p) {
+                    const char *prof = json_string_value(p);
+                    long long mib = prof ? profile_mib(prof) : 0;
+                    if (!mib || si >= 7) {
+                        json_decref(slices);
+                        json_decref(gpus);
+                        return gp_err_set(err, GP_EINVALID,
+                                          "node %s: bad MIG profile (like 3g.40gb), at most 7",
+                                          name);
+                    }
+                    used += mib;
+                    char su[64];
+                    make_uuid("MIG", name, idx, (int)si, su);
+                    json_array_append_new(slices, json_pack("{s:s,s:s,s:I}", "uuid", su,
+                                                            "profile", prof, "memory_mib",
+                                                            (json_int_t)mib));
+                }
+                if (used > (long long)mem * 1024) {
+                    json_decref(slices);
+                    json_decref(gpus);
+                    return gp_err_set(err, GP_EINVALID,
+                                      "node %s: MIG instances need more memory than the card has",
+                                      name);
+                }
+            }
+            json_array_append_new(
+                gpus, json_pack("{s:s,s:i,s:s,s:I,s:s,s:i,s:s,s:b,s:s,s:s,s:o}", "uuid", uuid,
+                                "index", idx, "model", model, "memory_mib",
+                                (json_int_t)mem * 1024, "pci_bus", pci, "numa", idx < 4 ? 0 : 1,
+                                "compute_cap", "", "mig_capable", strcmp(mode, "mig") == 0,
+                                "mig_mode", strcmp(mode, "mig") == 0 ? "enabled" : "disabled",
+                                "declared_mode", mode, "slices", slices));
+        }
+    }
+    json_t *labels = json_object_get(decl, "labels");
+    labels = json_is_object(labels) ? json_deep_copy(labels) : json_object();
+    *out = json_pack("{s:s,s:s,s:I,s:I,s:o,s:s,s:s,s:o}", "name", name, "hostname", name, "cpus",
+                     json_integer_value(json_object_get(decl, "cpus")), "memory_gib",
+                     json_integer_value(json_object_get(decl, "memory_gib")), "labels", labels,
+                     "driver_version", "simulated", "source", "inventory", "gpus", gpus);
+    return GP_OK;
+}
+
+int agent_inventory_reports(const char *path, int simulate, json_t **reports, gp_err *err) {
+    json_error_t je;
+    json_t *doc;
+    *reports = NULL;
+    if (path) {
+        doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+        if (!doc)
+            return gp_err_set(err, GP_EINVALID, "inventory %s: line %d: %s", path, je.line,
+                              je.text);
+    } else {
+        doc = json_loads("{\"nodes\":[{\"name\":\"sim\",\"cpus\":64,\"memory_gib\":512,"
+                         "\"gpus\":[{\"model\":\"A100-80GB\",\"memory_gib\":80,\"count\":8}]}]}",
+                         0, NULL);
+    }
+    json_t *nodes = json_object_get(doc, "nodes"), *out = json_array();
+    if (!json_is_array(nodes) || json_array_size(nodes) == 0) {
+        json_decref(doc);
+        json_decref(out);
+        return gp_err_set(err, GP_EINVALID, "inventory: \"nodes\" must be a non-empty array");
+    }
+    int copies = simulate > 1 ? simulate : 1;
+    size_t i;
+    json_t *n;
+    int rc = GP_OK;
+    json_array_foreach(nodes, i, n) {
+        const char *name = json_string_value(json_object_get(n, "name"));
+        if (!name || !gp_name_valid(name) || strlen(name) > 50) {
+            rc = gp_err_set(err, GP_EINVALID, "inventory: nodes[%zu]: name must be lower-case "
+                                              "letters, digits and '-'", i);
+            break;
+        }
+        for (int c = 0; c < copies && !rc; c++) {
+            char nm[64];
+            if (copies > 1) snprintf(nm, sizeof nm, "%s-%d", name, c);
+            else snprintf(nm, sizeof nm, "%s", name);
+            json_t *rep = NULL;
+            if (!(rc = build_node(n, nm, &rep, err))) json_array_append_new(out, rep);
+        }
+        if (rc) break;
+    }
+    json_decref(doc);
+    if (rc) {
+        json_decref(out);
+        return rc;
+    }
+    *reports = out;
+    return GP_OK;
+}

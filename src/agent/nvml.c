@@ -1,0 +1,519 @@
+/*
+ * nvml.c - NVML loaded with dlopen: discovery, health signals, events (see nvml.h).
+ *
+ * There is no nvml.h at build time, so the few NVML types used here are
+ * declared below with the x86-64 layouts from NVIDIA's header (sizes and
+ * offsets are checked with static asserts).  Every entry point is resolved
+ * once, in nvml_open(), into a function pointer of the handle; optional ones
+ * may be NULL and each caller checks before use.  nvmlReturn_t and the other
+ * NVML enums are 4-byte ints, so they are declared as int / unsigned.
+ *
+ * Invariants: h->dl and h->inited are set for every handle nvml_open() hands
+ * out; h->devs[0..h->ndevs) are the parent handles found by the last
+ * nvml_discover(), h->migs[0..h->nmigs) its MIG device handles (used to map
+ * events back to a card).  No locking: one thread at a time per handle.
+ */
+#include "nvml.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- NVML ABI, declared by us ---------------------------------------- */
+
+typedef struct nvml__device_st *nvml__device; /* nvmlDevice_t */
+typedef struct nvml__evset_st *nvml__evset;   /* nvmlEventSet_t */
+
+typedef struct nvml__memory { /* nvmlMemory_t */
+    unsigned long long total, free, used;
+} nvml__memory;
+
+typedef struct nvml__pci { /* nvmlPciInfo_t */
+    char busIdLegacy[16];
+    unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32];
+} nvml__pci;
+
+typedef struct nvml__util { /* nvmlUtilization_t */
+    unsigned gpu, memory;
+} nvml__util;
+
+typedef struct nvml__event { /* nvmlEventData_t */
+    nvml__device device;
+    unsigned long long eventType;
+    unsigned long long eventData;
+    unsigned gpuInstanceId, computeInstanceId;
+} nvml__event;
+
+_Static_assert(sizeof(nvml__memory) == 24, "nvmlMemory_t layout");
+_Static_assert(sizeof(nvml__pci) == 68 && offsetof(nvml__pci, busId) == 36, "nvmlPciInfo_t layout");
+_Static_assert(sizeof(nvml__util) == 8, "nvmlUtilization_t layout");
+_Static_assert(sizeof(void *) != 8 || (sizeof(nvml__event) == 32 &&
+                                       offsetof(nvml__event, eventType) == 8 &&
+                                       offsetof(nvml__event, eventData) == 16 &&
+                                       offsetof(nvml__event, gpuInstanceId) == 24),
+               "nvmlEventData_t layout");
+
+enum {
+    NVML__SUCCESS = 0,
+    NVML__ERROR_NOT_SUPPORTED = 3,
+    NVML__ERROR_DRIVER_NOT_LOADED = 9,
+    NVML__ERROR_TIMEOUT = 10,
+    NVML__ERROR_LIBRARY_NOT_FOUND = 12,
+    NVML__ERROR_GPU_IS_LOST = 15,
+};
+
+enum { NVML__MEMORY_ERROR_CORRECTED = 0, NVML__MEMORY_ERROR_UNCORRECTED = 1 };
+enum { NVML__VOLATILE_ECC = 0, NVML__AGGREGATE_ECC = 1 };
+enum { NVML__TEMPERATURE_GPU = 0 };
+enum { NVML__TEMPERATURE_THRESHOLD_SLOWDOWN = 1 };
+
+#define NVML__EVENT_DBE 0x2ULL
+#define NVML__EVENT_XID 0x8ULL
+#define NVML__EVENT_GPU_UNAVAILABLE 0x4000ULL
+#define NVML__EVENTS_WANTED (NVML__EVENT_DBE | NVML__EVENT_XID | NVML__EVENT_GPU_UNAVAILABLE)
+
+/* At most this many events are drained per nvml_health() call (a stuck library can't spin us). */
+#define NVML__MAX_DRAIN 256
+
+/*
+ * X(required, return type, symbol, parameter list).  Each becomes a member
+ * of struct nvml named like the symbol, so calls read like NVML's own API.
+ */
+#define NVML__SYMBOLS(X)                                                                     \
+    X(1, int, nvmlInit_v2, (void))                                                           \
+    X(1, int, nvmlShutdown, (void))                                                          \
+    X(1, int, nvmlDeviceGetCount_v2, (unsigned *))                                           \
+    X(1, int, nvmlDeviceGetHandleByIndex_v2, (unsigned, nvml__device *))                     \
+    X(0, const char *, nvmlErrorString, (int))                                               \
+    X(0, int, nvmlSystemGetDriverVersion, (char *, unsigned))                                \
+    X(0, int, nvmlDeviceGetName, (nvml__device, char *, unsigned))                           \
+    X(0, int, nvmlDeviceGetUUID, (nvml__device, char *, unsigned))                           \
+    X(0, int, nvmlDeviceGetMemoryInfo, (nvml__device, nvml__memory *))                       \
+    X(0, int, nvmlDeviceGetPciInfo_v3, (nvml__device, nvml__pci *))                          \
+    X(0, int, nvmlDeviceGetNumaNodeId, (nvml__device, unsigned *))                           \
+    X(0, int, nvmlDeviceGetCudaComputeCapability, (nvml__device, int *, int *))              \
+    X(0, int, nvmlDeviceGetMigMode, (nvml__device, unsigned *, unsigned *))                  \
+    X(0, int, nvmlDeviceGetMaxMigDeviceCount, (nvml__device, unsigned *))                    \
+    X(0, int, nvmlDeviceGetMigDeviceHandleByIndex, (nvml__device, unsigned, nvml__device *)) \
+    X(0, int, nvmlDeviceGetTopologyCommonAncestor, (nvml__device, nvml__device, int *))      \
+    X(0, int, nvmlDeviceGetTotalEccErrors, (nvml__device, int, int, unsigned long long *))   \
+    X(0, int, nvmlDeviceGetRemappedRows,                                                     \
+      (nvml__device, unsigned *, unsigned *, unsigned *, unsigned *))                        \
+    X(0, int, nvmlDeviceGetRetiredPagesPendingStatus, (nvml__device, int *))                 \
+    X(0, int, nvmlDeviceGetTemperature, (nvml__device, int, unsigned *))                     \
+    X(0, int, nvmlDeviceGetTemperatureThreshold, (nvml__device, int, unsigned *))            \
+    X(0, int, nvmlDeviceGetUtilizationRates, (nvml__device, nvml__util *))                   \
+    X(0, int, nvmlEventSetCreate, (nvml__evset *))                                           \
+    X(0, int, nvmlDeviceGetSupportedEventTypes, (nvml__device, unsigned long long *))        \
+    X(0, int, nvmlDeviceRegisterEvents, (nvml__device, unsigned long long, nvml__evset))     \
+    X(0, int, nvmlEventSetWait_v2, (nvml__evset, nvml__event *, unsigned))                   \
+    X(0, int, nvmlEventSetFree, (nvml__evset))
+
+struct nvml {
+    void *dl;
+    int inited;
+#define NVML__MEMBER(req, ret, name, args) ret(*name) args;
+    NVML__SYMBOLS(NVML__MEMBER)
+#undef NVML__MEMBER
+    nvml__evset events; /* NULL when events are unavailable */
+    nvml__device devs[NVML_MAX_GPUS];
+    unsigned ndevs;
+    struct {
+        nvml__device dev;
+        unsigned parent; /* index into devs */
+    } migs[NVML_MAX_GPUS * NVML_MAX_SLICES];
+    int nmigs;
+};
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* NVML's text for a return code, or a fallback naming the number. */
+static const char *nvml__strerror(const nvml *h, int rc) {
+    if (h && h->nvmlErrorString) {
+        const char *s = h->nvmlErrorString(rc);
+        if (s && *s) return s;
+    }
+    switch (rc) {
+    case NVML__ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML__ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML__ERROR_TIMEOUT: return "Timeout";
+    case NVML__ERROR_LIBRARY_NOT_FOUND: return "NVML Shared Library Not Found";
+    case NVML__ERROR_GPU_IS_LOST: return "GPU is lost";
+    default: return "Unknown Error";
+    }
+}
+
+/* Copy a possibly unterminated fixed-size NVML string into dst. */
+static void nvml__copy(char *dst, size_t dstsz, const char *src, size_t srcsz) {
+    size_t n = strnlen(src, srcsz);
+    if (n >= dstsz) n = dstsz - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* Record a card answer: true on success; a GPU_IS_LOST answer marks the card lost. */
+static int nvml__ok(nvml_gpu *g, int rc) {
+    if (rc == NVML__ERROR_GPU_IS_LOST) g->lost = 1;
+    return rc == NVML__SUCCESS;
+}
+
+/*
+ * The MIG profile is what follows the last "MIG " in a MIG device's name:
+ * "NVIDIA H100 80GB HBM3 MIG 3g.40gb" -> "3g.40gb".  "" when absent.
+ */
+static void nvml__profile(const char *name, char *out, size_t outsz) {
+    const char *p = NULL, *q = name;
+    while ((q = strstr(q, "MIG ")) != NULL) p = q, q += 4;
+    out[0] = '\0';
+    if (!p) return;
+    p += 4;
+    while (*p == ' ') p++;
+    size_t n = strcspn(p, " ");
+    if (n >= outsz) n = outsz - 1;
+    memcpy(out, p, n);
+    out[n] = '\0';
+}
+
+/*
+ * NUMA node from sysfs when NVML cannot tell (drivers without
+ * nvmlDeviceGetNumaNodeId).  NVML writes the domain with 8 hex digits
+ * ("00000000:07:00.0"); sysfs uses 4 and lower case ("0000:07:00.0").
+ */
+static int nvml__sysfs_numa(const char *busid) {
+    char id[32], path[96];
+    size_t len = strlen(busid);
+    if (len >= sizeof id || len < 12) return -1;
+    const char *s = busid;
+    if (len == 16 && strncmp(busid, "0000", 4) == 0) s += 4;
+    size_t i = 0;
+    for (; s[i] && i < sizeof id - 1; i++)
+        id[i] = (s[i] >= 'A' && s[i] <= 'F') ? (char)(s[i] - 'A' + 'a') : s[i];
+    id[i] = '\0';
+    snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/numa_node", id);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    int node = -1;
+    if (fscanf(f, "%d", &node) != 1) node = -1;
+    fclose(f);
+    return node < 0 ? -1 : node;
+}
+
+/* Set every health field of g to its "unknown" value; xids and lost are cleared. */
+static void nvml__health_unknown(nvml_gpu *g) {
+    g->ecc_volatile_corrected = g->ecc_volatile_uncorrected = -1;
+    g->ecc_aggregate_corrected = g->ecc_aggregate_uncorrected = -1;
+    g->remapped_correctable = g->remapped_uncorrectable = -1;
+    g->remap_pending = g->remap_failure = 0;
+    g->retired_pages_pending = -1;
+    g->temperature_c = -1;
+    g->slowdown_c = 0;
+    g->util_gpu = g->util_memory = -1;
+    g->nxids = 0;
+    g->lost = 0;
+}
+
+/* ---- open / close --------------------------------------------------------- */
+
+int nvml_open(const char *path, nvml **out, gp_err *err) {
+    if (!out) return gp_err_set(err, GP_EINVALID, "nvml_open: no output handle");
+    *out = NULL;
+    const char *lib = path;
+    if (!lib) {
+        const char *env = getenv("GPUPOOL_NVML_LIBRARY");
+        lib = (env && *env) ? env : "libnvidia-ml.so.1";
+    }
+    nvml *h = calloc(1, sizeof *h);
+    if (!h) return gp_err_set(err, GP_ENOMEM, NULL);
+
+    dlerror();
+    h->dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h->dl) {
+        const char *why = dlerror();
+        free(h);
+        return gp_err_set(err, GP_EUNSUPPORTED,
+                          "NVML not available: no NVIDIA driver on this machine (%s: %s)", lib,
+                          why ? why : "cannot load");
+    }
+
+    /* dlsym returns void *; POSIX guarantees it converts to a function pointer. */
+#define NVML__RESOLVE(req, ret, name, args)                                                   \
+    do {                                                                                      \
+        void *sym = dlsym(h->dl, #name);                                                      \
+        memcpy(&h->name, &sym, sizeof h->name);                                               \
+        if ((req) && !sym) {                                                                  \
+            gp_err_set(err, GP_EUNSUPPORTED,                                                  \
+                       "NVML not available: %s lacks %s (NVIDIA driver too old?)", lib, #name); \
+            dlclose(h->dl);                                                                   \
+            free(h);                                                                          \
+            return GP_EUNSUPPORTED;                                                           \
+        }                                                                                     \
+    } while (0);
+    _Static_assert(sizeof(void *) == sizeof(int (*)(void)), "function pointers fit void *");
+    NVML__SYMBOLS(NVML__RESOLVE)
+#undef NVML__RESOLVE
+
+    int rc = h->nvmlInit_v2();
+    if (rc != NVML__SUCCESS) {
+        int code = (rc == NVML__ERROR_DRIVER_NOT_LOADED || rc == NVML__ERROR_LIBRARY_NOT_FOUND ||
+                    rc == NVML__ERROR_NOT_SUPPORTED)
+                       ? GP_EUNSUPPORTED
+                       : GP_EIO;
+        if (rc == NVML__ERROR_DRIVER_NOT_LOADED)
+            gp_err_set(err, code,
+                       "NVML not available: the NVIDIA driver is not loaded "
+                       "(%s: nvmlInit_v2 returned %d, %s)",
+                       lib, rc, nvml__strerror(h, rc));
+        else
+            gp_err_set(err, code, "NVML initialisation failed (%s: nvmlInit_v2 returned %d, %s)",
+                       lib, rc, nvml__strerror(h, rc));
+        dlclose(h->dl);
+        free(h);
+        return code;
+    }
+    h->inited = 1;
+    *out = h;
+    return GP_OK;
+}
+
+void nvml_close(nvml *h) {
+    if (!h) return;
+    if (h->events && h->nvmlEventSetFree) h->nvmlEventSetFree(h->events);
+    if (h->inited) h->nvmlShutdown();
+    if (h->dl) dlclose(h->dl);
+    free(h);
+}
+
+/* ---- discovery ------------------------------------------------------------- */
+
+/* Identity fields of one card (all optional); stops asking once the card is lost. */
+static void nvml__identity(nvml *h, nvml__device d, nvml_gpu *g) {
+    char buf[96];
+    if (h->nvmlDeviceGetName && nvml__ok(g, h->nvmlDeviceGetName(d, buf, sizeof buf)))
+        nvml__copy(g->name, sizeof g->name, buf, sizeof buf);
+    if (!g->lost && h->nvmlDeviceGetUUID && nvml__ok(g, h->nvmlDeviceGetUUID(d, buf, sizeof buf)))
+        nvml__copy(g->uuid, sizeof g->uuid, buf, sizeof buf);
+    nvml__memory mem;
+    if (!g->lost && h->nvmlDeviceGetMemoryInfo && nvml__ok(g, h->nvmlDeviceGetMemoryInfo(d, &mem)))
+        g->memory_bytes = mem.total;
+    nvml__pci pci;
+    if (!g->lost && h->nvmlDeviceGetPciInfo_v3 && nvml__ok(g, h->nvmlDeviceGetPciInfo_v3(d, &pci)))
+        nvml__copy(g->pci_bus, sizeof g->pci_bus, pci.busId, sizeof pci.busId);
+    unsigned node;
+    if (!g->lost && h->nvmlDeviceGetNumaNodeId && nvml__ok(g, h->nvmlDeviceGetNumaNodeId(d, &node)))
+        g->numa = (int)node;
+    else if (g->pci_bus[0])
+        g->numa = nvml__sysfs_numa(g->pci_bus);
+    int major, minor;
+    if (!g->lost && h->nvmlDeviceGetCudaComputeCapability &&
+        nvml__ok(g, h->nvmlDeviceGetCudaComputeCapability(d, &major, &minor)))
+        snprintf(g->compute_cap, sizeof g->compute_cap, "%d.%d", major, minor);
+}
+
+/* MIG mode and, when enabled, the MIG devices of card `gi` (all optional). */
+static void nvml__mig(nvml *h, nvml__device d, unsigned gi, nvml_gpu *g) {
+    unsigned cur, pending;
+    if (!h->nvmlDeviceGetMigMode || !nvml__ok(g, h->nvmlDeviceGetMigMode(d, &cur, &pending)))
+        return;
+    g->mig_capable = 1;
+    g->mig_enabled = cur == 1;
+    unsigned max = 0;
+    if (!g->mig_enabled || !h->nvmlDeviceGetMaxMigDeviceCount ||
+        !h->nvmlDeviceGetMigDeviceHandleByIndex ||
+        !nvml__ok(g, h->nvmlDeviceGetMaxMigDeviceCount(d, &max)))
+        return;
+    for (unsigned i = 0; i < max && g->nslices < NVML_MAX_SLICES; i++) {
+        nvml__device m = NULL;
+        /* Unused indexes answer NOT_FOUND: skip them. */
+        if (!nvml__ok(g, h->nvmlDeviceGetMigDeviceHandleByIndex(d, i, &m)) || !m) continue;
+        nvml_slice *s = &g->slices[g->nslices++];
+        char buf[96];
+        if (h->nvmlDeviceGetUUID && h->nvmlDeviceGetUUID(m, buf, sizeof buf) == NVML__SUCCESS)
+            nvml__copy(s->uuid, sizeof s->uuid, buf, sizeof buf);
+        if (h->nvmlDeviceGetName && h->nvmlDeviceGetName(m, buf, sizeof buf) == NVML__SUCCESS) {
+            buf[sizeof buf - 1] = '\0';
+            nvml__profile(buf, s->profile, sizeof s->profile);
+        }
+        nvml__memory mem;
+        if (h->nvmlDeviceGetMemoryInfo && h->nvmlDeviceGetMemoryInfo(m, &mem) == NVML__SUCCESS)
+            s->memory_bytes = mem.total;
+        if (h->nmigs < (int)(sizeof h->migs / sizeof h->migs[0])) {
+            h->migs[h->nmigs].dev = m;
+            h->migs[h->nmigs].parent = gi;
+            h->nmigs++;
+        }
+    }
+}
+
+/* Register the wanted events of one card on h->events, as far as it supports them. */
+static void nvml__register(nvml *h, nvml__device d, nvml_gpu *g) {
+    if (!h->events || !h->nvmlDeviceRegisterEvents) return;
+    unsigned long long mask = NVML__EVENTS_WANTED;
+    unsigned long long supported = 0;
+    if (h->nvmlDeviceGetSupportedEventTypes) {
+        if (!nvml__ok(g, h->nvmlDeviceGetSupportedEventTypes(d, &supported))) return;
+        mask &= supported;
+    }
+    if (!mask || h->nvmlDeviceRegisterEvents(d, mask, h->events) == NVML__SUCCESS) return;
+    /* Some cards refuse a combined mask: Xids matter most, so try them alone. */
+    if (mask != NVML__EVENT_XID && (mask & NVML__EVENT_XID))
+        h->nvmlDeviceRegisterEvents(d, NVML__EVENT_XID, h->events);
+}
+
+int nvml_discover(nvml *h, nvml_gpu **gpus, int *n, char driver[80], gp_err *err) {
+    if (!h || !gpus || !n) return gp_err_set(err, GP_EINVALID, "nvml_discover: bad arguments");
+    *gpus = NULL;
+    *n = 0;
+    if (driver) {
+        driver[0] = '\0';
+        char buf[80];
+        if (h->nvmlSystemGetDriverVersion &&
+            h->nvmlSystemGetDriverVersion(buf, sizeof buf) == NVML__SUCCESS)
+            nvml__copy(driver, 80, buf, sizeof buf);
+    }
+    unsigned count = 0;
+    int rc = h->nvmlDeviceGetCount_v2(&count);
+    if (rc != NVML__SUCCESS)
+        return gp_err_set(err, GP_EIO, "nvmlDeviceGetCount_v2 returned %d (%s)", rc,
+                          nvml__strerror(h, rc));
+    if (count > NVML_MAX_GPUS) count = NVML_MAX_GPUS;
+
+    /* A fresh event set: handles from a previous discovery may be stale. */
+    if (h->events && h->nvmlEventSetFree) h->nvmlEventSetFree(h->events);
+    h->events = NULL;
+    h->ndevs = 0;
+    h->nmigs = 0;
+    if (count == 0) return GP_OK;
+
+    nvml_gpu *g = calloc(count, sizeof *g);
+    if (!g) return gp_err_set(err, GP_ENOMEM, NULL);
+    if (h->nvmlEventSetCreate && h->nvmlEventSetCreate(&h->events) != NVML__SUCCESS)
+        h->events = NULL;
+
+    for (unsigned i = 0; i < count; i++) {
+        nvml_gpu *gi = &g[i];
+        gi->index = i;
+        gi->numa = -1;
+        for (int j = 0; j < NVML_MAX_GPUS; j++) gi->topology[j] = -1;
+        nvml__health_unknown(gi);
+        h->devs[i] = NULL;
+        if (!nvml__ok(gi, h->nvmlDeviceGetHandleByIndex_v2(i, &h->devs[i]))) {
+            h->devs[i] = NULL;
+            continue; /* listed, with what we know: its index (and lost, if so) */
+        }
+        nvml__identity(h, h->devs[i], gi);
+        if (!gi->lost) nvml__mig(h, h->devs[i], i, gi);
+        if (!gi->lost) nvml__register(h, h->devs[i], gi);
+    }
+    h->ndevs = count;
+
+    if (h->nvmlDeviceGetTopologyCommonAncestor) {
+        for (unsigned i = 0; i < count; i++) {
+            for (unsigned j = i + 1; j < count; j++) {
+                int level;
+                if (!h->devs[i] || !h->devs[j] || g[i].lost || g[j].lost ||
+                    h->nvmlDeviceGetTopologyCommonAncestor(h->devs[i], h->devs[j], &level) !=
+                        NVML__SUCCESS)
+                    continue;
+                g[i].topology[j] = g[j].topology[i] = level;
+            }
+        }
+    }
+    *gpus = g;
+    *n = (int)count;
+    return GP_OK;
+}
+
+/* ---- health ----------------------------------------------------------------- */
+
+static void nvml__ecc(nvml *h, nvml__device d, nvml_gpu *g, int type, int counter,
+                      long long *out) {
+    unsigned long long v;
+    if (!g->lost && nvml__ok(g, h->nvmlDeviceGetTotalEccErrors(d, type, counter, &v)))
+        *out = (long long)v;
+}
+
+/* Query every health signal of one card, stopping at the first GPU_IS_LOST. */
+static void nvml__signals(nvml *h, nvml__device d, nvml_gpu *g) {
+    if (h->nvmlDeviceGetTotalEccErrors) {
+        nvml__ecc(h, d, g, NVML__MEMORY_ERROR_CORRECTED, NVML__VOLATILE_ECC,
+                  &g->ecc_volatile_corrected);
+        nvml__ecc(h, d, g, NVML__MEMORY_ERROR_UNCORRECTED, NVML__VOLATILE_ECC,
+                  &g->ecc_volatile_uncorrected);
+        nvml__ecc(h, d, g, NVML__MEMORY_ERROR_CORRECTED, NVML__AGGREGATE_ECC,
+                  &g->ecc_aggregate_corrected);
+        nvml__ecc(h, d, g, NVML__MEMORY_ERROR_UNCORRECTED, NVML__AGGREGATE_ECC,
+                  &g->ecc_aggregate_uncorrected);
+    }
+    unsigned corr, unc, pending, failure;
+    if (!g->lost && h->nvmlDeviceGetRemappedRows &&
+        nvml__ok(g, h->nvmlDeviceGetRemappedRows(d, &corr, &unc, &pending, &failure))) {
+        g->remapped_correctable = corr;
+        g->remapped_uncorrectable = unc;
+        g->remap_pending = pending != 0;
+        g->remap_failure = failure != 0;
+    }
+    int retire;
+    if (!g->lost && h->nvmlDeviceGetRetiredPagesPendingStatus &&
+        nvml__ok(g, h->nvmlDeviceGetRetiredPagesPendingStatus(d, &retire)))
+        g->retired_pages_pending = retire != 0;
+    unsigned t;
+    if (!g->lost && h->nvmlDeviceGetTemperature &&
+        nvml__ok(g, h->nvmlDeviceGetTemperature(d, NVML__TEMPERATURE_GPU, &t)))
+        g->temperature_c = (int)t;
+    if (!g->lost && h->nvmlDeviceGetTemperatureThreshold &&
+        nvml__ok(g, h->nvmlDeviceGetTemperatureThreshold(d, NVML__TEMPERATURE_THRESHOLD_SLOWDOWN,
+                                                          &t)))
+        g->slowdown_c = (int)t;
+    nvml__util u;
+    if (!g->lost && h->nvmlDeviceGetUtilizationRates &&
+        nvml__ok(g, h->nvmlDeviceGetUtilizationRates(d, &u))) {
+        g->util_gpu = (int)u.gpu;
+        g->util_memory = (int)u.memory;
+    }
+}
+
+/* Index into gpus[] of the card an event names (its own handle or one of its MIG devices); -1. */
+static int nvml__event_gpu(const nvml *h, nvml__device d, const nvml_gpu *gpus, int n) {
+    long parent = -1;
+    for (unsigned i = 0; i < h->ndevs && parent < 0; i++)
+        if (h->devs[i] && h->devs[i] == d) parent = (long)i;
+    for (int i = 0; i < h->nmigs && parent < 0; i++)
+        if (h->migs[i].dev == d) parent = (long)h->migs[i].parent;
+    if (parent < 0) return -1;
+    for (int i = 0; i < n; i++)
+        if (gpus[i].index == (unsigned)parent) return i;
+    return -1;
+}
+
+int nvml_health(nvml *h, nvml_gpu *gpus, int n, gp_err *err) {
+    if (!h || n < 0 || (n > 0 && !gpus))
+        return gp_err_set(err, GP_EINVALID, "nvml_health: bad arguments");
+    for (int i = 0; i < n; i++) {
+        nvml_gpu *g = &gpus[i];
+        nvml__health_unknown(g);
+        nvml__device d = NULL;
+        if (g->index < h->ndevs && h->devs[g->index]) {
+            d = h->devs[g->index];
+        } else if (!nvml__ok(g, h->nvmlDeviceGetHandleByIndex_v2(g->index, &d))) {
+            continue;
+        }
+        nvml__signals(h, d, g);
+    }
+
+    if (!h->events || !h->nvmlEventSetWait_v2) return GP_OK;
+    for (int k = 0; k < NVML__MAX_DRAIN; k++) {
+        nvml__event ev;
+        memset(&ev, 0, sizeof ev);
+        if (h->nvmlEventSetWait_v2(h->events, &ev, 0) != NVML__SUCCESS) break; /* 10: none left */
+        int i = nvml__event_gpu(h, ev.device, gpus, n);
+        if (i < 0) continue;
+        nvml_gpu *g = &gpus[i];
+        if ((ev.eventType & NVML__EVENT_XID) && g->nxids < NVML_MAX_XIDS)
+            g->xids[g->nxids++] = (int)ev.eventData;
+        if (ev.eventType & NVML__EVENT_GPU_UNAVAILABLE) g->lost = 1;
+    }
+    return GP_OK;
+}

@@ -1,0 +1,108 @@
+/*
+ * nvml.h - NVIDIA GPUs seen through NVML, loaded at run time (agent side).
+ *
+ * The build machines have no nvml.h and no driver, so nvml.c dlopen()s
+ * libnvidia-ml.so.1, resolves the versioned symbols it needs with dlsym()
+ * and declares every NVML type itself.  Only four symbols are required
+ * (nvmlInit_v2, nvmlShutdown, nvmlDeviceGetCount_v2,
+ * nvmlDeviceGetHandleByIndex_v2); every other call is optional: when the
+ * symbol is missing or the card answers "not supported", the matching field
+ * keeps its "unknown" value (-1, 0 or "" as documented below) and the call
+ * as a whole still succeeds.
+ *
+ * What it does: discovery (identity, MIG layout, NUMA, pairwise topology),
+ * health signals (ECC, row remapping, retired pages, temperature,
+ * utilisation) and draining of NVML events (Xid, double-bit ECC, GPU
+ * unavailable).  What it does not do: judge health (inventory/health.c does),
+ * change MIG mode, or launch anything.
+ *
+ * Calling sequence: nvml_open -> nvml_discover -> nvml_health ... ->
+ * nvml_close.  A handle is used by one thread at a time (discover replaces
+ * the handle's event set); NVML itself is thread-safe.
+ */
+#ifndef GP_AGENT_NVML_H
+#define GP_AGENT_NVML_H
+
+#include "../core/err.h"
+
+#define NVML_MAX_SLICES 7
+#define NVML_MAX_GPUS 16
+#define NVML_MAX_XIDS 16
+
+/* One MIG device (GPU instance + compute instance) of a MIG-enabled card. */
+typedef struct nvml_slice {
+    char uuid[96];                   /* "MIG-..." */
+    char profile[24];                /* "3g.40gb", from the MIG device's name; "" unknown */
+    unsigned long long memory_bytes; /* 0 unknown */
+} nvml_slice;
+
+typedef struct nvml_gpu {
+    unsigned index;                  /* NVML index */
+    char uuid[96];                   /* "GPU-..."; "" unknown */
+    char name[96];                   /* "NVIDIA H100 80GB HBM3"; "" unknown */
+    unsigned long long memory_bytes; /* total framebuffer; 0 unknown */
+    char pci_bus[32];                /* "00000000:07:00.0"; "" unknown */
+    int numa;                        /* -1 unknown */
+    char compute_cap[16];            /* "9.0", "" unknown */
+    int mig_capable, mig_enabled;    /* current MIG mode; 0 when unknown */
+    int nslices;                     /* MIG devices found (mig_enabled only) */
+    nvml_slice slices[NVML_MAX_SLICES];
+    /* health signals, refreshed by nvml_health(); -1 = not supported where noted */
+    long long ecc_volatile_corrected, ecc_volatile_uncorrected; /* -1 unsupported */
+    long long ecc_aggregate_corrected, ecc_aggregate_uncorrected; /* -1 unsupported */
+    long long remapped_correctable, remapped_uncorrectable; /* -1 unsupported */
+    int remap_pending, remap_failure; /* 0 when unsupported */
+    long long retired_pages_pending; /* 0/1 from the pending-retirement status, -1 unsupported */
+    int temperature_c;               /* -1 unknown */
+    int slowdown_c;                  /* 0 unknown */
+    int util_gpu, util_memory;       /* percent; -1 unsupported (e.g. MIG enabled) */
+    int xids[NVML_MAX_XIDS];         /* Xid events drained by the last nvml_health() */
+    int nxids;
+    int lost;                        /* GPU_IS_LOST returned, or a GPU-unavailable event */
+    int topology[NVML_MAX_GPUS];     /* common-ancestor level to GPU i (0 internal .. 10 one
+                                        PCIe switch .. 30 host bridge, 40 NUMA node, 50 system),
+                                        -1 unknown/self */
+} nvml_gpu;
+
+typedef struct nvml nvml;
+
+/*
+ * Load the NVML library and initialise it (nvmlInit_v2).
+ * IN path: library to load; NULL means $GPUPOOL_NVML_LIBRARY when set and
+ *          non-empty, else "libnvidia-ml.so.1".
+ * OUT *out: the handle, freed by nvml_close(); NULL on failure.
+ * RET: GP_OK; GP_EUNSUPPORTED when the library cannot be loaded ("NVML not
+ *      available: no NVIDIA driver on this machine (<lib>: <dlerror>)"), lacks a
+ *      required symbol, or nvmlInit_v2 reports no driver; GP_EIO for other
+ *      nvmlInit_v2 failures; GP_EINVALID, GP_ENOMEM.
+ */
+int nvml_open(const char *path, nvml **out, gp_err *err);
+
+/*
+ * Enumerate up to NVML_MAX_GPUS GPUs (extra ones are ignored) with identity,
+ * MIG layout and pairwise topology; health fields start "unknown" (call
+ * nvml_health() to fill them), except `lost`, set when a card answered
+ * GPU_IS_LOST (such a card is still listed, with what could be read).
+ * (Re)creates the handle's event set and registers, where the card supports
+ * them, Xid (critical), double-bit ECC and GPU-unavailable events.
+ * OUT *gpus: calloc'd array of *n entries, caller free()s (NULL when *n is 0).
+ * OUT driver: may be NULL; the driver version ("" unknown).
+ * RET: GP_OK; GP_EIO when the GPUs cannot be counted; GP_EINVALID, GP_ENOMEM.
+ */
+int nvml_discover(nvml *h, nvml_gpu **gpus, int *n, char driver[80], gp_err *err);
+
+/*
+ * Refresh the health fields of gpus[0..n) (as returned by nvml_discover() on
+ * this handle) and drain pending events (nvmlEventSetWait_v2, timeout 0) into
+ * xids/lost; xids, nxids and lost describe this refresh only.  Unsupported
+ * calls leave the documented "unknown" value and never fail the call; a
+ * GPU_IS_LOST answer sets lost=1 and skips that card's remaining queries.
+ * Double-bit ECC events only wake the drain: the ECC counters carry the count.
+ * RET: GP_OK; GP_EINVALID for bad arguments.
+ */
+int nvml_health(nvml *h, nvml_gpu *gpus, int n, gp_err *err);
+
+/* Free the event set, nvmlShutdown and dlclose.  NULL is a no-op. */
+void nvml_close(nvml *h);
+
+#endif

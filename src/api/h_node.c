@@ -1,0 +1,625 @@
+/*
+ * h_node.c - join tokens, the agent's register/heartbeat calls, nodes, GPUs,
+ * the health policy and alarms.
+ *
+ * Readers: platform-, security-admins and ops-engineers see every node and
+ * GPU; a vendor sees the nodes its live grants name (and their GPUs), nothing
+ * else; tenant roles see no node at all (403 on lists, 404 on objects).
+ * Changes (cordon, drain, modes, health policy, alarm acks, join tokens) are
+ * ops-engineers'; moving a node between pools is a platform-admin's.
+ * Every state transition is audited with its cause.
+ */
+#include "api_int.h"
+
+#include "../audit/audit.h"
+#include "../core/gtime.h"
+#include "../core/jsonx.h"
+#include "../inventory/inventory.h"
+#include "../tenancy/tenancy.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * What may the caller read?  1 with *nodes NULL: everything; 1 with *nodes
+ * an array: a vendor's nodes; 0: nothing (no response set).
+ */
+static int read_scope(api_req *r, store_tx *tx, json_t **nodes) {
+    gp_err err = GP_ERR_INIT;
+    authz_target g = {NULL, NULL};
+    int64_t now = gt_now_us();
+    *nodes = NULL;
+    if (authz_check(r->who->bindings, r->who->nbindings, ACT_NODE_READ, &g, now) == AUTHZ_ALLOW)
+        return 1;
+    if (!authz_holds(r->who->bindings, r->who->nbindings, ROLE_VENDOR, now)) return 0;
+    json_t *wos = NULL;
+    if (auth_vendor_scope(tx, r->who->user_id, nodes, &wos, &err)) return 0;
+    json_decref(wos);
+    return 1;
+}
+
+static int name_listed(json_t *names, const char *n) {
+    size_t i;
+    json_t *v;
+    if (!names) return 1;
+    json_array_foreach(names, i, v) if (strcmp(json_string_value(v), n) == 0) return 1;
+    return 0;
+}
+
+/* Audit each transition as its own event, in `tx`. */
+static int audit_transitions(api_req *r, store_tx *tx, const inv_transition *t, int n,
+                             gp_err *err) {
+    for (int i = 0; i < n; i++) {
+        json_t *sum = json_pack("{s:s,s:s,s:s,s:s}", "kind", t[i].kind, "from", t[i].from, "to",
+                                t[i].to, "cause", t[i].cause);
+        char *text = jx_dump(sum);
+        json_decref(sum);
+        audit_event ev = {.actor = r->who ? r->who->name : "system",
+                          .source = r->source,
+                          .request_id = r->request_id,
+                          .action = t[i].gpu_uuid[0] ? "gpu.transition" : "node.transition",
+                          .target_type = t[i].gpu_uuid[0] ? "gpu" : "node",
+                          .target_id = t[i].gpu_uuid[0] ? t[i].gpu_uuid : t[i].node,
+                          .result = "ok",
+                          .summary = text};
+        int rc = audit_append(tx, &ev, NULL, err);
+        free(text);
+        if (rc) return rc;
+    }
+    return GP_OK;
+}
+
+static int load_policy(api_req *r, store_tx *tx, health_policy *p) {
+    gp_err err = GP_ERR_INIT;
+    if (inv_health_policy_load(tx, p, &err)) {
+        api_fail(r, &err);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- join tokens ---- */
+
+void h_join_create(api_req *r) {
+    static const char *const fields[] = {"ttl_seconds", NULL};
+    gp_err err = GP_ERR_INIT;
+    json_t *body;
+    int64_t ttl = 3600;
+    int present;
+    store_tx *tx;
+    api_target(r, "join-token", NULL, NULL, NULL);
+    if (!api_authorize(r, ACT_NODE_MANAGE, NULL, NULL)) return;
+    if (api_body(r, &body)) return;
+    if (jx_only_fields(body, fields, &err) ||
+        jx_get_int(body, "ttl_seconds", 0, &ttl, &present, &err)) {
+        json_decref(body);
+        api_fail(r, &err);
+        return;
+    }
+    json_decref(body);
+    if (ttl < 60 || ttl > 30 * 86400) {
+        api_error(r, 400, "invalid_argument", "ttl_seconds must be between 60 and 2592000");
+        return;
+    }
+    char token[RND_SECRET_LEN], id[RND_ID_LEN];
+    if (api_begin(r, STORE_WRITE, &tx)) return;
+    if (inv_join_create(tx, r->who->user_id, ttl, token, id, &err)) {
+        api_abort(r, tx, &err);
+        return;
+    }
+    api_target(r, NULL, id, NULL, NULL);
+    if (api_finish(r, tx, 201, json_pack("{s:s,s:I}", "id", id, "ttl_seconds", (json_int_t)ttl)))
+        return;
+    char exp[GT_RFC3339_LEN];
+    gt_format_us(gt_now_us() + ttl * 1000000, exp, sizeof exp);
+    api_reply(r, 201, json_pack("{s:s,s:s,s:s}", "id", id, "token", token, "expires_at", exp));
+}
+
+void h_join_list(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    json_t *items;
+    if (!api_authorize(r, ACT_NODE_MANAGE, NULL, NULL)) return;
+    if (api_begin(r, STORE_READ, &tx)) return;
+    if (inv_join_list(tx, &items, &err)) {
+        api_abort(r, tx, &err);
+        return;
+    }
+    store_rollback(tx);
+    api_reply(r, 200, api_list(items, NULL));
+}
+
+void h_join_revoke(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    api_target(r, "join-token", api_param(r, "id"), NULL, NULL);
+    if (!api_authorize(r, ACT_NODE_MANAGE, NULL, NULL)) return;
+    if (api_begin(r, STORE_WRITE, &tx)) return;
+    if (inv_join_revoke(tx, api_param(r, "id"), &err)) {
+        api_abort(r, tx, &err);
+        return;
+    }
+    if (!api_finish(r, tx, 200, NULL))
+        api_reply(r, 200, json_pack("{s:s,s:s}", "id", api_param(r, "id"), "state", "revoked"));
+}
+
+/* ---- the agent ---- */
+
+void h_agent_register(api_req *r) {
+    static const char *const fields[] = {"join_token", "node", NULL};
+    gp_err err = GP_ERR_INIT;
+    json_t *body;
+    const char *jt;
+    store_tx *tx;
+    api_target(r, "node", NULL, NULL, NULL);
+    if (api_body(r, &body)) return;
+    json_t *node = json_object_get(body, "node");
+    if (jx_only_fields(body, fields, &err) || jx_get_str(body, "join_token", 1, &jt, &err)) {
+        json_decref(body);
+        api_fail(r, &err);
+        return;
+    }
+    if (!json_is_object(node)) {
+        json_decref(body);
+        api_error(r, 400, "invalid_argument", "field 'node' must be an object");
+        return;
+    }
+    const char *name = json_string_value(json_object_get(node, "name"));
+    api_target(r, NULL, name ? name : "", NULL, NULL);
+    if (api_begin(r, STORE_WRITE, &tx)) {
+        json_decref(body);
+        return;
+    }
+    char nid[RND_ID_LEN], uid[RND_ID_LEN], token[RND_SECRET_LEN], tid[RND_ID_LEN];
+    int rereg = 0;
+    int rc = inv_join_use(tx, jt, &err);
+    if (rc == GP_EUNAUTH) {
+        store_rollback(tx);
+        json_decref(body);
+        api_error(r, 401, "unauthenticated", err.msg);
+        return;
+    }
+    if (!rc) rc = inv_node_register(tx, node, nid, uid, &rereg, &err);
+    if (!rc) rc = auth_token_create(tx, uid, "agent", 0, token, tid, &err);
+    if (rc) {
+        json_decref(body);
+        api_abort(r, tx, &err);
+        return;
+    }
+    json_t *sum = json_pack("{s:s,s:b,s:I}", "node", name, "reregistered", rereg, "gpus",
+                            (json_int_t)json_array_size(json_object_get(node, "gpus")));
+    json_decref(body);
+    if (api_finish(r, tx, 201, sum)) return;
+    /* the node name was validated by inv_node_register and kept in the audit target */
+    api_reply(r, 201, json_pack("{s:s,s:s,s:b}", "node", r->a_id, "token", token, "reregistered",
+                                rereg));
+}
+
+void h_agent_heartbeat(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    json_t *body;
+    store_tx *tx;
+    health_policy pol;
+    inv_transition *tr;
+    int ntr;
+    if (api_body(r, &body)) return;
+    const char *node = json_string_value(json_object_get(body, "node"));
+    if (!node) {
+        json_decref(body);
+        api_error(r, 400, "invalid_argument", "field 'node' is required");
+        return;
+    }
+    api_target(r, "node", node, NULL, NULL);
+    if (api_begin(r, STORE_WRITE, &tx)) {
+        json_decref(body);
+        return;
+    }
+    if (load_policy(r, tx, &pol)) {
+        store_rollback(tx);
+        json_decref(body);
+        return;
+    }
+    int rc = inv_heartbeat(tx, node, r->who->user_id, body, &pol, &tr, &ntr, &err);
+    json_decref(body);
+    if (rc == GP_EFORBIDDEN) {
+        store_rollback(tx);
+        api_error(r, 404, "not_found", "not found");
+        return;
+    }
+    if (!rc) rc = audit_transitions(r, tx, tr, ntr, &err);
+    free(tr);
+    if (rc) {
+        api_abort(r, tx, &err);
+        return;
+    }
+    if (api_commit(r, tx)) return;
+    r->audited = 1; /* the transitions were the events worth recording */
+    api_reply(r, 200, json_pack("{s:s,s:[]}", "status", "ok", "assignments"));
+}
+
+/* ---- nodes ---- */
+
+void h_node_list(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    json_t *scope, *items;
+    health_policy pol;
+    if (api_begin(r, STORE_READ, &tx)) return;
+    if (!read_scope(r, tx, &scope)) {
+        store_rollback(tx);
+        api_error(r, 403, "forbidden", "your role does not allow this action here");
+        return;
+    }
+    int rc = load_policy(r, tx, &pol);
+    if (!rc) {
+        rc = inv_node_list(tx, &pol, scope, &items, &err);
+        if (rc) api_fail(r, &err);
+    }
+    json_decref(scope);
+    if (rc) {
+        store_rollback(tx);
+        return;
+    }
+    store_rollback(tx);
+    api_reply(r, 200, api_list(items, NULL));
+}
+
+/* Resolve {node} for reading; 404 when missing or out of the caller's reach. */
+static int node_visible(api_req *r, store_tx *tx, const char *node) {
+    json_t *scope;
+    int found = inv_node_exists(tx, node) > 0;
+    if (!found || !read_scope(r, tx, &scope) || !name_listed(scope, node)) {
+        if (found) json_decref(scope);
+        api_error(r, 404, "not_found", "not found");
+        return 0;
+    }
+    json_decref(scope);
+    return 1;
+}
+
+/* Resolve {uuid}: 404 when missing or on a node out of the caller's reach. */
+static int gpu_visible(api_req *r, store_tx *tx, const char *uuid) {
+    gp_err err = GP_ERR_INIT;
+    char node[64];
+    int rc = inv_gpu_node(tx, uuid, node, &err);
+    if (rc && rc != GP_ENOTFOUND) {
+        api_fail(r, &err);
+        return 0;
+    }
+    if (rc) {
+        api_error(r, 404, "not_found", "not found");
+        return 0;
+    }
+    return node_visible(r, tx, node);
+}
+
+void h_node_get(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    json_t *out;
+    health_policy pol;
+    const char *node = api_param(r, "node");
+    api_target(r, "node", node, NULL, NULL);
+    if (api_begin(r, STORE_READ, &tx)) return;
+    if (!node_visible(r, tx, node) || load_policy(r, tx, &pol)) {
+        store_rollback(tx);
+        return;
+    }
+    int rc = inv_node_get(tx, &pol, node, &out, &err);
+    store_rollback(tx);
+    if (rc) {
+        api_fail(r, &err);
+        return;
+    }
+    api_reply(r, 200, out);
+}
+
+void h_node_history(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    json_t *items;
+    const char *node = api_param(r, "node");
+    api_target(r, "node", node, NULL, NULL);
+    if (api_begin(r, STORE_READ, &tx)) return;
+    if (!node_visible(r, tx, node)) {
+        store_rollback(tx);
+        return;
+    }
+    int rc = inv_history(tx, node, NULL, &items, &err);
+    store_rollback(tx);
+    if (rc) {
+        api_fail(r, &err);
+        return;
+    }
+    api_reply(r, 200, api_list(items, NULL));
+}
+
+/* cordon / uncordon / drain a node or a GPU: visible first (404), then the role (403) */
+static void admin_change(api_req *r, int gpu, const char *state) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    inv_transition t;
+    const char *key = api_param(r, gpu ? "uuid" : "node");
+    api_target(r, gpu ? "gpu" : "node", key, NULL, NULL);
+    if (api_begin(r, STORE_WRITE, &tx)) return;
+    if (!(gpu ? gpu_visible(r, tx, key) : node_visible(r, tx, key)) ||
+        !api_authorize(r, ACT_NODE_MANAGE, NULL, NULL)) {
+        store_rollback(tx);
+        return;
+    }
+    int rc = gpu ? inv_gpu_admin(tx, key, state, r->who->name, &t, &err)
+                 : inv_node_admin(tx, key, state, r->who->name, &t, &err);
+    if (rc) {
+        api_abort(r, tx, &err);
+        return;
+    }
+    if (!api_finish(r, tx, 200, json_pack("{s:s,s:s}", "from", t.from, "to", t.to)))
+        api_reply(r, 200, json_pack("{s:s,s:s}", gpu ? "uuid" : "name", key, "admin_state", state));
+}
+
+void h_node_cordon(api_req *r) { admin_change(r, 0, "cordoned"); }
+void h_node_uncordon(api_req *r) { admin_change(r, 0, "none"); }
+void h_node_drain(api_req *r) { admin_change(r, 0, "draining"); }
+void h_gpu_cordon(api_req *r) { admin_change(r, 1, "cordoned"); }
+void h_gpu_uncordon(api_req *r) { admin_change(r, 1, "none"); }
+void h_gpu_drain(api_req *r) { admin_change(r, 1, "draining"); }
+
+void h_node_pool(api_req *r) {
+    static const char *const fields[] = {"pool", NULL};
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    json_t *body;
+    const char *pool;
+    const char *node = api_param(r, "node");
+    api_target(r, "node", node, NULL, NULL);
+    if (api_begin(r, STORE_WRITE, &tx)) return;
+    if (!node_visible(r, tx, node) || !api_authorize(r, ACT_POOL_MANAGE, NULL, NULL)) {
+        store_rollback(tx);
+        return;
+    }
+    if (api_body(r, &body)) {
+        store_rollback(tx);
+        return;
+    }
+    if (jx_only_fields(body, fields, &err) || jx_get_str(body, "pool", 1, &pool, &err)) {
+        json_decref(body);
+        api_abort(r, tx, &err);
+        return;
+    }
+    if (inv_node_pool(tx, node, pool, &err)) {
+        json_decref(body);
+        api_abort(r, tx, &err);
+        return;
+    }
+    json_t *sum = json_pack("{s:s}", "pool", pool);
+    json_decref(body);
+    if (!api_finish(r, tx, 200, json_incref(sum))) api_reply(r, 200, json_pack("{s:s,s:O}", "name", node, "pool", json_object_get(sum, "pool")));
+    json_decref(sum);
+}
+
+/* ---- GPUs ---- */
+
+void h_gpu_list(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    json_t *scope, *items;
+    health_policy pol;
+    const char *health = api_query(r, "health");
+    if (health && health_parse(health) < 0) {
+        api_error(r, 400, "invalid_argument", "health must be healthy, degraded or failed");
+        return;
+    }
+    if (api_begin(r, STORE_READ, &tx)) return;
+    if (!read_scope(r, tx, &scope)) {
+        store_rollback(tx);
+        api_error(r, 403, "forbidden", "your role does not allow this action here");
+        return;
+    }
+    int rc = load_policy(r, tx, &pol);
+    if (!rc) rc = inv_gpu_list(tx, &pol, scope, api_query(r, "node"), health, &items, &err);
+    json_decref(scope);
+    store_rollback(tx);
+    if (rc) {
+        if (!r->status) api_fail(r, &err);
+        return;
+    }
+    api_reply(r, 200, api_list(items, NULL));
+}
+
+void h_gpu_get(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    json_t *out;
+    health_policy pol;
+    const char *uuid = api_param(r, "uuid");
+    api_target(r, "gpu", uuid, NULL, NULL);
+    if (api_begin(r, STORE_READ, &tx)) return;
+    if (!gpu_visible(r, tx, uuid) || load_policy(r, tx, &pol)) {
+        store_rollback(tx);
+        return;
+    }
+    int rc = inv_gpu_get(tx, &pol, uuid, &out, &err);
+    store_rollback(tx);
+    if (rc) api_fail(r, &err);
+    else api_reply(r, 200, out);
+}
+
+void h_gpu_history(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    json_t *items;
+    const char *uuid = api_param(r, "uuid");
+    api_target(r, "gpu", uuid, NULL, NULL);
+    if (api_begin(r, STORE_READ, &tx)) return;
+    if (!gpu_visible(r, tx, uuid)) {
+        store_rollback(tx);
+        return;
+    }
+    int rc = inv_history(tx, NULL, uuid, &items, &err);
+    store_rollback(tx);
+    if (rc) api_fail(r, &err);
+    else api_reply(r, 200, api_list(items, NULL));
+}
+
+void h_gpu_reset(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    inv_transition t;
+    const char *uuid = api_param(r, "uuid");
+    api_target(r, "gpu", uuid, NULL, NULL);
+    if (api_begin(r, STORE_WRITE, &tx)) return;
+    if (!gpu_visible(r, tx, uuid) || !api_authorize(r, ACT_NODE_MANAGE, NULL, NULL)) {
+        store_rollback(tx);
+        return;
+    }
+    if (inv_gpu_reset(tx, uuid, r->who->name, &t, &err)) {
+        api_abort(r, tx, &err);
+        return;
+    }
+    if (!api_finish(r, tx, 200, json_pack("{s:s,s:s}", "from", t.from, "to", "healthy")))
+        api_reply(r, 200, json_pack("{s:s,s:s}", "uuid", uuid, "health", "healthy"));
+}
+
+void h_gpu_mode(api_req *r) {
+    static const char *const fields[] = {"mode", NULL};
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    json_t *body;
+    const char *mode;
+    const char *uuid = api_param(r, "uuid");
+    api_target(r, "gpu", uuid, NULL, NULL);
+    if (api_begin(r, STORE_WRITE, &tx)) return;
+    if (!gpu_visible(r, tx, uuid) || !api_authorize(r, ACT_NODE_MANAGE, NULL, NULL)) {
+        store_rollback(tx);
+        return;
+    }
+    if (api_body(r, &body)) {
+        store_rollback(tx);
+        return;
+    }
+    if (jx_only_fields(body, fields, &err) || jx_get_str(body, "mode", 1, &mode, &err)) {
+        json_decref(body);
+        api_abort(r, tx, &err);
+        return;
+    }
+    if (inv_gpu_mode(tx, uuid, mode, &err)) {
+        json_decref(body);
+        api_abort(r, tx, &err);
+        return;
+    }
+    json_t *reply = json_pack("{s:s,s:s}", "uuid", uuid, "mode", mode);
+    json_decref(body);
+    if (!api_finish(r, tx, 200, json_deep_copy(reply))) api_reply(r, 200, reply);
+    else json_decref(reply);
+}
+
+/* ---- health policy ---- */
+
+void h_health_policy_get(api_req *r) {
+    store_tx *tx;
+    health_policy p;
+    if (!api_authorize(r, ACT_NODE_READ, NULL, NULL)) return;
+    if (api_begin(r, STORE_READ, &tx)) return;
+    int bad = load_policy(r, tx, &p);
+    store_rollback(tx);
+    if (!bad) api_reply(r, 200, health_policy_json(&p));
+}
+
+void h_health_policy_put(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    json_t *body;
+    health_policy p;
+    api_target(r, "policy", "health", NULL, NULL);
+    if (!api_authorize(r, ACT_NODE_MANAGE, NULL, NULL)) return;
+    if (api_body(r, &body)) return;
+    if (health_policy_parse(body, &p, &err)) {
+        json_decref(body);
+        api_fail(r, &err);
+        return;
+    }
+    json_decref(body);
+    if (api_begin(r, STORE_WRITE, &tx)) return;
+    if (inv_health_policy_save(tx, &p, &err)) {
+        api_abort(r, tx, &err);
+        return;
+    }
+    if (!api_finish(r, tx, 200, health_policy_json(&p))) api_reply(r, 200, health_policy_json(&p));
+}
+
+/* ---- alarms ---- */
+
+void h_alarm_list(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    json_t *items;
+    const char *tenant = api_query(r, "tenant");
+    authz_target g = {NULL, NULL};
+    int all = authz_check(r->who->bindings, r->who->nbindings, ACT_NODE_READ, &g, gt_now_us()) ==
+              AUTHZ_ALLOW;
+    if (api_begin(r, STORE_READ, &tx)) return;
+    if (!all) {
+        /* members of a tenant see the alarms on GPUs their tenant's work held */
+        if (!tenant) {
+            store_rollback(tx);
+            api_error(r, 403, "forbidden", "name your tenant: ?tenant=T");
+            return;
+        }
+        tenancy_tenant t;
+        int rc = tenancy_tenant_find(tx, tenant, &t, &err);
+        authz_target tg = {rc ? NULL : t.id, NULL};
+        if (rc == GP_ENOTFOUND ||
+            (!rc && !authz_visible(r->who->bindings, r->who->nbindings, &tg, gt_now_us()))) {
+            store_rollback(tx);
+            api_error(r, 404, "not_found", "not found");
+            return;
+        }
+        if (rc) {
+            api_abort(r, tx, &err);
+            return;
+        }
+    }
+    if (inv_alarm_list(tx, tenant, &items, &err)) {
+        api_abort(r, tx, &err);
+        return;
+    }
+    store_rollback(tx);
+    api_reply(r, 200, api_list(items, NULL));
+}
+
+void h_alarm_ack(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    api_target(r, "alarm", api_param(r, "id"), NULL, NULL);
+    if (!api_authorize(r, ACT_NODE_MANAGE, NULL, NULL)) return;
+    if (api_begin(r, STORE_WRITE, &tx)) return;
+    if (inv_alarm_ack(tx, api_param(r, "id"), r->who->name, &err)) {
+        api_abort(r, tx, &err);
+        return;
+    }
+    if (!api_finish(r, tx, 200, NULL))
+        api_reply(r, 200, json_pack("{s:s,s:s}", "id", api_param(r, "id"), "acked_by",
+                                    r->who->name));
+}
+
+/* ---- the reachability sweep (server loop) ---- */
+
+int api__sweep_nodes(store_t *st, int64_t timeout_us, gp_err *err) {
+    store_tx *tx;
+    inv_transition *tr;
+    int ntr;
+    int rc = store_begin(st, STORE_WRITE, &tx, err);
+    if (rc) return rc;
+    rc = inv_sweep(tx, timeout_us, &tr, &ntr, err);
+    if (!rc) {
+        api_req sys;
+        memset(&sys, 0, sizeof sys);
+        rc = audit_transitions(&sys, tx, tr, ntr, err);
+        free(tr);
+    }
+    if (rc) {
+        store_rollback(tx);
+        return rc;
+    }
+    return store_commit(tx, err);
+}

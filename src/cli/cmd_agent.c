@@ -1,0 +1,147 @@
+/*
+ * cmd_agent.c - `gpupool agent` (run the node agent) and
+ * `gpupool agent inject` (queue a fault for a simulated GPU).
+ */
+#include "cli.h"
+
+#include "../agent/agent.h"
+
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: gpupool agent [--join-token T] [options]\n"
+    "       gpupool agent inject --node N --gpu UUID|INDEX [fault options]\n"
+    "\n"
+    "Run the node agent against --server (or GPUPOOL_SERVER).\n"
+    "\n"
+    "  --join-token T      join token from `gpupool jointoken create` (env GPUPOOL_JOIN_TOKEN);\n"
+    "                      not needed once the node's credential is stored\n"
+    "  --inventory FILE    declare GPUs instead of discovering them with NVML\n"
+    "  --simulate N        simulate N copies of each declared node (default node: 8x A100)\n"
+    "  --state-dir DIR     credentials and injected faults (default ./var/agent)\n"
+    "  --interval S        seconds between heartbeats (default 5)\n"
+    "  --node-name NAME    NVML mode: this node's name (default: host name)\n"
+    "  --nvml-library P    NVML mode: library to load (default libnvidia-ml.so.1)\n"
+    "  --once              join, send one heartbeat, exit (non-zero if a node failed)\n"
+    "\n"
+    "Fault options for inject (simulated nodes; applied at the next heartbeat):\n"
+    "  --xid N (repeatable)  --dbe N  --sbe N  --remap-pending  --remap-failure\n"
+    "  --retired-pending N  --temperature C  --lost  --clear (back to healthy signals)\n";
+
+static int inject(int argc, char **argv, const char *state_dir) {
+    static const struct option lo[] = {
+        {"state-dir", required_argument, 0, 'S'}, {"node", required_argument, 0, 'n'},
+        {"gpu", required_argument, 0, 'g'},       {"xid", required_argument, 0, 'x'},
+        {"dbe", required_argument, 0, 'd'},       {"sbe", required_argument, 0, 's'},
+        {"remap-pending", no_argument, 0, 'p'},   {"remap-failure", no_argument, 0, 'f'},
+        {"retired-pending", required_argument, 0, 'r'}, {"temperature", required_argument, 0, 't'},
+        {"lost", no_argument, 0, 'l'},            {"clear", no_argument, 0, 'c'},
+        {0, 0, 0, 0}};
+    const char *node = NULL, *gpu = NULL;
+    json_t *fault = json_object(), *set = json_object(), *xids = json_array();
+    int c, rc = 0;
+    optind = 0;
+    while ((c = cli_getopt(argc, argv, lo, "agent inject", &rc)) != -1) {
+        if (c == -2) goto out;
+        char *end = NULL;
+        long long v = optarg ? strtoll(optarg, &end, 10) : 0;
+        if (optarg && c != 'S' && c != 'n' && c != 'g' && (!*optarg || *end || v < 0)) {
+            rc = cli_error(CLI_USAGE, "agent inject: %s needs a non-negative number",
+                           argv[optind - 1]);
+            goto out;
+        }
+        switch (c) {
+        case 'S': state_dir = optarg; break;
+        case 'n': node = optarg; break;
+        case 'g': gpu = optarg; break;
+        case 'x': json_array_append_new(xids, json_integer(v)); break;
+        case 'd': json_object_set_new(set, "ecc", json_pack("{s:I}", "volatile_uncorrected", v)); break;
+        case 's': json_object_set_new(set, "ecc", json_pack("{s:I}", "aggregate_corrected", v)); break;
+        case 'p': json_object_set_new(set, "remapped_rows", json_pack("{s:b}", "pending", 1)); break;
+        case 'f': json_object_set_new(set, "remapped_rows", json_pack("{s:b}", "failure", 1)); break;
+        case 'r': json_object_set_new(set, "retired_pages_pending", json_integer(v)); break;
+        case 't': json_object_set_new(set, "temperature_c", json_integer(v)); break;
+        case 'l': json_object_set_new(set, "lost", json_true()); break;
+        case 'c': json_object_set_new(fault, "clear", json_true()); break;
+        }
+    }
+    if (!node || !gpu) {
+        rc = cli_error(CLI_USAGE, "agent inject: --node and --gpu are required");
+        goto out;
+    }
+    if (optind < argc) {
+        rc = cli_error(CLI_USAGE, "agent inject: unexpected argument '%s'", argv[optind]);
+        goto out;
+    }
+    if (json_object_size(set)) json_object_set(fault, "set", set);
+    if (json_array_size(xids)) json_object_set(fault, "xids", xids);
+    if (json_object_size(fault) == 0) {
+        rc = cli_error(CLI_USAGE, "agent inject: name a fault (see gpupool agent --help)");
+        goto out;
+    }
+    gp_err err = GP_ERR_INIT;
+    if (agent_inject(state_dir, node, gpu, fault, &err)) rc = cli_error(CLI_FAIL, "%s", err.msg);
+out:
+    json_decref(fault);
+    json_decref(set);
+    json_decref(xids);
+    return rc;
+}
+
+int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
+    static const struct option lo[] = {
+        {"join-token", required_argument, 0, 'j'}, {"inventory", required_argument, 0, 'i'},
+        {"simulate", required_argument, 0, 's'},   {"state-dir", required_argument, 0, 'S'},
+        {"interval", required_argument, 0, 'I'},   {"node-name", required_argument, 0, 'n'},
+        {"nvml-library", required_argument, 0, 'L'}, {"once", no_argument, 0, 'o'},
+        {0, 0, 0, 0}};
+    if (cli_wants_help(argc, argv)) {
+        fputs(usage, stdout);
+        return CLI_OK;
+    }
+    if (argc > 1 && strcmp(argv[1], "inject") == 0) {
+        const char *sd = getenv("GPUPOOL_AGENT_STATE") ? getenv("GPUPOOL_AGENT_STATE")
+                                                       : "./var/agent";
+        return inject(argc - 1, argv + 1, sd);
+    }
+    agent_config cfg = {.server = ctx->server, .join_token = getenv("GPUPOOL_JOIN_TOKEN"),
+                        .state_dir = "./var/agent", .interval_s = 5};
+    int c, rc = 0;
+    optind = 0;
+    while ((c = cli_getopt(argc, argv, lo, "agent", &rc)) != -1) {
+        if (c == -2) return rc;
+        char *end;
+        long v;
+        switch (c) {
+        case 'j': cfg.join_token = optarg; break;
+        case 'i': cfg.inventory = optarg; break;
+        case 'S': cfg.state_dir = optarg; break;
+        case 'n': cfg.node_name = optarg; break;
+        case 'L': cfg.nvml_path = optarg; break;
+        case 'o': cfg.once = 1; break;
+        case 's':
+        case 'I':
+            v = strtol(optarg, &end, 10);
+            if (!*optarg || *end || v < 1 || v > (c == 's' ? 1000 : 3600))
+                return cli_error(CLI_USAGE, "agent: %s must be a positive number%s",
+                                 argv[optind - 1], c == 's' ? " (at most 1000)" : "");
+            if (c == 's') cfg.simulate = (int)v;
+            else cfg.interval_s = (int)v;
+            break;
+        }
+    }
+    if (optind < argc) return cli_error(CLI_USAGE, "agent: unexpected argument '%s'", argv[optind]);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    gp_err err = GP_ERR_INIT;
+    if (agent_run(&cfg, &err)) return cli_error(CLI_FAIL, "agent: %s", err.msg);
+    return CLI_OK;
+}

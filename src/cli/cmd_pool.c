@@ -1,0 +1,89 @@
+/*
+ * cmd_pool.c - `gpupool pool create|set|list|show|delete`.
+ */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: gpupool pool <command>\n"
+    "\n"
+    "  create NAME [--description T] [--tenants A,B] [--project-classes C,D]\n"
+    "  set NAME [--description T] [--tenants A,B] [--project-classes C,D]\n"
+    "             (empty lists: every tenant / every project class may use it)\n"
+    "  list | show NAME | delete NAME\n";
+
+static json_t *csv(const char *s) {
+    json_t *a = json_array();
+    char *copy = strdup(s), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        json_array_append_new(a, json_string(t));
+    free(copy);
+    return a;
+}
+
+static int write_pool(cli_ctx *ctx, int argc, char **argv, int create) {
+    static const struct option lo[] = {{"description", required_argument, 0, 'd'},
+                                       {"tenants", required_argument, 0, 't'},
+                                       {"project-classes", required_argument, 0, 'c'},
+                                       {0, 0, 0, 0}};
+    const char *verb = create ? "pool create" : "pool set";
+    json_t *body = json_object();
+    int c, rc = 0;
+    optind = 0;
+    while ((c = cli_getopt(argc, argv, lo, verb, &rc)) != -1) {
+        if (c == -2) goto out;
+        if (c == 'd') json_object_set_new(body, "description", json_string(optarg));
+        else if (c == 't') json_object_set_new(body, "tenants", csv(optarg));
+        else if (c == 'c') json_object_set_new(body, "project_classes", csv(optarg));
+    }
+    if (argc - optind != 1) {
+        rc = cli_error(CLI_USAGE, "%s: expected one NAME", verb);
+        goto out;
+    }
+    strbuf p = SB_INIT;
+    if (create) {
+        json_object_set_new(body, "name", json_string(argv[optind]));
+        sb_adds(&p, "/api/v1/pools");
+    } else {
+        sb_adds(&p, "/api/v1/pools/");
+        cli_add_escaped(&p, argv[optind]);
+    }
+    rc = cli_run_call(ctx, create ? "POST" : "PUT", p.buf, body, NULL);
+    sb_release(&p);
+out:
+    json_decref(body);
+    return rc;
+}
+
+static int p_create(cli_ctx *c, int a, char **v) { return write_pool(c, a, v, 1); }
+static int p_set(cli_ctx *c, int a, char **v) { return write_pool(c, a, v, 0); }
+static int p_list(cli_ctx *ctx, int argc, char **argv) {
+    static const char *const cols[] = {"name", "nodes", "tenants", "project_classes",
+                                       "description", NULL};
+    if (argc > 1) return cli_error(CLI_USAGE, "pool list: unexpected argument '%s'", argv[1]);
+    return cli_run_call(ctx, "GET", "/api/v1/pools", NULL, cols);
+}
+static int p_show(cli_ctx *c, int a, char **v) {
+    return cli_name_call(c, a, v, "pool show", "GET", "/api/v1/pools/", NULL, NULL);
+}
+static int p_delete(cli_ctx *c, int a, char **v) {
+    return cli_name_call(c, a, v, "pool delete", "DELETE", "/api/v1/pools/", NULL, NULL);
+}
+
+int cli_cmd_pool(cli_ctx *ctx, int argc, char **argv) {
+    static const cli_verb verbs[] = {
+        {"create", p_create, "usage: gpupool pool create NAME [--description T] [--tenants A,B] "
+                             "[--project-classes C,D]\n"},
+        {"set", p_set, "usage: gpupool pool set NAME [--description T] [--tenants A,B] "
+                       "[--project-classes C,D]\n"},
+        {"list", p_list, "usage: gpupool pool list\n"},
+        {"show", p_show, "usage: gpupool pool show NAME\n"},
+        {"delete", p_delete, "usage: gpupool pool delete NAME\n\nOnly an empty pool (no nodes, "
+                             "no classes) can be deleted.\n"},
+        {NULL, NULL, NULL}};
+    return cli_dispatch(ctx, usage, verbs, argc, argv);
+}

@@ -1,0 +1,451 @@
+/*
+ * catalog.c - resource classes and resource pools: what users ask for, and
+ * where it may run.
+ *
+ * A class is a standard, user-facing spec (form x count + CPU + memory +
+ * the GPU models that satisfy it).  Validation refuses a class that no GPU
+ * could ever satisfy.  Capacity counts units on allocatable GPUs only.
+ */
+#include "inventory.h"
+
+#include "../core/gtime.h"
+#include "../core/jsonx.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Models known from the research notes, with their memory and MIG profiles. */
+static const struct {
+    const char *model;
+    int memory_gib;
+    const char *const profiles[8];
+} known[] = {
+    {"A100-40GB", 40, {"1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb", NULL}},
+    {"A100-80GB", 80, {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", NULL}},
+    {"H100-80GB", 80, {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", NULL}},
+    {"H200-141GB", 141, {"1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb", NULL}},
+    {"L40S", 48, {NULL}},
+    {"L4", 24, {NULL}},
+    {"A10", 24, {NULL}},
+    {"T4", 16, {NULL}},
+};
+
+int inv_model_matches(const char *cm, const char *gm) {
+    char tok[64];
+    const char *p = cm, *at = gm;
+    if (strcasecmp(cm, gm) == 0) return 1;
+    while (*p) {
+        size_t n = strcspn(p, "-");
+        if (n == 0 || n >= sizeof tok) return 0;
+        memcpy(tok, p, n);
+        tok[n] = '\0';
+        /* find tok in `at`, case-insensitively, on a token boundary */
+        const char *hit = NULL;
+        for (const char *q = at; *q; q++) {
+            if (strncasecmp(q, tok, n) == 0 && (q == gm || !isalnum((unsigned char)q[-1])) &&
+                !isalnum((unsigned char)q[n])) {
+                hit = q;
+                break;
+            }
+        }
+        if (!hit) return 0;
+        at = hit + n;
+        p += n;
+        if (*p == '-') p++;
+    }
+    return 1;
+}
+
+const char *const *inv_model_mig_profiles(const char *model, int *memory_gib) {
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (inv_model_matches(known[i].model, model) || inv_model_matches(model, known[i].model)) {
+            if (memory_gib) *memory_gib = known[i].memory_gib;
+            return known[i].profiles;
+        }
+    return NULL;
+}
+
+int inv_form_parse(const char *s, inv_form *f, gp_err *err) {
+    memset(f, 0, sizeof *f);
+    if (!s) return gp_err_set(err, GP_EINVALID, "field 'form' is required");
+    if (strcmp(s, "whole") == 0) {
+        f->kind = FORM_WHOLE;
+        return GP_OK;
+    }
+    if (strncmp(s, "mig:", 4) == 0) {
+        const char *p = s + 4;
+        if (strlen(p) < 6 || strlen(p) >= sizeof f->profile || p[0] < '1' || p[0] > '7' ||
+            p[1] != 'g' || p[2] != '.' || strcmp(p + strlen(p) - 2, "gb") != 0)
+            return gp_err_set(err, GP_EINVALID, "form mig:<profile> needs a profile like 3g.40gb");
+        f->kind = FORM_MIG;
+        snprintf(f->profile, sizeof f->profile, "%s", p);
+        return GP_OK;
+    }
+    if (strncmp(s, "shared:", 7) == 0) {
+        int g, pc, n = 0;
+        if (sscanf(s + 7, "%d/%d%n", &g, &pc, &n) != 2 || s[7 + n] || g < 1 || g > 1024 ||
+            pc < 1 || pc > 100)
+            return gp_err_set(err, GP_EINVALID,
+                              "form shared:<GiB>/<percent> needs e.g. shared:12/25 (1-100 %%)");
+        f->kind = FORM_SHARED;
+        f->memory_gib = g;
+        f->percent = pc;
+        return GP_OK;
+    }
+    return gp_err_set(err, GP_EINVALID, "form must be whole, mig:<profile> or shared:<GiB>/<pct>");
+}
+
+/* Registered GPUs' models, memory (GiB) and MIG profiles seen, for validation. */
+static int model_seen(store_tx *tx, const char *cm, int *max_mem_gib, const char *profile,
+                      int *profile_seen, gp_err *err) {
+    store_stmt *s;
+    int seen = 0;
+    *profile_seen = 0;
+    *max_mem_gib = 0;
+    int rc = store_query(tx, &s, err,
+                         "SELECT g.model, g.memory_mib, (SELECT COUNT(*) FROM slices sl"
+                         " WHERE sl.gpu_id = g.id AND sl.profile = ?) FROM gpus g",
+                         "s", profile ? profile : "");
+    if (rc) return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        if (!inv_model_matches(cm, store_text(s, 0))) continue;
+        seen = 1;
+        int mem = (int)(store_int(s, 1) / 1024);
+        if (mem > *max_mem_gib) *max_mem_gib = mem;
+        if (store_int(s, 2) > 0) *profile_seen = 1;
+    }
+    store_done(s);
+    return rc < 0 ? rc : seen;
+}
+
+int inv_class_create(store_tx *tx, json_t *c, gp_err *err) {
+    static const char *const fields[] = {"name", "form", "gpus", "cpus", "memory_gib",
+                                         "gpu_models", "min_driver", "min_compute_cap",
+                                         "topology", "pool", NULL};
+    const char *name, *form_s, *min_drv, *min_cc, *topo, *pool;
+    int64_t gpus = 1, cpus = 0, mem = 0;
+    int present;
+    inv_form form;
+    int rc;
+    if ((rc = jx_only_fields(c, fields, err)) || (rc = jx_get_str(c, "name", 1, &name, err)) ||
+        (rc = jx_get_str(c, "form", 1, &form_s, err)) ||
+        (rc = jx_get_int(c, "gpus", 0, &gpus, &present, err)) ||
+        (rc = jx_get_int(c, "cpus", 1, &cpus, &present, err)) ||
+        (rc = jx_get_int(c, "memory_gib", 1, &mem, &present, err)) ||
+        (rc = jx_get_str(c, "min_driver", 0, &min_drv, err)) ||
+        (rc = jx_get_str(c, "min_compute_cap", 0, &min_cc, err)) ||
+        (rc = jx_get_str(c, "topology", 0, &topo, err)) ||
+        (rc = jx_get_str(c, "pool", 0, &pool, err)))
+        return rc;
+    /* names like "a100-80g.1x" carry a dot */
+    size_t nl = strlen(name);
+    for (size_t i = 0; i < nl; i++)
+        if (!(islower((unsigned char)name[i]) || isdigit((unsigned char)name[i]) ||
+              name[i] == '-' || name[i] == '.'))
+            return gp_err_set(err, GP_EINVALID,
+                              "class name: lower-case letters, digits, '-' and '.'");
+    if (nl == 0 || nl > 63) return gp_err_set(err, GP_EINVALID, "class name: 1-63 characters");
+    if ((rc = inv_form_parse(form_s, &form, err))) return rc;
+    if (gpus < 1 || gpus > 64) return gp_err_set(err, GP_EINVALID, "gpus must be 1..64");
+    if (form.kind != FORM_WHOLE && gpus != 1)
+        return gp_err_set(err, GP_EINVALID, "a %s class has exactly one slice per unit",
+                          form.kind == FORM_MIG ? "MIG" : "shared");
+    if (cpus < 0 || cpus > 4096 || mem < 0 || mem > 65536)
+        return gp_err_set(err, GP_EINVALID, "cpus must be 0..4096 and memory_gib 0..65536");
+    if (!topo) topo = "any";
+    if (strcmp(topo, "any") && strcmp(topo, "nvlink") && strcmp(topo, "same-numa"))
+        return gp_err_set(err, GP_EINVALID, "topology must be any, nvlink or same-numa");
+    if (strcmp(topo, "any") != 0 && gpus < 2)
+        return gp_err_set(err, GP_EINVALID, "topology constraints need gpus >= 2");
+    json_t *models = json_object_get(c, "gpu_models");
+    if (!json_is_array(models) || json_array_size(models) == 0 || json_array_size(models) > 32)
+        return gp_err_set(err, GP_EINVALID, "gpu_models must list 1..32 models");
+    /* feasibility: at least one listed model can ever satisfy the form */
+    size_t i;
+    json_t *m;
+    char why[200] = "";
+    int feasible = 0;
+    json_array_foreach(models, i, m) {
+        const char *model = json_string_value(m);
+        if (!model || !*model || strlen(model) > 60)
+            return gp_err_set(err, GP_EINVALID, "gpu_models must hold model names");
+        int known_mem = 0, seen_mem = 0, prof_seen = 0;
+        const char *const *profiles = inv_model_mig_profiles(model, &known_mem);
+        int seen = model_seen(tx, model, &seen_mem, form.kind == FORM_MIG ? form.profile : NULL,
+                              &prof_seen, err);
+        if (seen < 0) return seen;
+        if (!profiles && !seen) {
+            snprintf(why, sizeof why, "model %s is unknown and no registered GPU matches it",
+                     model);
+            continue;
+        }
+        int mem_gib = seen_mem > known_mem ? seen_mem : known_mem;
+        if (form.kind == FORM_MIG) {
+            int ok = prof_seen;
+            for (const char *const *p = profiles; p && *p && !ok; p++)
+                ok = strcmp(*p, form.profile) == 0;
+            if (!ok) {
+                snprintf(why, sizeof why, "model %s offers no MIG profile %s", model, form.profile);
+                continue;
+            }
+        } else if (form.kind == FORM_SHARED && form.memory_gib > mem_gib) {
+            snprintf(why, sizeof why, "model %s has %d GiB, less than a %d GiB slice", model,
+                     mem_gib, form.memory_gib);
+            continue;
+        }
+        feasible = 1;
+    }
+    if (!feasible) return gp_err_set(err, GP_EINVALID, "no GPU could ever satisfy this class: %s", why);
+    char *models_text = jx_dump(models);
+    rc = store_exec(tx, NULL, err,
+                    "INSERT INTO classes (name, form, gpus, cpus, memory_gib, gpu_models,"
+                    " min_driver, min_compute_cap, topology, pool, created_at)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    "ssiiisssssi", name, form_s, gpus, cpus, mem, models_text,
+                    min_drv ? min_drv : "", min_cc ? min_cc : "", topo, pool, gt_now_us());
+    free(models_text);
+    if (rc == GP_ECONFLICT) return gp_err_set(err, rc, "class '%s' already exists", name);
+    if (rc == GP_EINVALID) return gp_err_set(err, rc, "pool '%s' does not exist", pool ? pool : "");
+    return rc;
+}
+
+int inv_class_delete(store_tx *tx, const char *name, gp_err *err) {
+    int changes = 0;
+    int rc = store_exec(tx, &changes, err, "DELETE FROM classes WHERE name = ?", "s", name);
+    if (rc) return rc;
+    return changes ? GP_OK : gp_err_set(err, GP_ENOTFOUND, "not found");
+}
+
+/* Compare dotted versions ("550.54.15" >= "535"); empty minimum always passes. */
+static int version_ok(const char *have, const char *min) {
+    if (!min || !*min) return 1;
+    if (!have || !*have) return 0;
+    while (*min) {
+        long a = strtol(have, (char **)&have, 10), b = strtol(min, (char **)&min, 10);
+        if (a != b) return a > b;
+        if (*have == '.') have++;
+        if (*min == '.') min++;
+        if (!*have && *min) return 0;
+    }
+    return 1;
+}
+
+int inv_class_list(store_tx *tx, const health_policy *pol, const char *only, json_t **items,
+                   gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT name, form, gpus, cpus, memory_gib, gpu_models, min_driver,"
+                         " min_compute_cap, topology, COALESCE(pool, ''), created_at FROM classes"
+                         " WHERE (? IS NULL OR name = ?) ORDER BY name",
+                         "ss", only, only);
+    if (rc) return rc;
+    json_t *arr = json_array();
+    while ((rc = store_step(s, err)) > 0) {
+        json_t *models = json_loads(store_text(s, 5), 0, NULL);
+        json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:o,s:s,s:s,s:s}", "name", store_text(s, 0),
+                              "form", store_text(s, 1), "gpus", (json_int_t)store_int(s, 2),
+                              "cpus", (json_int_t)store_int(s, 3), "memory_gib",
+                              (json_int_t)store_int(s, 4), "gpu_models",
+                              models ? models : json_array(), "min_driver", store_text(s, 6),
+                              "min_compute_cap", store_text(s, 7), "topology", store_text(s, 8));
+        if (store_text(s, 9)[0]) json_object_set_new(o, "pool", json_string(store_text(s, 9)));
+        json_array_append_new(arr, o);
+    }
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    /* capacity per class, from allocatable GPUs only */
+    size_t i;
+    json_t *cl;
+    json_array_foreach(arr, i, cl) {
+        inv_form form;
+        inv_form_parse(json_string_value(json_object_get(cl, "form")), &form, NULL);
+        json_int_t per_unit = json_integer_value(json_object_get(cl, "gpus"));
+        json_int_t ccpu = json_integer_value(json_object_get(cl, "cpus"));
+        json_int_t cmem = json_integer_value(json_object_get(cl, "memory_gib"));
+        const char *pool = json_string_value(json_object_get(cl, "pool"));
+        const char *min_drv = json_string_value(json_object_get(cl, "min_driver"));
+        const char *min_cc = json_string_value(json_object_get(cl, "min_compute_cap"));
+        json_int_t total = 0;
+        /* per node: count qualifying GPUs (or slices), then the units they make */
+        rc = store_query(tx, &s, err,
+                         "SELECT n.name, n.cpus, n.memory_gib, n.driver_version, g.model,"
+                         " g.memory_mib, g.mode, g.health, g.compute_cap,"
+                         " (SELECT COUNT(*) FROM slices sl WHERE sl.gpu_id = g.id"
+                         "  AND sl.profile = ?)"
+                         " FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                         " WHERE n.state = 'ready' AND n.admin_state = 'none'"
+                         " AND g.admin_state = 'none' AND (? IS NULL OR n.pool = ?)"
+                         " ORDER BY n.name",
+                         "sss", form.profile, pool, pool);
+        if (rc) break;
+        char cur[64] = "";
+        json_int_t node_units = 0, node_cpus = 0, node_mem = 0;
+        for (;;) {
+            int st = store_step(s, err);
+            if (st < 0) {
+                rc = st;
+                break;
+            }
+            if (st == 0 || strcmp(cur, store_text(s, 0)) != 0) {
+                /* close the previous node: limited by its CPUs and memory too */
+                if (cur[0]) {
+                    json_int_t units = form.kind == FORM_WHOLE ? node_units / per_unit : node_units;
+                    if (ccpu > 0 && node_cpus / ccpu < units) units = node_cpus / ccpu;
+                    if (cmem > 0 && node_mem / cmem < units) units = node_mem / cmem;
+                    total += units;
+                }
+                if (st == 0) break;
+                snprintf(cur, sizeof cur, "%s", store_text(s, 0));
+                node_units = 0;
+                node_cpus = store_int(s, 1);
+                node_mem = store_int(s, 2);
+            }
+            int ok = health_allocatable(pol, health_parse(store_text(s, 7))) &&
+                     version_ok(store_text(s, 3), min_drv) && version_ok(store_text(s, 8), min_cc);
+            size_t k;
+            json_t *m;
+            int model_ok = 0;
+            json_array_foreach(json_object_get(cl, "gpu_models"), k, m) if (
+                inv_model_matches(json_string_value(m), store_text(s, 4))) model_ok = 1;
+            if (!ok || !model_ok) continue;
+            const char *mode = store_text(s, 6);
+            if (form.kind == FORM_WHOLE && strcmp(mode, "whole") == 0) node_units++;
+            else if (form.kind == FORM_MIG && strcmp(mode, "mig") == 0)
+                node_units += store_int(s, 9);
+            else if (form.kind == FORM_SHARED && strcmp(mode, "shared") == 0) {
+                json_int_t by_mem = store_int(s, 5) / 1024 / form.memory_gib;
+                json_int_t by_pct = 100 / form.percent;
+                node_units += by_mem < by_pct ? by_mem : by_pct;
+            }
+        }
+        store_done(s);
+        if (rc < 0) break;
+        rc = GP_OK;
+        /* nothing is bound before the scheduler exists: free = total */
+        json_object_set_new(cl, "capacity", json_pack("{s:I,s:I}", "total", total, "free", total));
+    }
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *items = arr;
+    return GP_OK;
+}
+
+/* ---- pools ---- */
+
+/* Validate an optional list of names; *out is its JSON text (free), or NULL when absent. */
+static int names_array(json_t *v, const char *key, int classes, char **out, gp_err *err) {
+    size_t i;
+    json_t *e;
+    *out = NULL;
+    if (!v) return GP_OK;
+    json_incref(v);
+    if (!json_is_array(v) || json_array_size(v) > 256) {
+        json_decref(v);
+        return gp_err_set(err, GP_EINVALID, "%s must be an array of names", key);
+    }
+    json_array_foreach(v, i, e) {
+        const char *n = json_string_value(e);
+        int ok = n && (classes ? (strcmp(n, "production") == 0 || strcmp(n, "development") == 0 ||
+                                  strcmp(n, "research") == 0)
+                               : gp_name_valid(n));
+        if (!ok) {
+            json_decref(v);
+            return gp_err_set(err, GP_EINVALID, "%s holds an invalid name", key);
+        }
+    }
+    *out = jx_dump(v);
+    json_decref(v);
+    return GP_OK;
+}
+
+int inv_pool_put(store_tx *tx, const char *name, json_t *spec, int create, gp_err *err) {
+    static const char *const fields[] = {"name", "description", "tenants", "project_classes",
+                                         NULL};
+    const char *desc;
+    char *tenants = NULL, *classes = NULL;
+    int rc;
+    if (!gp_name_valid(name)) return gp_err_set(err, GP_EINVALID, "pool name: [a-z0-9-]");
+    if ((rc = jx_only_fields(spec, fields, err)) ||
+        (rc = jx_get_str(spec, "description", 0, &desc, err)))
+        return rc;
+    if (desc && strlen(desc) > 200) return gp_err_set(err, GP_EINVALID, "description too long");
+    if ((rc = names_array(json_object_get(spec, "tenants"), "tenants", 0, &tenants, err)) ||
+        (rc = names_array(json_object_get(spec, "project_classes"), "project_classes", 1,
+                          &classes, err)))
+        goto out;
+    if (create) {
+        rc = store_exec(tx, NULL, err,
+                        "INSERT INTO pools (name, description, tenants, project_classes,"
+                        " created_at) VALUES (?,?,?,?,?)",
+                        "ssssi", name, desc ? desc : "", tenants ? tenants : "[]",
+                        classes ? classes : "[]", gt_now_us());
+        if (rc == GP_ECONFLICT) gp_err_set(err, rc, "pool '%s' already exists", name);
+    } else {
+        int changes = 0;
+        rc = store_exec(tx, &changes, err,
+                        /* omitted fields keep their value: an update never widens by accident */
+                        "UPDATE pools SET description = COALESCE(?, description),"
+                        " tenants = COALESCE(?, tenants),"
+                        " project_classes = COALESCE(?, project_classes) WHERE name = ?",
+                        "ssss", desc, tenants, classes, name);
+        if (!rc && !changes) rc = gp_err_set(err, GP_ENOTFOUND, "not found");
+    }
+out:
+    free(tenants);
+    free(classes);
+    return rc;
+}
+
+int inv_pool_delete(store_tx *tx, const char *name, gp_err *err) {
+    store_stmt *s;
+    if (strcmp(name, "default") == 0)
+        return gp_err_set(err, GP_ECONFLICT, "the default pool cannot be deleted");
+    int rc = store_query(tx, &s, err,
+                         "SELECT (SELECT COUNT(*) FROM nodes WHERE pool = ?)"
+                         " + (SELECT COUNT(*) FROM classes WHERE pool = ?)",
+                         "ss", name, name);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    int64_t users = rc > 0 ? store_int(s, 0) : 0;
+    store_done(s);
+    if (rc < 0) return rc;
+    if (users) return gp_err_set(err, GP_ECONFLICT, "pool '%s' still holds nodes or classes", name);
+    int changes = 0;
+    rc = store_exec(tx, &changes, err, "DELETE FROM pools WHERE name = ?", "s", name);
+    if (rc) return rc;
+    return changes ? GP_OK : gp_err_set(err, GP_ENOTFOUND, "not found");
+}
+
+int inv_pool_list(store_tx *tx, const char *only, json_t **items, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT p.name, p.description, p.tenants, p.project_classes,"
+                         " (SELECT COUNT(*) FROM nodes n WHERE n.pool = p.name)"
+                         " FROM pools p WHERE (? IS NULL OR p.name = ?) ORDER BY p.name",
+                         "ss", only, only);
+    if (rc) return rc;
+    json_t *arr = json_array();
+    while ((rc = store_step(s, err)) > 0) {
+        json_t *t = json_loads(store_text(s, 2), 0, NULL), *c = json_loads(store_text(s, 3), 0, NULL);
+        json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:o,s:I}", "name", store_text(s, 0),
+                                             "description", store_text(s, 1), "tenants",
+                                             t ? t : json_array(), "project_classes",
+                                             c ? c : json_array(), "nodes",
+                                             (json_int_t)store_int(s, 4)));
+    }
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *items = arr;
+    return GP_OK;
+}

@@ -1,0 +1,210 @@
+/*
+ * health.c - health policy and evaluation (see health.h).  Pure.
+ */
+#include "health.h"
+
+#include "../core/jsonx.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const names[] = {"healthy", "degraded", "failed"};
+
+const char *health_name(int s) { return s >= 0 && s <= 2 ? names[s] : "unknown"; }
+
+int health_parse(const char *name) {
+    for (int i = 0; i < 3; i++)
+        if (strcmp(name, names[i]) == 0) return i;
+    return -1;
+}
+
+/* Xids whose documented action is a GPU reset or reboot (NVIDIA's catalog). */
+static const int default_fatal[] = {46,  48,  62,  64,  74,  79,  95,  109, 110, 119, 120,
+                                    136, 140, 143, 144, 145, 146, 147, 148, 149, 150};
+/* Application-caused or informational Xids. */
+static const int default_ignored[] = {13, 31, 43, 45, 63, 68, 92, 94};
+
+void health_policy_default(health_policy *p) {
+    memset(p, 0, sizeof *p);
+    for (size_t i = 0; i < sizeof default_fatal / sizeof *default_fatal; i++)
+        p->fatal_xids[p->nfatal++] = default_fatal[i];
+    for (size_t i = 0; i < sizeof default_ignored / sizeof *default_ignored; i++)
+        p->ignored_xids[p->nignored++] = default_ignored[i];
+    p->corrected_ecc_rise = 100;
+    p->temperature_margin_c = 0;
+    p->allocatable = 1u << HEALTH_HEALTHY;
+}
+
+static int read_ints(json_t *arr, const char *key, int *out, int *n, gp_err *err) {
+    size_t i;
+    json_t *v;
+    if (!json_is_array(arr) || json_array_size(arr) > 64)
+        return gp_err_set(err, GP_EINVALID, "%s must be an array of at most 64 integers", key);
+    *n = 0;
+    json_array_foreach(arr, i, v) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 100000)
+            return gp_err_set(err, GP_EINVALID, "%s must hold Xid numbers", key);
+        out[(*n)++] = (int)json_integer_value(v);
+    }
+    return GP_OK;
+}
+
+int health_policy_parse(json_t *j, health_policy *out, gp_err *err) {
+    static const char *const fields[] = {"fatal_xids", "ignored_xids", "corrected_ecc_rise",
+                                         "temperature_margin_c", "allocatable", NULL};
+    health_policy p;
+    int rc, present;
+    int64_t v;
+    health_policy_default(&p);
+    if (!json_is_object(j)) return gp_err_set(err, GP_EINVALID, "health policy must be an object");
+    if ((rc = jx_only_fields(j, fields, err))) return rc;
+    json_t *a;
+    if ((a = json_object_get(j, "fatal_xids")) &&
+        (rc = read_ints(a, "fatal_xids", p.fatal_xids, &p.nfatal, err)))
+        return rc;
+    if ((a = json_object_get(j, "ignored_xids")) &&
+        (rc = read_ints(a, "ignored_xids", p.ignored_xids, &p.nignored, err)))
+        return rc;
+    if ((rc = jx_get_int(j, "corrected_ecc_rise", 0, &v, &present, err))) return rc;
+    if (present) {
+        if (v < 1) return gp_err_set(err, GP_EINVALID, "corrected_ecc_rise must be >= 1");
+        p.corrected_ecc_rise = v;
+    }
+    if ((rc = jx_get_int(j, "temperature_margin_c", 0, &v, &present, err))) return rc;
+    if (present) {
+        if (v < 0 || v > 50)
+            return gp_err_set(err, GP_EINVALID, "temperature_margin_c must be 0..50");
+        p.temperature_margin_c = (int)v;
+    }
+    if ((a = json_object_get(j, "allocatable"))) {
+        size_t i;
+        json_t *s;
+        if (!json_is_array(a)) return gp_err_set(err, GP_EINVALID, "allocatable must be an array");
+        p.allocatable = 0;
+        json_array_foreach(a, i, s) {
+            int st = json_is_string(s) ? health_parse(json_string_value(s)) : -1;
+            if (st < 0 || st == HEALTH_FAILED)
+                return gp_err_set(err, GP_EINVALID,
+                                  "allocatable may hold healthy and degraded (never failed)");
+            p.allocatable |= 1u << st;
+        }
+    }
+    for (int i = 0; i < p.nfatal; i++)
+        for (int k = 0; k < p.nignored; k++)
+            if (p.fatal_xids[i] == p.ignored_xids[k])
+                return gp_err_set(err, GP_EINVALID, "Xid %d is both fatal and ignored",
+                                  p.fatal_xids[i]);
+    *out = p;
+    return GP_OK;
+}
+
+json_t *health_policy_json(const health_policy *p) {
+    json_t *fatal = json_array(), *ignored = json_array(), *alloc = json_array();
+    for (int i = 0; i < p->nfatal; i++) json_array_append_new(fatal, json_integer(p->fatal_xids[i]));
+    for (int i = 0; i < p->nignored; i++)
+        json_array_append_new(ignored, json_integer(p->ignored_xids[i]));
+    for (int s = 0; s < 2; s++)
+        if (p->allocatable & (1u << s)) json_array_append_new(alloc, json_string(names[s]));
+    return json_pack("{s:o,s:o,s:I,s:i,s:o}", "fatal_xids", fatal, "ignored_xids", ignored,
+                     "corrected_ecc_rise", (json_int_t)p->corrected_ecc_rise,
+                     "temperature_margin_c", p->temperature_margin_c, "allocatable", alloc);
+}
+
+static int64_t num(json_t *o, const char *k) {
+    json_t *v = json_object_get(o, k);
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
+}
+
+int health_signals_parse(json_t *j, gpu_signals *s, gp_err *err) {
+    memset(s, 0, sizeof *s);
+    if (!j) return GP_OK;
+    if (!json_is_object(j)) return gp_err_set(err, GP_EINVALID, "signals must be an object");
+    json_t *ecc = json_object_get(j, "ecc"), *rr = json_object_get(j, "remapped_rows");
+    json_t *ut = json_object_get(j, "utilization"), *xids = json_object_get(j, "xids");
+    s->ecc_volatile_sbe = num(ecc, "volatile_corrected");
+    s->ecc_volatile_dbe = num(ecc, "volatile_uncorrected");
+    s->ecc_aggregate_sbe = num(ecc, "aggregate_corrected");
+    s->ecc_aggregate_dbe = num(ecc, "aggregate_uncorrected");
+    s->remapped_correctable = num(rr, "correctable");
+    s->remapped_uncorrectable = num(rr, "uncorrectable");
+    s->remap_pending = json_is_true(json_object_get(rr, "pending"));
+    s->remap_failure = json_is_true(json_object_get(rr, "failure"));
+    s->retired_pages_pending = num(j, "retired_pages_pending");
+    s->temperature_c = (int)num(j, "temperature_c");
+    s->slowdown_c = (int)num(j, "slowdown_c");
+    s->util_gpu = (int)num(ut, "gpu");
+    s->util_memory = (int)num(ut, "memory");
+    s->lost = json_is_true(json_object_get(j, "lost"));
+    if (xids) {
+        size_t i;
+        json_t *x;
+        if (!json_is_array(xids)) return gp_err_set(err, GP_EINVALID, "xids must be an array");
+        json_array_foreach(xids, i, x) {
+            if (!json_is_integer(x)) return gp_err_set(err, GP_EINVALID, "xids must be integers");
+            if (s->nxids < HEALTH_MAX_XIDS) s->xids[s->nxids++] = (int)json_integer_value(x);
+        }
+    }
+    return GP_OK;
+}
+
+static int in(const int *a, int n, int x) {
+    for (int i = 0; i < n; i++)
+        if (a[i] == x) return 1;
+    return 0;
+}
+
+int health_eval(const health_policy *p, const gpu_signals *s, const gpu_signals *prev,
+                int current, char *cause, size_t n) {
+    cause[0] = '\0';
+    /* failures first: the most serious cause wins */
+    if (s->lost) {
+        snprintf(cause, n, "GPU unavailable (fallen off the bus or lost)");
+        return HEALTH_FAILED;
+    }
+    for (int i = 0; i < s->nxids; i++)
+        if (in(p->fatal_xids, p->nfatal, s->xids[i])) {
+            snprintf(cause, n, "Xid %d (fatal by policy: reset or reboot the GPU)", s->xids[i]);
+            return HEALTH_FAILED;
+        }
+    if (s->ecc_volatile_dbe > 0) {
+        snprintf(cause, n, "%lld uncorrectable (double-bit) ECC errors since the last reset",
+                 (long long)s->ecc_volatile_dbe);
+        return HEALTH_FAILED;
+    }
+    if (s->remap_failure) {
+        snprintf(cause, n, "row remapping failed: the card needs field diagnostics");
+        return HEALTH_FAILED;
+    }
+    if (current == HEALTH_FAILED) {
+        snprintf(cause, n, "failed earlier; an operator must reset its health");
+        return HEALTH_FAILED;
+    }
+    if (s->remap_pending) {
+        snprintf(cause, n, "row remap pending: reset the GPU to apply it");
+        return HEALTH_DEGRADED;
+    }
+    if (s->retired_pages_pending > 0) {
+        snprintf(cause, n, "%lld retired pages pending", (long long)s->retired_pages_pending);
+        return HEALTH_DEGRADED;
+    }
+    for (int i = 0; i < s->nxids; i++)
+        if (!in(p->ignored_xids, p->nignored, s->xids[i])) {
+            snprintf(cause, n, "Xid %d (not known to be harmless)", s->xids[i]);
+            return HEALTH_DEGRADED;
+        }
+    if (prev && s->ecc_aggregate_sbe - prev->ecc_aggregate_sbe >= p->corrected_ecc_rise) {
+        snprintf(cause, n, "corrected ECC errors rising: +%lld since the last heartbeat",
+                 (long long)(s->ecc_aggregate_sbe - prev->ecc_aggregate_sbe));
+        return HEALTH_DEGRADED;
+    }
+    if (s->slowdown_c > 0 && s->temperature_c >= s->slowdown_c - p->temperature_margin_c) {
+        snprintf(cause, n, "temperature %d C at or above the card's slowdown threshold %d C",
+                 s->temperature_c, s->slowdown_c);
+        return HEALTH_DEGRADED;
+    }
+    return HEALTH_HEALTHY;
+}
+
+int health_allocatable(const health_policy *p, int state) {
+    return state >= 0 && state < 3 && (p->allocatable & (1u << state)) != 0;
+}

@@ -1,0 +1,868 @@
+/*
+ * inventory.c - nodes, GPUs, slices, join tokens, transitions and alarms
+ * (see inventory.h).
+ */
+#include "inventory.h"
+
+#include "../core/gtime.h"
+#include "../core/jsonx.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- join tokens ---- */
+
+int inv_join_create(store_tx *tx, const char *created_by_id, int64_t ttl_s,
+                    char token[RND_SECRET_LEN], char id[RND_ID_LEN], gp_err *err) {
+    char hash[RND_HASH_LEN];
+    int64_t now = gt_now_us();
+    rnd_secret(INV_JOIN_PREFIX, token);
+    rnd_hash_secret(token, hash);
+    rnd_id(id);
+    return store_exec(tx, NULL, err,
+                      "INSERT INTO join_tokens (id, hash, created_by, created_at, expires_at)"
+                      " VALUES (?,?,?,?,?)",
+                      "sssii", id, hash, created_by_id, now, now + ttl_s * 1000000);
+}
+
+int inv_join_use(store_tx *tx, const char *token, gp_err *err) {
+    char hash[RND_HASH_LEN];
+    int changes = 0;
+    if (!token || strncmp(token, INV_JOIN_PREFIX, strlen(INV_JOIN_PREFIX)) != 0)
+        return gp_err_set(err, GP_EUNAUTH, "invalid join token");
+    rnd_hash_secret(token, hash);
+    int rc = store_exec(tx, &changes, err,
+                        "UPDATE join_tokens SET uses = uses + 1 WHERE hash = ?"
+                        " AND revoked_at IS NULL AND expires_at > ?",
+                        "si", hash, gt_now_us());
+    if (rc) return rc;
+    return changes ? GP_OK : gp_err_set(err, GP_EUNAUTH, "invalid, expired or revoked join token");
+}
+
+static json_t *time_json(int64_t us) {
+    char ts[GT_RFC3339_LEN];
+    if (!us) return json_null();
+    gt_format_us(us, ts, sizeof ts);
+    return json_string(ts);
+}
+
+int inv_join_list(store_tx *tx, json_t **items, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT j.id, u.name, j.created_at, j.expires_at,"
+                         " COALESCE(j.revoked_at, 0), j.uses FROM join_tokens j"
+                         " JOIN users u ON u.id = j.created_by ORDER BY j.created_at DESC",
+                         "");
+    if (rc) return rc;
+    json_t *arr = json_array();
+    int64_t now = gt_now_us();
+    while ((rc = store_step(s, err)) > 0) {
+        const char *state = store_int(s, 4) ? "revoked" : store_int(s, 3) <= now ? "expired"
+                                                                                 : "active";
+        json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:o,s:s,s:I}", "id", store_text(s, 0),
+                                             "created_by", store_text(s, 1), "created_at",
+                                             time_json(store_int(s, 2)), "expires_at",
+                                             time_json(store_int(s, 3)), "state", state, "uses",
+                                             (json_int_t)store_int(s, 5)));
+    }
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *items = arr;
+    return GP_OK;
+}
+
+int inv_join_revoke(store_tx *tx, const char *id, gp_err *err) {
+    int changes = 0;
+    int rc = store_exec(tx, &changes, err,
+                        "UPDATE join_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?",
+                        "is", gt_now_us(), id);
+    if (rc) return rc;
+    return changes ? GP_OK : gp_err_set(err, GP_ENOTFOUND, "join token not found");
+}
+
+/* ---- registration ---- */
+
+static void tr_set(inv_transition *t, const char *node, const char *uuid, const char *kind,
+                   const char *from, const char *to, const char *cause);
+static int record(store_tx *tx, const inv_transition *t, const char *actor, gp_err *err);
+
+static const char *jstr(json_t *o, const char *k, const char *def) {
+    const char *v = json_string_value(json_object_get(o, k));
+    return v ? v : def;
+}
+
+static int64_t jint(json_t *o, const char *k, int64_t def) {
+    json_t *v = json_object_get(o, k);
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : def;
+}
+
+static int text_ok(const char *s, size_t max) { return s && strlen(s) <= max; }
+
+/* Validate the agent's report before touching anything. */
+static int check_report(json_t *r, gp_err *err) {
+    const char *name = jstr(r, "name", NULL);
+    if (!name || !gp_name_valid(name))
+        return gp_err_set(err, GP_EINVALID, "node name must be lower-case letters, digits, '-'");
+    if (!text_ok(jstr(r, "hostname", ""), 253) || !text_ok(jstr(r, "driver_version", ""), 80))
+        return gp_err_set(err, GP_EINVALID, "hostname or driver_version too long");
+    json_t *labels = json_object_get(r, "labels");
+    if (labels && (!json_is_object(labels) || json_object_size(labels) > 64))
+        return gp_err_set(err, GP_EINVALID, "labels must be an object of at most 64 entries");
+    json_t *gpus = json_object_get(r, "gpus");
+    if (!json_is_array(gpus) || json_array_size(gpus) > 64)
+        return gp_err_set(err, GP_EINVALID, "gpus must be an array of at most 64 GPUs");
+    size_t i, k;
+    json_t *g, *sl;
+    json_array_foreach(gpus, i, g) {
+        const char *uuid = jstr(g, "uuid", NULL), *model = jstr(g, "model", NULL);
+        if (!uuid || !*uuid || strlen(uuid) > 90 || !model || !*model || strlen(model) > 60)
+            return gp_err_set(err, GP_EINVALID, "gpu %zu: uuid and model are required", i);
+        if (jint(g, "memory_mib", 0) <= 0)
+            return gp_err_set(err, GP_EINVALID, "gpu %s: memory_mib must be positive", uuid);
+        json_t *slices = json_object_get(g, "slices");
+        if (slices && (!json_is_array(slices) || json_array_size(slices) > 7))
+            return gp_err_set(err, GP_EINVALID, "gpu %s: at most 7 MIG slices", uuid);
+        json_array_foreach(slices, k, sl) {
+            const char *su = jstr(sl, "uuid", NULL), *pr = jstr(sl, "profile", NULL);
+            if (!su || !*su || strlen(su) > 90 || !pr || !*pr || strlen(pr) > 20)
+                return gp_err_set(err, GP_EINVALID, "gpu %s: slice uuid and profile required",
+                                  uuid);
+        }
+    }
+    return GP_OK;
+}
+
+/* Find or create the node's agent account; revoke its earlier tokens. */
+static int agent_account(store_tx *tx, const char *node, char uid[RND_ID_LEN], gp_err *err) {
+    char uname[80];
+    store_stmt *s;
+    snprintf(uname, sizeof uname, "agent-%s", node);
+    int rc = store_query(tx, &s, err,
+                         "SELECT id, kind, (SELECT COUNT(*) FROM role_bindings b"
+                         " WHERE b.user_id = users.id) FROM users WHERE name = ?",
+                         "s", uname);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc > 0) {
+        int bad = strcmp(store_text(s, 1), "service") != 0 || store_int(s, 2) > 0;
+        snprintf(uid, RND_ID_LEN, "%s", store_text(s, 0));
+        store_done(s);
+        if (bad)
+            return gp_err_set(err, GP_ECONFLICT, "account %s exists and is not an agent account",
+                              uname);
+        return store_exec(tx, NULL, err,
+                          "UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE user_id = ?",
+                          "is", gt_now_us(), uid);
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    rnd_id(uid);
+    return store_exec(tx, NULL, err,
+                      "INSERT INTO users (id, name, kind, created_at) VALUES (?,?,'service',?)",
+                      "ssi", uid, uname, gt_now_us());
+}
+
+int inv_node_register(store_tx *tx, json_t *r, char node_id[RND_ID_LEN],
+                      char agent_user_id[RND_ID_LEN], int *rereg, gp_err *err) {
+    int rc = check_report(r, err);
+    if (rc) return rc;
+    const char *name = jstr(r, "name", "");
+    int64_t now = gt_now_us();
+    json_t *lj = json_object_get(r, "labels");
+    char *labels = lj ? jx_dump(lj) : strdup("{}");
+    if ((rc = agent_account(tx, name, agent_user_id, err))) goto out;
+    store_stmt *s;
+    if ((rc = store_query(tx, &s, err, "SELECT id FROM nodes WHERE name = ?", "s", name))) goto out;
+    rc = store_step(s, err);
+    *rereg = rc > 0;
+    if (rc > 0) snprintf(node_id, RND_ID_LEN, "%s", store_text(s, 0));
+    store_done(s);
+    if (rc < 0) goto out;
+    if (*rereg) {
+        /* taking over a node's identity is only for a node whose agent is gone */
+        if ((rc = store_query(tx, &s, err, "SELECT state FROM nodes WHERE id = ?", "s", node_id)))
+            goto out;
+        rc = store_step(s, err);
+        int alive = rc > 0 && strcmp(store_text(s, 0), "ready") == 0;
+        store_done(s);
+        if (rc < 0) goto out;
+        if (alive) {
+            rc = gp_err_set(err, GP_ECONFLICT,
+                            "node %s is registered and its agent is alive; stop that agent (the "
+                            "node turns unreachable) before joining again",
+                            name);
+            goto out;
+        }
+        /* cards not reported this time are marked below */
+        if ((rc = store_exec(tx, NULL, err, "UPDATE gpus SET updated_at = -1 WHERE node_id = ?",
+                             "s", node_id)))
+            goto out;
+        rc = store_exec(tx, NULL, err,
+                        "UPDATE nodes SET hostname = ?, cpus = ?, memory_gib = ?, labels = ?,"
+                        " driver_version = ?, source = ?, agent_user_id = ?, state = 'ready',"
+                        " last_heartbeat = ? WHERE id = ?",
+                        "siissssis", jstr(r, "hostname", ""), jint(r, "cpus", 0),
+                        jint(r, "memory_gib", 0), labels, jstr(r, "driver_version", ""),
+                        jstr(r, "source", "nvml"), agent_user_id, now, node_id);
+    } else {
+        rnd_id(node_id);
+        rc = store_exec(tx, NULL, err,
+                        "INSERT INTO nodes (id, name, hostname, cpus, memory_gib, labels,"
+                        " driver_version, source, agent_user_id, registered_at, last_heartbeat)"
+                        " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                        "sssiissssii", node_id, name, jstr(r, "hostname", ""), jint(r, "cpus", 0),
+                        jint(r, "memory_gib", 0), labels, jstr(r, "driver_version", ""),
+                        jstr(r, "source", "nvml"), agent_user_id, now, now);
+    }
+    if (rc) goto out;
+    size_t i, k;
+    json_t *g, *sl;
+    json_array_foreach(json_object_get(r, "gpus"), i, g) {
+        const char *uuid = jstr(g, "uuid", "");
+        json_t *tj = json_object_get(g, "topology");
+        char gid[RND_ID_LEN], *topo = tj ? jx_dump(tj) : strdup("{}");
+        const char *mode = strcmp(jstr(g, "mig_mode", ""), "enabled") == 0 ? "mig" : NULL;
+        /* a declared inventory may start a card in shared mode; ops change it later */
+        const char *first = mode ? mode
+                            : strcmp(jstr(g, "declared_mode", ""), "shared") == 0 ? "shared"
+                                                                                  : NULL;
+        rnd_id(gid);
+        /* a card moved between nodes keeps its record; its mode stays the operator's */
+        rc = store_exec(tx, NULL, err,
+                        "INSERT INTO gpus (id, uuid, node_id, idx, model, memory_mib, pci_bus,"
+                        " numa, compute_cap, mig_capable, mode, topology, updated_at)"
+                        " VALUES (?,?,?,?,?,?,?,?,?,?,COALESCE(?, 'whole'),?,?)"
+                        " ON CONFLICT (uuid) DO UPDATE SET node_id = excluded.node_id,"
+                        " idx = excluded.idx, model = excluded.model,"
+                        " memory_mib = excluded.memory_mib, pci_bus = excluded.pci_bus,"
+                        " numa = excluded.numa, compute_cap = excluded.compute_cap,"
+                        " mig_capable = excluded.mig_capable, topology = excluded.topology,"
+                        " mode = CASE WHEN ? IS NOT NULL THEN 'mig' WHEN gpus.mode = 'mig'"
+                        " THEN 'whole' ELSE gpus.mode END, updated_at = excluded.updated_at",
+                        "sssisisisissis", gid, uuid, node_id, jint(g, "index", (int64_t)i),
+                        jstr(g, "model", ""), jint(g, "memory_mib", 0), jstr(g, "pci_bus", ""),
+                        jint(g, "numa", -1), jstr(g, "compute_cap", ""),
+                        (int64_t)json_is_true(json_object_get(g, "mig_capable")), first, topo,
+                        now, mode);
+        free(topo);
+        if (rc) goto out;
+        rc = store_exec(tx, NULL, err,
+                        "DELETE FROM slices WHERE gpu_id = (SELECT id FROM gpus WHERE uuid = ?)",
+                        "s", uuid);
+        if (rc) goto out;
+        json_array_foreach(json_object_get(g, "slices"), k, sl) {
+            rc = store_exec(tx, NULL, err,
+                            "INSERT INTO slices (uuid, gpu_id, profile, memory_mib, idx)"
+                            " SELECT ?, id, ?, ?, ? FROM gpus WHERE uuid = ?"
+                            " ON CONFLICT (uuid) DO UPDATE SET gpu_id = excluded.gpu_id,"
+                            " profile = excluded.profile, memory_mib = excluded.memory_mib,"
+                            " idx = excluded.idx",
+                            "ssiis", jstr(sl, "uuid", ""), jstr(sl, "profile", ""),
+                            jint(sl, "memory_mib", 0), (int64_t)k, uuid);
+            if (rc) goto out;
+        }
+    }
+    if (*rereg) {
+        /* a card that vanished from the node's report is failed, with the reason */
+        store_stmt *q;
+        if ((rc = store_query(tx, &q, err,
+                              "SELECT uuid, health FROM gpus WHERE node_id = ? AND updated_at = -1",
+                              "s", node_id)))
+            goto out;
+        inv_transition t;
+        char uuids[64][96];
+        char from[64][16];
+        int nm = 0;
+        while ((rc = store_step(q, err)) > 0 && nm < 64) {
+            snprintf(uuids[nm], sizeof uuids[nm], "%s", store_text(q, 0));
+            snprintf(from[nm], sizeof from[nm], "%s", store_text(q, 1));
+            nm++;
+        }
+        store_done(q);
+        if (rc < 0) goto out;
+        for (int m = 0; m < nm; m++) {
+            rc = store_exec(tx, NULL, err,
+                            "UPDATE gpus SET health = 'failed', updated_at = ?,"
+                            " health_cause = 'not reported by the node when it joined again'"
+                            " WHERE uuid = ?",
+                            "is", now, uuids[m]);
+            if (rc) goto out;
+            if (strcmp(from[m], "failed") != 0) {
+                tr_set(&t, name, uuids[m], "health", from[m], "failed",
+                       "not reported by the node when it joined again");
+                if ((rc = record(tx, &t, "system", err))) goto out;
+            }
+        }
+        rc = GP_OK;
+    }
+out:
+    free(labels);
+    return rc;
+}
+
+/* ---- transitions ---- */
+
+static void tr_set(inv_transition *t, const char *node, const char *uuid, const char *kind,
+                   const char *from, const char *to, const char *cause) {
+    memset(t, 0, sizeof *t);
+    snprintf(t->node, sizeof t->node, "%s", node);
+    snprintf(t->gpu_uuid, sizeof t->gpu_uuid, "%s", uuid ? uuid : "");
+    snprintf(t->kind, sizeof t->kind, "%s", kind);
+    snprintf(t->from, sizeof t->from, "%s", from);
+    snprintf(t->to, sizeof t->to, "%s", to);
+    snprintf(t->cause, sizeof t->cause, "%s", cause);
+}
+
+/* Record the transition in the history and, when it is bad news, raise an alarm. */
+static int record(store_tx *tx, const inv_transition *t, const char *actor, gp_err *err) {
+    char id[RND_ID_LEN];
+    int64_t now = gt_now_us();
+    rnd_id(id);
+    int rc = store_exec(tx, NULL, err,
+                        "INSERT INTO health_events (id, at, node, gpu_uuid, kind, from_state,"
+                        " to_state, cause, actor) VALUES (?,?,?,?,?,?,?,?,?)",
+                        "sisssssss", id, now, t->node, t->gpu_uuid, t->kind, t->from, t->to,
+                        t->cause, actor);
+    if (rc) return rc;
+    const char *sev = NULL;
+    if (strcmp(t->to, "failed") == 0 || strcmp(t->to, "unreachable") == 0) sev = "critical";
+    else if (strcmp(t->to, "degraded") == 0) sev = "warning";
+    if (!sev) return GP_OK;
+    char msg[400];
+    if (t->gpu_uuid[0])
+        snprintf(msg, sizeof msg, "GPU %s on node %s is %s: %s", t->gpu_uuid, t->node, t->to,
+                 t->cause);
+    else
+        snprintf(msg, sizeof msg, "node %s is %s: %s", t->node, t->to, t->cause);
+    rnd_id(id);
+    /* tenants whose work holds the GPU see the alarm too; bindings arrive with the scheduler */
+    return store_exec(tx, NULL, err,
+                      "INSERT INTO alarms (id, at, severity, kind, node, gpu_uuid, message)"
+                      " VALUES (?,?,?,?,?,?,?)",
+                      "sisssss", id, now, sev, t->kind, t->node, t->gpu_uuid, msg);
+}
+
+static int push(inv_transition **arr, int *n, const inv_transition *t) {
+    inv_transition *na = realloc(*arr, sizeof *na * (size_t)(*n + 1));
+    if (!na) return -1;
+    na[(*n)++] = *t;
+    *arr = na;
+    return 0;
+}
+
+int inv_heartbeat(store_tx *tx, const char *node, const char *agent_user_id, json_t *hb,
+                  const health_policy *pol, inv_transition **tr, int *ntr, gp_err *err) {
+    store_stmt *s;
+    char nid[RND_ID_LEN], state[16];
+    *tr = NULL;
+    *ntr = 0;
+    int rc = store_query(tx, &s, err, "SELECT id, agent_user_id, state FROM nodes WHERE name = ?",
+                         "s", node);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    int mine = rc > 0 && strcmp(store_text(s, 1), agent_user_id) == 0;
+    if (rc > 0) {
+        snprintf(nid, sizeof nid, "%s", store_text(s, 0));
+        snprintf(state, sizeof state, "%s", store_text(s, 2));
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    if (!mine) return gp_err_set(err, GP_EFORBIDDEN, "an agent acts only for its own node");
+    int64_t now = gt_now_us();
+    inv_transition t;
+    if (strcmp(state, "unreachable") == 0) {
+        tr_set(&t, node, NULL, "node", "unreachable", "ready", "heartbeats resumed");
+        if ((rc = record(tx, &t, "system", err))) goto fail;
+        if (push(tr, ntr, &t)) goto oom;
+    }
+    rc = store_exec(tx, NULL, err,
+                    "UPDATE nodes SET state = 'ready', last_heartbeat = ? WHERE id = ?", "is", now,
+                    nid);
+    if (rc) goto fail;
+    json_t *gpus = json_object_get(hb, "gpus");
+    if (gpus && !json_is_array(gpus)) {
+        rc = gp_err_set(err, GP_EINVALID, "gpus must be an array");
+        goto fail;
+    }
+    size_t i;
+    json_t *g;
+    json_array_foreach(gpus, i, g) {
+        const char *uuid = jstr(g, "uuid", "");
+        gpu_signals now_s, prev_s;
+        if ((rc = health_signals_parse(json_object_get(g, "signals"), &now_s, err))) goto fail;
+        rc = store_query(tx, &s, err,
+                         "SELECT health, signals FROM gpus WHERE uuid = ? AND node_id = ?", "ss",
+                         uuid, nid);
+        if (rc) goto fail;
+        rc = store_step(s, err);
+        if (rc <= 0) {
+            store_done(s);
+            if (rc == 0) rc = gp_err_set(err, GP_EINVALID, "GPU %.90s is not on node %s", uuid, node);
+            goto fail;
+        }
+        int cur = health_parse(store_text(s, 0));
+        json_t *pj = json_loads(store_text(s, 1), 0, NULL);
+        int have_prev = pj && json_object_size(pj) > 0 &&
+                        health_signals_parse(pj, &prev_s, NULL) == GP_OK;
+        json_decref(pj);
+        store_done(s);
+        char cause[200];
+        int next = health_eval(pol, &now_s, have_prev ? &prev_s : NULL, cur, cause, sizeof cause);
+        /* keep the counters, not the one-off Xid list, as the "previous" report */
+        json_t *sj = json_object_get(g, "signals");
+        json_t *keep = sj ? json_deep_copy(sj) : json_object();
+        json_object_del(keep, "xids");
+        char *sig = jx_dump(keep);
+        json_decref(keep);
+        /* a failed card keeps the cause it failed with until an operator resets it */
+        int keep_cause = next == HEALTH_FAILED && cur == HEALTH_FAILED;
+        rc = store_exec(tx, NULL, err,
+                        "UPDATE gpus SET signals = ?, health = ?,"
+                        " health_cause = CASE WHEN ? THEN health_cause ELSE ? END,"
+                        " updated_at = ? WHERE uuid = ?",
+                        "ssisis", sig ? sig : "{}", health_name(next), (int64_t)keep_cause, cause,
+                        now, uuid);
+        free(sig);
+        if (rc) goto fail;
+        if (next != cur) {
+            tr_set(&t, node, uuid, "health", health_name(cur), health_name(next),
+                   next == HEALTH_HEALTHY ? "signals back to normal" : cause);
+            if ((rc = record(tx, &t, "system", err))) goto fail;
+            if (push(tr, ntr, &t)) goto oom;
+        }
+    }
+    return GP_OK;
+oom:
+    rc = gp_err_set(err, GP_ENOMEM, NULL);
+fail:
+    free(*tr);
+    *tr = NULL;
+    *ntr = 0;
+    return rc;
+}
+
+int inv_sweep(store_tx *tx, int64_t timeout_us, inv_transition **tr, int *ntr, gp_err *err) {
+    store_stmt *s;
+    int64_t now = gt_now_us();
+    *tr = NULL;
+    *ntr = 0;
+    int rc = store_query(tx, &s, err,
+                         "SELECT name, last_heartbeat FROM nodes WHERE state = 'ready'"
+                         " AND last_heartbeat < ?",
+                         "i", now - timeout_us);
+    if (rc) return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        inv_transition t;
+        char cause[120];
+        snprintf(cause, sizeof cause, "no heartbeat for %lld s (timeout %lld s)",
+                 (long long)((now - store_int(s, 1)) / 1000000),
+                 (long long)(timeout_us / 1000000));
+        tr_set(&t, store_text(s, 0), NULL, "node", "ready", "unreachable", cause);
+        if (push(tr, ntr, &t)) {
+            rc = gp_err_set(err, GP_ENOMEM, NULL);
+            break;
+        }
+    }
+    store_done(s);
+    for (int i = 0; rc >= 0 && i < *ntr; i++) {
+        rc = store_exec(tx, NULL, err, "UPDATE nodes SET state = 'unreachable' WHERE name = ?",
+                        "s", (*tr)[i].node);
+        if (!rc) rc = record(tx, &(*tr)[i], "system", err);
+    }
+    if (rc < 0) {
+        free(*tr);
+        *tr = NULL;
+        *ntr = 0;
+        return rc;
+    }
+    return GP_OK;
+}
+
+static int admin_state_ok(const char *s) {
+    return s && (strcmp(s, "none") == 0 || strcmp(s, "cordoned") == 0 ||
+                 strcmp(s, "draining") == 0);
+}
+
+static int set_admin(store_tx *tx, const char *table_sql_get, const char *table_sql_set,
+                     const char *key, const char *node_for_event, const char *uuid,
+                     const char *state, const char *actor, inv_transition *tr, gp_err *err) {
+    store_stmt *s;
+    char from[16], node[64];
+    if (!admin_state_ok(state)) return gp_err_set(err, GP_EINVALID, "unknown admin state");
+    int rc = store_query(tx, &s, err, table_sql_get, "s", key);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc > 0) {
+        snprintf(from, sizeof from, "%s", store_text(s, 0));
+        snprintf(node, sizeof node, "%s", node_for_event ? node_for_event : store_text(s, 1));
+    }
+    store_done(s);
+    if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
+    if (rc < 0) return rc;
+    if ((rc = store_exec(tx, NULL, err, table_sql_set, "ss", state, key))) return rc;
+    tr_set(tr, node, uuid, "admin", from, state, "set by an operator");
+    return strcmp(from, state) == 0 ? GP_OK : record(tx, tr, actor, err);
+}
+
+int inv_node_admin(store_tx *tx, const char *node, const char *state, const char *actor,
+                   inv_transition *tr, gp_err *err) {
+    return set_admin(tx, "SELECT admin_state, name FROM nodes WHERE name = ?",
+                     "UPDATE nodes SET admin_state = ? WHERE name = ?", node, node, NULL, state,
+                     actor, tr, err);
+}
+
+int inv_gpu_admin(store_tx *tx, const char *uuid, const char *state, const char *actor,
+                  inv_transition *tr, gp_err *err) {
+    return set_admin(tx,
+                     "SELECT g.admin_state, n.name FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                     " WHERE g.uuid = ?",
+                     "UPDATE gpus SET admin_state = ? WHERE uuid = ?", uuid, NULL, uuid, state,
+                     actor, tr, err);
+}
+
+int inv_gpu_reset(store_tx *tx, const char *uuid, const char *actor, inv_transition *tr,
+                  gp_err *err) {
+    store_stmt *s;
+    char from[16], node[64];
+    int rc = store_query(tx, &s, err,
+                         "SELECT g.health, n.name FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                         " WHERE g.uuid = ?",
+                         "s", uuid);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc > 0) {
+        snprintf(from, sizeof from, "%s", store_text(s, 0));
+        snprintf(node, sizeof node, "%s", store_text(s, 1));
+    }
+    store_done(s);
+    if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
+    if (rc < 0) return rc;
+    rc = store_exec(tx, NULL, err,
+                    "UPDATE gpus SET health = 'healthy', health_cause = '', signals = '{}'"
+                    " WHERE uuid = ?",
+                    "s", uuid);
+    if (rc) return rc;
+    tr_set(tr, node, uuid, "health", from, "healthy", "reset by an operator");
+    return strcmp(from, "healthy") == 0 ? GP_OK : record(tx, tr, actor, err);
+}
+
+int inv_gpu_mode(store_tx *tx, const char *uuid, const char *mode, gp_err *err) {
+    store_stmt *s;
+    if (!mode || (strcmp(mode, "whole") && strcmp(mode, "mig") && strcmp(mode, "shared")))
+        return gp_err_set(err, GP_EINVALID, "mode must be whole, mig or shared");
+    int rc = store_query(tx, &s, err,
+                         "SELECT (SELECT COUNT(*) FROM slices WHERE gpu_id = g.id)"
+                         " FROM gpus g WHERE g.uuid = ?",
+                         "s", uuid);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    int64_t slices = rc > 0 ? store_int(s, 0) : 0;
+    store_done(s);
+    if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
+    if (rc < 0) return rc;
+    if (strcmp(mode, "mig") == 0 && slices == 0)
+        return gp_err_set(err, GP_EINVALID,
+                          "the agent reports no MIG instances on this GPU: enable MIG and create "
+                          "instances on the node first (gpupool never changes MIG itself)");
+    if (strcmp(mode, "mig") != 0 && slices > 0)
+        return gp_err_set(err, GP_EINVALID,
+                          "this GPU has MIG instances; it can only be used in mig mode");
+    return store_exec(tx, NULL, err, "UPDATE gpus SET mode = ? WHERE uuid = ?", "ss", mode, uuid);
+}
+
+int inv_node_pool(store_tx *tx, const char *node, const char *pool, gp_err *err) {
+    int changes = 0;
+    int rc = store_exec(tx, &changes, err, "UPDATE nodes SET pool = ? WHERE name = ?", "ss", pool,
+                        node);
+    if (rc == GP_EINVALID) return gp_err_set(err, rc, "pool '%s' does not exist", pool);
+    if (rc) return rc;
+    return changes ? GP_OK : gp_err_set(err, GP_ENOTFOUND, "not found");
+}
+
+/* ---- views ---- */
+
+static int allocatable(const health_policy *pol, const char *node_state, const char *node_admin,
+                       const char *gpu_admin, const char *health) {
+    return strcmp(node_state, "ready") == 0 && strcmp(node_admin, "none") == 0 &&
+           strcmp(gpu_admin, "none") == 0 && health_allocatable(pol, health_parse(health));
+}
+
+#define GPU_COLS                                                                         \
+    "g.uuid, n.name, g.idx, g.model, g.memory_mib, g.pci_bus, g.numa, g.compute_cap,"    \
+    " g.mode, g.health, g.health_cause, g.admin_state, g.signals, g.topology,"           \
+    " g.updated_at, n.state, n.admin_state, g.id, g.mig_capable"
+
+static json_t *gpu_json(store_tx *tx, store_stmt *s, const health_policy *pol) {
+    json_t *sig = json_loads(store_text(s, 12), 0, NULL);
+    json_t *topo = json_loads(store_text(s, 13), 0, NULL);
+    json_t *o = json_pack(
+        "{s:s,s:s,s:I,s:s,s:f,s:I,s:s,s:I,s:s,s:s,s:s,s:s,s:s,s:b,s:b,s:o,s:o,s:o}", "uuid",
+        store_text(s, 0), "node", store_text(s, 1), "index", (json_int_t)store_int(s, 2), "model",
+        store_text(s, 3), "memory_gib", (double)store_int(s, 4) / 1024.0, "memory_mib",
+        (json_int_t)store_int(s, 4), "pci_bus", store_text(s, 5), "numa",
+        (json_int_t)store_int(s, 6), "compute_cap", store_text(s, 7), "mode", store_text(s, 8),
+        "health", store_text(s, 9), "health_cause", store_text(s, 10), "admin_state",
+        store_text(s, 11), "mig_capable", (int)store_int(s, 18), "allocatable",
+        allocatable(pol, store_text(s, 15), store_text(s, 16), store_text(s, 11),
+                    store_text(s, 9)),
+        "signals", sig ? sig : json_object(), "topology", topo ? topo : json_object(),
+        "updated_at", time_json(store_int(s, 14)));
+    /* MIG slices */
+    store_stmt *q;
+    gp_err err = GP_ERR_INIT;
+    json_t *slices = json_array();
+    if (store_query(tx, &q, &err,
+                    "SELECT uuid, profile, memory_mib FROM slices WHERE gpu_id = ? ORDER BY idx",
+                    "s", store_text(s, 17)) == GP_OK) {
+        while (store_step(q, &err) > 0)
+            json_array_append_new(slices, json_pack("{s:s,s:s,s:I}", "uuid", store_text(q, 0),
+                                                    "profile", store_text(q, 1), "memory_mib",
+                                                    (json_int_t)store_int(q, 2)));
+        store_done(q);
+    }
+    json_object_set_new(o, "slices", slices);
+    return o;
+}
+
+static int name_in(json_t *names, const char *n) {
+    size_t i;
+    json_t *v;
+    if (!names) return 1;
+    json_array_foreach(names, i, v) if (json_is_string(v) &&
+                                        strcmp(json_string_value(v), n) == 0) return 1;
+    return 0;
+}
+
+int inv_gpu_list(store_tx *tx, const health_policy *pol, json_t *nodes, const char *node,
+                 const char *health, json_t **items, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT " GPU_COLS " FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                         " WHERE (? IS NULL OR n.name = ?) AND (? IS NULL OR g.health = ?)"
+                         " ORDER BY n.name, g.idx",
+                         "ssss", node, node, health, health);
+    if (rc) return rc;
+    json_t *arr = json_array();
+    while ((rc = store_step(s, err)) > 0)
+        if (name_in(nodes, store_text(s, 1))) json_array_append_new(arr, gpu_json(tx, s, pol));
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *items = arr;
+    return GP_OK;
+}
+
+int inv_gpu_get(store_tx *tx, const health_policy *pol, const char *uuid, json_t **out,
+                gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT " GPU_COLS " FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                         " WHERE g.uuid = ?",
+                         "s", uuid);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc > 0) *out = gpu_json(tx, s, pol);
+    store_done(s);
+    if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
+    return rc < 0 ? rc : GP_OK;
+}
+
+int inv_node_exists(store_tx *tx, const char *name) {
+    store_stmt *s;
+    gp_err err = GP_ERR_INIT;
+    if (store_query(tx, &s, &err, "SELECT COUNT(*) FROM nodes WHERE name = ?", "s", name))
+        return -1;
+    int rc = store_step(s, &err);
+    int n = rc > 0 ? (int)store_int(s, 0) : -1;
+    store_done(s);
+    return n > 0 ? 1 : n;
+}
+
+int inv_gpu_node(store_tx *tx, const char *uuid, char node[64], gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT n.name FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                         " WHERE g.uuid = ?",
+                         "s", uuid);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc > 0) snprintf(node, 64, "%s", store_text(s, 0));
+    store_done(s);
+    if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
+    return rc < 0 ? rc : GP_OK;
+}
+
+#define NODE_COLS                                                                       \
+    "n.name, n.hostname, n.cpus, n.memory_gib, n.labels, n.pool, n.driver_version,"     \
+    " n.source, n.state, n.admin_state, n.registered_at, n.last_heartbeat,"             \
+    " (SELECT COUNT(*) FROM gpus g WHERE g.node_id = n.id)"
+
+static json_t *node_json(store_stmt *s) {
+    json_t *labels = json_loads(store_text(s, 4), 0, NULL);
+    return json_pack("{s:s,s:s,s:I,s:I,s:o,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:I}", "name",
+                     store_text(s, 0), "hostname", store_text(s, 1), "cpus",
+                     (json_int_t)store_int(s, 2), "memory_gib", (json_int_t)store_int(s, 3),
+                     "labels", labels ? labels : json_object(), "pool", store_text(s, 5),
+                     "driver_version", store_text(s, 6), "source", store_text(s, 7), "state",
+                     store_text(s, 8), "admin_state", store_text(s, 9), "registered_at",
+                     time_json(store_int(s, 10)), "last_heartbeat", time_json(store_int(s, 11)),
+                     "gpu_count", (json_int_t)store_int(s, 12));
+}
+
+int inv_node_list(store_tx *tx, const health_policy *pol, json_t *nodes, json_t **items,
+                  gp_err *err) {
+    (void)pol;
+    store_stmt *s;
+    int rc = store_query(tx, &s, err, "SELECT " NODE_COLS " FROM nodes n ORDER BY n.name", "");
+    if (rc) return rc;
+    json_t *arr = json_array();
+    while ((rc = store_step(s, err)) > 0)
+        if (name_in(nodes, store_text(s, 0))) json_array_append_new(arr, node_json(s));
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *items = arr;
+    return GP_OK;
+}
+
+int inv_node_get(store_tx *tx, const health_policy *pol, const char *name, json_t **out,
+                 gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err, "SELECT " NODE_COLS " FROM nodes n WHERE n.name = ?", "s",
+                         name);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    json_t *o = rc > 0 ? node_json(s) : NULL;
+    store_done(s);
+    if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
+    if (rc < 0) return rc;
+    json_t *gpus;
+    if ((rc = inv_gpu_list(tx, pol, NULL, name, NULL, &gpus, err))) {
+        json_decref(o);
+        return rc;
+    }
+    json_object_set_new(o, "gpus", gpus);
+    *out = o;
+    return GP_OK;
+}
+
+int inv_history(store_tx *tx, const char *node, const char *uuid, json_t **items, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT at, node, gpu_uuid, kind, from_state, to_state, cause, actor"
+                         " FROM health_events WHERE (? IS NULL OR node = ?)"
+                         " AND (? IS NULL OR gpu_uuid = ?) ORDER BY at DESC, id LIMIT 1000",
+                         "ssss", node, node, uuid, uuid);
+    if (rc) return rc;
+    json_t *arr = json_array();
+    while ((rc = store_step(s, err)) > 0)
+        json_array_append_new(
+            arr, json_pack("{s:o,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "at", time_json(store_int(s, 0)),
+                           "node", store_text(s, 1), "gpu", store_text(s, 2), "kind",
+                           store_text(s, 3), "from", store_text(s, 4), "to", store_text(s, 5),
+                           "cause", store_text(s, 6), "actor", store_text(s, 7)));
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *items = arr;
+    return GP_OK;
+}
+
+int inv_alarm_list(store_tx *tx, const char *tenant, json_t **items, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT id, at, severity, kind, node, gpu_uuid, message, tenants,"
+                         " COALESCE(acked_by, ''), COALESCE(acked_at, 0) FROM alarms"
+                         " ORDER BY at DESC, id LIMIT 1000",
+                         "");
+    if (rc) return rc;
+    json_t *arr = json_array();
+    while ((rc = store_step(s, err)) > 0) {
+        json_t *tenants = json_loads(store_text(s, 7), 0, NULL);
+        if (!tenants) tenants = json_array();
+        if (tenant && !name_in(tenants, tenant)) {
+            json_decref(tenants);
+            continue;
+        }
+        json_t *o = json_pack("{s:s,s:o,s:s,s:s,s:s,s:s,s:s}", "id", store_text(s, 0), "at",
+                              time_json(store_int(s, 1)), "severity", store_text(s, 2), "kind",
+                              store_text(s, 3), "node", store_text(s, 4), "gpu", store_text(s, 5),
+                              "message", store_text(s, 6));
+        /* tenants only see that it concerns them, not which other tenants it concerns */
+        if (!tenant) json_object_set_new(o, "tenants", tenants);
+        else json_decref(tenants);
+        if (store_int(s, 9)) {
+            json_object_set_new(o, "acked_by", json_string(store_text(s, 8)));
+            json_object_set_new(o, "acked_at", time_json(store_int(s, 9)));
+        }
+        json_array_append_new(arr, o);
+    }
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *items = arr;
+    return GP_OK;
+}
+
+int inv_alarm_ack(store_tx *tx, const char *id, const char *actor, gp_err *err) {
+    int changes = 0;
+    int rc = store_exec(tx, &changes, err,
+                        "UPDATE alarms SET acked_by = ?, acked_at = ? WHERE id = ?"
+                        " AND acked_at IS NULL",
+                        "sis", actor, gt_now_us(), id);
+    if (rc || changes) return rc;
+    store_stmt *s;
+    if ((rc = store_query(tx, &s, err, "SELECT COUNT(*) FROM alarms WHERE id = ?", "s", id)))
+        return rc;
+    rc = store_step(s, err);
+    int64_t exists = rc > 0 ? store_int(s, 0) : 0;
+    store_done(s);
+    if (rc < 0) return rc;
+    return exists ? gp_err_set(err, GP_ECONFLICT, "alarm already acknowledged")
+                  : gp_err_set(err, GP_ENOTFOUND, "alarm not found");
+}
+
+int inv_health_policy_load(store_tx *tx, health_policy *out, gp_err *err) {
+    store_stmt *s;
+    health_policy_default(out);
+    int rc = store_query(tx, &s, err,
+                         "SELECT value FROM security_policy WHERE key = 'health_policy'", "");
+    if (rc) return rc;
+    rc = store_step(s, err);
+    json_t *j = rc > 0 && store_text(s, 0)[0] ? json_loads(store_text(s, 0), 0, NULL) : NULL;
+    store_done(s);
+    if (rc < 0) {
+        json_decref(j);
+        return rc;
+    }
+    if (j) {
+        health_policy p;
+        if (health_policy_parse(j, &p, NULL) == GP_OK) *out = p;
+        json_decref(j);
+    }
+    return GP_OK;
+}
+
+int inv_health_policy_save(store_tx *tx, const health_policy *p, gp_err *err) {
+    json_t *j = health_policy_json(p);
+    char *text = jx_dump(j);
+    json_decref(j);
+    int rc = store_exec(tx, NULL, err,
+                        "INSERT INTO security_policy (key, value) VALUES ('health_policy', ?)"
+                        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        "s", text ? text : "{}");
+    free(text);
+    return rc;
+}

@@ -1,0 +1,168 @@
+/*
+ * inventory.h - nodes, GPUs and MIG slices, join tokens, health transitions
+ * and alarms: the store side of the GPU inventory.
+ *
+ * An agent joins with a join token (made by an ops-engineer, expiring,
+ * revocable) and receives its own credential: a service account
+ * "agent-<node>" that may act only for that node.  Every heartbeat carries
+ * the node's GPUs with their health signals; inv_heartbeat() updates them and
+ * evaluates the health policy (health.h), returning the transitions so the
+ * caller can audit them.  Transitions are also kept in health_events (the
+ * history) and raise alarms.  Nothing here authorises: handlers do.
+ *
+ * Allocatable = node ready and not cordoned/draining, GPU not cordoned/
+ * draining, GPU health allowed by the policy (default: healthy only).
+ */
+#ifndef GP_INVENTORY_H
+#define GP_INVENTORY_H
+
+#include "../core/err.h"
+#include "../core/rand.h"
+#include "../store/store.h"
+#include "health.h"
+
+#include <jansson.h>
+#include <stdint.h>
+
+#define INV_JOIN_PREFIX "gpj_"
+
+/* ---- join tokens ---- */
+
+int inv_join_create(store_tx *tx, const char *created_by_id, int64_t ttl_s,
+                    char token[RND_SECRET_LEN], char id[RND_ID_LEN], gp_err *err);
+/* Check a join token (exists, live) and count its use. GP_EUNAUTH otherwise. */
+int inv_join_use(store_tx *tx, const char *token, gp_err *err);
+int inv_join_list(store_tx *tx, json_t **items, gp_err *err);
+int inv_join_revoke(store_tx *tx, const char *id, gp_err *err);
+
+/* ---- nodes and GPUs ---- */
+
+/*
+ * Register (or re-register) a node from the agent's report
+ * {"name","hostname","cpus","memory_gib","labels":{},"driver_version","source",
+ *  "gpus":[{"uuid","index","model","memory_mib","pci_bus","numa","compute_cap",
+ *           "mig_capable","mig_mode","slices":[{"uuid","profile","memory_mib"}],
+ *           "topology":{…}}]}.
+ * Creates the node's agent account when new. OUT: node id, agent user id,
+ * *reregistered.
+ */
+int inv_node_register(store_tx *tx, json_t *report, char node_id[RND_ID_LEN],
+                      char agent_user_id[RND_ID_LEN], int *reregistered, gp_err *err);
+
+/* A health (or reachability, or admin) transition, for audit. */
+typedef struct inv_transition {
+    char node[64];
+    char gpu_uuid[96];
+    char kind[8]; /* "health" | "node" | "admin" */
+    char from[16], to[16];
+    char cause[200];
+} inv_transition;
+
+/*
+ * Apply a heartbeat of node `node_id` (whose agent is `agent_user_id`):
+ * {"gpus":[{"uuid", "signals":{…}}]}.  GP_EFORBIDDEN if the caller is not
+ * that node's agent.  OUT: transitions (heap array, free()), *ntr.
+ */
+int inv_heartbeat(store_tx *tx, const char *node_name, const char *agent_user_id, json_t *hb,
+                  const health_policy *pol, inv_transition **tr, int *ntr, gp_err *err);
+
+/* Mark nodes unreachable whose last heartbeat is older than `timeout_us`. OUT: transitions. */
+int inv_sweep(store_tx *tx, int64_t timeout_us, inv_transition **tr, int *ntr, gp_err *err);
+
+/* Set a node's or GPU's admin state ("none"|"cordoned"|"draining"). OUT: the transition. */
+int inv_node_admin(store_tx *tx, const char *node, const char *state, const char *actor,
+                   inv_transition *tr, gp_err *err);
+int inv_gpu_admin(store_tx *tx, const char *uuid, const char *state, const char *actor,
+                  inv_transition *tr, gp_err *err);
+
+/* Operator reset of a failed/degraded GPU's health to healthy. */
+int inv_gpu_reset(store_tx *tx, const char *uuid, const char *actor, inv_transition *tr,
+                  gp_err *err);
+
+/* Set a GPU's mode ("whole"|"mig"|"shared"); mig needs reported slices. */
+int inv_gpu_mode(store_tx *tx, const char *uuid, const char *mode, gp_err *err);
+
+/* Set a node's pool. */
+int inv_node_pool(store_tx *tx, const char *node, const char *pool, gp_err *err);
+
+/* Lists and views. `nodes` (JSON array of names) limits to those nodes when non-NULL. */
+int inv_node_list(store_tx *tx, const health_policy *pol, json_t *nodes, json_t **items,
+                  gp_err *err);
+int inv_node_get(store_tx *tx, const health_policy *pol, const char *name, json_t **out,
+                 gp_err *err);
+/* Filters: node name, health (NULL: any). */
+int inv_gpu_list(store_tx *tx, const health_policy *pol, json_t *nodes, const char *node,
+                 const char *health, json_t **items, gp_err *err);
+int inv_gpu_get(store_tx *tx, const health_policy *pol, const char *uuid, json_t **out,
+                gp_err *err);
+/* 1 if node `name` exists, 0 if not, < 0 on a store error. */
+int inv_node_exists(store_tx *tx, const char *name);
+
+/* Name of the node holding GPU `uuid`. */
+int inv_gpu_node(store_tx *tx, const char *uuid, char node[64], gp_err *err);
+/* Transition history of a GPU or a node, newest first. */
+int inv_history(store_tx *tx, const char *node, const char *uuid, json_t **items, gp_err *err);
+
+/* ---- alarms ---- */
+
+/* Alarms, newest first; `tenant` non-NULL: only those naming that tenant. */
+int inv_alarm_list(store_tx *tx, const char *tenant, json_t **items, gp_err *err);
+int inv_alarm_ack(store_tx *tx, const char *id, const char *actor, gp_err *err);
+
+/* ---- resource classes and pools (catalog.c) ---- */
+
+/* A class's GPU form: whole cards, a MIG profile, or a shared slice. */
+typedef struct inv_form {
+    enum { FORM_WHOLE, FORM_MIG, FORM_SHARED } kind;
+    char profile[24];  /* FORM_MIG: "3g.40gb" */
+    int memory_gib;    /* FORM_SHARED: memory per slice */
+    int percent;       /* FORM_SHARED: compute share per slice */
+} inv_form;
+
+/* Parse "whole" | "mig:3g.40gb" | "shared:12/25" (pure). */
+int inv_form_parse(const char *s, inv_form *out, gp_err *err);
+
+/*
+ * Does a GPU model name (as reported: "NVIDIA A100-SXM4-80GB") satisfy a
+ * class's model ("A100-80GB")?  Case-insensitive; every '-' separated token
+ * of the class model must appear, in order, in the reported name (pure).
+ */
+int inv_model_matches(const char *class_model, const char *gpu_model);
+
+/* MIG profiles a known model offers (NULL-terminated), or NULL if the model is unknown (pure). */
+const char *const *inv_model_mig_profiles(const char *model, int *memory_gib);
+
+/*
+ * Create a class from {"name","form","gpus","cpus","memory_gib","gpu_models",
+ * "min_driver","min_compute_cap","topology","pool"}.  Rejects, with the
+ * reason, a class that no GPU could ever satisfy (per the known model table
+ * and the GPUs registered so far).
+ */
+int inv_class_create(store_tx *tx, json_t *spec, gp_err *err);
+int inv_class_delete(store_tx *tx, const char *name, gp_err *err);
+/* Classes with capacity: total and free units on allocatable GPUs (free = total - bound). */
+int inv_class_list(store_tx *tx, const health_policy *pol, const char *only, json_t **items,
+                   gp_err *err);
+
+/* Pools: {"name","description","tenants":[names],"project_classes":[…]} ([] = everyone). */
+int inv_pool_put(store_tx *tx, const char *name, json_t *spec, int create, gp_err *err);
+int inv_pool_delete(store_tx *tx, const char *name, gp_err *err);
+int inv_pool_list(store_tx *tx, const char *only, json_t **items, gp_err *err);
+
+/* ---- work orders (workorder.c) ---- */
+
+/* Open a work order {"node","gpu","title","description","assignee"}. OUT: id ("wo-N"). */
+int inv_wo_create(store_tx *tx, json_t *spec, const char *created_by, char id[32], gp_err *err);
+/* Change {"state","assignee","title","description"}; `state_only` refuses other fields. */
+int inv_wo_update(store_tx *tx, const char *id, json_t *changes, int state_only, gp_err *err);
+int inv_wo_comment(store_tx *tx, const char *id, const char *author, const char *body,
+                   gp_err *err);
+/* Work orders, newest first; when `ids`/`assignee` given, only those listed or assigned. */
+int inv_wo_list(store_tx *tx, json_t *ids, const char *assignee, json_t **items, gp_err *err);
+int inv_wo_get(store_tx *tx, const char *id, json_t **out, gp_err *err);
+
+/* ---- the health policy (kept in security_policy under "health_policy") ---- */
+int inv_health_policy_load(store_tx *tx, health_policy *out, gp_err *err);
+int inv_health_policy_save(store_tx *tx, const health_policy *p, gp_err *err);
+
+#endif

@@ -1,0 +1,194 @@
+/*
+ * test_health.c - the health policy (pure): every signal's verdict, sticky
+ * failures, ignored Xids, policy parsing; and the catalog's pure helpers
+ * (class forms, model matching, MIG profile tables).
+ */
+#include "testutil.h"
+
+#include "../../src/inventory/health.h"
+#include "../../src/inventory/inventory.h"
+
+static int eval(const health_policy *p, const gpu_signals *s, const gpu_signals *prev, int cur,
+                char *cause) {
+    return health_eval(p, s, prev, cur, cause, 200);
+}
+
+static void verdicts(void **state) {
+    (void)state;
+    health_policy p;
+    gpu_signals s, prev;
+    char cause[200];
+    health_policy_default(&p);
+    memset(&s, 0, sizeof s);
+    s.temperature_c = 40;
+    s.slowdown_c = 90;
+    assert_int_equal(eval(&p, &s, NULL, HEALTH_HEALTHY, cause), HEALTH_HEALTHY);
+    assert_string_equal(cause, "");
+    /* failures */
+    gpu_signals f = s;
+    f.lost = 1;
+    assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_FAILED);
+    assert_non_null(strstr(cause, "unavailable"));
+    f = s;
+    f.xids[f.nxids++] = 79;
+    assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_FAILED);
+    assert_non_null(strstr(cause, "Xid 79"));
+    f = s;
+    f.ecc_volatile_dbe = 2;
+    assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_FAILED);
+    assert_non_null(strstr(cause, "double-bit"));
+    f = s;
+    f.remap_failure = 1;
+    assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_FAILED);
+    /* degradations */
+    gpu_signals d = s;
+    d.remap_pending = 1;
+    assert_int_equal(eval(&p, &d, NULL, HEALTH_HEALTHY, cause), HEALTH_DEGRADED);
+    assert_non_null(strstr(cause, "remap"));
+    d = s;
+    d.retired_pages_pending = 1;
+    assert_int_equal(eval(&p, &d, NULL, HEALTH_HEALTHY, cause), HEALTH_DEGRADED);
+    d = s;
+    d.xids[d.nxids++] = 9999; /* unknown Xid */
+    assert_int_equal(eval(&p, &d, NULL, HEALTH_HEALTHY, cause), HEALTH_DEGRADED);
+    d = s;
+    d.temperature_c = 90;
+    assert_int_equal(eval(&p, &d, NULL, HEALTH_HEALTHY, cause), HEALTH_DEGRADED);
+    assert_non_null(strstr(cause, "slowdown"));
+    d.slowdown_c = 0; /* unknown threshold: no verdict from temperature */
+    assert_int_equal(eval(&p, &d, NULL, HEALTH_HEALTHY, cause), HEALTH_HEALTHY);
+    prev = s;
+    prev.ecc_aggregate_sbe = 1000;
+    d = s;
+    d.ecc_aggregate_sbe = 1099;
+    assert_int_equal(eval(&p, &d, &prev, HEALTH_HEALTHY, cause), HEALTH_HEALTHY);
+    d.ecc_aggregate_sbe = 1100;
+    assert_int_equal(eval(&p, &d, &prev, HEALTH_HEALTHY, cause), HEALTH_DEGRADED);
+    assert_int_equal(eval(&p, &d, NULL, HEALTH_HEALTHY, cause), HEALTH_HEALTHY); /* no baseline */
+    /* application Xids are ignored */
+    static const int app[] = {13, 31, 43, 45, 68};
+    for (size_t i = 0; i < sizeof app / sizeof app[0]; i++) {
+        gpu_signals a = s;
+        a.xids[a.nxids++] = app[i];
+        assert_int_equal(eval(&p, &a, NULL, HEALTH_HEALTHY, cause), HEALTH_HEALTHY);
+    }
+    /* failed is sticky; degraded is not */
+    assert_int_equal(eval(&p, &s, NULL, HEALTH_FAILED, cause), HEALTH_FAILED);
+    assert_int_equal(eval(&p, &s, NULL, HEALTH_DEGRADED, cause), HEALTH_HEALTHY);
+    /* the most serious cause wins */
+    gpu_signals both = s;
+    both.remap_pending = 1;
+    both.ecc_volatile_dbe = 1;
+    assert_int_equal(eval(&p, &both, NULL, HEALTH_HEALTHY, cause), HEALTH_FAILED);
+    /* allocatable */
+    assert_true(health_allocatable(&p, HEALTH_HEALTHY));
+    assert_false(health_allocatable(&p, HEALTH_DEGRADED));
+    assert_false(health_allocatable(&p, HEALTH_FAILED));
+}
+
+static void policy_parse(void **state) {
+    (void)state;
+    health_policy p;
+    gp_err err = GP_ERR_INIT;
+    json_t *j = json_loads("{\"fatal_xids\":[1,2],\"ignored_xids\":[3],\"corrected_ecc_rise\":5,"
+                           "\"temperature_margin_c\":5,\"allocatable\":[\"healthy\",\"degraded\"]}",
+                           0, NULL);
+    assert_int_equal(health_policy_parse(j, &p, &err), GP_OK);
+    json_decref(j);
+    assert_int_equal(p.nfatal, 2);
+    assert_true(health_allocatable(&p, HEALTH_DEGRADED));
+    /* round trip */
+    j = health_policy_json(&p);
+    health_policy q;
+    assert_int_equal(health_policy_parse(j, &q, &err), GP_OK);
+    json_decref(j);
+    assert_int_equal(q.corrected_ecc_rise, 5);
+    assert_int_equal(q.temperature_margin_c, 5);
+    /* a custom fatal Xid now fails the card; margin moves the temperature line */
+    gpu_signals s;
+    char cause[200];
+    memset(&s, 0, sizeof s);
+    s.xids[s.nxids++] = 2;
+    assert_int_equal(health_eval(&q, &s, NULL, HEALTH_HEALTHY, cause, sizeof cause),
+                     HEALTH_FAILED);
+    memset(&s, 0, sizeof s);
+    s.temperature_c = 85;
+    s.slowdown_c = 90;
+    assert_int_equal(health_eval(&q, &s, NULL, HEALTH_HEALTHY, cause, sizeof cause),
+                     HEALTH_DEGRADED);
+    static const char *const bad[] = {
+        "[]", "{\"fatal_xids\":\"x\"}", "{\"fatal_xids\":[1],\"ignored_xids\":[1]}",
+        "{\"allocatable\":[\"failed\"]}", "{\"corrected_ecc_rise\":0}", "{\"nope\":1}",
+        "{\"temperature_margin_c\":99}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        j = json_loads(bad[i], 0, NULL);
+        assert_int_equal(health_policy_parse(j, &p, &err), GP_EINVALID);
+        json_decref(j);
+    }
+}
+
+static void signals_parse(void **state) {
+    (void)state;
+    gpu_signals s;
+    gp_err err = GP_ERR_INIT;
+    json_t *j = json_loads("{\"ecc\":{\"volatile_uncorrected\":2,\"aggregate_corrected\":7},"
+                           "\"remapped_rows\":{\"pending\":true},\"xids\":[79,43],"
+                           "\"temperature_c\":50,\"slowdown_c\":88,\"lost\":false}",
+                           0, NULL);
+    assert_int_equal(health_signals_parse(j, &s, &err), GP_OK);
+    json_decref(j);
+    assert_int_equal(s.ecc_volatile_dbe, 2);
+    assert_int_equal(s.ecc_aggregate_sbe, 7);
+    assert_true(s.remap_pending);
+    assert_int_equal(s.nxids, 2);
+    assert_int_equal(s.xids[0], 79);
+    assert_int_equal(s.slowdown_c, 88);
+    j = json_loads("{\"xids\":[\"x\"]}", 0, NULL);
+    assert_int_equal(health_signals_parse(j, &s, &err), GP_EINVALID);
+    json_decref(j);
+    assert_int_equal(health_signals_parse(NULL, &s, &err), GP_OK);
+}
+
+static void forms_and_models(void **state) {
+    (void)state;
+    inv_form f;
+    gp_err err = GP_ERR_INIT;
+    assert_int_equal(inv_form_parse("whole", &f, &err), GP_OK);
+    assert_int_equal(f.kind, FORM_WHOLE);
+    assert_int_equal(inv_form_parse("mig:3g.40gb", &f, &err), GP_OK);
+    assert_string_equal(f.profile, "3g.40gb");
+    assert_int_equal(inv_form_parse("shared:12/25", &f, &err), GP_OK);
+    assert_int_equal(f.memory_gib, 12);
+    assert_int_equal(f.percent, 25);
+    static const char *const bad[] = {"", "mig:", "mig:9g.40gb", "mig:3g.40", "shared:12",
+                                      "shared:0/25", "shared:12/0", "shared:12/101",
+                                      "shared:12/25x", "half"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(inv_form_parse(bad[i], &f, &err), GP_EINVALID);
+    assert_true(inv_model_matches("A100-80GB", "NVIDIA A100-SXM4-80GB"));
+    assert_true(inv_model_matches("A100-80GB", "A100-80GB"));
+    assert_true(inv_model_matches("h100-80gb", "NVIDIA H100 80GB HBM3"));
+    assert_false(inv_model_matches("A100-80GB", "NVIDIA A100-SXM4-40GB"));
+    assert_false(inv_model_matches("A100", "NVIDIA A1000"));
+    assert_false(inv_model_matches("80GB-A100", "NVIDIA A100-SXM4-80GB")); /* order matters */
+    int mem = 0;
+    const char *const *p = inv_model_mig_profiles("H200-141GB", &mem);
+    assert_non_null(p);
+    assert_int_equal(mem, 141);
+    assert_string_equal(p[3], "3g.71gb");
+    p = inv_model_mig_profiles("NVIDIA L40S", &mem);
+    assert_non_null(p);
+    assert_null(p[0]); /* known, no MIG */
+    assert_null(inv_model_mig_profiles("Z9000", NULL));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(verdicts),
+        cmocka_unit_test(policy_parse),
+        cmocka_unit_test(signals_parse),
+        cmocka_unit_test(forms_and_models),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,337 @@
+/*
+ * test_nvml.c - src/agent/nvml.c against tests/fake_nvml (a fake libnvidia-ml).
+ *
+ * ctest passes the fake library's path in FAKE_NVML_PATH (and, optionally, a
+ * build exporting only the required symbols in FAKE_NVML_MIN_PATH).  Faults
+ * are injected through the FAKE_NVML_* variables the fake reads at each call
+ * (see tests/fake_nvml/fake_nvml.c); every test starts with them unset.
+ */
+#include "testutil.h"
+
+#include "../../src/agent/nvml.h"
+#include "../../src/core/err.h"
+
+#define GIB (1024ULL * 1024ULL * 1024ULL)
+
+static const char *fake_path(void) {
+    const char *p = getenv("FAKE_NVML_PATH");
+    if (!p || !*p) fail_msg("FAKE_NVML_PATH is not set (ctest sets it to the fake_nvml library)");
+    return p;
+}
+
+static int clear_faults(void **state) {
+    (void)state;
+    unsetenv("FAKE_NVML_ABSENT");
+    unsetenv("FAKE_NVML_LOST");
+    unsetenv("FAKE_NVML_DBE");
+    unsetenv("FAKE_NVML_XID");
+    unsetenv("GPUPOOL_NVML_LIBRARY");
+    return 0;
+}
+
+/* Open the fake and discover; the caller frees *gpus and closes the handle. */
+static nvml *open_discover(nvml_gpu **gpus, int *n, char driver[80]) {
+    gp_err err = GP_ERR_INIT;
+    nvml *h = NULL;
+    int rc = nvml_open(fake_path(), &h, &err);
+    if (rc) fail_msg("nvml_open: %s", err.msg);
+    assert_non_null(h);
+    rc = nvml_discover(h, gpus, n, driver, &err);
+    if (rc) fail_msg("nvml_discover: %s", err.msg);
+    return h;
+}
+
+static void discover_identity(void **state) {
+    (void)state;
+    nvml_gpu *g = NULL;
+    int n = 0;
+    char driver[80];
+    nvml *h = open_discover(&g, &n, driver);
+    assert_int_equal(n, 2);
+    assert_string_equal(driver, "550.54.15");
+
+    assert_int_equal(g[0].index, 0);
+    assert_string_equal(g[0].name, "NVIDIA A100-SXM4-80GB");
+    assert_string_equal(g[0].uuid, "GPU-fake-0000");
+    assert_true(g[0].memory_bytes == 80 * GIB);
+    assert_string_equal(g[0].pci_bus, "00000000:07:00.0");
+    assert_int_equal(g[0].numa, 0);
+    assert_string_equal(g[0].compute_cap, "8.0");
+    assert_int_equal(g[0].mig_capable, 1);
+    assert_int_equal(g[0].mig_enabled, 0);
+    assert_int_equal(g[0].nslices, 0);
+    assert_int_equal(g[0].lost, 0);
+
+    assert_int_equal(g[1].index, 1);
+    assert_string_equal(g[1].name, "NVIDIA H100 80GB HBM3");
+    assert_string_equal(g[1].uuid, "GPU-fake-0001");
+    assert_true(g[1].memory_bytes == 80 * GIB);
+    assert_string_equal(g[1].pci_bus, "00000000:87:00.0");
+    assert_int_equal(g[1].numa, 1);
+    assert_string_equal(g[1].compute_cap, "9.0");
+    assert_int_equal(g[1].mig_capable, 1);
+    assert_int_equal(g[1].mig_enabled, 1);
+    assert_int_equal(g[1].lost, 0);
+
+    /* MIG layout, profiles parsed from "NVIDIA H100 80GB HBM3 MIG 3g.40gb" */
+    assert_int_equal(g[1].nslices, 2);
+    assert_string_equal(g[1].slices[0].uuid, "MIG-fake-0001-0");
+    assert_string_equal(g[1].slices[0].profile, "3g.40gb");
+    assert_true(g[1].slices[0].memory_bytes == 40 * GIB);
+    assert_string_equal(g[1].slices[1].uuid, "MIG-fake-0001-1");
+    assert_string_equal(g[1].slices[1].profile, "1g.10gb");
+    assert_true(g[1].slices[1].memory_bytes == 10 * GIB);
+
+    /* topology: level 10 between the two, -1 for self and for absent GPUs */
+    assert_int_equal(g[0].topology[0], -1);
+    assert_int_equal(g[0].topology[1], 10);
+    assert_int_equal(g[1].topology[0], 10);
+    assert_int_equal(g[1].topology[1], -1);
+    for (int j = 2; j < NVML_MAX_GPUS; j++) {
+        assert_int_equal(g[0].topology[j], -1);
+        assert_int_equal(g[1].topology[j], -1);
+    }
+
+    /* health fields start unknown until nvml_health() */
+    assert_int_equal(g[0].temperature_c, -1);
+    assert_int_equal(g[0].slowdown_c, 0);
+    assert_true(g[0].ecc_volatile_uncorrected == -1);
+
+    free(g);
+    /* a second discovery on the same handle replaces the event set (no leak) */
+    g = NULL;
+    gp_err err = GP_ERR_INIT;
+    assert_int_equal(nvml_discover(h, &g, &n, NULL, &err), GP_OK);
+    assert_int_equal(n, 2);
+    free(g);
+    nvml_close(h);
+}
+
+static void health_baseline(void **state) {
+    (void)state;
+    nvml_gpu *g = NULL;
+    int n = 0;
+    char driver[80];
+    gp_err err = GP_ERR_INIT;
+    nvml *h = open_discover(&g, &n, driver);
+    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(g[i].temperature_c, 45);
+        assert_int_equal(g[i].slowdown_c, 90);
+        assert_true(g[i].ecc_volatile_corrected == 0);
+        assert_true(g[i].ecc_volatile_uncorrected == 0);
+        assert_true(g[i].ecc_aggregate_corrected == 0);
+        assert_true(g[i].ecc_aggregate_uncorrected == 0);
+        assert_true(g[i].remapped_correctable == 0);
+        assert_true(g[i].remapped_uncorrectable == 0);
+        assert_int_equal(g[i].remap_pending, 0);
+        assert_int_equal(g[i].remap_failure, 0);
+        assert_int_equal(g[i].nxids, 0);
+        assert_int_equal(g[i].lost, 0);
+    }
+    /* supported on GPU 0; "not supported" on the MIG-enabled GPU 1 degrades to -1 */
+    assert_int_equal(g[0].util_gpu, 12);
+    assert_int_equal(g[0].util_memory, 3);
+    assert_int_equal(g[1].util_gpu, -1);
+    assert_int_equal(g[1].util_memory, -1);
+    assert_true(g[0].retired_pages_pending == 0);
+    assert_true(g[1].retired_pages_pending == -1);
+    /* identity is left alone */
+    assert_string_equal(g[1].uuid, "GPU-fake-0001");
+    assert_int_equal(g[1].nslices, 2);
+    free(g);
+    nvml_close(h);
+}
+
+static void health_xid_once(void **state) {
+    (void)state;
+    nvml_gpu *g = NULL;
+    int n = 0;
+    char driver[80];
+    gp_err err = GP_ERR_INIT;
+    nvml *h = open_discover(&g, &n, driver);
+    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    assert_int_equal(g[1].nxids, 0);
+
+    setenv("FAKE_NVML_XID", "79", 1);
+    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    assert_int_equal(g[0].nxids, 0);
+    assert_int_equal(g[1].nxids, 1);
+    assert_int_equal(g[1].xids[0], 79);
+    assert_int_equal(g[1].lost, 0); /* an Xid is a signal, not a lost card */
+
+    /* drained: the next refresh reports nothing new */
+    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    assert_int_equal(g[0].nxids, 0);
+    assert_int_equal(g[1].nxids, 0);
+    free(g);
+    nvml_close(h);
+}
+
+static void health_dbe(void **state) {
+    (void)state;
+    nvml_gpu *g = NULL;
+    int n = 0;
+    char driver[80];
+    gp_err err = GP_ERR_INIT;
+    nvml *h = open_discover(&g, &n, driver);
+    setenv("FAKE_NVML_DBE", "3", 1);
+    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    assert_true(g[0].ecc_volatile_uncorrected == 3);
+    assert_true(g[0].ecc_volatile_corrected == 0);
+    assert_true(g[1].ecc_volatile_uncorrected == 0);
+    unsetenv("FAKE_NVML_DBE");
+    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    assert_true(g[0].ecc_volatile_uncorrected == 0);
+    free(g);
+    nvml_close(h);
+}
+
+static void health_lost(void **state) {
+    (void)state;
+    nvml_gpu *g = NULL;
+    int n = 0;
+    char driver[80];
+    gp_err err = GP_ERR_INIT;
+    nvml *h = open_discover(&g, &n, driver);
+    setenv("FAKE_NVML_LOST", "1", 1);
+    assert_int_equal(nvml_health(h, g, n, &err), GP_OK); /* one lost card never fails the call */
+    assert_int_equal(g[0].lost, 1);
+    assert_int_equal(g[0].temperature_c, -1);
+    assert_int_equal(g[1].lost, 0);
+    assert_int_equal(g[1].temperature_c, 45);
+    unsetenv("FAKE_NVML_LOST");
+    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    assert_int_equal(g[0].lost, 0);
+    assert_int_equal(g[0].temperature_c, 45);
+    free(g);
+    nvml_close(h);
+}
+
+static void discover_lost(void **state) {
+    (void)state;
+    setenv("FAKE_NVML_LOST", "1", 1);
+    nvml_gpu *g = NULL;
+    int n = 0;
+    char driver[80];
+    nvml *h = open_discover(&g, &n, driver);
+    assert_int_equal(n, 2); /* still listed, so the agent can report it */
+    assert_int_equal(g[0].lost, 1);
+    assert_string_equal(g[0].uuid, "");
+    assert_int_equal(g[0].topology[1], -1);
+    assert_int_equal(g[1].lost, 0);
+    assert_string_equal(g[1].uuid, "GPU-fake-0001");
+    free(g);
+    nvml_close(h);
+}
+
+static void open_missing_library(void **state) {
+    (void)state;
+    gp_err err = GP_ERR_INIT;
+    nvml *h = (nvml *)&err; /* must be reset to NULL */
+    const char *path = "/nonexistent/gpupool/libnvidia-ml.so.1";
+    assert_int_equal(nvml_open(path, &h, &err), GP_EUNSUPPORTED);
+    assert_null(h);
+    assert_int_equal(err.code, GP_EUNSUPPORTED);
+    assert_non_null(strstr(err.msg, "NVML not available: no NVIDIA driver on this machine"));
+    assert_non_null(strstr(err.msg, path));
+
+    /* $GPUPOOL_NVML_LIBRARY names the library when no path is given */
+    setenv("GPUPOOL_NVML_LIBRARY", "/nonexistent/other-nvml.so", 1);
+    assert_int_equal(nvml_open(NULL, &h, &err), GP_EUNSUPPORTED);
+    assert_non_null(strstr(err.msg, "/nonexistent/other-nvml.so"));
+}
+
+static void open_from_environment(void **state) {
+    (void)state;
+    gp_err err = GP_ERR_INIT;
+    nvml *h = NULL;
+    setenv("GPUPOOL_NVML_LIBRARY", fake_path(), 1);
+    assert_int_equal(nvml_open(NULL, &h, &err), GP_OK);
+    nvml_gpu *g = NULL;
+    int n = 0;
+    assert_int_equal(nvml_discover(h, &g, &n, NULL, &err), GP_OK);
+    assert_int_equal(n, 2);
+    free(g);
+    nvml_close(h);
+}
+
+static void open_driver_absent(void **state) {
+    (void)state;
+    gp_err err = GP_ERR_INIT;
+    nvml *h = NULL;
+    setenv("FAKE_NVML_ABSENT", "1", 1);
+    assert_int_equal(nvml_open(fake_path(), &h, &err), GP_EUNSUPPORTED);
+    assert_null(h);
+    assert_non_null(strstr(err.msg, "NVIDIA driver is not loaded"));
+    assert_non_null(strstr(err.msg, "nvmlInit_v2"));
+    assert_non_null(strstr(err.msg, "Driver Not Loaded"));
+}
+
+static void bad_arguments(void **state) {
+    (void)state;
+    gp_err err = GP_ERR_INIT;
+    nvml_close(NULL);
+    assert_int_equal(nvml_open(fake_path(), NULL, &err), GP_EINVALID);
+    nvml_gpu *g = NULL;
+    int n = 0;
+    assert_int_equal(nvml_discover(NULL, &g, &n, NULL, &err), GP_EINVALID);
+    nvml *h = open_discover(&g, &n, NULL);
+    assert_int_equal(nvml_discover(h, NULL, &n, NULL, &err), GP_EINVALID);
+    assert_int_equal(nvml_health(h, NULL, 2, &err), GP_EINVALID);
+    assert_int_equal(nvml_health(h, g, -1, &err), GP_EINVALID);
+    assert_int_equal(nvml_health(h, g, 0, &err), GP_OK);
+    free(g);
+    nvml_close(h);
+}
+
+/* A library exporting only the required symbols: everything optional degrades. */
+static void minimal_library(void **state) {
+    (void)state;
+    const char *p = getenv("FAKE_NVML_MIN_PATH");
+    if (!p || !*p) skip();
+    gp_err err = GP_ERR_INIT;
+    nvml *h = NULL;
+    assert_int_equal(nvml_open(p, &h, &err), GP_OK);
+    nvml_gpu *g = NULL;
+    int n = 0;
+    char driver[80] = "x";
+    assert_int_equal(nvml_discover(h, &g, &n, driver, &err), GP_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(driver, "");
+    assert_string_equal(g[0].uuid, "");
+    assert_string_equal(g[0].compute_cap, "");
+    assert_int_equal(g[0].numa, -1);
+    assert_int_equal(g[1].mig_capable, 0);
+    assert_int_equal(g[1].nslices, 0);
+    assert_int_equal(g[0].topology[1], -1);
+    setenv("FAKE_NVML_XID", "48", 1);
+    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    assert_true(g[0].ecc_volatile_uncorrected == -1);
+    assert_true(g[0].remapped_correctable == -1);
+    assert_true(g[0].retired_pages_pending == -1);
+    assert_int_equal(g[0].temperature_c, -1);
+    assert_int_equal(g[0].slowdown_c, 0);
+    assert_int_equal(g[0].util_gpu, -1);
+    assert_int_equal(g[1].nxids, 0);
+    assert_int_equal(g[0].lost, 0);
+    free(g);
+    nvml_close(h);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(discover_identity, clear_faults),
+        cmocka_unit_test_setup(health_baseline, clear_faults),
+        cmocka_unit_test_setup(health_xid_once, clear_faults),
+        cmocka_unit_test_setup(health_dbe, clear_faults),
+        cmocka_unit_test_setup(health_lost, clear_faults),
+        cmocka_unit_test_setup(discover_lost, clear_faults),
+        cmocka_unit_test_setup(open_missing_library, clear_faults),
+        cmocka_unit_test_setup(open_from_environment, clear_faults),
+        cmocka_unit_test_setup(open_driver_absent, clear_faults),
+        cmocka_unit_test_setup(bad_arguments, clear_faults),
+        cmocka_unit_test_setup(minimal_library, clear_faults),
+    };
+    return cmocka_run_group_tests_name("nvml", tests, NULL, NULL);
+}
