@@ -39,6 +39,7 @@ typedef struct anode {
     char *token;       /* credential (heap) or NULL */
     json_t *overrides; /* simulated: index -> signal overrides (owned) */
     json_t *pending_xids; /* simulated: index -> [xids] to send next */
+    int reported;      /* the server has this run's hardware report */
 } anode;
 
 typedef struct agent {
@@ -302,6 +303,7 @@ static int join(agent *a, anode *nd) {
     }
     free(nd->token);
     nd->token = strdup(tok);
+    nd->reported = 1; /* joining carried the report */
     json_decref(resp);
     if (write_token(a->cfg->state_dir, nd->name, nd->token) != 0)
         log_kv(LOG_WARN, "cannot store the node credential", "node", nd->name, (char *)NULL);
@@ -330,12 +332,21 @@ static int heartbeat(agent *a, anode *nd) {
         }
     }
     json_t *body = json_pack("{s:s,s:o}", "node", nd->name, "gpus", gpus);
+    if (!nd->reported) json_object_set(body, "report", nd->report);
     int rc = httpc_json(a->cfg->server, "/api/v1/agent/heartbeat", "POST", nd->token, body, 30,
                         &status, &resp, &err);
     json_decref(body);
     if (rc) {
         log_kv(LOG_WARN, "heartbeat failed", "node", nd->name, "detail", err.msg, (char *)NULL);
         return -1;
+    }
+    if (status != 200) {
+        const char *msg =
+            json_string_value(json_object_get(json_object_get(resp, "error"), "message"));
+        char st[16];
+        snprintf(st, sizeof st, "%ld", status);
+        log_kv(LOG_WARN, "heartbeat refused", "node", nd->name, "status", st, "detail",
+               msg ? msg : "-", (char *)NULL);
     }
     json_decref(resp);
     if (status == 401 || status == 404) {
@@ -346,6 +357,7 @@ static int heartbeat(agent *a, anode *nd) {
         return -1;
     }
     if (status != 200) return -1;
+    nd->reported = 1;
     /* Xids are events: sent once */
     json_object_clear(nd->pending_xids);
     return 0;

@@ -219,7 +219,11 @@ void h_agent_heartbeat(api_req *r) {
         json_decref(body);
         return;
     }
-    int rc = inv_heartbeat(tx, node, r->who->user_id, body, &pol, &tr, &ntr, &err);
+    /* an agent that (re)starts sends its hardware once with the first heartbeat */
+    json_t *report = json_object_get(body, "report");
+    int rc = report ? inv_node_report(tx, node, r->who->user_id, report, &err) : GP_OK;
+    if (!rc) rc = inv_heartbeat(tx, node, r->who->user_id, body, &pol, &tr, &ntr, &err);
+    else tr = NULL, ntr = 0;
     json_decref(body);
     if (rc == GP_EFORBIDDEN) {
         store_rollback(tx);

@@ -51,8 +51,10 @@ static int inject(int argc, char **argv, const char *state_dir) {
         char *end = NULL;
         long long v = optarg ? strtoll(optarg, &end, 10) : 0;
         if (optarg && c != 'S' && c != 'n' && c != 'g' && (!*optarg || *end || v < 0)) {
-            rc = cli_error(CLI_USAGE, "agent inject: %s needs a non-negative number",
-                           argv[optind - 1]);
+            const char *opt = c == 'x' ? "--xid" : c == 'd' ? "--dbe" : c == 's' ? "--sbe"
+                              : c == 'r' ? "--retired-pending" : "--temperature";
+            rc = cli_error(CLI_USAGE, "agent inject: %s needs a non-negative number, got '%s'",
+                           opt, optarg);
             goto out;
         }
         switch (c) {
@@ -128,8 +130,10 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
         case 'I':
             v = strtol(optarg, &end, 10);
             if (!*optarg || *end || v < 1 || v > (c == 's' ? 1000 : 3600))
-                return cli_error(CLI_USAGE, "agent: %s must be a positive number%s",
-                                 argv[optind - 1], c == 's' ? " (at most 1000)" : "");
+                return cli_error(CLI_USAGE, "agent: %s must be a positive number (at most %d), "
+                                            "got '%s'",
+                                 c == 's' ? "--simulate" : "--interval", c == 's' ? 1000 : 3600,
+                                 optarg);
             if (c == 's') cfg.simulate = (int)v;
             else cfg.interval_s = (int)v;
             break;

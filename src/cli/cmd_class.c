@@ -54,7 +54,8 @@ static int c_create(cli_ctx *ctx, int argc, char **argv) {
         char *end;
         long long v = strtoll(optarg, &end, 10);
         if (!*optarg || *end) {
-            rc = cli_error(CLI_USAGE, "class create: %s must be a number", argv[optind - 1]);
+            rc = cli_error(CLI_USAGE, "class create: %s must be a number, got '%s'",
+                           c == 'c' ? "--cpus" : c == 'M' ? "--memory" : "--gpus", optarg);
             goto out;
         }
         json_object_set_new(body, c == 'c' ? "cpus" : c == 'M' ? "memory_gib" : "gpus",

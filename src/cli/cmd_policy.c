@@ -45,7 +45,9 @@ static int p_set(cli_ctx *ctx, int argc, char **argv) {
         char *end;
         long long v = strtoll(optarg, &end, 10);
         if (!*optarg || *end) {
-            rc = cli_error(CLI_USAGE, "policy set: %s must be a number of seconds", argv[optind - 1]);
+            rc = cli_error(CLI_USAGE, "policy set: %s must be a number of seconds, got '%s'",
+                           c == 'l' ? "--login-ttl" : c == 'm' ? "--max-token-ttl" : "--approval-ttl",
+                           optarg);
             goto out;
         }
         json_object_set_new(body, keys[c == 'l' ? 0 : c == 'm' ? 1 : 2], json_integer(v));

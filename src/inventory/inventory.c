@@ -166,59 +166,19 @@ static int agent_account(store_tx *tx, const char *node, char uid[RND_ID_LEN], g
                       "ssi", uid, uname, gt_now_us());
 }
 
-int inv_node_register(store_tx *tx, json_t *r, char node_id[RND_ID_LEN],
-                      char agent_user_id[RND_ID_LEN], int *rereg, gp_err *err) {
-    int rc = check_report(r, err);
-    if (rc) return rc;
-    const char *name = jstr(r, "name", "");
-    int64_t now = gt_now_us();
-    json_t *lj = json_object_get(r, "labels");
-    char *labels = lj ? jx_dump(lj) : strdup("{}");
-    if ((rc = agent_account(tx, name, agent_user_id, err))) goto out;
+/*
+ * Upsert the report's GPUs and MIG slices for node `node_id`; with
+ * `mark_stale`, cards of the node missing from the report become failed.
+ */
+static int apply_gpus(store_tx *tx, json_t *r, const char *node_id, const char *name, int64_t now,
+                      int mark_stale, gp_err *err) {
+    int rc = GP_OK;
     store_stmt *s;
-    if ((rc = store_query(tx, &s, err, "SELECT id FROM nodes WHERE name = ?", "s", name))) goto out;
-    rc = store_step(s, err);
-    *rereg = rc > 0;
-    if (rc > 0) snprintf(node_id, RND_ID_LEN, "%s", store_text(s, 0));
-    store_done(s);
-    if (rc < 0) goto out;
-    if (*rereg) {
-        /* taking over a node's identity is only for a node whose agent is gone */
-        if ((rc = store_query(tx, &s, err, "SELECT state FROM nodes WHERE id = ?", "s", node_id)))
-            goto out;
-        rc = store_step(s, err);
-        int alive = rc > 0 && strcmp(store_text(s, 0), "ready") == 0;
-        store_done(s);
-        if (rc < 0) goto out;
-        if (alive) {
-            rc = gp_err_set(err, GP_ECONFLICT,
-                            "node %s is registered and its agent is alive; stop that agent (the "
-                            "node turns unreachable) before joining again",
-                            name);
-            goto out;
-        }
-        /* cards not reported this time are marked below */
-        if ((rc = store_exec(tx, NULL, err, "UPDATE gpus SET updated_at = -1 WHERE node_id = ?",
-                             "s", node_id)))
-            goto out;
-        rc = store_exec(tx, NULL, err,
-                        "UPDATE nodes SET hostname = ?, cpus = ?, memory_gib = ?, labels = ?,"
-                        " driver_version = ?, source = ?, agent_user_id = ?, state = 'ready',"
-                        " last_heartbeat = ? WHERE id = ?",
-                        "siissssis", jstr(r, "hostname", ""), jint(r, "cpus", 0),
-                        jint(r, "memory_gib", 0), labels, jstr(r, "driver_version", ""),
-                        jstr(r, "source", "nvml"), agent_user_id, now, node_id);
-    } else {
-        rnd_id(node_id);
-        rc = store_exec(tx, NULL, err,
-                        "INSERT INTO nodes (id, name, hostname, cpus, memory_gib, labels,"
-                        " driver_version, source, agent_user_id, registered_at, last_heartbeat)"
-                        " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                        "sssiissssii", node_id, name, jstr(r, "hostname", ""), jint(r, "cpus", 0),
-                        jint(r, "memory_gib", 0), labels, jstr(r, "driver_version", ""),
-                        jstr(r, "source", "nvml"), agent_user_id, now, now);
-    }
-    if (rc) goto out;
+    (void)s;
+    if (mark_stale &&
+        (rc = store_exec(tx, NULL, err, "UPDATE gpus SET updated_at = -1 WHERE node_id = ?", "s",
+                         node_id)))
+        return rc;
     size_t i, k;
     json_t *g, *sl;
     json_array_foreach(json_object_get(r, "gpus"), i, g) {
@@ -266,7 +226,7 @@ int inv_node_register(store_tx *tx, json_t *r, char node_id[RND_ID_LEN],
             if (rc) goto out;
         }
     }
-    if (*rereg) {
+    if (mark_stale) {
         /* a card that vanished from the node's report is failed, with the reason */
         store_stmt *q;
         if ((rc = store_query(tx, &q, err,
@@ -300,8 +260,92 @@ int inv_node_register(store_tx *tx, json_t *r, char node_id[RND_ID_LEN],
         rc = GP_OK;
     }
 out:
+    return rc;
+}
+
+int inv_node_register(store_tx *tx, json_t *r, char node_id[RND_ID_LEN],
+                      char agent_user_id[RND_ID_LEN], int *rereg, gp_err *err) {
+    int rc = check_report(r, err);
+    if (rc) return rc;
+    const char *name = jstr(r, "name", "");
+    int64_t now = gt_now_us();
+    json_t *lj = json_object_get(r, "labels");
+    char *labels = lj ? jx_dump(lj) : strdup("{}");
+    if ((rc = agent_account(tx, name, agent_user_id, err))) goto out;
+    store_stmt *s;
+    if ((rc = store_query(tx, &s, err, "SELECT id FROM nodes WHERE name = ?", "s", name))) goto out;
+    rc = store_step(s, err);
+    *rereg = rc > 0;
+    if (rc > 0) snprintf(node_id, RND_ID_LEN, "%s", store_text(s, 0));
+    store_done(s);
+    if (rc < 0) goto out;
+    if (*rereg) {
+        /* taking over a node's identity is only for a node whose agent is gone */
+        if ((rc = store_query(tx, &s, err, "SELECT state FROM nodes WHERE id = ?", "s", node_id)))
+            goto out;
+        rc = store_step(s, err);
+        int alive = rc > 0 && strcmp(store_text(s, 0), "ready") == 0;
+        store_done(s);
+        if (rc < 0) goto out;
+        if (alive) {
+            rc = gp_err_set(err, GP_ECONFLICT,
+                            "node %s is registered and its agent is alive; stop that agent (the "
+                            "node turns unreachable) before joining again",
+                            name);
+            goto out;
+        }
+        rc = store_exec(tx, NULL, err,
+                        "UPDATE nodes SET hostname = ?, cpus = ?, memory_gib = ?, labels = ?,"
+                        " driver_version = ?, source = ?, agent_user_id = ?, state = 'ready',"
+                        " last_heartbeat = ? WHERE id = ?",
+                        "siissssis", jstr(r, "hostname", ""), jint(r, "cpus", 0),
+                        jint(r, "memory_gib", 0), labels, jstr(r, "driver_version", ""),
+                        jstr(r, "source", "nvml"), agent_user_id, now, node_id);
+    } else {
+        rnd_id(node_id);
+        rc = store_exec(tx, NULL, err,
+                        "INSERT INTO nodes (id, name, hostname, cpus, memory_gib, labels,"
+                        " driver_version, source, agent_user_id, registered_at, last_heartbeat)"
+                        " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                        "sssiissssii", node_id, name, jstr(r, "hostname", ""), jint(r, "cpus", 0),
+                        jint(r, "memory_gib", 0), labels, jstr(r, "driver_version", ""),
+                        jstr(r, "source", "nvml"), agent_user_id, now, now);
+    }
+    if (rc) goto out;
+    rc = apply_gpus(tx, r, node_id, name, now, *rereg, err);
+out:
     free(labels);
     return rc;
+}
+
+int inv_node_report(store_tx *tx, const char *node, const char *agent_user_id, json_t *r,
+                    gp_err *err) {
+    store_stmt *s;
+    char nid[RND_ID_LEN];
+    int rc = check_report(r, err);
+    if (rc) return rc;
+    if (strcmp(jstr(r, "name", ""), node) != 0)
+        return gp_err_set(err, GP_EINVALID, "the report names another node");
+    if ((rc = store_query(tx, &s, err, "SELECT id, agent_user_id FROM nodes WHERE name = ?", "s",
+                          node)))
+        return rc;
+    rc = store_step(s, err);
+    int mine = rc > 0 && strcmp(store_text(s, 1), agent_user_id) == 0;
+    if (rc > 0) snprintf(nid, sizeof nid, "%s", store_text(s, 0));
+    store_done(s);
+    if (rc < 0) return rc;
+    if (!mine) return gp_err_set(err, GP_EFORBIDDEN, "an agent acts only for its own node");
+    json_t *lj = json_object_get(r, "labels");
+    char *labels = lj ? jx_dump(lj) : strdup("{}");
+    int64_t now = gt_now_us();
+    rc = store_exec(tx, NULL, err,
+                    "UPDATE nodes SET hostname = ?, cpus = ?, memory_gib = ?, labels = ?,"
+                    " driver_version = ?, source = ? WHERE id = ?",
+                    "siissss", jstr(r, "hostname", ""), jint(r, "cpus", 0),
+                    jint(r, "memory_gib", 0), labels, jstr(r, "driver_version", ""),
+                    jstr(r, "source", "nvml"), nid);
+    free(labels);
+    return rc ? rc : apply_gpus(tx, r, nid, node, now, 1, err);
 }
 
 /* ---- transitions ---- */

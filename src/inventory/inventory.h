@@ -49,6 +49,14 @@ int inv_join_revoke(store_tx *tx, const char *id, gp_err *err);
 int inv_node_register(store_tx *tx, json_t *report, char node_id[RND_ID_LEN],
                       char agent_user_id[RND_ID_LEN], int *reregistered, gp_err *err);
 
+/*
+ * An agent (already joined) re-reports its node's hardware, e.g. after a
+ * restart: GPUs and slices are updated, cards no longer reported become
+ * failed.  GP_EFORBIDDEN unless `agent_user_id` is that node's agent.
+ */
+int inv_node_report(store_tx *tx, const char *node, const char *agent_user_id, json_t *report,
+                    gp_err *err);
+
 /* A health (or reachability, or admin) transition, for audit. */
 typedef struct inv_transition {
     char node[64];

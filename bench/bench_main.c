@@ -1,0 +1,45 @@
+/*
+ * bench_main.c - gpupool-bench: the benchmarks' one binary, a table of
+ * subcommands (like gpupool's noun table).  Each subcommand lives in its own
+ * bench/<name>.c exporting `int bench_<name>(int argc, char **argv)` (argv[0]
+ * is the subcommand's name) that returns the process exit status.
+ *
+ * To add one: write bench/<name>.c, declare it below, add a row to
+ * bench_cmds[], and add the file to the gpupool-bench target in CMakeLists.txt.
+ */
+#include <stdio.h>
+#include <string.h>
+
+/* Subcommands (defined in bench/<name>.c). */
+int bench_openb(int argc, char **argv);
+
+typedef struct bench_cmd {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *help;
+} bench_cmd;
+
+static const bench_cmd bench_cmds[] = {
+    {"openb", bench_openb,
+     "replay the Alibaba openb GPU-sharing trace (FGD paper protocol) under packing policies"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: gpupool-bench <command> [options]   (gpupool-bench <command> --help)\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < sizeof bench_cmds / sizeof bench_cmds[0]; i++)
+        fprintf(f, "  %-10s %s\n", bench_cmds[i].name, bench_cmds[i].help);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof bench_cmds / sizeof bench_cmds[0]; i++)
+        if (strcmp(argv[1], bench_cmds[i].name) == 0) return bench_cmds[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "gpupool-bench: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

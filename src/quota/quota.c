@@ -1,0 +1,164 @@
+/*
+ * quota.c - ceilings: parsing, comparison, storage (see quota.h).
+ */
+#include "quota.h"
+
+#include "../core/gtime.h"
+#include "../core/jsonx.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const dim_names[QD__N] = {"gpus", "gpu_memory_gib", "cpus", "memory_gib",
+                                             "concurrent_jobs", "card_hours_month"};
+
+const char *quota_dim_name(int d) { return d >= 0 && d < QD__N ? dim_names[d] : "?"; }
+
+void quota_unlimited(quota_set *q) {
+    memset(q, 0, sizeof *q);
+    for (int d = 0; d < QD__N; d++) q->v[d] = QUOTA_NONE;
+}
+
+int64_t quota_class_limit(const quota_set *q, const char *name) {
+    for (int i = 0; i < q->nclass; i++)
+        if (strcmp(q->class_name[i], name) == 0) return q->class_units[i];
+    return QUOTA_NONE;
+}
+
+/* GPUs and card-hours are kept in thousandths. */
+static int scaled(int d) { return d == QD_GPU_MILLI || d == QD_CARD_HOURS; }
+
+int quota_parse(json_t *j, quota_set *out, gp_err *err) {
+    static const char *const fields[] = {"gpus", "gpu_memory_gib", "cpus", "memory_gib",
+                                         "concurrent_jobs", "card_hours_month", "class_gpus",
+                                         NULL};
+    quota_set q;
+    quota_unlimited(&q);
+    if (!json_is_object(j)) return gp_err_set(err, GP_EINVALID, "quota must be an object");
+    int rc = jx_only_fields(j, fields, err);
+    if (rc) return rc;
+    for (int d = 0; d < QD__N; d++) {
+        json_t *v = json_object_get(j, dim_names[d]);
+        if (!v || json_is_null(v)) continue;
+        if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1e12 ||
+            (!scaled(d) && !json_is_integer(v)))
+            return gp_err_set(err, GP_EINVALID, "%s must be a non-negative %s (or null: no "
+                                                "ceiling)",
+                              dim_names[d], scaled(d) ? "number" : "integer");
+        double x = json_number_value(v);
+        q.v[d] = scaled(d) ? (int64_t)llround(x * 1000.0) : (int64_t)x;
+    }
+    json_t *cg = json_object_get(j, "class_gpus");
+    if (cg && !json_is_null(cg)) {
+        const char *k;
+        json_t *v;
+        if (!json_is_object(cg) || json_object_size(cg) > QUOTA_MAX_CLASSES)
+            return gp_err_set(err, GP_EINVALID, "class_gpus must map at most %d class names to "
+                                                "unit ceilings",
+                              QUOTA_MAX_CLASSES);
+        json_object_foreach(cg, k, v) {
+            if (strlen(k) >= 64 || !json_is_integer(v) || json_integer_value(v) < 0)
+                return gp_err_set(err, GP_EINVALID, "class_gpus: '%.40s' needs a non-negative "
+                                                    "integer",
+                                  k);
+            snprintf(q.class_name[q.nclass], 64, "%s", k);
+            q.class_units[q.nclass++] = json_integer_value(v);
+        }
+    }
+    *out = q;
+    return GP_OK;
+}
+
+json_t *quota_json(const quota_set *q) {
+    json_t *o = json_object(), *cg = json_object();
+    for (int d = 0; d < QD__N; d++) {
+        json_t *v;
+        if (q->v[d] == QUOTA_NONE) v = json_null();
+        else if (scaled(d)) v = json_real((double)q->v[d] / 1000.0);
+        else v = json_integer(q->v[d]);
+        json_object_set_new(o, dim_names[d], v);
+    }
+    for (int i = 0; i < q->nclass; i++)
+        json_object_set_new(cg, q->class_name[i], json_integer(q->class_units[i]));
+    json_object_set_new(o, "class_gpus", cg);
+    return o;
+}
+
+static void fmt(int d, int64_t v, char *buf, size_t n) {
+    if (v == QUOTA_NONE) snprintf(buf, n, "none");
+    else if (scaled(d)) snprintf(buf, n, "%g", (double)v / 1000.0);
+    else snprintf(buf, n, "%lld", (long long)v);
+}
+
+int quota_within(const quota_set *p, const quota_set *t, gp_err *err) {
+    char a[32], b[32];
+    for (int d = 0; d < QD__N; d++) {
+        if (t->v[d] == QUOTA_NONE) continue;
+        if (p->v[d] == QUOTA_NONE || p->v[d] > t->v[d]) {
+            fmt(d, p->v[d], a, sizeof a);
+            fmt(d, t->v[d], b, sizeof b);
+            return gp_err_set(err, GP_EINVALID,
+                              "project %s ceiling %s exceeds the tenant's %s", dim_names[d], a, b);
+        }
+    }
+    for (int i = 0; i < t->nclass; i++) {
+        int64_t pl = quota_class_limit(p, t->class_name[i]);
+        if (pl == QUOTA_NONE || pl > t->class_units[i])
+            return gp_err_set(err, GP_EINVALID,
+                              "project class_gpus(%s) ceiling exceeds the tenant's %lld",
+                              t->class_name[i], (long long)t->class_units[i]);
+    }
+    return GP_OK;
+}
+
+static int raised(int64_t cur, int64_t next) {
+    if (cur == QUOTA_NONE) return 0;
+    return next == QUOTA_NONE || next > cur;
+}
+
+int quota_raises(const quota_set *cur, const quota_set *next) {
+    for (int d = 0; d < QD__N; d++)
+        if (raised(cur->v[d], next->v[d])) return 1;
+    for (int i = 0; i < cur->nclass; i++)
+        if (raised(cur->class_units[i], quota_class_limit(next, cur->class_name[i]))) return 1;
+    return 0;
+}
+
+int quota_load(store_tx *tx, const char *tenant_id, const char *project_id, quota_set *out,
+               gp_err *err) {
+    store_stmt *s;
+    quota_unlimited(out);
+    int rc = store_query(tx, &s, err,
+                         "SELECT spec FROM quotas WHERE tenant_id = ? AND project_id = ?", "ss",
+                         tenant_id, project_id ? project_id : "");
+    if (rc) return rc;
+    rc = store_step(s, err);
+    json_t *j = rc > 0 ? json_loads(store_text(s, 0), 0, NULL) : NULL;
+    store_done(s);
+    if (rc < 0) {
+        json_decref(j);
+        return rc;
+    }
+    if (j) {
+        rc = quota_parse(j, out, err);
+        json_decref(j);
+    }
+    return rc < 0 ? rc : GP_OK;
+}
+
+int quota_save(store_tx *tx, const char *tenant_id, const char *project_id, const quota_set *q,
+               gp_err *err) {
+    json_t *j = quota_json(q);
+    char *text = jx_dump(j);
+    json_decref(j);
+    int rc = store_exec(tx, NULL, err,
+                        "INSERT INTO quotas (tenant_id, project_id, spec, updated_at)"
+                        " VALUES (?,?,?,?) ON CONFLICT (tenant_id, project_id) DO UPDATE SET"
+                        " spec = excluded.spec, updated_at = excluded.updated_at",
+                        "sssi", tenant_id, project_id ? project_id : "", text ? text : "{}",
+                        gt_now_us());
+    free(text);
+    return rc;
+}

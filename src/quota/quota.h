@@ -1,0 +1,68 @@
+/*
+ * quota.h - hard ceilings and the admission arithmetic (pure), plus their
+ * storage.
+ *
+ * Dimensions: GPU-equivalents (milli: a whole card 1000, a MIG slice its
+ * share of the card's 7 compute slices, a shared slice the larger of its
+ * memory and compute share), GPU memory (GiB), CPUs, memory (GiB),
+ * concurrent jobs, card-hours this calendar month (milli-hours), and units
+ * per resource class.  QUOTA_NONE (-1) means no ceiling.  A tenant's ceiling
+ * bounds the sum of its projects; a project's ceiling may not exceed its
+ * tenant's.  Admission reserves the job's demand against both.
+ */
+#ifndef GP_QUOTA_H
+#define GP_QUOTA_H
+
+#include "../core/err.h"
+#include "../store/store.h"
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define QUOTA_NONE (-1)
+
+enum { QD_GPU_MILLI, QD_GPU_MEM, QD_CPUS, QD_MEM, QD_JOBS, QD_CARD_HOURS, QD__N };
+
+/* Name of a dimension as it appears in reasons ("gpus", "gpu_memory_gib", ...). */
+const char *quota_dim_name(int d);
+
+#define QUOTA_MAX_CLASSES 32
+
+typedef struct quota_set {
+    int64_t v[QD__N];                        /* ceilings; QUOTA_NONE = none */
+    int nclass;
+    char class_name[QUOTA_MAX_CLASSES][64];  /* per-class unit ceilings */
+    int64_t class_units[QUOTA_MAX_CLASSES];
+} quota_set;
+
+/* No ceiling anywhere. */
+void quota_unlimited(quota_set *q);
+
+/* Ceiling for class `name` (QUOTA_NONE when not set). */
+int64_t quota_class_limit(const quota_set *q, const char *name);
+
+/*
+ * Parse the API shape {"gpus","gpu_memory_gib","cpus","memory_gib",
+ * "concurrent_jobs","card_hours_month","class_gpus":{"name":n}} (null or
+ * absent = no ceiling; gpus and card_hours may be fractional).
+ */
+int quota_parse(json_t *j, quota_set *out, gp_err *err);
+json_t *quota_json(const quota_set *q);
+
+/*
+ * Would `proposed` (a project's ceilings) exceed `tenant`'s?  GP_EINVALID
+ * naming the first dimension that does.
+ */
+int quota_within(const quota_set *proposed, const quota_set *tenant, gp_err *err);
+
+/* 1 if `next` raises any ceiling of `cur` (a lifted or higher limit). */
+int quota_raises(const quota_set *cur, const quota_set *next);
+
+/* Store: ceilings of a tenant (project_id NULL) or project; unlimited when none stored. */
+int quota_load(store_tx *tx, const char *tenant_id, const char *project_id, quota_set *out,
+               gp_err *err);
+int quota_save(store_tx *tx, const char *tenant_id, const char *project_id, const quota_set *q,
+               gp_err *err);
+
+#endif

@@ -1,0 +1,216 @@
+/*
+ * pack.h - where one GPU request goes so that the cluster stays least
+ * fragmented (pure, deterministic; no I/O, no globals, no locks).
+ *
+ * The model.  A node (pack_node) has CPU in milli-CPUs, memory in MiB and up
+ * to PACK_MAX_GPUS GPUs; each GPU has a model id (< PACK_MAX_MODELS) and a
+ * free capacity in milli-GPUs (0..PACK_MILLI).  A task (pack_task) needs
+ * cpu_milli and memory_mib on one node plus exactly one of:
+ *   - nothing (CPU-only):          num_gpu == 0, gpu_milli == 0;
+ *   - num_gpu whole GPUs:          num_gpu >= 1, gpu_milli == PACK_MILLI;
+ *                                  each GPU must be fully free (free == 1000);
+ *   - one fraction of one GPU:     num_gpu == 1, 0 < gpu_milli < PACK_MILLI;
+ *                                  one GPU must have free >= gpu_milli.
+ * model_mask names the acceptable GPU models (bit m = model m); 0 = any.
+ *
+ * The policies (pack_choose):
+ *   PACK_BESTFIT  the node whose remaining resources after placement are
+ *                 smallest, as the FGD paper's BestFit baseline scores it:
+ *                     score = cpu_left / max_cpu_cap + gpu_left / max_gpu_cap
+ *                 cpu_left: node's free milli-CPU after placement; gpu_left:
+ *                 node's free milli-GPU (all its GPUs) after placement;
+ *                 max_cpu_cap / max_gpu_cap: the largest capacity among the
+ *                 nodes passed (so both terms are in [0, 1], equal weights).
+ *                 Memory is a fit constraint only.  A fraction goes on the
+ *                 tightest GPU that fits (least free).  Ties: lowest index.
+ *   PACK_FGD      fragmentation gradient descent (Weng et al., ATC'23).  The
+ *                 fragmentation of a node for a workload of typical task
+ *                 shapes s with weights w_s (normalised to sum 1) is
+ *                     F(node) = sum_s w_s * frag_s(node)
+ *                 where frag_s is the node's free GPU capacity (milli) that a
+ *                 task of shape s could not use:
+ *                   - all of it (the node's total free GPU) when s needs no
+ *                     GPU, or s does not fit on the node at all (CPU, memory,
+ *                     GPU count/capacity or model);
+ *                   - otherwise the free capacity of the GPUs s cannot use:
+ *                     GPUs with free < s.gpu_milli (so partly used GPUs for a
+ *                     whole-GPU shape) or of a model s does not accept.
+ *                 The placement (node and GPU) with the smallest increase
+ *                 F(after) - F(before) wins.  Ties: lowest node index, then
+ *                 lowest GPU index (whole GPUs: the lowest-index free ones).
+ *   PACK_GPUPOOL  FGD, with near-ties (increase within PACK_GPUPOOL_TIE
+ *                 milli-GPU of the best) broken by the BestFit score, and
+ *                 the fraction put on the tightest GPU among equally good
+ *                 ones: the same fragmentation, packed tighter.  Measured on
+ *                 the openb trace, see bench/README.md.
+ *
+ * Cost.  A workload is compiled once (pack_workload_new): shapes are grouped
+ * into GPU demand classes (gpu_milli, num_gpu, model mask) and a table gives,
+ * for any free (CPU, memory), the weight of each class's shapes that still
+ * fit.  F(node) is then one sort of the node's <= 16 GPUs plus one sweep over
+ * the classes: pack_choose costs O(nodes * candidates * (gpus + classes)),
+ * independent of the number of shapes.
+ *
+ * Ownership.  Nodes and tasks live in caller storage; pack_choose never
+ * modifies them.  A pack_workload is created by pack_workload_new or
+ * pack_workload_from_tasks, owned by the caller, freed with
+ * pack_workload_free (NULL is a no-op), and immutable in between: any number
+ * of threads may share one.
+ *
+ * Invariants (asserted; pack_node_valid checks them):
+ *   0 <= cpu_free <= cpu_cap, 0 <= mem_free <= mem_cap,
+ *   0 <= ngpu <= PACK_MAX_GPUS, 0 <= gpu_free[i] <= PACK_MILLI,
+ *   gpu_model[i] < PACK_MAX_MODELS.
+ * pack_apply and pack_release keep them or refuse (PACK_EINVAL) and change
+ * nothing: no placement over-commits a GPU or a node.
+ */
+#ifndef GP_PACK_H
+#define GP_PACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PACK_MILLI 1000     /* one whole GPU, in milli-GPUs */
+#define PACK_MAX_GPUS 16    /* GPUs per node */
+#define PACK_MAX_MODELS 64  /* model ids 0..63: one bit each in a mask */
+#define PACK_GPUPOOL_TIE 1.0 /* milli-GPU: FGD increases this close are ties */
+
+/* Status codes (0 ok, negative failure). */
+enum {
+    PACK_OK = 0,
+    PACK_NOFIT = -1,  /* the task fits on no node */
+    PACK_EINVAL = -2, /* malformed task, node, indices or arguments */
+    PACK_ENOMEM = -3, /* allocation failed */
+};
+
+typedef enum pack_policy {
+    PACK_BESTFIT = 0,
+    PACK_FGD = 1,
+    PACK_GPUPOOL = 2,
+} pack_policy;
+#define PACK_NPOLICIES 3
+
+typedef struct pack_node {
+    int64_t cpu_cap;  /* milli-CPU */
+    int64_t mem_cap;  /* MiB */
+    int64_t cpu_free; /* 0..cpu_cap */
+    int64_t mem_free; /* 0..mem_cap */
+    int ngpu;         /* 0..PACK_MAX_GPUS */
+    int16_t gpu_free[PACK_MAX_GPUS];  /* milli-GPU free on GPU i, 0..PACK_MILLI */
+    uint8_t gpu_model[PACK_MAX_GPUS]; /* model id of GPU i, < PACK_MAX_MODELS */
+} pack_node;
+
+typedef struct pack_task {
+    int64_t cpu_milli;
+    int64_t memory_mib;
+    int num_gpu;         /* 0 (CPU-only), whole GPUs, or 1 with a fraction */
+    int gpu_milli;       /* 0, PACK_MILLI (whole), or 1..999 (a fraction) */
+    uint64_t model_mask; /* acceptable models, bit m = model m; 0 = any */
+} pack_task;
+
+/* A typical task shape and how often it occurs (any non-negative scale). */
+typedef struct pack_shape {
+    pack_task task;
+    double weight;
+} pack_shape;
+
+/* Compiled workload; opaque, immutable once built. */
+typedef struct pack_workload pack_workload;
+
+/* ---- nodes and tasks ---- */
+
+/*
+ * Initialise `node` as empty: cpu_milli and memory_mib free, ngpu GPUs of
+ * model `model`, all fully free.  Returns PACK_OK, or PACK_EINVAL (node left
+ * zeroed) for negative sizes, ngpu outside 0..PACK_MAX_GPUS or a bad model.
+ * Mixed-model nodes: set gpu_model[i] afterwards.
+ */
+int pack_node_init(pack_node *node, int64_t cpu_milli, int64_t memory_mib, int ngpu,
+                   int model);
+
+/* 1 if `node` satisfies the invariants above, else 0 (NULL: 0). */
+int pack_node_valid(const pack_node *node);
+
+/* Total free milli-GPU on the node. */
+int64_t pack_node_gpu_free(const pack_node *node);
+
+/* PACK_OK if `task` is one of the three forms above with non-negative CPU and
+ * memory, else PACK_EINVAL. */
+int pack_task_check(const pack_task *task);
+
+/* Milli-GPUs the task asks for in all: num_gpu * gpu_milli (0 if invalid). */
+int64_t pack_task_gpu_milli(const pack_task *task);
+
+/* 1 if `task` fits on `node` as it is now (CPU, memory, GPUs, models), else 0.
+ * An invalid task fits nowhere. */
+int pack_fits(const pack_node *node, const pack_task *task);
+
+/* ---- workloads ---- */
+
+/*
+ * Compile `n` shapes into a workload.  Weights are normalised to sum 1;
+ * shapes of weight 0 are dropped.  OUT: *out, freed with pack_workload_free.
+ * Returns PACK_OK, PACK_EINVAL (a shape's task invalid, a weight negative or
+ * not finite, or no positive weight), or PACK_ENOMEM.  *out is NULL on error.
+ */
+int pack_workload_new(const pack_shape *shapes, size_t n, pack_workload **out);
+
+/*
+ * Build the typical-shape distribution of a task list: identical tasks (all
+ * five fields) form one shape weighted by its count; shapes are taken most
+ * frequent first until they cover `coverage` (0 < coverage <= 1) of the
+ * tasks, the rest dropped (the FGD paper keeps the shapes covering 95 %).
+ * Returns as pack_workload_new; PACK_EINVAL also for a bad coverage, n == 0
+ * or an invalid task.
+ */
+int pack_workload_from_tasks(const pack_task *tasks, size_t n, double coverage,
+                             pack_workload **out);
+
+/* Free a workload; NULL is a no-op. */
+void pack_workload_free(pack_workload *w);
+
+/* Number of shapes kept, and shape i (weight normalised), most frequent first.
+ * pack_workload_shape returns PACK_EINVAL when i is out of range. */
+size_t pack_workload_count(const pack_workload *w);
+int pack_workload_shape(const pack_workload *w, size_t i, pack_shape *out);
+
+/* F(node) for the workload, in milli-GPU (see PACK_FGD above). */
+double pack_node_frag(const pack_node *node, const pack_workload *w);
+
+/* ---- decisions ---- */
+
+/*
+ * Choose where `task` goes among nodes[0..n-1] under `policy`.  `w` is
+ * required for PACK_FGD and PACK_GPUPOOL and ignored by PACK_BESTFIT.
+ * OUT: *node_index, and gpu_indices[0..num_gpu-1] the GPUs on that node
+ * (untouched for a CPU-only task).  Nothing is modified: commit the choice
+ * with pack_apply(&nodes[*node_index], task, gpu_indices).
+ * Returns PACK_OK, PACK_NOFIT (fits on no node; outputs untouched), or
+ * PACK_EINVAL (invalid task, unknown policy, missing workload or outputs).
+ */
+int pack_choose(pack_policy policy, const pack_node *nodes, size_t n, const pack_task *task,
+                const pack_workload *w, size_t *node_index, int gpu_indices[PACK_MAX_GPUS]);
+
+/*
+ * Commit a placement: take the task's CPU, memory and GPU capacity from
+ * `node` (gpu_indices[0..num_gpu-1], distinct; each fully free for whole
+ * GPUs, with free >= gpu_milli for a fraction; of an accepted model).
+ * Returns PACK_OK, or PACK_EINVAL with `node` unchanged when it does not fit
+ * exactly so.
+ */
+int pack_apply(pack_node *node, const pack_task *task, const int *gpu_indices);
+
+/*
+ * Undo pack_apply with the same task and indices: give the resources back.
+ * Returns PACK_OK, or PACK_EINVAL with `node` unchanged when that would exceed
+ * a capacity (or a whole GPU to release is not fully taken).
+ */
+int pack_release(pack_node *node, const pack_task *task, const int *gpu_indices);
+
+/* "bestfit", "fgd", "gpupool"; NULL for an unknown policy. */
+const char *pack_policy_name(pack_policy policy);
+
+/* Parse a policy name (as above); PACK_OK or PACK_EINVAL. */
+int pack_policy_parse(const char *name, pack_policy *out);
+
+#endif

@@ -1,0 +1,728 @@
+/*
+ * sched.c - one scheduling round (see sched.h for the algorithm).
+ *
+ * The round works on a private copy of the cluster's usage ("st"): which
+ * whole cards, MIG slices and shared capacity are taken, node CPUs and
+ * memory, and the quota usage of every project and tenant.  take_unit() and
+ * release_unit() are the only functions that change it, and they are exact
+ * inverses, so trial placements (preemption search) can be undone.
+ */
+#include "sched.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct st {
+    const sch_snapshot *s;
+    int *whole;          /* per GPU: 1 when a whole unit holds it */
+    int *shm, *spct;     /* per GPU: shared memory / compute taken */
+    unsigned char *slice;/* per GPU x SCH_MAX_SLICES: taken */
+    int *ncpu, *nmem;    /* per node: taken */
+    int64_t *puse, *tuse;/* per project / tenant x QD__N */
+    int64_t *pcls, *tcls;/* per project / tenant x class: units */
+    unsigned gen;        /* bumped whenever capacity is released */
+    unsigned *failgen;   /* per class x tenant: gen+1 at the last failure to place one unit */
+} st;
+
+#define SL(s, g, k) ((s)->slice[(size_t)(g)*SCH_MAX_SLICES + (k)])
+
+int64_t sch_demand(const sch_snapshot *s, const sch_job *j, int d) {
+    const sch_class *c = &s->classes[j->cls];
+    switch (d) {
+    case QD_GPU_MILLI: return c->gpu_milli * j->units;
+    case QD_GPU_MEM: return c->gpu_mem_gib * j->units;
+    case QD_CPUS: return (int64_t)c->cpus * j->units;
+    case QD_MEM: return (int64_t)c->mem_gib * j->units;
+    case QD_JOBS: return 1;
+    default: return 0; /* card-hours are consumed by running, not reserved */
+    }
+}
+
+/* ---- usage ---- */
+
+static void charge(st *t, const sch_job *j, int sign) {
+    const sch_snapshot *s = t->s;
+    int p = j->project, tn = s->projects[p].tenant;
+    for (int d = 0; d < QD__N; d++) {
+        int64_t v = sch_demand(s, j, d) * sign;
+        t->puse[(size_t)p * QD__N + d] += v;
+        t->tuse[(size_t)tn * QD__N + d] += v;
+    }
+    t->pcls[(size_t)p * s->nclasses + j->cls] += j->units * sign;
+    t->tcls[(size_t)tn * s->nclasses + j->cls] += j->units * sign;
+}
+
+static void take_unit(st *t, const sch_class *c, const sch_unit *u) {
+    const sch_snapshot *s = t->s;
+    int node = s->gpus[u->gpu[0]].node;
+    t->ncpu[node] += c->cpus;
+    t->nmem[node] += c->mem_gib;
+    if (c->form == SCH_WHOLE) {
+        for (int k = 0; k < c->gpus; k++) {
+            assert(!t->whole[u->gpu[k]]);
+            t->whole[u->gpu[k]] = 1;
+        }
+    } else if (c->form == SCH_MIG) {
+        assert(!SL(t, u->gpu[0], u->slice));
+        SL(t, u->gpu[0], u->slice) = 1;
+    } else {
+        t->shm[u->gpu[0]] += c->shared_mem_gib;
+        t->spct[u->gpu[0]] += c->shared_pct;
+    }
+}
+
+static void release_unit(st *t, const sch_class *c, const sch_unit *u) {
+    const sch_snapshot *s = t->s;
+    int node = s->gpus[u->gpu[0]].node;
+    t->ncpu[node] -= c->cpus;
+    t->nmem[node] -= c->mem_gib;
+    if (c->form == SCH_WHOLE) {
+        for (int k = 0; k < c->gpus; k++) t->whole[u->gpu[k]] = 0;
+    } else if (c->form == SCH_MIG) {
+        SL(t, u->gpu[0], u->slice) = 0;
+    } else {
+        t->shm[u->gpu[0]] -= c->shared_mem_gib;
+        t->spct[u->gpu[0]] -= c->shared_pct;
+    }
+    t->gen++;
+}
+
+/* ---- placement ---- */
+
+static int gpu_eligible(const sch_snapshot *s, const sch_class *c, int g) {
+    const sch_gpu *gp = &s->gpus[g];
+    return gp->allocatable && gp->mode == c->form && c->model_ok[gp->model];
+}
+
+static int node_allowed(const sch_snapshot *s, const sch_class *c, int tenant, int n) {
+    int pool = s->nodes[n].pool;
+    return (c->pool < 0 || c->pool == pool) && s->tenants[tenant].pool_ok[pool];
+}
+
+/*
+ * Best unit of class c on node n for tenant's work.  Returns a score
+ * (lower = tighter fit) and fills *u, or -1 when nothing fits there.
+ */
+static long long best_on_node(st *t, const sch_class *c, int n, sch_unit *u) {
+    const sch_snapshot *s = t->s;
+    const sch_node *nd = &s->nodes[n];
+    if (nd->cpus - t->ncpu[n] < c->cpus || nd->mem_gib - t->nmem[n] < c->mem_gib) return -1;
+    long long best = -1;
+    if (c->form == SCH_WHOLE) {
+        /* free eligible cards, grouped by the topology the class needs */
+        int free_idx[64], nfree = 0;
+        for (int g = nd->gpu0; g < nd->gpu0 + nd->ngpus && nfree < 64; g++)
+            if (!t->whole[g] && gpu_eligible(s, c, g)) free_idx[nfree++] = g;
+        if (nfree < c->gpus) return -1;
+        if (c->topology == SCH_TOPO_ANY) {
+            for (int k = 0; k < c->gpus; k++) u->gpu[k] = free_idx[k];
+            u->slice = -1;
+            best = nfree - c->gpus;
+        } else {
+            /* the smallest group (same NUMA node / NVLink group) that holds the unit */
+            for (int a = 0; a < nfree; a++) {
+                int key = c->topology == SCH_TOPO_NUMA ? s->gpus[free_idx[a]].numa
+                                                       : s->gpus[free_idx[a]].nvgroup;
+                if (key < 0) continue;
+                int members = 0, first = 1;
+                for (int b = 0; b < a; b++) {
+                    int kb = c->topology == SCH_TOPO_NUMA ? s->gpus[free_idx[b]].numa
+                                                          : s->gpus[free_idx[b]].nvgroup;
+                    if (kb == key) first = 0;
+                }
+                if (!first) continue;
+                sch_unit cand;
+                for (int b = a; b < nfree; b++) {
+                    int kb = c->topology == SCH_TOPO_NUMA ? s->gpus[free_idx[b]].numa
+                                                          : s->gpus[free_idx[b]].nvgroup;
+                    if (kb == key) {
+                        if (members < c->gpus) cand.gpu[members] = free_idx[b];
+                        members++;
+                    }
+                }
+                if (members < c->gpus) continue;
+                long long score = (long long)(members - c->gpus) * 1000 + (nfree - c->gpus);
+                if (best < 0 || score < best) {
+                    best = score;
+                    *u = cand;
+                    u->slice = -1;
+                }
+            }
+        }
+    } else if (c->form == SCH_MIG) {
+        /* the free slice of that profile on the card with the fewest free slices */
+        for (int g = nd->gpu0; g < nd->gpu0 + nd->ngpus; g++) {
+            if (!gpu_eligible(s, c, g)) continue;
+            const sch_gpu *gp = &s->gpus[g];
+            int pick = -1, free_slices = 0;
+            for (int k = 0; k < gp->nslices; k++) {
+                if (SL(t, g, k)) continue;
+                free_slices++;
+                if (pick < 0 && strcmp(gp->slices[k].profile, c->profile) == 0) pick = k;
+            }
+            if (pick < 0) continue;
+            long long score = free_slices;
+            if (best < 0 || score < best) {
+                best = score;
+                u->gpu[0] = g;
+                u->slice = pick;
+            }
+        }
+    } else {
+        /* the shared card left fullest after this slice */
+        for (int g = nd->gpu0; g < nd->gpu0 + nd->ngpus; g++) {
+            if (!gpu_eligible(s, c, g)) continue;
+            int mfree = s->gpus[g].mem_gib - t->shm[g], pfree = 100 - t->spct[g];
+            if (mfree < c->shared_mem_gib || pfree < c->shared_pct) continue;
+            long long left_m = (long long)(mfree - c->shared_mem_gib) * 100 / (s->gpus[g].mem_gib ? s->gpus[g].mem_gib : 1);
+            long long left_p = pfree - c->shared_pct;
+            long long score = left_m > left_p ? left_m : left_p;
+            if (best < 0 || score < best) {
+                best = score;
+                u->gpu[0] = g;
+                u->slice = -1;
+            }
+        }
+    }
+    if (best < 0) return -1;
+    /* then prefer nodes left with less spare CPU: pack */
+    return best * 100000 + (nd->cpus - t->ncpu[n] - c->cpus);
+}
+
+/* Place one unit anywhere; 0 and taken, or -1. */
+static int place_unit(st *t, const sch_class *c, int tenant, sch_unit *u) {
+    const sch_snapshot *s = t->s;
+    long long best = -1;
+    sch_unit cand, chosen;
+    for (int n = 0; n < s->nnodes; n++) {
+        if (!node_allowed(s, c, tenant, n)) continue;
+        long long sc = best_on_node(t, c, n, &cand);
+        if (sc >= 0 && (best < 0 || sc < best)) {
+            best = sc;
+            chosen = cand;
+        }
+    }
+    if (best < 0) return -1;
+    *u = chosen;
+    take_unit(t, c, u);
+    return 0;
+}
+
+/* Place every unit of job j (gang: all or none). 0 with units[] taken, or -1. */
+static int place_job(st *t, const sch_job *j, sch_unit *units) {
+    const sch_snapshot *s = t->s;
+    const sch_class *c = &s->classes[j->cls];
+    int tenant = s->projects[j->project].tenant;
+    unsigned *fg = &t->failgen[(size_t)j->cls * s->ntenants + tenant];
+    if (*fg == t->gen + 1) return -1; /* nothing was freed since a unit of this kind failed */
+    for (int k = 0; k < j->units; k++) {
+        if (place_unit(t, c, tenant, &units[k]) != 0) {
+            if (k == 0) *fg = t->gen + 1;
+            for (int m = 0; m < k; m++) release_unit(t, c, &units[m]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void unplace_job(st *t, const sch_job *j, const sch_unit *units) {
+    const sch_class *c = &t->s->classes[j->cls];
+    for (int k = 0; k < j->units; k++) release_unit(t, c, &units[k]);
+}
+
+/* ---- admission ---- */
+
+static void fmt_val(int d, int64_t v, char *b, size_t n) {
+    if (d == QD_GPU_MILLI || d == QD_CARD_HOURS) snprintf(b, n, "%g", (double)v / 1000.0);
+    else snprintf(b, n, "%lld", (long long)v);
+}
+
+/* 1 if admissible; otherwise 0 with the reason. */
+static int admissible(const st *t, const sch_job *j, char *why, size_t n) {
+    const sch_snapshot *s = t->s;
+    const sch_project *p = &s->projects[j->project];
+    const sch_tenant *tn = &s->tenants[p->tenant];
+    const sch_class *c = &s->classes[j->cls];
+    for (int level = 0; level < 2; level++) {
+        const quota_set *q = level ? &tn->quota : &p->quota;
+        const int64_t *use = level ? &t->tuse[(size_t)p->tenant * QD__N]
+                                   : &t->puse[(size_t)j->project * QD__N];
+        const char *who = level ? "tenant" : "project", *name = level ? tn->name : p->name;
+        int64_t ch = level ? tn->card_hours_used : p->card_hours_used;
+        if (q->v[QD_CARD_HOURS] != QUOTA_NONE && ch >= q->v[QD_CARD_HOURS]) {
+            char a[32], b[32];
+            fmt_val(QD_CARD_HOURS, ch, a, sizeof a);
+            fmt_val(QD_CARD_HOURS, q->v[QD_CARD_HOURS], b, sizeof b);
+            snprintf(why, n, "card_hours_exhausted: %s %s %s/%s for %s", who, name, a, b,
+                     s->month ? s->month : "this month");
+            return 0;
+        }
+        for (int d = 0; d < QD__N; d++) {
+            if (d == QD_CARD_HOURS || q->v[d] == QUOTA_NONE) continue;
+            int64_t need = sch_demand(s, j, d);
+            if (use[d] + need > q->v[d]) {
+                char a[32], b[32], c3[32];
+                fmt_val(d, use[d], a, sizeof a);
+                fmt_val(d, q->v[d], b, sizeof b);
+                fmt_val(d, need, c3, sizeof c3);
+                snprintf(why, n, "quota_exceeded: %s %s %s %s/%s in use (needs %s more)", who,
+                         name, quota_dim_name(d), a, b, c3);
+                return 0;
+            }
+        }
+        int64_t lim = quota_class_limit(q, c->name);
+        int64_t cu = level ? t->tcls[(size_t)p->tenant * s->nclasses + j->cls]
+                           : t->pcls[(size_t)j->project * s->nclasses + j->cls];
+        if (lim != QUOTA_NONE && cu + j->units > lim) {
+            snprintf(why, n, "quota_exceeded: %s %s gpus(class %s) %lld/%lld in use (needs %d more)",
+                     who, name, c->name, (long long)cu, (long long)lim, j->units);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- ordering ---- */
+
+/* Stable bottom-up merge sort of the queue (qsort has no context argument). */
+static void sort_queue(const sch_snapshot *s, const double *share, int *q, int nq) {
+    int *tmp = malloc(sizeof *tmp * (size_t)(nq ? nq : 1));
+    if (!tmp) return;
+    for (int width = 1; width < nq; width *= 2) {
+        for (int lo = 0; lo < nq; lo += 2 * width) {
+            int mid = lo + width < nq ? lo + width : nq, hi = lo + 2 * width < nq ? lo + 2 * width : nq;
+            int a = lo, b = mid, o = lo;
+            while (a < mid || b < hi) {
+                int take_a;
+                if (a >= mid) take_a = 0;
+                else if (b >= hi) take_a = 1;
+                else {
+                    const sch_job *x = &s->jobs[q[a]], *y = &s->jobs[q[b]];
+                    double sx = share[s->projects[x->project].tenant];
+                    double sy = share[s->projects[y->project].tenant];
+                    if (x->priority != y->priority) take_a = x->priority > y->priority;
+                    else if (sx != sy) take_a = sx < sy;
+                    else if (x->submit_us != y->submit_us) take_a = x->submit_us < y->submit_us;
+                    else take_a = strcmp(x->id, y->id) <= 0;
+                }
+                tmp[o++] = take_a ? q[a++] : q[b++];
+            }
+        }
+        memcpy(q, tmp, sizeof *q * (size_t)nq);
+    }
+    free(tmp);
+}
+
+/* Dominant share of each tenant: its largest used/ceiling; without ceilings, GPU share. */
+static void shares(const st *t, double *share) {
+    const sch_snapshot *s = t->s;
+    int64_t total_milli = 0;
+    for (int g = 0; g < s->ngpus; g++) total_milli += 1000;
+    for (int i = 0; i < s->ntenants; i++) {
+        double best = 0;
+        int any = 0;
+        for (int d = 0; d < QD__N; d++) {
+            int64_t lim = s->tenants[i].quota.v[d];
+            if (lim == QUOTA_NONE || d == QD_JOBS) continue;
+            int64_t used = d == QD_CARD_HOURS ? s->tenants[i].card_hours_used
+                                              : t->tuse[(size_t)i * QD__N + d];
+            double v = lim > 0 ? (double)used / (double)lim : (used > 0 ? 1e9 : 0);
+            if (v > best) best = v;
+            any = 1;
+        }
+        if (!any)
+            best = total_milli ? (double)t->tuse[(size_t)i * QD__N + QD_GPU_MILLI] / total_milli : 0;
+        share[i] = best;
+    }
+}
+
+/* ---- reasons for jobs that did not get a place ---- */
+
+static int64_t free_units(const st *t, const sch_class *c, int tenant, int *matching) {
+    const sch_snapshot *s = t->s;
+    int64_t units = 0;
+    *matching = 0;
+    for (int n = 0; n < s->nnodes; n++) {
+        const sch_node *nd = &s->nodes[n];
+        int allowed = node_allowed(s, c, tenant, n);
+        int64_t on_node = 0;
+        for (int g = nd->gpu0; g < nd->gpu0 + nd->ngpus; g++) {
+            if (!gpu_eligible(s, c, g)) continue;
+            *matching |= allowed ? 1 : 2;
+            if (!allowed) continue;
+            if (c->form == SCH_WHOLE) on_node += !t->whole[g];
+            else if (c->form == SCH_MIG) {
+                for (int k = 0; k < s->gpus[g].nslices; k++)
+                    on_node += !SL(t, g, k) && strcmp(s->gpus[g].slices[k].profile, c->profile) == 0;
+            } else {
+                int a = (s->gpus[g].mem_gib - t->shm[g]) / (c->shared_mem_gib ? c->shared_mem_gib : 1);
+                int b = (100 - t->spct[g]) / (c->shared_pct ? c->shared_pct : 1);
+                on_node += a < b ? a : b;
+            }
+        }
+        if (c->form == SCH_WHOLE) on_node /= c->gpus;
+        units += on_node;
+    }
+    return units;
+}
+
+static void no_place_reason(const st *t, const sch_job *j, int blocker, char *why, size_t n) {
+    const sch_snapshot *s = t->s;
+    const sch_class *c = &s->classes[j->cls];
+    int tenant = s->projects[j->project].tenant, matching;
+    int64_t fu = free_units(t, c, tenant, &matching);
+    if (!(matching & 1)) {
+        if (matching & 2)
+            snprintf(why, n, "no_allowed_pool: GPUs of class %s exist only in pools tenant %s "
+                             "may not use",
+                     c->name, s->tenants[tenant].name);
+        else
+            snprintf(why, n, "no_matching_gpu: no allocatable (healthy) GPU satisfies class %s",
+                     c->name);
+    } else if (blocker >= 0) {
+        snprintf(why, n, "waiting_behind_higher_priority: job %s (priority %d) waits for the same "
+                         "class %s",
+                 s->jobs[blocker].id, s->jobs[blocker].priority, c->name);
+    } else {
+        snprintf(why, n, "no_capacity: class %s needs %d unit%s, %lld free now", c->name,
+                 j->units, j->units == 1 ? "" : "s", (long long)fu);
+    }
+}
+
+/* ---- preemption ---- */
+
+typedef struct victim {
+    int job;
+    int prio;
+    int64_t start;
+} victim;
+
+static int victim_cmp(const void *a, const void *b) {
+    const victim *x = a, *y = b;
+    if (x->prio != y->prio) return x->prio < y->prio ? -1 : 1;
+    if (x->start != y->start) return x->start > y->start ? -1 : 1; /* newest first */
+    return x->job - y->job;
+}
+
+/*
+ * Find the fewest, lowest victims whose release lets j fit.  On success the
+ * victims stay released (and uncharged), j is placed into `units`, and the
+ * chosen victims are listed in out[0..*nout).  On failure nothing changes.
+ */
+static int preempt_for(st *t, const sch_job *j, const unsigned char *gone, sch_unit *units,
+                       int *out, int *nout) {
+    const sch_snapshot *s = t->s;
+    victim *cand = malloc(sizeof *cand * (size_t)(s->njobs ? s->njobs : 1));
+    int nc = 0, nchosen = 0, ok = 0;
+    if (!cand) return -1;
+    for (int i = 0; i < s->njobs; i++) {
+        const sch_job *v = &s->jobs[i];
+        if (v->state != SCH_RUNNING || gone[i] || !v->preemptible || v->priority >= j->priority)
+            continue;
+        cand[nc++] = (victim){i, v->priority, v->start_us};
+    }
+    qsort(cand, (size_t)nc, sizeof *cand, victim_cmp);
+    for (int i = 0; i < nc && !ok; i++) {
+        const sch_job *v = &s->jobs[cand[i].job];
+        unplace_job(t, v, v->place);
+        charge(t, v, -1);
+        out[nchosen++] = cand[i].job;
+        if (place_job(t, j, units) == 0) {
+            unplace_job(t, j, units);
+            ok = 1;
+        }
+    }
+    if (!ok) {
+        for (int i = nchosen - 1; i >= 0; i--) {
+            const sch_job *v = &s->jobs[out[i]];
+            const sch_class *c = &s->classes[v->cls];
+            for (int k = 0; k < v->units; k++) take_unit(t, c, &v->place[k]);
+            charge(t, v, +1);
+        }
+        free(cand);
+        return -1;
+    }
+    /* give back every victim the place does not need (most important first) */
+    for (int i = nchosen - 1; i >= 0; i--) {
+        const sch_job *v = &s->jobs[out[i]];
+        const sch_class *c = &s->classes[v->cls];
+        for (int k = 0; k < v->units; k++) take_unit(t, c, &v->place[k]);
+        charge(t, v, +1);
+        if (place_job(t, j, units) == 0) {
+            unplace_job(t, j, units);
+            out[i] = -1; /* spared */
+        } else {
+            unplace_job(t, v, v->place);
+            charge(t, v, -1);
+        }
+    }
+    int m = 0;
+    for (int i = 0; i < nchosen; i++)
+        if (out[i] >= 0) out[m++] = out[i];
+    *nout = m;
+    /* the place is reserved for j now */
+    int rc = place_job(t, j, units);
+    assert(rc == 0);
+    free(cand);
+    return rc;
+}
+
+/* ---- the round ---- */
+
+static void st_free(st *t) {
+    free(t->whole);
+    free(t->shm);
+    free(t->spct);
+    free(t->slice);
+    free(t->ncpu);
+    free(t->nmem);
+    free(t->puse);
+    free(t->tuse);
+    free(t->pcls);
+    free(t->tcls);
+    free(t->failgen);
+}
+
+static int st_init(st *t, const sch_snapshot *s) {
+    memset(t, 0, sizeof *t);
+    t->s = s;
+    size_t G = (size_t)s->ngpus + 1, N = (size_t)s->nnodes + 1, P = (size_t)s->nprojects + 1,
+           T = (size_t)s->ntenants + 1, C = (size_t)s->nclasses + 1;
+    t->whole = calloc(G, sizeof *t->whole);
+    t->shm = calloc(G, sizeof *t->shm);
+    t->spct = calloc(G, sizeof *t->spct);
+    t->slice = calloc(G * SCH_MAX_SLICES, 1);
+    t->ncpu = calloc(N, sizeof *t->ncpu);
+    t->nmem = calloc(N, sizeof *t->nmem);
+    t->puse = calloc(P * QD__N, sizeof *t->puse);
+    t->tuse = calloc(T * QD__N, sizeof *t->tuse);
+    t->pcls = calloc(P * C, sizeof *t->pcls);
+    t->tcls = calloc(T * C, sizeof *t->tcls);
+    t->failgen = calloc(C * T, sizeof *t->failgen);
+    if (!t->whole || !t->shm || !t->spct || !t->slice || !t->ncpu || !t->nmem || !t->puse ||
+        !t->tuse || !t->pcls || !t->tcls || !t->failgen) {
+        st_free(t);
+        return -1;
+    }
+    for (int i = 0; i < s->njobs; i++) {
+        const sch_job *j = &s->jobs[i];
+        if (j->state == SCH_RUNNING) {
+            const sch_class *c = &s->classes[j->cls];
+            for (int k = 0; k < j->units; k++) take_unit(t, c, &j->place[k]);
+        }
+        if (j->state != SCH_PENDING) charge(t, j, +1);
+    }
+    t->gen = 0;
+    return 0;
+}
+
+static sch_decision *add(sch_result *r, int *cap, int job, int action) {
+    if (r->n == *cap) {
+        int nc = *cap ? *cap * 2 : 64;
+        sch_decision *nd = realloc(r->d, sizeof *nd * (size_t)nc);
+        if (!nd) return NULL;
+        r->d = nd;
+        *cap = nc;
+    }
+    sch_decision *d = &r->d[r->n++];
+    memset(d, 0, sizeof *d);
+    d->job = job;
+    d->action = action;
+    d->by = -1;
+    return d;
+}
+
+int sch_round(const sch_snapshot *s, sch_result *r) {
+    st t;
+    int cap = 0, rc = -1;
+    memset(r, 0, sizeof *r);
+    if (st_init(&t, s)) return -1;
+    double *share = calloc((size_t)s->ntenants + 1, sizeof *share);
+    int *q = malloc(sizeof *q * (size_t)(s->njobs + 1));
+    int *victims = malloc(sizeof *victims * (size_t)(s->njobs + 1));
+    unsigned char *gone = calloc((size_t)s->njobs + 1, 1);
+    /* per class: the highest-priority waiting admitted job, for "waiting behind" */
+    int *waiting = malloc(sizeof *waiting * (size_t)(s->nclasses + 1));
+    if (!share || !q || !victims || !gone || !waiting) goto out;
+    for (int c = 0; c < s->nclasses; c++) waiting[c] = -1;
+    shares(&t, share);
+    int nq = 0;
+    for (int i = 0; i < s->njobs; i++)
+        if (s->jobs[i].state != SCH_RUNNING) q[nq++] = i;
+    sort_queue(s, share, q, nq);
+    for (int qi = 0; qi < nq; qi++) {
+        int ji = q[qi];
+        const sch_job *j = &s->jobs[ji];
+        char why[200];
+        int admitted = j->state == SCH_ADMITTED;
+        if (!admitted) {
+            if (!admissible(&t, j, why, sizeof why)) {
+                sch_decision *d = add(r, &cap, ji, SCH_DO_NOTHING);
+                if (!d) goto out;
+                snprintf(d->reason, sizeof d->reason, "%s", why);
+                continue;
+            }
+            charge(&t, j, +1);
+        }
+        sch_unit *units = calloc((size_t)j->units, sizeof *units);
+        if (!units) goto out;
+        /* a lower-priority job does not jump a waiting higher-priority one of its class */
+        int blocker = waiting[j->cls];
+        int may_jump = blocker < 0 || s->jobs[blocker].priority == j->priority;
+        if (may_jump && place_job(&t, j, units) == 0) {
+            sch_decision *d = add(r, &cap, ji, SCH_DO_PLACE);
+            if (!d) {
+                free(units);
+                goto out;
+            }
+            d->units = units;
+            snprintf(d->reason, sizeof d->reason, "placed");
+            r->placed++;
+            continue;
+        }
+        int nv = 0;
+        if (j->may_preempt && preempt_for(&t, j, gone, units, victims, &nv) == 0) {
+            free(units); /* reserved now; bound once the victims have stopped */
+            sch_decision *d = add(r, &cap, ji, SCH_DO_WAIT_PREEMPT);
+            if (!d) goto out;
+            snprintf(d->reason, sizeof d->reason,
+                     "waiting_for_preemption: %d lower-priority job%s being stopped", nv,
+                     nv == 1 ? "" : "s");
+            for (int v = 0; v < nv; v++) {
+                gone[victims[v]] = 1;
+                sch_decision *dv = add(r, &cap, victims[v], SCH_DO_PREEMPT);
+                if (!dv) goto out;
+                dv->by = ji;
+                snprintf(dv->reason, sizeof dv->reason,
+                         "preempted by job %s (priority %d > %d)", j->id, j->priority,
+                         s->jobs[victims[v]].priority);
+                r->preempted++;
+            }
+            continue;
+        }
+        free(units);
+        sch_decision *d = add(r, &cap, ji, admitted ? SCH_DO_NOTHING : SCH_DO_ADMIT);
+        if (!d) goto out;
+        no_place_reason(&t, j, may_jump ? -1 : blocker, d->reason, sizeof d->reason);
+        if (waiting[j->cls] < 0) waiting[j->cls] = ji;
+    }
+    rc = 0;
+out:
+    if (rc) sch_result_free(r);
+    free(share);
+    free(q);
+    free(victims);
+    free(gone);
+    free(waiting);
+    st_free(&t);
+    return rc;
+}
+
+void sch_result_free(sch_result *r) {
+    if (!r) return;
+    for (int i = 0; i < r->n; i++) free(r->d[i].units);
+    free(r->d);
+    memset(r, 0, sizeof *r);
+}
+
+int sch_check(const sch_snapshot *s, const sch_result *r, char *why, size_t n) {
+    const sch_decision **byjob = calloc((size_t)s->njobs + 1, sizeof *byjob);
+    int *whole = calloc((size_t)s->ngpus + 1, sizeof *whole);
+    int *shm = calloc((size_t)s->ngpus + 1, sizeof *shm), *spct = calloc((size_t)s->ngpus + 1, sizeof *spct);
+    unsigned char *sl = calloc((size_t)(s->ngpus + 1) * SCH_MAX_SLICES, 1);
+    int *cpu = calloc((size_t)s->nnodes + 1, sizeof *cpu), *mem = calloc((size_t)s->nnodes + 1, sizeof *mem);
+    int64_t *pu = calloc((size_t)(s->nprojects + 1) * QD__N, sizeof *pu);
+    int64_t *tu = calloc((size_t)(s->ntenants + 1) * QD__N, sizeof *tu);
+    int bad = -1;
+    if (!byjob || !whole || !shm || !spct || !sl || !cpu || !mem || !pu || !tu) {
+        snprintf(why, n, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < r->n; i++) byjob[r->d[i].job] = &r->d[i];
+    for (int i = 0; i < s->njobs; i++) {
+        const sch_job *j = &s->jobs[i];
+        const sch_decision *d = byjob[i];
+        const sch_unit *place = NULL;
+        int holds_quota = j->state != SCH_PENDING;
+        if (j->state == SCH_RUNNING && !(d && d->action == SCH_DO_PREEMPT)) place = j->place;
+        if (d && d->action == SCH_DO_PLACE) place = d->units;
+        if (d && (d->action == SCH_DO_ADMIT || d->action == SCH_DO_PLACE ||
+                  d->action == SCH_DO_WAIT_PREEMPT))
+            holds_quota = 1;
+        if (d && d->action == SCH_DO_PREEMPT) holds_quota = 0;
+        if (holds_quota) {
+            int p = j->project, tn = s->projects[p].tenant;
+            for (int dd = 0; dd < QD__N; dd++) {
+                pu[(size_t)p * QD__N + dd] += sch_demand(s, j, dd);
+                tu[(size_t)tn * QD__N + dd] += sch_demand(s, j, dd);
+            }
+        }
+        if (!place) continue;
+        const sch_class *c = &s->classes[j->cls];
+        for (int k = 0; k < j->units; k++) {
+            const sch_unit *u = &place[k];
+            int node = s->gpus[u->gpu[0]].node;
+            cpu[node] += c->cpus;
+            mem[node] += c->mem_gib;
+            if (c->form == SCH_WHOLE) {
+                for (int m = 0; m < c->gpus; m++) {
+                    int g = u->gpu[m];
+                    if (s->gpus[g].node != node) {
+                        snprintf(why, n, "job %s: a unit spans nodes", j->id);
+                        goto out;
+                    }
+                    if (whole[g]++ || shm[g] || s->gpus[g].mode != SCH_WHOLE) {
+                        snprintf(why, n, "GPU %d over-committed (job %s)", g, j->id);
+                        goto out;
+                    }
+                }
+            } else if (c->form == SCH_MIG) {
+                if (sl[(size_t)u->gpu[0] * SCH_MAX_SLICES + u->slice]++) {
+                    snprintf(why, n, "MIG slice %d/%d over-committed (job %s)", u->gpu[0], u->slice, j->id);
+                    goto out;
+                }
+            } else {
+                shm[u->gpu[0]] += c->shared_mem_gib;
+                spct[u->gpu[0]] += c->shared_pct;
+                if (shm[u->gpu[0]] > s->gpus[u->gpu[0]].mem_gib || spct[u->gpu[0]] > 100 || whole[u->gpu[0]]) {
+                    snprintf(why, n, "shared GPU %d over-committed (job %s)", u->gpu[0], j->id);
+                    goto out;
+                }
+            }
+            if (cpu[node] > s->nodes[node].cpus || mem[node] > s->nodes[node].mem_gib) {
+                snprintf(why, n, "node %d over-committed (job %s)", node, j->id);
+                goto out;
+            }
+        }
+    }
+    for (int p = 0; p < s->nprojects; p++)
+        for (int d = 0; d < QD__N; d++) {
+            int64_t lim = s->projects[p].quota.v[d];
+            if (d != QD_CARD_HOURS && lim != QUOTA_NONE && pu[(size_t)p * QD__N + d] > lim) {
+                snprintf(why, n, "project %s exceeds its %s ceiling", s->projects[p].name, quota_dim_name(d));
+                goto out;
+            }
+        }
+    for (int tn = 0; tn < s->ntenants; tn++)
+        for (int d = 0; d < QD__N; d++) {
+            int64_t lim = s->tenants[tn].quota.v[d];
+            if (d != QD_CARD_HOURS && lim != QUOTA_NONE && tu[(size_t)tn * QD__N + d] > lim) {
+                snprintf(why, n, "tenant %s exceeds its %s ceiling", s->tenants[tn].name, quota_dim_name(d));
+                goto out;
+            }
+        }
+    bad = 0;
+out:
+    free(byjob);
+    free(whole);
+    free(shm);
+    free(spct);
+    free(sl);
+    free(cpu);
+    free(mem);
+    free(pu);
+    free(tu);
+    return bad;
+}

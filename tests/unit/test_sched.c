@@ -1,0 +1,494 @@
+/*
+ * test_sched.c - the pure scheduler: admission on every quota dimension,
+ * ordering (priority, fair share, age), every placement constraint, gang
+ * all-or-nothing, preemption choices and the absence of preemption loops,
+ * and a property test on random clusters: nothing over-committed, no quota
+ * exceeded, round after round.
+ */
+#include "testutil.h"
+
+#include "../../src/sched/sched.h"
+
+#define MAXN 64
+#define MAXG 512
+#define MAXJ 512
+
+typedef struct world {
+    sch_node nodes[MAXN];
+    sch_gpu gpus[MAXG];
+    sch_class classes[8];
+    unsigned char model_ok[8][4];
+    sch_tenant tenants[4];
+    unsigned char pool_ok[4][4];
+    sch_project projects[8];
+    sch_job jobs[MAXJ];
+    sch_unit places[MAXJ][8];
+    char ids[MAXJ][16];
+    int nn, ng, nc, nt, np, nj;
+    sch_snapshot s;
+} world;
+
+static void w_init(world *w) {
+    memset(w, 0, sizeof *w);
+    for (int t = 0; t < 4; t++) {
+        quota_unlimited(&w->tenants[t].quota);
+        w->tenants[t].name = t == 0 ? "red" : t == 1 ? "blue" : "green";
+        for (int p = 0; p < 4; p++) w->pool_ok[t][p] = 1;
+        w->tenants[t].pool_ok = w->pool_ok[t];
+    }
+    w->nt = 2;
+    for (int p = 0; p < 8; p++) {
+        quota_unlimited(&w->projects[p].quota);
+        w->projects[p].tenant = p % 2;
+        w->projects[p].name = p % 2 ? "blue-p" : "red-p";
+    }
+    w->np = 2;
+}
+
+/* node with n GPUs of model m and mode */
+static int w_node(world *w, int n, int model, int mode, int cpus, int mem, int pool) {
+    sch_node *nd = &w->nodes[w->nn];
+    nd->pool = pool;
+    nd->cpus = cpus;
+    nd->mem_gib = mem;
+    nd->gpu0 = w->ng;
+    nd->ngpus = n;
+    for (int i = 0; i < n; i++) {
+        sch_gpu *g = &w->gpus[w->ng++];
+        g->node = w->nn;
+        g->model = model;
+        g->mode = mode;
+        g->allocatable = 1;
+        g->mem_gib = 80;
+        g->numa = i < n / 2 ? 0 : 1;
+        g->nvgroup = i / 4;
+        if (mode == SCH_MIG) {
+            static const char *const prof[] = {"3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"};
+            g->nslices = 4;
+            for (int k = 0; k < 4; k++) {
+                g->slices[k].profile = prof[k];
+                g->slices[k].mem_gib = k == 0 ? 40 : k == 1 ? 20 : 10;
+            }
+        }
+    }
+    return w->nn++;
+}
+
+static int w_class(world *w, const char *name, int form, int gpus, int cpus, int mem, int model) {
+    sch_class *c = &w->classes[w->nc];
+    c->name = name;
+    c->form = form;
+    c->gpus = gpus;
+    c->cpus = cpus;
+    c->mem_gib = mem;
+    c->pool = -1;
+    c->profile = "3g.40gb";
+    c->shared_mem_gib = 20;
+    c->shared_pct = 25;
+    memset(w->model_ok[w->nc], 0, 4);
+    w->model_ok[w->nc][model] = 1;
+    c->model_ok = w->model_ok[w->nc];
+    c->gpu_milli = form == SCH_WHOLE ? 1000 * gpus : form == SCH_MIG ? 428 : 250;
+    c->gpu_mem_gib = form == SCH_WHOLE ? 80 * gpus : form == SCH_MIG ? 40 : 20;
+    return w->nc++;
+}
+
+static int w_job(world *w, int project, int cls, int units, int prio, int64_t submit) {
+    sch_job *j = &w->jobs[w->nj];
+    snprintf(w->ids[w->nj], 16, "j%d", w->nj);
+    j->id = w->ids[w->nj];
+    j->project = project;
+    j->cls = cls;
+    j->units = units;
+    j->priority = prio;
+    j->preemptible = 1;
+    j->submit_us = submit;
+    j->state = SCH_PENDING;
+    j->place = w->places[w->nj];
+    return w->nj++;
+}
+
+static sch_snapshot *w_snap(world *w) {
+    sch_snapshot *s = &w->s;
+    s->nodes = w->nodes;
+    s->nnodes = w->nn;
+    s->gpus = w->gpus;
+    s->ngpus = w->ng;
+    s->classes = w->classes;
+    s->nclasses = w->nc;
+    s->tenants = w->tenants;
+    s->ntenants = w->nt;
+    s->projects = w->projects;
+    s->nprojects = w->np;
+    s->jobs = w->jobs;
+    s->njobs = w->nj;
+    s->nmodels = 4;
+    s->npools = 4;
+    s->month = "2026-12";
+    return s;
+}
+
+static const sch_decision *dec(const sch_result *r, int job) {
+    for (int i = 0; i < r->n; i++)
+        if (r->d[i].job == job && r->d[i].action != SCH_DO_PREEMPT) return &r->d[i];
+    return NULL;
+}
+
+static int preempted(const sch_result *r, int job) {
+    for (int i = 0; i < r->n; i++)
+        if (r->d[i].job == job && r->d[i].action == SCH_DO_PREEMPT) return 1;
+    return 0;
+}
+
+/* Apply a round: placed jobs run, victims go back to pending. */
+static void w_apply(world *w, const sch_result *r) {
+    for (int i = 0; i < r->n; i++) {
+        const sch_decision *d = &r->d[i];
+        sch_job *j = &w->jobs[d->job];
+        if (d->action == SCH_DO_PLACE) {
+            memcpy(w->places[d->job], d->units, sizeof(sch_unit) * (size_t)j->units);
+            j->state = SCH_RUNNING;
+            j->start_us = 1000 + i;
+        } else if (d->action == SCH_DO_PREEMPT) {
+            j->state = SCH_PENDING;
+        } else if (d->action == SCH_DO_ADMIT || d->action == SCH_DO_WAIT_PREEMPT) {
+            j->state = SCH_ADMITTED;
+        }
+    }
+}
+
+static void round_ok(world *w, sch_result *r) {
+    char why[200];
+    assert_int_equal(sch_round(w_snap(w), r), 0);
+    if (sch_check(&w->s, r, why, sizeof why) != 0) fail_msg("check failed: %s", why);
+}
+
+static void admission_every_dimension(void **state) {
+    (void)state;
+    static const struct {
+        int dim;
+        int64_t lim;
+        const char *text;
+    } cases[] = {
+        {QD_GPU_MILLI, 1000, "gpus 1/1 in use"},
+        {QD_GPU_MEM, 80, "gpu_memory_gib 80/80 in use"},
+        {QD_CPUS, 8, "cpus 8/8 in use"},
+        {QD_MEM, 64, "memory_gib 64/64 in use"},
+        {QD_JOBS, 1, "concurrent_jobs 1/1 in use"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int level = 0; level < 2; level++) {
+            world w;
+            sch_result r;
+            w_init(&w);
+            w_node(&w, 8, 0, SCH_WHOLE, 64, 512, 0);
+            int c = w_class(&w, "a100.1x", SCH_WHOLE, 1, 8, 64, 0);
+            if (level) w.tenants[0].quota.v[cases[i].dim] = cases[i].lim;
+            else w.projects[0].quota.v[cases[i].dim] = cases[i].lim;
+            int a = w_job(&w, 0, c, 1, 100, 1), b = w_job(&w, 0, c, 1, 100, 2);
+            round_ok(&w, &r);
+            assert_int_equal(dec(&r, a)->action, SCH_DO_PLACE);
+            const sch_decision *db = dec(&r, b);
+            assert_int_equal(db->action, SCH_DO_NOTHING);
+            if (!strstr(db->reason, cases[i].text) ||
+                !strstr(db->reason, level ? "tenant red" : "project red-p"))
+                fail_msg("reason '%s' lacks '%s'", db->reason, cases[i].text);
+            assert_non_null(strstr(db->reason, "quota_exceeded"));
+            sch_result_free(&r);
+        }
+    /* class units and card-hours */
+    world w;
+    sch_result r;
+    w_init(&w);
+    w_node(&w, 8, 0, SCH_WHOLE, 64, 512, 0);
+    int c = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+    w.projects[0].quota.nclass = 1;
+    snprintf(w.projects[0].quota.class_name[0], 64, "a100.1x");
+    w.projects[0].quota.class_units[0] = 2;
+    w.tenants[1].quota.v[QD_CARD_HOURS] = 1000000;
+    w.tenants[1].card_hours_used = 1000000;
+    int a = w_job(&w, 0, c, 2, 100, 1), b = w_job(&w, 0, c, 1, 100, 2), x = w_job(&w, 1, c, 1, 100, 3);
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, a)->action, SCH_DO_PLACE);
+    assert_non_null(strstr(dec(&r, b)->reason, "gpus(class a100.1x) 2/2 in use"));
+    assert_non_null(strstr(dec(&r, x)->reason, "card_hours_exhausted: tenant blue 1000/1000 for 2026-12"));
+    sch_result_free(&r);
+}
+
+static void waiting_never_passes_quota(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    w_init(&w);
+    w_node(&w, 8, 0, SCH_WHOLE, 64, 512, 0);
+    int c = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+    w.projects[0].quota.v[QD_GPU_MILLI] = 2000;
+    for (int i = 0; i < 5; i++) w_job(&w, 0, c, 1, 100, i);
+    for (int round = 0; round < 10; round++) {
+        round_ok(&w, &r);
+        w_apply(&w, &r);
+        sch_result_free(&r);
+    }
+    int running = 0;
+    for (int i = 0; i < w.nj; i++) running += w.jobs[i].state == SCH_RUNNING;
+    assert_int_equal(running, 2);
+}
+
+static void order_priority_fairshare_age(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    w_init(&w);
+    w_node(&w, 1, 0, SCH_WHOLE, 64, 512, 0);
+    w_node(&w, 4, 1, SCH_WHOLE, 64, 512, 0);
+    int c = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+    int c2 = w_class(&w, "h100.1x", SCH_WHOLE, 1, 1, 1, 1);
+    /* red already uses 3 of its 4 GPUs; blue none: blue is served first at equal priority */
+    w.tenants[0].quota.v[QD_GPU_MILLI] = 4000;
+    w.tenants[1].quota.v[QD_GPU_MILLI] = 4000;
+    for (int i = 0; i < 3; i++) {
+        int k = w_job(&w, 0, c2, 1, 100, i);
+        w.jobs[k].state = SCH_RUNNING;
+        w.places[k][0].gpu[0] = 1 + i;
+        w.places[k][0].slice = -1;
+    }
+    int red = w_job(&w, 0, c, 1, 100, 10), blue = w_job(&w, 1, c, 1, 100, 20);
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, blue)->action, SCH_DO_PLACE);
+    assert_int_equal(dec(&r, red)->action, SCH_DO_ADMIT);
+    assert_non_null(strstr(dec(&r, red)->reason, "no_capacity"));
+    sch_result_free(&r);
+    /* priority beats fair share; age breaks ties */
+    w.jobs[red].priority = 200;
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, red)->action, SCH_DO_PLACE);
+    assert_int_equal(dec(&r, blue)->action, SCH_DO_ADMIT);
+    sch_result_free(&r);
+    w.jobs[red].priority = 100;
+    w.tenants[0].quota.v[QD_GPU_MILLI] = QUOTA_NONE;
+    w.tenants[1].quota.v[QD_GPU_MILLI] = QUOTA_NONE;
+    for (int i = 0; i < 3; i++) w.jobs[i].state = SCH_PENDING; /* nobody uses anything */
+    w.jobs[0].cls = c;
+    w.jobs[1].cls = c;
+    w.jobs[2].cls = c;
+    round_ok(&w, &r);
+    /* j0 is oldest of red; blue's job is younger than red's first, fair shares equal at 0 */
+    assert_int_equal(dec(&r, 0)->action, SCH_DO_PLACE);
+    sch_result_free(&r);
+}
+
+static void placement_constraints(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    w_init(&w);
+    int n0 = w_node(&w, 8, 0, SCH_WHOLE, 64, 512, 0);
+    int n1 = w_node(&w, 2, 1, SCH_MIG, 64, 512, 0);
+    int n2 = w_node(&w, 2, 2, SCH_SHARED, 64, 512, 1);
+    (void)n1;
+    int c4 = w_class(&w, "a100.4x", SCH_WHOLE, 4, 8, 64, 0);
+    int cmig = w_class(&w, "h100.mig", SCH_MIG, 1, 2, 8, 1);
+    int csh = w_class(&w, "l40s.sh", SCH_SHARED, 1, 2, 8, 2);
+    int cnone = w_class(&w, "t4.1x", SCH_WHOLE, 1, 1, 1, 3);
+    w.classes[c4].topology = SCH_TOPO_NUMA;
+    int a = w_job(&w, 0, c4, 1, 100, 1), b = w_job(&w, 0, c4, 1, 100, 2), c = w_job(&w, 0, c4, 1, 100, 3);
+    int m = w_job(&w, 0, cmig, 3, 100, 4);
+    int sh = w_job(&w, 0, csh, 4, 100, 5), sh2 = w_job(&w, 0, csh, 5, 100, 6);
+    int none = w_job(&w, 0, cnone, 1, 100, 7);
+    round_ok(&w, &r);
+    /* two NUMA-local units of 4 fit on the 8-GPU node, the third does not */
+    assert_int_equal(dec(&r, a)->action, SCH_DO_PLACE);
+    assert_int_equal(dec(&r, b)->action, SCH_DO_PLACE);
+    for (int k = 1; k < 4; k++)
+        assert_int_equal(w.gpus[dec(&r, a)->units[0].gpu[k]].numa,
+                         w.gpus[dec(&r, a)->units[0].gpu[0]].numa);
+    assert_int_equal(w.gpus[dec(&r, a)->units[0].gpu[0]].node, n0);
+    assert_int_equal(dec(&r, c)->action, SCH_DO_ADMIT);
+    /* only two 3g.40gb slices exist: gang of three waits whole */
+    assert_int_equal(dec(&r, m)->action, SCH_DO_ADMIT);
+    assert_null(dec(&r, m)->units);
+    /* shared: 4 slices of 25 % fit on one card (packed), 5 more do not fit in the rest */
+    assert_int_equal(dec(&r, sh)->action, SCH_DO_PLACE);
+    for (int k = 1; k < 4; k++) assert_int_equal(dec(&r, sh)->units[k].gpu[0], dec(&r, sh)->units[0].gpu[0]);
+    assert_int_equal(dec(&r, sh2)->action, SCH_DO_ADMIT);
+    assert_non_null(strstr(dec(&r, none)->reason, "no_matching_gpu"));
+    sch_result_free(&r);
+    /* pools: tenant red may not use pool 1, where the shared cards are */
+    w.pool_ok[0][1] = 0;
+    for (int i = 0; i < w.nj; i++) w.jobs[i].state = SCH_PENDING;
+    round_ok(&w, &r);
+    assert_non_null(strstr(dec(&r, sh)->reason, "no_allowed_pool"));
+    sch_result_free(&r);
+    w.pool_ok[0][1] = 1;
+    /* unhealthy cards are never used; node CPU limits count */
+    for (int g = w.nodes[n2].gpu0; g < w.nodes[n2].gpu0 + 2; g++) w.gpus[g].allocatable = 0;
+    w.nodes[n0].cpus = 8;
+    round_ok(&w, &r);
+    assert_non_null(strstr(dec(&r, sh)->reason, "no_matching_gpu"));
+    assert_int_equal(dec(&r, a)->action, SCH_DO_PLACE);
+    assert_int_equal(dec(&r, b)->action, SCH_DO_ADMIT); /* CPUs of the node are gone */
+    sch_result_free(&r);
+}
+
+static void gang_all_or_nothing(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    w_init(&w);
+    w_node(&w, 2, 0, SCH_WHOLE, 64, 512, 0);
+    w_node(&w, 2, 0, SCH_WHOLE, 64, 512, 0);
+    int c = w_class(&w, "a100.2x", SCH_WHOLE, 2, 1, 1, 0);
+    int big = w_job(&w, 0, c, 3, 100, 1); /* needs 3 nodes of 2: only 2 exist */
+    int two = w_job(&w, 0, c, 2, 100, 2); /* spans both nodes */
+    round_ok(&w, &r);
+    /* the gang of three gets nothing at all (no partial placement) */
+    assert_int_equal(dec(&r, big)->action, SCH_DO_ADMIT);
+    assert_null(dec(&r, big)->units);
+    /* at equal priority the one that fits is placed, one unit per node */
+    assert_int_equal(dec(&r, two)->action, SCH_DO_PLACE);
+    int nodes_used[2] = {0, 0};
+    for (int k = 0; k < 2; k++) nodes_used[w.gpus[dec(&r, two)->units[k].gpu[0]].node]++;
+    assert_int_equal(nodes_used[0], 1);
+    assert_int_equal(nodes_used[1], 1);
+    sch_result_free(&r);
+    /* a lower-priority job does not jump a waiting higher-priority one of its class */
+    w.jobs[two].priority = 50;
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, two)->action, SCH_DO_ADMIT);
+    assert_non_null(strstr(dec(&r, two)->reason, "waiting_behind_higher_priority: job j0"));
+    sch_result_free(&r);
+}
+
+static void preemption_choices(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    w_init(&w);
+    w_node(&w, 4, 0, SCH_WHOLE, 64, 512, 0);
+    int c1 = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+    int c2 = w_class(&w, "a100.2x", SCH_WHOLE, 2, 1, 1, 0);
+    /* four running 1-GPU jobs: priorities 10, 20, 20 (newer), and a non-preemptible 5 */
+    int prios[4] = {10, 20, 20, 5};
+    int v[4];
+    for (int i = 0; i < 4; i++) {
+        v[i] = w_job(&w, 1, c1, 1, prios[i], i);
+        w.jobs[v[i]].state = SCH_RUNNING;
+        w.jobs[v[i]].start_us = 100 + i;
+        w.places[v[i]][0].gpu[0] = i;
+        w.places[v[i]][0].slice = -1;
+    }
+    w.jobs[v[3]].preemptible = 0;
+    int hi = w_job(&w, 0, c2, 1, 100, 50);
+    w.jobs[hi].may_preempt = 1;
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, hi)->action, SCH_DO_WAIT_PREEMPT);
+    /* fewest and lowest: the priority-10 job and the newer of the two priority-20 jobs */
+    assert_true(preempted(&r, v[0]));
+    assert_true(preempted(&r, v[2]));
+    assert_false(preempted(&r, v[1]));
+    assert_false(preempted(&r, v[3])); /* never the non-preemptible */
+    assert_int_equal(r.preempted, 2);
+    sch_result_free(&r);
+    /* a job that may not preempt just waits; equal priority is never a victim */
+    w.jobs[hi].may_preempt = 0;
+    round_ok(&w, &r);
+    assert_int_equal(r.preempted, 0);
+    sch_result_free(&r);
+    w.jobs[hi].may_preempt = 1;
+    w.jobs[hi].priority = 20;
+    round_ok(&w, &r);
+    assert_false(preempted(&r, v[1]));
+    assert_false(preempted(&r, v[2]));
+    sch_result_free(&r);
+    /* preemption never breaks the preemptor's own quota */
+    w.jobs[hi].priority = 100;
+    w.projects[0].quota.v[QD_GPU_MILLI] = 1000;
+    round_ok(&w, &r);
+    assert_int_equal(r.preempted, 0);
+    assert_non_null(strstr(dec(&r, hi)->reason, "quota_exceeded"));
+    sch_result_free(&r);
+}
+
+static void no_preemption_loops(void **state) {
+    (void)state;
+    /* two may-preempt jobs of different priorities on one GPU: the order settles and stays */
+    world w;
+    sch_result r;
+    w_init(&w);
+    w_node(&w, 1, 0, SCH_WHOLE, 64, 512, 0);
+    int c = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+    int a = w_job(&w, 0, c, 1, 50, 1), b = w_job(&w, 1, c, 1, 60, 2);
+    w.jobs[a].may_preempt = w.jobs[b].may_preempt = 1;
+    int preemptions = 0;
+    for (int round = 0; round < 20; round++) {
+        round_ok(&w, &r);
+        preemptions += r.preempted;
+        w_apply(&w, &r);
+        /* a job waiting for preemption runs next round (the victim is gone) */
+        sch_result_free(&r);
+    }
+    assert_true(preemptions <= 1);
+    assert_int_equal(w.jobs[b].state, SCH_RUNNING);
+}
+
+static unsigned rnd(unsigned *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    return *s;
+}
+
+static void property_random_clusters(void **state) {
+    (void)state;
+    unsigned seed = 0x9e3779b9u;
+    for (int trial = 0; trial < 60; trial++) {
+        world w;
+        w_init(&w);
+        w.nt = 3;
+        w.np = 6;
+        for (int p = 0; p < 6; p++) w.projects[p].tenant = p % 3;
+        int nodes = 2 + (int)(rnd(&seed) % 10);
+        for (int n = 0; n < nodes; n++) {
+            int mode = (int)(rnd(&seed) % 3);
+            w_node(&w, 1 + (int)(rnd(&seed) % 8), (int)(rnd(&seed) % 3), mode,
+                   8 + (int)(rnd(&seed) % 64), 64 + (int)(rnd(&seed) % 512), (int)(rnd(&seed) % 2));
+            if (rnd(&seed) % 5 == 0) w.gpus[w.ng - 1].allocatable = 0;
+        }
+        for (int m = 0; m < 3; m++) {
+            w_class(&w, "whole", SCH_WHOLE, 1 + (int)(rnd(&seed) % 3), 2, 16, m);
+            w_class(&w, "mig", SCH_MIG, 1, 2, 16, m);
+        }
+        w_class(&w, "shared", SCH_SHARED, 1, 1, 8, (int)(rnd(&seed) % 3));
+        for (int t = 0; t < 3; t++)
+            if (rnd(&seed) % 2) w.tenants[t].quota.v[QD_GPU_MILLI] = 1000 * (1 + rnd(&seed) % 10);
+        for (int p = 0; p < 6; p++)
+            if (rnd(&seed) % 2) w.projects[p].quota.v[QD_CPUS] = 4 * (1 + rnd(&seed) % 10);
+        int jobs = 20 + (int)(rnd(&seed) % 100);
+        for (int j = 0; j < jobs; j++) {
+            int k = w_job(&w, (int)(rnd(&seed) % 6), (int)(rnd(&seed) % w.nc),
+                          1 + (int)(rnd(&seed) % 3), (int)(rnd(&seed) % 4) * 10, j);
+            w.jobs[k].may_preempt = rnd(&seed) % 3 == 0;
+            w.jobs[k].preemptible = rnd(&seed) % 4 != 0;
+        }
+        for (int round = 0; round < 6; round++) {
+            sch_result r;
+            round_ok(&w, &r); /* sch_check: nothing over-committed, no quota exceeded */
+            w_apply(&w, &r);
+            sch_result_free(&r);
+        }
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(admission_every_dimension),
+        cmocka_unit_test(waiting_never_passes_quota),
+        cmocka_unit_test(order_priority_fairshare_age),
+        cmocka_unit_test(placement_constraints),
+        cmocka_unit_test(gang_all_or_nothing),
+        cmocka_unit_test(preemption_choices),
+        cmocka_unit_test(no_preemption_loops),
+        cmocka_unit_test(property_random_clusters),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
