@@ -250,6 +250,23 @@ void h_wo_list(api_req *r);
 void h_wo_get(api_req *r);
 void h_wo_update(api_req *r);
 void h_wo_comment(api_req *r);
+void h_job_submit(api_req *r);
+void h_job_list(api_req *r);
+void h_job_get(api_req *r);
+void h_job_cancel(api_req *r);
+void h_job_priority(api_req *r);
+void h_job_explain(api_req *r);
+void h_quota_get(api_req *r);
+void h_quota_put(api_req *r);
+void h_prio_list(api_req *r);
+void h_prio_get(api_req *r);
+void h_prio_create(api_req *r);
+void h_prio_put(api_req *r);
+void h_prio_delete(api_req *r);
+void h_binding_list(api_req *r);
+
+/* One scheduling round (the server loop). */
+int api__sched_round(store_t *st, gp_err *err);
 
 /* Mark silent nodes unreachable and audit it (the server's reachability loop). */
 int api__sweep_nodes(store_t *st, int64_t timeout_us, gp_err *err);

@@ -48,7 +48,7 @@ struct api_server {
     int stopping;
 };
 
-/* Once a second: mark nodes unreachable whose heartbeats stopped. */
+/* Once a second: mark nodes unreachable whose heartbeats stopped; run a scheduling round. */
 static void *loop_main(void *arg) {
     api_server *srv = arg;
     pthread_mutex_lock(&srv->loop_mu);
@@ -62,6 +62,9 @@ static void *loop_main(void *arg) {
         gp_err err = GP_ERR_INIT;
         if (api__sweep_nodes(srv->store, (int64_t)srv->cfg.node_timeout_s * 1000000, &err))
             log_kv(LOG_WARN, "node sweep failed", "detail", err.msg, (char *)NULL);
+        gp_err_clear(&err);
+        if (api__sched_round(srv->store, &err))
+            log_kv(LOG_WARN, "scheduler round failed", "detail", err.msg, (char *)NULL);
         pthread_mutex_lock(&srv->loop_mu);
     }
     pthread_mutex_unlock(&srv->loop_mu);

@@ -51,6 +51,15 @@ static const struct {
     [ACT_POOL_MANAGE] = {"pool.manage", R(ROLE_PLATFORM_ADMIN)},
     [ACT_CLASS_MANAGE] = {"class.manage", R(ROLE_PLATFORM_ADMIN)},
     [ACT_WORKORDER_MANAGE] = {"workorder.manage", R(ROLE_OPS_ENGINEER)},
+    [ACT_JOB_SUBMIT] = {"job.submit",
+                        R(ROLE_TENANT_ADMIN) | R(ROLE_PROJECT_ADMIN) | R(ROLE_PROJECT_USER)},
+    [ACT_JOB_READ] = {"job.read",
+                      R(ROLE_PLATFORM_ADMIN) | R(ROLE_SECURITY_ADMIN) | R(ROLE_TENANT_ADMIN) |
+                          R(ROLE_PROJECT_ADMIN) | R(ROLE_PROJECT_USER) | R(ROLE_VIEWER)},
+    [ACT_JOB_MANAGE] = {"job.manage", R(ROLE_TENANT_ADMIN) | R(ROLE_PROJECT_ADMIN)},
+    [ACT_QUOTA_TENANT_SET] = {"quota.tenant_set", R(ROLE_PLATFORM_ADMIN)},
+    [ACT_QUOTA_PROJECT_SET] = {"quota.project_set", R(ROLE_PLATFORM_ADMIN) | R(ROLE_TENANT_ADMIN)},
+    [ACT_PRIORITY_MANAGE] = {"priority.manage", R(ROLE_PLATFORM_ADMIN)},
 };
 
 /* Which roles each role may grant or revoke (escalation prevention). */

@@ -59,6 +59,12 @@ typedef enum authz_action {
     ACT_POOL_MANAGE,     /* pools and node placement in pools */
     ACT_CLASS_MANAGE,    /* resource classes */
     ACT_WORKORDER_MANAGE,
+    ACT_JOB_SUBMIT,
+    ACT_JOB_READ,
+    ACT_JOB_MANAGE,        /* cancel / re-prioritise anyone's job in scope */
+    ACT_QUOTA_TENANT_SET,
+    ACT_QUOTA_PROJECT_SET,
+    ACT_PRIORITY_MANAGE,
     ACT__COUNT
 } authz_action;
 

@@ -52,6 +52,10 @@ static const struct {
     {"pool", cli_cmd_pool, NEEDS_CLIENT, "resource pools and who may use them"},
     {"workorder", cli_cmd_workorder, NEEDS_CLIENT, "operations tickets on nodes and GPUs"},
     {"alarm", cli_cmd_alarm, NEEDS_CLIENT, "alarms and the health policy"},
+    {"job", cli_cmd_job, NEEDS_CLIENT, "submit, list, show, explain, cancel, re-prioritise jobs"},
+    {"binding", cli_cmd_binding, NEEDS_CLIENT, "which job held which GPU, and when"},
+    {"quota", cli_cmd_quota, NEEDS_CLIENT, "tenant and project ceilings"},
+    {"priority", cli_cmd_priority, NEEDS_CLIENT, "priority classes and who may use them"},
 };
 
 static void usage(FILE *f) {

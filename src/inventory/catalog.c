@@ -213,6 +213,19 @@ int inv_class_create(store_tx *tx, json_t *c, gp_err *err) {
 }
 
 int inv_class_delete(store_tx *tx, const char *name, gp_err *err) {
+    store_stmt *s;
+    int rc0 = store_query(tx, &s, err,
+                          "SELECT COUNT(*) FROM jobs WHERE class = ?"
+                          " AND state IN ('queued','admitted','running')",
+                          "s", name);
+    if (rc0) return rc0;
+    rc0 = store_step(s, err);
+    int64_t live = rc0 > 0 ? store_int(s, 0) : 0;
+    store_done(s);
+    if (rc0 < 0) return rc0;
+    if (live)
+        return gp_err_set(err, GP_ECONFLICT, "class '%s' is used by %lld live jobs", name,
+                          (long long)live);
     int changes = 0;
     int rc = store_exec(tx, &changes, err, "DELETE FROM classes WHERE name = ?", "s", name);
     if (rc) return rc;

@@ -24,6 +24,16 @@ typedef struct st {
     int64_t *pcls, *tcls;/* per project / tenant x class: units */
     unsigned gen;        /* bumped whenever capacity is released */
     unsigned *failgen;   /* per class x tenant: gen+1 at the last failure to place one unit */
+    /* per class: nodes that may still fit a unit (capacity only shrinks between releases, so
+     * a node that cannot fit a unit is dropped until the next release rebuilds the list) */
+    int **cand;
+    int *ncand;
+    unsigned *candgen; /* gen+1 when the list was built */
+    /* per class x tenant: free units for reasons, valid while `ops` is unchanged */
+    unsigned long ops;   /* bumped by every take and release */
+    unsigned long *fuops;
+    int64_t *fuval;
+    int *fumatch;
 } st;
 
 #define SL(s, g, k) ((s)->slice[(size_t)(g)*SCH_MAX_SLICES + (k)])
@@ -56,6 +66,7 @@ static void charge(st *t, const sch_job *j, int sign) {
 
 static void take_unit(st *t, const sch_class *c, const sch_unit *u) {
     const sch_snapshot *s = t->s;
+    t->ops++;
     int node = s->gpus[u->gpu[0]].node;
     t->ncpu[node] += c->cpus;
     t->nmem[node] += c->mem_gib;
@@ -75,6 +86,7 @@ static void take_unit(st *t, const sch_class *c, const sch_unit *u) {
 
 static void release_unit(st *t, const sch_class *c, const sch_unit *u) {
     const sch_snapshot *s = t->s;
+    t->ops++;
     int node = s->gpus[u->gpu[0]].node;
     t->ncpu[node] -= c->cpus;
     t->nmem[node] -= c->mem_gib;
@@ -194,14 +206,38 @@ static long long best_on_node(st *t, const sch_class *c, int n, sch_unit *u) {
 /* Place one unit anywhere; 0 and taken, or -1. */
 static int place_unit(st *t, const sch_class *c, int tenant, sch_unit *u) {
     const sch_snapshot *s = t->s;
+    int ci = (int)(c - s->classes);
+    int *list = t->cand[ci];
+    if (t->candgen[ci] != t->gen + 1) {
+        /* (re)build: every node with at least one GPU this class could use */
+        int m = 0;
+        for (int n = 0; n < s->nnodes; n++) {
+            const sch_node *nd = &s->nodes[n];
+            if (c->pool >= 0 && nd->pool != c->pool) continue;
+            for (int g = nd->gpu0; g < nd->gpu0 + nd->ngpus; g++)
+                if (gpu_eligible(s, c, g)) {
+                    list[m++] = n;
+                    break;
+                }
+        }
+        t->ncand[ci] = m;
+        t->candgen[ci] = t->gen + 1;
+    }
     long long best = -1;
     sch_unit cand, chosen;
-    for (int n = 0; n < s->nnodes; n++) {
+    for (int i = 0; i < t->ncand[ci]; i++) {
+        int n = list[i];
         if (!node_allowed(s, c, tenant, n)) continue;
         long long sc = best_on_node(t, c, n, &cand);
-        if (sc >= 0 && (best < 0 || sc < best)) {
+        if (sc < 0) {
+            /* no room here for this class until something is released: forget the node */
+            list[i--] = list[--t->ncand[ci]];
+            continue;
+        }
+        if (best < 0 || sc < best) {
             best = sc;
             chosen = cand;
+            if (sc < 100000) break; /* a perfect fit on the GPUs: nothing can be tighter */
         }
     }
     if (best < 0) return -1;
@@ -340,8 +376,13 @@ static void shares(const st *t, double *share) {
 
 /* ---- reasons for jobs that did not get a place ---- */
 
-static int64_t free_units(const st *t, const sch_class *c, int tenant, int *matching) {
+static int64_t free_units(st *t, const sch_class *c, int tenant, int *matching) {
     const sch_snapshot *s = t->s;
+    size_t key = (size_t)(c - s->classes) * (size_t)s->ntenants + (size_t)tenant;
+    if (t->fuops[key] == t->ops + 1) {
+        *matching = t->fumatch[key];
+        return t->fuval[key];
+    }
     int64_t units = 0;
     *matching = 0;
     for (int n = 0; n < s->nnodes; n++) {
@@ -365,10 +406,13 @@ static int64_t free_units(const st *t, const sch_class *c, int tenant, int *matc
         if (c->form == SCH_WHOLE) on_node /= c->gpus;
         units += on_node;
     }
+    t->fuops[key] = t->ops + 1;
+    t->fuval[key] = units;
+    t->fumatch[key] = *matching;
     return units;
 }
 
-static void no_place_reason(const st *t, const sch_job *j, int blocker, char *why, size_t n) {
+static void no_place_reason(st *t, const sch_job *j, int blocker, char *why, size_t n) {
     const sch_snapshot *s = t->s;
     const sch_class *c = &s->classes[j->cls];
     int tenant = s->projects[j->project].tenant, matching;
@@ -382,9 +426,12 @@ static void no_place_reason(const st *t, const sch_job *j, int blocker, char *wh
             snprintf(why, n, "no_matching_gpu: no allocatable (healthy) GPU satisfies class %s",
                      c->name);
     } else if (blocker >= 0) {
-        snprintf(why, n, "waiting_behind_higher_priority: job %s (priority %d) waits for the same "
+        /* name the blocking job only to its own tenant */
+        int same = s->projects[s->jobs[blocker].project].tenant == tenant;
+        snprintf(why, n, "waiting_behind_higher_priority: %s%s (priority %d) waits for the same "
                          "class %s",
-                 s->jobs[blocker].id, s->jobs[blocker].priority, c->name);
+                 same ? "job " : "a job of another tenant", same ? s->jobs[blocker].id : "",
+                 s->jobs[blocker].priority, c->name);
     } else {
         snprintf(why, n, "no_capacity: class %s needs %d unit%s, %lld free now", c->name,
                  j->units, j->units == 1 ? "" : "s", (long long)fu);
@@ -483,6 +530,14 @@ static void st_free(st *t) {
     free(t->pcls);
     free(t->tcls);
     free(t->failgen);
+    if (t->cand)
+        for (int c = 0; c < t->s->nclasses; c++) free(t->cand[c]);
+    free(t->cand);
+    free(t->ncand);
+    free(t->candgen);
+    free(t->fuops);
+    free(t->fuval);
+    free(t->fumatch);
 }
 
 static int st_init(st *t, const sch_snapshot *s) {
@@ -501,7 +556,18 @@ static int st_init(st *t, const sch_snapshot *s) {
     t->pcls = calloc(P * C, sizeof *t->pcls);
     t->tcls = calloc(T * C, sizeof *t->tcls);
     t->failgen = calloc(C * T, sizeof *t->failgen);
-    if (!t->whole || !t->shm || !t->spct || !t->slice || !t->ncpu || !t->nmem || !t->puse ||
+    t->cand = calloc(C, sizeof *t->cand);
+    t->ncand = calloc(C, sizeof *t->ncand);
+    t->candgen = calloc(C, sizeof *t->candgen);
+    t->fuops = calloc(C * T, sizeof *t->fuops);
+    t->fuval = calloc(C * T, sizeof *t->fuval);
+    t->fumatch = calloc(C * T, sizeof *t->fumatch);
+    for (int c = 0; t->cand && c < s->nclasses; c++)
+        if (!(t->cand[c] = malloc(sizeof **t->cand * N))) {
+            st_free(t);
+            return -1;
+        }
+    if (!t->fuops || !t->fuval || !t->fumatch || !t->cand || !t->ncand || !t->candgen || !t->whole || !t->shm || !t->spct || !t->slice || !t->ncpu || !t->nmem || !t->puse ||
         !t->tuse || !t->pcls || !t->tcls || !t->failgen) {
         st_free(t);
         return -1;
@@ -595,9 +661,11 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
                 sch_decision *dv = add(r, &cap, victims[v], SCH_DO_PREEMPT);
                 if (!dv) goto out;
                 dv->by = ji;
-                snprintf(dv->reason, sizeof dv->reason,
-                         "preempted by job %s (priority %d > %d)", j->id, j->priority,
-                         s->jobs[victims[v]].priority);
+                int same = s->projects[s->jobs[victims[v]].project].tenant ==
+                           s->projects[j->project].tenant;
+                snprintf(dv->reason, sizeof dv->reason, "preempted by %s%s (priority %d > %d)",
+                         same ? "job " : "a job of another tenant", same ? j->id : "",
+                         j->priority, s->jobs[victims[v]].priority);
                 r->preempted++;
             }
             continue;
@@ -605,8 +673,16 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
         free(units);
         sch_decision *d = add(r, &cap, ji, admitted ? SCH_DO_NOTHING : SCH_DO_ADMIT);
         if (!d) goto out;
-        no_place_reason(&t, j, may_jump ? -1 : blocker, d->reason, sizeof d->reason);
+        /* the reason is written after the round, against its final state */
+        d->by = may_jump ? -1 : blocker;
+        d->reason[0] = '\0';
         if (waiting[j->cls] < 0) waiting[j->cls] = ji;
+    }
+    for (int i = 0; i < r->n; i++) {
+        sch_decision *d = &r->d[i];
+        if (d->reason[0] || d->action == SCH_DO_PREEMPT) continue;
+        no_place_reason(&t, &s->jobs[d->job], d->by, d->reason, sizeof d->reason);
+        d->by = -1;
     }
     rc = 0;
 out:

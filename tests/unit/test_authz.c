@@ -172,6 +172,9 @@ static const char *const contract[ACT__COUNT] = {
     [ACT_NODE_READ] = "PSO",         [ACT_NODE_MANAGE] = "O",
     [ACT_POOL_MANAGE] = "P",         [ACT_CLASS_MANAGE] = "P",
     [ACT_WORKORDER_MANAGE] = "O",
+    [ACT_JOB_SUBMIT] = "TAU",        [ACT_JOB_READ] = "PSTAUV",
+    [ACT_JOB_MANAGE] = "TA",         [ACT_QUOTA_TENANT_SET] = "P",
+    [ACT_QUOTA_PROJECT_SET] = "PT",  [ACT_PRIORITY_MANAGE] = "P",
 };
 
 static int contract_allows(authz_role r, authz_action a) {

@@ -31,7 +31,7 @@ typedef struct side {
     char users[NROLES][32];
     char tokens[NROLES][RND_SECRET_LEN];
     char tenant_id[RND_ID_LEN], project_id[RND_ID_LEN];
-    char token_id[RND_ID_LEN], approval_id[RND_ID_LEN];
+    char token_id[RND_ID_LEN], approval_id[RND_ID_LEN], job_id[RND_ID_LEN];
     char user_ids[NROLES][RND_ID_LEN];
 } side;
 
@@ -125,6 +125,18 @@ static int setup(void **state) {
     assert_int_equal(at_call(&x->t, ops, "POST", "/api/v1/work-orders",
                              "{\"node\":\"node-x\",\"title\":\"fan\"}", NULL),
                      201);
+    /* each side's project runs a job */
+    for (int side_i = 0; side_i < 2; side_i++) {
+        side *sd = &x->s[side_i];
+        char jpath[160];
+        snprintf(jpath, sizeof jpath, "/api/v1/tenants/%s/projects/%s/jobs", sd->tenant,
+                 sd->project);
+        assert_int_equal(at_call(&x->t, sd->tokens[2], "POST", jpath,
+                                 "{\"name\":\"train\",\"class\":\"a100.1x\"}", &resp),
+                         201);
+        snprintf(sd->job_id, sizeof sd->job_id, "%s", at_str(resp, "id"));
+        json_decref(resp);
+    }
     at_sql(&x->t, "INSERT INTO security_policy VALUES ('sensitive_operations',"
                   " '[\"member.grant_global\",\"vendor.create\",\"audit.export\"]')");
     *state = x;
@@ -157,6 +169,9 @@ static char *snapshot(ix *x, const side *v) {
         " ORDER BY 1",
         "SELECT id || COALESCE(revoked_at, 0) FROM vendor_grants WHERE ?1 IS NOT NULL ORDER BY 1",
         "SELECT key || value FROM security_policy WHERE ?1 IS NOT NULL ORDER BY 1",
+        "SELECT id || state || priority_class FROM jobs WHERE tenant_id = ?1 ORDER BY 1",
+        "SELECT id || COALESCE(end_us, 0) FROM bindings WHERE tenant_id = ?1 ORDER BY 1",
+        "SELECT spec FROM quotas WHERE tenant_id = ?1 ORDER BY project_id",
     };
     assert_int_equal(store_begin(x->t.st, STORE_READ, &tx, &err), GP_OK);
     for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++) {
@@ -182,6 +197,9 @@ static const char *body_for(const char *action, const side *v, char *buf, size_t
     if (strcmp(action, "user.update") == 0) return "{\"disabled\":true}";
     if (strcmp(action, "token.create") == 0) return "{\"ttl_seconds\":600}";
     if (strcmp(action, "policy.change") == 0) return "{\"sensitive_operations\":[]}";
+    if (strcmp(action, "job.submit") == 0) return "{\"name\":\"probe\",\"class\":\"a100.1x\"}";
+    if (strcmp(action, "job.priority") == 0) return "{\"priority_class\":\"normal\"}";
+    if (strncmp(action, "quota.", 6) == 0) return "{\"gpus\":1}";
     if (strcmp(action, "vendor.create") == 0) {
         snprintf(buf, n, "{\"user\":\"%s\",\"nodes\":[\"n1\"],\"ttl_seconds\":600}",
                  v->users[5]);
@@ -213,6 +231,7 @@ static int fill(const api_route *rt, const side *v, const ix *x, char *out, size
         else if (len == 4 && strncmp(p + 1, "user", 4) == 0) sb_adds(&sb, v->users[0]);
         else if (len == 2 && strstr(rt->pattern, "/tokens/")) sb_adds(&sb, v->token_id);
         else if (len == 2 && strstr(rt->pattern, "/approvals/")) sb_adds(&sb, v->approval_id);
+        else if (len == 2 && strstr(rt->pattern, "/jobs/")) sb_adds(&sb, v->job_id);
         else {
             tenant_obj = 0;
             if (len == 2 && strstr(rt->pattern, "/vendor-access/")) sb_adds(&sb, x->vendor_grant);
@@ -220,6 +239,7 @@ static int fill(const api_route *rt, const side *v, const ix *x, char *out, size
             else if (len == 4 && strncmp(p + 1, "uuid", 4) == 0) sb_adds(&sb, x->gpu_uuid);
             else if (len == 4 && strstr(rt->pattern, "/classes/")) sb_adds(&sb, "a100.1x");
             else if (len == 4 && strstr(rt->pattern, "/pools/")) sb_adds(&sb, "default");
+            else if (len == 4 && strstr(rt->pattern, "/priority-classes/")) sb_adds(&sb, "normal");
             else if (len == 2 && strstr(rt->pattern, "/work-orders/")) sb_adds(&sb, "wo-1");
             else if (len == 2 && strstr(rt->pattern, "/join-tokens/")) sb_adds(&sb, x->join_id);
             else if (len == 2 && strstr(rt->pattern, "/alarms/")) sb_adds(&sb, "no-such-alarm");
@@ -236,9 +256,10 @@ static int fill(const api_route *rt, const side *v, const ix *x, char *out, size
 
 static void check_no_leak(const char *where, json_t *resp, const side *v) {
     char *text = json_dumps(resp, JSON_ENCODE_ANY);
-    const char *markers[4 + NROLES + 4] = {v->tenant, v->project, v->display, v->tenant_id,
-                                           v->project_id, v->token_id, v->approval_id};
-    int nm = 7;
+    const char *markers[4 + NROLES + 5] = {v->tenant, v->project, v->display, v->tenant_id,
+                                           v->project_id, v->token_id, v->approval_id,
+                                           v->job_id};
+    int nm = 8;
     for (int i = 0; i < NROLES; i++) markers[nm++] = v->users[i];
     for (int i = 0; i < nm; i++) {
         if (text && strstr(text, markers[i])) {

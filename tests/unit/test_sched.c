@@ -7,6 +7,7 @@
  */
 #include "testutil.h"
 
+#include "../../src/sched/jobs.h"
 #include "../../src/sched/sched.h"
 
 #define MAXN 64
@@ -330,6 +331,54 @@ static void placement_constraints(void **state) {
     sch_result_free(&r);
 }
 
+static void nvlink_groups(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    w_init(&w);
+    w_node(&w, 8, 0, SCH_WHOLE, 64, 512, 0); /* NVLink groups of 4: cards 0-3, 4-7 */
+    int c = w_class(&w, "a100.4x", SCH_WHOLE, 4, 1, 1, 0);
+    w.classes[c].topology = SCH_TOPO_NVLINK;
+    /* one card of each group is taken: no group has 4 free */
+    int c1 = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+    for (int k = 0; k < 2; k++) {
+        int h = w_job(&w, 1, c1, 1, 100, k);
+        w.jobs[h].state = SCH_RUNNING;
+        w.places[h][0].gpu[0] = k * 4;
+        w.places[h][0].slice = -1;
+    }
+    int j = w_job(&w, 0, c, 1, 100, 10);
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, j)->action, SCH_DO_ADMIT);
+    sch_result_free(&r);
+    /* free group 4-7: the unit lands there, inside one group */
+    w.places[1][0].gpu[0] = 3;
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, j)->action, SCH_DO_PLACE);
+    for (int k = 0; k < 4; k++) assert_int_equal(w.gpus[dec(&r, j)->units[0].gpu[k]].nvgroup, 1);
+    sch_result_free(&r);
+}
+
+static void priority_policy(void **state) {
+    (void)state;
+    gp_err err = GP_ERR_INIT;
+    prio_class p = {.name = "high", .value = 1000};
+    p.project_classes = json_pack("[s]", "production");
+    p.roles = json_pack("[s]", "project-admin");
+    json_t *admin = json_pack("[s]", "project-admin"), *user = json_pack("[s]", "project-user");
+    assert_int_equal(prio_allowed(&p, "production", admin, &err), GP_OK);
+    assert_int_equal(prio_allowed(&p, "research", admin, &err), GP_EFORBIDDEN);
+    assert_non_null(strstr(err.msg, "not allowed for research projects"));
+    assert_int_equal(prio_allowed(&p, "production", user, &err), GP_EFORBIDDEN);
+    assert_non_null(strstr(err.msg, "needs one of the roles"));
+    json_decref(p.roles);
+    p.roles = json_array(); /* anyone */
+    assert_int_equal(prio_allowed(&p, "production", user, &err), GP_OK);
+    prio_release(&p);
+    json_decref(admin);
+    json_decref(user);
+}
+
 static void gang_all_or_nothing(void **state) {
     (void)state;
     world w;
@@ -486,6 +535,8 @@ int main(void) {
         cmocka_unit_test(order_priority_fairshare_age),
         cmocka_unit_test(placement_constraints),
         cmocka_unit_test(gang_all_or_nothing),
+        cmocka_unit_test(nvlink_groups),
+        cmocka_unit_test(priority_policy),
         cmocka_unit_test(preemption_choices),
         cmocka_unit_test(no_preemption_loops),
         cmocka_unit_test(property_random_clusters),

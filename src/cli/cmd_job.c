@@ -1,0 +1,209 @@
+/*
+ * cmd_job.c - `gpupool job submit|list|show|cancel|priority|explain --tenant T --project P`.
+ */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: gpupool job <command> --tenant T --project P\n"
+    "\n"
+    "  submit NAME --class C [--units N] [--priority-class PC] [--no-preempt]\n"
+    "         [--recovery requeue|fail] [--time-limit S] [-- COMMAND ARGS...]\n"
+    "  list [--state queued|admitted|running|succeeded|failed|cancelled|preempted]\n"
+    "  show ID             state, reason, bindings and events\n"
+    "  explain ID          what would start it, and the smallest change that would\n"
+    "  cancel ID\n"
+    "  priority ID PRIORITY_CLASS\n";
+
+typedef struct jopts {
+    const char *tenant, *project, *cls, *units, *pc, *recovery, *tl, *state;
+    int no_preempt;
+} jopts;
+
+static int parse(int argc, char **argv, const char *verb, jopts *o) {
+    static const struct option lo[] = {
+        {"tenant", required_argument, 0, 't'},     {"project", required_argument, 0, 'p'},
+        {"class", required_argument, 0, 'c'},      {"units", required_argument, 0, 'u'},
+        {"priority-class", required_argument, 0, 'P'}, {"recovery", required_argument, 0, 'r'},
+        {"time-limit", required_argument, 0, 'l'}, {"state", required_argument, 0, 's'},
+        {"no-preempt", no_argument, 0, 'n'},       {0, 0, 0, 0}};
+    int c, rc = 0;
+    memset(o, 0, sizeof *o);
+    optind = 0;
+    while ((c = cli_getopt(argc, argv, lo, verb, &rc)) != -1) {
+        if (c == -2) return rc;
+        switch (c) {
+        case 't': o->tenant = optarg; break;
+        case 'p': o->project = optarg; break;
+        case 'c': o->cls = optarg; break;
+        case 'u': o->units = optarg; break;
+        case 'P': o->pc = optarg; break;
+        case 'r': o->recovery = optarg; break;
+        case 'l': o->tl = optarg; break;
+        case 's': o->state = optarg; break;
+        case 'n': o->no_preempt = 1; break;
+        }
+    }
+    if (!o->tenant || !o->project)
+        return cli_error(CLI_USAGE, "%s: --tenant and --project are required", verb);
+    return 0;
+}
+
+static void jobs_path(strbuf *p, const jopts *o, const char *id, const char *suffix) {
+    cli_scope_path(p, o->tenant, o->project);
+    sb_adds(p, "/jobs");
+    if (id) {
+        sb_addc(p, '/');
+        cli_add_escaped(p, id);
+    }
+    if (suffix) sb_adds(p, suffix);
+}
+
+static int number(const char *s, const char *flag, long long *out) {
+    char *end;
+    *out = strtoll(s, &end, 10);
+    if (!*s || *end) return cli_error(CLI_USAGE, "job submit: %s must be a number, got '%s'", flag, s);
+    return 0;
+}
+
+static int j_submit(cli_ctx *ctx, int argc, char **argv) {
+    jopts o;
+    int rc = parse(argc, argv, "job submit", &o);
+    if (rc) return rc;
+    if (optind >= argc) return cli_error(CLI_USAGE, "job submit: expected a NAME");
+    if (!o.cls) return cli_error(CLI_USAGE, "job submit: --class is required");
+    const char *name = argv[optind++];
+    json_t *body = json_pack("{s:s,s:s}", "name", name, "class", o.cls), *cmd = json_array();
+    long long v;
+    if (o.units) {
+        if ((rc = number(o.units, "--units", &v))) goto out;
+        json_object_set_new(body, "units", json_integer(v));
+    }
+    if (o.tl) {
+        if ((rc = number(o.tl, "--time-limit", &v))) goto out;
+        json_object_set_new(body, "time_limit_s", json_integer(v));
+    }
+    if (o.pc) json_object_set_new(body, "priority_class", json_string(o.pc));
+    if (o.recovery) json_object_set_new(body, "recovery", json_string(o.recovery));
+    if (o.no_preempt) json_object_set_new(body, "preemptible", json_false());
+    for (; optind < argc; optind++) json_array_append_new(cmd, json_string(argv[optind]));
+    json_object_set(body, "command", cmd);
+    strbuf p = SB_INIT;
+    jobs_path(&p, &o, NULL, NULL);
+    rc = cli_run_call(ctx, "POST", p.buf, body, NULL);
+    sb_release(&p);
+out:
+    json_decref(cmd);
+    json_decref(body);
+    return rc;
+}
+
+static int j_list(cli_ctx *ctx, int argc, char **argv) {
+    static const char *const cols[] = {"id", "name", "state", "class", "units", "priority_class",
+                                       "submitter", "reason", NULL};
+    jopts o;
+    int rc = parse(argc, argv, "job list", &o);
+    if (rc) return rc;
+    if (optind < argc) return cli_error(CLI_USAGE, "job list: unexpected argument '%s'", argv[optind]);
+    strbuf p = SB_INIT;
+    jobs_path(&p, &o, NULL, NULL);
+    if (o.state) {
+        sb_adds(&p, "?state=");
+        cli_add_escaped(&p, o.state);
+    }
+    rc = cli_run_call(ctx, "GET", p.buf, NULL, cols);
+    sb_release(&p);
+    return rc;
+}
+
+/* VERB ID: one positional id, a method and a suffix. */
+static int by_id(cli_ctx *ctx, int argc, char **argv, const char *verb, const char *method,
+                 const char *suffix, json_t *body, int nargs) {
+    jopts o;
+    int rc = parse(argc, argv, verb, &o);
+    if (rc) return rc;
+    if (argc - optind != nargs) return cli_error(CLI_USAGE, "%s: expected %s", verb, nargs == 1 ? "an ID" : "ID PRIORITY_CLASS");
+    strbuf p = SB_INIT;
+    jobs_path(&p, &o, argv[optind], suffix);
+    if (nargs == 2) body = json_pack("{s:s}", "priority_class", argv[optind + 1]);
+    rc = cli_run_call(ctx, method, p.buf, body, NULL);
+    if (nargs == 2) json_decref(body);
+    sb_release(&p);
+    return rc;
+}
+
+static int j_show(cli_ctx *c, int a, char **v) { return by_id(c, a, v, "job show", "GET", NULL, NULL, 1); }
+static int j_cancel(cli_ctx *c, int a, char **v) {
+    return by_id(c, a, v, "job cancel", "POST", "/cancel", NULL, 1);
+}
+static int j_priority(cli_ctx *c, int a, char **v) {
+    return by_id(c, a, v, "job priority", "PUT", "/priority", NULL, 2);
+}
+
+static int j_explain(cli_ctx *ctx, int argc, char **argv) {
+    jopts o;
+    int rc = parse(argc, argv, "job explain", &o);
+    if (rc) return rc;
+    if (argc - optind != 1) return cli_error(CLI_USAGE, "job explain: expected an ID");
+    strbuf p = SB_INIT;
+    jobs_path(&p, &o, argv[optind], "/explain");
+    json_t *out;
+    rc = cli_call(ctx, "GET", p.buf, NULL, &out);
+    sb_release(&p);
+    if (rc) return rc;
+    if (ctx->json) {
+        cli_print_object(ctx, out);
+        json_decref(out);
+        return CLI_OK;
+    }
+    const char *reason = json_string_value(json_object_get(out, "reason"));
+    printf("job %s", json_string_value(json_object_get(out, "job")));
+    if (json_object_get(out, "queue_position"))
+        printf(" is number %lld in the queue",
+               (long long)json_integer_value(json_object_get(out, "queue_position")));
+    printf("\nblocked by: %s\n", reason ? reason : json_string_value(json_object_get(out, "explanation")));
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(out, "suggestions"), i, s) {
+        const char *what = json_string_value(json_object_get(s, "change"));
+        if (!strcmp(what, "raise_quota"))
+            printf("would start with: raise %s %s's %s ceiling by %g\n",
+                   json_string_value(json_object_get(s, "level")),
+                   json_string_value(json_object_get(s, "name")),
+                   json_string_value(json_object_get(s, "dimension")),
+                   json_number_value(json_object_get(s, "by")));
+        else if (!strcmp(what, "free_capacity"))
+            printf("would start with: %lld more free unit(s) of class %s (%lld GPUs)\n",
+                   (long long)json_integer_value(json_object_get(s, "units")),
+                   json_string_value(json_object_get(s, "class")),
+                   (long long)json_integer_value(json_object_get(s, "gpus")));
+        else if (!strcmp(what, "priority_class"))
+            printf("would start with: priority class %s (value %lld), which you may use\n",
+                   json_string_value(json_object_get(s, "name")),
+                   (long long)json_integer_value(json_object_get(s, "value")));
+    }
+    json_decref(out);
+    return CLI_OK;
+}
+
+int cli_cmd_job(cli_ctx *ctx, int argc, char **argv) {
+    static const cli_verb verbs[] = {
+        {"submit", j_submit,
+         "usage: gpupool job submit NAME --tenant T --project P --class C [--units N]\n"
+         "       [--priority-class PC] [--no-preempt] [--recovery requeue|fail]\n"
+         "       [--time-limit S] [-- COMMAND ARGS...]\n"},
+        {"list", j_list, "usage: gpupool job list --tenant T --project P [--state S]\n"},
+        {"show", j_show, "usage: gpupool job show ID --tenant T --project P\n"},
+        {"explain", j_explain, "usage: gpupool job explain ID --tenant T --project P\n\nIts place "
+                               "in the queue, what blocks it and by how much, and the smallest\n"
+                               "change that would start it.\n"},
+        {"cancel", j_cancel, "usage: gpupool job cancel ID --tenant T --project P\n"},
+        {"priority", j_priority, "usage: gpupool job priority ID PRIORITY_CLASS --tenant T "
+                                 "--project P\n"},
+        {NULL, NULL, NULL}};
+    return cli_dispatch(ctx, usage, verbs, argc, argv);
+}

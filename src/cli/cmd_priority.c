@@ -1,0 +1,108 @@
+/*
+ * cmd_priority.c - `gpupool priority list|show|create|set|delete` (priority classes).
+ */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: gpupool priority <command>\n"
+    "\n"
+    "  list | show NAME\n"
+    "  create NAME --value N [--preemptible yes|no] [--may-preempt yes|no]\n"
+    "         [--project-classes A,B] [--roles R,S] [--description T]   (platform-admin)\n"
+    "  set NAME [same options]\n"
+    "  delete NAME\n"
+    "Changing priority classes needs approval by default.\n";
+
+static json_t *csv(const char *s) {
+    json_t *a = json_array();
+    char *copy = strdup(s), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        json_array_append_new(a, json_string(t));
+    free(copy);
+    return a;
+}
+
+static int write_pc(cli_ctx *ctx, int argc, char **argv, int create) {
+    static const struct option lo[] = {{"value", required_argument, 0, 'v'},
+                                       {"preemptible", required_argument, 0, 'p'},
+                                       {"may-preempt", required_argument, 0, 'm'},
+                                       {"project-classes", required_argument, 0, 'c'},
+                                       {"roles", required_argument, 0, 'r'},
+                                       {"description", required_argument, 0, 'd'},
+                                       {0, 0, 0, 0}};
+    const char *verb = create ? "priority create" : "priority set";
+    json_t *body = json_object();
+    int c, rc = 0;
+    optind = 0;
+    while ((c = cli_getopt(argc, argv, lo, verb, &rc)) != -1) {
+        if (c == -2) goto out;
+        if (c == 'v') {
+            char *end;
+            long long v = strtoll(optarg, &end, 10);
+            if (!*optarg || *end) {
+                rc = cli_error(CLI_USAGE, "%s: --value must be a number, got '%s'", verb, optarg);
+                goto out;
+            }
+            json_object_set_new(body, "value", json_integer(v));
+        } else if (c == 'p' || c == 'm') {
+            int yes = !strcmp(optarg, "yes") || !strcmp(optarg, "true");
+            if (!yes && strcmp(optarg, "no") && strcmp(optarg, "false")) {
+                rc = cli_error(CLI_USAGE, "%s: %s takes yes or no", verb,
+                               c == 'p' ? "--preemptible" : "--may-preempt");
+                goto out;
+            }
+            json_object_set_new(body, c == 'p' ? "preemptible" : "may_preempt", json_boolean(yes));
+        } else if (c == 'c') {
+            json_object_set_new(body, "allowed_project_classes", csv(optarg));
+        } else if (c == 'r') {
+            json_object_set_new(body, "allowed_roles", csv(optarg));
+        } else if (c == 'd') {
+            json_object_set_new(body, "description", json_string(optarg));
+        }
+    }
+    if (argc - optind != 1) {
+        rc = cli_error(CLI_USAGE, "%s: expected one NAME", verb);
+        goto out;
+    }
+    strbuf p = SB_INIT;
+    if (create) {
+        json_object_set_new(body, "name", json_string(argv[optind]));
+        sb_adds(&p, "/api/v1/priority-classes");
+    } else {
+        sb_adds(&p, "/api/v1/priority-classes/");
+        cli_add_escaped(&p, argv[optind]);
+    }
+    rc = cli_run_call(ctx, create ? "POST" : "PUT", p.buf, body, NULL);
+    sb_release(&p);
+out:
+    json_decref(body);
+    return rc;
+}
+
+static int pc_create(cli_ctx *c, int a, char **v) { return write_pc(c, a, v, 1); }
+static int pc_set(cli_ctx *c, int a, char **v) { return write_pc(c, a, v, 0); }
+static int pc_list(cli_ctx *ctx, int argc, char **argv) {
+    static const char *const cols[] = {"name", "value", "preemptible", "may_preempt",
+                                       "allowed_project_classes", "allowed_roles", NULL};
+    if (argc > 1) return cli_error(CLI_USAGE, "priority list: unexpected argument '%s'", argv[1]);
+    return cli_run_call(ctx, "GET", "/api/v1/priority-classes", NULL, cols);
+}
+static int pc_show(cli_ctx *c, int a, char **v) {
+    return cli_name_call(c, a, v, "priority show", "GET", "/api/v1/priority-classes/", NULL, NULL);
+}
+static int pc_delete(cli_ctx *c, int a, char **v) {
+    return cli_name_call(c, a, v, "priority delete", "DELETE", "/api/v1/priority-classes/", NULL,
+                         NULL);
+}
+
+int cli_cmd_priority(cli_ctx *ctx, int argc, char **argv) {
+    static const cli_verb verbs[] = {
+        {"list", pc_list, usage}, {"show", pc_show, usage}, {"create", pc_create, usage},
+        {"set", pc_set, usage},   {"delete", pc_delete, usage}, {NULL, NULL, NULL}};
+    return cli_dispatch(ctx, usage, verbs, argc, argv);
+}

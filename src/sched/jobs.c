@@ -1,0 +1,295 @@
+/*
+ * jobs.c - jobs and bindings in the store, and the scheduler round's
+ * snapshot and commit (see jobs.h).
+ */
+#include "jobs_int.h"
+
+#include "../audit/audit.h"
+#include "../core/gtime.h"
+#include "../core/jsonx.h"
+#include "../core/strbuf.h"
+#include "../inventory/inventory.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static json_t *time_json(int64_t us) {
+    char ts[GT_RFC3339_LEN];
+    if (!us) return json_null();
+    gt_format_us(us, ts, sizeof ts);
+    return json_string(ts);
+}
+
+int jobs__event(store_tx *tx, const char *job, const char *kind, const char *msg, gp_err *err) {
+    char id[RND_ID_LEN];
+    rnd_id(id);
+    return store_exec(tx, NULL, err,
+                      "INSERT INTO job_events (id, job_id, at, kind, message) VALUES (?,?,?,?,?)",
+                      "ssiss", id, job, gt_now_us(), kind, msg);
+}
+
+/* ---- submit ---- */
+
+int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err *err) {
+    static const char *const fields[] = {"name", "class", "units", "priority_class", "command",
+                                         "preemptible", "recovery", "time_limit_s", NULL};
+    json_t *b = js->spec;
+    const char *name, *cls, *pcn, *recovery;
+    int64_t units = 1, tl = 0;
+    int pre = 1, has_units, has_pre, has_tl;
+    int rc;
+    if ((rc = jx_only_fields(b, fields, err)) || (rc = jx_get_str(b, "name", 1, &name, err)) ||
+        (rc = jx_get_str(b, "class", 1, &cls, err)) ||
+        (rc = jx_get_int(b, "units", 0, &units, &has_units, err)) ||
+        (rc = jx_get_str(b, "priority_class", 0, &pcn, err)) ||
+        (rc = jx_get_bool(b, "preemptible", 0, &pre, &has_pre, err)) ||
+        (rc = jx_get_str(b, "recovery", 0, &recovery, err)) ||
+        (rc = jx_get_int(b, "time_limit_s", 0, &tl, &has_tl, err)))
+        return rc;
+    if (!gp_name_valid(name)) return gp_err_set(err, GP_EINVALID, "job name: [a-z0-9-], 1-63");
+    if (units < 1 || units > 64) return gp_err_set(err, GP_EINVALID, "units must be 1..64");
+    if (tl < 0 || tl > 365LL * 86400) return gp_err_set(err, GP_EINVALID, "time_limit_s out of range");
+    if (!recovery) recovery = "requeue";
+    if (strcmp(recovery, "requeue") && strcmp(recovery, "fail"))
+        return gp_err_set(err, GP_EINVALID, "recovery must be requeue or fail");
+    json_t *cmd = json_object_get(b, "command");
+    if (cmd) {
+        size_t i;
+        json_t *a;
+        if (!json_is_array(cmd) || json_array_size(cmd) > 256)
+            return gp_err_set(err, GP_EINVALID, "command must be an array of strings");
+        json_array_foreach(cmd, i, a) if (!json_is_string(a) || json_string_length(a) > 4096) return
+            gp_err_set(err, GP_EINVALID, "command must be an array of strings");
+    }
+    /* the class must exist */
+    store_stmt *s;
+    if ((rc = store_query(tx, &s, err, "SELECT COUNT(*) FROM classes WHERE name = ?", "s", cls)))
+        return rc;
+    rc = store_step(s, err);
+    int64_t known = rc > 0 ? store_int(s, 0) : 0;
+    store_done(s);
+    if (rc < 0) return rc;
+    if (!known) return gp_err_set(err, GP_EINVALID, "resource class '%.64s' does not exist", cls);
+    prio_class pc;
+    if ((rc = prio_get(tx, pcn ? pcn : "normal", &pc, err))) {
+        if (rc == GP_ENOTFOUND) rc = GP_EINVALID;
+        return rc;
+    }
+    rc = prio_allowed(&pc, js->project_class, js->submitter_roles, err);
+    if (rc) {
+        prio_release(&pc);
+        return rc;
+    }
+    char *command = cmd ? jx_dump(cmd) : strdup("[]");
+    int64_t now = gt_now_us();
+    rnd_id(id);
+    /* a job is preemptible only if both it and its priority class are */
+    int preemptible = pc.preemptible && (has_pre ? pre : 1);
+    rc = store_exec(tx, NULL, err,
+                    "INSERT INTO jobs (id, tenant_id, project_id, name, class, units,"
+                    " priority_class, priority, preemptible, may_preempt, recovery, command,"
+                    " time_limit_s, submitter, state, reason, created_at, queued_at)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,'queued','waiting for the scheduler',?,?)",
+                    "sssssisiiissisii", id, js->tenant_id, js->project_id, name, cls, units,
+                    pc.name, (int64_t)pc.value, (int64_t)preemptible, (int64_t)pc.may_preempt,
+                    recovery, command, tl, js->submitter, now, now);
+    free(command);
+    prio_release(&pc);
+    if (!rc) rc = jobs__event(tx, id, "submitted", "queued", err);
+    return rc;
+}
+
+/* ---- reads ---- */
+
+#define JOB_COLS                                                                           \
+    "j.id, t.name, p.name, j.name, j.class, j.units, j.priority_class, j.priority,"        \
+    " j.preemptible, j.may_preempt, j.recovery, j.command, j.time_limit_s, j.submitter,"   \
+    " j.state, j.reason, j.created_at, j.started_at, j.ended_at, j.preemptions,"           \
+    " j.project_id"
+
+static json_t *job_json(store_stmt *s) {
+    json_t *cmd = json_loads(store_text(s, 11), 0, NULL);
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:s,s:I,s:b,s:b,s:s,s:o,s:I,s:s,s:s,s:s,s:o,s:o,"
+                     "s:o,s:I}",
+                     "id", store_text(s, 0), "tenant", store_text(s, 1), "project",
+                     store_text(s, 2), "name", store_text(s, 3), "class", store_text(s, 4),
+                     "units", (json_int_t)store_int(s, 5), "priority_class", store_text(s, 6),
+                     "priority", (json_int_t)store_int(s, 7), "preemptible",
+                     (int)store_int(s, 8), "may_preempt", (int)store_int(s, 9), "recovery",
+                     store_text(s, 10), "command", cmd ? cmd : json_array(), "time_limit_s",
+                     (json_int_t)store_int(s, 12), "submitter", store_text(s, 13), "state",
+                     store_text(s, 14), "reason", store_text(s, 15), "created_at",
+                     time_json(store_int(s, 16)), "started_at", time_json(store_int(s, 17)),
+                     "ended_at", time_json(store_int(s, 18)), "preemptions",
+                     (json_int_t)store_int(s, 19));
+}
+
+int jobs_get(store_tx *tx, const char *id, json_t **out, char project_id[RND_ID_LEN],
+             char submitter[64], gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT " JOB_COLS " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
+                         " JOIN projects p ON p.id = j.project_id WHERE j.id = ?",
+                         "s", id);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    json_t *o = rc > 0 ? job_json(s) : NULL;
+    if (rc > 0 && project_id) snprintf(project_id, RND_ID_LEN, "%s", store_text(s, 20));
+    if (rc > 0 && submitter) snprintf(submitter, 64, "%s", store_text(s, 13));
+    store_done(s);
+    if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
+    if (rc < 0) return rc;
+    json_t *binds, *events = json_array();
+    if ((rc = bind_list(tx, NULL, id, NULL, 0, &binds, err))) {
+        json_decref(o);
+        json_decref(events);
+        return rc;
+    }
+    json_object_set_new(o, "bindings", binds);
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT at, kind, message FROM job_events WHERE job_id = ?"
+                          " ORDER BY at, id",
+                          "s", id)) == GP_OK) {
+        while ((rc = store_step(s, err)) > 0)
+            json_array_append_new(events, json_pack("{s:o,s:s,s:s}", "at",
+                                                    time_json(store_int(s, 0)), "kind",
+                                                    store_text(s, 1), "message", store_text(s, 2)));
+        store_done(s);
+    }
+    json_object_set_new(o, "events", events);
+    if (rc < 0) {
+        json_decref(o);
+        return rc;
+    }
+    *out = o;
+    return GP_OK;
+}
+
+int jobs_list(store_tx *tx, const char *tenant_id, const char *project_id, const char *state,
+              json_t **items, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT " JOB_COLS " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
+                         " JOIN projects p ON p.id = j.project_id WHERE j.tenant_id = ?"
+                         " AND (? IS NULL OR j.project_id = ?) AND (? IS NULL OR j.state = ?)"
+                         " ORDER BY j.created_at DESC, j.id LIMIT 1000",
+                         "sssss", tenant_id, project_id, project_id, state, state);
+    if (rc) return rc;
+    json_t *arr = json_array();
+    while ((rc = store_step(s, err)) > 0) json_array_append_new(arr, job_json(s));
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *items = arr;
+    return GP_OK;
+}
+
+static int end_bindings(store_tx *tx, const char *job, const char *reason, gp_err *err) {
+    return store_exec(tx, NULL, err,
+                      "UPDATE bindings SET end_us = ?, end_reason = ? WHERE job_id = ?"
+                      " AND end_us IS NULL",
+                      "iss", gt_now_us(), reason, job);
+}
+
+int jobs_cancel(store_tx *tx, const char *id, const char *actor, gp_err *err) {
+    int changes = 0;
+    int rc = store_exec(tx, &changes, err,
+                        "UPDATE jobs SET state = 'cancelled', reason = ?, ended_at = ?"
+                        " WHERE id = ? AND state IN ('queued','admitted','running')",
+                        "sis", "cancelled", gt_now_us(), id);
+    if (rc) return rc;
+    if (!changes) return gp_err_set(err, GP_ECONFLICT, "the job has already ended");
+    char msg[120];
+    snprintf(msg, sizeof msg, "cancelled by %s", actor);
+    if ((rc = end_bindings(tx, id, "cancelled", err))) return rc;
+    return jobs__event(tx, id, "cancelled", msg, err);
+}
+
+int jobs_set_priority(store_tx *tx, const char *id, const prio_class *p, const char *actor,
+                      gp_err *err) {
+    int changes = 0;
+    int rc = store_exec(tx, &changes, err,
+                        "UPDATE jobs SET priority_class = ?, priority = ?, may_preempt = ?,"
+                        " preemptible = CASE WHEN ? THEN preemptible ELSE 0 END"
+                        " WHERE id = ? AND state IN ('queued','admitted','running')",
+                        "siiis", p->name, (int64_t)p->value, (int64_t)p->may_preempt,
+                        (int64_t)p->preemptible, id);
+    if (rc) return rc;
+    if (!changes) return gp_err_set(err, GP_ECONFLICT, "the job has already ended");
+    char msg[160];
+    snprintf(msg, sizeof msg, "priority class set to %s (%d) by %s", p->name, p->value, actor);
+    return jobs__event(tx, id, "priority", msg, err);
+}
+
+/* ---- bindings ---- */
+
+int bind_list(store_tx *tx, const char *gpu, const char *job, const char *tenant_id,
+              int64_t at, json_t **items, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT b.id, b.job_id, b.unit, b.gpu_uuid, b.slice_uuid, b.node, b.model,"
+                         " b.form, b.weight_milli, b.tenant, b.project, b.start_us,"
+                         " COALESCE(b.end_us, 0), COALESCE(b.end_reason, ''), j.name"
+                         " FROM bindings b JOIN jobs j ON j.id = b.job_id"
+                         " WHERE (? IS NULL OR b.gpu_uuid = ? OR b.slice_uuid = ?)"
+                         " AND (? IS NULL OR b.job_id = ?) AND (? IS NULL OR b.tenant_id = ?)"
+                         " AND (? = 0 OR (b.start_us <= ? AND (b.end_us IS NULL OR b.end_us > ?)))"
+                         " ORDER BY b.start_us DESC, b.unit, b.id LIMIT 5000",
+                         "sssssssiii", gpu, gpu, gpu, job, job, tenant_id, tenant_id, at, at, at);
+    if (rc) return rc;
+    json_t *arr = json_array();
+    while ((rc = store_step(s, err)) > 0) {
+        json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:s,s:s,s:s,s:s,s:f,s:s,s:s,s:o,s:o}", "id",
+                              store_text(s, 0), "job", store_text(s, 1), "job_name",
+                              store_text(s, 14), "unit", (json_int_t)store_int(s, 2), "gpu",
+                              store_text(s, 3), "node", store_text(s, 5), "model",
+                              store_text(s, 6), "form", store_text(s, 7), "share",
+                              (double)store_int(s, 8) / 1000.0, "tenant", store_text(s, 9),
+                              "project", store_text(s, 10), "start", time_json(store_int(s, 11)),
+                              "end", time_json(store_int(s, 12)));
+        if (store_text(s, 4)[0]) json_object_set_new(o, "slice", json_string(store_text(s, 4)));
+        if (store_text(s, 13)[0])
+            json_object_set_new(o, "end_reason", json_string(store_text(s, 13)));
+        json_array_append_new(arr, o);
+    }
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *items = arr;
+    return GP_OK;
+}
+
+static int64_t month_start(int64_t now, char month[16]) {
+    time_t t = (time_t)(now / 1000000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    if (month) snprintf(month, 16, "%04d-%02d", (tm.tm_year + 1900) % 10000, (tm.tm_mon + 1) % 100);
+    tm.tm_mday = 1;
+    tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+    return (int64_t)timegm(&tm) * 1000000;
+}
+
+int bind_card_hours(store_tx *tx, const char *tenant_id, const char *project_id, int64_t now,
+                    int64_t *out, gp_err *err) {
+    store_stmt *s;
+    int64_t m0 = month_start(now, NULL);
+    /* weight (milli-card) x seconds held this month / 3600 = milli card-hours */
+    int rc = store_query(tx, &s, err,
+                         "SELECT COALESCE(SUM(weight_milli * (MIN(COALESCE(end_us, ?), ?)"
+                         " - MAX(start_us, ?)) / 1000000), 0) FROM bindings"
+                         " WHERE tenant_id = ? AND (? IS NULL OR project_id = ?)"
+                         " AND COALESCE(end_us, ?) > ?",
+                         "iiisssii", now, now, m0, tenant_id, project_id, project_id,
+                         now, m0);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    *out = rc > 0 ? store_int(s, 0) / 3600 : 0;
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}

@@ -1,0 +1,107 @@
+/*
+ * jobs.h - jobs, priority classes, bindings and the scheduler's round
+ * against the store (the I/O side of src/sched; the decisions are sched.c's).
+ *
+ * A round: load a snapshot (nodes, GPUs and slices with their allocatable
+ * state, classes, tenants and projects with ceilings and this month's
+ * card-hours, queued/admitted/running jobs with their open bindings), run
+ * sch_round(), and commit every decision - state, reason, bindings, job
+ * events and audit events - in one write transaction.
+ *
+ * Bindings are the timeline of who held which GPU: created when a job is
+ * placed, ended once with a reason (cancelled, preempted, completed, failed,
+ * node_lost, released), never edited otherwise.
+ */
+#ifndef GP_JOBS_H
+#define GP_JOBS_H
+
+#include "../core/err.h"
+#include "../core/rand.h"
+#include "../store/store.h"
+#include "sched.h"
+
+#include <jansson.h>
+#include <stdint.h>
+
+/* ---- priority classes ---- */
+
+typedef struct prio_class {
+    char name[64];
+    int value, preemptible, may_preempt;
+    json_t *project_classes; /* [] = any (owned) */
+    json_t *roles;           /* [] = any (owned) */
+} prio_class;
+
+int prio_get(store_tx *tx, const char *name, prio_class *out, gp_err *err);
+void prio_release(prio_class *p);
+/* {"name","value","preemptible","may_preempt","allowed_project_classes","allowed_roles","description"} */
+int prio_put(store_tx *tx, json_t *spec, int create, const char *name, gp_err *err);
+int prio_delete(store_tx *tx, const char *name, gp_err *err);
+int prio_list(store_tx *tx, json_t **items, gp_err *err);
+
+/*
+ * May a submitter holding `roles` (JSON array of role names it holds in the
+ * project's scope) use priority class `p` for a project of class `pclass`?
+ * 0, or GP_EFORBIDDEN with the reason.
+ */
+int prio_allowed(const prio_class *p, const char *pclass, json_t *roles, gp_err *err);
+
+/* ---- jobs ---- */
+
+typedef struct job_submit {
+    const char *tenant_id, *tenant, *project_id, *project;
+    const char *submitter;
+    json_t *spec; /* the request body */
+    json_t *submitter_roles; /* role names the submitter holds over the project */
+    const char *project_class;
+} job_submit;
+
+/* Validate and queue a job. OUT: id. */
+int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err *err);
+
+/* One job with its bindings and events; GP_ENOTFOUND. OUT: project_id, submitter (optional). */
+int jobs_get(store_tx *tx, const char *id, json_t **out, char project_id[RND_ID_LEN],
+             char submitter[64], gp_err *err);
+
+/* Jobs of a project (or a whole tenant when project_id is NULL); `state` filters. */
+int jobs_list(store_tx *tx, const char *tenant_id, const char *project_id, const char *state,
+              json_t **items, gp_err *err);
+
+/* Cancel: end its bindings (cancelled) and mark it cancelled. GP_ECONFLICT when already ended. */
+int jobs_cancel(store_tx *tx, const char *id, const char *actor, gp_err *err);
+
+/* Change a queued/admitted/running job's priority class (checked by the caller). */
+int jobs_set_priority(store_tx *tx, const char *id, const prio_class *p, const char *actor,
+                      gp_err *err);
+
+/* ---- the round ---- */
+
+typedef struct round_stats {
+    int placed, preempted, queued;
+} round_stats;
+
+/* Run one scheduling round and commit it. */
+int sched_run(store_t *st, round_stats *stats, gp_err *err);
+
+/*
+ * Explain job `id`: its place in the queue, what blocks it and by how much,
+ * and the smallest change that would start it - each answer from running the
+ * same scheduler on a modified snapshot.  `allowed` is the list of priority
+ * class names the submitter may use.  OUT: *out (new reference).
+ */
+int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp_err *err);
+
+/* ---- bindings ---- */
+
+/*
+ * Bindings filtered by GPU uuid, job id and/or tenant id, optionally only
+ * those open at time `at_us` (0: all, newest first). `tenant_id` NULL = all.
+ */
+int bind_list(store_tx *tx, const char *gpu, const char *job, const char *tenant_id,
+              int64_t at_us, json_t **items, gp_err *err);
+
+/* Card-hours (milli) used this calendar month by a tenant (project_id NULL) or project. */
+int bind_card_hours(store_tx *tx, const char *tenant_id, const char *project_id, int64_t now_us,
+                    int64_t *out, gp_err *err);
+
+#endif

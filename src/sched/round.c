@@ -1,0 +1,753 @@
+/*
+ * round.c - the scheduler against the store: build a snapshot, run the pure
+ * round, commit its decisions; and explain a job with the same machinery.
+ */
+#include "jobs_int.h"
+
+#include "../audit/audit.h"
+#include "../core/gtime.h"
+#include "../core/jsonx.h"
+#include "../core/strbuf.h"
+#include "../inventory/inventory.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef char name64[64];
+typedef char id33[RND_ID_LEN];
+typedef char uuid96[96];
+
+typedef struct snap {
+    sch_snapshot s;
+    health_policy pol;
+    char month[16];
+    int64_t now;
+    /* nodes, in name order; GPUs grouped by node */
+    sch_node *nodes;
+    name64 *node_names;
+    sch_gpu *gpus;
+    uuid96 *gpu_uuids;
+    uuid96 *slice_uuids; /* [gpu * SCH_MAX_SLICES + k] */
+    char (*slice_prof)[24];
+    char (*models)[96];
+    int *gpu_order; /* GPU indices sorted by uuid, for lookups */
+    name64 *pools;
+    sch_class *classes;
+    name64 *cnames;
+    char (*cprof)[24];
+    name64 *cforms;
+    unsigned char *model_ok;
+    sch_tenant *tenants;
+    name64 *tnames;
+    id33 *tids;
+    unsigned char *pool_ok;
+    sch_project *projects;
+    name64 *pnames;
+    id33 *pids;
+    sch_job *jobs;
+    id33 *jids;
+    char (*jrecovery)[8];
+    sch_unit *places;
+} snap;
+
+static void snap_free(snap *n) {
+    free(n->nodes);
+    free(n->node_names);
+    free(n->gpus);
+    free(n->gpu_uuids);
+    free(n->slice_uuids);
+    free(n->slice_prof);
+    free(n->models);
+    free(n->gpu_order);
+    free(n->pools);
+    free(n->classes);
+    free(n->cnames);
+    free(n->cprof);
+    free(n->cforms);
+    free(n->model_ok);
+    free(n->tenants);
+    free(n->tnames);
+    free(n->tids);
+    free(n->pool_ok);
+    free(n->projects);
+    free(n->pnames);
+    free(n->pids);
+    free(n->jobs);
+    free(n->jids);
+    free(n->jrecovery);
+    free(n->places);
+    memset(n, 0, sizeof *n);
+}
+
+static int count(store_tx *tx, const char *sql, int *out, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err, sql, "");
+    if (rc) return rc;
+    rc = store_step(s, err);
+    *out = rc > 0 ? (int)store_int(s, 0) : 0;
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+static int find_str(const void *base, size_t stride, int n, const char *key) {
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        int c = strcmp((const char *)base + stride * (size_t)mid, key);
+        if (c == 0) return mid;
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+static const snap *g_sort_snap; /* only during qsort in build(); single-threaded use */
+static int by_uuid(const void *a, const void *b) {
+    return strcmp(g_sort_snap->gpu_uuids[*(const int *)a], g_sort_snap->gpu_uuids[*(const int *)b]);
+}
+
+static int gpu_index(const snap *n, const char *uuid) {
+    int lo = 0, hi = n->s.ngpus - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2, g = n->gpu_order[mid];
+        int c = strcmp(n->gpu_uuids[g], uuid);
+        if (c == 0) return g;
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+static int model_index(snap *n, const char *model) {
+    for (int i = 0; i < n->s.nmodels; i++)
+        if (strcmp(n->models[i], model) == 0) return i;
+    snprintf(n->models[n->s.nmodels], 96, "%s", model);
+    return n->s.nmodels++;
+}
+
+#define ALLOC(p, cnt) ((p) = calloc((size_t)(cnt) + 1, sizeof *(p)))
+
+static int build(store_tx *tx, snap *n, gp_err *err) {
+    store_stmt *s;
+    int rc, nn, ng, np, nc, nt, npj, nj, nu;
+    memset(n, 0, sizeof *n);
+    n->now = gt_now_us();
+    {
+        time_t t = (time_t)(n->now / 1000000);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        snprintf(n->month, sizeof n->month, "%04d-%02d", (tm.tm_year + 1900) % 10000,
+                 (tm.tm_mon + 1) % 100);
+    }
+    if ((rc = inv_health_policy_load(tx, &n->pol, err)) ||
+        (rc = count(tx, "SELECT COUNT(*) FROM nodes", &nn, err)) ||
+        (rc = count(tx, "SELECT COUNT(*) FROM gpus", &ng, err)) ||
+        (rc = count(tx, "SELECT COUNT(*) FROM pools", &np, err)) ||
+        (rc = count(tx, "SELECT COUNT(*) FROM classes", &nc, err)) ||
+        (rc = count(tx, "SELECT COUNT(*) FROM tenants", &nt, err)) ||
+        (rc = count(tx, "SELECT COUNT(*) FROM projects", &npj, err)) ||
+        (rc = count(tx, "SELECT COUNT(*) FROM jobs WHERE state IN ('queued','admitted','running')",
+                    &nj, err)) ||
+        (rc = count(tx, "SELECT COALESCE(SUM(units), 0) FROM jobs WHERE state = 'running'", &nu,
+                    err)))
+        return rc;
+    if (!ALLOC(n->nodes, nn) || !ALLOC(n->node_names, nn) || !ALLOC(n->gpus, ng) ||
+        !ALLOC(n->gpu_uuids, ng) || !(n->slice_uuids = calloc((size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_uuids)) ||
+        !(n->slice_prof = calloc((size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_prof)) ||
+        !ALLOC(n->models, ng) || !ALLOC(n->gpu_order, ng) || !ALLOC(n->pools, np) ||
+        !ALLOC(n->classes, nc) || !ALLOC(n->cnames, nc) || !ALLOC(n->cprof, nc) ||
+        !ALLOC(n->cforms, nc) || !ALLOC(n->tenants, nt) || !ALLOC(n->tnames, nt) ||
+        !ALLOC(n->tids, nt) || !ALLOC(n->projects, npj) || !ALLOC(n->pnames, npj) ||
+        !ALLOC(n->pids, npj) || !ALLOC(n->jobs, nj) || !ALLOC(n->jids, nj) ||
+        !ALLOC(n->jrecovery, nj) || !ALLOC(n->places, nu))
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    sch_snapshot *S = &n->s;
+    S->month = n->month;
+    /* pools */
+    if ((rc = store_query(tx, &s, err, "SELECT name FROM pools ORDER BY name", ""))) return rc;
+    while ((rc = store_step(s, err)) > 0 && S->npools < np)
+        snprintf(n->pools[S->npools++], 64, "%s", store_text(s, 0));
+    store_done(s);
+    if (rc < 0) return rc;
+    /* nodes and GPUs */
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT name, cpus, memory_gib, pool, state, admin_state FROM nodes"
+                          " ORDER BY name",
+                          "")))
+        return rc;
+    while ((rc = store_step(s, err)) > 0 && S->nnodes < nn) {
+        int i = S->nnodes++;
+        snprintf(n->node_names[i], 64, "%s", store_text(s, 0));
+        n->nodes[i].cpus = (int)store_int(s, 1);
+        n->nodes[i].mem_gib = (int)store_int(s, 2);
+        n->nodes[i].pool = find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 3));
+        if (n->nodes[i].pool < 0) n->nodes[i].pool = 0;
+        /* node usability folds into each GPU's allocatable flag below */
+        n->nodes[i].gpu0 = strcmp(store_text(s, 4), "ready") == 0 &&
+                           strcmp(store_text(s, 5), "none") == 0; /* temporarily: node usable */
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    int *usable = calloc((size_t)S->nnodes + 1, sizeof *usable);
+    if (!usable) return gp_err_set(err, GP_ENOMEM, NULL);
+    for (int i = 0; i < S->nnodes; i++) usable[i] = n->nodes[i].gpu0;
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT n.name, g.uuid, g.model, g.memory_mib, g.mode, g.health,"
+                          " g.admin_state, g.numa, g.topology, g.id FROM gpus g"
+                          " JOIN nodes n ON n.id = g.node_id ORDER BY n.name, g.idx",
+                          ""))) {
+        free(usable);
+        return rc;
+    }
+    int cur = -1;
+    while ((rc = store_step(s, err)) > 0 && S->ngpus < ng) {
+        int node = find_str(n->node_names, sizeof *n->node_names, S->nnodes, store_text(s, 0));
+        if (node < 0) continue;
+        int g = S->ngpus++;
+        if (node != cur) {
+            n->nodes[node].gpu0 = g;
+            n->nodes[node].ngpus = 0;
+            cur = node;
+        }
+        n->nodes[node].ngpus++;
+        sch_gpu *gp = &n->gpus[g];
+        snprintf(n->gpu_uuids[g], 96, "%s", store_text(s, 1));
+        gp->node = node;
+        gp->model = model_index(n, store_text(s, 2));
+        gp->mem_gib = (int)(store_int(s, 3) / 1024);
+        const char *mode = store_text(s, 4);
+        gp->mode = !strcmp(mode, "mig") ? SCH_MIG : !strcmp(mode, "shared") ? SCH_SHARED : SCH_WHOLE;
+        gp->allocatable = usable[node] && strcmp(store_text(s, 6), "none") == 0 &&
+                          health_allocatable(&n->pol, health_parse(store_text(s, 5)));
+        gp->numa = (int)store_int(s, 7);
+        gp->nvgroup = -1;
+        json_t *topo = json_loads(store_text(s, 8), 0, NULL);
+        /* NVLink group: the first earlier card on the node this one is linked to, else itself */
+        if (json_object_size(topo)) {
+            gp->nvgroup = g;
+            for (int k = n->nodes[node].gpu0; k < g; k++) {
+                json_t *lv = json_object_get(topo, n->gpu_uuids[k]);
+                if (json_is_integer(lv) && json_integer_value(lv) <= 10) {
+                    gp->nvgroup = n->gpus[k].nvgroup >= 0 ? n->gpus[k].nvgroup : k;
+                    break;
+                }
+            }
+        }
+        json_decref(topo);
+        /* slices */
+        store_stmt *q;
+        if ((rc = store_query(tx, &q, err,
+                              "SELECT uuid, profile, memory_mib FROM slices WHERE gpu_id = ?"
+                              " ORDER BY idx",
+                              "s", store_text(s, 9))))
+            break;
+        while (store_step(q, err) > 0 && gp->nslices < SCH_MAX_SLICES) {
+            int k = gp->nslices++;
+            size_t at = (size_t)g * SCH_MAX_SLICES + (size_t)k;
+            snprintf(n->slice_uuids[at], 96, "%s", store_text(q, 0));
+            snprintf(n->slice_prof[at], 24, "%s", store_text(q, 1));
+            gp->slices[k].profile = n->slice_prof[at];
+            gp->slices[k].mem_gib = (int)(store_int(q, 2) / 1024);
+        }
+        store_done(q);
+    }
+    store_done(s);
+    free(usable);
+    for (int i = 0; i < S->nnodes; i++)
+        if (!n->nodes[i].ngpus) n->nodes[i].gpu0 = 0;
+    if (rc < 0) return rc;
+    for (int g = 0; g < S->ngpus; g++) n->gpu_order[g] = g;
+    g_sort_snap = n;
+    qsort(n->gpu_order, (size_t)S->ngpus, sizeof *n->gpu_order, by_uuid);
+    g_sort_snap = NULL;
+    /* classes */
+    if (!(n->model_ok = calloc((size_t)(nc + 1) * (size_t)(S->nmodels + 1), 1)))
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT name, form, gpus, cpus, memory_gib, gpu_models, topology,"
+                          " COALESCE(pool, '') FROM classes ORDER BY name",
+                          "")))
+        return rc;
+    while ((rc = store_step(s, err)) > 0 && S->nclasses < nc) {
+        int c = S->nclasses++;
+        sch_class *cl = &n->classes[c];
+        inv_form f;
+        snprintf(n->cnames[c], 64, "%s", store_text(s, 0));
+        snprintf(n->cforms[c], 64, "%s", store_text(s, 1));
+        inv_form_parse(store_text(s, 1), &f, NULL);
+        cl->name = n->cnames[c];
+        cl->form = f.kind == FORM_MIG ? SCH_MIG : f.kind == FORM_SHARED ? SCH_SHARED : SCH_WHOLE;
+        snprintf(n->cprof[c], 24, "%s", f.profile);
+        cl->profile = n->cprof[c];
+        cl->shared_mem_gib = f.memory_gib;
+        cl->shared_pct = f.percent;
+        cl->gpus = (int)store_int(s, 2);
+        if (cl->gpus > SCH_MAX_GPUS_PER_UNIT) cl->gpus = SCH_MAX_GPUS_PER_UNIT;
+        cl->cpus = (int)store_int(s, 3);
+        cl->mem_gib = (int)store_int(s, 4);
+        const char *topo = store_text(s, 6);
+        cl->topology = !strcmp(topo, "nvlink") ? SCH_TOPO_NVLINK
+                       : !strcmp(topo, "same-numa") ? SCH_TOPO_NUMA : SCH_TOPO_ANY;
+        cl->pool = store_text(s, 7)[0]
+                       ? find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 7))
+                       : -1;
+        unsigned char *ok = &n->model_ok[(size_t)c * (size_t)(S->nmodels + 1)];
+        json_t *models = json_loads(store_text(s, 5), 0, NULL);
+        int ref_mem = 0;
+        for (int m = 0; m < S->nmodels; m++) {
+            size_t i;
+            json_t *v;
+            json_array_foreach(models, i, v) if (inv_model_matches(json_string_value(v), n->models[m])) ok[m] = 1;
+        }
+        for (int g = 0; g < S->ngpus; g++)
+            if (ok[n->gpus[g].model] && n->gpus[g].mem_gib > ref_mem) ref_mem = n->gpus[g].mem_gib;
+        if (!ref_mem) ref_mem = 80;
+        json_decref(models);
+        cl->model_ok = ok;
+        if (cl->form == SCH_WHOLE) {
+            cl->gpu_milli = 1000LL * cl->gpus;
+            cl->gpu_mem_gib = (int64_t)ref_mem * cl->gpus;
+        } else if (cl->form == SCH_MIG) {
+            cl->gpu_milli = (f.profile[0] - '0') * 1000LL / 7;
+            cl->gpu_mem_gib = atoi(strchr(f.profile, '.') ? strchr(f.profile, '.') + 1 : "0");
+        } else {
+            int64_t by_mem = (int64_t)f.memory_gib * 1000 / ref_mem, by_pct = (int64_t)f.percent * 10;
+            cl->gpu_milli = by_mem > by_pct ? by_mem : by_pct;
+            cl->gpu_mem_gib = f.memory_gib;
+        }
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    /* tenants and projects */
+    if (!(n->pool_ok = calloc((size_t)(nt + 1) * (size_t)(S->npools + 1), 1)))
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    if ((rc = store_query(tx, &s, err, "SELECT id, name FROM tenants ORDER BY id", ""))) return rc;
+    while ((rc = store_step(s, err)) > 0 && S->ntenants < nt) {
+        int i = S->ntenants++;
+        snprintf(n->tids[i], RND_ID_LEN, "%s", store_text(s, 0));
+        snprintf(n->tnames[i], 64, "%s", store_text(s, 1));
+        n->tenants[i].name = n->tnames[i];
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    for (int i = 0; i < S->ntenants; i++) {
+        sch_tenant *t = &n->tenants[i];
+        if ((rc = quota_load(tx, n->tids[i], NULL, &t->quota, err)) ||
+            (rc = bind_card_hours(tx, n->tids[i], NULL, n->now, &t->card_hours_used, err)))
+            return rc;
+        unsigned char *ok = &n->pool_ok[(size_t)i * (size_t)(S->npools + 1)];
+        t->pool_ok = ok;
+    }
+    /* which tenants may use which pool */
+    if ((rc = store_query(tx, &s, err, "SELECT name, tenants FROM pools ORDER BY name", "")))
+        return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        int p = find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 0));
+        json_t *allowed = json_loads(store_text(s, 1), 0, NULL);
+        for (int i = 0; p >= 0 && i < S->ntenants; i++) {
+            int ok = json_array_size(allowed) == 0;
+            size_t k;
+            json_t *v;
+            json_array_foreach(allowed, k, v) if (!strcmp(json_string_value(v), n->tnames[i])) ok = 1;
+            n->pool_ok[(size_t)i * (size_t)(S->npools + 1) + (size_t)p] = (unsigned char)ok;
+        }
+        json_decref(allowed);
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT id, tenant_id, name, class FROM projects ORDER BY id", "")))
+        return rc;
+    while ((rc = store_step(s, err)) > 0 && S->nprojects < npj) {
+        int i = S->nprojects++;
+        snprintf(n->pids[i], RND_ID_LEN, "%s", store_text(s, 0));
+        snprintf(n->pnames[i], 64, "%s", store_text(s, 2));
+        n->projects[i].name = n->pnames[i];
+        n->projects[i].tenant = find_str(n->tids, sizeof *n->tids, S->ntenants, store_text(s, 1));
+        const char *pc = store_text(s, 3);
+        n->projects[i].pclass = !strcmp(pc, "production") ? 0 : !strcmp(pc, "development") ? 1 : 2;
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    for (int i = 0; i < S->nprojects; i++) {
+        sch_project *p = &n->projects[i];
+        const char *tid = n->tids[p->tenant];
+        if ((rc = quota_load(tx, tid, n->pids[i], &p->quota, err)) ||
+            (rc = bind_card_hours(tx, tid, n->pids[i], n->now, &p->card_hours_used, err)))
+            return rc;
+    }
+    /* live jobs, and where the running ones are */
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT id, project_id, class, units, priority, preemptible, may_preempt,"
+                          " queued_at, COALESCE(started_at, 0), state, recovery FROM jobs"
+                          " WHERE state IN ('queued','admitted','running') ORDER BY id",
+                          "")))
+        return rc;
+    int used_units = 0;
+    while ((rc = store_step(s, err)) > 0 && S->njobs < nj) {
+        int cls = find_str(n->cnames, sizeof *n->cnames, S->nclasses, store_text(s, 2));
+        int prj = find_str(n->pids, sizeof *n->pids, S->nprojects, store_text(s, 1));
+        if (cls < 0 || prj < 0) continue; /* its class was deleted: it cannot be scheduled */
+        int i = S->njobs++;
+        sch_job *j = &n->jobs[i];
+        snprintf(n->jids[i], RND_ID_LEN, "%s", store_text(s, 0));
+        snprintf(n->jrecovery[i], 8, "%s", store_text(s, 10));
+        j->id = n->jids[i];
+        j->project = prj;
+        j->cls = cls;
+        j->units = (int)store_int(s, 3);
+        j->priority = (int)store_int(s, 4);
+        j->preemptible = (int)store_int(s, 5);
+        j->may_preempt = (int)store_int(s, 6);
+        j->submit_us = store_int(s, 7);
+        j->start_us = store_int(s, 8);
+        const char *st = store_text(s, 9);
+        j->state = !strcmp(st, "running") ? SCH_RUNNING : !strcmp(st, "admitted") ? SCH_ADMITTED
+                                                                                  : SCH_PENDING;
+        if (j->state == SCH_RUNNING) {
+            if (used_units + j->units > nu) j->state = SCH_ADMITTED; /* cannot happen; be safe */
+            else {
+                j->place = &n->places[used_units];
+                for (int k = 0; k < j->units; k++) n->places[used_units + k].slice = -1;
+                used_units += j->units;
+            }
+        }
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT job_id, unit, gpu_uuid, slice_uuid FROM bindings"
+                          " WHERE end_us IS NULL ORDER BY job_id, unit, start_us, id",
+                          "")))
+        return rc;
+    int fill[SCH_MAX_GPUS_PER_UNIT * 64];
+    char last[RND_ID_LEN] = "";
+    int ji = -1;
+    while ((rc = store_step(s, err)) > 0) {
+        if (strcmp(last, store_text(s, 0)) != 0) {
+            snprintf(last, sizeof last, "%s", store_text(s, 0));
+            ji = find_str(n->jids, sizeof *n->jids, S->njobs, last);
+            memset(fill, 0, sizeof fill);
+        }
+        if (ji < 0 || n->jobs[ji].state != SCH_RUNNING) continue;
+        int unit = (int)store_int(s, 1), g = gpu_index(n, store_text(s, 2));
+        if (unit < 0 || unit >= n->jobs[ji].units || unit >= 64 || g < 0) continue;
+        sch_unit *u = (sch_unit *)&n->jobs[ji].place[unit];
+        if (fill[unit] < SCH_MAX_GPUS_PER_UNIT) u->gpu[fill[unit]++] = g;
+        const char *su = store_text(s, 3);
+        if (su[0])
+            for (int k = 0; k < n->gpus[g].nslices; k++)
+                if (!strcmp(n->slice_uuids[(size_t)g * SCH_MAX_SLICES + (size_t)k], su)) u->slice = k;
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    S->nodes = n->nodes;
+    S->gpus = n->gpus;
+    S->classes = n->classes;
+    S->tenants = n->tenants;
+    S->projects = n->projects;
+    S->jobs = n->jobs;
+    S->nmodels = S->nmodels ? S->nmodels : 1;
+    return GP_OK;
+}
+
+/* ---- commit ---- */
+
+static int weight_of(const snap *n, const sch_class *c, const sch_unit *u) {
+    if (c->form == SCH_WHOLE) return 1000;
+    if (c->form == SCH_MIG) return (c->profile[0] - '0') * 1000 / 7;
+    int mem = n->gpus[u->gpu[0]].mem_gib ? n->gpus[u->gpu[0]].mem_gib : 1;
+    int by_mem = c->shared_mem_gib * 1000 / mem, by_pct = c->shared_pct * 10;
+    return by_mem > by_pct ? by_mem : by_pct;
+}
+
+static int audit_job(store_tx *tx, const snap *n, int ji, const char *action, json_t *sum,
+                     gp_err *err) {
+    const sch_job *j = &n->jobs[ji];
+    const sch_project *p = &n->projects[j->project];
+    char *text = jx_dump(sum);
+    json_decref(sum);
+    audit_event ev = {.actor = "scheduler", .action = action, .target_type = "job",
+                      .target_id = j->id, .tenant = n->tnames[p->tenant], .project = p->name,
+                      .result = "ok", .summary = text};
+    int rc = audit_append(tx, &ev, NULL, err);
+    free(text);
+    return rc;
+}
+
+static int commit_place(store_tx *tx, const snap *n, const sch_decision *d, gp_err *err) {
+    const sch_job *j = &n->jobs[d->job];
+    const sch_class *c = &n->classes[j->cls];
+    const sch_project *p = &n->projects[j->project];
+    strbuf nodes = SB_INIT;
+    int rc = GP_OK;
+    for (int k = 0; k < j->units && !rc; k++) {
+        const sch_unit *u = &d->units[k];
+        int ng = c->form == SCH_WHOLE ? c->gpus : 1;
+        for (int m = 0; m < ng && !rc; m++) {
+            int g = u->gpu[m];
+            char id[RND_ID_LEN];
+            rnd_id(id);
+            const char *slice = c->form == SCH_MIG ? n->slice_uuids[(size_t)g * SCH_MAX_SLICES + (size_t)u->slice] : "";
+            rc = store_exec(tx, NULL, err,
+                            "INSERT INTO bindings (id, job_id, unit, gpu_uuid, slice_uuid, node,"
+                            " model, form, shared_mem_gib, shared_pct, weight_milli, tenant_id,"
+                            " project_id, tenant, project, start_us)"
+                            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                            "ssisssssiiissssi", id, j->id, (int64_t)k, n->gpu_uuids[g], slice,
+                            n->node_names[n->gpus[g].node], n->models[n->gpus[g].model],
+                            n->cforms[j->cls],
+                            (int64_t)(c->form == SCH_SHARED ? c->shared_mem_gib : 0),
+                            (int64_t)(c->form == SCH_SHARED ? c->shared_pct : 0),
+                            (int64_t)weight_of(n, c, u), n->tids[p->tenant], n->pids[j->project],
+                            n->tnames[p->tenant], p->name, n->now);
+        }
+        const char *node = n->node_names[n->gpus[u->gpu[0]].node];
+        if (!strstr(nodes.buf, node)) sb_addf(&nodes, "%s%s", nodes.len ? "," : "", node);
+    }
+    char reason[200];
+    snprintf(reason, sizeof reason, "running on %s", nodes.buf);
+    if (!rc)
+        rc = store_exec(tx, NULL, err,
+                        "UPDATE jobs SET state = 'running', reason = ?, started_at = ? WHERE id = ?",
+                        "sis", reason, n->now, j->id);
+    if (!rc) rc = jobs__event(tx, j->id, "placed", reason, err);
+    if (!rc)
+        rc = audit_job(tx, n, d->job, "job.place",
+                       json_pack("{s:s,s:s,s:i}", "class", c->name, "nodes", nodes.buf, "units",
+                                 j->units),
+                       err);
+    sb_release(&nodes);
+    return rc;
+}
+
+static int commit_preempt(store_tx *tx, const snap *n, const sch_decision *d, gp_err *err) {
+    const sch_job *j = &n->jobs[d->job];
+    const sch_job *by = &n->jobs[d->by];
+    int requeue = !strcmp(n->jrecovery[d->job], "requeue");
+    int rc = store_exec(tx, NULL, err,
+                        "UPDATE bindings SET end_us = ?, end_reason = 'preempted' WHERE job_id = ?"
+                        " AND end_us IS NULL",
+                        "is", n->now, j->id);
+    char reason[240];
+    snprintf(reason, sizeof reason, "%s: %s", requeue ? "requeued" : "ended", d->reason);
+    if (!rc)
+        rc = requeue ? store_exec(tx, NULL, err,
+                                  "UPDATE jobs SET state = 'queued', reason = ?,"
+                                  " preemptions = preemptions + 1 WHERE id = ?",
+                                  "ss", reason, j->id)
+                     : store_exec(tx, NULL, err,
+                                  "UPDATE jobs SET state = 'preempted', reason = ?, ended_at = ?,"
+                                  " preemptions = preemptions + 1 WHERE id = ?",
+                                  "sis", reason, n->now, j->id);
+    if (!rc) rc = jobs__event(tx, j->id, "preempted", reason, err);
+    if (!rc)
+        rc = audit_job(tx, n, d->job, "job.preempt",
+                       json_pack("{s:s,s:i,s:i,s:b}", "why", d->reason, "victim_priority",
+                                 j->priority, "preemptor_priority", by->priority, "requeued",
+                                 requeue),
+                       err);
+    /* the preemptor's side of the story, in its own tenant's trail */
+    if (!rc)
+        rc = audit_job(tx, n, d->by, "job.preempt_for",
+                       json_pack("{s:i,s:i}", "victim_priority", j->priority, "preemptor_priority",
+                                 by->priority),
+                       err);
+    return rc;
+}
+
+int sched_run(store_t *st, round_stats *stats, gp_err *err) {
+    store_tx *tx;
+    snap n;
+    sch_result r;
+    memset(stats, 0, sizeof *stats);
+    int rc = store_begin(st, STORE_WRITE, &tx, err);
+    if (rc) return rc;
+    if ((rc = build(tx, &n, err))) goto fail;
+    if (sch_round(&n.s, &r) != 0) {
+        rc = gp_err_set(err, GP_ENOMEM, "scheduler: out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < r.n && !rc; i++) {
+        const sch_decision *d = &r.d[i];
+        const char *id = n.jobs[d->job].id;
+        switch (d->action) {
+        case SCH_DO_PLACE:
+            rc = commit_place(tx, &n, d, err);
+            stats->placed++;
+            break;
+        case SCH_DO_PREEMPT:
+            rc = commit_preempt(tx, &n, d, err);
+            stats->preempted++;
+            break;
+        case SCH_DO_ADMIT:
+        case SCH_DO_WAIT_PREEMPT:
+            rc = store_exec(tx, NULL, err,
+                            "UPDATE jobs SET state = 'admitted', reason = ? WHERE id = ?", "ss",
+                            d->reason, id);
+            if (!rc && n.jobs[d->job].state == SCH_PENDING)
+                rc = jobs__event(tx, id, "admitted", d->reason, err);
+            stats->queued++;
+            break;
+        default:
+            rc = store_exec(tx, NULL, err,
+                            "UPDATE jobs SET reason = ? WHERE id = ? AND reason <> ?", "sss",
+                            d->reason, id, d->reason);
+            stats->queued++;
+        }
+    }
+    sch_result_free(&r);
+    if (rc) goto fail;
+    snap_free(&n);
+    return store_commit(tx, err);
+fail:
+    snap_free(&n);
+    store_rollback(tx);
+    return rc;
+}
+
+/* ---- explain ---- */
+
+static const sch_decision *decision_of(const sch_result *r, int job) {
+    for (int i = 0; i < r->n; i++)
+        if (r->d[i].job == job && r->d[i].action != SCH_DO_PREEMPT) return &r->d[i];
+    return NULL;
+}
+
+static int starts(const sch_decision *d) {
+    return d && (d->action == SCH_DO_PLACE || d->action == SCH_DO_WAIT_PREEMPT);
+}
+
+int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp_err *err) {
+    store_tx *tx;
+    snap n;
+    int rc = store_begin(st, STORE_READ, &tx, err);
+    if (rc) return rc;
+    rc = build(tx, &n, err);
+    if (rc) goto done;
+    int ji = find_str(n.jids, sizeof *n.jids, n.s.njobs, id);
+    if (ji < 0) {
+        rc = gp_err_set(err, GP_ECONFLICT, "the job is not waiting or running");
+        goto done;
+    }
+    sch_job *j = &n.jobs[ji];
+    json_t *o = json_pack("{s:s}", "job", id);
+    if (j->state == SCH_RUNNING) {
+        json_object_set_new(o, "state", json_string("running"));
+        json_object_set_new(o, "explanation", json_string("it is running"));
+        *out = o;
+        goto done;
+    }
+    /* where it stands */
+    int ahead = 0;
+    for (int i = 0; i < n.s.njobs; i++) {
+        const sch_job *x = &n.jobs[i];
+        if (i == ji || x->state == SCH_RUNNING) continue;
+        if (x->priority > j->priority || (x->priority == j->priority && x->submit_us < j->submit_us))
+            ahead++;
+    }
+    json_object_set_new(o, "queue_position", json_integer(ahead + 1));
+    sch_result r;
+    if (sch_round(&n.s, &r)) {
+        json_decref(o);
+        rc = gp_err_set(err, GP_ENOMEM, NULL);
+        goto done;
+    }
+    /* keep what the baseline said: its result is freed before the what-if rounds */
+    const sch_decision *bd = decision_of(&r, ji);
+    char base_reason[200];
+    int base_starts = starts(bd), have = bd != NULL;
+    snprintf(base_reason, sizeof base_reason, "%s", bd ? bd->reason : "unknown");
+    sch_result_free(&r);
+    json_object_set_new(o, "reason", json_string(base_reason));
+    json_object_set_new(o, "would_start_now", json_boolean(base_starts));
+    json_t *sugg = json_array();
+    /* 1. without its ceilings: is quota what holds it? */
+    sch_project *p = &n.projects[j->project];
+    sch_tenant *t = &n.tenants[p->tenant];
+    quota_set pq = p->quota, tq = t->quota;
+    quota_unlimited(&p->quota);
+    quota_unlimited(&t->quota);
+    int64_t pch = p->card_hours_used, tch = t->card_hours_used;
+    if (sch_round(&n.s, &r) == 0) {
+        if (starts(decision_of(&r, ji)) && have && !base_starts) {
+            /* by how much: for each ceiling, use + demand - limit */
+            for (int level = 0; level < 2; level++) {
+                const quota_set *q = level ? &tq : &pq;
+                for (int dim = 0; dim < QD__N; dim++) {
+                    if (q->v[dim] == QUOTA_NONE) continue;
+                    int64_t use = 0;
+                    for (int i = 0; i < n.s.njobs; i++) {
+                        const sch_job *x = &n.jobs[i];
+                        if (x->state == SCH_PENDING) continue;
+                        if (level ? n.projects[x->project].tenant != p->tenant : x->project != j->project)
+                            continue;
+                        use += sch_demand(&n.s, x, dim);
+                    }
+                    int64_t need = dim == QD_CARD_HOURS ? (level ? tch : pch) - q->v[dim] + 1
+                                                        : use + sch_demand(&n.s, j, dim) - q->v[dim];
+                    if (need <= 0) continue;
+                    int scaled = dim == QD_GPU_MILLI || dim == QD_CARD_HOURS;
+                    json_array_append_new(
+                        sugg, json_pack("{s:s,s:s,s:s,s:s,s:f}", "change", "raise_quota", "level",
+                                        level ? "tenant" : "project", "name",
+                                        level ? t->name : p->name, "dimension",
+                                        quota_dim_name(dim), "by",
+                                        scaled ? (double)need / 1000.0 : (double)need));
+                }
+            }
+        }
+        sch_result_free(&r);
+    }
+    p->quota = pq;
+    t->quota = tq;
+    /* 2. capacity: how many units of the class are missing */
+    if (have && !strncmp(base_reason, "no_capacity", 11)) {
+        int needu = 0;
+        long long freeu = 0;
+        const char *at = strstr(base_reason, "needs ");
+        const char *fr = at ? strstr(at, ", ") : NULL;
+        if (at && fr && sscanf(at, "needs %d", &needu) == 1 && sscanf(fr, ", %lld free", &freeu) == 1) {
+            const sch_class *c = &n.classes[j->cls];
+            json_array_append_new(sugg, json_pack("{s:s,s:s,s:I,s:I}", "change", "free_capacity",
+                                                  "class", c->name, "units",
+                                                  (json_int_t)(needu - freeu), "gpus",
+                                                  (json_int_t)((needu - freeu) *
+                                                               (c->form == SCH_WHOLE ? c->gpus : 1))));
+        }
+    }
+    /* 3. a higher priority class the submitter may use */
+    if (have && !base_starts) {
+        int best = -1;
+        const char *best_name = NULL;
+        size_t i;
+        json_t *v;
+        int save_p = j->priority, save_m = j->may_preempt;
+        json_array_foreach(allowed, i, v) {
+            int val = (int)json_integer_value(json_object_get(v, "value"));
+            if (val <= save_p || (best >= 0 && val >= best)) continue;
+            j->priority = val;
+            j->may_preempt = json_is_true(json_object_get(v, "may_preempt"));
+            if (sch_round(&n.s, &r) == 0) {
+                if (starts(decision_of(&r, ji))) {
+                    best = val;
+                    best_name = json_string_value(json_object_get(v, "name"));
+                }
+                sch_result_free(&r);
+            }
+        }
+        j->priority = save_p;
+        j->may_preempt = save_m;
+        if (best_name)
+            json_array_append_new(sugg, json_pack("{s:s,s:s,s:i}", "change", "priority_class",
+                                                  "name", best_name, "value", best));
+    }
+    json_object_set_new(o, "suggestions", sugg);
+    *out = o;
+done:
+    snap_free(&n);
+    store_rollback(tx);
+    return rc;
+}
