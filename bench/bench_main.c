@@ -12,6 +12,7 @@
 
 /* Subcommands (defined in bench/<name>.c). */
 int bench_openb(int argc, char **argv);
+int bench_sched(int argc, char **argv);
 
 typedef struct bench_cmd {
     const char *name;
@@ -22,6 +23,8 @@ typedef struct bench_cmd {
 static const bench_cmd bench_cmds[] = {
     {"openb", bench_openb,
      "replay the Alibaba openb GPU-sharing trace (FGD paper protocol) under packing policies"},
+    {"sched", bench_sched,
+     "one scheduling round on a synthetic cluster (default 5,000 nodes x 8 GPUs, 50,000 jobs)"},
 };
 
 static void usage(FILE *f) {

@@ -177,7 +177,11 @@ static int ob_read_nodes(ob_trace *tr, const char *path) {
         int model = ob_model(&tr->models, f[cmod], strlen(f[cmod]));
         if (tr->nnodes == cap) {
             pack_node *nn = realloc(tr->nodes, 2 * cap * sizeof *nn);
-            if (!nn) break;
+            if (!nn) {
+                free(tr->nodes);
+                tr->nodes = NULL;
+                break;
+            }
             tr->nodes = nn;
             cap *= 2;
         }
@@ -243,7 +247,11 @@ static int ob_read_tasks(ob_trace *tr, const char *path) {
         }
         if (tr->ntasks == cap) {
             pack_task *nt = realloc(tr->tasks, 2 * cap * sizeof *nt);
-            if (!nt) break;
+            if (!nt) {
+                free(tr->tasks);
+                tr->tasks = NULL;
+                break;
+            }
             tr->tasks = nt;
             cap *= 2;
         }
@@ -434,7 +442,7 @@ int bench_openb(int argc, char **argv) {
             goto out;
         }
         for (int p = 0; p < npol; p++) {
-            double a100, a130, ts = ob_now();
+            double a100 = 0, a130 = 0, ts = ob_now();
             if (ob_replay(&tr, nodes, list, len, pols[p], w, &a100, &a130)) goto out;
             secs[p] += ob_now() - ts;
             sum100[p] += a100;

@@ -203,13 +203,6 @@ json_t *auth_user_json(const auth_user *u) {
                      "disabled", u->disabled, "has_password", u->has_password, "created_at", ts);
 }
 
-static json_t *time_or_null(store_stmt *s, int col) {
-    if (store_isnull(s, col)) return json_null();
-    char ts[GT_RFC3339_LEN];
-    gt_format_us(store_int(s, col), ts, sizeof ts);
-    return json_string(ts);
-}
-
 int auth_token_list(store_tx *tx, const char *user_id, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
@@ -225,8 +218,8 @@ int auth_token_list(store_tx *tx, const char *user_id, json_t **items, gp_err *e
                                                                                : "active";
         json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:o,s:o,s:s}", "id", store_text(s, 0),
                                              "label", store_text(s, 1), "created_at",
-                                             time_or_null(s, 2), "expires_at", time_or_null(s, 3),
-                                             "revoked_at", time_or_null(s, 4), "state", state));
+                                             jx_time(store_isnull(s, 2) ? 0 : store_int(s, 2)), "expires_at", jx_time(store_isnull(s, 3) ? 0 : store_int(s, 3)),
+                                             "revoked_at", jx_time(store_isnull(s, 4) ? 0 : store_int(s, 4)), "state", state));
     }
     store_done(s);
     if (rc < 0) {

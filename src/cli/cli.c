@@ -234,3 +234,12 @@ int cli_name_call(cli_ctx *ctx, int argc, char **argv, const char *verb, const c
     sb_release(&p);
     return rc;
 }
+
+json_t *cli_csv(const char *s) {
+    json_t *a = json_array();
+    char *copy = strdup(s), *save = NULL;
+    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save))
+        json_array_append_new(a, json_string(t));
+    free(copy);
+    return a;
+}

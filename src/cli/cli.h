@@ -64,6 +64,9 @@ char *cli_read_line(void);
 /* Append "/api/v1[/tenants/T[/projects/P]]" for optional tenant/project. */
 void cli_scope_path(strbuf *sb, const char *tenant, const char *project);
 
+/* Split "a,b,c" into a JSON array of strings (new reference); empty items are skipped. */
+json_t *cli_csv(const char *s);
+
 /* Append `s` URL-path-escaped to `sb`. */
 void cli_add_escaped(strbuf *sb, const char *s);
 

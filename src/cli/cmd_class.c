@@ -43,12 +43,7 @@ static int c_create(cli_ctx *ctx, int argc, char **argv) {
             continue;
         }
         if (c == 'm') {
-            json_t *models = json_array();
-            char *copy = strdup(optarg), *save = NULL;
-            for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
-                json_array_append_new(models, json_string(t));
-            free(copy);
-            json_object_set_new(body, "gpu_models", models);
+            json_object_set_new(body, "gpu_models", cli_csv(optarg));
             continue;
         }
         char *end;

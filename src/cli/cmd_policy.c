@@ -34,12 +34,7 @@ static int p_set(cli_ctx *ctx, int argc, char **argv) {
     while ((c = cli_getopt(argc, argv, lo, "policy set", &rc)) != -1) {
         if (c == -2) goto out;
         if (c == 's') {
-            json_t *ops = json_array();
-            char *copy = strdup(optarg), *save = NULL;
-            for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
-                json_array_append_new(ops, json_string(t));
-            free(copy);
-            json_object_set_new(body, "sensitive_operations", ops);
+            json_object_set_new(body, "sensitive_operations", cli_csv(optarg));
             continue;
         }
         char *end;

@@ -16,15 +16,6 @@ static const char usage[] =
     "             (empty lists: every tenant / every project class may use it)\n"
     "  list | show NAME | delete NAME\n";
 
-static json_t *csv(const char *s) {
-    json_t *a = json_array();
-    char *copy = strdup(s), *save = NULL;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
-        json_array_append_new(a, json_string(t));
-    free(copy);
-    return a;
-}
-
 static int write_pool(cli_ctx *ctx, int argc, char **argv, int create) {
     static const struct option lo[] = {{"description", required_argument, 0, 'd'},
                                        {"tenants", required_argument, 0, 't'},
@@ -37,8 +28,8 @@ static int write_pool(cli_ctx *ctx, int argc, char **argv, int create) {
     while ((c = cli_getopt(argc, argv, lo, verb, &rc)) != -1) {
         if (c == -2) goto out;
         if (c == 'd') json_object_set_new(body, "description", json_string(optarg));
-        else if (c == 't') json_object_set_new(body, "tenants", csv(optarg));
-        else if (c == 'c') json_object_set_new(body, "project_classes", csv(optarg));
+        else if (c == 't') json_object_set_new(body, "tenants", cli_csv(optarg));
+        else if (c == 'c') json_object_set_new(body, "project_classes", cli_csv(optarg));
     }
     if (argc - optind != 1) {
         rc = cli_error(CLI_USAGE, "%s: expected one NAME", verb);

@@ -18,15 +18,6 @@ static const char usage[] =
     "  delete NAME\n"
     "Changing priority classes needs approval by default.\n";
 
-static json_t *csv(const char *s) {
-    json_t *a = json_array();
-    char *copy = strdup(s), *save = NULL;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
-        json_array_append_new(a, json_string(t));
-    free(copy);
-    return a;
-}
-
 static int write_pc(cli_ctx *ctx, int argc, char **argv, int create) {
     static const struct option lo[] = {{"value", required_argument, 0, 'v'},
                                        {"preemptible", required_argument, 0, 'p'},
@@ -58,9 +49,9 @@ static int write_pc(cli_ctx *ctx, int argc, char **argv, int create) {
             }
             json_object_set_new(body, c == 'p' ? "preemptible" : "may_preempt", json_boolean(yes));
         } else if (c == 'c') {
-            json_object_set_new(body, "allowed_project_classes", csv(optarg));
+            json_object_set_new(body, "allowed_project_classes", cli_csv(optarg));
         } else if (c == 'r') {
-            json_object_set_new(body, "allowed_roles", csv(optarg));
+            json_object_set_new(body, "allowed_roles", cli_csv(optarg));
         } else if (c == 'd') {
             json_object_set_new(body, "description", json_string(optarg));
         }

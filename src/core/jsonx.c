@@ -3,6 +3,8 @@
  */
 #include "jsonx.h"
 
+#include "gtime.h"
+
 #include <string.h>
 
 int jx_depth(const char *text, size_t len, int max) {
@@ -91,6 +93,13 @@ int jx_only_fields(json_t *obj, const char *const *allowed, gp_err *err) {
         if (!ok) return gp_err_set(err, GP_EINVALID, "unknown field '%.64s'", key);
     }
     return GP_OK;
+}
+
+json_t *jx_time(int64_t us) {
+    char ts[GT_RFC3339_LEN];
+    if (!us) return json_null();
+    gt_format_us(us, ts, sizeof ts);
+    return json_string(ts);
 }
 
 char *jx_dump(const json_t *v) { return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY); }

@@ -53,6 +53,9 @@ int jx_get_bool(json_t *obj, const char *key, int required, int *out, int *prese
  */
 int jx_only_fields(json_t *obj, const char *const *allowed, gp_err *err);
 
+/* An RFC 3339 UTC time string for `us` microseconds since the epoch; JSON null for 0. New ref. */
+json_t *jx_time(int64_t us);
+
 /* Serialise compactly; returns a heap string (free()) or NULL on OOM. */
 char *jx_dump(const json_t *v);
 

@@ -40,13 +40,6 @@ int inv_join_use(store_tx *tx, const char *token, gp_err *err) {
     return changes ? GP_OK : gp_err_set(err, GP_EUNAUTH, "invalid, expired or revoked join token");
 }
 
-static json_t *time_json(int64_t us) {
-    char ts[GT_RFC3339_LEN];
-    if (!us) return json_null();
-    gt_format_us(us, ts, sizeof ts);
-    return json_string(ts);
-}
-
 int inv_join_list(store_tx *tx, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
@@ -62,8 +55,8 @@ int inv_join_list(store_tx *tx, json_t **items, gp_err *err) {
                                                                                  : "active";
         json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:o,s:s,s:I}", "id", store_text(s, 0),
                                              "created_by", store_text(s, 1), "created_at",
-                                             time_json(store_int(s, 2)), "expires_at",
-                                             time_json(store_int(s, 3)), "state", state, "uses",
+                                             jx_time(store_int(s, 2)), "expires_at",
+                                             jx_time(store_int(s, 3)), "state", state, "uses",
                                              (json_int_t)store_int(s, 5)));
     }
     store_done(s);
@@ -654,7 +647,7 @@ static json_t *gpu_json(store_tx *tx, store_stmt *s, const health_policy *pol) {
         allocatable(pol, store_text(s, 15), store_text(s, 16), store_text(s, 11),
                     store_text(s, 9)),
         "signals", sig ? sig : json_object(), "topology", topo ? topo : json_object(),
-        "updated_at", time_json(store_int(s, 14)));
+        "updated_at", jx_time(store_int(s, 14)));
     /* MIG slices */
     store_stmt *q;
     gp_err err = GP_ERR_INIT;
@@ -755,7 +748,7 @@ static json_t *node_json(store_stmt *s) {
                      "labels", labels ? labels : json_object(), "pool", store_text(s, 5),
                      "driver_version", store_text(s, 6), "source", store_text(s, 7), "state",
                      store_text(s, 8), "admin_state", store_text(s, 9), "registered_at",
-                     time_json(store_int(s, 10)), "last_heartbeat", time_json(store_int(s, 11)),
+                     jx_time(store_int(s, 10)), "last_heartbeat", jx_time(store_int(s, 11)),
                      "gpu_count", (json_int_t)store_int(s, 12));
 }
 
@@ -809,7 +802,7 @@ int inv_history(store_tx *tx, const char *node, const char *uuid, json_t **items
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0)
         json_array_append_new(
-            arr, json_pack("{s:o,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "at", time_json(store_int(s, 0)),
+            arr, json_pack("{s:o,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "at", jx_time(store_int(s, 0)),
                            "node", store_text(s, 1), "gpu", store_text(s, 2), "kind",
                            store_text(s, 3), "from", store_text(s, 4), "to", store_text(s, 5),
                            "cause", store_text(s, 6), "actor", store_text(s, 7)));
@@ -839,7 +832,7 @@ int inv_alarm_list(store_tx *tx, const char *tenant, json_t **items, gp_err *err
             continue;
         }
         json_t *o = json_pack("{s:s,s:o,s:s,s:s,s:s,s:s,s:s}", "id", store_text(s, 0), "at",
-                              time_json(store_int(s, 1)), "severity", store_text(s, 2), "kind",
+                              jx_time(store_int(s, 1)), "severity", store_text(s, 2), "kind",
                               store_text(s, 3), "node", store_text(s, 4), "gpu", store_text(s, 5),
                               "message", store_text(s, 6));
         /* tenants only see that it concerns them, not which other tenants it concerns */
@@ -847,7 +840,7 @@ int inv_alarm_list(store_tx *tx, const char *tenant, json_t **items, gp_err *err
         else json_decref(tenants);
         if (store_int(s, 9)) {
             json_object_set_new(o, "acked_by", json_string(store_text(s, 8)));
-            json_object_set_new(o, "acked_at", time_json(store_int(s, 9)));
+            json_object_set_new(o, "acked_at", jx_time(store_int(s, 9)));
         }
         json_array_append_new(arr, o);
     }

@@ -119,12 +119,6 @@ int inv_wo_comment(store_tx *tx, const char *id, const char *author, const char 
                       gt_now_us(), id);
 }
 
-static json_t *time_json(int64_t us) {
-    char ts[GT_RFC3339_LEN];
-    gt_format_us(us, ts, sizeof ts);
-    return json_string(ts);
-}
-
 #define WO_COLS                                                                           \
     "id, node, gpu_uuid, title, description, state, assignee, created_by, created_at,"    \
     " updated_at"
@@ -134,7 +128,7 @@ static json_t *wo_json(store_stmt *s) {
                      store_text(s, 1), "gpu", store_text(s, 2), "title", store_text(s, 3),
                      "description", store_text(s, 4), "state", store_text(s, 5), "assignee",
                      store_text(s, 6), "created_by", store_text(s, 7), "created_at",
-                     time_json(store_int(s, 8)), "updated_at", time_json(store_int(s, 9)));
+                     jx_time(store_int(s, 8)), "updated_at", jx_time(store_int(s, 9)));
 }
 
 static int listed(json_t *ids, const char *id) {
@@ -187,7 +181,7 @@ int inv_wo_get(store_tx *tx, const char *id, json_t **out, gp_err *err) {
     while ((rc = store_step(s, err)) > 0)
         json_array_append_new(comments, json_pack("{s:s,s:s,s:o}", "author", store_text(s, 0),
                                                   "body", store_text(s, 1), "at",
-                                                  time_json(store_int(s, 2))));
+                                                  jx_time(store_int(s, 2))));
     store_done(s);
     json_object_set_new(o, "comments", comments);
     if (rc < 0) {

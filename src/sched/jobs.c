@@ -15,13 +15,6 @@
 #include <string.h>
 #include <time.h>
 
-static json_t *time_json(int64_t us) {
-    char ts[GT_RFC3339_LEN];
-    if (!us) return json_null();
-    gt_format_us(us, ts, sizeof ts);
-    return json_string(ts);
-}
-
 int jobs__event(store_tx *tx, const char *job, const char *kind, const char *msg, gp_err *err) {
     char id[RND_ID_LEN];
     rnd_id(id);
@@ -74,7 +67,12 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
     if (!known) return gp_err_set(err, GP_EINVALID, "resource class '%.64s' does not exist", cls);
     prio_class pc;
     if ((rc = prio_get(tx, pcn ? pcn : "normal", &pc, err))) {
-        if (rc == GP_ENOTFOUND) rc = GP_EINVALID;
+        /* a bad name in the request is the request's fault: 400, not 404 */
+        if (rc == GP_ENOTFOUND) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
+            rc = gp_err_set(err, GP_EINVALID, "%s", msg);
+        }
         return rc;
     }
     rc = prio_allowed(&pc, js->project_class, js->submitter_roles, err);
@@ -121,8 +119,8 @@ static json_t *job_json(store_stmt *s) {
                      store_text(s, 10), "command", cmd ? cmd : json_array(), "time_limit_s",
                      (json_int_t)store_int(s, 12), "submitter", store_text(s, 13), "state",
                      store_text(s, 14), "reason", store_text(s, 15), "created_at",
-                     time_json(store_int(s, 16)), "started_at", time_json(store_int(s, 17)),
-                     "ended_at", time_json(store_int(s, 18)), "preemptions",
+                     jx_time(store_int(s, 16)), "started_at", jx_time(store_int(s, 17)),
+                     "ended_at", jx_time(store_int(s, 18)), "preemptions",
                      (json_int_t)store_int(s, 19));
 }
 
@@ -154,7 +152,7 @@ int jobs_get(store_tx *tx, const char *id, json_t **out, char project_id[RND_ID_
                           "s", id)) == GP_OK) {
         while ((rc = store_step(s, err)) > 0)
             json_array_append_new(events, json_pack("{s:o,s:s,s:s}", "at",
-                                                    time_json(store_int(s, 0)), "kind",
+                                                    jx_time(store_int(s, 0)), "kind",
                                                     store_text(s, 1), "message", store_text(s, 2)));
         store_done(s);
     }
@@ -249,8 +247,8 @@ int bind_list(store_tx *tx, const char *gpu, const char *job, const char *tenant
                               store_text(s, 3), "node", store_text(s, 5), "model",
                               store_text(s, 6), "form", store_text(s, 7), "share",
                               (double)store_int(s, 8) / 1000.0, "tenant", store_text(s, 9),
-                              "project", store_text(s, 10), "start", time_json(store_int(s, 11)),
-                              "end", time_json(store_int(s, 12)));
+                              "project", store_text(s, 10), "start", jx_time(store_int(s, 11)),
+                              "end", jx_time(store_int(s, 12)));
         if (store_text(s, 4)[0]) json_object_set_new(o, "slice", json_string(store_text(s, 4)));
         if (store_text(s, 13)[0])
             json_object_set_new(o, "end_reason", json_string(store_text(s, 13)));

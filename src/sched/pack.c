@@ -18,6 +18,11 @@
  * in fixed point (PK_ONE = 2^40 for the whole workload) so that F is an exact
  * integer and ties are exact, whatever the order of evaluation.
  *
+ * Scoring.  FGD's score floor(100 * sigmoid(-delta / 1000)) is a step
+ * function of the increase delta; its 99 steps are a constant table
+ * (pk_sig_milli, copied into each workload in fixed point), so a score is a
+ * binary search and no floating-point exp() runs on the hot path.
+ *
  * No globals, no I/O; the workload is read-only after pack_workload_new.
  */
 #include "pack.h"
@@ -29,6 +34,35 @@
 
 #define PK_ONE ((int64_t)1 << 40) /* fixed-point weight of the whole workload */
 #define PK_TABLE_MAX ((size_t)1 << 20) /* W_c table cells; larger: scan shapes */
+
+/*
+ * FGD score steps, milli-GPU: pk_sig_milli[k-1] = 1000 * ln((100 - k) / k),
+ * k = 1..99, i.e. the fragmentation increases at which
+ * floor(100 * sigmoid(-delta / 1000)) steps down (generated, no libm needed).
+ */
+#define PK_NSIG 99
+static const double pk_sig_milli[PK_NSIG] = {
+    4595.119850, 3891.820298, 3476.098690, 3178.053830, 2944.438979,
+    2751.535313, 2586.689344, 2442.347035, 2313.634929, 2197.224577,
+    2090.741097, 1992.430165, 1900.958761, 1815.289967, 1734.601055,
+    1658.228077, 1585.627264, 1516.347489, 1450.010176, 1386.294361,
+    1324.925415, 1265.666373, 1208.311206, 1152.679510, 1098.612289,
+    1045.968555, 994.622575, 944.461609, 895.384047, 847.297860,
+    800.119300, 753.771802, 708.185058, 663.294217, 619.039208,
+    575.364145, 532.216814, 489.548225, 447.312218, 405.465108,
+    363.965377, 322.773392, 281.851152, 241.162057, 200.670695,
+    160.342650, 120.144312, 80.042708, 40.005335, 0.000000,
+    -40.005335, -80.042708, -120.144312, -160.342650, -200.670695,
+    -241.162057, -281.851152, -322.773392, -363.965377, -405.465108,
+    -447.312218, -489.548225, -532.216814, -575.364145, -619.039208,
+    -663.294217, -708.185058, -753.771802, -800.119300, -847.297860,
+    -895.384047, -944.461609, -994.622575, -1045.968555, -1098.612289,
+    -1152.679510, -1208.311206, -1265.666373, -1324.925415, -1386.294361,
+    -1450.010176, -1516.347489, -1585.627264, -1658.228077, -1734.601055,
+    -1815.289967, -1900.958761, -1992.430165, -2090.741097, -2197.224577,
+    -2313.634929, -2442.347035, -2586.689344, -2751.535313, -2944.438979,
+    -3178.053830, -3476.098690, -3891.820298, -4595.119850,
+};
 
 /* A GPU demand class: shapes that need the same GPUs. */
 typedef struct pk_class {
@@ -59,6 +93,8 @@ struct pack_workload {
     size_t ncpu, nmem;
     int64_t *cpu_vals, *mem_vals; /* distinct, ascending (GPU shapes only) */
     int64_t *table;               /* [(ncpu+1)*(nmem+1)*nclass] or NULL */
+
+    int64_t sig[PK_NSIG];         /* pk_sig_milli in fixed point */
 };
 
 /* One GPU of a node, for sorting. */
@@ -341,6 +377,7 @@ int pack_workload_new(const pack_shape *shapes, size_t n, pack_workload **out) {
         w->shapes[w->nshapes++] = s;
     }
     qsort(w->shapes, w->nshapes, sizeof *w->shapes, cmp_shape_desc);
+    for (int k = 0; k < PK_NSIG; k++) w->sig[k] = (int64_t)(pk_sig_milli[k] * (double)PK_ONE);
     w->wtot = 0;
     for (size_t i = 0; i < w->nshapes; i++) {
         wfix[i] = (int64_t)(w->shapes[i].weight * (double)PK_ONE + 0.5);
@@ -484,10 +521,29 @@ typedef struct pk_best {
     int found;
     size_t node;
     int gpus[PACK_MAX_GPUS];
-    int64_t delta; /* FGD: F(after) - F(before), fixed point */
-    double bf;     /* BestFit score after placement */
+    int score;     /* FGD score, 0..99, higher is better */
+    double bf;     /* BestFit score after placement, lower is better */
     int tight;     /* free milli of the chosen GPU before placement (fractions) */
 } pk_best;
+
+/*
+ * The FGD score of a fragmentation increase `delta` (fixed point), as the
+ * paper's simulator computes it: floor(100 * sigmoid(-delta / 1000)), delta
+ * in milli-GPU.  That is the number of k in 1..99 with
+ * delta <= pk_sig_milli[k-1] = 1000 * ln((100 - k) / k)
+ * (w->sig holds the same steps in fixed point).
+ */
+static int fgd_score(const pack_workload *w, int64_t delta) {
+    int lo = 0, hi = PK_NSIG; /* thresholds descend: count the prefix >= delta */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (delta <= w->sig[mid])
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
 
 static double bestfit_score(const pack_node *node, const pack_task *t, double cmax, double gmax) {
     double cpu_left = (double)(node->cpu_free - t->cpu_milli);
@@ -504,29 +560,26 @@ static int pick_whole(const pack_node *node, const pack_task *t, int *gpus) {
     return k == t->num_gpu;
 }
 
-/* Consider a candidate; FGD keeps the first strictly better one. */
+/*
+ * Keep the candidate if it beats the best so far.  Candidates come in node
+ * order, then GPU order, so "strictly better" leaves ties to the lowest index.
+ */
 static void consider(pk_best *b, pack_policy policy, size_t node, const int *gpus, int ngpus,
-                     int64_t delta, double bf, int tight) {
+                     int score, double bf, int tight) {
     int better;
-    if (!b->found) {
+    if (!b->found)
         better = 1;
-    } else if (policy == PACK_BESTFIT) {
-        better = bf < b->bf;
-    } else if (policy == PACK_FGD) {
-        better = delta < b->delta;
-    } else {
-        int64_t tie = (int64_t)(PACK_GPUPOOL_TIE * (double)PK_ONE);
-        if (delta < b->delta - tie)
-            better = 1;
-        else if (delta > b->delta + tie)
-            better = 0;
-        else
-            better = bf < b->bf || (bf == b->bf && tight < b->tight);
-    }
+    else if (policy == PACK_BESTFIT)
+        better = bf < b->bf || (bf == b->bf && tight < b->tight);
+    else if (policy == PACK_FGD)
+        better = score > b->score;
+    else /* PACK_GPUPOOL */
+        better = score > b->score ||
+                 (score == b->score && (bf < b->bf || (bf == b->bf && tight < b->tight)));
     if (!better) return;
     b->found = 1;
     b->node = node;
-    b->delta = delta;
+    b->score = score;
     b->bf = bf;
     b->tight = tight;
     for (int i = 0; i < ngpus; i++) b->gpus[i] = gpus[i];
@@ -570,14 +623,14 @@ static void eval_node(pk_best *b, pack_policy policy, const pack_node *node, siz
 
     if (t->num_gpu == 0) {
         int64_t fa = frag_fix(w, row_a, cpu_a, mem_a, before, n, total);
-        consider(b, policy, i, gpus, 0, fa - fb, bf, 0);
+        consider(b, policy, i, gpus, 0, fgd_score(w, fa - fb), bf, 0);
     } else if (t->gpu_milli == PACK_MILLI) {
         if (!pick_whole(node, t, gpus)) return;
         pack_node tmp = *node;
         for (int k = 0; k < t->num_gpu; k++) tmp.gpu_free[gpus[k]] = 0;
         sorted_gpus(&tmp, after);
         int64_t fa = frag_fix(w, row_a, cpu_a, mem_a, after, n, total - pack_task_gpu_milli(t));
-        consider(b, policy, i, gpus, t->num_gpu, fa - fb, bf, 0);
+        consider(b, policy, i, gpus, t->num_gpu, fgd_score(w, fa - fb), bf, 0);
     } else {
         int m = t->gpu_milli;
         for (int j = 0; j < n; j++) {
@@ -600,7 +653,7 @@ static void eval_node(pk_best *b, pack_policy policy, const pack_node *node, siz
             }
             int64_t fa = frag_fix(w, row_a, cpu_a, mem_a, after, n, total - m);
             gpus[0] = j;
-            consider(b, policy, i, gpus, 1, fa - fb, bf, f);
+            consider(b, policy, i, gpus, 1, fgd_score(w, fa - fb), bf, f);
         }
     }
 }

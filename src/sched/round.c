@@ -697,6 +697,29 @@ int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp
                                         quota_dim_name(dim), "by",
                                         scaled ? (double)need / 1000.0 : (double)need));
                 }
+                /* the per-class ceiling, in units of the job's class */
+                const sch_class *jc = &n.classes[j->cls];
+                int64_t lim = quota_class_limit(q, jc->name);
+                if (lim != QUOTA_NONE) {
+                    int64_t used = 0;
+                    for (int i = 0; i < n.s.njobs; i++) {
+                        const sch_job *x = &n.jobs[i];
+                        if (x->state == SCH_PENDING || x->cls != j->cls) continue;
+                        if (level ? n.projects[x->project].tenant != p->tenant : x->project != j->project)
+                            continue;
+                        used += x->units;
+                    }
+                    int64_t need = used + j->units - lim;
+                    if (need > 0) {
+                        char dim[96];
+                        snprintf(dim, sizeof dim, "gpus(class %s)", jc->name);
+                        json_array_append_new(
+                            sugg, json_pack("{s:s,s:s,s:s,s:s,s:f}", "change", "raise_quota",
+                                            "level", level ? "tenant" : "project", "name",
+                                            level ? t->name : p->name, "dimension", dim, "by",
+                                            (double)need));
+                    }
+                }
             }
         }
         sch_result_free(&r);

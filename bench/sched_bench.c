@@ -1,0 +1,145 @@
+/*
+ * sched_bench.c - `gpupool-bench sched`: one scheduling round on a large
+ * synthetic cluster, timed.
+ *
+ *   gpupool-bench sched [--nodes N] [--jobs M] [--tenants T] [--seed S]
+ *
+ * The cluster: N nodes x 8 GPUs - 70 % A100-80GB whole cards, 15 %
+ * H100-80GB in MIG mode (1g.10gb x 7), 15 % L40S shared - in two pools; T
+ * tenants with GPU ceilings; M queued jobs of mixed classes, sizes and
+ * priorities (a few gang jobs).  Prints the round's figures and ends with
+ * `placements_per_s=N round_ms=N rss_mib=N`.
+ */
+#include "../src/sched/sched.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static unsigned long long rng = 88172645463325252ULL;
+static unsigned long long next(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static long rss_mib(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6)) kb = atol(line + 6);
+    if (f) fclose(f);
+    return kb / 1024;
+}
+
+int bench_sched(int argc, char **argv);
+int bench_sched(int argc, char **argv) {
+    int nodes = 5000, njobs = 50000, ntenants = 100;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--nodes")) nodes = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--jobs")) njobs = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--tenants")) ntenants = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--seed")) rng = strtoull(argv[i + 1], NULL, 10) | 1;
+        else {
+            fprintf(stderr, "usage: gpupool-bench sched [--nodes N] [--jobs M] [--tenants T] [--seed S]\n");
+            return 2;
+        }
+    }
+    if (nodes < 1 || njobs < 1 || ntenants < 1) {
+        fprintf(stderr, "gpupool-bench sched: sizes must be positive\n");
+        return 2;
+    }
+    int ngpus = nodes * 8;
+    sch_node *nd = calloc((size_t)nodes, sizeof *nd);
+    sch_gpu *gp = calloc((size_t)ngpus, sizeof *gp);
+    static unsigned char ok[5][3] = {{1, 0, 0}, {1, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    sch_class cls[5] = {
+        {"a100.1x", SCH_WHOLE, "", 0, 0, 1, 8, 64, -1, SCH_TOPO_ANY, ok[0], 1000, 80},
+        {"a100.2x", SCH_WHOLE, "", 0, 0, 2, 16, 128, -1, SCH_TOPO_NUMA, ok[1], 2000, 160},
+        {"a100.8x", SCH_WHOLE, "", 0, 0, 8, 64, 512, -1, SCH_TOPO_ANY, ok[2], 8000, 640},
+        {"h100.1g", SCH_MIG, "1g.10gb", 0, 0, 1, 2, 16, -1, SCH_TOPO_ANY, ok[3], 142, 10},
+        {"l40s.12g", SCH_SHARED, "", 12, 25, 1, 2, 16, -1, SCH_TOPO_ANY, ok[4], 250, 12},
+    };
+    for (int n = 0; n < nodes; n++) {
+        int kind = (int)(next() % 100);
+        int model = kind < 70 ? 0 : kind < 85 ? 1 : 2;
+        nd[n] = (sch_node){n % 2, 128, 1024, n * 8, 8};
+        for (int k = 0; k < 8; k++) {
+            sch_gpu *g = &gp[n * 8 + k];
+            g->node = n;
+            g->model = model;
+            g->mode = model == 0 ? SCH_WHOLE : model == 1 ? SCH_MIG : SCH_SHARED;
+            g->allocatable = next() % 100 != 0; /* 1 % unhealthy */
+            g->mem_gib = model == 2 ? 48 : 80;
+            g->numa = k / 4;
+            g->nvgroup = -1;
+            if (model == 1) {
+                g->nslices = 7;
+                for (int s = 0; s < 7; s++) g->slices[s] = (sch_slice){"1g.10gb", 10};
+            }
+        }
+    }
+    sch_tenant *tn = calloc((size_t)ntenants, sizeof *tn);
+    unsigned char pools[2] = {1, 1};
+    char (*tnames)[16] = calloc((size_t)ntenants, 16);
+    sch_project *pj = calloc((size_t)ntenants * 2, sizeof *pj);
+    for (int t = 0; t < ntenants; t++) {
+        snprintf(tnames[t], 16, "t%d", t);
+        tn[t].name = tnames[t];
+        quota_unlimited(&tn[t].quota);
+        tn[t].quota.v[QD_GPU_MILLI] = (int64_t)ngpus * 1000 * 2 / ntenants; /* oversubscribed */
+        tn[t].pool_ok = pools;
+        for (int p = 0; p < 2; p++) {
+            pj[t * 2 + p].name = tnames[t];
+            pj[t * 2 + p].tenant = t;
+            quota_unlimited(&pj[t * 2 + p].quota);
+        }
+    }
+    sch_job *jobs = calloc((size_t)njobs, sizeof *jobs);
+    char (*ids)[16] = calloc((size_t)njobs, 16);
+    for (int j = 0; j < njobs; j++) {
+        int r = (int)(next() % 100);
+        int c = r < 50 ? 0 : r < 65 ? 1 : r < 70 ? 2 : r < 85 ? 3 : 4;
+        snprintf(ids[j], 16, "j%d", j);
+        jobs[j] = (sch_job){ids[j], (int)(next() % (unsigned)(ntenants * 2)), c,
+                            c == 2 ? 1 + (int)(next() % 4) : 1 + (int)(next() % 2) /* gangs */,
+                            (int)(next() % 4) * 100, 1, 0, (int64_t)j, 0, SCH_PENDING, NULL};
+    }
+    sch_snapshot s = {nd, nodes, gp, ngpus, cls, 5, tn, ntenants, pj, ntenants * 2, jobs, njobs,
+                      3, 2, "2026-12"};
+    sch_result r;
+    double t0 = now_ms();
+    if (sch_round(&s, &r) != 0) {
+        fprintf(stderr, "gpupool-bench sched: out of memory\n");
+        return 1;
+    }
+    double ms = now_ms() - t0;
+    char why[200];
+    int okc = sch_check(&s, &r, why, sizeof why) == 0;
+    long units = 0;
+    for (int i = 0; i < r.n; i++)
+        if (r.d[i].action == SCH_DO_PLACE) units += jobs[r.d[i].job].units;
+    printf("cluster: %d nodes, %d GPUs, %d tenants; queue: %d jobs\n", nodes, ngpus, ntenants, njobs);
+    printf("round: %.1f ms, %d jobs placed (%ld units), %d left waiting, check %s\n", ms, r.placed,
+           units, njobs - r.placed, okc ? "ok" : why);
+    printf("placements_per_s=%.0f round_ms=%.0f rss_mib=%ld\n", r.placed / (ms / 1000.0), ms,
+           rss_mib());
+    sch_result_free(&r);
+    free(nd);
+    free(gp);
+    free(tn);
+    free(tnames);
+    free(pj);
+    free(jobs);
+    free(ids);
+    return okc ? 0 : 1;
+}
