@@ -63,11 +63,11 @@ int bench_sched(int argc, char **argv) {
     sch_gpu *gp = calloc((size_t)ngpus, sizeof *gp);
     static unsigned char ok[5][3] = {{1, 0, 0}, {1, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
     sch_class cls[5] = {
-        {"a100.1x", SCH_WHOLE, "", 0, 0, 1, 8, 64, -1, SCH_TOPO_ANY, ok[0], 1000, 80},
-        {"a100.2x", SCH_WHOLE, "", 0, 0, 2, 16, 128, -1, SCH_TOPO_NUMA, ok[1], 2000, 160},
-        {"a100.8x", SCH_WHOLE, "", 0, 0, 8, 64, 512, -1, SCH_TOPO_ANY, ok[2], 8000, 640},
-        {"h100.1g", SCH_MIG, "1g.10gb", 0, 0, 1, 2, 16, -1, SCH_TOPO_ANY, ok[3], 142, 10},
-        {"l40s.12g", SCH_SHARED, "", 12, 25, 1, 2, 16, -1, SCH_TOPO_ANY, ok[4], 250, 12},
+        {"a100.1x", SCH_WHOLE, "", 0, 0, 1, 8, 64, -1, SCH_TOPO_ANY, ok[0], NULL, 1000, 80},
+        {"a100.2x", SCH_WHOLE, "", 0, 0, 2, 16, 128, -1, SCH_TOPO_NUMA, ok[1], NULL, 2000, 160},
+        {"a100.8x", SCH_WHOLE, "", 0, 0, 8, 64, 512, -1, SCH_TOPO_ANY, ok[2], NULL, 8000, 640},
+        {"h100.1g", SCH_MIG, "1g.10gb", 0, 0, 1, 2, 16, -1, SCH_TOPO_ANY, ok[3], NULL, 142, 10},
+        {"l40s.12g", SCH_SHARED, "", 12, 25, 1, 2, 16, -1, SCH_TOPO_ANY, ok[4], NULL, 250, 12},
     };
     for (int n = 0; n < nodes; n++) {
         int kind = (int)(next() % 100);

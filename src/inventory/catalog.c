@@ -232,8 +232,7 @@ int inv_class_delete(store_tx *tx, const char *name, gp_err *err) {
     return changes ? GP_OK : gp_err_set(err, GP_ENOTFOUND, "not found");
 }
 
-/* Compare dotted versions ("550.54.15" >= "535"); empty minimum always passes. */
-static int version_ok(const char *have, const char *min) {
+int inv_version_at_least(const char *have, const char *min) {
     if (!min || !*min) return 1;
     if (!have || !*have) return 0;
     while (*min) {
@@ -290,15 +289,24 @@ int inv_class_list(store_tx *tx, const health_policy *pol, const char *only, jso
                          "SELECT n.name, n.cpus, n.memory_gib, n.driver_version, g.model,"
                          " g.memory_mib, g.mode, g.health, g.compute_cap,"
                          " (SELECT COUNT(*) FROM slices sl WHERE sl.gpu_id = g.id"
-                         "  AND sl.profile = ?)"
+                         "  AND sl.profile = ?),"
+                         /* what open bindings hold of it */
+                         " (SELECT COUNT(*) FROM bindings b WHERE b.gpu_uuid = g.uuid"
+                         "  AND b.end_us IS NULL AND b.form = 'whole'),"
+                         " (SELECT COUNT(*) FROM bindings b JOIN slices sl ON sl.uuid = b.slice_uuid"
+                         "  WHERE sl.gpu_id = g.id AND sl.profile = ? AND b.end_us IS NULL),"
+                         " (SELECT COALESCE(SUM(b.shared_mem_gib), 0) FROM bindings b"
+                         "  WHERE b.gpu_uuid = g.uuid AND b.end_us IS NULL),"
+                         " (SELECT COALESCE(SUM(b.shared_pct), 0) FROM bindings b"
+                         "  WHERE b.gpu_uuid = g.uuid AND b.end_us IS NULL)"
                          " FROM gpus g JOIN nodes n ON n.id = g.node_id"
                          " WHERE n.state = 'ready' AND n.admin_state = 'none'"
                          " AND g.admin_state = 'none' AND (? IS NULL OR n.pool = ?)"
                          " ORDER BY n.name",
-                         "sss", form.profile, pool, pool);
+                         "ssss", form.profile, form.profile, pool, pool);
         if (rc) break;
         char cur[64] = "";
-        json_int_t node_units = 0, node_cpus = 0, node_mem = 0;
+        json_int_t node_units = 0, node_cpus = 0, node_mem = 0, node_free = 0, free_total = 0;
         for (;;) {
             int st = store_step(s, err);
             if (st < 0) {
@@ -309,18 +317,23 @@ int inv_class_list(store_tx *tx, const health_policy *pol, const char *only, jso
                 /* close the previous node: limited by its CPUs and memory too */
                 if (cur[0]) {
                     json_int_t units = form.kind == FORM_WHOLE ? node_units / per_unit : node_units;
+                    json_int_t fr = form.kind == FORM_WHOLE ? node_free / per_unit : node_free;
                     if (ccpu > 0 && node_cpus / ccpu < units) units = node_cpus / ccpu;
                     if (cmem > 0 && node_mem / cmem < units) units = node_mem / cmem;
+                    if (fr > units) fr = units;
                     total += units;
+                    free_total += fr;
                 }
                 if (st == 0) break;
                 snprintf(cur, sizeof cur, "%s", store_text(s, 0));
                 node_units = 0;
+                node_free = 0;
                 node_cpus = store_int(s, 1);
                 node_mem = store_int(s, 2);
             }
             int ok = health_allocatable(pol, health_parse(store_text(s, 7))) &&
-                     version_ok(store_text(s, 3), min_drv) && version_ok(store_text(s, 8), min_cc);
+                     inv_version_at_least(store_text(s, 3), min_drv) &&
+                     inv_version_at_least(store_text(s, 8), min_cc);
             size_t k;
             json_t *m;
             int model_ok = 0;
@@ -328,20 +341,26 @@ int inv_class_list(store_tx *tx, const health_policy *pol, const char *only, jso
                 inv_model_matches(json_string_value(m), store_text(s, 4))) model_ok = 1;
             if (!ok || !model_ok) continue;
             const char *mode = store_text(s, 6);
-            if (form.kind == FORM_WHOLE && strcmp(mode, "whole") == 0) node_units++;
-            else if (form.kind == FORM_MIG && strcmp(mode, "mig") == 0)
+            if (form.kind == FORM_WHOLE && strcmp(mode, "whole") == 0) {
+                node_units++;
+                node_free += store_int(s, 10) == 0;
+            } else if (form.kind == FORM_MIG && strcmp(mode, "mig") == 0) {
                 node_units += store_int(s, 9);
-            else if (form.kind == FORM_SHARED && strcmp(mode, "shared") == 0) {
-                json_int_t by_mem = store_int(s, 5) / 1024 / form.memory_gib;
-                json_int_t by_pct = 100 / form.percent;
+                node_free += store_int(s, 9) - store_int(s, 11);
+            } else if (form.kind == FORM_SHARED && strcmp(mode, "shared") == 0) {
+                json_int_t mem = store_int(s, 5) / 1024;
+                json_int_t by_mem = mem / form.memory_gib, by_pct = 100 / form.percent;
                 node_units += by_mem < by_pct ? by_mem : by_pct;
+                json_int_t fm = (mem - store_int(s, 12)) / form.memory_gib;
+                json_int_t fp = (100 - store_int(s, 13)) / form.percent;
+                node_free += fm < fp ? (fm > 0 ? fm : 0) : (fp > 0 ? fp : 0);
             }
         }
         store_done(s);
         if (rc < 0) break;
         rc = GP_OK;
-        /* nothing is bound before the scheduler exists: free = total */
-        json_object_set_new(cl, "capacity", json_pack("{s:I,s:I}", "total", total, "free", total));
+        /* free: what open bindings leave (CPU and memory held by running jobs not counted) */
+        json_object_set_new(cl, "capacity", json_pack("{s:I,s:I}", "total", total, "free", free_total));
     }
     if (rc < 0) {
         json_decref(arr);

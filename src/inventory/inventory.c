@@ -376,11 +376,33 @@ static int record(store_tx *tx, const inv_transition *t, const char *actor, gp_e
     else
         snprintf(msg, sizeof msg, "node %s is %s: %s", t->node, t->to, t->cause);
     rnd_id(id);
-    /* tenants whose work holds the GPU see the alarm too; bindings arrive with the scheduler */
-    return store_exec(tx, NULL, err,
-                      "INSERT INTO alarms (id, at, severity, kind, node, gpu_uuid, message)"
-                      " VALUES (?,?,?,?,?,?,?)",
-                      "sisssss", id, now, sev, t->kind, t->node, t->gpu_uuid, msg);
+    /* the tenants whose work holds that GPU (or any GPU of that node) see the alarm too */
+    store_stmt *q;
+    json_t *tenants = json_array();
+    rc = store_query(tx, &q, err,
+                         "SELECT DISTINCT tenant FROM bindings WHERE end_us IS NULL"
+                         " AND ((? <> '' AND gpu_uuid = ?) OR (? = '' AND node = ?))"
+                         " ORDER BY tenant",
+                         "ssss", t->gpu_uuid, t->gpu_uuid, t->gpu_uuid, t->node);
+    if (rc) {
+        json_decref(tenants);
+        return rc;
+    }
+    while ((rc = store_step(q, err)) > 0) json_array_append_new(tenants, json_string(store_text(q, 0)));
+    store_done(q);
+    char *tj = jx_dump(tenants);
+    json_decref(tenants);
+    if (rc < 0) {
+        free(tj);
+        return rc;
+    }
+    rc = store_exec(tx, NULL, err,
+                    "INSERT INTO alarms (id, at, severity, kind, node, gpu_uuid, message, tenants)"
+                    " VALUES (?,?,?,?,?,?,?,?)",
+                    "sissssss", id, now, sev, t->kind, t->node, t->gpu_uuid, msg,
+                    tj ? tj : "[]");
+    free(tj);
+    return rc;
 }
 
 static int push(inv_transition **arr, int *n, const inv_transition *t) {

@@ -137,6 +137,9 @@ int inv_form_parse(const char *s, inv_form *out, gp_err *err);
  */
 int inv_model_matches(const char *class_model, const char *gpu_model);
 
+/* 1 if dotted version `have` ("550.54.15", "9.0") is at least `min` (empty min: always). */
+int inv_version_at_least(const char *have, const char *min);
+
 /* MIG profiles a known model offers (NULL-terminated), or NULL if the model is unknown (pure). */
 const char *const *inv_model_mig_profiles(const char *model, int *memory_gib);
 
@@ -148,7 +151,7 @@ const char *const *inv_model_mig_profiles(const char *model, int *memory_gib);
  */
 int inv_class_create(store_tx *tx, json_t *spec, gp_err *err);
 int inv_class_delete(store_tx *tx, const char *name, gp_err *err);
-/* Classes with capacity: total and free units on allocatable GPUs (free = total - bound). */
+/* Classes with capacity: total units on allocatable GPUs, and those no open binding holds. */
 int inv_class_list(store_tx *tx, const health_policy *pol, const char *only, json_t **items,
                    gp_err *err);
 

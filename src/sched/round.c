@@ -39,6 +39,10 @@ typedef struct snap {
     char (*cprof)[24];
     name64 *cforms;
     unsigned char *model_ok;
+    unsigned char *gpu_ok;   /* [class x gpu] */
+    char (*gpu_driver)[32];
+    char (*gpu_cc)[16];
+    unsigned char *ppool_ok; /* [project x pool] */
     sch_tenant *tenants;
     name64 *tnames;
     id33 *tids;
@@ -67,6 +71,10 @@ static void snap_free(snap *n) {
     free(n->cprof);
     free(n->cforms);
     free(n->model_ok);
+    free(n->gpu_ok);
+    free(n->gpu_driver);
+    free(n->gpu_cc);
+    free(n->ppool_ok);
     free(n->tenants);
     free(n->tnames);
     free(n->tids);
@@ -157,6 +165,7 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         !ALLOC(n->gpu_uuids, ng) || !(n->slice_uuids = calloc((size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_uuids)) ||
         !(n->slice_prof = calloc((size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_prof)) ||
         !ALLOC(n->models, ng) || !ALLOC(n->gpu_order, ng) || !ALLOC(n->pools, np) ||
+        !ALLOC(n->gpu_driver, ng) || !ALLOC(n->gpu_cc, ng) ||
         !ALLOC(n->classes, nc) || !ALLOC(n->cnames, nc) || !ALLOC(n->cprof, nc) ||
         !ALLOC(n->cforms, nc) || !ALLOC(n->tenants, nt) || !ALLOC(n->tnames, nt) ||
         !ALLOC(n->tids, nt) || !ALLOC(n->projects, npj) || !ALLOC(n->pnames, npj) ||
@@ -195,7 +204,8 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     for (int i = 0; i < S->nnodes; i++) usable[i] = n->nodes[i].gpu0;
     if ((rc = store_query(tx, &s, err,
                           "SELECT n.name, g.uuid, g.model, g.memory_mib, g.mode, g.health,"
-                          " g.admin_state, g.numa, g.topology, g.id FROM gpus g"
+                          " g.admin_state, g.numa, g.topology, g.id, n.driver_version,"
+                          " g.compute_cap FROM gpus g"
                           " JOIN nodes n ON n.id = g.node_id ORDER BY n.name, g.idx",
                           ""))) {
         free(usable);
@@ -214,6 +224,8 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         n->nodes[node].ngpus++;
         sch_gpu *gp = &n->gpus[g];
         snprintf(n->gpu_uuids[g], 96, "%s", store_text(s, 1));
+        snprintf(n->gpu_driver[g], 32, "%s", store_text(s, 10));
+        snprintf(n->gpu_cc[g], 16, "%s", store_text(s, 11));
         gp->node = node;
         gp->model = model_index(n, store_text(s, 2));
         gp->mem_gib = (int)(store_int(s, 3) / 1024);
@@ -263,11 +275,13 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     qsort(n->gpu_order, (size_t)S->ngpus, sizeof *n->gpu_order, by_uuid);
     g_sort_snap = NULL;
     /* classes */
-    if (!(n->model_ok = calloc((size_t)(nc + 1) * (size_t)(S->nmodels + 1), 1)))
+    if (!(n->model_ok = calloc((size_t)(nc + 1) * (size_t)(S->nmodels + 1), 1)) ||
+        !(n->gpu_ok = calloc((size_t)(nc + 1) * (size_t)(S->ngpus + 1), 1)))
         return gp_err_set(err, GP_ENOMEM, NULL);
     if ((rc = store_query(tx, &s, err,
                           "SELECT name, form, gpus, cpus, memory_gib, gpu_models, topology,"
-                          " COALESCE(pool, '') FROM classes ORDER BY name",
+                          " COALESCE(pool, ''), min_driver, min_compute_cap FROM classes"
+                          " ORDER BY name",
                           "")))
         return rc;
     while ((rc = store_step(s, err)) > 0 && S->nclasses < nc) {
@@ -306,6 +320,12 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         if (!ref_mem) ref_mem = 80;
         json_decref(models);
         cl->model_ok = ok;
+        /* driver and compute capability minimums, card by card */
+        unsigned char *gok = &n->gpu_ok[(size_t)c * (size_t)(S->ngpus + 1)];
+        for (int g = 0; g < S->ngpus; g++)
+            gok[g] = (unsigned char)(inv_version_at_least(n->gpu_driver[g], store_text(s, 8)) &&
+                                     inv_version_at_least(n->gpu_cc[g], store_text(s, 9)));
+        cl->gpu_ok = gok;
         if (cl->form == SCH_WHOLE) {
             cl->gpu_milli = 1000LL * cl->gpus;
             cl->gpu_mem_gib = (int64_t)ref_mem * cl->gpus;
@@ -357,6 +377,8 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     }
     store_done(s);
     if (rc < 0) return rc;
+    if (!(n->ppool_ok = calloc((size_t)(npj + 1) * (size_t)(S->npools + 1), 1)))
+        return gp_err_set(err, GP_ENOMEM, NULL);
     if ((rc = store_query(tx, &s, err,
                           "SELECT id, tenant_id, name, class FROM projects ORDER BY id", "")))
         return rc;
@@ -371,6 +393,27 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     }
     store_done(s);
     if (rc < 0) return rc;
+    /* pools open to each project's class */
+    static const char *const pclasses[] = {"production", "development", "research"};
+    if ((rc = store_query(tx, &s, err, "SELECT name, project_classes FROM pools", ""))) return rc;
+    for (int i = 0; i < S->nprojects; i++)
+        memset(&n->ppool_ok[(size_t)i * (size_t)(S->npools + 1)], 1, (size_t)S->npools + 1);
+    while ((rc = store_step(s, err)) > 0) {
+        int pl = find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 0));
+        json_t *allowed = json_loads(store_text(s, 1), 0, NULL);
+        for (int i = 0; pl >= 0 && json_array_size(allowed) && i < S->nprojects; i++) {
+            int ok = 0;
+            size_t k;
+            json_t *v;
+            json_array_foreach(allowed, k, v) if (!strcmp(json_string_value(v), pclasses[n->projects[i].pclass])) ok = 1;
+            n->ppool_ok[(size_t)i * (size_t)(S->npools + 1) + (size_t)pl] = (unsigned char)ok;
+        }
+        json_decref(allowed);
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    for (int i = 0; i < S->nprojects; i++)
+        n->projects[i].pool_ok = &n->ppool_ok[(size_t)i * (size_t)(S->npools + 1)];
     for (int i = 0; i < S->nprojects; i++) {
         sch_project *p = &n->projects[i];
         const char *tid = n->tids[p->tenant];

@@ -105,12 +105,16 @@ static void release_unit(st *t, const sch_class *c, const sch_unit *u) {
 
 static int gpu_eligible(const sch_snapshot *s, const sch_class *c, int g) {
     const sch_gpu *gp = &s->gpus[g];
-    return gp->allocatable && gp->mode == c->form && c->model_ok[gp->model];
+    return gp->allocatable && gp->mode == c->form && c->model_ok[gp->model] &&
+           (!c->gpu_ok || c->gpu_ok[g]);
 }
 
-static int node_allowed(const sch_snapshot *s, const sch_class *c, int tenant, int n) {
+/* May work of `project` (and its tenant) run on node n?  (pools: tenants and project classes) */
+static int node_allowed(const sch_snapshot *s, const sch_class *c, int project, int n) {
     int pool = s->nodes[n].pool;
-    return (c->pool < 0 || c->pool == pool) && s->tenants[tenant].pool_ok[pool];
+    const sch_project *p = &s->projects[project];
+    return (c->pool < 0 || c->pool == pool) && s->tenants[p->tenant].pool_ok[pool] &&
+           (!p->pool_ok || p->pool_ok[pool]);
 }
 
 /*
@@ -204,7 +208,7 @@ static long long best_on_node(st *t, const sch_class *c, int n, sch_unit *u) {
 }
 
 /* Place one unit anywhere; 0 and taken, or -1. */
-static int place_unit(st *t, const sch_class *c, int tenant, sch_unit *u) {
+static int place_unit(st *t, const sch_class *c, int project, sch_unit *u) {
     const sch_snapshot *s = t->s;
     int ci = (int)(c - s->classes);
     int *list = t->cand[ci];
@@ -227,7 +231,7 @@ static int place_unit(st *t, const sch_class *c, int tenant, sch_unit *u) {
     sch_unit cand, chosen;
     for (int i = 0; i < t->ncand[ci]; i++) {
         int n = list[i];
-        if (!node_allowed(s, c, tenant, n)) continue;
+        if (!node_allowed(s, c, project, n)) continue;
         long long sc = best_on_node(t, c, n, &cand);
         if (sc < 0) {
             /* no room here for this class until something is released: forget the node */
@@ -251,10 +255,11 @@ static int place_job(st *t, const sch_job *j, sch_unit *units) {
     const sch_snapshot *s = t->s;
     const sch_class *c = &s->classes[j->cls];
     int tenant = s->projects[j->project].tenant;
-    unsigned *fg = &t->failgen[(size_t)j->cls * s->ntenants + tenant];
+    unsigned *fg = &t->failgen[(size_t)j->cls * s->nprojects + (size_t)j->project];
+    (void)tenant;
     if (*fg == t->gen + 1) return -1; /* nothing was freed since a unit of this kind failed */
     for (int k = 0; k < j->units; k++) {
-        if (place_unit(t, c, tenant, &units[k]) != 0) {
+        if (place_unit(t, c, j->project, &units[k]) != 0) {
             if (k == 0) *fg = t->gen + 1;
             for (int m = 0; m < k; m++) release_unit(t, c, &units[m]);
             return -1;
@@ -376,9 +381,9 @@ static void shares(const st *t, double *share) {
 
 /* ---- reasons for jobs that did not get a place ---- */
 
-static int64_t free_units(st *t, const sch_class *c, int tenant, int *matching) {
+static int64_t free_units(st *t, const sch_class *c, int project, int *matching) {
     const sch_snapshot *s = t->s;
-    size_t key = (size_t)(c - s->classes) * (size_t)s->ntenants + (size_t)tenant;
+    size_t key = (size_t)(c - s->classes) * (size_t)s->nprojects + (size_t)project;
     if (t->fuops[key] == t->ops + 1) {
         *matching = t->fumatch[key];
         return t->fuval[key];
@@ -387,7 +392,7 @@ static int64_t free_units(st *t, const sch_class *c, int tenant, int *matching) 
     *matching = 0;
     for (int n = 0; n < s->nnodes; n++) {
         const sch_node *nd = &s->nodes[n];
-        int allowed = node_allowed(s, c, tenant, n);
+        int allowed = node_allowed(s, c, project, n);
         int64_t on_node = 0;
         for (int g = nd->gpu0; g < nd->gpu0 + nd->ngpus; g++) {
             if (!gpu_eligible(s, c, g)) continue;
@@ -416,12 +421,28 @@ static void no_place_reason(st *t, const sch_job *j, int blocker, char *why, siz
     const sch_snapshot *s = t->s;
     const sch_class *c = &s->classes[j->cls];
     int tenant = s->projects[j->project].tenant, matching;
-    int64_t fu = free_units(t, c, tenant, &matching);
+    int64_t fu = free_units(t, c, j->project, &matching);
     if (!(matching & 1)) {
         if (matching & 2)
-            snprintf(why, n, "no_allowed_pool: GPUs of class %s exist only in pools tenant %s "
-                             "may not use",
-                     c->name, s->tenants[tenant].name);
+        {
+            /* closed to the tenant, or only to this project's class? */
+            static const char *const pcn[] = {"production", "development", "research"};
+            const sch_project *pj = &s->projects[j->project];
+            int tenant_ok_somewhere = 0;
+            for (int nd = 0; nd < s->nnodes && !tenant_ok_somewhere; nd++) {
+                int pool = s->nodes[nd].pool;
+                if ((c->pool < 0 || c->pool == pool) && s->tenants[tenant].pool_ok[pool])
+                    tenant_ok_somewhere = 1;
+            }
+            if (tenant_ok_somewhere && pj->pool_ok)
+                snprintf(why, n, "no_allowed_pool: GPUs of class %s exist only in pools closed to "
+                                 "%s projects",
+                         c->name, pcn[pj->pclass >= 0 && pj->pclass < 3 ? pj->pclass : 2]);
+            else
+                snprintf(why, n, "no_allowed_pool: GPUs of class %s exist only in pools tenant %s "
+                                 "may not use",
+                         c->name, s->tenants[tenant].name);
+        }
         else
             snprintf(why, n, "no_matching_gpu: no allocatable (healthy) GPU satisfies class %s",
                      c->name);
@@ -555,13 +576,13 @@ static int st_init(st *t, const sch_snapshot *s) {
     t->tuse = calloc(T * QD__N, sizeof *t->tuse);
     t->pcls = calloc(P * C, sizeof *t->pcls);
     t->tcls = calloc(T * C, sizeof *t->tcls);
-    t->failgen = calloc(C * T, sizeof *t->failgen);
+    t->failgen = calloc(C * P, sizeof *t->failgen);
     t->cand = calloc(C, sizeof *t->cand);
     t->ncand = calloc(C, sizeof *t->ncand);
     t->candgen = calloc(C, sizeof *t->candgen);
-    t->fuops = calloc(C * T, sizeof *t->fuops);
-    t->fuval = calloc(C * T, sizeof *t->fuval);
-    t->fumatch = calloc(C * T, sizeof *t->fumatch);
+    t->fuops = calloc(C * P, sizeof *t->fuops);
+    t->fuval = calloc(C * P, sizeof *t->fuval);
+    t->fumatch = calloc(C * P, sizeof *t->fumatch);
     for (int c = 0; t->cand && c < s->nclasses; c++)
         if (!(t->cand[c] = malloc(sizeof **t->cand * N))) {
             st_free(t);

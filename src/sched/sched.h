@@ -73,7 +73,9 @@ typedef struct sch_class {
     int cpus, mem_gib; /* per unit */
     int pool;          /* -1: any pool */
     int topology;      /* SCH_TOPO_* */
-    const unsigned char *model_ok; /* [nmodels]: 1 if the model (and driver/CC) satisfies it */
+    const unsigned char *model_ok; /* [nmodels]: 1 if the model satisfies it */
+    const unsigned char *gpu_ok;   /* [ngpus] or NULL: 0 where a card's driver / compute
+                                      capability is below the class's minimum */
     int64_t gpu_milli; /* quota demand per unit */
     int64_t gpu_mem_gib;
 } sch_class;
@@ -89,6 +91,7 @@ typedef struct sch_project {
     const char *name;
     int tenant;
     int pclass;        /* project class index (production, development, research) */
+    const unsigned char *pool_ok; /* [npools] or NULL: pools open to the project's class */
     quota_set quota;
     int64_t card_hours_used;
 } sch_project;

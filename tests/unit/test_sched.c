@@ -359,6 +359,37 @@ static void nvlink_groups(void **state) {
     sch_result_free(&r);
 }
 
+static void driver_and_project_class_rules(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    w_init(&w);
+    w_node(&w, 2, 0, SCH_WHOLE, 64, 512, 0);
+    w_node(&w, 2, 0, SCH_WHOLE, 64, 512, 1);
+    int c = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+    /* the cards of node 0 have too old a driver for the class */
+    unsigned char gok[4] = {0, 0, 1, 1};
+    w.classes[c].gpu_ok = gok;
+    int a = w_job(&w, 0, c, 2, 100, 1);
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, a)->action, SCH_DO_PLACE);
+    for (int k = 0; k < 2; k++) assert_int_equal(w.gpus[dec(&r, a)->units[k].gpu[0]].node, 1);
+    sch_result_free(&r);
+    /* pool 1 is closed to this project's class: nothing else fits */
+    unsigned char ppok[4] = {1, 0, 1, 1};
+    w.projects[0].pool_ok = ppok;
+    round_ok(&w, &r);
+    assert_non_null(strstr(dec(&r, a)->reason, "no_allowed_pool"));
+    assert_non_null(strstr(dec(&r, a)->reason, "projects"));
+    sch_result_free(&r);
+    /* another project of the same tenant, whose class may use it, gets it */
+    int b = w_job(&w, 2, c, 2, 100, 2);
+    w.projects[2].tenant = 0;
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, b)->action, SCH_DO_PLACE);
+    sch_result_free(&r);
+}
+
 static void priority_policy(void **state) {
     (void)state;
     gp_err err = GP_ERR_INIT;
@@ -537,6 +568,7 @@ int main(void) {
         cmocka_unit_test(gang_all_or_nothing),
         cmocka_unit_test(nvlink_groups),
         cmocka_unit_test(priority_policy),
+        cmocka_unit_test(driver_and_project_class_rules),
         cmocka_unit_test(preemption_choices),
         cmocka_unit_test(no_preemption_loops),
         cmocka_unit_test(property_random_clusters),
