@@ -403,3 +403,53 @@ _e2e_cleanup() {
 trap _e2e_cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# ---- helpers shared by the CLI-driven scripts
+
+# run_in FILE ARGS...: run_cli, with standard input from FILE.
+run_in() {
+    local f=$1
+    shift
+    E2E_LAST_CMD="$* < $(basename "$f")"
+    [ -z "$TOKEN" ] || E2E_LAST_CMD=${E2E_LAST_CMD//"$TOKEN"/<token>}
+    timeout 30 "$GPUPOOL_BIN" "$@" >"$OUT_FILE" 2>"$ERR_FILE" <"$f"
+    RC=$?
+}
+
+# as TOKEN ARGS...: the CLI against the server with another caller's token.
+as() {
+    local tok=$1
+    shift
+    run_cli --server "$URL" --token "$tok" "$@"
+}
+
+# jout FILTER: jq -r FILTER on the last command's stdout ("" when not JSON).
+jout() { jq -r "$1" "$OUT_FILE" 2>/dev/null; }
+
+# the value of KEY in `KEY  value` object output of the last command
+field() { sed -n "s/^$1 \+//p" "$OUT_FILE" | head -n 1; }
+
+# assert_denied CODE...: exit 1, one error line naming one of the HTTP codes, no stdout
+assert_denied() {
+    assert_rc 1
+    assert_one_line_error
+    local code ok=0
+    for code in "$@"; do grep -qF "HTTP $code)" "$ERR_FILE" && ok=1; done
+    [ "$ok" == 1 ] || { _show stderr "$ERR_FILE"; fail "gpupool $E2E_LAST_CMD: expected HTTP $*"; }
+    _pass
+    assert_eq "$(wc -c <"$OUT_FILE")" 0 "stdout of a refused 'gpupool $E2E_LAST_CMD'"
+}
+
+_now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
+
+# poll SECONDS CMD...: run CMD every 0.1 s until it succeeds; 1 on timeout.
+poll() {
+    local limit=$1 deadline
+    shift
+    deadline=$(($(_now_ms) + limit * 1000))
+    while :; do
+        "$@" && return 0
+        [ "$(_now_ms)" -lt "$deadline" ] || return 1
+        sleep 0.1
+    done
+}

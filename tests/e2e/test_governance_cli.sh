@@ -13,37 +13,6 @@
 # number of `user create` / `login` calls small.
 . "$(dirname "$0")/lib.sh"
 
-# run_in FILE ARGS...: run_cli, with standard input from FILE.
-run_in() {
-    local f=$1
-    shift
-    E2E_LAST_CMD="$* < $(basename "$f")"
-    [ -z "$TOKEN" ] || E2E_LAST_CMD=${E2E_LAST_CMD//"$TOKEN"/<token>}
-    timeout 30 "$GPUPOOL_BIN" "$@" >"$OUT_FILE" 2>"$ERR_FILE" <"$f"
-    RC=$?
-}
-
-# as TOKEN ARGS...: run the CLI against the server with another caller's token.
-as() {
-    local tok=$1
-    shift
-    run_cli --server "$URL" --token "$tok" "$@"
-}
-
-# the value of KEY in `KEY  value` object output of the last command
-field() { sed -n "s/^$1 \+//p" "$OUT_FILE" | head -n 1; }
-
-# assert_denied CODE...: exit 1, one error line naming one of the HTTP codes, no stdout
-assert_denied() {
-    assert_rc 1
-    assert_one_line_error
-    local code ok=0
-    for code in "$@"; do grep -qF "HTTP $code)" "$ERR_FILE" && ok=1; done
-    [ "$ok" == 1 ] || { _show stderr "$ERR_FILE"; fail "gpupool $E2E_LAST_CMD: expected HTTP $*"; }
-    _pass
-    assert_eq "$(wc -c <"$OUT_FILE")" 0 "stdout of a refused 'gpupool $E2E_LAST_CMD'"
-}
-
 # pending_id: the id from "pending approval ID (OPERATION): ..." in the last stdout
 pending_id() { sed -n 's/^pending approval \([0-9a-f]\+\) (.*/\1/p' "$OUT_FILE" | head -n 1; }
 
