@@ -9,6 +9,8 @@
  */
 #include "sched.h"
 
+#include "pack.h"
+
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,10 @@ typedef struct st {
     unsigned long *fuops;
     int64_t *fuval;
     int *fumatch;
+    /* fragmentation-aware packing of shared slices (pack.h), when the models fit its ids */
+    pack_workload *wl;
+    pack_node *pn;  /* scratch: candidate nodes as pack sees them */
+    int *pn_node;
 } st;
 
 #define SL(s, g, k) ((s)->slice[(size_t)(g)*SCH_MAX_SLICES + (k)])
@@ -207,7 +213,104 @@ static long long best_on_node(st *t, const sch_class *c, int n, sch_unit *u) {
     return best * 100000 + (nd->cpus - t->ncpu[n] - c->cpus);
 }
 
-/* Place one unit anywhere; 0 and taken, or -1. */
+/* ---- fragmentation-aware choice for shared slices (pack.h) ---- */
+
+/* pack's model id of a card: its model and its mode (so modes never mix). */
+static int pack_model(const sch_gpu *g) { return g->model * 3 + g->mode; }
+
+static uint64_t class_mask(const sch_snapshot *s, const sch_class *c) {
+    uint64_t m = 0;
+    for (int i = 0; i < s->nmodels; i++)
+        if (c->model_ok[i]) m |= 1ULL << (i * 3 + c->form);
+    return m;
+}
+
+/* A class's unit as a pack task (a shared slice as its GPU share). */
+static void unit_task(const sch_snapshot *s, const sch_class *c, pack_task *t) {
+    memset(t, 0, sizeof *t);
+    t->cpu_milli = (int64_t)c->cpus * 1000;
+    t->memory_mib = (int64_t)c->mem_gib * 1024;
+    t->model_mask = class_mask(s, c);
+    if (c->form == SCH_SHARED) {
+        t->num_gpu = 1;
+        t->gpu_milli = (int)(c->gpu_milli < 1 ? 1 : c->gpu_milli > 999 ? 999 : c->gpu_milli);
+    } else if (c->form == SCH_WHOLE) {
+        t->num_gpu = c->gpus > PACK_MAX_GPUS ? PACK_MAX_GPUS : c->gpus;
+        t->gpu_milli = PACK_MILLI;
+    }
+}
+
+/* The typical shapes of this round's queue (MIG units have no place in pack's model). */
+static void build_workload(st *t) {
+    const sch_snapshot *s = t->s;
+    if (s->nmodels * 3 > PACK_MAX_MODELS || s->nclasses == 0) return;
+    pack_shape *shapes = calloc((size_t)s->nclasses, sizeof *shapes);
+    if (!shapes) return;
+    for (int c = 0; c < s->nclasses; c++) unit_task(s, &s->classes[c], &shapes[c].task);
+    int any_shared = 0;
+    for (int i = 0; i < s->njobs; i++) {
+        const sch_job *j = &s->jobs[i];
+        if (j->state == SCH_RUNNING || s->classes[j->cls].form == SCH_MIG) continue;
+        shapes[j->cls].weight += j->units;
+        any_shared |= s->classes[j->cls].form == SCH_SHARED;
+    }
+    if (any_shared && pack_workload_new(shapes, (size_t)s->nclasses, &t->wl) != PACK_OK) t->wl = NULL;
+    free(shapes);
+}
+
+/* A node as pack sees it now. */
+static void to_pack(const st *t, int n, pack_node *pn) {
+    const sch_snapshot *s = t->s;
+    const sch_node *nd = &s->nodes[n];
+    memset(pn, 0, sizeof *pn);
+    pn->cpu_cap = (int64_t)nd->cpus * 1000;
+    pn->mem_cap = (int64_t)nd->mem_gib * 1024;
+    pn->cpu_free = (int64_t)(nd->cpus - t->ncpu[n]) * 1000;
+    pn->mem_free = (int64_t)(nd->mem_gib - t->nmem[n]) * 1024;
+    if (pn->cpu_free < 0) pn->cpu_free = 0;
+    if (pn->mem_free < 0) pn->mem_free = 0;
+    pn->ngpu = nd->ngpus > PACK_MAX_GPUS ? PACK_MAX_GPUS : nd->ngpus;
+    for (int k = 0; k < pn->ngpu; k++) {
+        int g = nd->gpu0 + k;
+        const sch_gpu *gp = &s->gpus[g];
+        int free = 0;
+        if (gp->allocatable && gp->mode == SCH_WHOLE) free = t->whole[g] ? 0 : PACK_MILLI;
+        else if (gp->allocatable && gp->mode == SCH_SHARED && gp->mem_gib > 0) {
+            int by_mem = (gp->mem_gib - t->shm[g]) * 1000 / gp->mem_gib, by_pct = (100 - t->spct[g]) * 10;
+            free = by_mem < by_pct ? by_mem : by_pct;
+            if (free < 0) free = 0;
+        }
+        pn->gpu_free[k] = (int16_t)free;
+        pn->gpu_model[k] = (uint8_t)pack_model(gp);
+    }
+}
+
+/* Shared slice by fragmentation gradient (ties: best fit). 0 with *u chosen, or -1. */
+static int choose_shared(st *t, const sch_class *c, int project, sch_unit *u) {
+    const sch_snapshot *s = t->s;
+    int ci = (int)(c - s->classes), m = 0;
+    for (int i = 0; i < t->ncand[ci]; i++) {
+        int n = t->cand[ci][i];
+        if (!node_allowed(s, c, project, n)) continue;
+        to_pack(t, n, &t->pn[m]);
+        t->pn_node[m++] = n;
+    }
+    pack_task task;
+    size_t at;
+    int gi[PACK_MAX_GPUS];
+    unit_task(s, c, &task);
+    if (!m || pack_choose(PACK_GPUPOOL, t->pn, (size_t)m, &task, t->wl, &at, gi) != PACK_OK) return -1;
+    int n = t->pn_node[at], g = s->nodes[n].gpu0 + gi[0];
+    /* pack sees one dimension: confirm memory and compute both fit, and the node's CPU/memory */
+    if (!gpu_eligible(s, c, g) || s->gpus[g].mem_gib - t->shm[g] < c->shared_mem_gib ||
+        100 - t->spct[g] < c->shared_pct || s->nodes[n].cpus - t->ncpu[n] < c->cpus ||
+        s->nodes[n].mem_gib - t->nmem[n] < c->mem_gib)
+        return -1;
+    u->gpu[0] = g;
+    u->slice = -1;
+    return 0;
+}
+
 static int place_unit(st *t, const sch_class *c, int project, sch_unit *u) {
     const sch_snapshot *s = t->s;
     int ci = (int)(c - s->classes);
@@ -226,6 +329,10 @@ static int place_unit(st *t, const sch_class *c, int project, sch_unit *u) {
         }
         t->ncand[ci] = m;
         t->candgen[ci] = t->gen + 1;
+    }
+    if (c->form == SCH_SHARED && t->wl && choose_shared(t, c, project, u) == 0) {
+        take_unit(t, c, u);
+        return 0;
     }
     long long best = -1;
     sch_unit cand, chosen;
@@ -559,6 +666,9 @@ static void st_free(st *t) {
     free(t->fuops);
     free(t->fuval);
     free(t->fumatch);
+    pack_workload_free(t->wl);
+    free(t->pn);
+    free(t->pn_node);
 }
 
 static int st_init(st *t, const sch_snapshot *s) {
@@ -583,12 +693,14 @@ static int st_init(st *t, const sch_snapshot *s) {
     t->fuops = calloc(C * P, sizeof *t->fuops);
     t->fuval = calloc(C * P, sizeof *t->fuval);
     t->fumatch = calloc(C * P, sizeof *t->fumatch);
+    t->pn = calloc(N, sizeof *t->pn);
+    t->pn_node = calloc(N, sizeof *t->pn_node);
     for (int c = 0; t->cand && c < s->nclasses; c++)
         if (!(t->cand[c] = malloc(sizeof **t->cand * N))) {
             st_free(t);
             return -1;
         }
-    if (!t->fuops || !t->fuval || !t->fumatch || !t->cand || !t->ncand || !t->candgen || !t->whole || !t->shm || !t->spct || !t->slice || !t->ncpu || !t->nmem || !t->puse ||
+    if (!t->pn || !t->pn_node || !t->fuops || !t->fuval || !t->fumatch || !t->cand || !t->ncand || !t->candgen || !t->whole || !t->shm || !t->spct || !t->slice || !t->ncpu || !t->nmem || !t->puse ||
         !t->tuse || !t->pcls || !t->tcls || !t->failgen) {
         st_free(t);
         return -1;
@@ -602,6 +714,7 @@ static int st_init(st *t, const sch_snapshot *s) {
         if (j->state != SCH_PENDING) charge(t, j, +1);
     }
     t->gen = 0;
+    build_workload(t);
     return 0;
 }
 
