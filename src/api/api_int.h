@@ -264,6 +264,7 @@ void h_prio_create(api_req *r);
 void h_prio_put(api_req *r);
 void h_prio_delete(api_req *r);
 void h_binding_list(api_req *r);
+void h_binding_release(api_req *r);
 
 /* One scheduling round (the server loop). */
 int api__sched_round(store_t *st, gp_err *err);

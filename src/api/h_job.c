@@ -499,6 +499,20 @@ void h_binding_list(api_req *r) {
     authz_target g = {NULL, NULL};
     int all = authz_check(r->who->bindings, r->who->nbindings, ACT_NODE_READ, &g, gt_now_us()) ==
               AUTHZ_ALLOW;
+    const char *node = api_query(r, "node");
+    if (node) {
+        /* the incident view: who was on this node (at that time) - ops and admins only */
+        if (!all) {
+            api_error(r, 403, "forbidden", "your role does not allow this action here");
+            return;
+        }
+        if (api_begin(r, STORE_READ, &tx)) return;
+        int rc = bind_list_node(tx, node, at_us, &items, &err);
+        store_rollback(tx);
+        if (rc) api_fail(r, &err);
+        else api_reply(r, 200, api_list(items, NULL));
+        return;
+    }
     if (api_begin(r, STORE_READ, &tx)) return;
     tenancy_tenant t;
     const char *tid = NULL;
@@ -523,6 +537,39 @@ void h_binding_list(api_req *r) {
     store_rollback(tx);
     if (rc) api_fail(r, &err);
     else api_reply(r, 200, api_list(items, NULL));
+}
+
+/* POST /api/v1/bindings/{id}/release {"reason"}: ops end a binding by hand. */
+void h_binding_release(api_req *r) {
+    static const char *const fields[] = {"reason", NULL};
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    json_t *body;
+    const char *why;
+    api_target(r, "binding", api_param(r, "id"), NULL, NULL);
+    if (!api_authorize(r, ACT_NODE_MANAGE, NULL, NULL) || api_body(r, &body)) return;
+    if (jx_only_fields(body, fields, &err) || jx_get_str(body, "reason", 1, &why, &err)) {
+        json_decref(body);
+        api_fail(r, &err);
+        return;
+    }
+    if (!*why || strlen(why) > 200) {
+        json_decref(body);
+        api_error(r, 400, "invalid_argument", "a reason (1-200 characters) is required");
+        return;
+    }
+    if (api_begin(r, STORE_WRITE, &tx)) {
+        json_decref(body);
+        return;
+    }
+    if (jobs_release_binding(tx, api_param(r, "id"), why, &err)) {
+        json_decref(body);
+        api_abort(r, tx, &err);
+        return;
+    }
+    if (api_finish(r, tx, 200, body)) return;
+    kick(r);
+    api_reply(r, 200, json_pack("{s:s,s:s}", "id", api_param(r, "id"), "state", "released"));
 }
 
 /* The server loop's round. */

@@ -15,6 +15,7 @@
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
 #include "../inventory/inventory.h"
+#include "../sched/jobs.h"
 #include "../tenancy/tenancy.h"
 
 #include <stdlib.h>
@@ -65,6 +66,43 @@ static int audit_transitions(api_req *r, store_tx *tx, const inv_transition *t, 
         int rc = audit_append(tx, &ev, NULL, err);
         free(text);
         if (rc) return rc;
+    }
+    return GP_OK;
+}
+
+/*
+ * Contain the damage of bad transitions: a lost node or a failed GPU ends the
+ * bindings of the jobs on it (requeued or failed per their policy), audited
+ * with the jobs and tenants hit.
+ */
+static int contain(api_req *r, store_tx *tx, const inv_transition *t, int n, gp_err *err) {
+    for (int i = 0; i < n; i++) {
+        int lost = !strcmp(t[i].kind, "node") && !strcmp(t[i].to, "unreachable");
+        int failed = !strcmp(t[i].kind, "health") && !strcmp(t[i].to, "failed");
+        if (!lost && !failed) continue;
+        json_t *hit;
+        int rc = jobs_contain(tx, lost ? t[i].node : NULL, failed ? t[i].gpu_uuid : NULL,
+                              lost ? "node_lost" : "gpu_failed", &hit, err);
+        if (rc) return rc;
+        if (json_array_size(hit)) {
+            json_t *sum = json_pack("{s:s,s:s,s:o}", "node", t[i].node, "gpu", t[i].gpu_uuid,
+                                    "jobs", hit);
+            char *text = jx_dump(sum);
+            json_decref(sum);
+            audit_event ev = {.actor = r->who ? r->who->name : "system",
+                              .source = r->source,
+                              .request_id = r->request_id,
+                              .action = lost ? "node.contain" : "gpu.contain",
+                              .target_type = lost ? "node" : "gpu",
+                              .target_id = lost ? t[i].node : t[i].gpu_uuid,
+                              .result = "ok",
+                              .summary = text};
+            rc = audit_append(tx, &ev, NULL, err);
+            free(text);
+            if (rc) return rc;
+        } else {
+            json_decref(hit);
+        }
     }
     return GP_OK;
 }
@@ -231,6 +269,7 @@ void h_agent_heartbeat(api_req *r) {
         return;
     }
     if (!rc) rc = audit_transitions(r, tx, tr, ntr, &err);
+    if (!rc) rc = contain(r, tx, tr, ntr, &err);
     free(tr);
     if (rc) {
         api_abort(r, tx, &err);
@@ -619,6 +658,7 @@ int api__sweep_nodes(store_t *st, int64_t timeout_us, gp_err *err) {
         api_req sys;
         memset(&sys, 0, sizeof sys);
         rc = audit_transitions(&sys, tx, tr, ntr, err);
+        if (!rc) rc = contain(&sys, tx, tr, ntr, err);
         free(tr);
     }
     if (rc) {

@@ -119,6 +119,8 @@ const api_route api_routes[] = {
     {"DELETE", "/api/v1/priority-classes/{name}", h_prio_delete, "priority_class.delete",
      ROUTE_MUTATES},
     {"GET", "/api/v1/bindings", h_binding_list, "binding.list", 0},
+    {"POST", "/api/v1/bindings/{id}/release", h_binding_release, "binding.release",
+     ROUTE_MUTATES},
 };
 
 const size_t api_nroutes = sizeof api_routes / sizeof api_routes[0];

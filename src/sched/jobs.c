@@ -291,3 +291,125 @@ int bind_card_hours(store_tx *tx, const char *tenant_id, const char *project_id,
     store_done(s);
     return rc < 0 ? rc : GP_OK;
 }
+
+/* ---- containment ---- */
+
+/* End every open binding of `job` and requeue or fail it. OUT: outcome text. */
+static int stop_job(store_tx *tx, const char *job, const char *recovery, const char *end_reason,
+                    const char *why, const char **outcome, gp_err *err) {
+    int64_t now = gt_now_us();
+    int rc = store_exec(tx, NULL, err,
+                        "UPDATE bindings SET end_us = ?, end_reason = ? WHERE job_id = ?"
+                        " AND end_us IS NULL",
+                        "iss", now, end_reason, job);
+    if (rc) return rc;
+    int requeue = !strcmp(recovery, "requeue");
+    char reason[240];
+    snprintf(reason, sizeof reason, "%s: %s", requeue ? "requeued" : "failed", why);
+    rc = requeue ? store_exec(tx, NULL, err,
+                              "UPDATE jobs SET state = 'queued', reason = ? WHERE id = ?"
+                              " AND state = 'running'",
+                              "ss", reason, job)
+                 : store_exec(tx, NULL, err,
+                              "UPDATE jobs SET state = 'failed', reason = ?, ended_at = ?"
+                              " WHERE id = ? AND state = 'running'",
+                              "sis", reason, now, job);
+    *outcome = requeue ? "requeued" : "failed";
+    return rc ? rc : jobs__event(tx, job, end_reason, reason, err);
+}
+
+int jobs_contain(store_tx *tx, const char *node, const char *gpu, const char *reason,
+                 json_t **affected, gp_err *err) {
+    store_stmt *s;
+    json_t *out = json_array();
+    int rc = store_query(tx, &s, err,
+                         "SELECT DISTINCT j.id, j.recovery, b.tenant, b.project FROM bindings b"
+                         " JOIN jobs j ON j.id = b.job_id WHERE b.end_us IS NULL"
+                         " AND j.state = 'running' AND (? IS NULL OR b.node = ?)"
+                         " AND (? IS NULL OR b.gpu_uuid = ?) ORDER BY j.id",
+                         "ssss", node, node, gpu, gpu);
+    if (rc) {
+        json_decref(out);
+        return rc;
+    }
+    while ((rc = store_step(s, err)) > 0)
+        json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:s}", "job", store_text(s, 0),
+                                             "recovery", store_text(s, 1), "tenant",
+                                             store_text(s, 2), "project", store_text(s, 3)));
+    store_done(s);
+    char why[200];
+    if (gpu) snprintf(why, sizeof why, "GPU %s failed under it", gpu);
+    else snprintf(why, sizeof why, "node %s lost", node ? node : "?");
+    size_t i;
+    json_t *a;
+    json_array_foreach(out, i, a) {
+        if (rc < 0) break;
+        const char *outcome = "";
+        rc = stop_job(tx, json_string_value(json_object_get(a, "job")),
+                      json_string_value(json_object_get(a, "recovery")), reason, why, &outcome,
+                      err);
+        json_object_del(a, "recovery");
+        json_object_set_new(a, "outcome", json_string(outcome));
+    }
+    if (rc < 0) {
+        json_decref(out);
+        return rc;
+    }
+    if (affected) *affected = out;
+    else json_decref(out);
+    return GP_OK;
+}
+
+int jobs_release_binding(store_tx *tx, const char *binding_id, const char *why, gp_err *err) {
+    store_stmt *s;
+    char job[RND_ID_LEN], recovery[16];
+    int rc = store_query(tx, &s, err,
+                         "SELECT b.job_id, j.recovery, COALESCE(b.end_us, 0) FROM bindings b"
+                         " JOIN jobs j ON j.id = b.job_id WHERE b.id = ?",
+                         "s", binding_id);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    int64_t ended = rc > 0 ? store_int(s, 2) : 0;
+    if (rc > 0) {
+        snprintf(job, sizeof job, "%s", store_text(s, 0));
+        snprintf(recovery, sizeof recovery, "%s", store_text(s, 1));
+    }
+    store_done(s);
+    if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "binding not found");
+    if (rc < 0) return rc;
+    if (ended) return gp_err_set(err, GP_ECONFLICT, "the binding has already ended");
+    char msg[240];
+    snprintf(msg, sizeof msg, "binding released by ops: %s", why);
+    const char *outcome;
+    return stop_job(tx, job, recovery, "released", msg, &outcome, err);
+}
+
+int bind_list_node(store_tx *tx, const char *node, int64_t at, json_t **items, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT b.id, b.job_id, j.name, b.unit, b.gpu_uuid, b.form, b.tenant,"
+                         " b.project, b.start_us, COALESCE(b.end_us, 0), COALESCE(b.end_reason, '')"
+                         " FROM bindings b JOIN jobs j ON j.id = b.job_id WHERE b.node = ?"
+                         " AND (? = 0 OR (b.start_us <= ? AND (b.end_us IS NULL OR b.end_us > ?)))"
+                         " ORDER BY b.tenant, b.project, b.job_id, b.unit LIMIT 5000",
+                         "siii", node, at, at, at);
+    if (rc) return rc;
+    json_t *arr = json_array();
+    while ((rc = store_step(s, err)) > 0) {
+        json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:s,s:s,s:s,s:s,s:o,s:o}", "id", store_text(s, 0),
+                              "job", store_text(s, 1), "job_name", store_text(s, 2), "unit",
+                              (json_int_t)store_int(s, 3), "gpu", store_text(s, 4), "form",
+                              store_text(s, 5), "tenant", store_text(s, 6), "project",
+                              store_text(s, 7), "start", jx_time(store_int(s, 8)), "end",
+                              jx_time(store_int(s, 9)));
+        if (store_text(s, 10)[0]) json_object_set_new(o, "end_reason", json_string(store_text(s, 10)));
+        json_array_append_new(arr, o);
+    }
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *items = arr;
+    return GP_OK;
+}

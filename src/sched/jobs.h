@@ -74,6 +74,23 @@ int jobs_cancel(store_tx *tx, const char *id, const char *actor, gp_err *err);
 int jobs_set_priority(store_tx *tx, const char *id, const prio_class *p, const char *actor,
                       gp_err *err);
 
+/* ---- containment ---- */
+
+/*
+ * A node was lost (gpu NULL) or a GPU failed: every job holding a binding
+ * there loses all its bindings (ended with `reason`: "node_lost" or
+ * "gpu_failed") and is requeued or failed per its recovery policy.
+ * OUT (optional): *affected, a JSON array of {job, tenant, project, outcome}.
+ */
+int jobs_contain(store_tx *tx, const char *node, const char *gpu, const char *reason,
+                 json_t **affected, gp_err *err);
+
+/*
+ * Ops release a binding by hand: that job's bindings end ("released") and it
+ * is requeued or failed per its policy.  GP_ENOTFOUND / GP_ECONFLICT (already ended).
+ */
+int jobs_release_binding(store_tx *tx, const char *binding_id, const char *why, gp_err *err);
+
 /* ---- the round ---- */
 
 typedef struct round_stats {
@@ -99,6 +116,9 @@ int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp
  */
 int bind_list(store_tx *tx, const char *gpu, const char *job, const char *tenant_id,
               int64_t at_us, json_t **items, gp_err *err);
+
+/* Bindings on node `node`, optionally only those open at `at_us` (the incident view). */
+int bind_list_node(store_tx *tx, const char *node, int64_t at_us, json_t **items, gp_err *err);
 
 /* Card-hours (milli) used this calendar month by a tenant (project_id NULL) or project. */
 int bind_card_hours(store_tx *tx, const char *tenant_id, const char *project_id, int64_t now_us,

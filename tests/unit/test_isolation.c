@@ -31,7 +31,8 @@ typedef struct side {
     char users[NROLES][32];
     char tokens[NROLES][RND_SECRET_LEN];
     char tenant_id[RND_ID_LEN], project_id[RND_ID_LEN];
-    char token_id[RND_ID_LEN], approval_id[RND_ID_LEN], job_id[RND_ID_LEN];
+    char token_id[RND_ID_LEN], approval_id[RND_ID_LEN], job_id[RND_ID_LEN],
+        binding_id[RND_ID_LEN];
     char user_ids[NROLES][RND_ID_LEN];
 } side;
 
@@ -137,6 +138,19 @@ static int setup(void **state) {
         snprintf(sd->job_id, sizeof sd->job_id, "%s", at_str(resp, "id"));
         json_decref(resp);
     }
+    for (int side_i = 0; side_i < 2; side_i++) {
+        store_tx *btx;
+        store_stmt *bs;
+        gp_err berr = GP_ERR_INIT;
+        assert_int_equal(store_begin(x->t.st, STORE_READ, &btx, &berr), GP_OK);
+        assert_int_equal(store_query(btx, &bs, &berr, "SELECT id FROM bindings WHERE job_id = ?",
+                                     "s", x->s[side_i].job_id),
+                         GP_OK);
+        if (store_step(bs, &berr) > 0)
+            snprintf(x->s[side_i].binding_id, RND_ID_LEN, "%s", store_text(bs, 0));
+        store_done(bs);
+        store_rollback(btx);
+    }
     at_sql(&x->t, "INSERT INTO security_policy VALUES ('sensitive_operations',"
                   " '[\"member.grant_global\",\"vendor.create\",\"audit.export\"]')");
     *state = x;
@@ -200,6 +214,7 @@ static const char *body_for(const char *action, const side *v, char *buf, size_t
     if (strcmp(action, "job.submit") == 0) return "{\"name\":\"probe\",\"class\":\"a100.1x\"}";
     if (strcmp(action, "job.priority") == 0) return "{\"priority_class\":\"normal\"}";
     if (strncmp(action, "quota.", 6) == 0) return "{\"gpus\":1}";
+    if (strcmp(action, "binding.release") == 0) return "{\"reason\":\"probe\"}";
     if (strcmp(action, "vendor.create") == 0) {
         snprintf(buf, n, "{\"user\":\"%s\",\"nodes\":[\"n1\"],\"ttl_seconds\":600}",
                  v->users[5]);
@@ -232,6 +247,8 @@ static int fill(const api_route *rt, const side *v, const ix *x, char *out, size
         else if (len == 2 && strstr(rt->pattern, "/tokens/")) sb_adds(&sb, v->token_id);
         else if (len == 2 && strstr(rt->pattern, "/approvals/")) sb_adds(&sb, v->approval_id);
         else if (len == 2 && strstr(rt->pattern, "/jobs/")) sb_adds(&sb, v->job_id);
+        else if (len == 2 && strstr(rt->pattern, "/bindings/"))
+            sb_adds(&sb, v->binding_id[0] ? v->binding_id : "no-binding-yet");
         else {
             tenant_obj = 0;
             if (len == 2 && strstr(rt->pattern, "/vendor-access/")) sb_adds(&sb, x->vendor_grant);

@@ -1,0 +1,166 @@
+/*
+ * test_contain.c - failure containment through request dispatch: a lost node
+ * or a failed GPU ends the bindings of the jobs on it (node_lost /
+ * gpu_failed), each job is requeued or failed per its recovery policy, the
+ * alarm names the tenants hit (and only they see it), and ops can release a
+ * binding by hand.
+ */
+#include "apitest.h"
+
+typedef struct {
+    apitest t;
+    char ops[RND_SECRET_LEN], red[RND_SECRET_LEN], blue[RND_SECRET_LEN];
+    char node_token[RND_SECRET_LEN];
+} cx;
+
+#define CALL(f, tok, m, p, b, out) at_call(&(f)->t, tok, m, p, b, out)
+
+static int setup(void **state) {
+    cx *f = calloc(1, sizeof *f);
+    json_t *resp;
+    char body[1024];
+    at_open(&f->t);
+    at_user(&f->t, "ops", "ops-engineer", "global", NULL, NULL, f->ops);
+    const char *A = f->t.admin;
+    assert_int_equal(CALL(f, A, "POST", "/api/v1/tenants", "{\"name\":\"red\"}", NULL), 201);
+    assert_int_equal(CALL(f, A, "POST", "/api/v1/tenants", "{\"name\":\"blue\"}", NULL), 201);
+    assert_int_equal(CALL(f, A, "POST", "/api/v1/tenants/red/projects", "{\"name\":\"p\"}", NULL), 201);
+    assert_int_equal(CALL(f, A, "POST", "/api/v1/tenants/blue/projects", "{\"name\":\"q\"}", NULL), 201);
+    at_user(&f->t, "ru", "project-user", "project", "red", "p", f->red);
+    at_user(&f->t, "bu", "project-user", "project", "blue", "q", f->blue);
+    assert_int_equal(CALL(f, f->ops, "POST", "/api/v1/join-tokens", "{}", &resp), 201);
+    snprintf(body, sizeof body,
+             "{\"join_token\":\"%s\",\"node\":{\"name\":\"n1\",\"cpus\":64,\"memory_gib\":512,"
+             "\"gpus\":[{\"uuid\":\"GPU-a\",\"index\":0,\"model\":\"A100-80GB\",\"memory_mib\":81920},"
+             "{\"uuid\":\"GPU-b\",\"index\":1,\"model\":\"A100-80GB\",\"memory_mib\":81920}]}}",
+             at_str(resp, "token"));
+    json_decref(resp);
+    assert_int_equal(CALL(f, NULL, "POST", "/api/v1/agent/register", body, &resp), 201);
+    snprintf(f->node_token, sizeof f->node_token, "%s", at_str(resp, "token"));
+    json_decref(resp);
+    assert_int_equal(CALL(f, A, "POST", "/api/v1/classes",
+                          "{\"name\":\"a100.1x\",\"form\":\"whole\",\"cpus\":1,\"memory_gib\":1,"
+                          "\"gpu_models\":[\"A100-80GB\"]}",
+                          NULL),
+                     201);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    cx *f = *state;
+    at_close(&f->t);
+    free(f);
+    return 0;
+}
+
+/* Submit a job and return its id (static buffer), checking it runs on `gpu_out`. */
+static const char *submit(cx *f, const char *tok, const char *tenant, const char *proj,
+                          const char *recovery, char gpu_out[16]) {
+    static char id[RND_ID_LEN];
+    char path[128], body[160];
+    json_t *resp;
+    snprintf(path, sizeof path, "/api/v1/tenants/%s/projects/%s/jobs", tenant, proj);
+    snprintf(body, sizeof body, "{\"name\":\"j\",\"class\":\"a100.1x\",\"recovery\":\"%s\"}",
+             recovery);
+    assert_int_equal(CALL(f, tok, "POST", path, body, &resp), 201);
+    assert_string_equal(at_str(resp, "state"), "running");
+    snprintf(id, sizeof id, "%s", at_str(resp, "id"));
+    snprintf(gpu_out, 16, "%s", at_str(json_array_get(json_object_get(resp, "bindings"), 0), "gpu"));
+    json_decref(resp);
+    return id;
+}
+
+static json_t *job(cx *f, const char *tok, const char *tenant, const char *proj, const char *id) {
+    char path[200];
+    json_t *resp;
+    snprintf(path, sizeof path, "/api/v1/tenants/%s/projects/%s/jobs/%s", tenant, proj, id);
+    assert_int_equal(CALL(f, tok, "GET", path, NULL, &resp), 200);
+    return resp;
+}
+
+static void gpu_failure(void **state) {
+    cx *f = *state;
+    char rid[RND_ID_LEN], bid[RND_ID_LEN], rg[16], bg[16];
+    snprintf(rid, sizeof rid, "%s", submit(f, f->red, "red", "p", "requeue", rg));
+    snprintf(bid, sizeof bid, "%s", submit(f, f->blue, "blue", "q", "fail", bg));
+    /* a fatal Xid on red's card */
+    char hb[300];
+    snprintf(hb, sizeof hb, "{\"node\":\"n1\",\"gpus\":[{\"uuid\":\"%s\",\"signals\":{\"xids\":[79]}}]}", rg);
+    assert_int_equal(CALL(f, f->node_token, "POST", "/api/v1/agent/heartbeat", hb, NULL), 200);
+    json_t *j = job(f, f->red, "red", "p", rid);
+    /* requeued: (no other healthy card free: blue holds the other) */
+    assert_string_not_equal(at_str(j, "state"), "running");
+    json_t *b = json_array_get(json_object_get(j, "bindings"), 0);
+    assert_string_equal(at_str(b, "end_reason"), "gpu_failed");
+    json_decref(j);
+    /* blue's job on the other card is untouched */
+    j = job(f, f->blue, "blue", "q", bid);
+    assert_string_equal(at_str(j, "state"), "running");
+    json_decref(j);
+    /* the alarm names red only: red's members see it, blue's do not */
+    json_t *resp;
+    assert_int_equal(CALL(f, f->red, "GET", "/api/v1/alarms?tenant=red", NULL, &resp), 200);
+    assert_int_equal(json_array_size(json_object_get(resp, "items")), 1);
+    json_decref(resp);
+    assert_int_equal(CALL(f, f->blue, "GET", "/api/v1/alarms?tenant=blue", NULL, &resp), 200);
+    assert_int_equal(json_array_size(json_object_get(resp, "items")), 0);
+    json_decref(resp);
+    assert_int_equal(CALL(f, f->blue, "GET", "/api/v1/alarms?tenant=red", NULL, NULL), 404);
+    assert_int_equal(CALL(f, f->t.admin, "GET", "/api/v1/audit?action=gpu.contain", NULL, &resp), 200);
+    assert_int_equal(json_array_size(json_object_get(resp, "items")), 1);
+    json_decref(resp);
+}
+
+static void node_loss_and_release(void **state) {
+    cx *f = *state;
+    char rid[RND_ID_LEN], bid[RND_ID_LEN], rg[16], bg[16];
+    snprintf(rid, sizeof rid, "%s", submit(f, f->red, "red", "p", "requeue", rg));
+    snprintf(bid, sizeof bid, "%s", submit(f, f->blue, "blue", "q", "fail", bg));
+    /* the incident view before the loss: both tenants' jobs on n1 */
+    json_t *resp;
+    assert_int_equal(CALL(f, f->ops, "GET", "/api/v1/bindings?node=n1", NULL, &resp), 200);
+    assert_int_equal(json_array_size(json_object_get(resp, "items")), 2);
+    json_decref(resp);
+    assert_int_equal(CALL(f, f->red, "GET", "/api/v1/bindings?node=n1", NULL, NULL), 403);
+    /* ops release red's binding by hand: needs a reason */
+    json_t *j = job(f, f->red, "red", "p", rid);
+    char path[200];
+    snprintf(path, sizeof path, "/api/v1/bindings/%s/release",
+             at_str(json_array_get(json_object_get(j, "bindings"), 0), "id"));
+    json_decref(j);
+    assert_int_equal(CALL(f, f->ops, "POST", path, "{}", NULL), 400);
+    assert_int_equal(CALL(f, f->red, "POST", path, "{\"reason\":\"x\"}", NULL), 403);
+    assert_int_equal(CALL(f, f->ops, "POST", path, "{\"reason\":\"fan swap\"}", NULL), 200);
+    assert_int_equal(CALL(f, f->ops, "POST", path, "{\"reason\":\"again\"}", NULL), 409);
+    /* the node goes silent: the sweep marks it unreachable and contains its jobs */
+    at_sql(&f->t, "UPDATE nodes SET last_heartbeat = 1");
+    gp_err err = GP_ERR_INIT;
+    assert_int_equal(api__sweep_nodes(f->t.st, 1000000, &err), GP_OK);
+    j = job(f, f->blue, "blue", "q", bid);
+    assert_string_equal(at_str(j, "state"), "failed"); /* recovery: fail */
+    assert_string_equal(at_str(json_array_get(json_object_get(j, "bindings"), 0), "end_reason"),
+                        "node_lost");
+    json_decref(j);
+    j = job(f, f->red, "red", "p", rid);
+    assert_string_not_equal(at_str(j, "state"), "running");
+    json_decref(j);
+    assert_int_equal(CALL(f, f->t.admin, "GET", "/api/v1/audit?action=node.contain", NULL, &resp), 200);
+    assert_int_equal(json_array_size(json_object_get(resp, "items")), 1);
+    json_decref(resp);
+    /* nothing is left bound on the lost node */
+    assert_int_equal(CALL(f, f->ops, "GET", "/api/v1/bindings?node=n1", NULL, &resp), 200);
+    size_t i;
+    json_t *b;
+    json_array_foreach(json_object_get(resp, "items"), i, b) assert_non_null(at_str(b, "end_reason"));
+    json_decref(resp);
+}
+
+int main(void) {
+    assert_int_equal(rnd_init(), 0);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(gpu_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(node_loss_and_release, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
