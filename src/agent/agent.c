@@ -20,6 +20,7 @@
 #include "../core/rand.h"
 #include "../core/strbuf.h"
 #include "nvml.h"
+#include "runner.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -44,6 +45,7 @@ typedef struct anode {
 
 typedef struct agent {
     const agent_config *cfg;
+    runner *run; /* workload processes of every node */
     anode *nodes;
     int n;
     nvml *nv; /* NVML mode */
@@ -331,7 +333,9 @@ static int heartbeat(agent *a, anode *nd) {
                                                   "signals", sim_signals(nd, idx)));
         }
     }
-    json_t *body = json_pack("{s:s,s:o}", "node", nd->name, "gpus", gpus);
+    runner_tick(a->run);
+    json_t *body = json_pack("{s:s,s:o,s:o}", "node", nd->name, "gpus", gpus, "workloads",
+                             runner_report(a->run, nd->name));
     if (!nd->reported) json_object_set(body, "report", nd->report);
     int rc = httpc_json(a->cfg->server, "/api/v1/agent/heartbeat", "POST", nd->token, body, 30,
                         &status, &resp, &err);
@@ -339,6 +343,12 @@ static int heartbeat(agent *a, anode *nd) {
     if (rc) {
         log_kv(LOG_WARN, "heartbeat failed", "node", nd->name, "detail", err.msg, (char *)NULL);
         return -1;
+    }
+    if (status == 200) {
+        /* the server has our exits; run what it assigns, stop what it no longer does */
+        runner_ack(a->run, nd->name);
+        json_t *as = json_object_get(resp, "assignments");
+        if (json_is_array(as)) runner_apply(a->run, nd->name, as);
     }
     if (status != 200) {
         const char *msg =
@@ -400,6 +410,13 @@ int agent_run(const agent_config *cfg, gp_err *err) {
         reports = json_array();
         json_array_append_new(reports, nvml_report(&a, name, driver));
     }
+    a.run = runner_new(cfg->state_dir, cfg->grace_s);
+    if (!a.run) {
+        json_decref(reports);
+        nvml_close(a.nv);
+        free(a.gpus);
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    }
     a.n = (int)json_array_size(reports);
     a.nodes = calloc((size_t)a.n, sizeof *a.nodes);
     for (int i = 0; i < a.n; i++) {
@@ -429,6 +446,7 @@ int agent_run(const agent_config *cfg, gp_err *err) {
         }
         if (cfg->once) break;
         stop = wait_or_stop(cfg->interval_s > 0 ? cfg->interval_s : 5);
+        runner_tick(a.run);
     }
     for (int i = 0; i < a.n; i++) {
         json_decref(a.nodes[i].report);
@@ -439,6 +457,7 @@ int agent_run(const agent_config *cfg, gp_err *err) {
     free(a.nodes);
     free(a.gpus);
     nvml_close(a.nv);
+    runner_free(a.run); /* workloads keep running; a restarted agent re-adopts them */
     if (cfg->once && failures)
         return gp_err_set(err, GP_EIO, "%d of %d nodes could not join or report", failures, a.n);
     return GP_OK;

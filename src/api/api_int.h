@@ -256,6 +256,7 @@ void h_job_get(api_req *r);
 void h_job_cancel(api_req *r);
 void h_job_priority(api_req *r);
 void h_job_explain(api_req *r);
+void h_job_logs(api_req *r);
 void h_quota_get(api_req *r);
 void h_quota_put(api_req *r);
 void h_prio_list(api_req *r);

@@ -251,6 +251,24 @@ void h_job_priority(api_req *r) {
     reply_job(r, api_param(r, "id"), 200);
 }
 
+void h_job_logs(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    scope sc;
+    json_t *job, *out;
+    char sub[64];
+    if (api_begin(r, STORE_READ, &tx)) return;
+    if (load_job(r, tx, &sc, ACT_JOB_READ, &job, sub)) {
+        store_rollback(tx);
+        return;
+    }
+    json_decref(job);
+    int rc = jobs_logs(tx, api_param(r, "id"), &out, &err);
+    store_rollback(tx);
+    if (rc) api_fail(r, &err);
+    else api_reply(r, 200, out);
+}
+
 void h_job_explain(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;

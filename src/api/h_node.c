@@ -241,12 +241,14 @@ void h_agent_heartbeat(api_req *r) {
     inv_transition *tr;
     int ntr;
     if (api_body(r, &body)) return;
-    const char *node = json_string_value(json_object_get(body, "node"));
-    if (!node) {
+    const char *nj = json_string_value(json_object_get(body, "node"));
+    if (!nj || strlen(nj) > 63) {
         json_decref(body);
         api_error(r, 400, "invalid_argument", "field 'node' is required");
         return;
     }
+    char node[64]; /* outlives the body */
+    snprintf(node, sizeof node, "%s", nj);
     api_target(r, "node", node, NULL, NULL);
     if (api_begin(r, STORE_WRITE, &tx)) {
         json_decref(body);
@@ -262,6 +264,10 @@ void h_agent_heartbeat(api_req *r) {
     int rc = report ? inv_node_report(tx, node, r->who->user_id, report, &err) : GP_OK;
     if (!rc) rc = inv_heartbeat(tx, node, r->who->user_id, body, &pol, &tr, &ntr, &err);
     else tr = NULL, ntr = 0;
+    /* what the node's workloads did (exits, output), then what it must run now */
+    int ended = 0;
+    json_t *assignments = NULL;
+    if (!rc) rc = jobs_node_report(tx, node, json_object_get(body, "workloads"), &ended, &err);
     json_decref(body);
     if (rc == GP_EFORBIDDEN) {
         store_rollback(tx);
@@ -270,14 +276,23 @@ void h_agent_heartbeat(api_req *r) {
     }
     if (!rc) rc = audit_transitions(r, tx, tr, ntr, &err);
     if (!rc) rc = contain(r, tx, tr, ntr, &err);
+    if (!rc) rc = jobs_node_assignments(tx, node, &assignments, &err);
     free(tr);
     if (rc) {
         api_abort(r, tx, &err);
         return;
     }
-    if (api_commit(r, tx)) return;
+    if (api_commit(r, tx)) {
+        json_decref(assignments);
+        return;
+    }
     r->audited = 1; /* the transitions were the events worth recording */
-    api_reply(r, 200, json_pack("{s:s,s:[]}", "status", "ok", "assignments"));
+    if (ended) {
+        /* capacity came free: schedule at once rather than at the next tick */
+        gp_err e2 = GP_ERR_INIT;
+        api__sched_round(r->store, &e2);
+    }
+    api_reply(r, 200, json_pack("{s:s,s:o}", "status", "ok", "assignments", assignments));
 }
 
 /* ---- nodes ---- */

@@ -102,6 +102,8 @@ const api_route api_routes[] = {
     {"GET", "/api/v1/tenants/{tenant}/projects/{project}/jobs/{id}", h_job_get, "job.get", 0},
     {"GET", "/api/v1/tenants/{tenant}/projects/{project}/jobs/{id}/explain", h_job_explain,
      "job.explain", 0},
+    {"GET", "/api/v1/tenants/{tenant}/projects/{project}/jobs/{id}/logs", h_job_logs, "job.logs",
+     0},
     {"POST", "/api/v1/tenants/{tenant}/projects/{project}/jobs/{id}/cancel", h_job_cancel,
      "job.cancel", ROUTE_MUTATES},
     {"PUT", "/api/v1/tenants/{tenant}/projects/{project}/jobs/{id}/priority", h_job_priority,

@@ -27,6 +27,7 @@ static const char usage[] =
     "  --interval S        seconds between heartbeats (default 5)\n"
     "  --node-name NAME    NVML mode: this node's name (default: host name)\n"
     "  --nvml-library P    NVML mode: library to load (default libnvidia-ml.so.1)\n"
+    "  --grace S           seconds a stopped workload gets between SIGTERM and SIGKILL (10)\n"
     "  --once              join, send one heartbeat, exit (non-zero if a node failed)\n"
     "\n"
     "Fault options for inject (simulated nodes; applied at the next heartbeat):\n"
@@ -101,6 +102,7 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
         {"simulate", required_argument, 0, 's'},   {"state-dir", required_argument, 0, 'S'},
         {"interval", required_argument, 0, 'I'},   {"node-name", required_argument, 0, 'n'},
         {"nvml-library", required_argument, 0, 'L'}, {"once", no_argument, 0, 'o'},
+        {"grace", required_argument, 0, 'G'},
         {0, 0, 0, 0}};
     if (cli_wants_help(argc, argv)) {
         fputs(usage, stdout);
@@ -112,7 +114,7 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
         return inject(argc - 1, argv + 1, sd);
     }
     agent_config cfg = {.server = ctx->server, .join_token = getenv("GPUPOOL_JOIN_TOKEN"),
-                        .state_dir = "./var/agent", .interval_s = 5};
+                        .state_dir = "./var/agent", .interval_s = 5, .grace_s = 10};
     int c, rc = 0;
     optind = 0;
     while ((c = cli_getopt(argc, argv, lo, "agent", &rc)) != -1) {
@@ -128,13 +130,15 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
         case 'o': cfg.once = 1; break;
         case 's':
         case 'I':
+        case 'G':
             v = strtol(optarg, &end, 10);
             if (!*optarg || *end || v < 1 || v > (c == 's' ? 1000 : 3600))
                 return cli_error(CLI_USAGE, "agent: %s must be a positive number (at most %d), "
                                             "got '%s'",
-                                 c == 's' ? "--simulate" : "--interval", c == 's' ? 1000 : 3600,
-                                 optarg);
+                                 c == 's' ? "--simulate" : c == 'G' ? "--grace" : "--interval",
+                                 c == 's' ? 1000 : 3600, optarg);
             if (c == 's') cfg.simulate = (int)v;
+            else if (c == 'G') cfg.grace_s = (int)v;
             else cfg.interval_s = (int)v;
             break;
         }

@@ -16,6 +16,7 @@ static const char usage[] =
     "  list [--state queued|admitted|running|succeeded|failed|cancelled|preempted]\n"
     "  show ID             state, reason, bindings and events\n"
     "  explain ID          what would start it, and the smallest change that would\n"
+    "  logs ID             its captured output\n"
     "  cancel ID\n"
     "  priority ID PRIORITY_CLASS\n";
 
@@ -144,6 +145,23 @@ static int j_priority(cli_ctx *c, int a, char **v) {
     return by_id(c, a, v, "job priority", "PUT", "/priority", NULL, 2);
 }
 
+static int j_logs(cli_ctx *ctx, int argc, char **argv) {
+    jopts o;
+    int rc = parse(argc, argv, "job logs", &o);
+    if (rc) return rc;
+    if (argc - optind != 1) return cli_error(CLI_USAGE, "job logs: expected an ID");
+    strbuf p = SB_INIT;
+    jobs_path(&p, &o, argv[optind], "/logs");
+    json_t *out;
+    rc = cli_call(ctx, "GET", p.buf, NULL, &out);
+    sb_release(&p);
+    if (rc) return rc;
+    if (ctx->json) cli_print_object(ctx, out);
+    else fputs(json_string_value(json_object_get(out, "log")), stdout);
+    json_decref(out);
+    return CLI_OK;
+}
+
 static int j_explain(cli_ctx *ctx, int argc, char **argv) {
     jopts o;
     int rc = parse(argc, argv, "job explain", &o);
@@ -202,6 +220,8 @@ int cli_cmd_job(cli_ctx *ctx, int argc, char **argv) {
                                "in the queue, what blocks it and by how much, and the smallest\n"
                                "change that would start it.\n"},
         {"cancel", j_cancel, "usage: gpupool job cancel ID --tenant T --project P\n"},
+        {"logs", j_logs, "usage: gpupool job logs ID --tenant T --project P\n\nThe job's captured "
+                         "output (the last 64 KiB), as its node reported it.\n"},
         {"priority", j_priority, "usage: gpupool job priority ID PRIORITY_CLASS --tenant T "
                                  "--project P\n"},
         {NULL, NULL, NULL}};

@@ -105,12 +105,12 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
     "j.id, t.name, p.name, j.name, j.class, j.units, j.priority_class, j.priority,"        \
     " j.preemptible, j.may_preempt, j.recovery, j.command, j.time_limit_s, j.submitter,"   \
     " j.state, j.reason, j.created_at, j.started_at, j.ended_at, j.preemptions,"           \
-    " j.project_id"
+    " j.project_id, j.exit_code"
 
 static json_t *job_json(store_stmt *s) {
     json_t *cmd = json_loads(store_text(s, 11), 0, NULL);
     return json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:s,s:I,s:b,s:b,s:s,s:o,s:I,s:s,s:s,s:s,s:o,s:o,"
-                     "s:o,s:I}",
+                     "s:o,s:I,s:o}",
                      "id", store_text(s, 0), "tenant", store_text(s, 1), "project",
                      store_text(s, 2), "name", store_text(s, 3), "class", store_text(s, 4),
                      "units", (json_int_t)store_int(s, 5), "priority_class", store_text(s, 6),
@@ -121,7 +121,8 @@ static json_t *job_json(store_stmt *s) {
                      store_text(s, 14), "reason", store_text(s, 15), "created_at",
                      jx_time(store_int(s, 16)), "started_at", jx_time(store_int(s, 17)),
                      "ended_at", jx_time(store_int(s, 18)), "preemptions",
-                     (json_int_t)store_int(s, 19));
+                     (json_int_t)store_int(s, 19), "exit_code",
+                     store_isnull(s, 21) ? json_null() : json_integer(store_int(s, 21)));
 }
 
 int jobs_get(store_tx *tx, const char *id, json_t **out, char project_id[RND_ID_LEN],
@@ -412,4 +413,129 @@ int bind_list_node(store_tx *tx, const char *node, int64_t at, json_t **items, g
     }
     *items = arr;
     return GP_OK;
+}
+
+/* ---- workloads on the nodes ---- */
+
+int jobs_node_assignments(store_tx *tx, const char *node, json_t **out, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT j.id, t.name, p.name, j.command, j.time_limit_s,"
+                         " COALESCE(j.started_at, 0), c.cpus, c.memory_gib, b.gpu_uuid,"
+                         " b.slice_uuid, b.shared_mem_gib, b.shared_pct, j.units"
+                         " FROM bindings b JOIN jobs j ON j.id = b.job_id"
+                         " JOIN tenants t ON t.id = j.tenant_id JOIN projects p ON p.id = j.project_id"
+                         " LEFT JOIN classes c ON c.name = j.class"
+                         " WHERE b.node = ? AND b.end_us IS NULL AND j.state = 'running'"
+                         " ORDER BY j.id, b.unit, b.id",
+                         "s", node);
+    if (rc) return rc;
+    json_t *arr = json_array(), *cur = NULL;
+    char last[RND_ID_LEN] = "";
+    while ((rc = store_step(s, err)) > 0) {
+        if (strcmp(last, store_text(s, 0)) != 0) {
+            snprintf(last, sizeof last, "%s", store_text(s, 0));
+            json_t *cmd = json_loads(store_text(s, 3), 0, NULL);
+            cur = json_pack("{s:s,s:s,s:s,s:o,s:I,s:o,s:I,s:I,s:[]}", "job", last, "tenant",
+                            store_text(s, 1), "project", store_text(s, 2), "command",
+                            cmd ? cmd : json_array(), "time_limit_s", (json_int_t)store_int(s, 4),
+                            "started_at", jx_time(store_int(s, 5)), "cpus",
+                            (json_int_t)(store_int(s, 6) * store_int(s, 12)), "memory_gib",
+                            (json_int_t)(store_int(s, 7) * store_int(s, 12)), "devices");
+            json_array_append_new(arr, cur);
+        }
+        const char *dev = store_text(s, 9)[0] ? store_text(s, 9) : store_text(s, 8);
+        json_array_append_new(json_object_get(cur, "devices"), json_string(dev));
+        if (store_int(s, 11) > 0 && !json_object_get(cur, "shared"))
+            json_object_set_new(cur, "shared", json_pack("{s:I,s:I}", "memory_gib",
+                                                         (json_int_t)store_int(s, 10), "percent",
+                                                         (json_int_t)store_int(s, 11)));
+    }
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *out = arr;
+    return GP_OK;
+}
+
+/* Keep at most the last JOBS_LOG_MAX bytes of `log`, cut on a UTF-8 boundary. */
+static const char *tail_of(const char *log) {
+    size_t n = strlen(log);
+    if (n <= JOBS_LOG_MAX) return log;
+    const char *p = log + n - JOBS_LOG_MAX;
+    while (*p && ((unsigned char)*p & 0xC0) == 0x80) p++;
+    return p;
+}
+
+int jobs_node_report(store_tx *tx, const char *node, json_t *workloads, int *ended, gp_err *err) {
+    size_t i;
+    json_t *w;
+    int n = 0;
+    if (workloads && !json_is_array(workloads))
+        return gp_err_set(err, GP_EINVALID, "workloads must be an array");
+    json_array_foreach(workloads, i, w) {
+        const char *job = json_string_value(json_object_get(w, "job"));
+        const char *state = json_string_value(json_object_get(w, "state"));
+        const char *log = json_string_value(json_object_get(w, "log"));
+        const char *why = json_string_value(json_object_get(w, "reason"));
+        if (!job || !state) continue;
+        /* a job this node ran (its output is kept, even after a cancel), and whether it
+         * still runs there according to its open bindings */
+        store_stmt *s;
+        int rc = store_query(tx, &s, err,
+                             "SELECT COUNT(*), COALESCE(SUM(b.end_us IS NULL AND j.state = 'running'), 0)"
+                             " FROM bindings b JOIN jobs j ON j.id = b.job_id"
+                             " WHERE b.job_id = ? AND b.node = ?",
+                             "ss", job, node);
+        if (rc) return rc;
+        rc = store_step(s, err);
+        int64_t ran = rc > 0 ? store_int(s, 0) : 0, runs = rc > 0 ? store_int(s, 1) : 0;
+        store_done(s);
+        if (rc < 0) return rc;
+        if (!ran) continue;
+        if (log && (rc = store_exec(tx, NULL, err, "UPDATE jobs SET log = ? WHERE id = ?", "ss",
+                                    tail_of(log), job)))
+            return rc;
+        if (!runs || strcmp(state, "exited") != 0) continue;
+        int64_t code = json_integer_value(json_object_get(w, "exit_code"));
+        int timed_out = why && !strcmp(why, "time_limit");
+        const char *end = timed_out ? "time_limit" : code == 0 ? "completed" : "failed";
+        char reason[160];
+        if (timed_out) snprintf(reason, sizeof reason, "time limit reached; stopped");
+        else if (code == 0) snprintf(reason, sizeof reason, "exited 0");
+        else snprintf(reason, sizeof reason, "exited %lld%s%s", (long long)code,
+                      why && *why ? ": " : "", why && *why ? why : "");
+        int64_t now = gt_now_us();
+        if ((rc = store_exec(tx, NULL, err,
+                             "UPDATE bindings SET end_us = ?, end_reason = ? WHERE job_id = ?"
+                             " AND end_us IS NULL",
+                             "iss", now, end, job)) ||
+            (rc = store_exec(tx, NULL, err,
+                             "UPDATE jobs SET state = ?, reason = ?, exit_code = ?, ended_at = ?"
+                             " WHERE id = ?",
+                             "ssiis", code == 0 && !timed_out ? "succeeded" : "failed", reason,
+                             code, now, job)) ||
+            (rc = jobs__event(tx, job, "exited", reason, err)))
+            return rc;
+        n++;
+    }
+    if (ended) *ended = n;
+    return GP_OK;
+}
+
+int jobs_logs(store_tx *tx, const char *id, json_t **out, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err, "SELECT log, exit_code, state FROM jobs WHERE id = ?", "s", id);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc > 0) {
+        *out = json_pack("{s:s,s:s}", "log", store_text(s, 0), "state", store_text(s, 2));
+        json_object_set_new(*out, "exit_code", store_isnull(s, 1) ? json_null()
+                                                                 : json_integer(store_int(s, 1)));
+    }
+    store_done(s);
+    if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
+    return rc < 0 ? rc : GP_OK;
 }

@@ -91,6 +91,29 @@ int jobs_contain(store_tx *tx, const char *node, const char *gpu, const char *re
  */
 int jobs_release_binding(store_tx *tx, const char *binding_id, const char *why, gp_err *err);
 
+/* ---- workloads on the nodes ---- */
+
+#define JOBS_LOG_MAX (64 * 1024) /* bytes of output kept per job (the tail) */
+
+/*
+ * What node `node` must run now: its running jobs with their units there,
+ * [{job, tenant, project, command:[…], time_limit_s, started_at, cpus,
+ *   memory_gib, devices:[uuid…], shared:{memory_gib, percent}?}].
+ */
+int jobs_node_assignments(store_tx *tx, const char *node, json_t **out, gp_err *err);
+
+/*
+ * Apply the agent's workload report [{job, state:"running"|"exited",
+ * exit_code, reason, log}] for node `node`: output tails are kept; an exited
+ * job ends its bindings (completed / failed / time_limit) and becomes
+ * succeeded (exit 0) or failed.  Reports about jobs not running on that node
+ * are ignored.  OUT (optional): *ended, how many jobs ended.
+ */
+int jobs_node_report(store_tx *tx, const char *node, json_t *workloads, int *ended, gp_err *err);
+
+/* The captured output and exit status of a job: {log, exit_code}. */
+int jobs_logs(store_tx *tx, const char *id, json_t **out, gp_err *err);
+
 /* ---- the round ---- */
 
 typedef struct round_stats {

@@ -300,6 +300,10 @@ static const char *const migrations[] = {
     "CREATE INDEX bindings_job ON bindings(job_id);"
     "CREATE INDEX bindings_tenant ON bindings(tenant_id, start_us);"
     "CREATE INDEX bindings_open ON bindings(end_us);",
+
+    /* 5: workloads on the nodes: exit status and captured output */
+    "ALTER TABLE jobs ADD COLUMN exit_code INTEGER;"
+    "ALTER TABLE jobs ADD COLUMN log TEXT NOT NULL DEFAULT '';",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }
