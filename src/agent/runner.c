@@ -18,10 +18,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define LOG_TAIL (16 * 1024)
+#define LOG_TAIL (16 * 1024)       /* most output of a running workload sent per heartbeat */
+#define LOG_FINAL (64 * 1024)      /* ... of an exited one: all the server keeps */
+#define LOG_BUDGET (384 * 1024)    /* most output in one report, well under the body limit */
 
 typedef struct wl {
     char node[64], job[40];
+    char placement[40];   /* the binding this run belongs to: a new placement is a new run */
+    long long log_sent;   /* bytes of output the server has */
+    long long log_pending;/* ... once it acknowledges the last report */
     pid_t pid;
     int child;            /* ours (waitpid works) or adopted after a restart */
     unsigned long long proc_start; /* /proc/<pid>/stat field 22, to tell pid reuse apart */
@@ -29,6 +34,7 @@ typedef struct wl {
     int64_t kill_at_us;   /* when stopping: SIGKILL after this */
     int stopping, timed_out;
     int done, exit_code;
+    int reported;         /* its exit went out in the last report: forget it once acknowledged */
     char reason[64];
     char log[640];
 } wl;
@@ -39,6 +45,20 @@ struct runner {
     wl *w;
     int n;
 };
+
+/* 1 if pid exists and is not a zombie (exited, waiting to be reaped by someone). */
+static int proc_alive(pid_t pid) {
+    char path[64], buf[512];
+    if (pid <= 0 || kill(pid, 0) != 0) return 0;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
 
 static unsigned long long proc_start(pid_t pid) {
     char path[64], buf[1024];
@@ -64,10 +84,11 @@ static void save(runner *r) {
     for (int i = 0; i < r->n; i++) {
         wl *w = &r->w[i];
         if (w->done) continue;
-        json_array_append_new(arr, json_pack("{s:s,s:s,s:i,s:I,s:I,s:s}", "node", w->node, "job",
-                                             w->job, "pid", (int)w->pid, "start",
-                                             (json_int_t)w->proc_start, "deadline",
-                                             (json_int_t)w->deadline_us, "log", w->log));
+        json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:i,s:I,s:I,s:s,s:I}", "node", w->node,
+                                             "job", w->job, "placement", w->placement, "pid",
+                                             (int)w->pid, "start", (json_int_t)w->proc_start,
+                                             "deadline", (json_int_t)w->deadline_us, "log", w->log,
+                                             "log_sent", (json_int_t)w->log_sent));
     }
     snprintf(path, sizeof path, "%s/workloads.json", r->dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -103,7 +124,10 @@ runner *runner_new(const char *state_dir, int grace_s) {
         w->pid = (pid_t)json_integer_value(json_object_get(e, "pid"));
         w->proc_start = (unsigned long long)json_integer_value(json_object_get(e, "start"));
         w->deadline_us = json_integer_value(json_object_get(e, "deadline"));
-        if (w->pid > 0 && kill(w->pid, 0) == 0 && proc_start(w->pid) == w->proc_start) {
+        snprintf(w->placement, sizeof w->placement, "%s",
+                 json_string_value(json_object_get(e, "placement")) ? json_string_value(json_object_get(e, "placement")) : "");
+        w->log_sent = w->log_pending = json_integer_value(json_object_get(e, "log_sent"));
+        if (proc_alive(w->pid) && proc_start(w->pid) == w->proc_start) {
             log_kv(LOG_INFO, "workload re-adopted", "node", w->node, "job", w->job, (char *)NULL);
         } else {
             w->done = 1;
@@ -152,7 +176,7 @@ void runner_tick(runner *r) {
                 if (w->timed_out) snprintf(w->reason, sizeof w->reason, "time_limit");
                 continue;
             }
-        } else if (kill(w->pid, 0) != 0 || proc_start(w->pid) != w->proc_start) {
+        } else if (!proc_alive(w->pid) || proc_start(w->pid) != w->proc_start) {
             w->done = 1;
             changed = 1;
             w->exit_code = 255;
@@ -172,37 +196,83 @@ void runner_tick(runner *r) {
     if (changed) save(r);
 }
 
-static char *tail(const char *path) {
+/* Replace bytes that are not valid UTF-8 with '?', in place (n bytes). */
+static void utf8_clean(char *b, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = (unsigned char)b[i];
+        size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        int ok = len > 0 && i + len <= n && !(len == 2 && c < 0xC2);
+        for (size_t k = 1; ok && k < len; k++) ok = ((unsigned char)b[i + k] & 0xC0) == 0x80;
+        if (!ok || c == 0) {
+            b[i++] = '?';
+            continue;
+        }
+        i += len;
+    }
+}
+
+/*
+ * The output written since `from` (at most `cap` bytes: the newest), as
+ * valid UTF-8.  A multibyte character cut at the end is left for next time
+ * unless `final`.  OUT: *upto, the file offset the returned text ends at.
+ * The server keeps the last LOG_FINAL bytes, so skipping older output than
+ * that loses nothing it would have kept.
+ */
+static char *new_output(const char *path, long long from, long long cap, int final, long long *upto) {
+    *upto = from;
+    if (cap <= 0) return strdup("");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return strdup("");
     off_t end = lseek(fd, 0, SEEK_END);
-    off_t from = end > LOG_TAIL ? end - LOG_TAIL : 0;
-    char *buf = malloc(LOG_TAIL + 1);
-    ssize_t n = buf && lseek(fd, from, SEEK_SET) >= 0 ? read(fd, buf, LOG_TAIL) : -1;
+    off_t start = end - from > cap ? end - cap : from;
+    if (start > end) start = end;
+    size_t want = (size_t)(end - start);
+    char *buf = malloc(want + 1);
+    ssize_t n = buf && lseek(fd, start, SEEK_SET) >= 0 ? read(fd, buf, want) : -1;
     close(fd);
-    if (!buf) return strdup("");
-    buf[n > 0 ? n : 0] = '\0';
-    /* no invalid UTF-8 across the cut, no NUL inside */
-    for (ssize_t i = 0; i < n; i++)
-        if (!buf[i]) buf[i] = ' ';
-    char *p = buf;
-    while (*p && ((unsigned char)*p & 0xC0) == 0x80) p++;
-    char *out = strdup(p);
-    free(buf);
-    return out;
+    if (!buf || n < 0) {
+        free(buf);
+        return strdup("");
+    }
+    size_t len = (size_t)n;
+    if (!final) {
+        /* hold back an incomplete character at the end */
+        size_t k = len, back = 0;
+        while (k > 0 && back < 4 && ((unsigned char)buf[k - 1] & 0xC0) == 0x80) k--, back++;
+        if (k > 0 && back < 4) {
+            unsigned char c = (unsigned char)buf[k - 1];
+            size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+            if (need > back + 1) len = k - 1;
+        }
+    }
+    buf[len] = '\0';
+    utf8_clean(buf, len);
+    *upto = start + (long long)len;
+    return buf;
 }
 
 json_t *runner_report(runner *r, const char *node) {
     json_t *arr = json_array();
+    long long budget = LOG_BUDGET;
     for (int i = 0; i < r->n; i++) {
         wl *w = &r->w[i];
         if (strcmp(w->node, node) != 0) continue;
-        char *log = tail(w->log);
-        json_t *o = json_pack("{s:s,s:s,s:s}", "job", w->job, "state", w->done ? "exited" : "running",
-                              "log", log);
-        free(log);
-        if (!json_is_string(json_object_get(o, "log"))) json_object_set_new(o, "log", json_string(""));
+        long long upto, cap = w->done ? LOG_FINAL : LOG_TAIL;
+        w->reported = 0;
+        if (cap > budget) {
+            if (w->done) continue; /* its exit waits for a report with room for its output */
+            cap = budget;
+        }
+        char *out = new_output(w->log, w->log_sent, cap, w->done, &upto);
+        w->log_pending = upto;
+        budget -= upto - w->log_sent;
+        json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "job", w->job, "placement", w->placement,
+                              "state", w->done ? "exited" : "running", "log", out ? out : "");
+        free(out);
+        if (!o) continue; /* cannot happen with cleaned text; never drop an exit silently */
         if (w->done) {
+            w->reported = 1;
             json_object_set_new(o, "exit_code", json_integer(w->exit_code));
             json_object_set_new(o, "reason", json_string(w->reason));
         }
@@ -214,7 +284,11 @@ json_t *runner_report(runner *r, const char *node) {
 void runner_ack(runner *r, const char *node) {
     int m = 0, changed = 0;
     for (int i = 0; i < r->n; i++) {
-        if (r->w[i].done && !strcmp(r->w[i].node, node)) {
+        if (!strcmp(r->w[i].node, node) && r->w[i].log_sent != r->w[i].log_pending) {
+            r->w[i].log_sent = r->w[i].log_pending;
+            changed = 1;
+        }
+        if (r->w[i].done && r->w[i].reported && !strcmp(r->w[i].node, node)) {
             changed = 1;
             continue;
         }
@@ -251,6 +325,8 @@ static void launch(runner *r, const char *node, json_t *a) {
     if (!w) return;
     snprintf(w->node, sizeof w->node, "%s", node);
     snprintf(w->job, sizeof w->job, "%s", job);
+    snprintf(w->placement, sizeof w->placement, "%s",
+             json_string_value(json_object_get(a, "placement")) ? json_string_value(json_object_get(a, "placement")) : "");
     snprintf(w->log, sizeof w->log, "%s/output.log", work);
     /* the environment says who the job is, which devices are its, and nothing else */
     strbuf devs = SB_INIT;
@@ -328,23 +404,28 @@ static void launch(runner *r, const char *node, json_t *a) {
     log_kv(LOG_INFO, "workload started", "node", node, "job", job, "pid", pids, (char *)NULL);
 }
 
+static int same_run(const wl *w, json_t *a) {
+    const char *pl = json_string_value(json_object_get(a, "placement"));
+    return !strcmp(w->job, json_string_value(json_object_get(a, "job"))) &&
+           !strcmp(w->placement, pl ? pl : "");
+}
+
 void runner_apply(runner *r, const char *node, json_t *assignments) {
     size_t i;
     json_t *a;
-    /* stop what is no longer ours to run */
+    /* stop what is no longer ours to run (a job placed anew is a new run: the old one stops) */
     for (int k = 0; k < r->n; k++) {
         wl *w = &r->w[k];
         if (strcmp(w->node, node) || w->done) continue;
         int wanted = 0;
-        json_array_foreach(assignments, i, a) if (!strcmp(json_string_value(json_object_get(a, "job")), w->job)) wanted = 1;
+        json_array_foreach(assignments, i, a) if (same_run(w, a)) wanted = 1;
         if (!wanted) stop(r, w, "no longer assigned (cancelled, preempted or moved)");
     }
     /* start what is new */
     json_array_foreach(assignments, i, a) {
-        const char *job = json_string_value(json_object_get(a, "job"));
         int known = 0;
         for (int k = 0; k < r->n; k++)
-            if (!strcmp(r->w[k].node, node) && !strcmp(r->w[k].job, job)) known = 1;
+            if (!strcmp(r->w[k].node, node) && same_run(&r->w[k], a)) known = 1;
         if (!known) launch(r, node, a);
     }
 }

@@ -422,7 +422,7 @@ int jobs_node_assignments(store_tx *tx, const char *node, json_t **out, gp_err *
     int rc = store_query(tx, &s, err,
                          "SELECT j.id, t.name, p.name, j.command, j.time_limit_s,"
                          " COALESCE(j.started_at, 0), c.cpus, c.memory_gib, b.gpu_uuid,"
-                         " b.slice_uuid, b.shared_mem_gib, b.shared_pct, j.units"
+                         " b.slice_uuid, b.shared_mem_gib, b.shared_pct, j.units, b.id"
                          " FROM bindings b JOIN jobs j ON j.id = b.job_id"
                          " JOIN tenants t ON t.id = j.tenant_id JOIN projects p ON p.id = j.project_id"
                          " LEFT JOIN classes c ON c.name = j.class"
@@ -436,7 +436,8 @@ int jobs_node_assignments(store_tx *tx, const char *node, json_t **out, gp_err *
         if (strcmp(last, store_text(s, 0)) != 0) {
             snprintf(last, sizeof last, "%s", store_text(s, 0));
             json_t *cmd = json_loads(store_text(s, 3), 0, NULL);
-            cur = json_pack("{s:s,s:s,s:s,s:o,s:I,s:o,s:I,s:I,s:[]}", "job", last, "tenant",
+            cur = json_pack("{s:s,s:s,s:s,s:s,s:o,s:I,s:o,s:I,s:I,s:[]}", "job", last,
+                            "placement", store_text(s, 13), "tenant",
                             store_text(s, 1), "project", store_text(s, 2), "command",
                             cmd ? cmd : json_array(), "time_limit_s", (json_int_t)store_int(s, 4),
                             "started_at", jx_time(store_int(s, 5)), "cpus",
@@ -484,19 +485,26 @@ int jobs_node_report(store_tx *tx, const char *node, json_t *workloads, int *end
         /* a job this node ran (its output is kept, even after a cancel), and whether it
          * still runs there according to its open bindings */
         store_stmt *s;
+        /* the run a report is about: the placement (a binding id) it was started for */
+        const char *pl = json_string_value(json_object_get(w, "placement"));
         int rc = store_query(tx, &s, err,
-                             "SELECT COUNT(*), COALESCE(SUM(b.end_us IS NULL AND j.state = 'running'), 0)"
+                             "SELECT COUNT(*), COALESCE(SUM(b.end_us IS NULL AND j.state = 'running'"
+                             " AND (? IS NULL OR ? = '' OR EXISTS (SELECT 1 FROM bindings c"
+                             "  WHERE c.id = ? AND c.job_id = b.job_id AND c.end_us IS NULL))), 0)"
                              " FROM bindings b JOIN jobs j ON j.id = b.job_id"
                              " WHERE b.job_id = ? AND b.node = ?",
-                             "ss", job, node);
+                             "sssss", pl, pl, pl, job, node);
         if (rc) return rc;
         rc = store_step(s, err);
         int64_t ran = rc > 0 ? store_int(s, 0) : 0, runs = rc > 0 ? store_int(s, 1) : 0;
         store_done(s);
         if (rc < 0) return rc;
         if (!ran) continue;
-        if (log && (rc = store_exec(tx, NULL, err, "UPDATE jobs SET log = ? WHERE id = ?", "ss",
-                                    tail_of(log), job)))
+        /* reports carry the output written since the last one: append, keep the tail */
+        if (log && *log &&
+            (rc = store_exec(tx, NULL, err,
+                             "UPDATE jobs SET log = substr(log || ?, -?) WHERE id = ?", "sis",
+                             tail_of(log), (int64_t)JOBS_LOG_MAX, job)))
             return rc;
         if (!runs || strcmp(state, "exited") != 0) continue;
         int64_t code = json_integer_value(json_object_get(w, "exit_code"));
