@@ -969,7 +969,7 @@ note "stop"
 stop_agent
 stop_server
 
-note "known defects (see the comments)"
+note "regressions of defects found while writing this test"
 # The CLI names the option in a bad-value error: "--interval must be ...", not "0 must be ...".
 assert_contains "$(cat "$E2E_TMP/interval.err")" "--interval" "error for 'agent --interval 0'"
 # A card the agent no longer reports is not silently kept allocatable.

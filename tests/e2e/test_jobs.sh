@@ -28,6 +28,20 @@
 #  - `job explain` on a job held by a per-class ceiling (class_gpus) suggests nothing.
 . "$(dirname "$0")/lib.sh"
 
+BIN=$E2E_TMP/bin
+mkdir -p "$BIN"
+ln -s "$(command -v sleep)" "$BIN/trainsleep"
+# Kill this run's workload processes, then run lib.sh's cleanup with the exit code.
+_jobs_exit() {
+    local rc=$? pid
+    for pid in $(pgrep -f -- "$BIN/" 2>/dev/null); do
+        kill -KILL "$pid" 2>/dev/null
+    done
+    (exit "$rc")
+    _e2e_cleanup
+}
+trap _jobs_exit EXIT
+
 # ---------------------------------------------------------------- helpers
 
 # The tenants' scopes: "red" = --tenant red --project train as red's user, etc.
@@ -251,14 +265,16 @@ assert_match "$RU/$RA/$BU/$BA" '^gpt_[^/]+/gpt_[^/]+/gpt_[^/]+/gpt_[^/]+$' "logi
 note "submit: placed, bound and running"
 BEFORE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 sleep 1.1
-sub red r1 --class a100.1x -- python train.py --epochs 3
+# The agent runs it: a command that lasts the whole test (a link to sleep, so
+# the EXIT trap finds and kills it; workloads outlive their agent).
+sub red r1 --class a100.1x -- "$BIN/trainsleep" 900
 R1=$JID
 assert_json .state running "$OUT_FILE"
 assert_json .reason "running on a" "$OUT_FILE"
 assert_json .submitter ru "$OUT_FILE"
 assert_json .priority_class normal "$OUT_FILE"
 assert_json .recovery requeue "$OUT_FILE"
-assert_json '.command | join(" ")' "python train.py --epochs 3" "$OUT_FILE"
+assert_json '.command | join(" ")' "$BIN/trainsleep 900" "$OUT_FILE"
 job red show "$R1"
 assert_rc 0
 assert_json '.bindings | length' 1 "$OUT_FILE"
@@ -317,7 +333,7 @@ as "$RU" job submit bad --class a100.1x --units 65 --tenant red --project train
 assert_denied 400
 job red list --state bogus
 assert_denied 400
-# (known defect, asserted at the end) an unknown priority class is the request's fault
+# (asserted at the end) an unknown priority class is the request's fault
 as "$RU" job submit bad --class a100.1x --priority-class nosuch --tenant red --project train
 assert_rc 1
 cp "$ERR_FILE" "$E2E_TMP/nosuch-pc.err"
@@ -799,15 +815,11 @@ note "stop"
 stop_agent
 stop_server
 
-note "known defects (see the comments)"
-# 1. `job submit --priority-class nosuch` is answered 404 "not found": jobs_submit turns
-#    prio_get's GP_ENOTFOUND into GP_EINVALID as its return code but leaves err.code at
-#    GP_ENOTFOUND, which picks the HTTP status.  An unknown resource class is a 400, and
-#    `job priority ID nosuch` is a 400 (h_job_priority fixes err.code); a 404 also claims
-#    the job path is outside the caller's scope.
+note "regressions of two defects found while writing this test"
+# 1. `job submit --priority-class nosuch` is the request's fault: 400, not 404
+#    (jobs_submit sets err.code to GP_EINVALID when prio_get finds nothing).
 assert_file_contains "$E2E_TMP/nosuch-pc.err" "HTTP 400)" "error for 'job submit --priority-class nosuch'"
-# 2. `job explain` on a job held by a per-class ceiling (project train gpus(class a100.1x)
-#    1/2 in use, needs 2 more) suggests nothing: sched_explain's raise_quota loop walks
-#    the dimensions only, never class_gpus, although without ceilings the job would start.
+# 2. `job explain` on a job held by a per-class ceiling suggests raising that
+#    ceiling (sched_explain's raise_quota covers class_gpus too).
 assert_match "$P2_EXPLAIN" '^project train .*a100\.1x.* by 1$' "explain's raise_quota suggestion for a job over its class ceiling"
 done_testing
