@@ -27,6 +27,7 @@ typedef struct agent_config {
     const char *node_name;  /* NVML mode: the node's name (default: host name) */
     const char *nvml_path;  /* NVML mode: library path (default libnvidia-ml.so.1) */
     int grace_s;            /* seconds between SIGTERM and SIGKILL when stopping a workload */
+    const char *cgroup_root;/* delegated cgroup v2 folder for workloads' limits, or NULL */
 } agent_config;
 
 /* Run until SIGTERM/SIGINT (the caller blocks them in every thread first), or once. */

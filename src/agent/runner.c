@@ -37,10 +37,12 @@ typedef struct wl {
     int reported;         /* its exit went out in the last report: forget it once acknowledged */
     char reason[64];
     char log[640];
+    char cg[640];         /* its cgroup v2 folder, "" when the runner has no cgroup root */
 } wl;
 
 struct runner {
     char dir[400];
+    char cgroot[400];     /* delegated cgroup v2 folder; "" for none */
     int grace_s;
     wl *w;
     int n;
@@ -84,11 +86,11 @@ static void save(runner *r) {
     for (int i = 0; i < r->n; i++) {
         wl *w = &r->w[i];
         if (w->done) continue;
-        json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:i,s:I,s:I,s:s,s:I}", "node", w->node,
+        json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:i,s:I,s:I,s:s,s:I,s:s}", "node", w->node,
                                              "job", w->job, "placement", w->placement, "pid",
                                              (int)w->pid, "start", (json_int_t)w->proc_start,
                                              "deadline", (json_int_t)w->deadline_us, "log", w->log,
-                                             "log_sent", (json_int_t)w->log_sent));
+                                             "log_sent", (json_int_t)w->log_sent, "cgroup", w->cg));
     }
     snprintf(path, sizeof path, "%s/workloads.json", r->dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -102,6 +104,41 @@ static wl *add(runner *r) {
     r->w = nw;
     memset(&nw[r->n], 0, sizeof *nw);
     return &nw[r->n++];
+}
+
+/* Write `text` to cgroup file dir/name: 0 or -1. */
+static int cg_write(const char *dir, const char *name, const char *text) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    size_t n = strlen(text);
+    int ok = write(fd, text, n) == (ssize_t)n;
+    return (close(fd) == 0 && ok) ? 0 : -1;
+}
+
+/* 1 if the cgroup's memory.events counts an OOM kill. */
+static int cg_oom_killed(const char *dir) {
+    char path[700], line[128];
+    snprintf(path, sizeof path, "%s/memory.events", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    long long n = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "oom_kill %lld", &n) == 1) break;
+    fclose(f);
+    return n > 0;
+}
+
+/* The workload ended: say if its memory limit killed it, and remove its cgroup. */
+static void cg_finish(wl *w) {
+    if (!w->cg[0]) return;
+    if (cg_oom_killed(w->cg))
+        snprintf(w->reason, sizeof w->reason, "out of memory (its memory limit)");
+    if (rmdir(w->cg) != 0 && errno != ENOENT)
+        log_kv(LOG_WARN, "cannot remove the workload's cgroup", "cgroup", w->cg, "detail",
+               strerror(errno), (char *)NULL);
+    w->cg[0] = '\0';
 }
 
 runner *runner_new(const char *state_dir, int grace_s) {
@@ -127,16 +164,32 @@ runner *runner_new(const char *state_dir, int grace_s) {
         snprintf(w->placement, sizeof w->placement, "%s",
                  json_string_value(json_object_get(e, "placement")) ? json_string_value(json_object_get(e, "placement")) : "");
         w->log_sent = w->log_pending = json_integer_value(json_object_get(e, "log_sent"));
+        snprintf(w->cg, sizeof w->cg, "%s",
+                 json_string_value(json_object_get(e, "cgroup")) ? json_string_value(json_object_get(e, "cgroup")) : "");
         if (proc_alive(w->pid) && proc_start(w->pid) == w->proc_start) {
             log_kv(LOG_INFO, "workload re-adopted", "node", w->node, "job", w->job, (char *)NULL);
         } else {
             w->done = 1;
             w->exit_code = 255;
             snprintf(w->reason, sizeof w->reason, "lost while the agent was down");
+            cg_finish(w);
         }
     }
     json_decref(arr);
     return r;
+}
+
+int runner_set_cgroup(runner *r, const char *dir) {
+    struct stat st;
+    if (!dir || !*dir) {
+        r->cgroot[0] = '\0';
+        return 0;
+    }
+    if (strlen(dir) >= sizeof r->cgroot - 120 || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
+        access(dir, W_OK) != 0)
+        return -1;
+    snprintf(r->cgroot, sizeof r->cgroot, "%s", dir);
+    return 0;
 }
 
 void runner_free(runner *r) {
@@ -173,6 +226,7 @@ void runner_tick(runner *r) {
                         snprintf(w->reason, sizeof w->reason, "killed by signal %d",
                                  WIFSIGNALED(st) ? WTERMSIG(st) : 0);
                 }
+                cg_finish(w);
                 if (w->timed_out) snprintf(w->reason, sizeof w->reason, "time_limit");
                 continue;
             }
@@ -182,6 +236,7 @@ void runner_tick(runner *r) {
             w->exit_code = 255;
             snprintf(w->reason, sizeof w->reason,
                      w->timed_out ? "time_limit" : "exit status unknown (adopted after a restart)");
+            cg_finish(w);
             continue;
         }
         if (w->deadline_us && now >= w->deadline_us && !w->stopping) {
@@ -328,6 +383,29 @@ static void launch(runner *r, const char *node, json_t *a) {
     snprintf(w->placement, sizeof w->placement, "%s",
              json_string_value(json_object_get(a, "placement")) ? json_string_value(json_object_get(a, "placement")) : "");
     snprintf(w->log, sizeof w->log, "%s/output.log", work);
+    if (r->cgroot[0]) {
+        /* its own cgroup: CPU bandwidth and memory as its resource class says */
+        long long cpus = json_integer_value(json_object_get(a, "cpus"));
+        long long gib = json_integer_value(json_object_get(a, "memory_gib"));
+        char cpu_max[64], mem_max[64];
+        snprintf(w->cg, sizeof w->cg, "%s/gpupool-%.40s-%.40s", r->cgroot, job, w->placement);
+        if (cpus > 0) snprintf(cpu_max, sizeof cpu_max, "%lld 100000", cpus * 100000);
+        else snprintf(cpu_max, sizeof cpu_max, "max 100000");
+        if (gib > 0) snprintf(mem_max, sizeof mem_max, "%lld", gib * 1024 * 1024 * 1024);
+        else snprintf(mem_max, sizeof mem_max, "max");
+        if ((mkdir(w->cg, 0700) != 0 && errno != EEXIST) || cg_write(w->cg, "cpu.max", cpu_max) ||
+            cg_write(w->cg, "memory.max", mem_max)) {
+            int e = errno;
+            log_kv(LOG_ERROR, "cannot set up the workload's cgroup", "job", job, "cgroup", w->cg,
+                   "detail", strerror(e), (char *)NULL);
+            snprintf(w->reason, sizeof w->reason, "cannot set up its cgroup: %.36s", strerror(e));
+            rmdir(w->cg);
+            w->cg[0] = '\0';
+            w->done = 1;
+            w->exit_code = 126;
+            return;
+        }
+    }
     /* the environment says who the job is, which devices are its, and nothing else */
     strbuf devs = SB_INIT;
     size_t i;
@@ -381,6 +459,14 @@ static void launch(runner *r, const char *node, json_t *a) {
         if (out < 0 || in < 0 || chdir(work) != 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
             dup2(out, 2) < 0)
             _exit(126);
+        if (w->cg[0]) {
+            char me[24];
+            snprintf(me, sizeof me, "%d\n", (int)getpid());
+            if (cg_write(w->cg, "cgroup.procs", me) != 0) {
+                dprintf(2, "gpupool: cannot enter cgroup %s: %s\n", w->cg, strerror(errno));
+                _exit(126);
+            }
+        }
         execvpe(argv[0], argv, env);
         dprintf(2, "gpupool: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -391,6 +477,7 @@ static void launch(runner *r, const char *node, json_t *a) {
     if (pid < 0) {
         log_kv(LOG_ERROR, "cannot start the workload", "job", job, "detail", strerror(errno),
                (char *)NULL);
+        if (w->cg[0]) rmdir(w->cg);
         r->n--;
         return;
     }

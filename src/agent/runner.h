@@ -23,6 +23,17 @@ typedef struct runner runner;
 runner *runner_new(const char *state_dir, int grace_s);
 void runner_free(runner *r); /* leaves processes running (they are re-adopted) */
 
+/*
+ * Run each workload started from now on in its own cgroup v2 folder
+ * dir/gpupool-<job>-<placement>, with cpu.max (the class's CPUs times 100 ms
+ * per 100 ms) and memory.max (its memory) set, and remove the folder when the
+ * workload ends; an OOM kill counted in memory.events becomes the exit reason.
+ * dir must be a writable folder delegated to the agent (controllers cpu and
+ * memory enabled in its cgroup.subtree_control).  NULL or "": no cgroups.
+ * Returns 0, or -1 if dir is not a writable folder.
+ */
+int runner_set_cgroup(runner *r, const char *dir);
+
 /* Collect exits and enforce deadlines and stop grace periods. */
 void runner_tick(runner *r);
 

@@ -28,6 +28,8 @@ static const char usage[] =
     "  --node-name NAME    NVML mode: this node's name (default: host name)\n"
     "  --nvml-library P    NVML mode: library to load (default libnvidia-ml.so.1)\n"
     "  --grace S           seconds a stopped workload gets between SIGTERM and SIGKILL (10)\n"
+    "  --cgroup DIR        run each workload in a child of this delegated cgroup v2 folder,\n"
+    "                      with cpu.max and memory.max from its resource class (default: none)\n"
     "  --once              join, send one heartbeat, exit (non-zero if a node failed)\n"
     "\n"
     "Fault options for inject (simulated nodes; applied at the next heartbeat):\n"
@@ -102,7 +104,7 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
         {"simulate", required_argument, 0, 's'},   {"state-dir", required_argument, 0, 'S'},
         {"interval", required_argument, 0, 'I'},   {"node-name", required_argument, 0, 'n'},
         {"nvml-library", required_argument, 0, 'L'}, {"once", no_argument, 0, 'o'},
-        {"grace", required_argument, 0, 'G'},
+        {"grace", required_argument, 0, 'G'},     {"cgroup", required_argument, 0, 'C'},
         {0, 0, 0, 0}};
     if (cli_wants_help(argc, argv)) {
         fputs(usage, stdout);
@@ -127,6 +129,7 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
         case 'S': cfg.state_dir = optarg; break;
         case 'n': cfg.node_name = optarg; break;
         case 'L': cfg.nvml_path = optarg; break;
+        case 'C': cfg.cgroup_root = optarg; break;
         case 'o': cfg.once = 1; break;
         case 's':
         case 'I':
