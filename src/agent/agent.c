@@ -437,6 +437,12 @@ int agent_run(const agent_config *cfg, gp_err *err) {
     snprintf(count, sizeof count, "%d", a.n);
     log_kv(LOG_INFO, "agent started", "nodes", count, "server", cfg->server, "source",
            a.nv ? "nvml" : "inventory", (char *)NULL);
+    if (cfg->cgroup_root && *cfg->cgroup_root)
+        log_kv(LOG_INFO, "workloads get CPU and memory limits", "cgroup", cfg->cgroup_root,
+               (char *)NULL);
+    else
+        log_kv(LOG_WARN, "workloads run without CPU or memory limits (no --cgroup folder)",
+               (char *)NULL);
     int stop = 0, failures = 0;
     while (!stop) {
         failures = 0;
