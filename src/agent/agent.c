@@ -411,15 +411,19 @@ int agent_run(const agent_config *cfg, gp_err *err) {
         json_array_append_new(reports, nvml_report(&a, name, driver));
     }
     a.run = runner_new(cfg->state_dir, cfg->grace_s);
-    if (!a.run || runner_set_cgroup(a.run, cfg->cgroup_root) != 0) {
-        int nomem = !a.run;
+    int cg = a.run ? runner_set_cgroup(a.run, cfg->cgroup_root) : 0;
+    if (!a.run || cg != 0) {
         runner_free(a.run);
         json_decref(reports);
         nvml_close(a.nv);
         free(a.gpus);
-        return nomem ? gp_err_set(err, GP_ENOMEM, NULL)
-                     : gp_err_set(err, GP_EINVALID, "--cgroup %s is not a writable folder",
-                                  cfg->cgroup_root);
+        if (!a.run) return gp_err_set(err, GP_ENOMEM, NULL);
+        return cg == -1 ? gp_err_set(err, GP_EINVALID, "--cgroup %s is not a writable folder",
+                                     cfg->cgroup_root)
+                        : gp_err_set(err, GP_EINVALID,
+                                     "--cgroup %s does not enable the cpu and memory controllers "
+                                     "for its children (cgroup.subtree_control)",
+                                     cfg->cgroup_root);
     }
     a.n = (int)json_array_size(reports);
     a.nodes = calloc((size_t)a.n, sizeof *a.nodes);

@@ -188,6 +188,21 @@ int runner_set_cgroup(runner *r, const char *dir) {
     if (strlen(dir) >= sizeof r->cgroot - 120 || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
         access(dir, W_OK) != 0)
         return -1;
+    /* a real cgroup folder must hand the cpu and memory controllers to its children */
+    char path[520], line[512] = "";
+    snprintf(path, sizeof path, "%s/cgroup.controllers", dir);
+    if (access(path, F_OK) == 0) {
+        snprintf(path, sizeof path, "%s/cgroup.subtree_control", dir);
+        FILE *f = fopen(path, "r");
+        if (!f || !fgets(line, sizeof line, f)) line[0] = '\0';
+        if (f) fclose(f);
+        int cpu = 0, mem = 0;
+        for (char *save = NULL, *t = strtok_r(line, " \n", &save); t; t = strtok_r(NULL, " \n", &save)) {
+            cpu |= !strcmp(t, "cpu");
+            mem |= !strcmp(t, "memory");
+        }
+        if (!cpu || !mem) return -2;
+    }
     snprintf(r->cgroot, sizeof r->cgroot, "%s", dir);
     return 0;
 }

@@ -30,7 +30,8 @@ void runner_free(runner *r); /* leaves processes running (they are re-adopted) *
  * workload ends; an OOM kill counted in memory.events becomes the exit reason.
  * dir must be a writable folder delegated to the agent (controllers cpu and
  * memory enabled in its cgroup.subtree_control).  NULL or "": no cgroups.
- * Returns 0, or -1 if dir is not a writable folder.
+ * Returns 0; -1 if dir is not a writable folder; -2 if it is a cgroup folder
+ * (it has cgroup.controllers) whose cgroup.subtree_control lacks cpu or memory.
  */
 int runner_set_cgroup(runner *r, const char *dir);
 

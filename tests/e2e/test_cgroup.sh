@@ -40,6 +40,20 @@ run_cli --server http://127.0.0.1:9 agent --cgroup "$E2E_TMP/nosuch" --inventory
     --state-dir "$E2E_TMP/st0" --once --join-token x
 assert_rc 1
 assert_file_contains "$ERR_FILE" "is not a writable folder"
+# a cgroup folder (it has cgroup.controllers) that does not hand cpu and memory to its children
+mkdir -p "$E2E_TMP/cgnoctl"
+echo "cpu memory pids" >"$E2E_TMP/cgnoctl/cgroup.controllers"
+echo "pids" >"$E2E_TMP/cgnoctl/cgroup.subtree_control"
+run_cli --server http://127.0.0.1:9 agent --cgroup "$E2E_TMP/cgnoctl" --inventory "$E2E_TMP/inv.json" \
+    --state-dir "$E2E_TMP/st0" --once --join-token x
+assert_rc 1
+assert_file_contains "$ERR_FILE" "does not enable the cpu and memory controllers"
+# ... and one that does (the agent then fails only because no server answers)
+echo "cpu memory" >"$E2E_TMP/cgnoctl/cgroup.subtree_control"
+run_cli --server http://127.0.0.1:9 agent --cgroup "$E2E_TMP/cgnoctl" --inventory "$E2E_TMP/inv.json" \
+    --state-dir "$E2E_TMP/st0" --once --join-token x
+assert_rc 1
+assert_file_contains "$ERR_FILE" "127.0.0.1:9"
 
 start_server
 note "server at $URL"
