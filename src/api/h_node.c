@@ -422,37 +422,43 @@ void h_gpu_cordon(api_req *r) { admin_change(r, 1, "cordoned"); }
 void h_gpu_uncordon(api_req *r) { admin_change(r, 1, "none"); }
 void h_gpu_drain(api_req *r) { admin_change(r, 1, "draining"); }
 
-void h_node_pool(api_req *r) {
-    static const char *const fields[] = {"pool", NULL};
+/*
+ * Set one string field of a node or GPU from a body {field: value}: the object
+ * must be visible to the caller and the action allowed.  Replies
+ * {key: id, field: value}; the audit summary is the same, less the id unless
+ * sum_id.
+ */
+static void set_field(api_req *r, const char *type, const char *id, const char *key,
+                      const char *field, int action, int sum_id,
+                      int (*visible)(api_req *, store_tx *, const char *),
+                      int (*apply)(store_tx *, const char *, const char *, gp_err *)) {
+    const char *const fields[] = {field, NULL};
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
     json_t *body;
-    const char *pool;
-    const char *node = api_param(r, "node");
-    api_target(r, "node", node, NULL, NULL);
+    const char *value;
+    api_target(r, type, id, NULL, NULL);
     if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (!node_visible(r, tx, node) || !api_authorize(r, ACT_POOL_MANAGE, NULL, NULL)) {
+    if (!visible(r, tx, id) || !api_authorize(r, action, NULL, NULL) || api_body(r, &body)) {
         store_rollback(tx);
         return;
     }
-    if (api_body(r, &body)) {
-        store_rollback(tx);
-        return;
-    }
-    if (jx_only_fields(body, fields, &err) || jx_get_str(body, "pool", 1, &pool, &err)) {
+    if (jx_only_fields(body, fields, &err) || jx_get_str(body, field, 1, &value, &err) ||
+        apply(tx, id, value, &err)) {
         json_decref(body);
         api_abort(r, tx, &err);
         return;
     }
-    if (inv_node_pool(tx, node, pool, &err)) {
-        json_decref(body);
-        api_abort(r, tx, &err);
-        return;
-    }
-    json_t *sum = json_pack("{s:s}", "pool", pool);
+    json_t *reply = json_pack("{s:s,s:s}", key, id, field, value);
+    json_t *sum = sum_id ? json_deep_copy(reply) : json_pack("{s:s}", field, value);
     json_decref(body);
-    if (!api_finish(r, tx, 200, json_incref(sum))) api_reply(r, 200, json_pack("{s:s,s:O}", "name", node, "pool", json_object_get(sum, "pool")));
-    json_decref(sum);
+    if (!api_finish(r, tx, 200, sum)) api_reply(r, 200, reply);
+    else json_decref(reply);
+}
+
+void h_node_pool(api_req *r) {
+    set_field(r, "node", api_param(r, "node"), "name", "pool", ACT_POOL_MANAGE, 0, node_visible,
+              inv_node_pool);
 }
 
 /* ---- GPUs ---- */
@@ -539,36 +545,8 @@ void h_gpu_reset(api_req *r) {
 }
 
 void h_gpu_mode(api_req *r) {
-    static const char *const fields[] = {"mode", NULL};
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    json_t *body;
-    const char *mode;
-    const char *uuid = api_param(r, "uuid");
-    api_target(r, "gpu", uuid, NULL, NULL);
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (!gpu_visible(r, tx, uuid) || !api_authorize(r, ACT_NODE_MANAGE, NULL, NULL)) {
-        store_rollback(tx);
-        return;
-    }
-    if (api_body(r, &body)) {
-        store_rollback(tx);
-        return;
-    }
-    if (jx_only_fields(body, fields, &err) || jx_get_str(body, "mode", 1, &mode, &err)) {
-        json_decref(body);
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (inv_gpu_mode(tx, uuid, mode, &err)) {
-        json_decref(body);
-        api_abort(r, tx, &err);
-        return;
-    }
-    json_t *reply = json_pack("{s:s,s:s}", "uuid", uuid, "mode", mode);
-    json_decref(body);
-    if (!api_finish(r, tx, 200, json_deep_copy(reply))) api_reply(r, 200, reply);
-    else json_decref(reply);
+    set_field(r, "gpu", api_param(r, "uuid"), "uuid", "mode", ACT_NODE_MANAGE, 1, gpu_visible,
+              inv_gpu_mode);
 }
 
 /* ---- health policy ---- */
