@@ -194,6 +194,21 @@ void cli_print_pending(cli_ctx *ctx, json_t *a) {
            json_string_value(json_object_get(a, "id")));
 }
 
+int cli_write_named(cli_ctx *ctx, const char *collection, const char *name, json_t *body,
+                    int create) {
+    strbuf p = SB_INIT;
+    sb_adds(&p, collection);
+    if (create) {
+        json_object_set_new(body, "name", json_string(name));
+    } else {
+        sb_addc(&p, '/');
+        cli_add_escaped(&p, name);
+    }
+    int rc = cli_run_call(ctx, create ? "POST" : "PUT", p.buf, body, NULL);
+    sb_release(&p);
+    return rc;
+}
+
 int cli_run_call(cli_ctx *ctx, const char *method, const char *path, json_t *body,
                  const char *const *columns) {
     json_t *out;

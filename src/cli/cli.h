@@ -52,6 +52,14 @@ int cli_run_call(cli_ctx *ctx, const char *method, const char *path, json_t *bod
 int cli_name_call(cli_ctx *ctx, int argc, char **argv, const char *verb, const char *method,
                   const char *prefix, const char *suffix, const char *const *columns);
 
+/*
+ * The create/set verb shape: with `create`, POST `collection` with "name" set
+ * to NAME in `body`; otherwise PUT collection/NAME (escaped) with `body`.
+ * Prints the object.  Returns the exit code.  `body` is borrowed.
+ */
+int cli_write_named(cli_ctx *ctx, const char *collection, const char *name, json_t *body,
+                    int create);
+
 /* Print a 202 approval response: "pending approval <id> (<operation>)...". */
 void cli_print_pending(cli_ctx *ctx, json_t *approval);
 

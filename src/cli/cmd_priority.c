@@ -60,16 +60,7 @@ static int write_pc(cli_ctx *ctx, int argc, char **argv, int create) {
         rc = cli_error(CLI_USAGE, "%s: expected one NAME", verb);
         goto out;
     }
-    strbuf p = SB_INIT;
-    if (create) {
-        json_object_set_new(body, "name", json_string(argv[optind]));
-        sb_adds(&p, "/api/v1/priority-classes");
-    } else {
-        sb_adds(&p, "/api/v1/priority-classes/");
-        cli_add_escaped(&p, argv[optind]);
-    }
-    rc = cli_run_call(ctx, create ? "POST" : "PUT", p.buf, body, NULL);
-    sb_release(&p);
+    rc = cli_write_named(ctx, "/api/v1/priority-classes", argv[optind], body, create);
 out:
     json_decref(body);
     return rc;
