@@ -48,36 +48,37 @@ struct runner {
     int n;
 };
 
-/* 1 if pid exists and is not a zombie (exited, waiting to be reaped by someone). */
-static int proc_alive(pid_t pid) {
-    char path[64], buf[512];
-    if (pid <= 0 || kill(pid, 0) != 0) return 0;
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
-}
-
-static unsigned long long proc_start(pid_t pid) {
+/*
+ * Read /proc/<pid>/stat: OUT *state (field 3: 'R', 'S', 'Z'...) and *start
+ * (field 22, the start time, to tell pid reuse apart).  0, or -1 if there is
+ * no such process.
+ */
+static int proc_stat(pid_t pid, char *state, unsigned long long *start) {
     char path[64], buf[1024];
+    if (pid <= 0) return -1;
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     FILE *f = fopen(path, "r");
-    if (!f) return 0;
+    if (!f) return -1;
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = '\0';
     char *p = strrchr(buf, ')'); /* the command name may hold spaces */
-    unsigned long long v = 0;
-    for (int field = 2; p && *p; p++)
+    if (!p || p[1] != ' ' || !p[2]) return -1;
+    *state = p[2];
+    *start = 0;
+    for (int field = 2; *p; p++)
         if (*p == ' ' && ++field == 22) {
-            v = strtoull(p + 1, NULL, 10);
+            *start = strtoull(p + 1, NULL, 10);
             break;
         }
-    return v;
+    return 0;
+}
+
+/* 1 if the process we started at `start` still runs (not a zombie waiting to be reaped). */
+static int proc_running(pid_t pid, unsigned long long start) {
+    char state;
+    unsigned long long st;
+    return proc_stat(pid, &state, &st) == 0 && state != 'Z' && state != 'X' && st == start;
 }
 
 static void save(runner *r) {
@@ -166,7 +167,7 @@ runner *runner_new(const char *state_dir, int grace_s) {
         w->log_sent = w->log_pending = json_integer_value(json_object_get(e, "log_sent"));
         snprintf(w->cg, sizeof w->cg, "%s",
                  json_string_value(json_object_get(e, "cgroup")) ? json_string_value(json_object_get(e, "cgroup")) : "");
-        if (proc_alive(w->pid) && proc_start(w->pid) == w->proc_start) {
+        if (proc_running(w->pid, w->proc_start)) {
             log_kv(LOG_INFO, "workload re-adopted", "node", w->node, "job", w->job, (char *)NULL);
         } else {
             w->done = 1;
@@ -245,7 +246,7 @@ void runner_tick(runner *r) {
                 if (w->timed_out) snprintf(w->reason, sizeof w->reason, "time_limit");
                 continue;
             }
-        } else if (!proc_alive(w->pid) || proc_start(w->pid) != w->proc_start) {
+        } else if (!proc_running(w->pid, w->proc_start)) {
             w->done = 1;
             changed = 1;
             w->exit_code = 255;
@@ -498,7 +499,8 @@ static void launch(runner *r, const char *node, json_t *a) {
     }
     w->pid = pid;
     w->child = 1;
-    w->proc_start = proc_start(pid);
+    char state;
+    if (proc_stat(pid, &state, &w->proc_start) != 0) w->proc_start = 0;
     w->deadline_us = tl > 0 ? gt_now_us() + tl * 1000000 : 0;
     save(r);
     char pids[16];
