@@ -587,6 +587,11 @@ gp -o json pool create training --tenants research --description "big jobs"
 assert_rc 0
 assert_json .name training "$OUT_FILE"
 assert_json '.tenants | join(",")' research "$OUT_FILE"
+gp -o json pool set training --description "bigger jobs"
+assert_rc 0
+assert_json '"\(.name) \(.description) \(.tenants | join(","))"' "training bigger jobs research" "$OUT_FILE"
+gp pool set nosuchpool --description x
+assert_denied 404
 gp -o json node pool sim-1 training
 assert_rc 0
 assert_json .pool training "$OUT_FILE"

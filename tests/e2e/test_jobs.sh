@@ -572,6 +572,12 @@ gp priority create prod --value 500 --project-classes production
 assert_rc 0
 gp priority create high --value 5
 assert_denied 409
+gp -o json priority set low --value 20 --description "batch"
+assert_rc 0
+assert_json '"\(.name) \(.value) \(.description)"' "low 20 batch" "$OUT_FILE"
+gp -o json priority set low --value 10
+assert_rc 0
+assert_json .value 10 "$OUT_FILE"
 as "$RU" priority create mine --value 1
 assert_denied 403
 as "$RU" -o json priority list
