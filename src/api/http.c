@@ -7,7 +7,10 @@
  * grows past it is drained and then answered 413.
  *
  * Graceful stop: MHD_quiesce_daemon() closes the listening socket, then we
- * wait (bounded) until no request is in flight, then MHD_stop_daemon().
+ * wait (bounded) until no request is in flight; from then on a request that
+ * starts on a connection accepted earlier is answered 503 shutting_down, never
+ * dispatched; once those answers are out, MHD_stop_daemon().  So every request
+ * that was dispatched gets its answer (within the drain time).
  */
 #include "api_int.h"
 
@@ -40,6 +43,7 @@ struct api_server {
     store_t *store;
     int port;
     atomic_int inflight;
+    atomic_int closing;  /* set once drained: requests not yet dispatched get 503 */
     /* the background loop (reachability sweep) */
     pthread_t loop;
     int loop_running;
@@ -199,6 +203,13 @@ static MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *ur
         client_addr(c, r->source, sizeof r->source);
         MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, r);
         if (!r->path) return MHD_NO;
+        if (atomic_load(&srv->closing)) {
+            /* counted in inflight before this check, so the stop waits for this answer;
+             * a request dispatched after the drain could commit and lose its answer */
+            api_error(r, 503, "shutting_down", "the server is stopping; retry the request");
+            finish_log(r);
+            return send_reply(c, r);
+        }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body) {
             cx->too_large = 1;
@@ -309,6 +320,7 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
     if (srv->cfg.threads < 1) srv->cfg.threads = 1;
     srv->store = st;
     atomic_init(&srv->inflight, 0);
+    atomic_init(&srv->closing, 0);
     api__metrics_init();
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_AUTO |
                      MHD_USE_ERROR_LOG;
@@ -356,6 +368,11 @@ void api_server_stop(api_server *srv) {
     MHD_socket fd = MHD_quiesce_daemon(srv->d);
     if (fd != MHD_INVALID_SOCKET) close(fd);
     int64_t deadline = gt_mono_us() + (int64_t)srv->cfg.drain_seconds * 1000000;
+    while (atomic_load(&srv->inflight) > 0 && gt_mono_us() < deadline) usleep(20000);
+    /* A connection accepted before the quiesce may start a request after the wait saw
+     * none: from here such requests are answered 503 instead of dispatched, and the
+     * ones that counted themselves before seeing `closing` are waited for. */
+    atomic_store(&srv->closing, 1);
     while (atomic_load(&srv->inflight) > 0 && gt_mono_us() < deadline) usleep(20000);
     MHD_stop_daemon(srv->d);
     api__metrics_free();
