@@ -1,5 +1,6 @@
 /*
- * nvml.c - NVML loaded with dlopen: discovery, health signals, events (see nvml.h).
+ * nvml.c - NVML loaded with dlopen: discovery, health signals, events and
+ * per-process sampling (see nvml.h).
  *
  * There is no nvml.h at build time, so the few NVML types used here are
  * declared below with the x86-64 layouts from NVIDIA's header (sizes and
@@ -11,7 +12,9 @@
  * Invariants: h->dl and h->inited are set for every handle nvml_open() hands
  * out; h->devs[0..h->ndevs) are the parent handles found by the last
  * nvml_discover(), h->migs[0..h->nmigs) its MIG device handles (used to map
- * events back to a card).  No locking: one thread at a time per handle.
+ * events back to a card).  h->proc_seen[i] is the newest process-utilisation
+ * sample timestamp nvml_processes() has read for GPU index i (0: none yet).
+ * No locking: one thread at a time per handle.
  */
 #include "nvml.h"
 
@@ -47,6 +50,23 @@ typedef struct nvml__event { /* nvmlEventData_t */
     unsigned gpuInstanceId, computeInstanceId;
 } nvml__event;
 
+typedef struct nvml__proc { /* nvmlProcessInfo_t (= _v2_t), taken by the _v2 and _v3 calls */
+    unsigned pid;
+    unsigned long long usedGpuMemory;
+    unsigned gpuInstanceId, computeInstanceId;
+} nvml__proc;
+
+typedef struct nvml__proc_v1 { /* nvmlProcessInfo_v1_t, taken by the unversioned call */
+    unsigned pid;
+    unsigned long long usedGpuMemory;
+} nvml__proc_v1;
+
+typedef struct nvml__sample { /* nvmlProcessUtilizationSample_t */
+    unsigned pid;
+    unsigned long long timeStamp; /* CPU time of the sample, microseconds */
+    unsigned smUtil, memUtil, encUtil, decUtil;
+} nvml__sample;
+
 _Static_assert(sizeof(nvml__memory) == 24, "nvmlMemory_t layout");
 _Static_assert(sizeof(nvml__pci) == 68 && offsetof(nvml__pci, busId) == 36, "nvmlPciInfo_t layout");
 _Static_assert(sizeof(nvml__util) == 8, "nvmlUtilization_t layout");
@@ -55,13 +75,28 @@ _Static_assert(sizeof(void *) != 8 || (sizeof(nvml__event) == 32 &&
                                        offsetof(nvml__event, eventData) == 16 &&
                                        offsetof(nvml__event, gpuInstanceId) == 24),
                "nvmlEventData_t layout");
+/* 64-bit members are 8-aligned on x86-64 only (i386 packs them at 4, as NVIDIA's header does). */
+_Static_assert(sizeof(void *) != 8 || (sizeof(nvml__proc) == 24 &&
+                                       offsetof(nvml__proc, usedGpuMemory) == 8 &&
+                                       offsetof(nvml__proc, gpuInstanceId) == 16),
+               "nvmlProcessInfo_t layout");
+_Static_assert(sizeof(void *) != 8 || (sizeof(nvml__proc_v1) == 16 &&
+                                       offsetof(nvml__proc_v1, usedGpuMemory) == 8),
+               "nvmlProcessInfo_v1_t layout");
+_Static_assert(sizeof(void *) != 8 || (sizeof(nvml__sample) == 32 &&
+                                       offsetof(nvml__sample, timeStamp) == 8 &&
+                                       offsetof(nvml__sample, smUtil) == 16),
+               "nvmlProcessUtilizationSample_t layout");
 
 enum {
     NVML__SUCCESS = 0,
     NVML__ERROR_NOT_SUPPORTED = 3,
+    NVML__ERROR_NOT_FOUND = 6,
+    NVML__ERROR_INSUFFICIENT_SIZE = 7,
     NVML__ERROR_DRIVER_NOT_LOADED = 9,
     NVML__ERROR_TIMEOUT = 10,
     NVML__ERROR_LIBRARY_NOT_FOUND = 12,
+    NVML__ERROR_FUNCTION_NOT_FOUND = 13,
     NVML__ERROR_GPU_IS_LOST = 15,
 };
 
@@ -74,6 +109,15 @@ enum { NVML__TEMPERATURE_THRESHOLD_SLOWDOWN = 1 };
 #define NVML__EVENT_XID 0x8ULL
 #define NVML__EVENT_GPU_UNAVAILABLE 0x4000ULL
 #define NVML__EVENTS_WANTED (NVML__EVENT_DBE | NVML__EVENT_XID | NVML__EVENT_GPU_UNAVAILABLE)
+
+/* usedGpuMemory when NVML cannot tell (e.g. Windows WDDM, or not permitted). */
+#define NVML__VALUE_NOT_AVAILABLE 0xFFFFFFFFFFFFFFFFULL
+
+/* Compute-list entries first asked for, and size queries tried per version before giving up. */
+#define NVML__PROCS_FIRST 32
+#define NVML__PROCS_TRIES 4
+/* Process-utilisation samples read per call at most (the driver keeps a short ring). */
+#define NVML__MAX_SAMPLES 1024
 
 /* At most this many events are drained per nvml_health() call (a stuck library can't spin us). */
 #define NVML__MAX_DRAIN 256
@@ -110,7 +154,12 @@ enum { NVML__TEMPERATURE_THRESHOLD_SLOWDOWN = 1 };
     X(0, int, nvmlDeviceGetSupportedEventTypes, (nvml__device, unsigned long long *))        \
     X(0, int, nvmlDeviceRegisterEvents, (nvml__device, unsigned long long, nvml__evset))     \
     X(0, int, nvmlEventSetWait_v2, (nvml__evset, nvml__event *, unsigned))                   \
-    X(0, int, nvmlEventSetFree, (nvml__evset))
+    X(0, int, nvmlEventSetFree, (nvml__evset))                                               \
+    X(0, int, nvmlDeviceGetComputeRunningProcesses_v3, (nvml__device, unsigned *, nvml__proc *)) \
+    X(0, int, nvmlDeviceGetComputeRunningProcesses_v2, (nvml__device, unsigned *, nvml__proc *)) \
+    X(0, int, nvmlDeviceGetComputeRunningProcesses, (nvml__device, unsigned *, nvml__proc_v1 *)) \
+    X(0, int, nvmlDeviceGetProcessUtilization,                                               \
+      (nvml__device, nvml__sample *, unsigned *, unsigned long long))
 
 struct nvml {
     void *dl;
@@ -126,6 +175,7 @@ struct nvml {
         unsigned parent; /* index into devs */
     } migs[NVML_MAX_GPUS * NVML_MAX_SLICES];
     int nmigs;
+    unsigned long long proc_seen[NVML_MAX_GPUS]; /* last sample timestamp read, per GPU index */
 };
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -515,5 +565,219 @@ int nvml_health(nvml *h, nvml_gpu *gpus, int n, gp_err *err) {
             g->xids[g->nxids++] = (int)ev.eventData;
         if (ev.eventType & NVML__EVENT_GPU_UNAVAILABLE) g->lost = 1;
     }
+    return GP_OK;
+}
+
+/* ---- processes ----------------------------------------------------------------- */
+
+/* One compute-list entry, whatever the version it was read with. */
+typedef struct nvml__pmem {
+    unsigned pid;
+    unsigned long long used; /* bytes; NVML__VALUE_NOT_AVAILABLE unknown */
+} nvml__pmem;
+
+/*
+ * Call version `ver` (3, 2, 1 = unversioned) of the compute-process list with room for `cap`
+ * entries in *buf (sized for that version's layout).  NVML__ERROR_FUNCTION_NOT_FOUND when the
+ * symbol is missing.
+ */
+static int nvml__proclist_call(nvml *h, int ver, nvml__device d, unsigned *count, void *buf) {
+    switch (ver) {
+    case 3:
+        if (h->nvmlDeviceGetComputeRunningProcesses_v3)
+            return h->nvmlDeviceGetComputeRunningProcesses_v3(d, count, buf);
+        break;
+    case 2:
+        if (h->nvmlDeviceGetComputeRunningProcesses_v2)
+            return h->nvmlDeviceGetComputeRunningProcesses_v2(d, count, buf);
+        break;
+    default:
+        if (h->nvmlDeviceGetComputeRunningProcesses)
+            return h->nvmlDeviceGetComputeRunningProcesses(d, count, buf);
+        break;
+    }
+    return NVML__ERROR_FUNCTION_NOT_FOUND;
+}
+
+/*
+ * The compute list of one card, from the newest version that is present (a version answering
+ * FUNCTION_NOT_FOUND counts as missing).  INSUFFICIENT_SIZE is retried with the size NVML asks
+ * for (plus room for processes starting meanwhile), at most NVML__PROCS_TRIES times and
+ * NVML_MAX_PROCS entries; any other failure leaves the list empty.
+ * OUT *out: malloc'd array of *nout entries (NULL when 0), caller free()s.
+ * RET: GP_OK or GP_ENOMEM.
+ */
+static int nvml__compute_list(nvml *h, nvml__device d, nvml_gpu *g, nvml__pmem **out,
+                              unsigned *nout) {
+    *out = NULL;
+    *nout = 0;
+    for (int ver = 3; ver >= 1; ver--) {
+        size_t esz = ver == 1 ? sizeof(nvml__proc_v1) : sizeof(nvml__proc);
+        unsigned cap = NVML__PROCS_FIRST;
+        int rc = NVML__ERROR_INSUFFICIENT_SIZE;
+        for (int t = 0; t < NVML__PROCS_TRIES && rc == NVML__ERROR_INSUFFICIENT_SIZE; t++) {
+            unsigned char *buf = malloc(cap * esz);
+            if (!buf) return GP_ENOMEM;
+            unsigned count = cap;
+            rc = nvml__proclist_call(h, ver, d, &count, buf);
+            if (rc == NVML__SUCCESS) {
+                if (count > cap) count = cap;
+                nvml__pmem *list = count ? calloc(count, sizeof *list) : NULL;
+                if (count && !list) {
+                    free(buf);
+                    return GP_ENOMEM;
+                }
+                for (unsigned i = 0; i < count; i++) {
+                    if (ver == 1) {
+                        const nvml__proc_v1 *p = (const nvml__proc_v1 *)(buf + i * esz);
+                        list[i].pid = p->pid;
+                        list[i].used = p->usedGpuMemory;
+                    } else {
+                        const nvml__proc *p = (const nvml__proc *)(buf + i * esz);
+                        list[i].pid = p->pid;
+                        list[i].used = p->usedGpuMemory;
+                    }
+                }
+                free(buf);
+                *out = list;
+                *nout = count;
+                return GP_OK;
+            }
+            free(buf);
+            if (rc != NVML__ERROR_INSUFFICIENT_SIZE) break;
+            /* count is what NVML needs now; a stale or bogus one still grows the buffer. */
+            if (count > NVML_MAX_PROCS || cap >= NVML_MAX_PROCS) break;
+            unsigned want = count > cap ? count + 8 : cap * 2;
+            cap = want > NVML_MAX_PROCS ? NVML_MAX_PROCS : want;
+        }
+        if (rc != NVML__ERROR_FUNCTION_NOT_FOUND) {
+            nvml__ok(g, rc); /* only marks a lost card */
+            return GP_OK;
+        }
+    }
+    return GP_OK;
+}
+
+/*
+ * Process-utilisation samples of one card newer than `since` (NULL-buffer size query, then
+ * read, retrying INSUFFICIENT_SIZE up to NVML__MAX_SAMPLES entries).  A missing symbol,
+ * NOT_FOUND (no sample since `since`), "not supported" or any failure gives no samples.
+ * OUT *out: malloc'd array of *nout entries (NULL when 0), caller free()s.
+ * RET: GP_OK or GP_ENOMEM.
+ */
+static int nvml__samples(nvml *h, nvml__device d, nvml_gpu *g, unsigned long long since,
+                         nvml__sample **out, unsigned *nout) {
+    *out = NULL;
+    *nout = 0;
+    if (!h->nvmlDeviceGetProcessUtilization) return GP_OK;
+    unsigned count = 0;
+    int rc = h->nvmlDeviceGetProcessUtilization(d, NULL, &count, since);
+    if (rc != NVML__SUCCESS && rc != NVML__ERROR_INSUFFICIENT_SIZE) {
+        nvml__ok(g, rc); /* NOT_FOUND: nothing new; only marks a lost card */
+        return GP_OK;
+    }
+    for (int t = 0; t < NVML__PROCS_TRIES && count > 0; t++) {
+        unsigned cap = count > NVML__MAX_SAMPLES ? NVML__MAX_SAMPLES : count;
+        nvml__sample *buf = calloc(cap, sizeof *buf);
+        if (!buf) return GP_ENOMEM;
+        unsigned got = cap;
+        rc = h->nvmlDeviceGetProcessUtilization(d, buf, &got, since);
+        if (rc == NVML__SUCCESS) {
+            if (got == 0) {
+                free(buf);
+                break;
+            }
+            *out = buf;
+            *nout = got > cap ? cap : got;
+            return GP_OK;
+        }
+        free(buf);
+        if (rc != NVML__ERROR_INSUFFICIENT_SIZE || cap >= NVML__MAX_SAMPLES) {
+            nvml__ok(g, rc);
+            break;
+        }
+        count = got > cap ? got : cap * 2;
+    }
+    return GP_OK;
+}
+
+/* Index of pid in procs[0..n), or -1. */
+static int nvml__find_pid(const nvml_proc *procs, int n, unsigned pid) {
+    for (int i = 0; i < n; i++)
+        if (procs[i].pid == pid) return i;
+    return -1;
+}
+
+int nvml_processes(nvml *h, nvml_gpu *g, nvml_proc **procs, int *n, gp_err *err) {
+    if (procs) *procs = NULL;
+    if (n) *n = 0;
+    if (!h || !g || !procs || !n || g->index >= NVML_MAX_GPUS)
+        return gp_err_set(err, GP_EINVALID, "nvml_processes: bad arguments");
+    nvml__device d = NULL;
+    if (g->index < h->ndevs && h->devs[g->index]) {
+        d = h->devs[g->index];
+    } else if (!nvml__ok(g, h->nvmlDeviceGetHandleByIndex_v2(g->index, &d))) {
+        return GP_OK;
+    }
+
+    nvml__pmem *list = NULL;
+    nvml__sample *samples = NULL;
+    unsigned nlist = 0, nsamples = 0;
+    if (nvml__compute_list(h, d, g, &list, &nlist) != GP_OK)
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    if (!g->lost &&
+        nvml__samples(h, d, g, h->proc_seen[g->index], &samples, &nsamples) != GP_OK) {
+        free(list);
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    }
+    if (nlist + nsamples == 0) return GP_OK;
+
+    /* Per output entry, the timestamp of the sample its sm_pct came from (newest wins). */
+    nvml_proc *out = calloc(nlist + nsamples, sizeof *out);
+    unsigned long long *ts = calloc(nlist + nsamples, sizeof *ts);
+    if (!out || !ts) {
+        free(out);
+        free(ts);
+        free(list);
+        free(samples);
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    }
+    int m = 0;
+    for (unsigned i = 0; i < nlist; i++) {
+        long long mib = list[i].used == NVML__VALUE_NOT_AVAILABLE
+                            ? -1
+                            : (long long)(list[i].used / (1024ULL * 1024ULL));
+        int k = nvml__find_pid(out, m, list[i].pid);
+        if (k < 0) {
+            out[m].pid = list[i].pid;
+            out[m].memory_mib = mib;
+            out[m].sm_pct = -1;
+            m++;
+        } else if (out[k].memory_mib >= 0) { /* same pid on another compute instance */
+            out[k].memory_mib = mib < 0 ? -1 : out[k].memory_mib + mib;
+        }
+    }
+    unsigned long long seen = h->proc_seen[g->index];
+    for (unsigned i = 0; i < nsamples; i++) {
+        const nvml__sample *s = &samples[i];
+        if (s->timeStamp > seen) seen = s->timeStamp;
+        int k = nvml__find_pid(out, m, s->pid);
+        if (k < 0) { /* sampled but not in the compute list (e.g. it just exited) */
+            k = m++;
+            out[k].pid = s->pid;
+            out[k].memory_mib = -1;
+            out[k].sm_pct = -1;
+        }
+        if (out[k].sm_pct < 0 || s->timeStamp >= ts[k]) {
+            out[k].sm_pct = s->smUtil > 100 ? 100 : (int)s->smUtil;
+            ts[k] = s->timeStamp;
+        }
+    }
+    h->proc_seen[g->index] = seen;
+    free(ts);
+    free(list);
+    free(samples);
+    *procs = out;
+    *n = m;
     return GP_OK;
 }

@@ -12,13 +12,15 @@
  *
  * What it does: discovery (identity, MIG layout, NUMA, pairwise topology),
  * health signals (ECC, row remapping, retired pages, temperature,
- * utilisation) and draining of NVML events (Xid, double-bit ECC, GPU
- * unavailable).  What it does not do: judge health (inventory/health.c does),
- * change MIG mode, or launch anything.
+ * utilisation), draining of NVML events (Xid, double-bit ECC, GPU
+ * unavailable) and per-process sampling (GPU memory, SM utilisation).
+ * What it does not do: judge health (inventory/health.c does), change MIG
+ * mode, or launch anything.
  *
- * Calling sequence: nvml_open -> nvml_discover -> nvml_health ... ->
- * nvml_close.  A handle is used by one thread at a time (discover replaces
- * the handle's event set); NVML itself is thread-safe.
+ * Calling sequence: nvml_open -> nvml_discover -> nvml_health /
+ * nvml_processes ... -> nvml_close.  A handle is used by one thread at a time
+ * (discover replaces the handle's event set; nvml_processes keeps a sampling
+ * timestamp per GPU); NVML itself is thread-safe.
  */
 #ifndef GP_AGENT_NVML_H
 #define GP_AGENT_NVML_H
@@ -28,6 +30,7 @@
 #define NVML_MAX_SLICES 7
 #define NVML_MAX_GPUS 16
 #define NVML_MAX_XIDS 16
+#define NVML_MAX_PROCS 512 /* compute-list entries read per GPU by nvml_processes() */
 
 /* One MIG device (GPU instance + compute instance) of a MIG-enabled card. */
 typedef struct nvml_slice {
@@ -101,6 +104,34 @@ int nvml_discover(nvml *h, nvml_gpu **gpus, int *n, char driver[80], gp_err *err
  * RET: GP_OK; GP_EINVALID for bad arguments.
  */
 int nvml_health(nvml *h, nvml_gpu *gpus, int n, gp_err *err);
+
+/* One process using a GPU, from nvml_processes(). */
+typedef struct nvml_proc {
+    unsigned pid;
+    long long memory_mib; /* GPU memory it uses; -1 unknown (e.g. not permitted) */
+    int sm_pct;           /* SM utilisation over the samples since the previous call; -1 unknown */
+} nvml_proc;
+
+/*
+ * The compute processes on GPU `g` (as returned by nvml_discover on this handle) with their
+ * memory (nvmlDeviceGetComputeRunningProcesses_v3, falling back to _v2 then the unversioned
+ * symbol) and SM utilisation (nvmlDeviceGetProcessUtilization, samples newer than the previous
+ * call's last timestamp for that GPU; a process with no sample gets -1, and a process that has a
+ * sample but is not in the compute list is added with memory -1).  A missing symbol or "not
+ * supported" gives what could be read, never an error.
+ * Several samples for one pid: sm_pct is the newest one's smUtil (capped at 100).  A pid
+ * listed more than once (one entry per MIG compute instance) is reported once, with its
+ * memory summed (-1 when any entry is unknown).  Order: the compute list's, then sample-only
+ * pids in sample order.  Memory is floor(bytes / MiB).  At most NVML_MAX_PROCS compute
+ * entries are read: beyond that the compute list counts as unreadable.  A version answering
+ * FUNCTION_NOT_FOUND is treated like a missing symbol (the next one is tried).  The first
+ * call for a GPU reads every sample the driver still holds (timestamp 0); the timestamp
+ * moves only when samples were read.  A GPU_IS_LOST answer sets g->lost and gives what was
+ * read so far (GP_OK); no other field of g is touched.
+ * OUT *procs: calloc'd array of *n entries (NULL when 0), caller free()s.
+ * RET: GP_OK; GP_EINVALID for bad arguments; GP_ENOMEM.
+ */
+int nvml_processes(nvml *h, nvml_gpu *g, nvml_proc **procs, int *n, gp_err *err);
 
 /* Free the event set, nvmlShutdown and dlclose.  NULL is a no-op. */
 void nvml_close(nvml *h);

@@ -21,6 +21,26 @@
  *   FAKE_NVML_XID=<n>   the event set reports one Xid event (type 0x8, data n) on
  *                       GPU 1, once per process for each distinct n, provided
  *                       GPU 1 registered Xid events on that set
+ *
+ * Processes, also read from the environment at each call (none by default):
+ *   FAKE_NVML_PROCS_<gpu>=<pid>:<mem>:<sm>[,...]  the processes on physical GPU <gpu>
+ *       <mem>  MiB of GPU memory in the compute list; "na" listed with
+ *              NVML_VALUE_NOT_AVAILABLE; "-" not in the compute list at all
+ *       <sm>   SM % samples, oldest first, separated by "/" (at most 4); "-" none
+ *       e.g. FAKE_NVML_PROCS_0=100:2048:30/55,200:na:-,300:-:7
+ *   FAKE_NVML_SAMPLE_TS=<t>  timestamp of the first scripted sample (default 1000); the
+ *       k-th sample of the list (counting across processes) has t + k.  Samples at or
+ *       before the caller's lastSeenTimeStamp are not returned (NOT_FOUND when none is
+ *       left), so raising t is how a test publishes "new" samples.
+ *   FAKE_NVML_SAMPLE_REVERSE=1  samples come back newest first (NVML promises no order).
+ *   FAKE_NVML_PROC_API=<v>   newest nvmlDeviceGetComputeRunningProcesses version that works
+ *       (3, 2 or 1 = unversioned); newer versions answer 13 (function not found).
+ *       Default 3.
+ *   FAKE_NVML_PROC_RACE=<n>  the next compute-list call answers 7 (insufficient size,
+ *       asking for one more entry than the caller offered) as if a process had just
+ *       started; once per process for each distinct n.
+ * Process utilisation is "not supported" on the MIG-enabled GPU 1 (its compute list works).
+ *
  * Calls before nvmlInit_v2 (or after the last nvmlShutdown) return 1
  * (uninitialised), so tests notice a caller that skips initialisation.
  *
@@ -28,6 +48,7 @@
  * requires, to test that every optional call degrades gracefully.
  * Not thread-safe; tests are single-threaded.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +85,7 @@ enum {
     INSUFFICIENT_SIZE = 7,
     DRIVER_NOT_LOADED = 9,
     TIMEOUT = 10,
+    FUNCTION_NOT_FOUND = 13,
     GPU_IS_LOST = 15,
 };
 
@@ -168,6 +190,7 @@ FAKE_EXPORT const char *nvmlErrorString(nvmlReturn_t rc) {
     case INSUFFICIENT_SIZE: return "Insufficient Size";
     case DRIVER_NOT_LOADED: return "Driver Not Loaded";
     case TIMEOUT: return "Timeout";
+    case FUNCTION_NOT_FOUND: return "Function Not Found";
     case GPU_IS_LOST: return "GPU is lost";
     default: return "Unknown Error";
     }
@@ -377,5 +400,186 @@ FAKE_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t
         return OK;
     }
     return TIMEOUT;
+}
+
+/* ---- processes ----------------------------------------------------------------- */
+
+typedef struct {
+    unsigned pid;
+    unsigned long long usedGpuMemory;
+    unsigned gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_t; /* taken by _v2 and _v3 */
+typedef struct {
+    unsigned pid;
+    unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1_t; /* taken by the unversioned call */
+typedef struct {
+    unsigned pid;
+    unsigned long long timeStamp;
+    unsigned smUtil, memUtil, encUtil, decUtil;
+} nvmlProcessUtilizationSample_t;
+
+#define VALUE_NOT_AVAILABLE 0xFFFFFFFFFFFFFFFFULL
+#define MIB (1024ULL * 1024ULL)
+#define FAKE_MAX_PROCS 1024
+#define FAKE_MAX_SAMPLES 4
+#define MEM_NA (-1)   /* "na" */
+#define MEM_NONE (-2) /* "-": not in the compute list */
+
+typedef struct {
+    unsigned pid;
+    long long mib; /* >= 0, MEM_NA or MEM_NONE */
+    int nsm;
+    unsigned sm[FAKE_MAX_SAMPLES];
+} fake_proc;
+
+static fake_proc g_procs[FAKE_MAX_PROCS];
+static long long g_race_reported; /* last FAKE_NVML_PROC_RACE value acted on (0: none yet) */
+
+/* Parse FAKE_NVML_PROCS_<gpu> into g_procs; returns the count (a malformed entry ends the list). */
+static int procs_of(int gpu) {
+    char name[32];
+    snprintf(name, sizeof name, "FAKE_NVML_PROCS_%d", gpu);
+    const char *s = getenv(name);
+    int n = 0;
+    while (s && *s && n < FAKE_MAX_PROCS) {
+        fake_proc *p = &g_procs[n];
+        char *end;
+        p->pid = (unsigned)strtoul(s, &end, 10);
+        if (end == s || *end != ':') break;
+        s = end + 1;
+        if (*s == '-') {
+            p->mib = MEM_NONE;
+            s++;
+        } else if (strncmp(s, "na", 2) == 0) {
+            p->mib = MEM_NA;
+            s += 2;
+        } else {
+            p->mib = strtoll(s, &end, 10);
+            if (end == s || p->mib < 0) break;
+            s = end;
+        }
+        if (*s != ':') break;
+        s++;
+        p->nsm = 0;
+        if (*s == '-') {
+            s++;
+        } else {
+            for (;;) {
+                unsigned long v = strtoul(s, &end, 10);
+                if (end == s) return n; /* malformed: drop this entry and the rest */
+                if (p->nsm < FAKE_MAX_SAMPLES) p->sm[p->nsm++] = (unsigned)v;
+                s = end;
+                if (*s != '/') break;
+                s++;
+            }
+        }
+        n++;
+        if (*s != ',') break;
+        s++;
+    }
+    return n;
+}
+
+/* Shared body of the three nvmlDeviceGetComputeRunningProcesses versions. */
+static nvmlReturn_t running_processes(int ver, nvmlDevice_t d, unsigned *count, void *infos) {
+    int rc = dev_check(d);
+    if (rc) return rc;
+    if (!count) return INVALID_ARGUMENT;
+    long long api = env_num("FAKE_NVML_PROC_API");
+    if (ver > (api > 0 ? api : 3)) return FUNCTION_NOT_FOUND;
+    int n = procs_of(d->gpu);
+    unsigned need = 0;
+    for (int i = 0; i < n; i++) need += g_procs[i].mib != MEM_NONE;
+    long long race = env_num("FAKE_NVML_PROC_RACE");
+    if (race > 0 && race != g_race_reported) {
+        g_race_reported = race;
+        *count = *count + 1 > need ? *count + 1 : need;
+        return INSUFFICIENT_SIZE;
+    }
+    if (*count < need || (need && !infos)) {
+        *count = need;
+        return INSUFFICIENT_SIZE;
+    }
+    unsigned k = 0;
+    for (int i = 0; i < n; i++) {
+        const fake_proc *p = &g_procs[i];
+        if (p->mib == MEM_NONE) continue;
+        unsigned long long used =
+            p->mib == MEM_NA ? VALUE_NOT_AVAILABLE : (unsigned long long)p->mib * MIB;
+        if (ver == 1) {
+            nvmlProcessInfo_v1_t *o = &((nvmlProcessInfo_v1_t *)infos)[k];
+            o->pid = p->pid;
+            o->usedGpuMemory = used;
+        } else {
+            nvmlProcessInfo_t *o = &((nvmlProcessInfo_t *)infos)[k];
+            o->pid = p->pid;
+            o->usedGpuMemory = used;
+            o->gpuInstanceId = o->computeInstanceId = d->migmode ? 0 : 0xFFFFFFFFu;
+        }
+        k++;
+    }
+    *count = need;
+    return OK;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *count,
+                                                                 nvmlProcessInfo_t *infos) {
+    return running_processes(3, d, count, infos);
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned *count,
+                                                                 nvmlProcessInfo_t *infos) {
+    return running_processes(2, d, count, infos);
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned *count,
+                                                              nvmlProcessInfo_v1_t *infos) {
+    return running_processes(1, d, count, infos);
+}
+
+/*
+ * Like the driver: a NULL buffer answers INSUFFICIENT_SIZE with the number of samples held
+ * (whatever their age); otherwise the samples newer than lastSeen, or NOT_FOUND.
+ */
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,
+                                                         nvmlProcessUtilizationSample_t *util,
+                                                         unsigned *count,
+                                                         unsigned long long lastSeen) {
+    int rc = dev_check(d);
+    if (rc) return rc;
+    if (!count) return INVALID_ARGUMENT;
+    if (d->migmode) return NOT_SUPPORTED;
+    int n = procs_of(d->gpu);
+    long long base = env_num("FAKE_NVML_SAMPLE_TS");
+    unsigned long long ts = base > 0 ? (unsigned long long)base : 1000;
+    unsigned held = 0, need = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < g_procs[i].nsm; j++, held++) need += ts + held > lastSeen;
+    if (!util) {
+        *count = held;
+        return INSUFFICIENT_SIZE;
+    }
+    if (need == 0) return NOT_FOUND;
+    if (*count < need) {
+        *count = need;
+        return INSUFFICIENT_SIZE;
+    }
+    int reverse = env_flag("FAKE_NVML_SAMPLE_REVERSE");
+    unsigned k = 0, seq = 0;
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < g_procs[i].nsm; j++, seq++) {
+            if (ts + seq <= lastSeen) continue;
+            nvmlProcessUtilizationSample_t *o = &util[reverse ? need - 1 - k : k];
+            k++;
+            memset(o, 0, sizeof *o);
+            o->pid = g_procs[i].pid;
+            o->timeStamp = ts + seq;
+            o->smUtil = g_procs[i].sm[j];
+            o->memUtil = g_procs[i].sm[j] / 2;
+        }
+    }
+    *count = need;
+    return OK;
 }
 #endif /* FAKE_NVML_MINIMAL */

@@ -25,6 +25,12 @@ static int clear_faults(void **state) {
     unsetenv("FAKE_NVML_LOST");
     unsetenv("FAKE_NVML_DBE");
     unsetenv("FAKE_NVML_XID");
+    unsetenv("FAKE_NVML_PROCS_0");
+    unsetenv("FAKE_NVML_PROCS_1");
+    unsetenv("FAKE_NVML_SAMPLE_TS");
+    unsetenv("FAKE_NVML_PROC_API");
+    unsetenv("FAKE_NVML_PROC_RACE");
+    unsetenv("FAKE_NVML_SAMPLE_REVERSE");
     unsetenv("GPUPOOL_NVML_LIBRARY");
     return 0;
 }
@@ -281,6 +287,17 @@ static void bad_arguments(void **state) {
     assert_int_equal(nvml_health(h, NULL, 2, &err), GP_EINVALID);
     assert_int_equal(nvml_health(h, g, -1, &err), GP_EINVALID);
     assert_int_equal(nvml_health(h, g, 0, &err), GP_OK);
+    nvml_proc *p = (nvml_proc *)&err; /* reset to NULL even on bad arguments */
+    int np = 7;
+    assert_int_equal(nvml_processes(NULL, &g[0], &p, &np, &err), GP_EINVALID);
+    assert_null(p);
+    assert_int_equal(np, 0);
+    assert_int_equal(nvml_processes(h, NULL, &p, &np, &err), GP_EINVALID);
+    assert_int_equal(nvml_processes(h, &g[0], NULL, &np, &err), GP_EINVALID);
+    assert_int_equal(nvml_processes(h, &g[0], &p, NULL, &err), GP_EINVALID);
+    nvml_gpu far = g[0];
+    far.index = NVML_MAX_GPUS;
+    assert_int_equal(nvml_processes(h, &far, &p, &np, &err), GP_EINVALID);
     free(g);
     nvml_close(h);
 }
@@ -319,6 +336,243 @@ static void minimal_library(void **state) {
     nvml_close(h);
 }
 
+/* ---- nvml_processes ---------------------------------------------------------- */
+
+/* nvml_processes on gpus[i], asserting GP_OK; returns the count, *p to free. */
+static int procs(nvml *h, nvml_gpu *g, nvml_proc **p) {
+    gp_err err = GP_ERR_INIT;
+    int n = -1;
+    *p = (nvml_proc *)&err; /* must be overwritten */
+    int rc = nvml_processes(h, g, p, &n, &err);
+    if (rc) fail_msg("nvml_processes: %s", err.msg);
+    assert_true(n >= 0);
+    if (n == 0) assert_null(*p);
+    else assert_non_null(*p);
+    return n;
+}
+
+static void assert_proc(const nvml_proc *p, unsigned pid, long long mib, int sm) {
+    assert_int_equal(p->pid, pid);
+    assert_true(p->memory_mib == mib);
+    assert_int_equal(p->sm_pct, sm);
+}
+
+/* "pid:mem:sm" entries for pids base.. base+count-1, each 10 MiB and no sample. */
+static char *many_procs(unsigned base, int count) {
+    size_t cap = (size_t)count * 24 + 1;
+    char *s = calloc(1, cap);
+    assert_non_null(s);
+    size_t len = 0;
+    for (int i = 0; i < count; i++)
+        len += (size_t)snprintf(s + len, cap - len, "%s%u:10:-", i ? "," : "", base + (unsigned)i);
+    return s;
+}
+
+static void processes_memory_sm(void **state) {
+    (void)state;
+    nvml_gpu *g = NULL;
+    int n = 0;
+    nvml *h = open_discover(&g, &n, NULL);
+    nvml_proc *p = NULL;
+    assert_int_equal(procs(h, &g[0], &p), 0); /* nothing running */
+
+    /* pid 100 has two samples: the newest (55) wins; pid 101 has no sample */
+    setenv("FAKE_NVML_PROCS_0", "100:2048:30/55,101:512:-,102:0:100", 1);
+    /* GPU 1 is MIG-enabled: its process utilisation is "not supported" */
+    setenv("FAKE_NVML_PROCS_1", "400:1024:90", 1);
+    assert_int_equal(procs(h, &g[0], &p), 3);
+    assert_proc(&p[0], 100, 2048, 55);
+    assert_proc(&p[1], 101, 512, -1);
+    assert_proc(&p[2], 102, 0, 100);
+    free(p);
+    assert_int_equal(procs(h, &g[1], &p), 1);
+    assert_proc(&p[0], 400, 1024, -1);
+    free(p);
+    assert_int_equal(g[1].lost, 0);
+    free(g);
+    nvml_close(h);
+}
+
+/* The newest sample of a pid wins by timestamp, whatever order NVML lists them in. */
+static void processes_newest_sample(void **state) {
+    (void)state;
+    setenv("FAKE_NVML_PROCS_0", "100:2048:10/55/30,300:-:5/7", 1);
+    for (int reverse = 0; reverse < 2; reverse++) {
+        setenv("FAKE_NVML_SAMPLE_REVERSE", reverse ? "1" : "0", 1);
+        nvml_gpu *g = NULL;
+        int n = 0;
+        nvml *h = open_discover(&g, &n, NULL); /* fresh handle: timestamp 0 */
+        nvml_proc *p = NULL;
+        assert_int_equal(procs(h, &g[0], &p), 2);
+        assert_proc(&p[0], 100, 2048, 30);
+        assert_proc(&p[1], 300, -1, 7);
+        free(p);
+        free(g);
+        nvml_close(h);
+    }
+}
+
+static void processes_sample_only(void **state) {
+    (void)state;
+    nvml_gpu *g = NULL;
+    int n = 0;
+    nvml *h = open_discover(&g, &n, NULL);
+    /* 300 was sampled but is no longer in the compute list (it just exited) */
+    setenv("FAKE_NVML_PROCS_0", "100:2048:20,300:-:7/9", 1);
+    nvml_proc *p = NULL;
+    assert_int_equal(procs(h, &g[0], &p), 2);
+    assert_proc(&p[0], 100, 2048, 20);
+    assert_proc(&p[1], 300, -1, 9);
+    free(p);
+    free(g);
+    nvml_close(h);
+}
+
+static void processes_unknown_memory(void **state) {
+    (void)state;
+    nvml_gpu *g = NULL;
+    int n = 0;
+    nvml *h = open_discover(&g, &n, NULL);
+    /* NVML_VALUE_NOT_AVAILABLE; and one pid listed twice (two compute instances): summed,
+       unless one of its entries is unknown */
+    setenv("FAKE_NVML_PROCS_0", "200:na:40,201:1000:-,201:24:-,202:5:-,202:na:-", 1);
+    nvml_proc *p = NULL;
+    assert_int_equal(procs(h, &g[0], &p), 3);
+    assert_proc(&p[0], 200, -1, 40);
+    assert_proc(&p[1], 201, 1024, -1);
+    assert_proc(&p[2], 202, -1, -1);
+    free(p);
+    free(g);
+    nvml_close(h);
+}
+
+static void processes_resize(void **state) {
+    (void)state;
+    nvml_gpu *g = NULL;
+    int n = 0;
+    nvml *h = open_discover(&g, &n, NULL);
+    nvml_proc *p = NULL;
+
+    /* more processes than the first buffer holds: INSUFFICIENT_SIZE, then a larger one */
+    char *list = many_procs(1000, 40);
+    setenv("FAKE_NVML_PROCS_0", list, 1);
+    free(list);
+    assert_int_equal(procs(h, &g[0], &p), 40);
+    for (int i = 0; i < 40; i++) assert_proc(&p[i], 1000 + (unsigned)i, 10, -1);
+    free(p);
+
+    /* a process starts between sizing and reading: INSUFFICIENT_SIZE once, retried */
+    setenv("FAKE_NVML_PROCS_0", "100:2048:55", 1);
+    setenv("FAKE_NVML_PROC_RACE", "1", 1);
+    assert_int_equal(procs(h, &g[0], &p), 1);
+    assert_proc(&p[0], 100, 2048, 55);
+    free(p);
+
+    /* beyond NVML_MAX_PROCS the compute list is unreadable: nothing, never an error */
+    list = many_procs(5000, NVML_MAX_PROCS + 1);
+    setenv("FAKE_NVML_PROCS_0", list, 1);
+    free(list);
+    assert_int_equal(procs(h, &g[0], &p), 0);
+    assert_int_equal(g[0].lost, 0);
+    free(g);
+    nvml_close(h);
+}
+
+/* Older libraries: _v3 (then _v2) answer "function not found"; v1 has a 16-byte layout. */
+static void processes_older_api(void **state) {
+    (void)state;
+    nvml_gpu *g = NULL;
+    int n = 0;
+    nvml *h = open_discover(&g, &n, NULL);
+    setenv("FAKE_NVML_PROCS_0", "100:2048:-,200:na:-,300:7:-", 1);
+    const char *apis[] = {"2", "1"};
+    for (int a = 0; a < 2; a++) {
+        setenv("FAKE_NVML_PROC_API", apis[a], 1);
+        nvml_proc *p = NULL;
+        assert_int_equal(procs(h, &g[0], &p), 3);
+        assert_proc(&p[0], 100, 2048, -1);
+        assert_proc(&p[1], 200, -1, -1);
+        assert_proc(&p[2], 300, 7, -1);
+        free(p);
+    }
+    free(g);
+    nvml_close(h);
+}
+
+static void processes_timestamp(void **state) {
+    (void)state;
+    nvml_gpu *g = NULL;
+    int n = 0;
+    nvml *h = open_discover(&g, &n, NULL);
+    setenv("FAKE_NVML_PROCS_0", "100:2048:30/55,300:-:7", 1);
+    nvml_proc *p = NULL;
+    assert_int_equal(procs(h, &g[0], &p), 2);
+    assert_proc(&p[0], 100, 2048, 55);
+    assert_proc(&p[1], 300, -1, 7);
+    free(p);
+
+    /* no sample since the previous call: still listed, SM unknown; 300 is gone */
+    assert_int_equal(procs(h, &g[0], &p), 1);
+    assert_proc(&p[0], 100, 2048, -1);
+    free(p);
+
+    /* the timestamp is per GPU: GPU 1 is unaffected (and has none), GPU 0 sees new samples */
+    assert_int_equal(procs(h, &g[1], &p), 0);
+    setenv("FAKE_NVML_PROCS_0", "100:2048:80,300:-:-", 1);
+    setenv("FAKE_NVML_SAMPLE_TS", "2000", 1);
+    assert_int_equal(procs(h, &g[0], &p), 1);
+    assert_proc(&p[0], 100, 2048, 80);
+    free(p);
+    assert_int_equal(procs(h, &g[0], &p), 1);
+    assert_proc(&p[0], 100, 2048, -1);
+    free(p);
+
+    /* a fresh handle starts from timestamp 0 and sees the samples the driver still holds */
+    nvml_gpu *g2 = NULL;
+    nvml *h2 = open_discover(&g2, &n, NULL);
+    assert_int_equal(procs(h2, &g2[0], &p), 1);
+    assert_proc(&p[0], 100, 2048, 80);
+    free(p);
+    free(g2);
+    nvml_close(h2);
+    free(g);
+    nvml_close(h);
+}
+
+static void processes_lost(void **state) {
+    (void)state;
+    nvml_gpu *g = NULL;
+    int n = 0;
+    nvml *h = open_discover(&g, &n, NULL);
+    setenv("FAKE_NVML_PROCS_0", "100:2048:55", 1);
+    setenv("FAKE_NVML_LOST", "1", 1);
+    nvml_proc *p = NULL;
+    assert_int_equal(procs(h, &g[0], &p), 0); /* GP_OK, nothing read */
+    assert_int_equal(g[0].lost, 1);
+    free(g);
+    nvml_close(h);
+}
+
+/* Without the optional process symbols: no processes, GP_OK. */
+static void processes_minimal_library(void **state) {
+    (void)state;
+    const char *path = getenv("FAKE_NVML_MIN_PATH");
+    if (!path || !*path) skip();
+    setenv("FAKE_NVML_PROCS_0", "100:2048:55", 1);
+    gp_err err = GP_ERR_INIT;
+    nvml *h = NULL;
+    assert_int_equal(nvml_open(path, &h, &err), GP_OK);
+    nvml_gpu *g = NULL;
+    int n = 0;
+    assert_int_equal(nvml_discover(h, &g, &n, NULL, &err), GP_OK);
+    assert_int_equal(n, 2);
+    nvml_proc *p = NULL;
+    assert_int_equal(procs(h, &g[0], &p), 0);
+    assert_int_equal(g[0].lost, 0);
+    free(g);
+    nvml_close(h);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(discover_identity, clear_faults),
@@ -332,6 +586,15 @@ int main(void) {
         cmocka_unit_test_setup(open_driver_absent, clear_faults),
         cmocka_unit_test_setup(bad_arguments, clear_faults),
         cmocka_unit_test_setup(minimal_library, clear_faults),
+        cmocka_unit_test_setup(processes_memory_sm, clear_faults),
+        cmocka_unit_test_setup(processes_newest_sample, clear_faults),
+        cmocka_unit_test_setup(processes_sample_only, clear_faults),
+        cmocka_unit_test_setup(processes_unknown_memory, clear_faults),
+        cmocka_unit_test_setup(processes_resize, clear_faults),
+        cmocka_unit_test_setup(processes_older_api, clear_faults),
+        cmocka_unit_test_setup(processes_timestamp, clear_faults),
+        cmocka_unit_test_setup(processes_lost, clear_faults),
+        cmocka_unit_test_setup(processes_minimal_library, clear_faults),
     };
     return cmocka_run_group_tests_name("nvml", tests, NULL, NULL);
 }
