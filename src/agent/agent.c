@@ -40,6 +40,7 @@ typedef struct anode {
     char *token;       /* credential (heap) or NULL */
     json_t *overrides; /* simulated: index -> signal overrides (owned) */
     json_t *pending_xids; /* simulated: index -> [xids] to send next */
+    json_t *procs;     /* simulated: index -> [{job|pid, memory_mib, sm_pct}] on that GPU */
     int reported;      /* the server has this run's hardware report */
 } anode;
 
@@ -198,6 +199,39 @@ static json_t *sim_signals(anode *nd, const char *idx) {
     return s;
 }
 
+/*
+ * A process as the server wants it: {pid, job (null: none of ours),
+ * memory_mib, sm_pct}, the job found from the pid the way a real card's
+ * processes are (runner_job_of_pid).
+ */
+static json_t *process_entry(agent *a, const char *node, pid_t pid, long long mem, int sm) {
+    char job[40];
+    json_t *p = json_pack("{s:i}", "pid", (int)pid);
+    json_object_set_new(p, "job", runner_job_of_pid(a->run, node, pid, job) ? json_string(job)
+                                                                              : json_null());
+    if (mem >= 0) json_object_set_new(p, "memory_mib", json_integer(mem));
+    if (sm >= 0) json_object_set_new(p, "sm_pct", json_integer(sm));
+    return p;
+}
+
+/* Injected figures: an entry names a pid, or a job whose workload's pid stands for it. */
+static json_t *sim_processes(agent *a, anode *nd, json_t *injected) {
+    json_t *out = json_array();
+    size_t i;
+    json_t *p;
+    json_array_foreach(injected, i, p) {
+        const char *job = json_string_value(json_object_get(p, "job"));
+        pid_t pid = job ? runner_pid_of_job(a->run, nd->name, job)
+                        : (pid_t)json_integer_value(json_object_get(p, "pid"));
+        if (job && !pid) continue; /* that job does not run here (yet, or any more) */
+        json_t *m = json_object_get(p, "memory_mib"), *u = json_object_get(p, "sm_pct");
+        json_array_append_new(out, process_entry(a, nd->name, pid,
+                                                 m ? (long long)json_integer_value(m) : -1,
+                                                 u ? (int)json_integer_value(u) : -1));
+    }
+    return out;
+}
+
 /* Index (as text) of GPU `gpu` (uuid or index) in a report; NULL if unknown. */
 static const char *gpu_index(anode *nd, const char *gpu, char buf[16]) {
     size_t i;
@@ -227,7 +261,14 @@ static void consume_faults(agent *a, anode *nd) {
             const char *gpu = json_string_value(json_object_get(f, "gpu"));
             const char *idx = gpu ? gpu_index(nd, gpu, buf) : NULL;
             if (f && idx) {
-                if (json_is_true(json_object_get(f, "clear"))) json_object_del(nd->overrides, idx);
+                if (json_is_true(json_object_get(f, "clear"))) {
+                    json_object_del(nd->overrides, idx);
+                    /* the GPU keeps reporting, now without processes, so strikes reset */
+                    if (json_object_get(nd->procs, idx))
+                        json_object_set_new(nd->procs, idx, json_array());
+                }
+                json_t *pr = json_object_get(f, "processes");
+                if (json_is_array(pr)) json_object_set(nd->procs, idx, pr);
                 json_t *set = json_object_get(f, "set");
                 if (json_is_object(set)) {
                     json_t *cur = json_object_get(nd->overrides, idx);
@@ -321,16 +362,32 @@ static int heartbeat(agent *a, anode *nd) {
     json_t *g;
     if (a->nv) {
         nvml_health(a->nv, a->gpus, a->ngpus, &err);
-        for (int k = 0; k < a->ngpus; k++)
-            json_array_append_new(gpus, json_pack("{s:s,s:o}", "uuid", a->gpus[k].uuid, "signals",
-                                                  nvml_signals(&a->gpus[k])));
+        for (int k = 0; k < a->ngpus; k++) {
+            json_t *e = json_pack("{s:s,s:o}", "uuid", a->gpus[k].uuid, "signals",
+                                  nvml_signals(&a->gpus[k]));
+            /* who uses the card, for the server's interference judgement */
+            nvml_proc *pr = NULL;
+            int np = 0;
+            if (nvml_processes(a->nv, &a->gpus[k], &pr, &np, &err) == GP_OK) {
+                json_t *list = json_array();
+                for (int p = 0; p < np; p++)
+                    json_array_append_new(list, process_entry(a, nd->name, (pid_t)pr[p].pid,
+                                                              pr[p].memory_mib, pr[p].sm_pct));
+                json_object_set_new(e, "processes", list);
+            }
+            free(pr);
+            json_array_append_new(gpus, e);
+        }
     } else {
         consume_faults(a, nd);
         json_array_foreach(json_object_get(nd->report, "gpus"), i, g) {
             char idx[16];
             snprintf(idx, sizeof idx, "%lld", (long long)json_integer_value(json_object_get(g, "index")));
-            json_array_append_new(gpus, json_pack("{s:O,s:o}", "uuid", json_object_get(g, "uuid"),
-                                                  "signals", sim_signals(nd, idx)));
+            json_t *e = json_pack("{s:O,s:o}", "uuid", json_object_get(g, "uuid"), "signals",
+                                  sim_signals(nd, idx));
+            json_t *pr = json_object_get(nd->procs, idx);
+            if (pr) json_object_set_new(e, "processes", sim_processes(a, nd, pr));
+            json_array_append_new(gpus, e);
         }
     }
     runner_tick(a->run);
@@ -412,6 +469,15 @@ int agent_run(const agent_config *cfg, gp_err *err) {
     }
     a.run = runner_new(cfg->state_dir, cfg->grace_s);
     int cg = a.run ? runner_set_cgroup(a.run, cfg->cgroup_root) : 0;
+    if (a.run && cg == 0 && runner_set_runtime(a.run, cfg->runtime) != 0) {
+        runner_free(a.run);
+        json_decref(reports);
+        nvml_close(a.nv);
+        free(a.gpus);
+        return gp_err_set(err, GP_EINVALID,
+                          "--runtime %s: no executable file of that name (on PATH, or that path)",
+                          cfg->runtime);
+    }
     if (!a.run || cg != 0) {
         runner_free(a.run);
         json_decref(reports);
@@ -435,6 +501,7 @@ int agent_run(const agent_config *cfg, gp_err *err) {
         nd->token = read_token(cfg->state_dir, nd->name);
         nd->overrides = json_object();
         nd->pending_xids = json_object();
+        nd->procs = json_object();
     }
     json_decref(reports);
     char count[16];
@@ -446,6 +513,9 @@ int agent_run(const agent_config *cfg, gp_err *err) {
                (char *)NULL);
     else
         log_kv(LOG_WARN, "workloads run without CPU or memory limits (no --cgroup folder)",
+               (char *)NULL);
+    if (cfg->runtime && *cfg->runtime)
+        log_kv(LOG_INFO, "jobs with an image run in containers", "runtime", cfg->runtime,
                (char *)NULL);
     int stop = 0, failures = 0;
     while (!stop) {
@@ -466,6 +536,7 @@ int agent_run(const agent_config *cfg, gp_err *err) {
         json_decref(a.nodes[i].report);
         json_decref(a.nodes[i].overrides);
         json_decref(a.nodes[i].pending_xids);
+        json_decref(a.nodes[i].procs);
         free(a.nodes[i].token);
     }
     free(a.nodes);

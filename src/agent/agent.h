@@ -28,6 +28,8 @@ typedef struct agent_config {
     const char *nvml_path;  /* NVML mode: library path (default libnvidia-ml.so.1) */
     int grace_s;            /* seconds between SIGTERM and SIGKILL when stopping a workload */
     const char *cgroup_root;/* delegated cgroup v2 folder for workloads' limits, or NULL */
+    const char *runtime;    /* container runtime for jobs with an image (podman, docker, a
+                               path), or NULL: such jobs fail on this node */
 } agent_config;
 
 /* Run until SIGTERM/SIGINT (the caller blocks them in every thread first), or once. */

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,11 +39,13 @@ typedef struct wl {
     char reason[64];
     char log[640];
     char cg[640];         /* its cgroup v2 folder, "" when the runner has no cgroup root */
+    char ctr[128];        /* its container's name, "" for a plain process */
 } wl;
 
 struct runner {
     char dir[400];
     char cgroot[400];     /* delegated cgroup v2 folder; "" for none */
+    char runtime[400];    /* container runtime (absolute path); "" for none */
     int grace_s;
     wl *w;
     int n;
@@ -81,17 +84,42 @@ static int proc_running(pid_t pid, unsigned long long start) {
     return proc_stat(pid, &state, &st) == 0 && state != 'Z' && state != 'X' && st == start;
 }
 
+int runner_job_of_pid(runner *r, const char *node, pid_t pid, char job[40]) {
+    if (pid <= 0) return 0;
+    pid_t sid = getsid(pid);
+    for (int k = 0; k < r->n; k++) {
+        wl *w = &r->w[k];
+        if (w->done || strcmp(w->node, node) || w->pid <= 0) continue;
+        if (w->pid == pid || (sid > 0 && w->pid == sid)) {
+            snprintf(job, 40, "%s", w->job);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+pid_t runner_pid_of_job(runner *r, const char *node, const char *job) {
+    for (int k = 0; k < r->n; k++) {
+        wl *w = &r->w[k];
+        if (!w->done && !strcmp(w->node, node) && !strcmp(w->job, job) && w->pid > 0)
+            return w->pid;
+    }
+    return 0;
+}
+
 static void save(runner *r) {
     char path[512], tmp[520];
     json_t *arr = json_array();
     for (int i = 0; i < r->n; i++) {
         wl *w = &r->w[i];
         if (w->done) continue;
-        json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:i,s:I,s:I,s:s,s:I,s:s}", "node", w->node,
-                                             "job", w->job, "placement", w->placement, "pid",
-                                             (int)w->pid, "start", (json_int_t)w->proc_start,
-                                             "deadline", (json_int_t)w->deadline_us, "log", w->log,
-                                             "log_sent", (json_int_t)w->log_sent, "cgroup", w->cg));
+        json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:i,s:I,s:I,s:s,s:I,s:s,s:s}", "node",
+                                             w->node, "job", w->job, "placement", w->placement,
+                                             "pid", (int)w->pid, "start",
+                                             (json_int_t)w->proc_start, "deadline",
+                                             (json_int_t)w->deadline_us, "log", w->log, "log_sent",
+                                             (json_int_t)w->log_sent, "cgroup", w->cg,
+                                             "container", w->ctr));
     }
     snprintf(path, sizeof path, "%s/workloads.json", r->dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -167,6 +195,8 @@ runner *runner_new(const char *state_dir, int grace_s) {
         w->log_sent = w->log_pending = json_integer_value(json_object_get(e, "log_sent"));
         snprintf(w->cg, sizeof w->cg, "%s",
                  json_string_value(json_object_get(e, "cgroup")) ? json_string_value(json_object_get(e, "cgroup")) : "");
+        snprintf(w->ctr, sizeof w->ctr, "%s",
+                 json_string_value(json_object_get(e, "container")) ? json_string_value(json_object_get(e, "container")) : "");
         if (proc_running(w->pid, w->proc_start)) {
             log_kv(LOG_INFO, "workload re-adopted", "node", w->node, "job", w->job, (char *)NULL);
         } else {
@@ -206,6 +236,165 @@ int runner_set_cgroup(runner *r, const char *dir) {
     }
     snprintf(r->cgroot, sizeof r->cgroot, "%s", dir);
     return 0;
+}
+
+/* ---- containers ---- */
+
+int runner_set_runtime(runner *r, const char *runtime) {
+    struct stat st;
+    char path[sizeof r->runtime];
+    r->runtime[0] = '\0';
+    if (!runtime || !*runtime) return 0;
+    if (strlen(runtime) >= sizeof path) return -1;
+    if (strchr(runtime, '/')) {
+        if (!realpath(runtime, path)) return -1;
+    } else {
+        /* a name: the first executable of that name on the agent's PATH, now */
+        const char *dirs = getenv("PATH");
+        char list[4096];
+        snprintf(list, sizeof list, "%s", dirs && *dirs ? dirs : "/usr/local/bin:/usr/bin:/bin");
+        path[0] = '\0';
+        for (char *save = NULL, *d = strtok_r(list, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+            char cand[sizeof path];
+            int len = snprintf(cand, sizeof cand, "%s/%s", d, runtime);
+            if (len < 0 || len >= (int)sizeof cand) continue;
+            if (d[0] == '/' && stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) {
+                memcpy(path, cand, (size_t)len + 1);
+                break;
+            }
+        }
+        if (!path[0]) return -1;
+    }
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || access(path, X_OK) != 0) return -1;
+    snprintf(r->runtime, sizeof r->runtime, "%s", path);
+    return 0;
+}
+
+void runner_argv_free(char **argv) {
+    if (!argv) return;
+    for (char **p = argv; *p; p++) free(*p);
+    free(argv);
+}
+
+/* Append a copy of `s` to the NULL-terminated list *v of *n strings; -1 when out of memory. */
+static int argv_add(char ***v, size_t *n, const char *s) {
+    char **nv = realloc(*v, sizeof *nv * (*n + 2));
+    if (!nv) return -1;
+    *v = nv;
+    nv[*n] = strdup(s ? s : "");
+    nv[*n + 1] = NULL;
+    return nv[(*n)++] ? 0 : -1;
+}
+
+char **runner_container_argv(const char *runtime, json_t *a, const char *work, char *const env[]) {
+    const char *image = json_string_value(json_object_get(a, "image"));
+    const char *job = json_string_value(json_object_get(a, "job"));
+    const char *pl = json_string_value(json_object_get(a, "placement"));
+    if (!image || !*image || image[0] == '-' || !job || !runtime || !work) return NULL;
+    char **v = NULL;
+    size_t n = 0, i, k;
+    json_t *d, *c;
+    int bad = argv_add(&v, &n, runtime) || argv_add(&v, &n, "run") || argv_add(&v, &n, "--rm") ||
+              argv_add(&v, &n, "--name");
+    strbuf b = SB_INIT;
+    sb_addf(&b, "gpupool-%s%s%s", job, pl && *pl ? "-" : "", pl ? pl : "");
+    bad = bad || !sb_ok(&b) || argv_add(&v, &n, b.buf);
+    /* its devices by CDI name, each once (shared slices of one card name it twice) */
+    json_t *devs = json_object_get(a, "devices");
+    json_array_foreach(devs, i, d) {
+        const char *dev = json_string_value(d);
+        int seen = !dev || !*dev;
+        for (k = 0; k < i && !seen; k++)
+            seen = json_equal(json_array_get(devs, k), d);
+        if (seen) continue;
+        sb_reset(&b);
+        sb_addf(&b, "nvidia.com/gpu=%s", dev);
+        bad = bad || !sb_ok(&b) || argv_add(&v, &n, "--device") || argv_add(&v, &n, b.buf);
+    }
+    /* the job's variables, and nothing of the node's */
+    for (k = 0; env && env[k]; k++) {
+        if (!strncmp(env[k], "PATH=", 5) || !strncmp(env[k], "HOME=", 5)) continue;
+        bad = bad || argv_add(&v, &n, "-e") || argv_add(&v, &n, env[k]);
+    }
+    long long cpus = json_integer_value(json_object_get(a, "cpus"));
+    long long gib = json_integer_value(json_object_get(a, "memory_gib"));
+    if (cpus > 0) {
+        sb_reset(&b);
+        sb_addf(&b, "%lld", cpus);
+        bad = bad || !sb_ok(&b) || argv_add(&v, &n, "--cpus") || argv_add(&v, &n, b.buf);
+    }
+    if (gib > 0) {
+        sb_reset(&b);
+        sb_addf(&b, "%lldg", gib);
+        bad = bad || !sb_ok(&b) || argv_add(&v, &n, "--memory") || argv_add(&v, &n, b.buf);
+    }
+    sb_reset(&b);
+    sb_addf(&b, "%s:/work", work);
+    bad = bad || !sb_ok(&b) || argv_add(&v, &n, "--workdir") || argv_add(&v, &n, "/work") ||
+          argv_add(&v, &n, "-v") || argv_add(&v, &n, b.buf) || argv_add(&v, &n, image);
+    json_array_foreach(json_object_get(a, "command"), i, c) {
+        bad = bad || argv_add(&v, &n, json_string_value(c));
+    }
+    sb_release(&b);
+    if (bad) {
+        runner_argv_free(v);
+        return NULL;
+    }
+    return v;
+}
+
+/*
+ * The container runtime's own environment: what locates its service, storage
+ * and configuration, taken from the agent's; nothing else of the agent's (its
+ * tokens) reaches it.  NULL-terminated, on the heap (runner_argv_free).
+ */
+static char **runtime_env(void) {
+    static const char *const keep[] = {
+        "PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME", "DBUS_SESSION_BUS_ADDRESS", "DOCKER_HOST", "DOCKER_CONFIG",
+        "DOCKER_CONTEXT", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY", "CONTAINER_HOST",
+        "CONTAINER_CONNECTION", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF",
+        "CONTAINERS_REGISTRIES_CONF", "REGISTRY_AUTH_FILE", NULL};
+    char **v = NULL;
+    size_t n = 0;
+    strbuf b = SB_INIT;
+    for (int i = 0; keep[i]; i++) {
+        const char *val = getenv(keep[i]);
+        if (!val && !strcmp(keep[i], "PATH")) val = "/usr/local/bin:/usr/bin:/bin";
+        if (!val) continue;
+        sb_reset(&b);
+        sb_addf(&b, "%s=%s", keep[i], val);
+        if (!sb_ok(&b) || argv_add(&v, &n, b.buf)) break;
+    }
+    sb_release(&b);
+    if (!v) argv_add(&v, &n, "PATH=/usr/local/bin:/usr/bin:/bin");
+    return v;
+}
+
+/*
+ * Kill a workload's container through its runtime (`RUNTIME kill NAME`, which
+ * sends SIGKILL): killing the runtime's client alone may leave the container
+ * running.  The command runs detached (double fork), output discarded.
+ */
+static void ctr_kill(runner *r, const wl *w) {
+    if (!w->ctr[0] || !r->runtime[0]) return;
+    char **env = runtime_env();
+    char *argv[] = {r->runtime, "kill", (char *)w->ctr, NULL};
+    pid_t p = fork();
+    if (p == 0) {
+        if (fork() == 0) {
+            setsid();
+            int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+            if (nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(nul, 2) < 0) _exit(126);
+            execve(argv[0], argv, env ? env : (char *[]){NULL});
+            _exit(127);
+        }
+        _exit(0);
+    }
+    if (p > 0) waitpid(p, NULL, 0);
+    runner_argv_free(env);
+    log_kv(LOG_INFO, "killing the workload's container", "job", w->job, "container", w->ctr,
+           (char *)NULL);
 }
 
 void runner_free(runner *r) {
@@ -260,6 +449,7 @@ void runner_tick(runner *r) {
             stop(r, w, "time limit");
         }
         if (w->stopping && now >= w->kill_at_us) {
+            ctr_kill(r, w);
             kill(-w->pid, SIGKILL);
             w->kill_at_us = now + 3600LL * 1000000; /* once */
         }
@@ -385,7 +575,10 @@ static int mkdir_p(const char *path) {
 static void launch(runner *r, const char *node, json_t *a) {
     json_t *cmd = json_object_get(a, "command");
     const char *job = json_string_value(json_object_get(a, "job"));
-    if (!job || !json_array_size(cmd)) return; /* no command: the job just holds its GPUs */
+    const char *image = json_string_value(json_object_get(a, "image"));
+    if (image && !*image) image = NULL;
+    /* neither a command nor an image: the job just holds its GPUs */
+    if (!job || (!json_array_size(cmd) && !image)) return;
     char work[560];
     snprintf(work, sizeof work, "%s/work/%.40s", r->dir, job);
     if (mkdir_p(work) != 0) {
@@ -399,6 +592,15 @@ static void launch(runner *r, const char *node, json_t *a) {
     snprintf(w->placement, sizeof w->placement, "%s",
              json_string_value(json_object_get(a, "placement")) ? json_string_value(json_object_get(a, "placement")) : "");
     snprintf(w->log, sizeof w->log, "%s/output.log", work);
+    if (image && !r->runtime[0]) {
+        log_kv(LOG_ERROR, "the job has an image and this node no container runtime", "job", job,
+               "image", image, (char *)NULL);
+        snprintf(w->reason, sizeof w->reason,
+                 "this node has no container runtime (gpupool agent --runtime)");
+        w->done = 1;
+        w->exit_code = 126;
+        return;
+    }
     if (r->cgroot[0]) {
         /* its own cgroup: CPU bandwidth and memory as its resource class says */
         long long cpus = json_integer_value(json_object_get(a, "cpus"));
@@ -458,10 +660,32 @@ static void launch(runner *r, const char *node, json_t *a) {
         env[ne] = e[ne].buf, ne++;
     }
     env[ne] = NULL;
-    size_t argc = json_array_size(cmd);
-    char **argv = calloc(argc + 1, sizeof *argv);
-    json_t *v;
-    json_array_foreach(cmd, i, v) argv[i] = (char *)json_string_value(v);
+    char **argv = NULL, **renv = NULL;
+    if (image) {
+        /* the runtime's `run` is the workload's process; the bind mount wants an absolute path */
+        char abs[PATH_MAX];
+        argv = runner_container_argv(r->runtime, a, realpath(work, abs) ? abs : work, env);
+        renv = runtime_env();
+        if (argv) snprintf(w->ctr, sizeof w->ctr, "%s", argv[4]); /* after run --rm --name */
+    } else {
+        size_t argc = json_array_size(cmd);
+        argv = calloc(argc + 1, sizeof *argv);
+        json_t *v;
+        if (argv) json_array_foreach(cmd, i, v) argv[i] = (char *)json_string_value(v);
+    }
+    if (!argv) {
+        log_kv(LOG_ERROR, "cannot start the workload", "job", job, "detail",
+               image ? "invalid image reference, or out of memory" : "out of memory", (char *)NULL);
+        snprintf(w->reason, sizeof w->reason, image ? "invalid image reference" : "out of memory");
+        runner_argv_free(renv);
+        for (int k = 0; k < 16; k++) sb_release(&e[k]);
+        sb_release(&devs);
+        if (w->cg[0]) rmdir(w->cg);
+        w->cg[0] = '\0';
+        w->done = 1;
+        w->exit_code = 126;
+        return;
+    }
     int64_t tl = json_integer_value(json_object_get(a, "time_limit_s"));
     pid_t pid = fork();
     if (pid == 0) {
@@ -483,11 +707,14 @@ static void launch(runner *r, const char *node, json_t *a) {
                 _exit(126);
             }
         }
-        execvpe(argv[0], argv, env);
+        if (image) execve(argv[0], argv, renv);
+        else execvpe(argv[0], argv, env);
         dprintf(2, "gpupool: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
-    free(argv);
+    if (image) runner_argv_free(argv);
+    else free(argv);
+    runner_argv_free(renv);
     for (int k = 0; k < 16; k++) sb_release(&e[k]);
     sb_release(&devs);
     if (pid < 0) {
@@ -505,7 +732,8 @@ static void launch(runner *r, const char *node, json_t *a) {
     save(r);
     char pids[16];
     snprintf(pids, sizeof pids, "%d", (int)pid);
-    log_kv(LOG_INFO, "workload started", "node", node, "job", job, "pid", pids, (char *)NULL);
+    log_kv(LOG_INFO, "workload started", "node", node, "job", job, "pid", pids,
+           w->ctr[0] ? "container" : NULL, w->ctr, (char *)NULL);
 }
 
 static int same_run(const wl *w, json_t *a) {

@@ -107,6 +107,28 @@ static int contain(api_req *r, store_tx *tx, const inv_transition *t, int n, gp_
     return GP_OK;
 }
 
+/* Audit each interference alarm; a stopped offender frees capacity (*ended). */
+static int audit_interference(api_req *r, store_tx *tx, json_t *events, int *ended, gp_err *err) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e) {
+        char *text = jx_dump(e);
+        audit_event ev = {.actor = r->who ? r->who->name : "system",
+                          .source = r->source,
+                          .request_id = r->request_id,
+                          .action = "gpu.interference",
+                          .target_type = "gpu",
+                          .target_id = json_string_value(json_object_get(e, "gpu")),
+                          .result = "ok",
+                          .summary = text};
+        int rc = audit_append(tx, &ev, NULL, err);
+        free(text);
+        if (rc) return rc;
+        if (!strcmp(json_string_value(json_object_get(e, "action")), "stopped")) (*ended)++;
+    }
+    return GP_OK;
+}
+
 static int load_policy(api_req *r, store_tx *tx, health_policy *p) {
     gp_err err = GP_ERR_INIT;
     if (inv_health_policy_load(tx, p, &err)) {
@@ -267,7 +289,10 @@ void h_agent_heartbeat(api_req *r) {
     /* what the node's workloads did (exits, output), then what it must run now */
     int ended = 0;
     json_t *assignments = NULL;
+    json_t *intf = NULL;
     if (!rc) rc = jobs_node_report(tx, node, json_object_get(body, "workloads"), &ended, &err);
+    /* per-process figures on shared cards: interference alarms (and stops, per policy) */
+    if (!rc) rc = jobs_interference(tx, node, body, &pol, &intf, &err);
     json_decref(body);
     if (rc == GP_EFORBIDDEN) {
         store_rollback(tx);
@@ -276,6 +301,8 @@ void h_agent_heartbeat(api_req *r) {
     }
     if (!rc) rc = audit_transitions(r, tx, tr, ntr, &err);
     if (!rc) rc = contain(r, tx, tr, ntr, &err);
+    if (!rc) rc = audit_interference(r, tx, intf, &ended, &err);
+    json_decref(intf);
     if (!rc) rc = jobs_node_assignments(tx, node, &assignments, &err);
     free(tr);
     if (rc) {

@@ -30,11 +30,54 @@ static const char usage[] =
     "  --grace S           seconds a stopped workload gets between SIGTERM and SIGKILL (10)\n"
     "  --cgroup DIR        run each workload in a child of this delegated cgroup v2 folder,\n"
     "                      with cpu.max and memory.max from its resource class (default: none)\n"
+    "  --runtime R         container runtime for jobs with an image (--image): podman, docker\n"
+    "                      (found on PATH at start) or the path of a compatible command; each\n"
+    "                      such job runs `R run --rm --name gpupool-<job>-<placement>\n"
+    "                      --device nvidia.com/gpu=<GPU or MIG UUID>... -e VAR=value...\n"
+    "                      [--cpus N --memory Ng] --workdir /work -v <job folder>:/work IMAGE\n"
+    "                      [COMMAND...]` (CDI device names: the node needs a CDI spec with UUID\n"
+    "                      names, e.g. nvidia-ctk cdi generate --device-name-strategy=uuid).\n"
+    "                      Without it, a job with an image fails on this node (exit 126)\n"
     "  --once              join, send one heartbeat, exit (non-zero if a node failed)\n"
     "\n"
     "Fault options for inject (simulated nodes; applied at the next heartbeat):\n"
     "  --xid N (repeatable)  --dbe N  --sbe N  --remap-pending  --remap-failure\n"
-    "  --retired-pending N  --temperature C  --lost  --clear (back to healthy signals)\n";
+    "  --retired-pending N  --temperature C  --lost  --clear (back to healthy signals)\n"
+    "  --process JOB|PID:MEMORY_MIB:SM_PCT (repeatable) the processes on that GPU from now on,\n"
+    "                      as per-process figures (a job stands for its workload's process;\n"
+    "                      '-' for an unknown figure); --clear empties the list\n";
+
+/* A figure of --process: digits, or "-" for unknown (-1); -2 when malformed. */
+static long long figure(const char *s, long long max) {
+    if (!strcmp(s, "-")) return -1;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    return (!*s || *end || v < 0 || v > max) ? -2 : v;
+}
+
+/* "JOB|PID:MEMORY_MIB:SM_PCT" -> {job|pid, memory_mib?, sm_pct?}, or NULL. */
+static json_t *parse_process(const char *arg) {
+    char buf[160], *f[3];
+    if (strlen(arg) >= sizeof buf) return NULL;
+    snprintf(buf, sizeof buf, "%s", arg);
+    char *p = buf;
+    for (int i = 0; i < 3; i++) {
+        f[i] = p;
+        p = strchr(p, ':');
+        if ((i < 2) != (p != NULL)) return NULL;
+        if (p) *p++ = '\0';
+    }
+    if (!*f[0]) return NULL;
+    long long mem = figure(f[1], 1LL << 40), sm = figure(f[2], 100);
+    if (mem == -2 || sm == -2) return NULL;
+    json_t *o = json_object();
+    long long pid = figure(f[0], 1LL << 31);
+    if (pid > 0) json_object_set_new(o, "pid", json_integer(pid));
+    else json_object_set_new(o, "job", json_string(f[0]));
+    if (mem >= 0) json_object_set_new(o, "memory_mib", json_integer(mem));
+    if (sm >= 0) json_object_set_new(o, "sm_pct", json_integer(sm));
+    return o;
+}
 
 static int inject(int argc, char **argv, const char *state_dir) {
     static const struct option lo[] = {
@@ -44,15 +87,29 @@ static int inject(int argc, char **argv, const char *state_dir) {
         {"remap-pending", no_argument, 0, 'p'},   {"remap-failure", no_argument, 0, 'f'},
         {"retired-pending", required_argument, 0, 'r'}, {"temperature", required_argument, 0, 't'},
         {"lost", no_argument, 0, 'l'},            {"clear", no_argument, 0, 'c'},
-        {0, 0, 0, 0}};
+        {"process", required_argument, 0, 'P'},   {0, 0, 0, 0}};
     const char *node = NULL, *gpu = NULL;
     json_t *fault = json_object(), *set = json_object(), *xids = json_array();
+    json_t *procs = NULL;
     int c, rc = 0;
     optind = 0;
     while ((c = cli_getopt(argc, argv, lo, "agent inject", &rc)) != -1) {
         if (c == -2) goto out;
         char *end = NULL;
         long long v = optarg ? strtoll(optarg, &end, 10) : 0;
+        if (c == 'P') {
+            json_t *p = parse_process(optarg);
+            if (!p) {
+                rc = cli_error(CLI_USAGE,
+                               "agent inject: --process wants JOB|PID:MEMORY_MIB:SM_PCT (figures"
+                               " may be '-'), got '%s'",
+                               optarg);
+                goto out;
+            }
+            if (!procs) procs = json_array();
+            json_array_append_new(procs, p);
+            continue;
+        }
         if (optarg && c != 'S' && c != 'n' && c != 'g' && (!*optarg || *end || v < 0)) {
             const char *opt = c == 'x' ? "--xid" : c == 'd' ? "--dbe" : c == 's' ? "--sbe"
                               : c == 'r' ? "--retired-pending" : "--temperature";
@@ -85,6 +142,7 @@ static int inject(int argc, char **argv, const char *state_dir) {
     }
     if (json_object_size(set)) json_object_set(fault, "set", set);
     if (json_array_size(xids)) json_object_set(fault, "xids", xids);
+    if (procs) json_object_set(fault, "processes", procs);
     if (json_object_size(fault) == 0) {
         rc = cli_error(CLI_USAGE, "agent inject: name a fault (see gpupool agent --help)");
         goto out;
@@ -95,6 +153,7 @@ out:
     json_decref(fault);
     json_decref(set);
     json_decref(xids);
+    json_decref(procs);
     return rc;
 }
 
@@ -105,7 +164,7 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
         {"interval", required_argument, 0, 'I'},   {"node-name", required_argument, 0, 'n'},
         {"nvml-library", required_argument, 0, 'L'}, {"once", no_argument, 0, 'o'},
         {"grace", required_argument, 0, 'G'},     {"cgroup", required_argument, 0, 'C'},
-        {0, 0, 0, 0}};
+        {"runtime", required_argument, 0, 'R'},   {0, 0, 0, 0}};
     if (cli_wants_help(argc, argv)) {
         fputs(usage, stdout);
         return CLI_OK;
@@ -130,6 +189,7 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
         case 'n': cfg.node_name = optarg; break;
         case 'L': cfg.nvml_path = optarg; break;
         case 'C': cfg.cgroup_root = optarg; break;
+        case 'R': cfg.runtime = optarg; break;
         case 'o': cfg.once = 1; break;
         case 's':
         case 'I':

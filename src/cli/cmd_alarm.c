@@ -59,7 +59,10 @@ int cli_cmd_alarm(cli_ctx *ctx, int argc, char **argv) {
         {"policy", a_policy,
          "usage: gpupool alarm policy [FILE]\n\nShow the health policy, or replace it with the "
          "JSON in FILE:\n{\"fatal_xids\":[…],\"ignored_xids\":[…],\"corrected_ecc_rise\":100,\n"
-         " \"temperature_margin_c\":0,\"allocatable\":[\"healthy\"]}\n"},
+         " \"temperature_margin_c\":0,\"allocatable\":[\"healthy\"],\n"
+         " \"interference_action\":\"alert\",\"contention_samples\":3,\n"
+         " \"contention_margin_pct\":10,\"contention_busy_pct\":90}\n"
+         "Fields left out take their defaults: edit what `gpupool -o json alarm policy` shows.\n"},
         {NULL, NULL, NULL}};
     return cli_dispatch(ctx, usage, verbs, argc, argv);
 }

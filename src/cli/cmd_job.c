@@ -12,7 +12,7 @@ static const char usage[] =
     "usage: gpupool job <command> --tenant T --project P\n"
     "\n"
     "  submit NAME --class C [--units N] [--priority-class PC] [--no-preempt]\n"
-    "         [--recovery requeue|fail] [--time-limit S] [-- COMMAND ARGS...]\n"
+    "         [--recovery requeue|fail] [--time-limit S] [--image REF] [-- COMMAND ARGS...]\n"
     "  list [--state queued|admitted|running|succeeded|failed|cancelled|preempted]\n"
     "  show ID             state, reason, bindings and events\n"
     "  explain ID          what would start it, and the smallest change that would\n"
@@ -21,7 +21,7 @@ static const char usage[] =
     "  priority ID PRIORITY_CLASS\n";
 
 typedef struct jopts {
-    const char *tenant, *project, *cls, *units, *pc, *recovery, *tl, *state;
+    const char *tenant, *project, *cls, *units, *pc, *recovery, *tl, *state, *image;
     int no_preempt;
 } jopts;
 
@@ -31,7 +31,8 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         {"class", required_argument, 0, 'c'},      {"units", required_argument, 0, 'u'},
         {"priority-class", required_argument, 0, 'P'}, {"recovery", required_argument, 0, 'r'},
         {"time-limit", required_argument, 0, 'l'}, {"state", required_argument, 0, 's'},
-        {"no-preempt", no_argument, 0, 'n'},       {0, 0, 0, 0}};
+        {"no-preempt", no_argument, 0, 'n'},       {"image", required_argument, 0, 'i'},
+        {0, 0, 0, 0}};
     int c, rc = 0;
     memset(o, 0, sizeof *o);
     optind = 0;
@@ -47,6 +48,7 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         case 'l': o->tl = optarg; break;
         case 's': o->state = optarg; break;
         case 'n': o->no_preempt = 1; break;
+        case 'i': o->image = optarg; break;
         }
     }
     if (!o->tenant || !o->project)
@@ -91,6 +93,14 @@ static int j_submit(cli_ctx *ctx, int argc, char **argv) {
     if (o.pc) json_object_set_new(body, "priority_class", json_string(o.pc));
     if (o.recovery) json_object_set_new(body, "recovery", json_string(o.recovery));
     if (o.no_preempt) json_object_set_new(body, "preemptible", json_false());
+    if (o.image) {
+        json_t *img = json_string(o.image);
+        if (!img) {
+            rc = cli_error(CLI_USAGE, "job submit: --image is not valid UTF-8");
+            goto out;
+        }
+        json_object_set_new(body, "image", img);
+    }
     for (; optind < argc; optind++) json_array_append_new(cmd, json_string(argv[optind]));
     json_object_set(body, "command", cmd);
     strbuf p = SB_INIT;
@@ -213,7 +223,13 @@ int cli_cmd_job(cli_ctx *ctx, int argc, char **argv) {
         {"submit", j_submit,
          "usage: gpupool job submit NAME --tenant T --project P --class C [--units N]\n"
          "       [--priority-class PC] [--no-preempt] [--recovery requeue|fail]\n"
-         "       [--time-limit S] [-- COMMAND ARGS...]\n"},
+         "       [--time-limit S] [--image REF] [-- COMMAND ARGS...]\n"
+         "\n"
+         "  --image REF     run it in a container of this OCI image (e.g.\n"
+         "                  nvcr.io/nvidia/pytorch:24.05-py3) under the node's container\n"
+         "                  runtime (gpupool agent --runtime); COMMAND, if given, replaces\n"
+         "                  the image's default command.  Without --image, COMMAND runs as a\n"
+         "                  process on the node; with neither, the job just holds its GPUs.\n"},
         {"list", j_list, "usage: gpupool job list --tenant T --project P [--state S]\n"},
         {"show", j_show, "usage: gpupool job show ID --tenant T --project P\n"},
         {"explain", j_explain, "usage: gpupool job explain ID --tenant T --project P\n\nIts place "

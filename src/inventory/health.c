@@ -33,6 +33,10 @@ void health_policy_default(health_policy *p) {
     p->corrected_ecc_rise = 100;
     p->temperature_margin_c = 0;
     p->allocatable = 1u << HEALTH_HEALTHY;
+    p->interference_action = INTF_ALERT;
+    p->contention_samples = 3;
+    p->contention_margin_pct = 10;
+    p->contention_busy_pct = 90;
 }
 
 static int read_ints(json_t *arr, const char *key, int *out, int *n, gp_err *err) {
@@ -51,7 +55,9 @@ static int read_ints(json_t *arr, const char *key, int *out, int *n, gp_err *err
 
 int health_policy_parse(json_t *j, health_policy *out, gp_err *err) {
     static const char *const fields[] = {"fatal_xids", "ignored_xids", "corrected_ecc_rise",
-                                         "temperature_margin_c", "allocatable", NULL};
+                                         "temperature_margin_c", "allocatable",
+                                         "interference_action", "contention_samples",
+                                         "contention_margin_pct", "contention_busy_pct", NULL};
     health_policy p;
     int rc, present;
     int64_t v;
@@ -75,6 +81,29 @@ int health_policy_parse(json_t *j, health_policy *out, gp_err *err) {
         if (v < 0 || v > 50)
             return gp_err_set(err, GP_EINVALID, "temperature_margin_c must be 0..50");
         p.temperature_margin_c = (int)v;
+    }
+    if ((a = json_object_get(j, "interference_action"))) {
+        int act = json_is_string(a) ? intf_action_parse(json_string_value(a)) : -1;
+        if (act < 0) return gp_err_set(err, GP_EINVALID, "interference_action must be alert or stop");
+        p.interference_action = act;
+    }
+    if ((rc = jx_get_int(j, "contention_samples", 0, &v, &present, err))) return rc;
+    if (present) {
+        if (v < 1 || v > 1000)
+            return gp_err_set(err, GP_EINVALID, "contention_samples must be 1..1000");
+        p.contention_samples = (int)v;
+    }
+    if ((rc = jx_get_int(j, "contention_margin_pct", 0, &v, &present, err))) return rc;
+    if (present) {
+        if (v < 0 || v > 100)
+            return gp_err_set(err, GP_EINVALID, "contention_margin_pct must be 0..100");
+        p.contention_margin_pct = (int)v;
+    }
+    if ((rc = jx_get_int(j, "contention_busy_pct", 0, &v, &present, err))) return rc;
+    if (present) {
+        if (v < 1 || v > 100)
+            return gp_err_set(err, GP_EINVALID, "contention_busy_pct must be 1..100");
+        p.contention_busy_pct = (int)v;
     }
     if ((a = json_object_get(j, "allocatable"))) {
         size_t i;
@@ -105,9 +134,13 @@ json_t *health_policy_json(const health_policy *p) {
         json_array_append_new(ignored, json_integer(p->ignored_xids[i]));
     for (int s = 0; s < 2; s++)
         if (p->allocatable & (1u << s)) json_array_append_new(alloc, json_string(names[s]));
-    return json_pack("{s:o,s:o,s:I,s:i,s:o}", "fatal_xids", fatal, "ignored_xids", ignored,
-                     "corrected_ecc_rise", (json_int_t)p->corrected_ecc_rise,
-                     "temperature_margin_c", p->temperature_margin_c, "allocatable", alloc);
+    return json_pack("{s:o,s:o,s:I,s:i,s:o,s:s,s:i,s:i,s:i}", "fatal_xids", fatal,
+                     "ignored_xids", ignored, "corrected_ecc_rise",
+                     (json_int_t)p->corrected_ecc_rise, "temperature_margin_c",
+                     p->temperature_margin_c, "allocatable", alloc, "interference_action",
+                     intf_action_name(p->interference_action), "contention_samples",
+                     p->contention_samples, "contention_margin_pct", p->contention_margin_pct,
+                     "contention_busy_pct", p->contention_busy_pct);
 }
 
 static int64_t num(json_t *o, const char *k) {

@@ -42,7 +42,14 @@ typedef struct health_policy {
     int64_t corrected_ecc_rise; /* rise in aggregate corrected errors per heartbeat that degrades */
     int temperature_margin_c;   /* degraded at slowdown - margin */
     unsigned allocatable;       /* bit per HEALTH_* state that may take new work */
+    /* interference on shared GPUs (interfere.c) */
+    int interference_action;    /* INTF_ALERT or INTF_STOP (the offender) */
+    int contention_samples;     /* consecutive contended heartbeats that make it sustained */
+    int contention_margin_pct;  /* SM % above its share before a slice counts as taking more */
+    int contention_busy_pct;    /* the card's summed SM % at which it counts as saturated */
 } health_policy;
+
+enum { INTF_ALERT = 0, INTF_STOP = 1 };
 
 /* The default policy. */
 void health_policy_default(health_policy *p);
@@ -70,5 +77,52 @@ int health_parse(const char *name);
 
 /* 1 if a GPU in `state` may take new work under the policy. */
 int health_allocatable(const health_policy *p, int state);
+
+/* ---- interference on shared GPUs (interfere.c; pure) ---- */
+
+/*
+ * One job's share of a shared GPU, with what its processes used in the
+ * latest sample.  A job holding several slices of the card is one entry
+ * with their sums.
+ */
+typedef struct intf_slice {
+    const char *job;     /* borrowed */
+    int64_t limit_mib;   /* its slices' memory */
+    int percent;         /* its slices' compute share */
+    int64_t used_mib;    /* its processes' GPU memory; -1 unknown / no process */
+    int sm_pct;          /* its processes' SM utilisation; -1 unknown / no process */
+    int strikes;         /* IN: consecutive contended samples so far; OUT: with this one */
+} intf_slice;
+
+enum { INTF_MEMORY = 1, INTF_CONTENTION = 2 };
+
+/* One offender: slices[offender] breaks its slice, hurting `victims` (indices). */
+typedef struct intf_finding {
+    int offender;
+    int kind;            /* INTF_MEMORY | INTF_CONTENTION */
+    int victims[32];
+    int nvictims;
+    char detail[200];    /* "uses 14336 MiB of its 12288 MiB slice" */
+} intf_finding;
+
+/*
+ * Judge one shared GPU's sample.  `unbound_sm` is the SM % of processes
+ * that belong to no binding (-1 unknown).
+ *  - memory: a job using more GPU memory than its slices hold is an
+ *    offender at once; every other job on the card is affected.
+ *  - contention: while the card is saturated (summed SM % >= busy_pct), a
+ *    job above its share by more than margin_pct, while another job with a
+ *    process on the card gets less than its own share, takes a strike; any
+ *    other sample resets its strikes.  At `contention_samples` strikes it is
+ *    an offender, the starved jobs are affected.
+ * Updates slices[].strikes.  OUT: up to `max` findings in `out`; RET: how many.
+ * Invariant: n <= 32 (a card has at most 32 shared slices here).
+ */
+int intf_eval(const health_policy *p, intf_slice *slices, int n, int unbound_sm,
+              intf_finding *out, int max);
+
+/* "alert" | "stop"; parse returns -1 when unknown. */
+const char *intf_action_name(int action);
+int intf_action_parse(const char *name);
 
 #endif

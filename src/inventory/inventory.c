@@ -375,7 +375,6 @@ static int record(store_tx *tx, const inv_transition *t, const char *actor, gp_e
                  t->cause);
     else
         snprintf(msg, sizeof msg, "node %s is %s: %s", t->node, t->to, t->cause);
-    rnd_id(id);
     /* the tenants whose work holds that GPU (or any GPU of that node) see the alarm too */
     store_stmt *q;
     json_t *tenants = json_array();
@@ -390,18 +389,25 @@ static int record(store_tx *tx, const inv_transition *t, const char *actor, gp_e
     }
     while ((rc = store_step(q, err)) > 0) json_array_append_new(tenants, json_string(store_text(q, 0)));
     store_done(q);
-    char *tj = jx_dump(tenants);
+    if (rc == 0) rc = inv_alarm_raise(tx, sev, t->kind, t->node, t->gpu_uuid, msg, tenants, NULL, err);
     json_decref(tenants);
-    if (rc < 0) {
-        free(tj);
-        return rc;
-    }
-    rc = store_exec(tx, NULL, err,
-                    "INSERT INTO alarms (id, at, severity, kind, node, gpu_uuid, message, tenants)"
-                    " VALUES (?,?,?,?,?,?,?,?)",
-                    "sissssss", id, now, sev, t->kind, t->node, t->gpu_uuid, msg,
-                    tj ? tj : "[]");
+    return rc < 0 ? rc : GP_OK;
+}
+
+int inv_alarm_raise(store_tx *tx, const char *severity, const char *kind, const char *node,
+                    const char *gpu, const char *message, json_t *tenants, json_t *detail,
+                    gp_err *err) {
+    char id[RND_ID_LEN];
+    rnd_id(id);
+    char *tj = tenants ? jx_dump(tenants) : NULL;
+    char *dj = detail ? jx_dump(detail) : NULL;
+    int rc = store_exec(tx, NULL, err,
+                        "INSERT INTO alarms (id, at, severity, kind, node, gpu_uuid, message,"
+                        " tenants, detail) VALUES (?,?,?,?,?,?,?,?,?)",
+                        "sisssssss", id, gt_now_us(), severity, kind, node ? node : "",
+                        gpu ? gpu : "", message, tj ? tj : "[]", dj ? dj : "{}");
     free(tj);
+    free(dj);
     return rc;
 }
 
@@ -837,11 +843,34 @@ int inv_history(store_tx *tx, const char *node, const char *uuid, json_t **items
     return GP_OK;
 }
 
+/*
+ * What a tenant may see of an alarm's detail: the bindings of its own work
+ * (offender and affected), never another tenant's.
+ */
+static json_t *detail_for(json_t *detail, const char *tenant) {
+    json_t *out = json_deep_copy(detail);
+    json_t *off = json_object_get(out, "offender");
+    const char *ot = json_string_value(json_object_get(off, "tenant"));
+    if (off && (!ot || strcmp(ot, tenant))) json_object_del(out, "offender");
+    json_t *aff = json_object_get(out, "affected");
+    if (json_is_array(aff)) {
+        json_t *mine = json_array();
+        size_t i;
+        json_t *a;
+        json_array_foreach(aff, i, a) {
+            const char *at = json_string_value(json_object_get(a, "tenant"));
+            if (at && !strcmp(at, tenant)) json_array_append(mine, a);
+        }
+        json_object_set_new(out, "affected", mine);
+    }
+    return out;
+}
+
 int inv_alarm_list(store_tx *tx, const char *tenant, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
                          "SELECT id, at, severity, kind, node, gpu_uuid, message, tenants,"
-                         " COALESCE(acked_by, ''), COALESCE(acked_at, 0) FROM alarms"
+                         " COALESCE(acked_by, ''), COALESCE(acked_at, 0), detail FROM alarms"
                          " ORDER BY at DESC, id LIMIT 1000",
                          "");
     if (rc) return rc;
@@ -860,6 +889,10 @@ int inv_alarm_list(store_tx *tx, const char *tenant, json_t **items, gp_err *err
         /* tenants only see that it concerns them, not which other tenants it concerns */
         if (!tenant) json_object_set_new(o, "tenants", tenants);
         else json_decref(tenants);
+        json_t *detail = json_loads(store_text(s, 10), 0, NULL);
+        if (json_is_object(detail) && json_object_size(detail))
+            json_object_set_new(o, "detail", tenant ? detail_for(detail, tenant) : json_incref(detail));
+        json_decref(detail);
         if (store_int(s, 9)) {
             json_object_set_new(o, "acked_by", json_string(store_text(s, 8)));
             json_object_set_new(o, "acked_at", jx_time(store_int(s, 9)));

@@ -113,7 +113,20 @@ int inv_history(store_tx *tx, const char *node, const char *uuid, json_t **items
 
 /* ---- alarms ---- */
 
-/* Alarms, newest first; `tenant` non-NULL: only those naming that tenant. */
+/*
+ * Raise an alarm.  `tenants` (JSON array of tenant names, may be NULL) see
+ * it too; `detail` (object or NULL) carries bindings as {"offender":{…,
+ * "tenant"}, "affected":[{…, "tenant"}]}, of which a tenant is shown only
+ * its own.
+ */
+int inv_alarm_raise(store_tx *tx, const char *severity, const char *kind, const char *node,
+                    const char *gpu, const char *message, json_t *tenants, json_t *detail,
+                    gp_err *err);
+
+/*
+ * Alarms, newest first; `tenant` non-NULL: only those naming that tenant,
+ * without the list of tenants and with only that tenant's part of the detail.
+ */
 int inv_alarm_list(store_tx *tx, const char *tenant, json_t **items, gp_err *err);
 int inv_alarm_ack(store_tx *tx, const char *id, const char *actor, gp_err *err);
 

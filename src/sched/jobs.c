@@ -25,11 +25,25 @@ int jobs__event(store_tx *tx, const char *job, const char *kind, const char *msg
 
 /* ---- submit ---- */
 
+/*
+ * An OCI image reference as the node's container runtime gets it, one argument
+ * after its options: 1-255 printable ASCII characters without spaces, and no
+ * leading '-' (the runtime would take it for an option).
+ */
+static int image_valid(const char *ref) {
+    size_t n = strlen(ref);
+    if (n < 1 || n > 255 || ref[0] == '-') return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)ref[i] <= 0x20 || (unsigned char)ref[i] >= 0x7f) return 0;
+    return 1;
+}
+
 int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err *err) {
     static const char *const fields[] = {"name", "class", "units", "priority_class", "command",
-                                         "preemptible", "recovery", "time_limit_s", NULL};
+                                         "image", "preemptible", "recovery", "time_limit_s",
+                                         NULL};
     json_t *b = js->spec;
-    const char *name, *cls, *pcn, *recovery;
+    const char *name, *cls, *pcn, *recovery, *image;
     int64_t units = 1, tl = 0;
     int pre = 1, has_units, has_pre, has_tl;
     int rc;
@@ -39,8 +53,12 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
         (rc = jx_get_str(b, "priority_class", 0, &pcn, err)) ||
         (rc = jx_get_bool(b, "preemptible", 0, &pre, &has_pre, err)) ||
         (rc = jx_get_str(b, "recovery", 0, &recovery, err)) ||
+        (rc = jx_get_str(b, "image", 0, &image, err)) ||
         (rc = jx_get_int(b, "time_limit_s", 0, &tl, &has_tl, err)))
         return rc;
+    if (image && !image_valid(image))
+        return gp_err_set(err, GP_EINVALID, "image must be an OCI image reference: 1-255 printable "
+                                            "ASCII characters, no spaces, not starting with '-'");
     if (!gp_name_valid(name)) return gp_err_set(err, GP_EINVALID, "job name: [a-z0-9-], 1-63");
     if (units < 1 || units > 64) return gp_err_set(err, GP_EINVALID, "units must be 1..64");
     if (tl < 0 || tl > 365LL * 86400) return gp_err_set(err, GP_EINVALID, "time_limit_s out of range");
@@ -88,11 +106,12 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
     rc = store_exec(tx, NULL, err,
                     "INSERT INTO jobs (id, tenant_id, project_id, name, class, units,"
                     " priority_class, priority, preemptible, may_preempt, recovery, command,"
-                    " time_limit_s, submitter, state, reason, created_at, queued_at)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,'queued','waiting for the scheduler',?,?)",
-                    "sssssisiiissisii", id, js->tenant_id, js->project_id, name, cls, units,
+                    " time_limit_s, submitter, state, reason, created_at, queued_at, image)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,'queued','waiting for the scheduler',"
+                    "?,?,?)",
+                    "sssssisiiissisiis", id, js->tenant_id, js->project_id, name, cls, units,
                     pc.name, (int64_t)pc.value, (int64_t)preemptible, (int64_t)pc.may_preempt,
-                    recovery, command, tl, js->submitter, now, now);
+                    recovery, command, tl, js->submitter, now, now, image ? image : "");
     free(command);
     prio_release(&pc);
     if (!rc) rc = jobs__event(tx, id, "submitted", "queued", err);
@@ -105,11 +124,11 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
     "j.id, t.name, p.name, j.name, j.class, j.units, j.priority_class, j.priority,"        \
     " j.preemptible, j.may_preempt, j.recovery, j.command, j.time_limit_s, j.submitter,"   \
     " j.state, j.reason, j.created_at, j.started_at, j.ended_at, j.preemptions,"           \
-    " j.project_id, j.exit_code"
+    " j.project_id, j.exit_code, j.image"
 
 static json_t *job_json(store_stmt *s) {
     json_t *cmd = json_loads(store_text(s, 11), 0, NULL);
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:s,s:I,s:b,s:b,s:s,s:o,s:I,s:s,s:s,s:s,s:o,s:o,"
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:s,s:I,s:b,s:b,s:s,s:o,s:I,s:s,s:s,s:s,s:o,s:o,"
                      "s:o,s:I,s:o}",
                      "id", store_text(s, 0), "tenant", store_text(s, 1), "project",
                      store_text(s, 2), "name", store_text(s, 3), "class", store_text(s, 4),
@@ -123,6 +142,10 @@ static json_t *job_json(store_stmt *s) {
                      "ended_at", jx_time(store_int(s, 18)), "preemptions",
                      (json_int_t)store_int(s, 19), "exit_code",
                      store_isnull(s, 21) ? json_null() : json_integer(store_int(s, 21)));
+    /* the OCI image it runs under the node's container runtime; null: a plain process */
+    if (o) json_object_set_new(o, "image", store_text(s, 22)[0] ? json_string(store_text(s, 22))
+                                                               : json_null());
+    return o;
 }
 
 int jobs_get(store_tx *tx, const char *id, json_t **out, char project_id[RND_ID_LEN],
@@ -296,7 +319,7 @@ int bind_card_hours(store_tx *tx, const char *tenant_id, const char *project_id,
 /* ---- containment ---- */
 
 /* End every open binding of `job` and requeue or fail it. OUT: outcome text. */
-static int stop_job(store_tx *tx, const char *job, const char *recovery, const char *end_reason,
+int jobs__stop(store_tx *tx, const char *job, const char *recovery, const char *end_reason,
                     const char *why, const char **outcome, gp_err *err) {
     int64_t now = gt_now_us();
     int rc = store_exec(tx, NULL, err,
@@ -346,7 +369,7 @@ int jobs_contain(store_tx *tx, const char *node, const char *gpu, const char *re
     json_array_foreach(out, i, a) {
         if (rc < 0) break;
         const char *outcome = "";
-        rc = stop_job(tx, json_string_value(json_object_get(a, "job")),
+        rc = jobs__stop(tx, json_string_value(json_object_get(a, "job")),
                       json_string_value(json_object_get(a, "recovery")), reason, why, &outcome,
                       err);
         json_object_del(a, "recovery");
@@ -382,7 +405,7 @@ int jobs_release_binding(store_tx *tx, const char *binding_id, const char *why, 
     char msg[240];
     snprintf(msg, sizeof msg, "binding released by ops: %s", why);
     const char *outcome;
-    return stop_job(tx, job, recovery, "released", msg, &outcome, err);
+    return jobs__stop(tx, job, recovery, "released", msg, &outcome, err);
 }
 
 int bind_list_node(store_tx *tx, const char *node, int64_t at, json_t **items, gp_err *err) {
@@ -422,7 +445,7 @@ int jobs_node_assignments(store_tx *tx, const char *node, json_t **out, gp_err *
     int rc = store_query(tx, &s, err,
                          "SELECT j.id, t.name, p.name, j.command, j.time_limit_s,"
                          " COALESCE(j.started_at, 0), c.cpus, c.memory_gib, b.gpu_uuid,"
-                         " b.slice_uuid, b.shared_mem_gib, b.shared_pct, j.units, b.id"
+                         " b.slice_uuid, b.shared_mem_gib, b.shared_pct, j.units, b.id, j.image"
                          " FROM bindings b JOIN jobs j ON j.id = b.job_id"
                          " JOIN tenants t ON t.id = j.tenant_id JOIN projects p ON p.id = j.project_id"
                          " LEFT JOIN classes c ON c.name = j.class"
@@ -443,6 +466,8 @@ int jobs_node_assignments(store_tx *tx, const char *node, json_t **out, gp_err *
                             "started_at", jx_time(store_int(s, 5)), "cpus",
                             (json_int_t)(store_int(s, 6) * store_int(s, 12)), "memory_gib",
                             (json_int_t)(store_int(s, 7) * store_int(s, 12)), "devices");
+            if (store_text(s, 14)[0]) /* run it in a container of this image */
+                json_object_set_new(cur, "image", json_string(store_text(s, 14)));
             json_array_append_new(arr, cur);
         }
         const char *dev = store_text(s, 9)[0] ? store_text(s, 9) : store_text(s, 8);

@@ -19,6 +19,7 @@
 #include "../core/rand.h"
 #include "../store/store.h"
 #include "sched.h"
+#include "../inventory/health.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -90,6 +91,24 @@ int jobs_contain(store_tx *tx, const char *node, const char *gpu, const char *re
  * is requeued or failed per its policy.  GP_ENOTFOUND / GP_ECONFLICT (already ended).
  */
 int jobs_release_binding(store_tx *tx, const char *binding_id, const char *why, gp_err *err);
+
+/* ---- interference on shared GPUs (interfere.c) ---- */
+
+/*
+ * Judge the per-process figures a heartbeat of node `node` carried,
+ * {"gpus":[{"uuid","processes":[{"pid","job","memory_mib","sm_pct"}]}]},
+ * against the shared slices its running jobs hold there (health.h's
+ * intf_eval under `pol`).  Keeps the strikes; raises one `interference`
+ * alarm per offender and kind while the breach lasts (tenants of the
+ * offender and of the affected jobs see their own part); with the stop
+ * policy the offender's bindings end ("interference") and it fails.
+ * Processes of no job on the card count as load only.  GP_EINVALID for
+ * malformed figures.  OUT: *events, a JSON array of the alarms' details
+ * {kind, gpu, node, offender:{job,tenant,project,bindings,detail},
+ *  affected:[…], action} for the audit.
+ */
+int jobs_interference(store_tx *tx, const char *node, json_t *hb, const health_policy *pol,
+                      json_t **events, gp_err *err);
 
 /* ---- workloads on the nodes ---- */
 

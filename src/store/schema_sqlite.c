@@ -304,6 +304,18 @@ static const char *const migrations[] = {
     /* 5: workloads on the nodes: exit status and captured output */
     "ALTER TABLE jobs ADD COLUMN exit_code INTEGER;"
     "ALTER TABLE jobs ADD COLUMN log TEXT NOT NULL DEFAULT '';",
+
+    /* 6: interference on shared GPUs: strikes per job and card, alarms with details */
+    "CREATE TABLE interference ("
+    "  gpu_uuid TEXT NOT NULL,"
+    "  job_id TEXT NOT NULL,"
+    "  strikes INTEGER NOT NULL DEFAULT 0,"  /* consecutive contended samples */
+    "  alarmed INTEGER NOT NULL DEFAULT 0,"  /* bit per kind already alarmed while it lasts */
+    "  PRIMARY KEY (gpu_uuid, job_id));"
+    "ALTER TABLE alarms ADD COLUMN detail TEXT NOT NULL DEFAULT '{}';",
+
+    /* 7: jobs that run an OCI image under the node's container runtime ('' for none) */
+    "ALTER TABLE jobs ADD COLUMN image TEXT NOT NULL DEFAULT '';",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

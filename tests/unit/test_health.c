@@ -183,12 +183,128 @@ static void forms_and_models(void **state) {
     assert_null(inv_model_mig_profiles("Z9000", NULL));
 }
 
+/* ---- interference on shared GPUs ---- */
+
+static intf_slice slice(const char *job, int64_t limit, int pct, int64_t used, int sm) {
+    intf_slice s = {.job = job, .limit_mib = limit, .percent = pct, .used_mib = used,
+                    .sm_pct = sm, .strikes = 0};
+    return s;
+}
+
+static void interference_memory(void **state) {
+    (void)state;
+    health_policy p;
+    health_policy_default(&p);
+    intf_finding f[8];
+    intf_slice s[3] = {slice("a", 12288, 25, 12288, 10), slice("b", 12288, 25, 12289, 10),
+                       slice("c", 24576, 50, -1, -1)};
+    /* exactly at the limit is fine; one MiB over is a breach at once */
+    int n = intf_eval(&p, s, 3, -1, f, 8);
+    assert_int_equal(n, 1);
+    assert_int_equal(f[0].offender, 1);
+    assert_int_equal(f[0].kind, INTF_MEMORY);
+    assert_int_equal(f[0].nvictims, 2);
+    assert_int_equal(f[0].victims[0], 0);
+    assert_int_equal(f[0].victims[1], 2);
+    assert_non_null(strstr(f[0].detail, "12289 MiB"));
+    /* unknown memory is never a breach */
+    s[1].used_mib = -1;
+    assert_int_equal(intf_eval(&p, s, 3, -1, f, 8), 0);
+    /* no room for findings: none written */
+    s[1].used_mib = 99999;
+    assert_int_equal(intf_eval(&p, s, 3, -1, f, 0), 0);
+    /* alone on the card, still over its slice (its next neighbour would suffer) */
+    intf_slice one = slice("x", 1024, 25, 2048, 0);
+    n = intf_eval(&p, &one, 1, -1, f, 8);
+    assert_int_equal(n, 1);
+    assert_int_equal(f[0].nvictims, 0);
+}
+
+static void interference_contention(void **state) {
+    (void)state;
+    health_policy p;
+    health_policy_default(&p); /* 3 samples, margin 10, busy 90 */
+    intf_finding f[8];
+    intf_slice s[2] = {slice("hog", 12288, 25, 100, 80), slice("meek", 12288, 25, 100, 15)};
+    /* two strikes: nothing yet */
+    assert_int_equal(intf_eval(&p, s, 2, -1, f, 8), 0);
+    assert_int_equal(s[0].strikes, 1);
+    assert_int_equal(intf_eval(&p, s, 2, -1, f, 8), 0);
+    assert_int_equal(s[0].strikes, 2);
+    assert_int_equal(s[1].strikes, 0);
+    /* the third sustained sample: the hog is named, the starved job affected */
+    int n = intf_eval(&p, s, 2, -1, f, 8);
+    assert_int_equal(n, 1);
+    assert_int_equal(f[0].kind, INTF_CONTENTION);
+    assert_int_equal(f[0].offender, 0);
+    assert_int_equal(f[0].nvictims, 1);
+    assert_int_equal(f[0].victims[0], 1);
+    /* one sample below saturation resets the strikes */
+    s[0].sm_pct = 70;
+    assert_int_equal(intf_eval(&p, s, 2, -1, f, 8), 0);
+    assert_int_equal(s[0].strikes, 0);
+    /* saturated by processes of no job counts towards the load */
+    s[0].sm_pct = 60;
+    s[1].sm_pct = 5;
+    p.contention_samples = 1;
+    assert_int_equal(intf_eval(&p, s, 2, -1, f, 8), 0); /* 65% busy */
+    assert_int_equal(intf_eval(&p, s, 2, 30, f, 8), 1); /* 95% busy */
+    /* within the margin is not taking more */
+    s[0].sm_pct = 35;
+    assert_int_equal(intf_eval(&p, s, 2, 60, f, 8), 0);
+    /* nobody starving (the other has no process): no contention */
+    s[0].sm_pct = 95;
+    s[1].sm_pct = -1;
+    assert_int_equal(intf_eval(&p, s, 2, -1, f, 8), 0);
+    /* a neighbour at its share is not starving */
+    s[0].sm_pct = 70;
+    s[1].sm_pct = 25;
+    assert_int_equal(intf_eval(&p, s, 2, -1, f, 8), 0);
+    /* both kinds at once for one job */
+    s[1].sm_pct = 20;
+    s[0].used_mib = 20000;
+    n = intf_eval(&p, s, 2, -1, f, 8);
+    assert_int_equal(n, 2);
+    assert_int_equal(f[0].kind, INTF_MEMORY);
+    assert_int_equal(f[1].kind, INTF_CONTENTION);
+}
+
+static void interference_policy(void **state) {
+    (void)state;
+    health_policy p;
+    gp_err err = GP_ERR_INIT;
+    json_t *j = json_pack("{s:s,s:i,s:i,s:i}", "interference_action", "stop",
+                          "contention_samples", 5, "contention_margin_pct", 0,
+                          "contention_busy_pct", 100);
+    assert_int_equal(health_policy_parse(j, &p, &err), GP_OK);
+    assert_int_equal(p.interference_action, INTF_STOP);
+    assert_int_equal(p.contention_samples, 5);
+    json_t *back = health_policy_json(&p);
+    assert_string_equal(json_string_value(json_object_get(back, "interference_action")), "stop");
+    json_decref(back);
+    json_decref(j);
+    const char *bad[] = {"{\"interference_action\":\"kill\"}", "{\"interference_action\":1}",
+                         "{\"contention_samples\":0}", "{\"contention_margin_pct\":101}",
+                         "{\"contention_busy_pct\":0}", NULL};
+    for (int i = 0; bad[i]; i++) {
+        j = json_loads(bad[i], 0, NULL);
+        assert_non_null(j);
+        assert_int_equal(health_policy_parse(j, &p, &err), GP_EINVALID);
+        json_decref(j);
+    }
+    assert_int_equal(intf_action_parse("alert"), INTF_ALERT);
+    assert_int_equal(intf_action_parse(NULL), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(verdicts),
         cmocka_unit_test(policy_parse),
         cmocka_unit_test(signals_parse),
         cmocka_unit_test(forms_and_models),
+        cmocka_unit_test(interference_memory),
+        cmocka_unit_test(interference_contention),
+        cmocka_unit_test(interference_policy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
