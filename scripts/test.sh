@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/bootstrap.sh
+scripts/npm-deps.sh   # node and the official openai client, for the gateway's tests
 jobs=$(nproc)
 
 echo "== build (RelWithDebInfo, -Werror) =="

@@ -1,0 +1,147 @@
+// client.mjs - drives one request scenario with the official `openai` npm
+// client (unchanged; only baseURL and apiKey set, retries off) and prints one
+// JSON object, so shell/C tests can check what a real SDK user would see.
+//
+//   node client.mjs BASE_URL API_KEY SCENARIO [JSON-ARGS]
+//
+// BASE_URL ends in /v1 (e.g. http://127.0.0.1:7070/v1).  Prints
+//   {"ok":true, ...result}                           on success
+//   {"ok":false,"status":N,"type","code","message","class","headers":{"retry-after"}, ...}
+// on an error (status is null for errors raised inside a stream or for
+// connection failures).  Exits 0 whenever it printed an object; 2 on bad usage.
+//
+// Scenarios and their JSON-ARGS (all optional; model defaults to "up-model"):
+//   models                                        -> {ids}
+//   chat          {model,content,max_tokens}      -> {id,model,content,finish_reason,usage}
+//   chat-stream   {model,content,max_tokens,include_usage}
+//                 -> {content,chunks,usage,empty_choices_chunk,usage_null_chunks,finish_reason}
+//   completion    {model,prompt,max_tokens}       -> {id,text,finish_reason,usage}
+//   completion-stream {model,prompt,max_tokens,include_usage} -> like chat-stream
+//   embed-float   {model,input}                   -> {count,length,first,vectors,usage}
+//   embed-base64  {model,input}  (SDK default: asks base64, decodes) -> same as embed-float
+//   concurrent    {model,content,max_tokens,n}    -> {outcomes:{ok,429,...},total_tokens,...}
+// Any scenario also takes timeout_ms (default 30000).
+import OpenAI from 'openai';
+
+const [baseURL, apiKey, scenario, rawArgs] = process.argv.slice(2);
+if (!baseURL || apiKey === undefined || !scenario) {
+  console.error('usage: node client.mjs BASE_URL API_KEY SCENARIO [JSON-ARGS]');
+  process.exit(2);
+}
+const args = rawArgs ? JSON.parse(rawArgs) : {};
+const model = args.model ?? 'up-model';
+const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: args.timeout_ms ?? 30000 });
+
+function errorResult(err) {
+  if (!(err instanceof OpenAI.APIError)) // e.g. TypeError "terminated": connection cut mid-stream
+    return { ok: false, status: null, type: null, code: null, message: String(err?.message ?? err),
+             class: err?.constructor?.name ?? typeof err, headers: { 'retry-after': null } };
+  return {
+    ok: false,
+    status: err.status ?? null,
+    type: err.type ?? null,
+    code: err.code ?? null,
+    message: err.error?.message ?? err.message,
+    class: err.constructor.name,
+    headers: { 'retry-after': err.headers?.get?.('retry-after') ?? null },
+  };
+}
+
+const chatBody = (a) => ({
+  model: a.model ?? model,
+  messages: [{ role: 'user', content: a.content ?? 'hello' }],
+  ...(a.max_tokens !== undefined && { max_tokens: a.max_tokens }),
+});
+
+// Reads a stream; text(chunk) gives a chunk's text.  A failure mid-stream is
+// reported as an error result that also carries what arrived before it.
+async function readStream(stream, text) {
+  const r = { content: '', chunks: 0, usage: null, empty_choices_chunk: false, usage_null_chunks: 0, finish_reason: null };
+  try {
+    for await (const chunk of stream) {
+      r.chunks++;
+      if (chunk.usage) r.usage = chunk.usage;
+      else if ('usage' in chunk && chunk.usage === null) r.usage_null_chunks++;
+      if (Array.isArray(chunk.choices) && chunk.choices.length === 0) r.empty_choices_chunk = true;
+      for (const c of chunk.choices ?? []) {
+        r.content += text(c) ?? '';
+        if (c.finish_reason) r.finish_reason = c.finish_reason;
+      }
+    }
+  } catch (err) {
+    return { ...errorResult(err), partial: r };
+  }
+  return { ok: true, ...r };
+}
+
+function embedResult(res) {
+  const vectors = res.data.map((d) => Array.from(d.embedding));
+  return { ok: true, count: vectors.length, length: vectors[0]?.length ?? 0, first: vectors[0]?.slice(0, 3) ?? [], vectors, usage: res.usage ?? null };
+}
+
+const scenarios = {
+  async models() {
+    const page = await client.models.list();
+    return { ok: true, ids: page.data.map((m) => m.id) };
+  },
+  async chat(a) {
+    const r = await client.chat.completions.create(chatBody(a));
+    return { ok: true, id: r.id, model: r.model, content: r.choices[0]?.message?.content ?? null, finish_reason: r.choices[0]?.finish_reason ?? null, usage: r.usage ?? null };
+  },
+  async 'chat-stream'(a) {
+    const stream = await client.chat.completions.create({
+      ...chatBody(a), stream: true,
+      ...(a.include_usage !== undefined && { stream_options: { include_usage: a.include_usage } }),
+    });
+    return readStream(stream, (c) => c.delta?.content);
+  },
+  async completion(a) {
+    const r = await client.completions.create({ model: a.model ?? model, prompt: a.prompt ?? 'hello', ...(a.max_tokens !== undefined && { max_tokens: a.max_tokens }) });
+    return { ok: true, id: r.id, text: r.choices[0]?.text ?? null, finish_reason: r.choices[0]?.finish_reason ?? null, usage: r.usage ?? null };
+  },
+  async 'completion-stream'(a) {
+    const stream = await client.completions.create({
+      model: a.model ?? model, prompt: a.prompt ?? 'hello', stream: true,
+      ...(a.max_tokens !== undefined && { max_tokens: a.max_tokens }),
+      ...(a.include_usage !== undefined && { stream_options: { include_usage: a.include_usage } }),
+    });
+    return readStream(stream, (c) => c.text);
+  },
+  async 'embed-float'(a) {
+    return embedResult(await client.embeddings.create({ model: a.model ?? model, input: a.input ?? 'hello', encoding_format: 'float' }));
+  },
+  async 'embed-base64'(a) {
+    // No encoding_format: the SDK asks for base64 and decodes float32 itself.
+    return embedResult(await client.embeddings.create({ model: a.model ?? model, input: a.input ?? 'hello' }));
+  },
+  async concurrent(a) {
+    const n = a.n ?? 10;
+    const settled = await Promise.allSettled(Array.from({ length: n }, () => client.chat.completions.create(chatBody(a))));
+    const r = { ok: true, n, outcomes: {}, total_tokens: 0, prompt_tokens: 0, completion_tokens: 0, retry_after: [] };
+    for (const s of settled) {
+      const key = s.status === 'fulfilled' ? 'ok' : String(s.reason?.status ?? s.reason?.constructor?.name ?? 'error');
+      r.outcomes[key] = (r.outcomes[key] ?? 0) + 1;
+      if (s.status === 'fulfilled') {
+        r.total_tokens += s.value.usage?.total_tokens ?? 0;
+        r.prompt_tokens += s.value.usage?.prompt_tokens ?? 0;
+        r.completion_tokens += s.value.usage?.completion_tokens ?? 0;
+      } else if (s.reason?.headers?.get?.('retry-after')) {
+        r.retry_after.push(s.reason.headers.get('retry-after'));
+      }
+    }
+    return r;
+  },
+};
+
+const run = scenarios[scenario];
+if (!run) {
+  console.error(`client: unknown scenario ${scenario}; one of: ${Object.keys(scenarios).join(' ')}`);
+  process.exit(2);
+}
+let out;
+try {
+  out = await run(args);
+} catch (err) {
+  out = errorResult(err);
+}
+process.stdout.write(JSON.stringify(out) + '\n');

@@ -1,0 +1,270 @@
+// upstream.mjs - a small, deterministic OpenAI-compatible model server that the
+// gateway tests put behind gpupool's /v1 gateway (and that client.mjs can also
+// talk to directly).  Only Node's http module; no dependencies.
+//
+//   node upstream.mjs --port 0 [--host 127.0.0.1] [--name NAME] [--model ID]... [--no-log]
+//
+// Prints "listening PORT" on stdout once ready.  Answers:
+//   GET  /v1/models            the --model ids (default "up-model")
+//   POST /v1/chat/completions  content "echo:" + last user message, stream or not
+//   POST /v1/completions       text "echo:" + prompt, stream or not
+//   POST /v1/embeddings        8-dim vectors derived from the text; float or base64
+//   GET  /_log                 every request so far: [{method,path,headers,body}]
+//   DELETE /_log               clears it
+// Token counts: prompt_tokens = ceil(characters of all message contents / 4),
+// at least 1; completion_tokens = words (whitespace-separated) of the reply;
+// max_tokens (or max_completion_tokens) caps the reply to that many words.
+// Switches, written as [[tag]] anywhere in the messages/prompt/input or in the
+// model name:
+//   [[no-usage]]      no usage in the response, nor in the stream
+//   [[error-NNN]]     answer status NNN with an OpenAI-shaped error
+//                     ([[error-400]] gives code "bad_upstream")
+//   [[slow-MS]]       wait MS milliseconds before answering
+//   [[cut]]           stream: role chunk, two content chunks, then the socket
+//                     is destroyed (no finish, no usage, no [DONE])
+//   [[stream-error]]  stream: two content chunks, then `data: {"error":…}`, end
+// Each response id carries --name (e.g. chatcmpl-NAME-3), so tests can tell
+// which upstream answered.
+import http from 'node:http';
+
+const opts = { port: 0, host: '127.0.0.1', name: 'upstream', models: [], log: true };
+const argv = process.argv.slice(2);
+for (let i = 0; i < argv.length; i++) {
+  const a = argv[i];
+  if (a === '--port') opts.port = Number(argv[++i]);
+  else if (a === '--host') opts.host = argv[++i];
+  else if (a === '--name') opts.name = argv[++i];
+  else if (a === '--model') opts.models.push(argv[++i]);
+  else if (a === '--no-log') opts.log = false;
+  else { console.error(`upstream: unknown argument ${a}`); process.exit(2); }
+}
+if (opts.models.length === 0) opts.models.push('up-model');
+
+const started = Math.floor(Date.now() / 1000);
+let log = [];
+let seq = 0;
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const words = (s) => s.split(/\s+/).filter(Boolean);
+const countTokens = (chars) => Math.max(1, Math.ceil(chars / 4));
+
+// Text of a message content: a string, or an array of {type:"text",text} parts.
+function textOf(content) {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content))
+    return content.map((p) => (typeof p === 'string' ? p : p?.text ?? '')).join('');
+  return '';
+}
+
+// [[tag]] switches found in the given strings.
+function switches(strings) {
+  const s = { noUsage: false, error: 0, slow: 0, cut: false, streamError: false };
+  for (const m of strings.join('\n').matchAll(/\[\[([a-z0-9-]+)\]\]/g)) {
+    const t = m[1];
+    if (t === 'no-usage') s.noUsage = true;
+    else if (t === 'cut') s.cut = true;
+    else if (t === 'stream-error') s.streamError = true;
+    else if (/^error-\d{3}$/.test(t)) s.error = Number(t.slice(6));
+    else if (/^slow-\d+$/.test(t)) s.slow = Number(t.slice(5));
+  }
+  return s;
+}
+
+function sendJson(res, status, obj, headers = {}) {
+  const body = JSON.stringify(obj);
+  res.writeHead(status, {
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(body),
+    'X-Upstream': opts.name,
+    ...headers,
+  });
+  res.end(body);
+}
+
+function sendError(res, status, message, type, code) {
+  sendJson(res, status, { error: { message, type, param: null, code } });
+}
+
+function upstreamError(res, status) {
+  if (status === 400)
+    return sendError(res, 400, 'bad request from upstream', 'invalid_request_error', 'bad_upstream');
+  const type = status >= 500 ? 'server_error' : 'invalid_request_error';
+  sendError(res, status, `upstream error ${status}`, type, `upstream_${status}`);
+}
+
+// Reply text capped to max words; returns {text, finish_reason, n}.
+function reply(prefixAndText, max) {
+  let w = words(prefixAndText);
+  let finish = 'stop';
+  if (Number.isInteger(max) && max >= 0 && w.length > max) { w = w.slice(0, max); finish = 'length'; }
+  return { text: w.join(' '), finish_reason: finish, n: w.length };
+}
+
+// Streams the pieces as SSE.  mk(delta piece or null, finish) builds one
+// chunk object; usage is added per stream_options.include_usage.
+async function stream(res, body, sw, pieces, finish, usage, mk) {
+  const wantUsage = body.stream_options?.include_usage === true && !sw.noUsage;
+  res.writeHead(200, {
+    'Content-Type': 'text/event-stream',
+    'Cache-Control': 'no-cache',
+    'X-Upstream': opts.name,
+  });
+  const send = (obj) => {
+    if (wantUsage && !('usage' in obj)) obj.usage = null;
+    res.write(`data: ${JSON.stringify(obj)}\n\n`);
+  };
+  let content = 0; // chunks with text sent so far
+  for (const p of pieces) {
+    if ((sw.cut || sw.streamError) && content === 2) break;
+    send(mk(p, null));
+    if (p.content || p.text) content++;
+  }
+  if (sw.cut) { await sleep(20); res.socket.destroy(); return; }
+  if (sw.streamError) {
+    res.write(`data: ${JSON.stringify({ error: { message: 'upstream failed mid-stream', type: 'server_error', param: null, code: 'stream_error' } })}\n\n`);
+    res.end();
+    return;
+  }
+  send(mk(null, finish));
+  if (wantUsage) send({ ...mk(null, null), choices: [], usage });
+  res.write('data: [DONE]\n\n');
+  res.end();
+}
+
+async function chat(req, res, body) {
+  const msgs = Array.isArray(body.messages) ? body.messages : [];
+  const texts = msgs.map((m) => textOf(m.content));
+  const sw = switches([String(body.model ?? ''), ...texts]);
+  if (sw.slow) await sleep(sw.slow);
+  if (sw.error) return upstreamError(res, sw.error);
+  const lastUser = [...msgs].reverse().find((m) => m.role === 'user');
+  const r = reply('echo:' + textOf(lastUser?.content), body.max_tokens ?? body.max_completion_tokens);
+  const prompt = countTokens(texts.reduce((n, t) => n + t.length, 0));
+  const usage = { prompt_tokens: prompt, completion_tokens: r.n, total_tokens: prompt + r.n };
+  const id = `chatcmpl-${opts.name}-${++seq}`;
+  const created = Math.floor(Date.now() / 1000);
+  const model = body.model;
+  if (!body.stream) {
+    const out = {
+      id, object: 'chat.completion', created, model,
+      choices: [{ index: 0, message: { role: 'assistant', content: r.text }, logprobs: null, finish_reason: r.finish_reason }],
+    };
+    if (!sw.noUsage) out.usage = usage;
+    return sendJson(res, 200, out);
+  }
+  const w = words(r.text);
+  const pieces = [{ role: 'assistant', content: '' }, ...w.map((x, i) => ({ content: (i ? ' ' : '') + x }))];
+  await stream(res, body, sw, pieces, r.finish_reason, usage, (delta, finish) => ({
+    id, object: 'chat.completion.chunk', created, model,
+    choices: [{ index: 0, delta: delta ?? {}, logprobs: null, finish_reason: finish }],
+  }));
+}
+
+async function completions(req, res, body) {
+  let prompts = body.prompt ?? '';
+  if (!Array.isArray(prompts)) prompts = [String(prompts)];
+  else if (!prompts.every((p) => typeof p === 'string')) prompts = [prompts.flat().join(' ')];
+  const sw = switches([String(body.model ?? ''), ...prompts]);
+  if (sw.slow) await sleep(sw.slow);
+  if (sw.error) return upstreamError(res, sw.error);
+  const rs = prompts.map((p) => reply('echo:' + p, body.max_tokens));
+  const prompt = prompts.reduce((n, p) => n + countTokens(p.length), 0);
+  const completion = rs.reduce((n, r) => n + r.n, 0);
+  const usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  const id = `cmpl-${opts.name}-${++seq}`;
+  const created = Math.floor(Date.now() / 1000);
+  const model = body.model;
+  if (!body.stream) {
+    const out = {
+      id, object: 'text_completion', created, model,
+      choices: rs.map((r, index) => ({ index, text: r.text, logprobs: null, finish_reason: r.finish_reason })),
+    };
+    if (!sw.noUsage) out.usage = usage;
+    return sendJson(res, 200, out);
+  }
+  // One choice streamed word by word (several prompts: choice after choice).
+  const pieces = rs.flatMap((r, index) => words(r.text).map((x, i) => ({ index, text: (i ? ' ' : '') + x })));
+  let last = 0;
+  await stream(res, body, sw, pieces, rs[0]?.finish_reason ?? 'stop', usage, (p, finish) => {
+    if (p) last = p.index;
+    return {
+      id, object: 'text_completion', created, model,
+      choices: [{ index: p ? p.index : last, text: p ? p.text : '', logprobs: null, finish_reason: finish }],
+    };
+  });
+}
+
+// 8 values (or body.dimensions), each k/256 with k in [-256,255], so float32
+// holds them exactly and the float and base64 encodings decode to equal numbers.
+function vector(text, dim) {
+  const v = new Array(dim).fill(0);
+  for (let j = 0; j < text.length; j++) v[j % dim] += text.charCodeAt(j) * (j + 1);
+  return v.map((x, i) => (((x + 31 * i) % 512) - 256) / 256);
+}
+
+async function embeddings(req, res, body) {
+  let inputs = body.input ?? '';
+  if (!Array.isArray(inputs)) inputs = [String(inputs)];
+  else if (!inputs.every((p) => typeof p === 'string')) inputs = inputs.map((x) => (Array.isArray(x) ? x.join(' ') : String(x)));
+  const sw = switches([String(body.model ?? ''), ...inputs]);
+  if (sw.slow) await sleep(sw.slow);
+  if (sw.error) return upstreamError(res, sw.error);
+  const fmt = body.encoding_format ?? 'float';
+  if (fmt !== 'float' && fmt !== 'base64')
+    return sendError(res, 400, `unknown encoding_format ${fmt}`, 'invalid_request_error', 'invalid_encoding_format');
+  const dim = Number.isInteger(body.dimensions) && body.dimensions > 0 ? body.dimensions : 8;
+  const data = inputs.map((t, index) => {
+    const v = vector(t, dim);
+    const embedding = fmt === 'base64' ? Buffer.from(new Float32Array(v).buffer).toString('base64') : v;
+    return { object: 'embedding', index, embedding };
+  });
+  const prompt = inputs.reduce((n, t) => n + countTokens(t.length), 0);
+  const out = { object: 'list', data, model: body.model };
+  if (!sw.noUsage) out.usage = { prompt_tokens: prompt, total_tokens: prompt };
+  sendJson(res, 200, out);
+}
+
+function models(req, res) {
+  sendJson(res, 200, {
+    object: 'list',
+    data: opts.models.map((id) => ({ id, object: 'model', created: started, owned_by: 'upstream' })),
+  });
+}
+
+const routes = {
+  'GET /v1/models': models,
+  'POST /v1/chat/completions': chat,
+  'POST /v1/completions': completions,
+  'POST /v1/embeddings': embeddings,
+};
+
+const server = http.createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', async () => {
+    const raw = Buffer.concat(chunks).toString('utf8');
+    const path = req.url.split('?')[0];
+    if (path === '/_log') {
+      if (req.method === 'DELETE') { log = []; return sendJson(res, 200, { ok: true }); }
+      return sendJson(res, 200, log);
+    }
+    let body = raw === '' ? null : raw;
+    try { if (raw) body = JSON.parse(raw); } catch { /* keep raw text */ }
+    if (opts.log) log.push({ method: req.method, path: req.url, headers: req.headers, body });
+    const route = routes[`${req.method} ${path}`];
+    if (!route) return sendError(res, 404, `no route ${req.method} ${path}`, 'invalid_request_error', 'not_found');
+    if (req.method === 'POST' && (typeof body !== 'object' || body === null))
+      return sendError(res, 400, 'request body is not a JSON object', 'invalid_request_error', 'invalid_json');
+    try {
+      await route(req, res, body);
+    } catch (e) {
+      if (!res.headersSent) sendError(res, 500, String(e?.message ?? e), 'server_error', 'upstream_crash');
+      else res.destroy();
+    }
+  });
+});
+
+server.listen(opts.port, opts.host, () => {
+  process.stdout.write(`listening ${server.address().port}\n`);
+});
+for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => process.exit(0));
