@@ -13,6 +13,7 @@
 /* Subcommands (defined in bench/<name>.c). */
 int bench_openb(int argc, char **argv);
 int bench_sched(int argc, char **argv);
+int bench_gateway(int argc, char **argv);
 
 typedef struct bench_cmd {
     const char *name;
@@ -25,6 +26,8 @@ static const bench_cmd bench_cmds[] = {
      "replay the Alibaba openb GPU-sharing trace (FGD paper protocol) under packing policies"},
     {"sched", bench_sched,
      "one scheduling round on a synthetic cluster (default 5,000 nodes x 8 GPUs, 50,000 jobs)"},
+    {"gateway", bench_gateway,
+     "latency and throughput the /v1 gateway adds, against the same upstream reached directly"},
 };
 
 static void usage(FILE *f) {

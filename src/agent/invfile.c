@@ -111,7 +111,15 @@ static int build_node(json_t *decl, const char *name, json_t **out, gp_err *err)
     }
     json_t *labels = json_object_get(decl, "labels");
     labels = json_is_object(labels) ? json_deep_copy(labels) : json_object();
-    *out = json_pack("{s:s,s:s,s:I,s:I,s:o,s:s,s:s,s:o}", "name", name, "hostname", name, "cpus",
+    /* where its workloads are reached (a job serving a model): "address", else the name */
+    const char *addr = json_string_value(json_object_get(decl, "address"));
+    if (addr && (!*addr || strlen(addr) > 253 || strpbrk(addr, " /@?#"))) {
+        json_decref(gpus);
+        json_decref(labels);
+        return gp_err_set(err, GP_EINVALID, "node %s: address must be a host name or IP address",
+                          name);
+    }
+    *out = json_pack("{s:s,s:s,s:I,s:I,s:o,s:s,s:s,s:o}", "name", name, "hostname", addr ? addr : name, "cpus",
                      json_integer_value(json_object_get(decl, "cpus")), "memory_gib",
                      json_integer_value(json_object_get(decl, "memory_gib")), "labels", labels,
                      "driver_version", "simulated", "source", "inventory", "gpus", gpus);

@@ -358,6 +358,14 @@ void api__dispatch(api_req *r) {
         return;
     }
     r->route = &api_routes[i];
+    if (r->cfg && r->cfg->gateway_only && !(r->route->flags & ROUTE_GATEWAY)) {
+        api_error(r, 404, "not_found", "this is a gateway: only /v1 is served here");
+        return;
+    }
+    if (!r->gw && (r->route->flags & ROUTE_GATEWAY) && !strncmp(r->route->pattern, "/v1/", 4)) {
+        api_error(r, 404, "not_found", "this server does not serve the gateway");
+        return;
+    }
     /* a preset principal is the requester of an approved request (h_approval.c) */
     if (!(r->route->flags & ROUTE_PUBLIC) && !r->who) {
         gp_err err = GP_ERR_INIT;
@@ -379,7 +387,34 @@ void api__dispatch(api_req *r) {
         audit_outcome(r);
 }
 
+void api_header(api_req *r, const char *name, const char *value) {
+    if (r->nheaders >= (int)(sizeof r->headers / sizeof r->headers[0])) return;
+    r->headers[r->nheaders].key = strdup(name);
+    r->headers[r->nheaders].value = strdup(value);
+    r->nheaders++;
+}
+
+void api_stream(api_req *r, int status, const char *content_type,
+                long (*read)(void *cls, char *buf, size_t max), void (*release)(void *cls),
+                void *cls) {
+    json_decref(r->resp);
+    r->resp = NULL;
+    free(r->resp_text);
+    r->resp_text = NULL;
+    r->status = status;
+    r->content_type = content_type;
+    r->stream_read = read;
+    r->stream_free = release;
+    r->stream_cls = cls;
+}
+
 void api__req_release(api_req *r) {
+    for (int i = 0; i < r->nheaders; i++) {
+        free(r->headers[i].key);
+        free(r->headers[i].value);
+    }
+    /* a stream never handed to the server (e.g. the reply could not be queued) */
+    if (r->stream_free) r->stream_free(r->stream_cls);
     free(r->path);
     free(r->authorization);
     for (int i = 0; i < r->nquery; i++) {

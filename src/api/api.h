@@ -5,6 +5,10 @@
  * new connections, lets in-flight requests finish (bounded wait), then
  * frees everything.  The store is borrowed; the caller closes it after stop.
  *
+ * Each connection has its own thread (the gateway holds a connection open
+ * while an upstream answers, and streams through it), so `threads` only
+ * bounds nothing now; connections are capped at 1000.
+ *
  * Requests flow: route match -> authenticate -> handler (authorize, then
  * read the body, then one store transaction with its audit event) ->
  * JSON response with X-Request-Id, one access-log line and metrics.
@@ -24,9 +28,12 @@ typedef struct api_config {
     int max_depth;        /* JSON nesting limit */
     int drain_seconds;    /* how long stop waits for in-flight requests */
     int node_timeout_s;   /* a node silent this long is unreachable; 0: no sweep loop */
+    int gateway;          /* serve the OpenAI-compatible gateway under /v1 */
+    int gateway_only;     /* serve only /v1 (and /healthz, /readyz, /metrics): `gpupool gateway` */
+    int health_interval_s;/* seconds between checks of model endpoints; 0: none */
 } api_config;
 
-#define API_CONFIG_DEFAULTS {"127.0.0.1:7070", 4, 1 << 20, 32, 10, 30}
+#define API_CONFIG_DEFAULTS {"127.0.0.1:7070", 4, 1 << 20, 32, 10, 30, 1, 0, 10}
 
 typedef struct api_server api_server;
 

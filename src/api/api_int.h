@@ -29,7 +29,7 @@
 typedef struct api_req api_req;
 typedef void (*api_handler)(api_req *r);
 
-enum { ROUTE_PUBLIC = 1, ROUTE_MUTATES = 2 };
+enum { ROUTE_PUBLIC = 1, ROUTE_MUTATES = 2, ROUTE_GATEWAY = 4 /* served by `gpupool gateway` too */ };
 
 typedef struct api_route {
     const char *method;
@@ -75,7 +75,28 @@ struct api_req {
     const char *content_type;
     const char *allow; /* Allow header for 405 */
     char allow_buf[48];
+    api_kv headers[4];  /* extra response headers (api_header) */
+    int nheaders;
+    /* a streamed response (api_stream): pulled by the server after the handler returns */
+    long (*stream_read)(void *cls, char *buf, size_t max); /* > 0 bytes, 0 end, < 0 abort */
+    void (*stream_free)(void *cls);
+    void *stream_cls;
+    /* the gateway's run-time state, NULL when this server does not serve /v1 */
+    struct gw_runtime *gw;
 };
+
+/* Add a response header (copied; at most 4). */
+void api_header(api_req *r, const char *name, const char *value);
+
+/*
+ * Answer `status` with a body produced as it comes: `read` fills buf with
+ * the next bytes (returns how many, 0 at the end, < 0 to cut the
+ * connection); `release` is called once when the response is done or the
+ * client went away.  Both run on the connection's thread.
+ */
+void api_stream(api_req *r, int status, const char *content_type,
+                long (*read)(void *cls, char *buf, size_t max), void (*release)(void *cls),
+                void *cls);
 
 /* The route table (routes.c). */
 extern const api_route api_routes[];
@@ -266,11 +287,33 @@ void h_prio_put(api_req *r);
 void h_prio_delete(api_req *r);
 void h_binding_list(api_req *r);
 void h_binding_release(api_req *r);
+/* model services, endpoints, apps, API keys, usage records (h_model.c) */
+void h_model_list(api_req *r);
+void h_model_create(api_req *r);
+void h_model_get(api_req *r);
+void h_model_update(api_req *r);
+void h_model_delete(api_req *r);
+void h_endpoint_add(api_req *r);
+void h_endpoint_remove(api_req *r);
+void h_app_list(api_req *r);
+void h_app_create(api_req *r);
+void h_app_delete(api_req *r);
+void h_key_list(api_req *r);
+void h_key_create(api_req *r);
+void h_key_get(api_req *r);
+void h_key_revoke(api_req *r);
+void h_usage_records(api_req *r);
 
 /* One scheduling round (the server loop). */
 int api__sched_round(store_t *st, gp_err *err);
 
 /* Mark silent nodes unreachable and audit it (the server's reachability loop). */
 int api__sweep_nodes(store_t *st, int64_t timeout_us, gp_err *err);
+
+/* The gateway (h_gateway.c). */
+void h_gw_chat(api_req *r);
+void h_gw_completions(api_req *r);
+void h_gw_embeddings(api_req *r);
+void h_gw_models(api_req *r);
 
 #endif

@@ -16,6 +16,7 @@
 
 #include "../core/gtime.h"
 #include "../core/log.h"
+#include "../gateway/gateway.h"
 #include "../core/strbuf.h"
 
 #include <arpa/inet.h>
@@ -41,6 +42,7 @@ struct api_server {
     struct MHD_Daemon *d;
     api_config cfg;
     store_t *store;
+    gw_runtime *gw;      /* the gateway's state; NULL when /v1 is not served */
     int port;
     atomic_int inflight;
     atomic_int closing;  /* set once drained: requests not yet dispatched get 503 */
@@ -120,7 +122,59 @@ static void client_addr(struct MHD_Connection *c, char *out, size_t n) {
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out, (socklen_t)n);
 }
 
+/* A streamed body, owned by MHD's response once queued. */
+typedef struct stream_ctx {
+    long (*read)(void *cls, char *buf, size_t max);
+    void (*release)(void *cls);
+    void *cls;
+} stream_ctx;
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    stream_ctx *sc = cls;
+    long n = sc->read(sc->cls, buf, max);
+    if (n > 0) return (ssize_t)n;
+    return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void stream_done(void *cls) {
+    stream_ctx *sc = cls;
+    if (sc->release) sc->release(sc->cls);
+    free(sc);
+}
+
+static void common_headers(struct MHD_Response *resp, api_req *r) {
+    MHD_add_response_header(resp, "Content-Type",
+                            r->content_type ? r->content_type : "application/json");
+    MHD_add_response_header(resp, "X-Request-Id", r->request_id);
+    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    for (int i = 0; i < r->nheaders; i++)
+        if (r->headers[i].key && r->headers[i].value)
+            MHD_add_response_header(resp, r->headers[i].key, r->headers[i].value);
+}
+
+static MHD_Result send_stream(struct MHD_Connection *c, api_req *r) {
+    stream_ctx *sc = malloc(sizeof *sc);
+    if (!sc) return MHD_NO; /* api__req_release frees the stream */
+    sc->read = r->stream_read;
+    sc->release = r->stream_free;
+    sc->cls = r->stream_cls;
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader, sc, stream_done);
+    if (!resp) {
+        free(sc);
+        return MHD_NO;
+    }
+    r->stream_free = NULL; /* the response owns it now */
+    common_headers(resp, r);
+    MHD_Result ret = MHD_queue_response(c, (unsigned)r->status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 static MHD_Result send_reply(struct MHD_Connection *c, api_req *r) {
+    if (r->stream_read) return send_stream(c, r);
     char *text = NULL;
     const char *body;
     if (r->resp) {
@@ -153,11 +207,7 @@ static MHD_Result send_reply(struct MHD_Connection *c, api_req *r) {
         free(copy);
         return MHD_NO;
     }
-    MHD_add_response_header(resp, "Content-Type",
-                            r->content_type ? r->content_type : "application/json");
-    MHD_add_response_header(resp, "X-Request-Id", r->request_id);
-    MHD_add_response_header(resp, "Cache-Control", "no-store");
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    common_headers(resp, r);
     if (r->status == 401) MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
     if (r->allow) MHD_add_response_header(resp, "Allow", r->allow);
     MHD_Result ret = MHD_queue_response(c, (unsigned)r->status, resp);
@@ -194,6 +244,7 @@ static MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *ur
         api_req *r = &cx->req;
         r->store = srv->store;
         r->cfg = &srv->cfg;
+        r->gw = srv->gw;
         r->method = method;
         r->start_us = gt_mono_us();
         rnd_id(r->request_id);
@@ -322,18 +373,29 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
     atomic_init(&srv->inflight, 0);
     atomic_init(&srv->closing, 0);
     api__metrics_init();
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_AUTO |
-                     MHD_USE_ERROR_LOG;
+    if (srv->cfg.gateway || srv->cfg.gateway_only) {
+        gw_runtime_config gc = {.flush_ms = 200, .batch = 256,
+                                .health_interval_s = srv->cfg.health_interval_s,
+                                .upstream_timeout_s = 300};
+        if ((rc = gw_rt_start(st, &gc, &srv->gw, err))) {
+            free(srv);
+            return rc;
+        }
+    }
+    /* a thread per connection: a gateway request waits on its upstream and streams */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                     MHD_USE_ITC | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
     srv->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
                               MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                               MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                              MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.threads,
+                              MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1 << 20),
                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
                               MHD_OPTION_END);
     if (!srv->d) {
+        gw_rt_stop(srv->gw);
         free(srv);
         return gp_err_set(err, GP_EIO, "cannot listen on %s (address in use or not permitted)",
                           cfg->listen);
@@ -375,6 +437,8 @@ void api_server_stop(api_server *srv) {
     atomic_store(&srv->closing, 1);
     while (atomic_load(&srv->inflight) > 0 && gt_mono_us() < deadline) usleep(20000);
     MHD_stop_daemon(srv->d);
+    /* every stream has ended: its usage record is queued; write them all */
+    gw_rt_stop(srv->gw);
     api__metrics_free();
     free(srv);
 }

@@ -7,9 +7,9 @@
 #include "api_int.h"
 
 const api_route api_routes[] = {
-    {"GET", "/healthz", h_healthz, "system.healthz", ROUTE_PUBLIC},
-    {"GET", "/readyz", h_readyz, "system.readyz", ROUTE_PUBLIC},
-    {"GET", "/metrics", h_metrics, "system.metrics", ROUTE_PUBLIC},
+    {"GET", "/healthz", h_healthz, "system.healthz", ROUTE_PUBLIC | ROUTE_GATEWAY},
+    {"GET", "/readyz", h_readyz, "system.readyz", ROUTE_PUBLIC | ROUTE_GATEWAY},
+    {"GET", "/metrics", h_metrics, "system.metrics", ROUTE_PUBLIC | ROUTE_GATEWAY},
     {"GET", "/api/v1/openapi.json", h_openapi, "system.openapi", ROUTE_PUBLIC},
     {"GET", "/api/v1/whoami", h_whoami, "user.whoami", 0},
     {"GET", "/api/v1/tenants", h_tenant_list, "tenant.list", 0},
@@ -19,6 +19,32 @@ const api_route api_routes[] = {
     {"POST", "/api/v1/tenants/{tenant}/projects", h_project_create, "project.create",
      ROUTE_MUTATES},
     {"GET", "/api/v1/tenants/{tenant}/projects/{project}", h_project_get, "project.get", 0},
+    /* model services, endpoints, apps, API keys, usage records (h_model.c) */
+    {"GET", "/api/v1/tenants/{tenant}/models", h_model_list, "model.list", 0},
+    {"POST", "/api/v1/tenants/{tenant}/models", h_model_create, "model.create", ROUTE_MUTATES},
+    {"GET", "/api/v1/tenants/{tenant}/models/{model}", h_model_get, "model.get", 0},
+    {"PATCH", "/api/v1/tenants/{tenant}/models/{model}", h_model_update,
+     "model.update", ROUTE_MUTATES},
+    {"DELETE", "/api/v1/tenants/{tenant}/models/{model}", h_model_delete,
+     "model.delete", ROUTE_MUTATES},
+    {"POST", "/api/v1/tenants/{tenant}/models/{model}/endpoints", h_endpoint_add,
+     "endpoint.add", ROUTE_MUTATES},
+    {"DELETE", "/api/v1/tenants/{tenant}/models/{model}/endpoints/{id}", h_endpoint_remove,
+     "endpoint.remove", ROUTE_MUTATES},
+    {"GET", "/api/v1/tenants/{tenant}/projects/{project}/apps", h_app_list, "app.list", 0},
+    {"POST", "/api/v1/tenants/{tenant}/projects/{project}/apps", h_app_create,
+     "app.create", ROUTE_MUTATES},
+    {"DELETE", "/api/v1/tenants/{tenant}/projects/{project}/apps/{app}", h_app_delete,
+     "app.delete", ROUTE_MUTATES},
+    {"GET", "/api/v1/tenants/{tenant}/projects/{project}/keys", h_key_list, "key.list", 0},
+    {"POST", "/api/v1/tenants/{tenant}/projects/{project}/keys", h_key_create,
+     "key.create", ROUTE_MUTATES},
+    {"GET", "/api/v1/tenants/{tenant}/projects/{project}/keys/{id}", h_key_get, "key.get", 0},
+    {"DELETE", "/api/v1/tenants/{tenant}/projects/{project}/keys/{id}", h_key_revoke,
+     "key.revoke", ROUTE_MUTATES},
+    {"GET", "/api/v1/tenants/{tenant}/projects/{project}/usage-records", h_usage_records,
+     "usage.records", 0},
+    {"GET", "/api/v1/tenants/{tenant}/usage-records", h_usage_records, "usage.records", 0},
     {"GET", "/api/v1/audit", h_audit_list, "audit.list", 0},
     {"GET", "/api/v1/audit/verify", h_audit_verify, "audit.verify", 0},
     {"GET", "/api/v1/audit/export", h_audit_export, "audit.export", 0},
@@ -123,6 +149,11 @@ const api_route api_routes[] = {
     {"GET", "/api/v1/bindings", h_binding_list, "binding.list", 0},
     {"POST", "/api/v1/bindings/{id}/release", h_binding_release, "binding.release",
      ROUTE_MUTATES},
+    /* the OpenAI-compatible gateway: API keys, not user tokens (h_gateway.c) */
+    {"POST", "/v1/chat/completions", h_gw_chat, "gateway.chat", ROUTE_PUBLIC | ROUTE_GATEWAY},
+    {"POST", "/v1/completions", h_gw_completions, "gateway.completions", ROUTE_PUBLIC | ROUTE_GATEWAY},
+    {"POST", "/v1/embeddings", h_gw_embeddings, "gateway.embeddings", ROUTE_PUBLIC | ROUTE_GATEWAY},
+    {"GET", "/v1/models", h_gw_models, "gateway.models", ROUTE_PUBLIC | ROUTE_GATEWAY},
 };
 
 const size_t api_nroutes = sizeof api_routes / sizeof api_routes[0];

@@ -60,6 +60,19 @@ static const struct {
     [ACT_QUOTA_TENANT_SET] = {"quota.tenant_set", R(ROLE_PLATFORM_ADMIN)},
     [ACT_QUOTA_PROJECT_SET] = {"quota.project_set", R(ROLE_PLATFORM_ADMIN) | R(ROLE_TENANT_ADMIN)},
     [ACT_PRIORITY_MANAGE] = {"priority.manage", R(ROLE_PLATFORM_ADMIN)},
+    [ACT_MODEL_READ] = {"model.read", R(ROLE_PLATFORM_ADMIN) | R(ROLE_SECURITY_ADMIN) |
+                                          R(ROLE_TENANT_ADMIN) | R(ROLE_VIEWER)},
+    [ACT_MODEL_MANAGE] = {"model.manage", R(ROLE_PLATFORM_ADMIN) | R(ROLE_TENANT_ADMIN)},
+    [ACT_MODEL_PUBLISH] = {"model.publish", R(ROLE_PLATFORM_ADMIN)},
+    [ACT_APP_MANAGE] = {"app.manage", R(ROLE_TENANT_ADMIN) | R(ROLE_PROJECT_ADMIN)},
+    [ACT_KEY_READ] = {"key.read",
+                      R(ROLE_PLATFORM_ADMIN) | R(ROLE_SECURITY_ADMIN) | R(ROLE_TENANT_ADMIN) |
+                          R(ROLE_PROJECT_ADMIN) | R(ROLE_PROJECT_USER) | R(ROLE_VIEWER)},
+    [ACT_KEY_MANAGE] = {"key.manage",
+                        R(ROLE_TENANT_ADMIN) | R(ROLE_PROJECT_ADMIN) | R(ROLE_PROJECT_USER)},
+    [ACT_USAGE_READ] = {"usage.read",
+                        R(ROLE_PLATFORM_ADMIN) | R(ROLE_SECURITY_ADMIN) | R(ROLE_TENANT_ADMIN) |
+                            R(ROLE_PROJECT_ADMIN) | R(ROLE_PROJECT_USER) | R(ROLE_VIEWER)},
 };
 
 /* Which roles each role may grant or revoke (escalation prevention). */

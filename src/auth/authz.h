@@ -65,6 +65,13 @@ typedef enum authz_action {
     ACT_QUOTA_TENANT_SET,
     ACT_QUOTA_PROJECT_SET,
     ACT_PRIORITY_MANAGE,
+    ACT_MODEL_READ,        /* a tenant's model services and endpoints */
+    ACT_MODEL_MANAGE,      /* create/change/delete them, endpoints included */
+    ACT_MODEL_PUBLISH,     /* make a model public (every tenant's keys may use it) */
+    ACT_APP_MANAGE,        /* applications of a project */
+    ACT_KEY_READ,          /* API keys of a project (project-users: their own) */
+    ACT_KEY_MANAGE,        /* create / revoke keys (project-users: their own) */
+    ACT_USAGE_READ,        /* the gateway's usage records */
     ACT__COUNT
 } authz_action;
 

@@ -117,6 +117,7 @@ int cli_getopt(int argc, char **argv, const struct option *longopts, const char 
 
 /* Commands. */
 int cli_cmd_server(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_gateway(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_whoami(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_tenant(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_project(cli_ctx *ctx, int argc, char **argv);
@@ -140,5 +141,10 @@ int cli_cmd_job(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_binding(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_quota(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_priority(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_model(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_endpoint(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_app(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_key(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_usage(cli_ctx *ctx, int argc, char **argv);
 
 #endif

@@ -1,5 +1,8 @@
 /*
- * cmd_server.c - `gpupool server`: run the control plane.
+ * cmd_server.c - `gpupool server`: run the control plane; and `gpupool
+ * gateway`: the /v1 gateway alone, on the same store, to scale inference
+ * traffic out (no scheduler, no sweeps, no bootstrap: the server made the
+ * store).
  *
  * Options come from an optional config file (--config FILE, "key = value"
  * lines with the long option names) and are overridden by flags.  The data
@@ -26,7 +29,8 @@
 static const char usage[] =
     "usage: gpupool server [options]\n"
     "\n"
-    "Run the control plane: REST API (/api/v1), /healthz, /readyz, /metrics.\n"
+    "Run the control plane: REST API (/api/v1), the OpenAI-compatible gateway (/v1),\n"
+    "/healthz, /readyz, /metrics, and the scheduler and health loops.\n"
     "\n"
     "  --data DIR          data folder (default ./var)\n"
     "  --listen HOST:PORT  address to listen on (default 127.0.0.1:7070; port 0 = any free)\n"
@@ -35,13 +39,31 @@ static const char usage[] =
     "  --max-body BYTES    largest request body accepted (default 1048576)\n"
     "  --max-depth N       deepest JSON nesting accepted (default 32)\n"
     "  --node-timeout S    a node silent S seconds is unreachable (default 30)\n"
+    "  --health-interval S seconds between checks of model endpoints (default 10)\n"
+    "  --log-level LEVEL   debug|info|warn|error (default info)\n"
+    "  --config FILE       read options from FILE (key = value lines; flags win)\n"
+    "  -h, --help          show this help\n";
+
+static const char gw_usage[] =
+    "usage: gpupool gateway [options]\n"
+    "\n"
+    "Run the OpenAI-compatible gateway (/v1, plus /healthz, /readyz, /metrics) alone,\n"
+    "on the store of a gpupool server, to serve inference traffic from more machines.\n"
+    "\n"
+    "  --data DIR          the server's data folder (default ./var): its gpupool.db\n"
+    "  --listen HOST:PORT  address to listen on (default 127.0.0.1:7071; port 0 = any free)\n"
+    "  --store URL         store: sqlite:PATH (default DIR/gpupool.db, which must exist)\n"
+    "  --max-body BYTES    largest request body accepted (default 1048576)\n"
+    "  --max-depth N       deepest JSON nesting accepted (default 32)\n"
+    "  --health-interval S seconds between checks of model endpoints (default 10)\n"
     "  --log-level LEVEL   debug|info|warn|error (default info)\n"
     "  --config FILE       read options from FILE (key = value lines; flags win)\n"
     "  -h, --help          show this help\n";
 
 typedef struct server_opts {
     char *data, *listen, *store, *log_level;
-    long threads, max_body, max_depth, node_timeout;
+    long threads, max_body, max_depth, node_timeout, health_interval;
+    int gateway; /* `gpupool gateway` */
 } server_opts;
 
 static void set_str(char **dst, const char *v) {
@@ -59,11 +81,13 @@ static int set_opt(server_opts *o, const char *key, const char *val) {
     else if (strcmp(key, "threads") == 0 || strcmp(key, "max-body") == 0 ||
              strcmp(key, "max_body") == 0 || strcmp(key, "max-depth") == 0 ||
              strcmp(key, "max_depth") == 0 || strcmp(key, "node-timeout") == 0 ||
-             strcmp(key, "node_timeout") == 0) {
+             strcmp(key, "node_timeout") == 0 || strcmp(key, "health-interval") == 0 ||
+             strcmp(key, "health_interval") == 0) {
         long v = strtol(val, &end, 10);
         if (!*val || *end || v < 1 || v > (1L << 30))
             return cli_error(CLI_USAGE, "server: %s must be a positive integer, got '%s'", key, val);
         if (key[0] == 't') o->threads = v;
+        else if (key[0] == 'h') o->health_interval = v;
         else if (key[0] == 'n') o->node_timeout = v;
         else if (strstr(key, "body")) o->max_body = v;
         else o->max_depth = v;
@@ -131,7 +155,11 @@ static int run(server_opts *o) {
                          strerror(errno));
     snprintf(path, sizeof path, "%s/gpupool.db", o->data);
     snprintf(token_path, sizeof token_path, "%s/admin.token", o->data);
-    snprintf(url_path, sizeof url_path, "%s/server.url", o->data);
+    snprintf(url_path, sizeof url_path, "%s/%s.url", o->data, o->gateway ? "gateway" : "server");
+    struct stat sb;
+    if (o->gateway && !o->store && stat(path, &sb) != 0)
+        return cli_error(CLI_FAIL, "gateway: no store at %s: start `gpupool server --data %s` first",
+                         path, o->data);
 
     /* block the stop signals in every thread; this one waits for them */
     sigset_t set;
@@ -144,8 +172,8 @@ static int run(server_opts *o) {
     store_t *st;
     if (store_open(o->store ? o->store : path, (int)o->threads + 2, &st, &err))
         return cli_error(CLI_FAIL, "server: %s", err.msg);
-    int created;
-    if (auth_bootstrap(st, token_path, &created, &err)) {
+    int created = 0;
+    if (!o->gateway && auth_bootstrap(st, token_path, &created, &err)) {
         store_close(st);
         return cli_error(CLI_FAIL, "server: %s", err.msg);
     }
@@ -154,7 +182,9 @@ static int run(server_opts *o) {
     cfg.threads = (int)o->threads;
     cfg.max_body = (size_t)o->max_body;
     cfg.max_depth = (int)o->max_depth;
-    cfg.node_timeout_s = (int)o->node_timeout;
+    cfg.node_timeout_s = o->gateway ? 0 : (int)o->node_timeout;
+    cfg.health_interval_s = (int)o->health_interval;
+    cfg.gateway_only = o->gateway;
     api_server *srv;
     if (api_server_start(&cfg, st, &srv, &err)) {
         store_close(st);
@@ -172,8 +202,10 @@ static int run(server_opts *o) {
         fprintf(uf, "%s\n", url);
         fclose(uf);
     }
-    printf("gpupool server listening on %s (store: %s)\n", url, store_backend(st));
-    if (created) printf("admin token written to %s (mode 0600)\n", token_path);
+    printf("gpupool %s listening on %s (store: %s)\n", o->gateway ? "gateway" : "server", url,
+           store_backend(st));
+    if (o->gateway) printf("gateway: /v1 only\n");
+    else if (created) printf("admin token written to %s (mode 0600)\n", token_path);
     else printf("admin token file: %s\n", token_path);
     fflush(stdout);
     log_kv(LOG_INFO, "server started", "url", url, "data", o->data, (char *)NULL);
@@ -187,18 +219,20 @@ static int run(server_opts *o) {
     return CLI_OK;
 }
 
-int cli_cmd_server(cli_ctx *ctx, int argc, char **argv) {
-    (void)ctx;
+static int serve(int argc, char **argv, int gateway) {
     static const struct option longopts[] = {
         {"data", required_argument, 0, 'd'},     {"listen", required_argument, 0, 'l'},
         {"store", required_argument, 0, 's'},    {"threads", required_argument, 0, 't'},
         {"max-body", required_argument, 0, 'b'}, {"max-depth", required_argument, 0, 'D'},
         {"log-level", required_argument, 0, 'L'}, {"config", required_argument, 0, 'c'},
         {"node-timeout", required_argument, 0, 'N'},
+        {"health-interval", required_argument, 0, 'H'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
     server_opts o = {0};
     set_str(&o.data, "./var");
-    set_str(&o.listen, "127.0.0.1:7070");
+    o.gateway = gateway;
+    set_str(&o.listen, gateway ? "127.0.0.1:7071" : "127.0.0.1:7070");
+    o.health_interval = 10;
     set_str(&o.log_level, "info");
     o.threads = 4;
     o.max_body = 1 << 20;
@@ -226,9 +260,10 @@ int cli_cmd_server(cli_ctx *ctx, int argc, char **argv) {
         case 'D': rc = set_opt(&o, "max-depth", optarg); break;
         case 'L': rc = set_opt(&o, "log-level", optarg); break;
         case 'N': rc = set_opt(&o, "node-timeout", optarg); break;
+        case 'H': rc = set_opt(&o, "health-interval", optarg); break;
         case 'c': break;
         case 'h':
-            fputs(usage, stdout);
+            fputs(gateway ? gw_usage : usage, stdout);
             opts_free(&o);
             return CLI_OK;
         case ':': rc = cli_error(CLI_USAGE, "server: option %s needs a value", argv[optind - 1]); break;
@@ -240,4 +275,14 @@ int cli_cmd_server(cli_ctx *ctx, int argc, char **argv) {
     if (!rc) rc = run(&o);
     opts_free(&o);
     return rc;
+}
+
+int cli_cmd_server(cli_ctx *ctx, int argc, char **argv) {
+    (void)ctx;
+    return serve(argc, argv, 0);
+}
+
+int cli_cmd_gateway(cli_ctx *ctx, int argc, char **argv) {
+    (void)ctx;
+    return serve(argc, argv, 1);
 }

@@ -32,7 +32,8 @@ static const struct {
     int flags;
     const char *help;
 } commands[] = {
-    {"server", cli_cmd_server, 0, "run the control plane (API, scheduler loops)"},
+    {"server", cli_cmd_server, 0, "run the control plane (API, gateway, scheduler loops)"},
+    {"gateway", cli_cmd_gateway, 0, "run the OpenAI-compatible gateway (/v1) alone"},
     {"agent", cli_cmd_agent, NEEDS_CLIENT, "run the node agent (NVML, inventory or simulated)"},
     {"whoami", cli_cmd_whoami, NEEDS_CLIENT, "show the calling identity and its roles"},
     {"tenant", cli_cmd_tenant, NEEDS_CLIENT, "create, list and show tenants"},
@@ -56,6 +57,11 @@ static const struct {
     {"binding", cli_cmd_binding, NEEDS_CLIENT, "which job held which GPU, and when"},
     {"quota", cli_cmd_quota, NEEDS_CLIENT, "tenant and project ceilings"},
     {"priority", cli_cmd_priority, NEEDS_CLIENT, "priority classes and who may use them"},
+    {"model", cli_cmd_model, NEEDS_CLIENT, "a tenant's model services"},
+    {"endpoint", cli_cmd_endpoint, NEEDS_CLIENT, "where a model service is served"},
+    {"app", cli_cmd_app, NEEDS_CLIENT, "applications of a project (they own API keys)"},
+    {"key", cli_cmd_key, NEEDS_CLIENT, "API keys (sk-...) for the /v1 gateway"},
+    {"usage", cli_cmd_usage, NEEDS_CLIENT, "the gateway's usage records"},
 };
 
 static void usage(FILE *f) {

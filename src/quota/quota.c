@@ -14,11 +14,15 @@
 static const char *const dim_names[QD__N] = {"gpus", "gpu_memory_gib", "cpus", "memory_gib",
                                              "concurrent_jobs", "card_hours_month"};
 
+static const char *const gw_names[QG__N] = {"tokens_month", "requests_per_minute",
+                                            "tokens_per_minute"};
+
 const char *quota_dim_name(int d) { return d >= 0 && d < QD__N ? dim_names[d] : "?"; }
 
 void quota_unlimited(quota_set *q) {
     memset(q, 0, sizeof *q);
     for (int d = 0; d < QD__N; d++) q->v[d] = QUOTA_NONE;
+    for (int d = 0; d < QG__N; d++) q->g[d] = QUOTA_NONE;
 }
 
 int64_t quota_class_limit(const quota_set *q, const char *name) {
@@ -33,7 +37,8 @@ static int scaled(int d) { return d == QD_GPU_MILLI || d == QD_CARD_HOURS; }
 int quota_parse(json_t *j, quota_set *out, gp_err *err) {
     static const char *const fields[] = {"gpus", "gpu_memory_gib", "cpus", "memory_gib",
                                          "concurrent_jobs", "card_hours_month", "class_gpus",
-                                         NULL};
+                                         "tokens_month", "requests_per_minute",
+                                         "tokens_per_minute", NULL};
     quota_set q;
     quota_unlimited(&q);
     if (!json_is_object(j)) return gp_err_set(err, GP_EINVALID, "quota must be an object");
@@ -49,6 +54,14 @@ int quota_parse(json_t *j, quota_set *out, gp_err *err) {
                               dim_names[d], scaled(d) ? "number" : "integer");
         double x = json_number_value(v);
         q.v[d] = scaled(d) ? (int64_t)llround(x * 1000.0) : (int64_t)x;
+    }
+    for (int d = 0; d < QG__N; d++) {
+        json_t *v = json_object_get(j, gw_names[d]);
+        if (!v || json_is_null(v)) continue;
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > (1LL << 50))
+            return gp_err_set(err, GP_EINVALID,
+                              "%s must be a non-negative integer (or null: no ceiling)", gw_names[d]);
+        q.g[d] = json_integer_value(v);
     }
     json_t *cg = json_object_get(j, "class_gpus");
     if (cg && !json_is_null(cg)) {
@@ -83,6 +96,8 @@ json_t *quota_json(const quota_set *q) {
     for (int i = 0; i < q->nclass; i++)
         json_object_set_new(cg, q->class_name[i], json_integer(q->class_units[i]));
     json_object_set_new(o, "class_gpus", cg);
+    for (int d = 0; d < QG__N; d++)
+        json_object_set_new(o, gw_names[d], q->g[d] == QUOTA_NONE ? json_null() : json_integer(q->g[d]));
     return o;
 }
 
@@ -103,6 +118,15 @@ int quota_within(const quota_set *p, const quota_set *t, gp_err *err) {
                               "project %s ceiling %s exceeds the tenant's %s", dim_names[d], a, b);
         }
     }
+    for (int d = 0; d < QG__N; d++) {
+        if (t->g[d] == QUOTA_NONE) continue;
+        if (p->g[d] == QUOTA_NONE || p->g[d] > t->g[d]) {
+            fmt(QD_JOBS, p->g[d], a, sizeof a);
+            fmt(QD_JOBS, t->g[d], b, sizeof b);
+            return gp_err_set(err, GP_EINVALID,
+                              "project %s ceiling %s exceeds the tenant's %s", gw_names[d], a, b);
+        }
+    }
     for (int i = 0; i < t->nclass; i++) {
         int64_t pl = quota_class_limit(p, t->class_name[i]);
         if (pl == QUOTA_NONE || pl > t->class_units[i])
@@ -121,6 +145,8 @@ static int raised(int64_t cur, int64_t next) {
 int quota_raises(const quota_set *cur, const quota_set *next) {
     for (int d = 0; d < QD__N; d++)
         if (raised(cur->v[d], next->v[d])) return 1;
+    for (int d = 0; d < QG__N; d++)
+        if (raised(cur->g[d], next->g[d])) return 1;
     for (int i = 0; i < cur->nclass; i++)
         if (raised(cur->class_units[i], quota_class_limit(next, cur->class_name[i]))) return 1;
     return 0;

@@ -27,6 +27,9 @@ enum { QD_GPU_MILLI, QD_GPU_MEM, QD_CPUS, QD_MEM, QD_JOBS, QD_CARD_HOURS, QD__N 
 /* Name of a dimension as it appears in reasons ("gpus", "gpu_memory_gib", ...). */
 const char *quota_dim_name(int d);
 
+/* Gateway ceilings (not admission dimensions: the gateway enforces them per request). */
+enum { QG_TOKENS_MONTH, QG_RPM, QG_TPM, QG__N };
+
 #define QUOTA_MAX_CLASSES 32
 
 typedef struct quota_set {
@@ -34,6 +37,7 @@ typedef struct quota_set {
     int nclass;
     char class_name[QUOTA_MAX_CLASSES][64];  /* per-class unit ceilings */
     int64_t class_units[QUOTA_MAX_CLASSES];
+    int64_t g[QG__N];                        /* gateway ceilings; QUOTA_NONE = none */
 } quota_set;
 
 /* No ceiling anywhere. */
@@ -44,7 +48,8 @@ int64_t quota_class_limit(const quota_set *q, const char *name);
 
 /*
  * Parse the API shape {"gpus","gpu_memory_gib","cpus","memory_gib",
- * "concurrent_jobs","card_hours_month","class_gpus":{"name":n}} (null or
+ * "concurrent_jobs","card_hours_month","class_gpus":{"name":n},
+ * "tokens_month","requests_per_minute","tokens_per_minute"} (null or
  * absent = no ceiling; gpus and card_hours may be fractional).
  */
 int quota_parse(json_t *j, quota_set *out, gp_err *err);

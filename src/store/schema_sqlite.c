@@ -316,6 +316,94 @@ static const char *const migrations[] = {
 
     /* 7: jobs that run an OCI image under the node's container runtime ('' for none) */
     "ALTER TABLE jobs ADD COLUMN image TEXT NOT NULL DEFAULT '';",
+
+    /* 8: model services, applications, API keys, the gateway's token ledger and usage */
+    "CREATE TABLE models ("
+    "  id TEXT PRIMARY KEY,"
+    "  tenant_id TEXT NOT NULL REFERENCES tenants(id),"
+    "  name TEXT NOT NULL,"
+    "  visibility TEXT NOT NULL CHECK (visibility IN ('private','public')),"
+    "  description TEXT NOT NULL DEFAULT '',"
+    "  created_by TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  UNIQUE (tenant_id, name));"
+    "CREATE UNIQUE INDEX models_public ON models(name) WHERE visibility = 'public';"
+    "CREATE TABLE endpoints ("
+    "  id TEXT PRIMARY KEY,"
+    "  model_id TEXT NOT NULL REFERENCES models(id),"
+    "  url TEXT NOT NULL DEFAULT '',"          /* external base URL, ending in /v1 */
+    "  job_id TEXT NOT NULL DEFAULT '',"       /* or a job of the model's tenant serving on port */
+    "  port INTEGER NOT NULL DEFAULT 0,"
+    "  accelerator TEXT NOT NULL DEFAULT '',"
+    "  upstream_model TEXT NOT NULL DEFAULT '',"  /* the model's name upstream; '' = same */
+    "  health_path TEXT NOT NULL DEFAULT '/models',"
+    "  state TEXT NOT NULL DEFAULT 'unknown' CHECK (state IN ('unknown','healthy','unhealthy')),"
+    "  checked_at INTEGER NOT NULL DEFAULT 0,"
+    "  last_error TEXT NOT NULL DEFAULT '',"
+    "  created_at INTEGER NOT NULL);"
+    "CREATE INDEX endpoints_model ON endpoints(model_id);"
+    "CREATE TABLE apps ("
+    "  id TEXT PRIMARY KEY,"
+    "  project_id TEXT NOT NULL REFERENCES projects(id),"
+    "  name TEXT NOT NULL,"
+    "  description TEXT NOT NULL DEFAULT '',"
+    "  created_at INTEGER NOT NULL,"
+    "  UNIQUE (project_id, name));"
+    "CREATE TABLE api_keys ("
+    "  id TEXT PRIMARY KEY,"
+    "  tenant_id TEXT NOT NULL REFERENCES tenants(id),"
+    "  project_id TEXT NOT NULL REFERENCES projects(id),"
+    "  app_id TEXT NOT NULL DEFAULT '',"
+    "  name TEXT NOT NULL,"
+    "  owner TEXT NOT NULL,"                   /* the user who made it */
+    "  hash TEXT NOT NULL UNIQUE,"             /* BLAKE2b of the secret (hex); the secret is not kept */
+    "  prefix TEXT NOT NULL,"                  /* first characters, to tell keys apart */
+    "  models TEXT NOT NULL DEFAULT '[]',"     /* allowed model names; [] = every visible one */
+    "  rpm INTEGER NOT NULL DEFAULT 0,"        /* 0 = no limit */
+    "  tpm INTEGER NOT NULL DEFAULT 0,"
+    "  tokens_month INTEGER NOT NULL DEFAULT 0,"
+    "  expires_at INTEGER NOT NULL DEFAULT 0,"  /* 0 = never */
+    "  revoked_at INTEGER NOT NULL DEFAULT 0,"
+    "  created_at INTEGER NOT NULL,"
+    "  UNIQUE (project_id, name));"
+    "CREATE TABLE token_ledger ("             /* tokens used and reserved, per scope and month */
+    "  scope TEXT NOT NULL CHECK (scope IN ('key','project','tenant')),"
+    "  id TEXT NOT NULL,"
+    "  month TEXT NOT NULL,"
+    "  used INTEGER NOT NULL DEFAULT 0,"
+    "  reserved INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (scope, id, month));"
+    "CREATE TABLE token_holds ("              /* open reservations, settled by their request */
+    "  id TEXT PRIMARY KEY,"
+    "  key_id TEXT NOT NULL,"
+    "  project_id TEXT NOT NULL,"
+    "  tenant_id TEXT NOT NULL,"
+    "  month TEXT NOT NULL,"
+    "  amount INTEGER NOT NULL,"
+    "  at INTEGER NOT NULL);"
+    "CREATE TABLE usage_records ("
+    "  id TEXT PRIMARY KEY,"
+    "  at INTEGER NOT NULL,"
+    "  tenant_id TEXT NOT NULL,"
+    "  project_id TEXT NOT NULL,"
+    "  tenant TEXT NOT NULL,"
+    "  project TEXT NOT NULL,"
+    "  app TEXT NOT NULL DEFAULT '',"
+    "  key_id TEXT NOT NULL,"
+    "  model TEXT NOT NULL,"
+    "  model_tenant TEXT NOT NULL DEFAULT '',"  /* the tenant owning the model */
+    "  endpoint_id TEXT NOT NULL DEFAULT '',"
+    "  accelerator TEXT NOT NULL DEFAULT '',"
+    "  kind TEXT NOT NULL,"                     /* chat | completion | embedding */
+    "  stream INTEGER NOT NULL DEFAULT 0,"
+    "  prompt_tokens INTEGER NOT NULL DEFAULT 0,"
+    "  completion_tokens INTEGER NOT NULL DEFAULT 0,"
+    "  estimated INTEGER NOT NULL DEFAULT 0,"
+    "  latency_us INTEGER NOT NULL DEFAULT 0,"
+    "  status INTEGER NOT NULL);"
+    "CREATE INDEX usage_project ON usage_records(project_id, at);"
+    "CREATE INDEX usage_tenant ON usage_records(tenant_id, at);"
+    "CREATE INDEX usage_key ON usage_records(key_id, at);",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

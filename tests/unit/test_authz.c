@@ -175,6 +175,10 @@ static const char *const contract[ACT__COUNT] = {
     [ACT_JOB_SUBMIT] = "TAU",        [ACT_JOB_READ] = "PSTAUV",
     [ACT_JOB_MANAGE] = "TA",         [ACT_QUOTA_TENANT_SET] = "P",
     [ACT_QUOTA_PROJECT_SET] = "PT",  [ACT_PRIORITY_MANAGE] = "P",
+    [ACT_MODEL_READ] = "PSTV",       [ACT_MODEL_MANAGE] = "PT",
+    [ACT_MODEL_PUBLISH] = "P",       [ACT_APP_MANAGE] = "TA",
+    [ACT_KEY_READ] = "PSTAUV",       [ACT_KEY_MANAGE] = "TAU",
+    [ACT_USAGE_READ] = "PSTAUV",
 };
 
 static int contract_allows(authz_role r, authz_action a) {

@@ -3,7 +3,8 @@
  * every endpoint.
  *
  * Two tenants are built alike, each with every tenant- and project-scoped
- * role, a project, tokens and a pending approval.  Then, for every route in
+ * role, a project, tokens, a pending approval, a running job, a model service
+ * with an endpoint, an application and an API key.  Then, for every route in
  * the API's route table (so the test grows with the API), every role holder
  * of one tenant calls it with the other tenant's names and ids in the path
  * (and, for routes without path parameters, with ?tenant=<other>).  Every
@@ -33,6 +34,7 @@ typedef struct side {
     char tenant_id[RND_ID_LEN], project_id[RND_ID_LEN];
     char token_id[RND_ID_LEN], approval_id[RND_ID_LEN], job_id[RND_ID_LEN],
         binding_id[RND_ID_LEN];
+    char model[32], app[32], endpoint_id[RND_ID_LEN], key_id[RND_ID_LEN];
     char user_ids[NROLES][RND_ID_LEN];
 } side;
 
@@ -138,6 +140,35 @@ static int setup(void **state) {
         snprintf(sd->job_id, sizeof sd->job_id, "%s", at_str(resp, "id"));
         json_decref(resp);
     }
+    /* each side's model service (with an endpoint), application and API key */
+    for (int side_i = 0; side_i < 2; side_i++) {
+        side *sd = &x->s[side_i];
+        char mpath[200], mbody[200];
+        const char *color = side_i ? "blue" : "red";
+        snprintf(sd->model, sizeof sd->model, "model-%s", color);
+        snprintf(sd->app, sizeof sd->app, "app-%s", color);
+        snprintf(mpath, sizeof mpath, "/api/v1/tenants/%s/models", sd->tenant);
+        snprintf(mbody, sizeof mbody, "{\"name\":\"%s\"}", sd->model);
+        assert_int_equal(at_call(&x->t, sd->tokens[0], "POST", mpath, mbody, NULL), 201);
+        snprintf(mpath, sizeof mpath, "/api/v1/tenants/%s/models/%s/endpoints", sd->tenant,
+                 sd->model);
+        assert_int_equal(at_call(&x->t, sd->tokens[0], "POST", mpath,
+                                 "{\"url\":\"http://127.0.0.1:9/v1\"}", &resp),
+                         201);
+        snprintf(sd->endpoint_id, sizeof sd->endpoint_id, "%s", at_str(resp, "id"));
+        json_decref(resp);
+        snprintf(mpath, sizeof mpath, "/api/v1/tenants/%s/projects/%s/apps", sd->tenant,
+                 sd->project);
+        snprintf(mbody, sizeof mbody, "{\"name\":\"%s\"}", sd->app);
+        assert_int_equal(at_call(&x->t, sd->tokens[0], "POST", mpath, mbody, NULL), 201);
+        snprintf(mpath, sizeof mpath, "/api/v1/tenants/%s/projects/%s/keys", sd->tenant,
+                 sd->project);
+        snprintf(mbody, sizeof mbody, "{\"name\":\"key-%s\",\"app\":\"%s\",\"models\":[\"%s\"]}",
+                 color, sd->app, sd->model);
+        assert_int_equal(at_call(&x->t, sd->tokens[0], "POST", mpath, mbody, &resp), 201);
+        snprintf(sd->key_id, sizeof sd->key_id, "%s", at_str(resp, "id"));
+        json_decref(resp);
+    }
     for (int side_i = 0; side_i < 2; side_i++) {
         store_tx *btx;
         store_stmt *bs;
@@ -186,6 +217,13 @@ static char *snapshot(ix *x, const side *v) {
         "SELECT id || state || priority_class FROM jobs WHERE tenant_id = ?1 ORDER BY 1",
         "SELECT id || COALESCE(end_us, 0) FROM bindings WHERE tenant_id = ?1 ORDER BY 1",
         "SELECT spec FROM quotas WHERE tenant_id = ?1 ORDER BY project_id",
+        "SELECT id || name || visibility || description FROM models WHERE tenant_id = ?1"
+        " ORDER BY 1",
+        "SELECT e.id || e.url || e.state FROM endpoints e JOIN models m ON m.id = e.model_id"
+        " WHERE m.tenant_id = ?1 ORDER BY 1",
+        "SELECT a.id || a.name FROM apps a JOIN projects p ON p.id = a.project_id"
+        " WHERE p.tenant_id = ?1 ORDER BY 1",
+        "SELECT id || name || owner || revoked_at FROM api_keys WHERE tenant_id = ?1 ORDER BY 1",
     };
     assert_int_equal(store_begin(x->t.st, STORE_READ, &tx, &err), GP_OK);
     for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++) {
@@ -215,6 +253,11 @@ static const char *body_for(const char *action, const side *v, char *buf, size_t
     if (strcmp(action, "job.priority") == 0) return "{\"priority_class\":\"normal\"}";
     if (strncmp(action, "quota.", 6) == 0) return "{\"gpus\":1}";
     if (strcmp(action, "binding.release") == 0) return "{\"reason\":\"probe\"}";
+    if (strcmp(action, "model.create") == 0 || strcmp(action, "app.create") == 0 ||
+        strcmp(action, "key.create") == 0)
+        return "{\"name\":\"probe-obj\"}";
+    if (strcmp(action, "model.update") == 0) return "{\"description\":\"probe\"}";
+    if (strcmp(action, "endpoint.add") == 0) return "{\"url\":\"http://127.0.0.1:9/v1\"}";
     if (strcmp(action, "vendor.create") == 0) {
         snprintf(buf, n, "{\"user\":\"%s\",\"nodes\":[\"n1\"],\"ttl_seconds\":600}",
                  v->users[5]);
@@ -249,6 +292,10 @@ static int fill(const api_route *rt, const side *v, const ix *x, char *out, size
         else if (len == 2 && strstr(rt->pattern, "/jobs/")) sb_adds(&sb, v->job_id);
         else if (len == 2 && strstr(rt->pattern, "/bindings/"))
             sb_adds(&sb, v->binding_id[0] ? v->binding_id : "no-binding-yet");
+        else if (len == 5 && strncmp(p + 1, "model", 5) == 0) sb_adds(&sb, v->model);
+        else if (len == 3 && strncmp(p + 1, "app", 3) == 0) sb_adds(&sb, v->app);
+        else if (len == 2 && strstr(rt->pattern, "/endpoints/")) sb_adds(&sb, v->endpoint_id);
+        else if (len == 2 && strstr(rt->pattern, "/keys/")) sb_adds(&sb, v->key_id);
         else {
             tenant_obj = 0;
             if (len == 2 && strstr(rt->pattern, "/vendor-access/")) sb_adds(&sb, x->vendor_grant);
@@ -273,10 +320,11 @@ static int fill(const api_route *rt, const side *v, const ix *x, char *out, size
 
 static void check_no_leak(const char *where, json_t *resp, const side *v) {
     char *text = json_dumps(resp, JSON_ENCODE_ANY);
-    const char *markers[4 + NROLES + 5] = {v->tenant, v->project, v->display, v->tenant_id,
-                                           v->project_id, v->token_id, v->approval_id,
-                                           v->job_id};
-    int nm = 8;
+    const char *markers[12 + NROLES] = {v->tenant,     v->project,     v->display,
+                                        v->tenant_id,  v->project_id,  v->token_id,
+                                        v->approval_id, v->job_id,     v->model,
+                                        v->app,        v->endpoint_id, v->key_id};
+    int nm = 12;
     for (int i = 0; i < NROLES; i++) markers[nm++] = v->users[i];
     for (int i = 0; i < nm; i++) {
         if (text && strstr(text, markers[i])) {

@@ -1,0 +1,283 @@
+/*
+ * gateway.h - model services, applications, API keys and the accounting of
+ * the OpenAI-compatible gateway: the store side, plus the pure arithmetic
+ * of rate windows and token reservations.
+ *
+ * Models belong to a tenant: private (only keys of that tenant use them) or
+ * public (published by a platform-admin; every key may use them).  A model
+ * has endpoints: an external base URL ("http://10.0.0.5:8000/v1"), or a job
+ * of one of the tenant's projects serving on a port of its node.  Keys
+ * ("sk-…") belong to a project (optionally an application); only their
+ * BLAKE2b digest is stored.
+ *
+ * Token quotas are monthly (UTC calendar month) per key, project and
+ * tenant.  Before forwarding, the gateway reserves the request's most
+ * tokens against all three in one transaction (gw_reserve); when the
+ * request ends it settles the hold with the actual count (gw_settle), in
+ * the same transaction as its usage record.  So concurrent requests can
+ * never together pass a quota by more than what their reservations allow.
+ *
+ * Ownership: functions returning json_t* or filling json_t** give a new
+ * reference; gw_key holds an owned `models` array released by
+ * gw_key_release().  Nothing here authorises: handlers do.
+ */
+#ifndef GP_GATEWAY_H
+#define GP_GATEWAY_H
+
+#include "../core/err.h"
+#include "../core/rand.h"
+#include "../core/strbuf.h"
+#include "../store/store.h"
+
+#include <jansson.h>
+#include <stdint.h>
+
+#define GW_KEY_PREFIX "sk-"
+#define GW_MAX_ENDPOINTS 16
+#define GW_DEFAULT_MAX_TOKENS 1024 /* reserved for a completion when max_tokens is not given */
+
+/* ---- models, endpoints, applications (models.c) ---- */
+
+/* {"name","visibility":"private"|"public","description"}; `public` only when may_publish. */
+int gw_model_create(store_tx *tx, const char *tenant_id, json_t *spec, const char *created_by,
+                    int may_publish, char id[RND_ID_LEN], gp_err *err);
+/* Change {"visibility","description"} of model `name`. */
+int gw_model_update(store_tx *tx, const char *tenant_id, const char *name, json_t *spec,
+                    int may_publish, gp_err *err);
+/* The tenant's models with their endpoints. */
+int gw_model_list(store_tx *tx, const char *tenant_id, json_t **items, gp_err *err);
+/* One model with its endpoints; OUT (optional) id. GP_ENOTFOUND. */
+int gw_model_get(store_tx *tx, const char *tenant_id, const char *name, json_t **out,
+                 char id[RND_ID_LEN], gp_err *err);
+/* Delete a model and its endpoints (usage records keep its name). */
+int gw_model_delete(store_tx *tx, const char *tenant_id, const char *name, gp_err *err);
+
+/*
+ * Add an endpoint to model `model_id` of tenant `tenant_id`:
+ * {"url"} or {"job","port"} (a job of one of the tenant's projects), plus
+ * optional "accelerator", "upstream_model", "health_path".
+ */
+int gw_endpoint_add(store_tx *tx, const char *tenant_id, const char *model_id, json_t *spec,
+                    char id[RND_ID_LEN], gp_err *err);
+int gw_endpoint_remove(store_tx *tx, const char *model_id, const char *id, gp_err *err);
+
+/* Applications of a project: {"name","description"}. */
+int gw_app_create(store_tx *tx, const char *project_id, json_t *spec, char id[RND_ID_LEN],
+                  gp_err *err);
+int gw_app_list(store_tx *tx, const char *project_id, json_t **items, gp_err *err);
+int gw_app_delete(store_tx *tx, const char *project_id, const char *name, gp_err *err);
+
+/* ---- keys (keys.c) ---- */
+
+/*
+ * Create a key in project `project_id` of tenant `tenant_id` for `owner`:
+ * {"name","app","models":[…],"rpm","tpm","tokens_month","expires_at"|
+ * "ttl_seconds"}.  Model names must name models the project can use.
+ * OUT: id and the secret (shown once).
+ */
+int gw_key_create(store_tx *tx, const char *tenant_id, const char *project_id,
+                  const char *owner, json_t *spec, char id[RND_ID_LEN],
+                  char secret[RND_SECRET_LEN], gp_err *err);
+/* Keys of a project (owner non-NULL: only that user's), without secrets. */
+int gw_key_list(store_tx *tx, const char *project_id, const char *owner, json_t **items,
+                gp_err *err);
+/* One key; OUT (optional) owner. GP_ENOTFOUND. */
+int gw_key_get(store_tx *tx, const char *project_id, const char *id, json_t **out,
+               char owner[64], gp_err *err);
+/* Revoke (idempotent refusal: GP_ECONFLICT when already revoked). */
+int gw_key_revoke(store_tx *tx, const char *project_id, const char *id, gp_err *err);
+
+/* A key that authenticated, with what limits it. */
+typedef struct gw_key {
+    char id[RND_ID_LEN], tenant_id[RND_ID_LEN], project_id[RND_ID_LEN];
+    char tenant[64], project[64], app[64];
+    json_t *models;                /* allowed model names; [] = any it can see (owned) */
+    int64_t rpm, tpm, tokens_month; /* 0 = no limit */
+    /* the project's and tenant's gateway ceilings (QUOTA_NONE = none) */
+    int64_t project_rpm, project_tpm, project_tokens_month, tenant_tokens_month;
+} gw_key;
+
+/*
+ * Authenticate `secret` at `now_us`: GP_EUNAUTH with the reason (unknown,
+ * revoked, expired, or its tenant/project gone).  OUT: *out (release it).
+ */
+int gw_key_auth(store_tx *tx, const char *secret, int64_t now_us, gw_key *out, gp_err *err);
+void gw_key_release(gw_key *k);
+
+/* ---- routing ---- */
+
+typedef struct gw_endpoint {
+    char id[RND_ID_LEN];
+    char base[512];         /* base URL ending in /v1 (no trailing slash) */
+    char accelerator[64];
+    char upstream_model[128]; /* "" = the model's own name */
+} gw_endpoint;
+
+typedef struct gw_route {
+    char model_tenant[64];  /* tenant owning the model */
+    int n;                  /* healthy (or not yet checked) endpoints */
+    gw_endpoint ep[GW_MAX_ENDPOINTS];
+} gw_route;
+
+/*
+ * Resolve `model` for key `k`: the key's tenant's own model of that name,
+ * else a public one; refused (GP_ENOTFOUND, "model not found") when
+ * neither exists or the key's allow-list does not name it - whatever
+ * another tenant has.  OUT: its usable endpoints (n may be 0).
+ */
+int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, gp_err *err);
+
+/* OpenAI's model list for key `k`: [{id, object:"model", created, owned_by}]. */
+int gw_models_for_key(store_tx *tx, const gw_key *k, json_t **data, gp_err *err);
+
+/* Endpoints to health-check: [{id, base, health_path, job}] (job "" for a URL endpoint). */
+int gw_endpoint_targets(store_tx *tx, json_t **items, gp_err *err);
+/* Record a check: state "healthy"|"unhealthy", with the error text. */
+int gw_endpoint_set_state(store_tx *tx, const char *id, const char *state, const char *error,
+                          gp_err *err);
+
+/* ---- token quotas (ledger.c) ---- */
+
+/* "2026-12" for a time. */
+void gw_month(int64_t now_us, char out[8]);
+
+/*
+ * Reserve `amount` tokens for key `k` this month against the key's,
+ * project's and tenant's monthly quotas (callers skip this when none of
+ * the three has a quota: gw_usage_write then counts the use directly).  GP_EFORBIDDEN with which quota
+ * would be passed ("insufficient_quota").  OUT: hold id.
+ */
+int gw_reserve(store_tx *tx, const gw_key *k, int64_t amount, int64_t now_us,
+               char hold[RND_ID_LEN], gp_err *err);
+/* Settle a hold with what was used (0 for a request that failed). */
+int gw_settle(store_tx *tx, const char *hold, int64_t used, gp_err *err);
+/* Release holds older than `older_than_us` (a gateway that died mid-request). OUT: count. */
+int gw_expire_holds(store_tx *tx, int64_t older_than_us, int *count, gp_err *err);
+/* This month's {used, reserved, quota} for a key / project / tenant. */
+int gw_ledger_get(store_tx *tx, const char *scope, const char *id, int64_t now_us, int64_t *used,
+                  int64_t *reserved, gp_err *err);
+
+/* ---- usage records (ledger.c) ---- */
+
+typedef struct gw_usage {
+    int64_t at_us;
+    char tenant_id[RND_ID_LEN], project_id[RND_ID_LEN], tenant[64], project[64], app[64];
+    char key_id[RND_ID_LEN], model[128], model_tenant[64], endpoint_id[RND_ID_LEN];
+    char accelerator[64];
+    char kind[16];          /* chat | completion | embedding */
+    int stream, estimated, status;
+    int64_t prompt_tokens, completion_tokens, latency_us;
+    char hold[RND_ID_LEN];  /* the reservation to settle ("" none) */
+} gw_usage;
+
+/* Insert the record and settle its hold (no hold: add its tokens to the month's use). */
+int gw_usage_write(store_tx *tx, const gw_usage *u, gp_err *err);
+
+/*
+ * Usage records of a project (or a whole tenant when project_id is NULL),
+ * newest first, optionally of one key, at most `limit`.
+ */
+int gw_usage_list(store_tx *tx, const char *tenant_id, const char *project_id,
+                  const char *key_id, int limit, json_t **items, gp_err *err);
+
+/* ---- rate windows (limits.c; pure) ---- */
+
+/*
+ * A one-minute sliding window approximated from two fixed minutes: the
+ * count of the previous minute weighted by how much of it the window still
+ * covers, plus the current minute's.
+ */
+typedef struct gw_window {
+    int64_t minute;   /* index of the current minute (now / 60 s) */
+    int64_t prev, cur;
+} gw_window;
+
+/*
+ * Would adding `cost` at `now_us` keep the window within `limit` (0 = no
+ * limit)?  1 yes; 0 no, with *retry_after_s (>= 1) the seconds until it
+ * would.  Does not add.
+ */
+int gw_window_allows(gw_window *w, int64_t now_us, int64_t cost, int64_t limit,
+                     int64_t *retry_after_s);
+/* Add `cost` (may be negative to give back an over-reservation; never below 0). */
+void gw_window_add(gw_window *w, int64_t now_us, int64_t cost);
+
+/*
+ * A rough token count for text of `chars` characters, for requests whose
+ * upstream reported no usage: ceil(chars / 4), at least 1 when chars > 0.
+ */
+int64_t gw_estimate_tokens(int64_t chars);
+
+/* ---- calls to an upstream (proxy.c) ---- */
+
+typedef struct gw_call gw_call;
+
+/*
+ * POST `body` (JSON; NULL: a GET) to ep->base + path and wait for the
+ * status line and headers (at most timeout_s for the whole call; 3 s to
+ * connect).  GP_EIO when no answer came at all (connect refused, timeout):
+ * the caller may try another endpoint.  OUT: *out (gw_call_free).
+ */
+int gw_call_start(const gw_endpoint *ep, const char *path, const char *body, size_t len,
+                  int timeout_s, gw_call **out, gp_err *err);
+long gw_call_status(const gw_call *c);
+const char *gw_call_content_type(const gw_call *c);
+/* The next bytes of the body as they arrive: > 0 bytes, 0 at the end, -1 on a broken transfer. */
+long gw_call_read(gw_call *c, char *buf, size_t max);
+/* The rest of the body into `out` (at most `max` bytes: GP_ETOOLARGE). */
+int gw_call_body(gw_call *c, strbuf *out, size_t max, gp_err *err);
+const char *gw_call_error(const gw_call *c);
+void gw_call_free(gw_call *c);
+
+/* ---- streamed completions (sse.c; pure) ---- */
+
+typedef struct gw_sse {
+    strbuf pending;          /* bytes of an event not yet complete */
+    int strip_usage;         /* drop the usage-only chunk (the client did not ask for it) */
+    int has_usage, saw_done, saw_error;
+    int64_t prompt_tokens, completion_tokens;
+    int64_t completion_chars; /* generated text seen, for an estimate */
+    int64_t events;
+} gw_sse;
+
+void gw_sse_init(gw_sse *s, int strip_usage);
+void gw_sse_release(gw_sse *s);
+/* Feed upstream bytes; complete events the client should get are appended to `out`. */
+void gw_sse_feed(gw_sse *s, const char *data, size_t n, strbuf *out);
+/* The upstream ended: whatever partial event is left. */
+void gw_sse_finish(gw_sse *s, strbuf *out);
+
+/* ---- the gateway at run time (runtime.c) ---- */
+
+typedef struct gw_runtime gw_runtime;
+
+typedef struct gw_runtime_config {
+    int flush_ms;          /* usage records are written at least this often (200) */
+    int batch;             /* ... or once this many are queued (256) */
+    int health_interval_s; /* endpoint checks; 0: none */
+    int upstream_timeout_s;/* whole upstream call (300) */
+} gw_runtime_config;
+
+int gw_rt_start(store_t *st, const gw_runtime_config *cfg, gw_runtime **out, gp_err *err);
+/* Stop the background thread and write every queued usage record. NULL is a no-op. */
+void gw_rt_stop(gw_runtime *rt);
+
+/*
+ * Admit a request of key `k` costing `tokens` (its reservation) against the
+ * per-minute windows of the key and its project; counts it when admitted.
+ * 0 when limited: *retry_after_s and `why` ("requests per minute of this key").
+ */
+int gw_rt_admit(gw_runtime *rt, const gw_key *k, int64_t tokens, int64_t now_us,
+                int64_t *retry_after_s, char *why, size_t why_len);
+/* Correct the token windows once the real count is known (delta = used - reserved). */
+void gw_rt_adjust(gw_runtime *rt, const gw_key *k, int64_t token_delta, int64_t now_us);
+/* Round-robin counter. */
+unsigned long gw_rt_next(gw_runtime *rt);
+/* Queue a usage record (written, with its hold settled, by the next flush). */
+int gw_rt_record(gw_runtime *rt, const gw_usage *u);
+/* Write the queued records now (a failed batch stays queued). */
+int gw_rt_flush(gw_runtime *rt, gp_err *err);
+/* The runtime's upstream timeout. */
+int gw_rt_timeout(const gw_runtime *rt);
+
+#endif

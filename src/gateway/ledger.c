@@ -1,0 +1,207 @@
+/*
+ * ledger.c - monthly token quotas (reserve before forwarding, settle after)
+ * and the gateway's usage records (see gateway.h).
+ *
+ * token_ledger keeps, per scope (key, project, tenant) and month, the
+ * tokens used and those reserved by requests in flight; token_holds keeps
+ * each open reservation so it can be settled exactly once, or released if
+ * the gateway died mid-request.
+ *
+ * Invariant: for every scope and month, reserved = the sum of the amounts
+ * of the open holds that name it.
+ */
+#include "gateway.h"
+
+#include "../core/gtime.h"
+#include "../core/jsonx.h"
+#include "../quota/quota.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+void gw_month(int64_t now_us, char out[8]) {
+    time_t t = (time_t)(now_us / 1000000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    unsigned y = (unsigned)(tm.tm_year + 1900) % 10000u, m = (unsigned)(tm.tm_mon + 1) % 100u;
+    snprintf(out, 8, "%04u-%02u", y, m);
+}
+
+static int ledger_row(store_tx *tx, const char *scope, const char *id, const char *month,
+                      int64_t *used, int64_t *reserved, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT used, reserved FROM token_ledger WHERE scope = ? AND id = ?"
+                         " AND month = ?",
+                         "sss", scope, id, month);
+    if (rc) return rc;
+    *used = *reserved = 0;
+    rc = store_step(s, err);
+    if (rc > 0) {
+        *used = store_int(s, 0);
+        *reserved = store_int(s, 1);
+    }
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+int gw_ledger_get(store_tx *tx, const char *scope, const char *id, int64_t now_us, int64_t *used,
+                  int64_t *reserved, gp_err *err) {
+    char month[8];
+    gw_month(now_us, month);
+    return ledger_row(tx, scope, id, month, used, reserved, err);
+}
+
+static int ledger_add(store_tx *tx, const char *scope, const char *id, const char *month,
+                      int64_t used, int64_t reserved, gp_err *err) {
+    return store_exec(tx, NULL, err,
+                      "INSERT INTO token_ledger (scope, id, month, used, reserved) VALUES (?,?,?,?,?)"
+                      " ON CONFLICT (scope, id, month) DO UPDATE SET used = used + excluded.used,"
+                      " reserved = reserved + excluded.reserved",
+                      "sssii", scope, id, month, used, reserved);
+}
+
+int gw_reserve(store_tx *tx, const gw_key *k, int64_t amount, int64_t now_us,
+               char hold[RND_ID_LEN], gp_err *err) {
+    char month[8];
+    gw_month(now_us, month);
+    struct {
+        const char *scope, *id, *what;
+        int64_t quota;
+    } lv[3] = {{"key", k->id, "this key's", k->tokens_month ? k->tokens_month : QUOTA_NONE},
+               {"project", k->project_id, "the project's", k->project_tokens_month},
+               {"tenant", k->tenant_id, "the tenant's", k->tenant_tokens_month}};
+    for (int i = 0; i < 3; i++) {
+        if (lv[i].quota == QUOTA_NONE) continue;
+        int64_t used, reserved;
+        int rc = ledger_row(tx, lv[i].scope, lv[i].id, month, &used, &reserved, err);
+        if (rc) return rc;
+        if (used + reserved + amount > lv[i].quota)
+            return gp_err_set(err, GP_EFORBIDDEN,
+                              "You exceeded %s monthly token quota (%lld used, %lld reserved by "
+                              "requests in flight, %lld asked, quota %lld).",
+                              lv[i].what, (long long)used, (long long)reserved, (long long)amount,
+                              (long long)lv[i].quota);
+    }
+    rnd_id(hold);
+    int rc = store_exec(tx, NULL, err,
+                        "INSERT INTO token_holds (id, key_id, project_id, tenant_id, month, amount,"
+                        " at) VALUES (?,?,?,?,?,?,?)",
+                        "sssssii", hold, k->id, k->project_id, k->tenant_id, month, amount, now_us);
+    for (int i = 0; i < 3 && !rc; i++) rc = ledger_add(tx, lv[i].scope, lv[i].id, month, 0, amount, err);
+    return rc;
+}
+
+/* Move a hold's amount out of `reserved`, `used` into used, and drop the hold. */
+static int settle(store_tx *tx, const char *hold, int64_t used, int count_used, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT key_id, project_id, tenant_id, month, amount FROM token_holds"
+                         " WHERE id = ?",
+                         "s", hold);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc <= 0) {
+        store_done(s);
+        return rc < 0 ? rc : GP_OK; /* settled already (or released as stale) */
+    }
+    char ids[3][RND_ID_LEN], month[8];
+    for (int i = 0; i < 3; i++) snprintf(ids[i], RND_ID_LEN, "%s", store_text(s, i));
+    snprintf(month, sizeof month, "%s", store_text(s, 3));
+    int64_t amount = store_int(s, 4);
+    store_done(s);
+    rc = GP_OK;
+    static const char *const scopes[3] = {"key", "project", "tenant"};
+    for (int i = 0; i < 3 && !rc; i++)
+        rc = ledger_add(tx, scopes[i], ids[i], month, count_used ? used : 0, -amount, err);
+    if (!rc) rc = store_exec(tx, NULL, err, "DELETE FROM token_holds WHERE id = ?", "s", hold);
+    return rc;
+}
+
+int gw_settle(store_tx *tx, const char *hold, int64_t used, gp_err *err) {
+    return settle(tx, hold, used < 0 ? 0 : used, 1, err);
+}
+
+int gw_expire_holds(store_tx *tx, int64_t older_than_us, int *count, gp_err *err) {
+    store_stmt *s;
+    *count = 0;
+    int rc = store_query(tx, &s, err, "SELECT id FROM token_holds WHERE at < ? LIMIT 1000", "i",
+                         older_than_us);
+    if (rc) return rc;
+    char ids[64][RND_ID_LEN];
+    int n = 0;
+    while ((rc = store_step(s, err)) > 0 && n < 64) snprintf(ids[n++], RND_ID_LEN, "%s", store_text(s, 0));
+    store_done(s);
+    if (rc < 0) return rc;
+    for (int i = 0; i < n; i++) {
+        if ((rc = settle(tx, ids[i], 0, 0, err))) return rc;
+        (*count)++;
+    }
+    return GP_OK;
+}
+
+int gw_usage_write(store_tx *tx, const gw_usage *u, gp_err *err) {
+    char id[RND_ID_LEN];
+    rnd_id(id);
+    int rc = store_exec(tx, NULL, err,
+                        "INSERT INTO usage_records (id, at, tenant_id, project_id, tenant, project,"
+                        " app, key_id, model, model_tenant, endpoint_id, accelerator, kind, stream,"
+                        " prompt_tokens, completion_tokens, estimated, latency_us, status)"
+                        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        "sisssssssssssiiiiii", id, u->at_us, u->tenant_id, u->project_id, u->tenant,
+                        u->project, u->app, u->key_id, u->model, u->model_tenant, u->endpoint_id,
+                        u->accelerator, u->kind, (int64_t)u->stream, u->prompt_tokens,
+                        u->completion_tokens, (int64_t)u->estimated, u->latency_us,
+                        (int64_t)u->status);
+    int64_t used = u->prompt_tokens + u->completion_tokens;
+    if (!rc && u->hold[0]) return gw_settle(tx, u->hold, used, err);
+    /* no quota applied, so nothing was reserved: the month's use still counts */
+    if (!rc && used > 0) {
+        char month[8];
+        gw_month(u->at_us, month);
+        rc = ledger_add(tx, "key", u->key_id, month, used, 0, err);
+        if (!rc) rc = ledger_add(tx, "project", u->project_id, month, used, 0, err);
+        if (!rc) rc = ledger_add(tx, "tenant", u->tenant_id, month, used, 0, err);
+    }
+    return rc;
+}
+
+int gw_usage_list(store_tx *tx, const char *tenant_id, const char *project_id,
+                  const char *key_id, int limit, json_t **items, gp_err *err) {
+    store_stmt *s;
+    if (limit <= 0 || limit > 5000) limit = 100;
+    int rc = store_query(tx, &s, err,
+                         "SELECT u.id, u.at, u.tenant, u.project, u.app, u.key_id, u.model,"
+                         " u.model_tenant, u.endpoint_id, u.accelerator, u.kind, u.stream,"
+                         " u.prompt_tokens, u.completion_tokens, u.estimated, u.latency_us,"
+                         " u.status, COALESCE(k.name, '') FROM usage_records u"
+                         " LEFT JOIN api_keys k ON k.id = u.key_id WHERE u.tenant_id = ?"
+                         " AND (? IS NULL OR u.project_id = ?) AND (? IS NULL OR u.key_id = ?)"
+                         " ORDER BY u.at DESC, u.id LIMIT ?",
+                         "sssssi", tenant_id, project_id, project_id, key_id, key_id,
+                         (int64_t)limit);
+    if (rc) return rc;
+    json_t *arr = json_array();
+    while ((rc = store_step(s, err)) > 0) {
+        json_t *o = json_pack(
+            "{s:s,s:o,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:I,s:I,s:I,s:b,s:f,s:I}", "id",
+            store_text(s, 0), "at", jx_time(store_int(s, 1)), "tenant", store_text(s, 2), "project",
+            store_text(s, 3), "app", store_text(s, 4), "key", store_text(s, 5), "key_name",
+            store_text(s, 17), "model", store_text(s, 6), "model_tenant", store_text(s, 7),
+            "endpoint", store_text(s, 8), "accelerator", store_text(s, 9), "stream",
+            (int)store_int(s, 11), "prompt_tokens", (json_int_t)store_int(s, 12),
+            "completion_tokens", (json_int_t)store_int(s, 13), "total_tokens",
+            (json_int_t)(store_int(s, 12) + store_int(s, 13)), "estimated", (int)store_int(s, 14),
+            "latency_ms", (double)store_int(s, 15) / 1000.0, "status", (json_int_t)store_int(s, 16));
+        json_object_set_new(o, "kind", json_string(store_text(s, 10)));
+        json_array_append_new(arr, o);
+    }
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *items = arr;
+    return GP_OK;
+}

@@ -1,0 +1,498 @@
+/*
+ * models.c - model services, their endpoints, applications, and resolving
+ * a requested model name for a key (see gateway.h).
+ */
+#include "gateway.h"
+
+#include "../core/gtime.h"
+#include "../core/jsonx.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int visibility_arg(json_t *spec, int may_publish, const char **out, gp_err *err) {
+    int rc = jx_get_str(spec, "visibility", 0, out, err);
+    if (rc) return rc;
+    if (!*out) return GP_OK;
+    if (strcmp(*out, "private") && strcmp(*out, "public"))
+        return gp_err_set(err, GP_EINVALID, "visibility must be private or public");
+    if (!strcmp(*out, "public") && !may_publish)
+        return gp_err_set(err, GP_EFORBIDDEN, "only a platform-admin publishes a model");
+    return GP_OK;
+}
+
+static int description_arg(json_t *spec, const char **out, gp_err *err) {
+    int rc = jx_get_str(spec, "description", 0, out, err);
+    if (!rc && *out && strlen(*out) > 1000)
+        return gp_err_set(err, GP_EINVALID, "description is at most 1000 characters");
+    return rc;
+}
+
+/* A public name must be unambiguous: no other tenant's public model may have it. */
+static int public_name_free(store_tx *tx, const char *tenant_id, const char *name, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT COUNT(*) FROM models WHERE visibility = 'public' AND name = ?"
+                         " AND tenant_id <> ?",
+                         "ss", name, tenant_id);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    int64_t n = rc > 0 ? store_int(s, 0) : 0;
+    store_done(s);
+    if (rc < 0) return rc;
+    return n ? gp_err_set(err, GP_ECONFLICT, "another tenant already publishes a model named '%s'",
+                          name)
+             : GP_OK;
+}
+
+int gw_model_create(store_tx *tx, const char *tenant_id, json_t *spec, const char *created_by,
+                    int may_publish, char id[RND_ID_LEN], gp_err *err) {
+    static const char *const fields[] = {"name", "visibility", "description", NULL};
+    const char *name, *vis = NULL, *desc = NULL;
+    int rc = jx_only_fields(spec, fields, err);
+    if (!rc) rc = jx_get_str(spec, "name", 1, &name, err);
+    if (!rc && !gp_name_valid(name))
+        rc = gp_err_set(err, GP_EINVALID,
+                        "name must be 1-63 lower-case letters, digits or '-' (not at the ends)");
+    if (!rc) rc = visibility_arg(spec, may_publish, &vis, err);
+    if (!rc) rc = description_arg(spec, &desc, err);
+    if (!rc && vis && !strcmp(vis, "public")) rc = public_name_free(tx, tenant_id, name, err);
+    if (rc) return rc;
+    rnd_id(id);
+    rc = store_exec(tx, NULL, err,
+                    "INSERT INTO models (id, tenant_id, name, visibility, description, created_by,"
+                    " created_at) VALUES (?,?,?,?,?,?,?)",
+                    "ssssssi", id, tenant_id, name, vis ? vis : "private", desc ? desc : "",
+                    created_by, gt_now_us());
+    if (rc == GP_ECONFLICT) return gp_err_set(err, GP_ECONFLICT, "model '%s' already exists", name);
+    return rc;
+}
+
+static int model_id(store_tx *tx, const char *tenant_id, const char *name, char id[RND_ID_LEN],
+                    gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err, "SELECT id FROM models WHERE tenant_id = ? AND name = ?",
+                         "ss", tenant_id, name);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc > 0) snprintf(id, RND_ID_LEN, "%s", store_text(s, 0));
+    store_done(s);
+    if (rc < 0) return rc;
+    return rc ? GP_OK : gp_err_set(err, GP_ENOTFOUND, "model not found");
+}
+
+int gw_model_update(store_tx *tx, const char *tenant_id, const char *name, json_t *spec,
+                    int may_publish, gp_err *err) {
+    static const char *const fields[] = {"visibility", "description", NULL};
+    const char *vis = NULL, *desc = NULL;
+    char id[RND_ID_LEN];
+    int rc = jx_only_fields(spec, fields, err);
+    if (!rc) rc = model_id(tx, tenant_id, name, id, err);
+    if (!rc) rc = visibility_arg(spec, may_publish, &vis, err);
+    /* unpublishing is publishing's business too */
+    if (!rc && vis && !strcmp(vis, "private") && !may_publish) {
+        store_stmt *s;
+        rc = store_query(tx, &s, err, "SELECT visibility FROM models WHERE id = ?", "s", id);
+        if (!rc) {
+            rc = store_step(s, err);
+            int pub = rc > 0 && !strcmp(store_text(s, 0), "public");
+            store_done(s);
+            rc = rc < 0 ? rc
+                 : pub  ? gp_err_set(err, GP_EFORBIDDEN, "only a platform-admin unpublishes a model")
+                        : GP_OK;
+        }
+    }
+    if (!rc) rc = description_arg(spec, &desc, err);
+    if (!rc && vis && !strcmp(vis, "public")) rc = public_name_free(tx, tenant_id, name, err);
+    if (!rc && vis)
+        rc = store_exec(tx, NULL, err, "UPDATE models SET visibility = ? WHERE id = ?", "ss", vis, id);
+    if (!rc && desc)
+        rc = store_exec(tx, NULL, err, "UPDATE models SET description = ? WHERE id = ?", "ss", desc,
+                        id);
+    return rc;
+}
+
+static int endpoints_of(store_tx *tx, const char *model_id, json_t **out, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT id, url, job_id, port, accelerator, upstream_model, health_path,"
+                         " state, checked_at, last_error, created_at FROM endpoints"
+                         " WHERE model_id = ? ORDER BY created_at, id",
+                         "s", model_id);
+    if (rc) return rc;
+    json_t *arr = json_array();
+    while ((rc = store_step(s, err)) > 0) {
+        json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "id", store_text(s, 0),
+                              "accelerator", store_text(s, 4), "upstream_model", store_text(s, 5),
+                              "health_path", store_text(s, 6), "state", store_text(s, 7),
+                              "last_error", store_text(s, 9), "created_at",
+                              jx_time(store_int(s, 10)));
+        if (*store_text(s, 2)) {
+            json_object_set_new(o, "job", json_string(store_text(s, 2)));
+            json_object_set_new(o, "port", json_integer(store_int(s, 3)));
+        } else {
+            json_object_set_new(o, "url", json_string(store_text(s, 1)));
+        }
+        json_object_set_new(o, "checked_at", store_int(s, 8) ? jx_time(store_int(s, 8)) : json_null());
+        json_array_append_new(arr, o);
+    }
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *out = arr;
+    return GP_OK;
+}
+
+static int models_query(store_tx *tx, const char *tenant_id, const char *name, json_t **items,
+                        gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT m.id, m.name, m.visibility, m.description, m.created_by,"
+                         " m.created_at, t.name FROM models m JOIN tenants t ON t.id = m.tenant_id"
+                         " WHERE m.tenant_id = ? AND (? IS NULL OR m.name = ?)"
+                         " ORDER BY m.name LIMIT 1000",
+                         "sss", tenant_id, name, name);
+    if (rc) return rc;
+    json_t *arr = json_array();
+    while ((rc = store_step(s, err)) > 0)
+        json_array_append_new(
+            arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "id", store_text(s, 0), "name",
+                           store_text(s, 1), "visibility", store_text(s, 2), "description",
+                           store_text(s, 3), "created_by", store_text(s, 4), "tenant",
+                           store_text(s, 6), "created_at", jx_time(store_int(s, 5))));
+    store_done(s);
+    size_t i;
+    json_t *m;
+    json_array_foreach(arr, i, m) {
+        json_t *eps;
+        if (rc < 0) break;
+        rc = endpoints_of(tx, json_string_value(json_object_get(m, "id")), &eps, err);
+        if (!rc) json_object_set_new(m, "endpoints", eps);
+    }
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *items = arr;
+    return GP_OK;
+}
+
+int gw_model_list(store_tx *tx, const char *tenant_id, json_t **items, gp_err *err) {
+    return models_query(tx, tenant_id, NULL, items, err);
+}
+
+int gw_model_get(store_tx *tx, const char *tenant_id, const char *name, json_t **out,
+                 char id[RND_ID_LEN], gp_err *err) {
+    json_t *items;
+    int rc = models_query(tx, tenant_id, name, &items, err);
+    if (rc) return rc;
+    json_t *m = json_array_get(items, 0);
+    if (!m) {
+        json_decref(items);
+        return gp_err_set(err, GP_ENOTFOUND, "model not found");
+    }
+    if (id) snprintf(id, RND_ID_LEN, "%s", json_string_value(json_object_get(m, "id")));
+    if (out) *out = json_incref(m);
+    json_decref(items);
+    return GP_OK;
+}
+
+int gw_model_delete(store_tx *tx, const char *tenant_id, const char *name, gp_err *err) {
+    char id[RND_ID_LEN];
+    int rc = model_id(tx, tenant_id, name, id, err);
+    if (!rc) rc = store_exec(tx, NULL, err, "DELETE FROM endpoints WHERE model_id = ?", "s", id);
+    if (!rc) rc = store_exec(tx, NULL, err, "DELETE FROM models WHERE id = ?", "s", id);
+    return rc;
+}
+
+/* An http(s) base URL without credentials, query or fragment; OUT: without a trailing '/'. */
+static int url_ok(const char *u, char out[512], gp_err *err) {
+    size_t n = strlen(u);
+    if (n < 8 || n > 500 || (strncmp(u, "http://", 7) && strncmp(u, "https://", 8)))
+        return gp_err_set(err, GP_EINVALID, "url must be an http:// or https:// base URL");
+    const char *host = strstr(u, "://") + 3;
+    const char *slash = strchr(host, '/');
+    size_t hl = slash ? (size_t)(slash - host) : strlen(host);
+    if (!hl || memchr(host, '@', hl))
+        return gp_err_set(err, GP_EINVALID, "url must name a host and carry no credentials");
+    for (const char *p = u; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == '?' || *p == '#' || (unsigned char)*p >= 0x7f)
+            return gp_err_set(err, GP_EINVALID, "url must not hold spaces, a query or a fragment");
+    snprintf(out, 512, "%s", u);
+    while (n > 0 && out[n - 1] == '/') out[--n] = '\0';
+    return GP_OK;
+}
+
+static int path_ok(const char *p, gp_err *err) {
+    if (!p) return GP_OK;
+    if (*p != '/' || strlen(p) > 200)
+        return gp_err_set(err, GP_EINVALID, "health_path must start with '/' (at most 200 characters)");
+    for (; *p; p++)
+        if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f || *p == '#')
+            return gp_err_set(err, GP_EINVALID, "health_path must be a plain path");
+    return GP_OK;
+}
+
+static int short_text(json_t *spec, const char *key, size_t max, const char **out, gp_err *err) {
+    int rc = jx_get_str(spec, key, 0, out, err);
+    if (rc) return rc;
+    if (*out && strlen(*out) > max)
+        return gp_err_set(err, GP_EINVALID, "%s is at most %zu characters", key, max);
+    for (const char *p = *out; p && *p; p++)
+        if ((unsigned char)*p < ' ')
+            return gp_err_set(err, GP_EINVALID, "%s must not hold control characters", key);
+    return GP_OK;
+}
+
+int gw_endpoint_add(store_tx *tx, const char *tenant_id, const char *model_id, json_t *spec,
+                    char id[RND_ID_LEN], gp_err *err) {
+    static const char *const fields[] = {"url", "job", "port", "accelerator", "upstream_model",
+                                         "health_path", NULL};
+    const char *url = NULL, *job = NULL, *acc = NULL, *um = NULL, *hp = NULL;
+    int64_t port = 0;
+    int has_port = 0;
+    char base[512] = "";
+    int rc = jx_only_fields(spec, fields, err);
+    if (!rc) rc = jx_get_str(spec, "url", 0, &url, err);
+    if (!rc) rc = jx_get_str(spec, "job", 0, &job, err);
+    if (!rc) rc = jx_get_int(spec, "port", 0, &port, &has_port, err);
+    if (!rc) rc = short_text(spec, "accelerator", 63, &acc, err);
+    if (!rc) rc = short_text(spec, "upstream_model", 127, &um, err);
+    if (!rc) rc = jx_get_str(spec, "health_path", 0, &hp, err);
+    if (!rc) rc = path_ok(hp, err);
+    if (rc) return rc;
+    if (!url == !job)
+        return gp_err_set(err, GP_EINVALID, "give either url, or job and port");
+    if (url && (rc = url_ok(url, base, err))) return rc;
+    if (url && has_port) return gp_err_set(err, GP_EINVALID, "port goes with job, not url");
+    if (job) {
+        if (!has_port || port < 1 || port > 65535)
+            return gp_err_set(err, GP_EINVALID, "port must be 1..65535");
+        store_stmt *s;
+        /* the job must be one of this tenant's: another tenant's job is "not found" */
+        rc = store_query(tx, &s, err, "SELECT COUNT(*) FROM jobs WHERE id = ? AND tenant_id = ?",
+                         "ss", job, tenant_id);
+        if (rc) return rc;
+        rc = store_step(s, err);
+        int64_t n = rc > 0 ? store_int(s, 0) : 0;
+        store_done(s);
+        if (rc < 0) return rc;
+        if (!n) return gp_err_set(err, GP_EINVALID, "job '%.40s' is not a job of this tenant", job);
+    }
+    rnd_id(id);
+    return store_exec(tx, NULL, err,
+                      "INSERT INTO endpoints (id, model_id, url, job_id, port, accelerator,"
+                      " upstream_model, health_path, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+                      "ssssisssi", id, model_id, base, job ? job : "", port, acc ? acc : "",
+                      um ? um : "", hp ? hp : "/models", gt_now_us());
+}
+
+int gw_endpoint_remove(store_tx *tx, const char *model_id, const char *id, gp_err *err) {
+    int changes = 0;
+    int rc = store_exec(tx, &changes, err, "DELETE FROM endpoints WHERE id = ? AND model_id = ?",
+                        "ss", id, model_id);
+    if (!rc && !changes) rc = gp_err_set(err, GP_ENOTFOUND, "endpoint not found");
+    return rc;
+}
+
+/* ---- applications ---- */
+
+int gw_app_create(store_tx *tx, const char *project_id, json_t *spec, char id[RND_ID_LEN],
+                  gp_err *err) {
+    static const char *const fields[] = {"name", "description", NULL};
+    const char *name, *desc = NULL;
+    int rc = jx_only_fields(spec, fields, err);
+    if (!rc) rc = jx_get_str(spec, "name", 1, &name, err);
+    if (!rc && !gp_name_valid(name))
+        rc = gp_err_set(err, GP_EINVALID,
+                        "name must be 1-63 lower-case letters, digits or '-' (not at the ends)");
+    if (!rc) rc = description_arg(spec, &desc, err);
+    if (rc) return rc;
+    rnd_id(id);
+    rc = store_exec(tx, NULL, err,
+                    "INSERT INTO apps (id, project_id, name, description, created_at)"
+                    " VALUES (?,?,?,?,?)",
+                    "ssssi", id, project_id, name, desc ? desc : "", gt_now_us());
+    if (rc == GP_ECONFLICT) return gp_err_set(err, GP_ECONFLICT, "app '%s' already exists", name);
+    return rc;
+}
+
+int gw_app_list(store_tx *tx, const char *project_id, json_t **items, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT a.name, a.description, a.created_at,"
+                         " (SELECT COUNT(*) FROM api_keys k WHERE k.app_id = a.id AND k.revoked_at = 0)"
+                         " FROM apps a WHERE a.project_id = ? ORDER BY a.name LIMIT 1000",
+                         "s", project_id);
+    if (rc) return rc;
+    json_t *arr = json_array();
+    while ((rc = store_step(s, err)) > 0)
+        json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:I}", "name", store_text(s, 0),
+                                             "description", store_text(s, 1), "created_at",
+                                             jx_time(store_int(s, 2)), "keys",
+                                             (json_int_t)store_int(s, 3)));
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *items = arr;
+    return GP_OK;
+}
+
+int gw_app_delete(store_tx *tx, const char *project_id, const char *name, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT a.id, (SELECT COUNT(*) FROM api_keys k WHERE k.app_id = a.id"
+                         " AND k.revoked_at = 0) FROM apps a WHERE a.project_id = ? AND a.name = ?",
+                         "ss", project_id, name);
+    if (rc) return rc;
+    char id[RND_ID_LEN] = "";
+    int64_t live = 0;
+    rc = store_step(s, err);
+    if (rc > 0) {
+        snprintf(id, sizeof id, "%s", store_text(s, 0));
+        live = store_int(s, 1);
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    if (!rc) return gp_err_set(err, GP_ENOTFOUND, "app not found");
+    if (live)
+        return gp_err_set(err, GP_ECONFLICT, "app '%s' still has %lld live key(s): revoke them first",
+                          name, (long long)live);
+    return store_exec(tx, NULL, err, "DELETE FROM apps WHERE id = ?", "s", id);
+}
+
+/* ---- routing ---- */
+
+/* Is `model` on the key's allow-list ([] = anything it can see)? */
+static int allowed(const gw_key *k, const char *model) {
+    if (!json_array_size(k->models)) return 1;
+    size_t i;
+    json_t *v;
+    json_array_foreach(k->models, i, v) if (!strcmp(json_string_value(v), model)) return 1;
+    return 0;
+}
+
+int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, gp_err *err) {
+    memset(out, 0, sizeof *out);
+    if (!model || !allowed(k, model))
+        return gp_err_set(err, GP_ENOTFOUND, "The model '%.100s' does not exist or you do not have "
+                                             "access to it.", model ? model : "");
+    store_stmt *s;
+    /* the key's own tenant first, then a public model; a job endpoint counts while the job runs */
+    int rc = store_query(
+        tx, &s, err,
+        "SELECT m.id, t.name FROM models m JOIN tenants t ON t.id = m.tenant_id WHERE m.name = ?"
+        " AND (m.tenant_id = ? OR m.visibility = 'public')"
+        " ORDER BY (m.tenant_id = ?) DESC LIMIT 1",
+        "sss", model, k->tenant_id, k->tenant_id);
+    if (rc) return rc;
+    char mid[RND_ID_LEN] = "";
+    rc = store_step(s, err);
+    if (rc > 0) {
+        snprintf(mid, sizeof mid, "%s", store_text(s, 0));
+        snprintf(out->model_tenant, sizeof out->model_tenant, "%s", store_text(s, 1));
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    if (!rc)
+        return gp_err_set(err, GP_ENOTFOUND, "The model '%.100s' does not exist or you do not have "
+                                             "access to it.", model);
+    rc = store_query(tx, &s, err,
+                     "SELECT e.id, e.url, e.port, e.accelerator, e.upstream_model,"
+                     " COALESCE(n.hostname, ''), COALESCE(n.name, '') FROM endpoints e"
+                     " LEFT JOIN jobs j ON j.id = e.job_id AND j.state = 'running'"
+                     " LEFT JOIN bindings b ON b.job_id = j.id AND b.end_us IS NULL"
+                     " LEFT JOIN nodes n ON n.name = b.node"
+                     " WHERE e.model_id = ? AND e.state <> 'unhealthy'"
+                     " AND (e.job_id = '' OR n.name IS NOT NULL)"
+                     " GROUP BY e.id ORDER BY e.created_at, e.id",
+                     "s", mid);
+    if (rc) return rc;
+    while ((rc = store_step(s, err)) > 0 && out->n < GW_MAX_ENDPOINTS) {
+        gw_endpoint *e = &out->ep[out->n++];
+        snprintf(e->id, sizeof e->id, "%s", store_text(s, 0));
+        if (*store_text(s, 1)) {
+            snprintf(e->base, sizeof e->base, "%s", store_text(s, 1));
+        } else {
+            const char *host = *store_text(s, 5) ? store_text(s, 5) : store_text(s, 6);
+            snprintf(e->base, sizeof e->base, "http://%s:%lld/v1", host, (long long)store_int(s, 2));
+        }
+        snprintf(e->accelerator, sizeof e->accelerator, "%s", store_text(s, 3));
+        snprintf(e->upstream_model, sizeof e->upstream_model, "%s", store_text(s, 4));
+    }
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+int gw_models_for_key(store_tx *tx, const gw_key *k, json_t **data, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT m.name, m.created_at, t.name FROM models m"
+                         " JOIN tenants t ON t.id = m.tenant_id"
+                         " WHERE m.tenant_id = ? OR m.visibility = 'public'"
+                         " ORDER BY m.name, (m.tenant_id = ?) DESC LIMIT 1000",
+                         "ss", k->tenant_id, k->tenant_id);
+    if (rc) return rc;
+    json_t *arr = json_array();
+    char last[128] = "";
+    while ((rc = store_step(s, err)) > 0) {
+        const char *name = store_text(s, 0);
+        if (!strcmp(name, last) || !allowed(k, name)) continue; /* own model shadows a public one */
+        snprintf(last, sizeof last, "%s", name);
+        json_array_append_new(arr, json_pack("{s:s,s:s,s:I,s:s}", "id", name, "object", "model",
+                                             "created", (json_int_t)(store_int(s, 1) / 1000000),
+                                             "owned_by", store_text(s, 2)));
+    }
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *data = arr;
+    return GP_OK;
+}
+
+int gw_endpoint_targets(store_tx *tx, json_t **items, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT e.id, e.url, e.port, e.health_path, e.job_id,"
+                         " COALESCE(j.state, ''), COALESCE(n.hostname, ''), COALESCE(n.name, '')"
+                         " FROM endpoints e LEFT JOIN jobs j ON j.id = e.job_id"
+                         " LEFT JOIN bindings b ON b.job_id = j.id AND b.end_us IS NULL"
+                         " LEFT JOIN nodes n ON n.name = b.node GROUP BY e.id ORDER BY e.id",
+                         "");
+    if (rc) return rc;
+    json_t *arr = json_array();
+    while ((rc = store_step(s, err)) > 0) {
+        char base[600];
+        const char *job = store_text(s, 4);
+        if (*job) {
+            const char *host = *store_text(s, 6) ? store_text(s, 6) : store_text(s, 7);
+            if (strcmp(store_text(s, 5), "running") || !*host) base[0] = '\0';
+            else snprintf(base, sizeof base, "http://%s:%lld/v1", host, (long long)store_int(s, 2));
+        } else {
+            snprintf(base, sizeof base, "%s", store_text(s, 1));
+        }
+        json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s}", "id", store_text(s, 0), "base",
+                                             base, "health_path", store_text(s, 3), "job", job));
+    }
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *items = arr;
+    return GP_OK;
+}
+
+int gw_endpoint_set_state(store_tx *tx, const char *id, const char *state, const char *error,
+                          gp_err *err) {
+    return store_exec(tx, NULL, err,
+                      "UPDATE endpoints SET state = ?, last_error = ?, checked_at = ? WHERE id = ?",
+                      "ssis", state, error ? error : "", gt_now_us(), id);
+}

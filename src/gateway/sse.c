@@ -1,0 +1,122 @@
+/*
+ * sse.c - the server-sent events of a streamed completion, as they pass
+ * through the gateway (see gateway.h).  Pure: bytes in, bytes out.
+ *
+ * Events are split on blank lines; each `data:` payload that is JSON is
+ * looked at (never re-encoded) for its usage and for the text it carries.
+ * The usage-only chunk ({"choices":[],"usage":{…}}) the gateway asked for
+ * on the client's behalf is dropped when the client did not ask for it.
+ */
+#include "gateway.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+void gw_sse_init(gw_sse *s, int strip_usage) {
+    memset(s, 0, sizeof *s);
+    sb_init(&s->pending);
+    s->strip_usage = strip_usage;
+}
+
+void gw_sse_release(gw_sse *s) { sb_release(&s->pending); }
+
+/* Characters of generated text in a chunk (chat delta content, or completion text). */
+static int64_t chunk_chars(json_t *chunk) {
+    int64_t n = 0;
+    size_t i;
+    json_t *ch;
+    json_array_foreach(json_object_get(chunk, "choices"), i, ch) {
+        const char *t = json_string_value(json_object_get(json_object_get(ch, "delta"), "content"));
+        if (!t) t = json_string_value(json_object_get(ch, "text"));
+        if (t) n += (int64_t)strlen(t);
+    }
+    return n;
+}
+
+/*
+ * One event (without its blank line); returns 1 to pass it on as it is, 0
+ * to drop it, 2 when `*rewritten` (heap) replaces it.
+ */
+static int event(gw_sse *s, const char *ev, size_t n, char **rewritten) {
+    const char *d = NULL;
+    size_t dl = 0;
+    /* the event's data line (completions send exactly one) */
+    for (size_t i = 0; i < n;) {
+        size_t e = i;
+        while (e < n && ev[e] != '\n') e++;
+        size_t ll = e - i;
+        if (ll && ev[i + ll - 1] == '\r') ll--;
+        if (ll >= 5 && !memcmp(ev + i, "data:", 5)) {
+            d = ev + i + 5;
+            dl = ll - 5;
+            if (dl && *d == ' ') d++, dl--;
+        }
+        i = e + 1;
+    }
+    if (!d) return 1;
+    if (dl == 6 && !memcmp(d, "[DONE]", 6)) {
+        s->saw_done = 1;
+        return 1;
+    }
+    json_t *j = json_loadb(d, dl, 0, NULL);
+    if (!j) return 1;
+    s->events++;
+    if (json_object_get(j, "error")) s->saw_error = 1;
+    s->completion_chars += chunk_chars(j);
+    json_t *u = json_object_get(j, "usage");
+    int pass = 1;
+    if (json_is_object(u)) {
+        s->has_usage = 1;
+        s->prompt_tokens = json_integer_value(json_object_get(u, "prompt_tokens"));
+        s->completion_tokens = json_integer_value(json_object_get(u, "completion_tokens"));
+        json_t *ch = json_object_get(j, "choices");
+        if (s->strip_usage && json_is_array(ch) && json_array_size(ch) == 0) pass = 0;
+    } else if (u && s->strip_usage) {
+        /* "usage":null only appears because the gateway asked for usage: take it out again */
+        json_object_del(j, "usage");
+        char *t = json_dumps(j, JSON_COMPACT);
+        if (t) {
+            *rewritten = t;
+            pass = 2;
+        }
+    }
+    json_decref(j);
+    return pass;
+}
+
+void gw_sse_feed(gw_sse *s, const char *data, size_t n, strbuf *out) {
+    sb_add(&s->pending, data, n);
+    for (;;) {
+        const char *b = s->pending.buf;
+        size_t len = s->pending.len, cut = 0, end = 0;
+        /* find the end of the first event: "\n\n" or "\r\n\r\n" */
+        for (size_t i = 0; i + 1 < len; i++) {
+            if (b[i] == '\n' && b[i + 1] == '\n') {
+                end = i, cut = i + 2;
+                break;
+            }
+            if (i + 3 < len && b[i] == '\r' && b[i + 1] == '\n' && b[i + 2] == '\r' && b[i + 3] == '\n') {
+                end = i, cut = i + 4;
+                break;
+            }
+        }
+        if (!cut) break;
+        char *rw = NULL;
+        int pass = event(s, b, end, &rw);
+        if (pass == 1) sb_add(out, b, cut);
+        if (pass == 2) sb_addf(out, "data: %s\n\n", rw);
+        free(rw);
+        memmove(s->pending.buf, b + cut, len - cut);
+        sb_setlen(&s->pending, len - cut);
+    }
+}
+
+void gw_sse_finish(gw_sse *s, strbuf *out) {
+    char *rw = NULL;
+    int pass = s->pending.len ? event(s, s->pending.buf, s->pending.len, &rw) : 0;
+    if (pass == 1) sb_add(out, s->pending.buf, s->pending.len);
+    if (pass == 2) sb_addf(out, "data: %s\n\n", rw);
+    free(rw);
+    sb_setlen(&s->pending, 0);
+}
