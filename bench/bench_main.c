@@ -14,6 +14,7 @@
 int bench_openb(int argc, char **argv);
 int bench_sched(int argc, char **argv);
 int bench_gateway(int argc, char **argv);
+int bench_usage(int argc, char **argv);
 
 typedef struct bench_cmd {
     const char *name;
@@ -28,6 +29,8 @@ static const bench_cmd bench_cmds[] = {
      "one scheduling round on a synthetic cluster (default 5,000 nodes x 8 GPUs, 50,000 jobs)"},
     {"gateway", bench_gateway,
      "latency and throughput the /v1 gateway adds, against the same upstream reached directly"},
+    {"usage", bench_usage,
+     "a month's usage and cost report over 10 million usage records and 1 million bindings"},
 };
 
 static void usage(FILE *f) {

@@ -12,6 +12,8 @@ PKGS=(
   libcurl4-openssl-dev libpq-dev libcmocka-dev
   postgresql
   curl jq
+  poppler-utils   # pdftotext: text of PDF documents in knowledge bases
+  chromium        # the web console's browser tests (tests/e2e/test_console.sh)
 )
 
 missing=()

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# npm-deps.sh - install what the gateway tests' Node.js side needs: node and
-# npm from Debian's packages when missing, then tests/gateway's node_modules
-# (the official openai client, pinned by package-lock.json).  Idempotent:
+# npm-deps.sh - install what the tests' Node.js side needs: node and npm
+# from Debian's packages when missing, then tests/gateway's node_modules (the
+# official openai client) and tests/console's (playwright-core, which drives
+# the system Chromium that bootstrap.sh installs), both pinned by their
+# package-lock.json.  Idempotent:
 # quick when everything is present and node_modules is newer than the lock.
 # Works as root, or through sudo for another user.
 #
@@ -9,7 +11,6 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-DIR="$ROOT/tests/gateway"
 
 missing=()
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
@@ -33,13 +34,15 @@ fi
 
 # node_modules/.package-lock.json is rewritten by every npm install/ci, so it
 # is the reliable timestamp of the last install.
-stamp="$DIR/node_modules/.package-lock.json"
-if [ -f "$stamp" ] && [ ! "$DIR/package-lock.json" -nt "$stamp" ] \
-   && [ ! "$DIR/package.json" -nt "$stamp" ]; then
-  echo "npm-deps: tests/gateway/node_modules up to date"
-  exit 0
-fi
-
-echo "npm-deps: npm ci in tests/gateway"
-(cd "$DIR" && npm ci --no-audit --no-fund --loglevel=error)
+for DIR in "$ROOT/tests/gateway" "$ROOT/tests/console"; do
+  name=${DIR#"$ROOT"/}
+  stamp="$DIR/node_modules/.package-lock.json"
+  if [ -f "$stamp" ] && [ ! "$DIR/package-lock.json" -nt "$stamp" ] \
+     && [ ! "$DIR/package.json" -nt "$stamp" ]; then
+    echo "npm-deps: $name/node_modules up to date"
+    continue
+  fi
+  echo "npm-deps: npm ci in $name"
+  (cd "$DIR" && npm ci --no-audit --no-fund --loglevel=error)
+done
 echo "npm-deps: done"

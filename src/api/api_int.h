@@ -204,6 +204,12 @@ void h_tenant_get(api_req *r);
 void h_project_create(api_req *r);
 void h_project_list(api_req *r);
 void h_project_get(api_req *r);
+/* tenant and project overviews (h_overview.c) */
+void h_tenant_overview(api_req *r);
+void h_project_overview(api_req *r);
+/* the web console's static files (h_console.c) */
+void h_console_index(api_req *r);
+void h_console_asset(api_req *r);
 void h_audit_list(api_req *r);
 void h_audit_verify(api_req *r);
 void h_audit_export(api_req *r);
@@ -303,12 +309,36 @@ void h_key_create(api_req *r);
 void h_key_get(api_req *r);
 void h_key_revoke(api_req *r);
 void h_usage_records(api_req *r);
+/* knowledge bases, documents, queries; applications bound to KBs (h_kb.c) */
+void h_kb_list(api_req *r);
+void h_kb_create(api_req *r);
+void h_kb_get(api_req *r);
+void h_kb_update(api_req *r);
+void h_kb_delete(api_req *r);
+void h_kb_doc_list(api_req *r);
+void h_kb_doc_upload(api_req *r);
+void h_kb_doc_get(api_req *r);
+void h_kb_doc_delete(api_req *r);
+void h_kb_query(api_req *r);
+void h_app_rag_list(api_req *r);
+void h_app_rag_set(api_req *r);
+void h_app_rag_delete(api_req *r);
 
 /* One scheduling round (the server loop). */
 int api__sched_round(store_t *st, gp_err *err);
+/* Apply the card-hour ceilings' policy to running jobs (jobs_card_hours_enforce). */
+int api__card_hours_enforce(store_t *st, gp_err *err);
 
 /* Mark silent nodes unreachable and audit it (the server's reachability loop). */
 int api__sweep_nodes(store_t *st, int64_t timeout_us, gp_err *err);
+
+/* Metering (h_usage.c). */
+void h_usage_report(api_req *r);
+void h_ratecard_list(api_req *r);
+void h_ratecard_create(api_req *r);
+void h_billing_get(api_req *r);
+void h_billing_put(api_req *r);
+void h_serving_cost(api_req *r);
 
 /* The gateway (h_gateway.c). */
 void h_gw_chat(api_req *r);

@@ -19,6 +19,14 @@
  * stream_options.include_usage (the client did not ask for usage; its
  * extra chunk is then removed from the stream) or rename the model for an
  * endpoint.  Errors are in OpenAI's shape {"error":{message,type,param,code}}.
+ *
+ * Retrieval-augmented chat: when the key belongs to an application that
+ * binds the requested model to knowledge bases (kb_rag_lookup), the top-k
+ * chunks for the last user message are added as a first system message
+ * with numbered sources (the body is then re-encoded), and the answer gets
+ * a top-level "sources" [{kb, document, chunk, start, end, score}]: in the
+ * JSON of a whole answer, in the first chunk of a stream.  Its tokens are
+ * counted like any other request's (the upstream's usage includes them).
  */
 #include "api_int.h"
 
@@ -26,6 +34,7 @@
 #include "../core/jsonx.h"
 #include "../core/log.h"
 #include "../gateway/gateway.h"
+#include "../kb/kb.h"
 #include "../quota/quota.h"
 
 #include <stdarg.h>
@@ -164,7 +173,71 @@ typedef struct gwstream {
     strbuf out;
     size_t off;
     int ended, status;
+    json_t *sources;     /* RAG: added to the first chunk, then NULL */
 } gwstream;
+
+/*
+ * Add "sources" to the first JSON chunk among the complete events in
+ * `out`.  1 when done (added, or the stream started with [DONE] or an
+ * error, so there is nothing to add it to); 0 to try again after more.
+ */
+static int add_sources_to_stream(strbuf *out, json_t *sources) {
+    size_t i = 0;
+    while (i < out->len) {
+        const char *b = out->buf + i;
+        size_t left = out->len - i, end = 0, cut = 0;
+        for (size_t k = 0; k + 1 < left; k++) {
+            if (b[k] == '\n' && b[k + 1] == '\n') {
+                end = k, cut = k + 2;
+                break;
+            }
+            if (k + 3 < left && !memcmp(b + k, "\r\n\r\n", 4)) {
+                end = k, cut = k + 4;
+                break;
+            }
+        }
+        if (!cut) return 0;
+        /* the event's data line */
+        const char *d = NULL;
+        size_t dl = 0;
+        for (size_t k = 0; k < end;) {
+            size_t e = k;
+            while (e < end && b[e] != '\n') e++;
+            size_t ll = e - k;
+            if (ll && b[k + ll - 1] == '\r') ll--;
+            if (ll >= 5 && !memcmp(b + k, "data:", 5)) {
+                d = b + k + 5;
+                dl = ll - 5;
+                if (dl && *d == ' ') d++, dl--;
+            }
+            k = e + 1;
+        }
+        if (d) {
+            json_t *j = json_loadb(d, dl, 0, NULL);
+            if (!json_is_object(j) || json_object_get(j, "error")) {
+                json_decref(j);
+                return 1;
+            }
+            json_object_set(j, "sources", sources);
+            char *t = json_dumps(j, JSON_COMPACT);
+            json_decref(j);
+            if (!t) return 1;
+            strbuf nb = SB_INIT;
+            sb_add(&nb, out->buf, i);
+            sb_addf(&nb, "data: %s\n\n", t);
+            sb_add(&nb, b + cut, left - cut);
+            free(t);
+            if (sb_ok(&nb)) {
+                sb_setlen(out, 0);
+                sb_add(out, nb.buf, nb.len);
+            }
+            sb_release(&nb);
+            return 1;
+        }
+        i += cut;
+    }
+    return 0;
+}
 
 static long stream_read(void *cls, char *buf, size_t max) {
     gwstream *s = cls;
@@ -176,6 +249,10 @@ static long stream_read(void *cls, char *buf, size_t max) {
         long n = gw_call_read(s->call, tmp, sizeof tmp);
         if (n > 0) {
             gw_sse_feed(&s->sse, tmp, (size_t)n, &s->out);
+            if (s->sources && add_sources_to_stream(&s->out, s->sources)) {
+                json_decref(s->sources);
+                s->sources = NULL;
+            }
             continue;
         }
         gw_sse_finish(&s->sse, &s->out);
@@ -202,6 +279,7 @@ static void stream_release(void *cls) {
     record(&s->g, status, s->sse.has_usage, s->sse.prompt_tokens, s->sse.completion_tokens,
            s->sse.completion_chars);
     gw_call_free(s->call);
+    json_decref(s->sources);
     gw_sse_release(&s->sse);
     sb_release(&s->out);
     free(s);
@@ -210,8 +288,9 @@ static void stream_release(void *cls) {
 /* ---- forwarding ---- */
 
 /* The body for endpoint `ep`: the client's bytes, or a re-encoded copy when it must change. */
-static char *body_for(api_req *r, json_t *req, const gw_endpoint *ep, int add_usage, size_t *len) {
-    if (!add_usage && !ep->upstream_model[0]) {
+static char *body_for(api_req *r, json_t *req, const gw_endpoint *ep, int add_usage, int changed,
+                      size_t *len) {
+    if (!add_usage && !ep->upstream_model[0] && !changed) {
         *len = r->body_len;
         return NULL; /* use r->body as it is */
     }
@@ -226,6 +305,97 @@ static char *body_for(api_req *r, json_t *req, const gw_endpoint *ep, int add_us
     json_decref(copy);
     *len = text ? strlen(text) : 0;
     return text;
+}
+
+/* The text of the last user message of a chat request ("" when none). */
+static void last_user_text(json_t *req, strbuf *out) {
+    json_t *msgs = json_object_get(req, "messages");
+    for (size_t i = json_array_size(msgs); i-- > 0;) {
+        json_t *m = json_array_get(msgs, i);
+        const char *role = json_string_value(json_object_get(m, "role"));
+        if (!role || strcmp(role, "user") != 0) continue;
+        json_t *c = json_object_get(m, "content");
+        if (json_is_string(c)) {
+            sb_adds(out, json_string_value(c));
+        } else {
+            size_t k;
+            json_t *part;
+            json_array_foreach(c, k, part) {
+                const char *t = json_string_value(json_object_get(part, "text"));
+                if (t) sb_addf(out, "%s%s", out->len ? " " : "", t);
+            }
+        }
+        return;
+    }
+}
+
+/*
+ * Retrieval for a chat request of key `k`: when its application binds
+ * `model` to knowledge bases, the top chunks for the last user message go
+ * into `req` as a first system message.  Returns the sources to report
+ * (new reference; [] when nothing matched), or NULL when no binding applies
+ * (or retrieval failed: logged, and the request goes on without it).
+ * *changed: whether `req` was modified.
+ */
+static json_t *rag_augment(api_req *r, const gw_key *k, const char *model, json_t *req,
+                           int *changed) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    json_t *ids = NULL, *hits = NULL;
+    int kk = 0;
+    *changed = 0;
+    if (!k->app[0] || !json_is_array(json_object_get(req, "messages"))) return NULL;
+    if (store_begin(r->store, STORE_READ, &tx, &err)) {
+        log_kv(LOG_WARN, "retrieval skipped", "detail", err.msg, (char *)NULL);
+        return NULL;
+    }
+    int rc = kb_rag_lookup(tx, k->tenant_id, k->project_id, k->app, model, &ids, &kk, &err);
+    if (rc) {
+        store_rollback(tx);
+        if (rc != GP_ENOTFOUND)
+            log_kv(LOG_WARN, "retrieval skipped", "detail", err.msg, (char *)NULL);
+        return NULL;
+    }
+    strbuf q = SB_INIT;
+    last_user_text(req, &q);
+    if (q.len > KB_MAX_QUERY_LEN) { /* a long message: its beginning is the query */
+        size_t n = KB_MAX_QUERY_LEN;
+        while (n && ((unsigned char)q.buf[n] & 0xC0) == 0x80) n--;
+        sb_setlen(&q, n);
+    }
+    rc = kb_query(tx, k->tenant_id, ids, NULL, q.buf, kk, &hits, &err);
+    store_rollback(tx);
+    sb_release(&q);
+    json_decref(ids);
+    if (rc == GP_EINVALID) return json_array(); /* no words to search for */
+    if (rc) {
+        log_kv(LOG_WARN, "retrieval failed", "detail", err.msg, (char *)NULL);
+        return NULL;
+    }
+    json_t *sources = json_array();
+    size_t i;
+    json_t *h;
+    json_array_foreach(hits, i, h) {
+        json_array_append_new(sources, json_pack("{s:O,s:O,s:O,s:O,s:O,s:O}", "kb",
+                                                 json_object_get(h, "kb"), "document",
+                                                 json_object_get(h, "document"), "chunk",
+                                                 json_object_get(h, "chunk"), "start",
+                                                 json_object_get(h, "start"), "end",
+                                                 json_object_get(h, "end"), "score",
+                                                 json_object_get(h, "score")));
+    }
+    if (json_array_size(hits)) {
+        strbuf sys = SB_INIT;
+        kb_rag_prompt(hits, &sys);
+        if (sb_ok(&sys)) {
+            json_array_insert_new(json_object_get(req, "messages"), 0,
+                                  json_pack("{s:s,s:s}", "role", "system", "content", sys.buf));
+            *changed = 1;
+        }
+        sb_release(&sys);
+    }
+    json_decref(hits);
+    return sources;
 }
 
 static void forward(api_req *r, const char *kind, const char *path) {
@@ -269,6 +439,13 @@ static void forward(api_req *r, const char *kind, const char *path) {
         else oai_error(r, 500, "server_error", "internal_error", "%s", err.msg);
         return;
     }
+    /* retrieval-augmented chat: the context counts towards the prompt */
+    int changed = 0;
+    json_t *sources = !strcmp(kind, "chat") ? rag_augment(r, &g.key, model, req, &changed) : NULL;
+    if (changed) {
+        g.prompt_chars = prompt_chars(req, kind);
+        g.reserved = gw_estimate_tokens(g.prompt_chars) + max_out(req, kind);
+    }
     /* the usage record says who, whatever happens next */
     gw_usage *u = &g.u;
     u->at_us = gt_now_us();
@@ -291,6 +468,7 @@ static void forward(api_req *r, const char *kind, const char *path) {
         api_header(r, "Retry-After", ra);
         gw_key_release(&g.key);
         json_decref(req);
+        json_decref(sources);
         oai_error(r, 429, "requests", "rate_limit_exceeded",
                   "Rate limit reached for %s. Please try again in %llds.", why, (long long)retry);
         return;
@@ -309,6 +487,7 @@ static void forward(api_req *r, const char *kind, const char *path) {
         gw_rt_adjust(r->gw, &g.key, -g.reserved, gt_now_us());
         gw_key_release(&g.key);
         json_decref(req);
+        json_decref(sources);
         if (rc == GP_EFORBIDDEN) {
             api_header(r, "Retry-After", "3600");
             oai_error(r, 429, "insufficient_quota", "insufficient_quota", "%s", err.msg);
@@ -325,7 +504,7 @@ static void forward(api_req *r, const char *kind, const char *path) {
     for (int i = 0; i < route.n && !call; i++) {
         const gw_endpoint *ep = &route.ep[(start + (unsigned long)i) % (unsigned long)route.n];
         size_t len;
-        char *b = body_for(r, req, ep, stream && !asked_usage, &len);
+        char *b = body_for(r, req, ep, stream && !asked_usage, changed, &len);
         gp_err e2 = GP_ERR_INIT;
         rc = gw_call_start(ep, path, b ? b : r->body, len, gw_rt_timeout(r->gw), &call, &e2);
         free(b);
@@ -342,6 +521,7 @@ static void forward(api_req *r, const char *kind, const char *path) {
     json_decref(req); /* `model` pointed into it: u->model from here */
     model = NULL;
     if (!call) {
+        json_decref(sources);
         int st = route.n ? 502 : 503;
         record(&g, st, 0, 0, 0, 0);
         oai_error(r, st, "server_error", route.n ? "upstream_unreachable" : "no_healthy_endpoint",
@@ -353,6 +533,7 @@ static void forward(api_req *r, const char *kind, const char *path) {
     if (stream && st == 200) {
         gwstream *s = calloc(1, sizeof *s);
         if (!s) {
+            json_decref(sources);
             gw_call_free(call);
             record(&g, 500, 0, 0, 0, 0);
             oai_error(r, 500, "server_error", "out_of_memory", "out of memory");
@@ -361,6 +542,7 @@ static void forward(api_req *r, const char *kind, const char *path) {
         s->g = g;
         s->call = call;
         s->status = 200;
+        s->sources = sources;
         gw_sse_init(&s->sse, !asked_usage);
         sb_init(&s->out);
         api_stream(r, 200, "text/event-stream", stream_read, stream_release, s);
@@ -371,6 +553,7 @@ static void forward(api_req *r, const char *kind, const char *path) {
     rc = gw_call_body(call, &out, MAX_UPSTREAM_BODY, &err);
     gw_call_free(call);
     if (rc) {
+        json_decref(sources);
         sb_release(&out);
         record(&g, 502, 0, 0, 0, 0);
         oai_error(r, 502, "server_error", "upstream_error", "%s", err.msg);
@@ -381,8 +564,16 @@ static void forward(api_req *r, const char *kind, const char *path) {
     int have = json_is_object(usage) && json_is_integer(json_object_get(usage, "prompt_tokens"));
     record(&g, (int)st, have, json_integer_value(json_object_get(usage, "prompt_tokens")),
            json_integer_value(json_object_get(usage, "completion_tokens")), answer_chars(resp));
+    /* RAG: the sources used, as an extra top-level field of a successful answer */
+    char *with = NULL;
+    if (sources && st >= 200 && st < 300 && json_is_object(resp)) {
+        json_object_set(resp, "sources", sources);
+        with = json_dumps(resp, JSON_COMPACT);
+    }
+    json_decref(sources);
     json_decref(resp);
-    api_reply_text(r, (int)st, "application/json", out.buf ? out.buf : "");
+    api_reply_text(r, (int)st, "application/json", with ? with : out.buf ? out.buf : "");
+    free(with);
     sb_release(&out);
 }
 

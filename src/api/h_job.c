@@ -595,3 +595,16 @@ int api__sched_round(store_t *st, gp_err *err) {
     round_stats stats;
     return sched_run(st, &stats, err);
 }
+
+int api__card_hours_enforce(store_t *st, gp_err *err) {
+    store_tx *tx;
+    int stopped = 0;
+    int rc = store_begin(st, STORE_WRITE, &tx, err);
+    if (rc) return rc;
+    rc = jobs_card_hours_enforce(tx, gt_now_us(), &stopped, err);
+    if (rc) {
+        store_rollback(tx);
+        return rc;
+    }
+    return store_commit(tx, err);
+}

@@ -3,6 +3,11 @@
  */
 #include "api_int.h"
 
+#include "../core/gtime.h"
+#include "../core/log.h"
+#include "../core/strbuf.h"
+#include "../meter/meter.h"
+
 #include "../auth/auth.h"
 
 #include "../core/gtime.h"
@@ -21,14 +26,46 @@ void h_readyz(api_req *r) {
     api_reply(r, 200, json_pack("{s:s,s:s}", "status", "ready", "store", store_backend(r->store)));
 }
 
+/*
+ * Request metrics for anyone; with a bearer token, platform gauges too:
+ * GPUs by health and form for node readers (ops, platform, security), and
+ * allocation, queues, card-hours and tokens by tenant for those who read
+ * every tenant's usage (platform- and security-admins).
+ */
 void h_metrics(api_req *r) {
     char *text = api__metrics_render();
     if (!text) {
         api_error(r, 500, "out_of_memory", "out of memory");
         return;
     }
-    api_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", text);
+    strbuf sb = SB_INIT;
+    sb_adds(&sb, text);
     free(text);
+    gp_err err = GP_ERR_INIT;
+    if (r->authorization && !r->who && auth_authenticate(r->store, r->authorization, &r->who, &err)) {
+        sb_release(&sb);
+        api_error(r, 401, "unauthenticated", err.msg);
+        return;
+    }
+    if (r->who) {
+        authz_target g = {NULL, NULL};
+        int64_t now = gt_now_us();
+        int gpus = authz_check(r->who->bindings, r->who->nbindings, ACT_NODE_READ, &g, now) == AUTHZ_ALLOW;
+        int tenants = authz_check(r->who->bindings, r->who->nbindings, ACT_USAGE_READ, &g, now) == AUTHZ_ALLOW;
+        store_tx *tx;
+        if ((gpus || tenants) && !store_begin(r->store, STORE_READ, &tx, &err)) {
+            if (meter_prometheus(tx, now, gpus, tenants, &sb, &err))
+                log_kv(LOG_WARN, "platform gauges unavailable", "detail", err.msg, (char *)NULL);
+            store_rollback(tx);
+        }
+    }
+    if (!sb_ok(&sb)) {
+        sb_release(&sb);
+        api_error(r, 500, "out_of_memory", "out of memory");
+        return;
+    }
+    api_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", sb.buf);
+    sb_release(&sb);
 }
 
 void h_openapi(api_req *r) { api_reply_text(r, 200, "application/json", api_openapi_json()); }

@@ -69,6 +69,9 @@ static void *loop_main(void *arg) {
         if (api__sweep_nodes(srv->store, (int64_t)srv->cfg.node_timeout_s * 1000000, &err))
             log_kv(LOG_WARN, "node sweep failed", "detail", err.msg, (char *)NULL);
         gp_err_clear(&err);
+        if (api__card_hours_enforce(srv->store, &err))
+            log_kv(LOG_WARN, "card-hour quota check failed", "detail", err.msg, (char *)NULL);
+        gp_err_clear(&err);
         if (api__sched_round(srv->store, &err))
             log_kv(LOG_WARN, "scheduler round failed", "detail", err.msg, (char *)NULL);
         pthread_mutex_lock(&srv->loop_mu);

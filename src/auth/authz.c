@@ -73,6 +73,14 @@ static const struct {
     [ACT_USAGE_READ] = {"usage.read",
                         R(ROLE_PLATFORM_ADMIN) | R(ROLE_SECURITY_ADMIN) | R(ROLE_TENANT_ADMIN) |
                             R(ROLE_PROJECT_ADMIN) | R(ROLE_PROJECT_USER) | R(ROLE_VIEWER)},
+    [ACT_RATECARD_MANAGE] = {"ratecard.manage", R(ROLE_PLATFORM_ADMIN)},
+    [ACT_KB_READ] = {"kb.read", R(ROLE_TENANT_ADMIN) | R(ROLE_PROJECT_ADMIN) |
+                                    R(ROLE_PROJECT_USER) | R(ROLE_VIEWER)},
+    [ACT_KB_WRITE] = {"kb.write", R(ROLE_TENANT_ADMIN) | R(ROLE_PROJECT_ADMIN)},
+    [ACT_KB_MANAGE] = {"kb.manage", R(ROLE_TENANT_ADMIN) | R(ROLE_PROJECT_ADMIN)},
+    [ACT_KB_OPS_READ] = {"kb.ops_read",
+                         R(ROLE_PLATFORM_ADMIN) | R(ROLE_SECURITY_ADMIN) | R(ROLE_OPS_ENGINEER)},
+    [ACT_KB_OPS_WRITE] = {"kb.ops_write", R(ROLE_OPS_ENGINEER)},
 };
 
 /* Which roles each role may grant or revoke (escalation prevention). */

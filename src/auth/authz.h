@@ -71,7 +71,14 @@ typedef enum authz_action {
     ACT_APP_MANAGE,        /* applications of a project */
     ACT_KEY_READ,          /* API keys of a project (project-users: their own) */
     ACT_KEY_MANAGE,        /* create / revoke keys (project-users: their own) */
-    ACT_USAGE_READ,        /* the gateway's usage records */
+    ACT_USAGE_READ,        /* the gateway's usage records, usage and cost reports */
+    ACT_RATECARD_MANAGE,   /* rate cards and tenants' billing modes */
+    ACT_KB_READ,           /* query a tenant's / project's knowledge bases (project members also
+                            * read tenant-wide KBs: decided in h_kb.c) */
+    ACT_KB_WRITE,          /* upload and delete documents of those KBs */
+    ACT_KB_MANAGE,         /* create, change, delete those KBs; bind applications to them */
+    ACT_KB_OPS_READ,       /* ops KBs (vendors: those naming their work orders, in h_kb.c) */
+    ACT_KB_OPS_WRITE,      /* create, change, delete ops KBs and their documents */
     ACT__COUNT
 } authz_action;
 

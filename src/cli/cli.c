@@ -94,9 +94,47 @@ static void print_json(json_t *v) {
     free(s);
 }
 
+/* One CSV field (RFC 4180 quoting when needed). */
+static void csv_put(const char *s) {
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, stdout);
+        return;
+    }
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"') putchar('"');
+        putchar(*s);
+    }
+    putchar('"');
+}
+
+static void print_csv_list(json_t *items, const char *const *cols) {
+    for (size_t c = 0; cols[c]; c++) {
+        if (c) putchar(',');
+        csv_put(cols[c]);
+    }
+    fputs("\r\n", stdout);
+    size_t r;
+    json_t *it;
+    json_array_foreach(items, r, it) {
+        for (size_t c = 0; cols[c]; c++) {
+            json_t *v = path_get(it, cols[c]);
+            char *s = (!v || json_is_null(v)) ? strdup("") : cell(v);
+            if (c) putchar(',');
+            csv_put(s ? s : "");
+            free(s);
+        }
+        fputs("\r\n", stdout);
+    }
+}
+
 void cli_print_list(cli_ctx *ctx, json_t *resp, const char *const *cols) {
     if (ctx->json) {
         print_json(resp);
+        return;
+    }
+    if (ctx->csv) {
+        print_csv_list(json_object_get(resp, "items"), cols);
         return;
     }
     json_t *items = json_object_get(resp, "items");
@@ -136,6 +174,20 @@ void cli_print_list(cli_ctx *ctx, json_t *resp, const char *const *cols) {
 void cli_print_object(cli_ctx *ctx, json_t *obj) {
     if (ctx->json || !json_is_object(obj)) {
         print_json(obj);
+        return;
+    }
+    if (ctx->csv) {
+        const char *k;
+        json_t *v;
+        fputs("field,value\r\n", stdout);
+        json_object_foreach(obj, k, v) {
+            char *s = (!v || json_is_null(v)) ? strdup("") : cell(v);
+            csv_put(k);
+            putchar(',');
+            csv_put(s ? s : "");
+            fputs("\r\n", stdout);
+            free(s);
+        }
         return;
     }
     const char *k;

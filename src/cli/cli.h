@@ -23,6 +23,7 @@ typedef struct cli_ctx {
     const char *token;  /* bearer token, may be NULL */
     int json;           /* -o json */
     long status;        /* HTTP status of the last cli_call() */
+    int csv;            /* -o csv: lists (and reports) as CSV, objects as field,value */
 } cli_ctx;
 
 /* Print "gpupool: <message>" to stderr and return `code`. */
@@ -87,6 +88,9 @@ void cli_print_list(cli_ctx *ctx, json_t *resp, const char *const *columns);
 /* Print one object as "key: value" lines, or as JSON with -o json. */
 void cli_print_object(cli_ctx *ctx, json_t *obj);
 
+/* Print a tenant or project overview (GET …/overview) as text, or as JSON with -o json. */
+void cli_print_overview(cli_ctx *ctx, json_t *overview);
+
 /* 1 if argv has -h/--help before any "--". */
 int cli_wants_help(int argc, char **argv);
 
@@ -116,8 +120,19 @@ struct option;
 int cli_getopt(int argc, char **argv, const struct option *longopts, const char *verb, int *rc);
 
 /* Commands. */
+/*
+ * `usage report` and `report cost`: GET /api/v1/usage with the options
+ * --tenant --project --month --from --to --group-by --bucket, printed as a
+ * table, JSON or CSV.  `default_group` applies when --group-by is not given.
+ */
+int cli_usage_report(cli_ctx *ctx, int argc, char **argv, const char *verb,
+                     const char *default_group, int month_required);
+
 int cli_cmd_server(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_gateway(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_report(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_ratecard(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_billing(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_whoami(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_tenant(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_project(cli_ctx *ctx, int argc, char **argv);
@@ -146,5 +161,6 @@ int cli_cmd_endpoint(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_app(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_key(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_usage(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_kb(cli_ctx *ctx, int argc, char **argv);
 
 #endif

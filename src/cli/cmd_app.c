@@ -1,11 +1,13 @@
 /*
- * cmd_app.c - `gpupool app create|list|delete --tenant T --project P`:
- * applications (named consumers of a project that own API keys).
+ * cmd_app.c - `gpupool app create|list|delete|bind|unbind|rag --tenant T --project P`:
+ * applications (named consumers of a project that own API keys), and the
+ * binding of an application's model to knowledge bases (docs/kb.md).
  */
 #include "cli.h"
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char usage[] =
@@ -13,7 +15,11 @@ static const char usage[] =
     "\n"
     "  create NAME [--description D]   an application of the project\n"
     "  list                            the project's applications (with live key counts)\n"
-    "  delete NAME                     delete one (its keys must be revoked first)\n";
+    "  delete NAME                     delete one (its keys must be revoked first)\n"
+    "  bind NAME --model M --kbs K1,K2 [--k N]\n"
+    "                                  answer chat for model M from these knowledge bases\n"
+    "  unbind NAME --model M           stop doing that\n"
+    "  rag NAME                        the application's model-to-KB bindings\n";
 
 typedef struct aopts {
     const char *tenant, *project, *description;
@@ -88,6 +94,68 @@ static int a_delete(cli_ctx *ctx, int argc, char **argv) {
     return rc;
 }
 
+/* bind / unbind / rag: --tenant, --project, and --model/--kbs/--k where `with` allows. */
+static int rag_verb(cli_ctx *ctx, int argc, char **argv, const char *verb, int with) {
+    static const struct option lo[] = {{"tenant", required_argument, 0, 't'},
+                                       {"project", required_argument, 0, 'p'},
+                                       {"model", required_argument, 0, 'm'},
+                                       {"kbs", required_argument, 0, 'b'},
+                                       {"k", required_argument, 0, 'k'},
+                                       {0, 0, 0, 0}};
+    aopts o;
+    const char *model = NULL, *kbs = NULL, *k = NULL;
+    int c, rc = 0;
+    memset(&o, 0, sizeof o);
+    optind = 0;
+    while ((c = cli_getopt(argc, argv, lo, verb, &rc)) != -1) {
+        if (c == -2) return rc;
+        if (c == 't') o.tenant = optarg;
+        else if (c == 'p') o.project = optarg;
+        else if (c == 'm' && with >= 1) model = optarg;
+        else if (c == 'b' && with == 2) kbs = optarg;
+        else if (c == 'k' && with == 2) k = optarg;
+        else return cli_error(CLI_USAGE, "%s: %s is not an option here", verb, argv[optind - 1]);
+    }
+    if (!o.tenant || !o.project)
+        return cli_error(CLI_USAGE, "%s: --tenant and --project are required", verb);
+    if (with >= 1 && !model) return cli_error(CLI_USAGE, "%s: --model is required", verb);
+    if (with == 2 && !kbs) return cli_error(CLI_USAGE, "%s: --kbs is required", verb);
+    if (argc - optind != 1) return cli_error(CLI_USAGE, "%s: expected one NAME", verb);
+    strbuf p = SB_INIT;
+    apps_path(&p, &o, argv[optind]);
+    sb_adds(&p, "/rag");
+    if (model) {
+        sb_addc(&p, '/');
+        cli_add_escaped(&p, model);
+    }
+    json_t *body = NULL;
+    if (with == 2) {
+        body = json_pack("{s:o}", "kbs", cli_csv(kbs));
+        if (k) {
+            char *end;
+            long n = strtol(k, &end, 10);
+            if (*end || n < 1) {
+                json_decref(body);
+                sb_release(&p);
+                return cli_error(CLI_USAGE, "%s: --k must be a positive number", verb);
+            }
+            json_object_set_new(body, "k", json_integer(n));
+        }
+    }
+    static const char *const cols[] = {"model", "kbs", "k", "updated_at", NULL};
+    rc = cli_run_call(ctx, with == 2 ? "PUT" : with == 1 ? "DELETE" : "GET", p.buf, body,
+                      with == 0 ? cols : NULL);
+    json_decref(body);
+    sb_release(&p);
+    return rc;
+}
+
+static int a_bind(cli_ctx *ctx, int argc, char **argv) { return rag_verb(ctx, argc, argv, "app bind", 2); }
+static int a_unbind(cli_ctx *ctx, int argc, char **argv) {
+    return rag_verb(ctx, argc, argv, "app unbind", 1);
+}
+static int a_rag(cli_ctx *ctx, int argc, char **argv) { return rag_verb(ctx, argc, argv, "app rag", 0); }
+
 int cli_cmd_app(cli_ctx *ctx, int argc, char **argv) {
     static const cli_verb verbs[] = {
         {"create", a_create,
@@ -98,6 +166,16 @@ int cli_cmd_app(cli_ctx *ctx, int argc, char **argv) {
         {"list", a_list, "usage: gpupool app list --tenant T --project P\n"},
         {"delete", a_delete, "usage: gpupool app delete NAME --tenant T --project P\n\nRefused "
                              "(conflict) while it has live keys: revoke them first.\n"},
+        {"bind", a_bind,
+         "usage: gpupool app bind NAME --tenant T --project P --model M --kbs K1,K2 [--k N]\n"
+         "\n"
+         "Chat requests of the application's keys for model M get the N (default 5) best chunks\n"
+         "of these knowledge bases for the last user message, as a system message with numbered\n"
+         "sources, and the answer carries \"sources\".  KBs must be tenant-wide or of project P.\n"
+         "Replaces an earlier binding of M (app.manage: project-admin, tenant-admin).\n"},
+        {"unbind", a_unbind, "usage: gpupool app unbind NAME --tenant T --project P --model M\n"},
+        {"rag", a_rag, "usage: gpupool app rag NAME --tenant T --project P\n\nThe application's "
+                       "model-to-KB bindings.\n"},
         {NULL, NULL, NULL}};
     return cli_dispatch(ctx, usage, verbs, argc, argv);
 }

@@ -1,5 +1,5 @@
 /*
- * cmd_project.c - `gpupool project create|list|show --tenant T`.
+ * cmd_project.c - `gpupool project create|list|show|overview --tenant T`.
  */
 #include "cli.h"
 
@@ -12,7 +12,8 @@ static const char usage[] =
     "  create NAME --tenant T [--class C]   create a project (class: production,\n"
     "                                       development (default) or research)\n"
     "  list --tenant T                      projects you can see in a tenant\n"
-    "  show NAME --tenant T                 one project\n";
+    "  show NAME --tenant T                 one project\n"
+    "  overview NAME --tenant T             quota (bounded by the tenant's), jobs, usage, alarms\n";
 
 static const struct option lo[] = {
     {"tenant", required_argument, 0, 't'}, {"class", required_argument, 0, 'c'}, {0, 0, 0, 0}};
@@ -92,6 +93,24 @@ static int p_show(cli_ctx *ctx, int argc, char **argv) {
     return CLI_OK;
 }
 
+static int p_overview(cli_ctx *ctx, int argc, char **argv) {
+    const char *tenant;
+    int rc = parse(argc, argv, "project overview", &tenant, NULL, 1);
+    if (rc) return rc;
+    strbuf p = SB_INIT;
+    json_t *out;
+    base(&p, tenant);
+    sb_addc(&p, '/');
+    cli_add_escaped(&p, argv[optind]);
+    sb_adds(&p, "/overview");
+    rc = cli_call(ctx, "GET", p.buf, NULL, &out);
+    sb_release(&p);
+    if (rc) return rc;
+    cli_print_overview(ctx, out);
+    json_decref(out);
+    return CLI_OK;
+}
+
 int cli_cmd_project(cli_ctx *ctx, int argc, char **argv) {
     static const cli_verb verbs[] = {
         {"create", p_create,
@@ -100,6 +119,9 @@ int cli_cmd_project(cli_ctx *ctx, int argc, char **argv) {
          "tenant-admin).\n"},
         {"list", p_list, "usage: gpupool project list --tenant T\n\nList projects you can see.\n"},
         {"show", p_show, "usage: gpupool project show NAME --tenant T\n\nShow one project.\n"},
+        {"overview", p_overview,
+         "usage: gpupool project overview NAME --tenant T\n\nThe project's quota and allocation "
+         "(available bounded by the tenant's), live jobs, this month's usage and alarms.\n"},
         {NULL, NULL, NULL}};
     return cli_dispatch(ctx, usage, verbs, argc, argv);
 }

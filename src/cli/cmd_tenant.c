@@ -1,5 +1,5 @@
 /*
- * cmd_tenant.c - `gpupool tenant create|list|show`.
+ * cmd_tenant.c - `gpupool tenant create|list|show|overview`.
  */
 #include "cli.h"
 
@@ -10,7 +10,8 @@ static const char usage[] = "usage: gpupool tenant <command>\n"
                             "\n"
                             "  create NAME [--display-name TEXT]   create a tenant (platform-admin)\n"
                             "  list                                tenants you can see\n"
-                            "  show NAME                           one tenant\n";
+                            "  show NAME                           one tenant\n"
+                            "  overview NAME                       quota, allocation, jobs, usage, models, alarms\n";
 
 static int t_create(cli_ctx *ctx, int argc, char **argv) {
     static const struct option lo[] = {{"display-name", required_argument, 0, 'n'}, {0, 0, 0, 0}};
@@ -58,6 +59,21 @@ static int t_show(cli_ctx *ctx, int argc, char **argv) {
     return CLI_OK;
 }
 
+static int t_overview(cli_ctx *ctx, int argc, char **argv) {
+    if (argc != 2) return cli_error(CLI_USAGE, "tenant overview: expected one NAME");
+    strbuf path = SB_INIT;
+    json_t *out;
+    sb_adds(&path, "/api/v1/tenants/");
+    cli_add_escaped(&path, argv[1]);
+    sb_adds(&path, "/overview");
+    int rc = cli_call(ctx, "GET", path.buf, NULL, &out);
+    sb_release(&path);
+    if (rc) return rc;
+    cli_print_overview(ctx, out);
+    json_decref(out);
+    return CLI_OK;
+}
+
 int cli_cmd_tenant(cli_ctx *ctx, int argc, char **argv) {
     static const cli_verb verbs[] = {
         {"create", t_create,
@@ -65,6 +81,9 @@ int cli_cmd_tenant(cli_ctx *ctx, int argc, char **argv) {
          "lower-case letters, digits and '-'.\n"},
         {"list", t_list, "usage: gpupool tenant list\n\nList the tenants you can see.\n"},
         {"show", t_show, "usage: gpupool tenant show NAME\n\nShow one tenant.\n"},
+        {"overview", t_overview,
+         "usage: gpupool tenant overview NAME\n\nThe tenant's quota and allocation, live jobs "
+         "with their reasons, this month's usage, model services and alarms (tenant readers).\n"},
         {NULL, NULL, NULL}};
     return cli_dispatch(ctx, usage, verbs, argc, argv);
 }

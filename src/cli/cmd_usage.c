@@ -1,8 +1,11 @@
 /*
- * cmd_usage.c - `gpupool usage records --tenant T [--project P]`: the
- * gateway's usage records (one per request).  Reports come later.
+ * cmd_usage.c - `gpupool usage records`: the gateway's usage records (one
+ * per request); `gpupool usage report`: card-hours, tokens and cost over a
+ * window, grouped and bucketed (also behind `gpupool report cost`).
  */
 #include "cli.h"
+
+#include "../meter/meter.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -13,7 +16,10 @@ static const char usage[] =
     "usage: gpupool usage <command>\n"
     "\n"
     "  records --tenant T [--project P] [--key ID] [--limit N]\n"
-    "          the gateway's usage records, newest first\n";
+    "          the gateway's usage records, newest first\n"
+    "  report [--tenant T [--project P]] (--month YYYY-MM | --from TIME --to TIME)\n"
+    "         [--group-by tenant,project,model,accelerator,key,user] [--bucket hour|day|month]\n"
+    "          card-hours, tokens and their cost (-o csv for a spreadsheet)\n";
 
 static int u_records(cli_ctx *ctx, int argc, char **argv) {
     static const struct option lo[] = {{"tenant", required_argument, 0, 't'},
@@ -63,6 +69,116 @@ static int u_records(cli_ctx *ctx, int argc, char **argv) {
     return rc;
 }
 
+static void add_arg(strbuf *p, char *sep, const char *name, const char *v) {
+    if (!v) return;
+    sb_addc(p, *sep);
+    sb_adds(p, name);
+    sb_addc(p, '=');
+    cli_add_escaped(p, v);
+    *sep = '&';
+}
+
+int cli_usage_report(cli_ctx *ctx, int argc, char **argv, const char *verb,
+                     const char *default_group, int month_required) {
+    static const struct option lo[] = {
+        {"tenant", required_argument, 0, 't'}, {"project", required_argument, 0, 'p'},
+        {"month", required_argument, 0, 'm'},  {"from", required_argument, 0, 'f'},
+        {"to", required_argument, 0, 'T'},     {"group-by", required_argument, 0, 'g'},
+        {"bucket", required_argument, 0, 'b'}, {0, 0, 0, 0}};
+    const char *tenant = NULL, *project = NULL, *month = NULL, *from = NULL, *to = NULL;
+    const char *group = default_group, *bucket = NULL;
+    int c, rc = 0;
+    optind = 0;
+    while ((c = cli_getopt(argc, argv, lo, verb, &rc)) != -1) {
+        if (c == -2) return rc;
+        switch (c) {
+        case 't': tenant = optarg; break;
+        case 'p': project = optarg; break;
+        case 'm': month = optarg; break;
+        case 'f': from = optarg; break;
+        case 'T': to = optarg; break;
+        case 'g': group = optarg; break;
+        case 'b': bucket = optarg; break;
+        }
+    }
+    if (optind < argc) return cli_error(CLI_USAGE, "%s: unexpected argument '%s'", verb, argv[optind]);
+    if (month_required && !month) return cli_error(CLI_USAGE, "%s: --month YYYY-MM is required", verb);
+    if (month && (from || to)) return cli_error(CLI_USAGE, "%s: give --month, or --from and --to", verb);
+    if (project && !tenant) return cli_error(CLI_USAGE, "%s: --project needs --tenant", verb);
+    strbuf p = SB_INIT;
+    char sep = '?';
+    sb_adds(&p, "/api/v1/usage");
+    add_arg(&p, &sep, "tenant", tenant);
+    add_arg(&p, &sep, "project", project);
+    add_arg(&p, &sep, "month", month);
+    add_arg(&p, &sep, "from", from);
+    add_arg(&p, &sep, "to", to);
+    add_arg(&p, &sep, "group_by", group);
+    add_arg(&p, &sep, "bucket", bucket);
+    json_t *rep;
+    rc = cli_call(ctx, "GET", p.buf, NULL, &rep);
+    sb_release(&p);
+    if (rc) return rc;
+    if (ctx->json) {
+        char *t = json_dumps(rep, JSON_INDENT(2));
+        if (t) puts(t);
+        free(t);
+    } else if (ctx->csv) {
+        char *t = meter_report_csv(rep);
+        if (t) fputs(t, stdout);
+        free(t);
+    } else {
+        /* the same columns as the CSV, aligned */
+        char *t = meter_report_csv(rep);
+        json_t *items = json_array();
+        const char *cols[20];
+        int nc = 0;
+        char *line = t ? strtok(t, "\r\n") : NULL;
+        for (char *q = line; q && nc < 19;) {
+            cols[nc++] = q;
+            q = strchr(q, ',');
+            if (q) *q++ = '\0';
+        }
+        cols[nc] = NULL;
+        size_t i;
+        json_t *r;
+        json_t *billing = json_object_get(rep, "billing");
+        json_array_foreach(json_object_get(rep, "rows"), i, r) {
+            json_t *row = json_deep_copy(r);
+            const char *tn = json_string_value(json_object_get(r, "tenant"));
+            if (tn && json_object_get(billing, tn)) json_object_set(row, "billing", json_object_get(billing, tn));
+            json_array_append_new(items, row);
+        }
+        json_t *list = json_pack("{s:o}", "items", items);
+        cli_print_list(ctx, list, cols);
+        json_decref(list);
+        json_t *tot = json_object_get(rep, "totals");
+        printf("total: %.3f card-hours, %lld tokens, cost %.2f %s (rate cards:",
+               json_number_value(json_object_get(tot, "card_hours")),
+               (long long)(json_integer_value(json_object_get(tot, "prompt_tokens")) +
+                           json_integer_value(json_object_get(tot, "completion_tokens"))),
+               json_number_value(json_object_get(tot, "cost")),
+               json_string_value(json_object_get(rep, "currency")));
+        json_t *v;
+        json_array_foreach(json_object_get(rep, "rate_cards"), i, v)
+            printf(" v%lld", (long long)json_integer_value(json_object_get(v, "version")));
+        printf("%s)\n", json_array_size(json_object_get(rep, "rate_cards")) ? "" : " none");
+        json_t *cap = json_object_get(rep, "capacity");
+        if (cap)
+            printf("capacity: %.3f card-hours, allocated %.3f, idle %.3f\n",
+                   json_number_value(json_object_get(cap, "card_hours")),
+                   json_number_value(json_object_get(cap, "allocated")),
+                   json_number_value(json_object_get(cap, "idle")));
+        free(t);
+    }
+    json_decref(rep);
+    return CLI_OK;
+}
+
+static int u_report(cli_ctx *ctx, int argc, char **argv) {
+    return cli_usage_report(ctx, argc, argv, "usage report", NULL, 0);
+}
+
 int cli_cmd_usage(cli_ctx *ctx, int argc, char **argv) {
     static const cli_verb verbs[] = {
         {"records", u_records,
@@ -71,6 +187,15 @@ int cli_cmd_usage(cli_ctx *ctx, int argc, char **argv) {
          "The gateway's usage records, newest first (default 100, at most 5000): time,\n"
          "project, application, key, model, tokens, latency, status.  Without --project:\n"
          "the whole tenant (tenant-admins, tenant viewers); project members give --project.\n"},
+        {"report", u_report,
+         "usage: gpupool usage report [--tenant T [--project P]] (--month YYYY-MM | --from TIME --to TIME)\n"
+         "                            [--group-by LIST] [--bucket hour|day|month]\n"
+         "\n"
+         "Card-hours (from the binding timeline, weighted by slice size) and tokens (from the\n"
+         "gateway) with their cost under the rate cards in force, grouped by any of tenant,\n"
+         "project, model, accelerator, key, user.  Without --tenant: everything (platform\n"
+         "admins), with idle capacity as its own line.  Default window: this month.\n"
+         "-o csv prints CSV, -o json the whole report.\n"},
         {NULL, NULL, NULL}};
     return cli_dispatch(ctx, usage, verbs, argc, argv);
 }

@@ -34,6 +34,9 @@ static const struct {
 } commands[] = {
     {"server", cli_cmd_server, 0, "run the control plane (API, gateway, scheduler loops)"},
     {"gateway", cli_cmd_gateway, 0, "run the OpenAI-compatible gateway (/v1) alone"},
+    {"report", cli_cmd_report, NEEDS_CLIENT, "cost reports (a month by tenant and project)"},
+    {"ratecard", cli_cmd_ratecard, NEEDS_CLIENT, "versioned prices per card-hour and per token"},
+    {"billing", cli_cmd_billing, NEEDS_CLIENT, "a tenant's billing mode (showback or chargeback)"},
     {"agent", cli_cmd_agent, NEEDS_CLIENT, "run the node agent (NVML, inventory or simulated)"},
     {"whoami", cli_cmd_whoami, NEEDS_CLIENT, "show the calling identity and its roles"},
     {"tenant", cli_cmd_tenant, NEEDS_CLIENT, "create, list and show tenants"},
@@ -60,6 +63,7 @@ static const struct {
     {"model", cli_cmd_model, NEEDS_CLIENT, "a tenant's model services"},
     {"endpoint", cli_cmd_endpoint, NEEDS_CLIENT, "where a model service is served"},
     {"app", cli_cmd_app, NEEDS_CLIENT, "applications of a project (they own API keys)"},
+    {"kb", cli_cmd_kb, NEEDS_CLIENT, "knowledge bases: documents, keyword queries"},
     {"key", cli_cmd_key, NEEDS_CLIENT, "API keys (sk-...) for the /v1 gateway"},
     {"usage", cli_cmd_usage, NEEDS_CLIENT, "the gateway's usage records"},
 };
@@ -76,7 +80,7 @@ static void usage(FILE *f) {
           "  --server URL      API address (env GPUPOOL_SERVER; default http://127.0.0.1:7070)\n"
           "  --token T         bearer token (env GPUPOOL_TOKEN, or GPUPOOL_TOKEN_FILE)\n"
           "  --token-file F    read the token from a file\n"
-          "  -o, --output FMT  table (default) or json\n"
+          "  -o, --output FMT  table (default), json, or csv (lists and reports)\n"
           "  --version         print the version\n"
           "  -h, --help        this help; `gpupool <command> --help` for a command\n"
           "\n"
@@ -157,8 +161,8 @@ int main(int argc, char **argv) {
         default: rc = cli_error(CLI_USAGE, "unknown option %s (see gpupool --help)", argv[optind - 1]); goto out;
         }
     }
-    if (strcmp(output, "table") != 0 && strcmp(output, "json") != 0) {
-        rc = cli_error(CLI_USAGE, "-o must be table or json, got '%s'", output);
+    if (strcmp(output, "table") != 0 && strcmp(output, "json") != 0 && strcmp(output, "csv") != 0) {
+        rc = cli_error(CLI_USAGE, "-o must be table, json or csv, got '%s'", output);
         goto out;
     }
     if (optind >= argc) {
@@ -180,6 +184,7 @@ int main(int argc, char **argv) {
         goto out;
     }
     cli_ctx ctx = {server ? server : "http://127.0.0.1:7070", token, strcmp(output, "json") == 0};
+    ctx.csv = strcmp(output, "csv") == 0;
     int first = optind;
     const char *noun = argv[first];
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {

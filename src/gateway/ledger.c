@@ -154,6 +154,18 @@ int gw_usage_write(store_tx *tx, const gw_usage *u, gp_err *err) {
                         u->accelerator, u->kind, (int64_t)u->stream, u->prompt_tokens,
                         u->completion_tokens, (int64_t)u->estimated, u->latency_us,
                         (int64_t)u->status);
+    /* the hourly rollup reports read (meter.h), in the same transaction */
+    if (!rc)
+        rc = store_exec(tx, NULL, err,
+                        "INSERT INTO usage_hourly (hour, tenant_id, project_id, tenant, project,"
+                        " key_id, model, accelerator, requests, prompt_tokens, completion_tokens)"
+                        " VALUES (?,?,?,?,?,?,?,?,1,?,?) ON CONFLICT (hour, tenant_id, project_id,"
+                        " key_id, model, accelerator) DO UPDATE SET requests = requests + 1,"
+                        " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
+                        " completion_tokens = completion_tokens + excluded.completion_tokens",
+                        "isssssssii", u->at_us - u->at_us % 3600000000LL, u->tenant_id,
+                        u->project_id, u->tenant, u->project, u->key_id, u->model, u->accelerator,
+                        u->prompt_tokens, u->completion_tokens);
     int64_t used = u->prompt_tokens + u->completion_tokens;
     if (!rc && u->hold[0]) return gw_settle(tx, u->hold, used, err);
     /* no quota applied, so nothing was reserved: the month's use still counts */

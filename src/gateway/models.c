@@ -363,7 +363,9 @@ int gw_app_delete(store_tx *tx, const char *project_id, const char *name, gp_err
     if (live)
         return gp_err_set(err, GP_ECONFLICT, "app '%s' still has %lld live key(s): revoke them first",
                           name, (long long)live);
-    return store_exec(tx, NULL, err, "DELETE FROM apps WHERE id = ?", "s", id);
+    /* its knowledge-base bindings (src/kb) go with it */
+    rc = store_exec(tx, NULL, err, "DELETE FROM kb_app_rag WHERE app_id = ?", "s", id);
+    return rc ? rc : store_exec(tx, NULL, err, "DELETE FROM apps WHERE id = ?", "s", id);
 }
 
 /* ---- routing ---- */

@@ -7,7 +7,10 @@
  * upstream's status), then pull the body piece by piece as the upstream
  * sends it - which is what streaming needs - all on the caller's thread.
  * Connections are kept in a cache shared by every call (CURLSH), so
- * consecutive requests to one upstream reuse their TCP connections.
+ * consecutive requests to one upstream reuse their TCP connections; and
+ * each thread keeps its last multi and easy handles for its next call
+ * (a connection's thread serves its keep-alive requests one after another),
+ * freed when the thread ends.
  */
 #include "gateway.h"
 
@@ -48,7 +51,25 @@ static void unlock_cb(CURL *h, curl_lock_data d, void *u) {
     pthread_mutex_unlock(&share_mu[d]);
 }
 
+/* ---- per-thread handles ---- */
+
+typedef struct handles {
+    CURLM *multi;
+    CURL *easy;
+} handles;
+
+static pthread_key_t handles_key;
+
+static void handles_free(void *p) {
+    handles *h = p;
+    if (!h) return;
+    if (h->easy) curl_easy_cleanup(h->easy);
+    if (h->multi) curl_multi_cleanup(h->multi);
+    free(h);
+}
+
 static void share_init(void) {
+    pthread_key_create(&handles_key, handles_free);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_init(&share_mu[i], NULL);
     share = curl_share_init();
     if (!share) return;
@@ -122,8 +143,18 @@ int gw_call_start(const gw_endpoint *ep, const char *path, const char *body, siz
     gw_call *c = calloc(1, sizeof *c);
     if (!c) return gp_err_set(err, GP_ENOMEM, NULL);
     sb_init(&c->in);
-    c->multi = curl_multi_init();
-    c->easy = curl_easy_init();
+    handles *h = pthread_getspecific(handles_key);
+    if (h && h->multi && h->easy) {
+        /* this thread's handles from its previous call, options cleared */
+        c->multi = h->multi;
+        c->easy = h->easy;
+        h->multi = NULL;
+        h->easy = NULL;
+        curl_easy_reset(c->easy);
+    } else {
+        c->multi = curl_multi_init();
+        c->easy = curl_easy_init();
+    }
     if (!c->multi || !c->easy) {
         gw_call_free(c);
         return gp_err_set(err, GP_ENOMEM, NULL);
@@ -202,6 +233,21 @@ const char *gw_call_error(const gw_call *c) {
 void gw_call_free(gw_call *c) {
     if (!c) return;
     if (c->multi && c->easy) curl_multi_remove_handle(c->multi, c->easy);
+    /* keep the handles for this thread's next call */
+    handles *h = pthread_getspecific(handles_key);
+    if (!h && (h = calloc(1, sizeof *h)) && pthread_setspecific(handles_key, h) != 0) {
+        free(h);
+        h = NULL;
+    }
+    if (h && !h->multi && !h->easy && c->multi && c->easy) {
+        /* the request's header list and error buffer go with the call */
+        curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, NULL);
+        curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, NULL);
+        h->multi = c->multi;
+        h->easy = c->easy;
+        c->multi = NULL;
+        c->easy = NULL;
+    }
     if (c->easy) curl_easy_cleanup(c->easy);
     if (c->multi) curl_multi_cleanup(c->multi);
     curl_slist_free_all(c->hdrs);

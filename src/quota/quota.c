@@ -23,6 +23,7 @@ void quota_unlimited(quota_set *q) {
     memset(q, 0, sizeof *q);
     for (int d = 0; d < QD__N; d++) q->v[d] = QUOTA_NONE;
     for (int d = 0; d < QG__N; d++) q->g[d] = QUOTA_NONE;
+    q->card_hours_grace_s = 600;
 }
 
 int64_t quota_class_limit(const quota_set *q, const char *name) {
@@ -38,7 +39,8 @@ int quota_parse(json_t *j, quota_set *out, gp_err *err) {
     static const char *const fields[] = {"gpus", "gpu_memory_gib", "cpus", "memory_gib",
                                          "concurrent_jobs", "card_hours_month", "class_gpus",
                                          "tokens_month", "requests_per_minute",
-                                         "tokens_per_minute", NULL};
+                                         "tokens_per_minute", "card_hours_policy",
+                                         "card_hours_grace_seconds", NULL};
     quota_set q;
     quota_unlimited(&q);
     if (!json_is_object(j)) return gp_err_set(err, GP_EINVALID, "quota must be an object");
@@ -62,6 +64,19 @@ int quota_parse(json_t *j, quota_set *out, gp_err *err) {
             return gp_err_set(err, GP_EINVALID,
                               "%s must be a non-negative integer (or null: no ceiling)", gw_names[d]);
         q.g[d] = json_integer_value(v);
+    }
+    json_t *pol = json_object_get(j, "card_hours_policy");
+    if (pol && !json_is_null(pol)) {
+        const char *ps = json_string_value(pol);
+        if (!ps || (strcmp(ps, "finish") && strcmp(ps, "stop")))
+            return gp_err_set(err, GP_EINVALID, "card_hours_policy must be finish or stop");
+        q.card_hours_stop = !strcmp(ps, "stop");
+    }
+    json_t *gr = json_object_get(j, "card_hours_grace_seconds");
+    if (gr && !json_is_null(gr)) {
+        if (!json_is_integer(gr) || json_integer_value(gr) < 0 || json_integer_value(gr) > 30 * 86400)
+            return gp_err_set(err, GP_EINVALID, "card_hours_grace_seconds must be 0..2592000");
+        q.card_hours_grace_s = json_integer_value(gr);
     }
     json_t *cg = json_object_get(j, "class_gpus");
     if (cg && !json_is_null(cg)) {
@@ -98,6 +113,8 @@ json_t *quota_json(const quota_set *q) {
     json_object_set_new(o, "class_gpus", cg);
     for (int d = 0; d < QG__N; d++)
         json_object_set_new(o, gw_names[d], q->g[d] == QUOTA_NONE ? json_null() : json_integer(q->g[d]));
+    json_object_set_new(o, "card_hours_policy", json_string(q->card_hours_stop ? "stop" : "finish"));
+    json_object_set_new(o, "card_hours_grace_seconds", json_integer(q->card_hours_grace_s));
     return o;
 }
 

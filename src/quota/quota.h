@@ -38,6 +38,8 @@ typedef struct quota_set {
     char class_name[QUOTA_MAX_CLASSES][64];  /* per-class unit ceilings */
     int64_t class_units[QUOTA_MAX_CLASSES];
     int64_t g[QG__N];                        /* gateway ceilings; QUOTA_NONE = none */
+    int card_hours_stop;        /* at the card-hour ceiling: 0 let running jobs finish, 1 stop them */
+    int64_t card_hours_grace_s; /* ... after this long a warning alarm stands (default 600) */
 } quota_set;
 
 /* No ceiling anywhere. */
@@ -49,7 +51,8 @@ int64_t quota_class_limit(const quota_set *q, const char *name);
 /*
  * Parse the API shape {"gpus","gpu_memory_gib","cpus","memory_gib",
  * "concurrent_jobs","card_hours_month","class_gpus":{"name":n},
- * "tokens_month","requests_per_minute","tokens_per_minute"} (null or
+ * "tokens_month","requests_per_minute","tokens_per_minute",
+ * "card_hours_policy":"finish"|"stop","card_hours_grace_seconds":N} (null or
  * absent = no ceiling; gpus and card_hours may be fractional).
  */
 int quota_parse(json_t *j, quota_set *out, gp_err *err);

@@ -133,6 +133,18 @@ int jobs_node_report(store_tx *tx, const char *node, json_t *workloads, int *end
 /* The captured output and exit status of a job: {log, exit_code}. */
 int jobs_logs(store_tx *tx, const char *id, json_t **out, gp_err *err);
 
+/* ---- the monthly card-hour ceiling and running jobs (chquota.c) ---- */
+
+/*
+ * For every tenant or project quota with card_hours_policy "stop" whose
+ * month's card-hours are used: the first call raises a warning alarm (the
+ * tenant sees it) and audits it; a call after card_hours_grace_seconds stops
+ * the scope's running jobs (bindings end card_hours_exhausted; jobs
+ * requeued, where admission holds them) and audits that.  OUT: *stopped,
+ * how many jobs were stopped.
+ */
+int jobs_card_hours_enforce(store_tx *tx, int64_t now_us, int *stopped, gp_err *err);
+
 /* ---- the round ---- */
 
 typedef struct round_stats {

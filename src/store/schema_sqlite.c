@@ -404,6 +404,85 @@ static const char *const migrations[] = {
     "CREATE INDEX usage_project ON usage_records(project_id, at);"
     "CREATE INDEX usage_tenant ON usage_records(tenant_id, at);"
     "CREATE INDEX usage_key ON usage_records(key_id, at);",
+
+    /* 9: metering: rate cards, billing modes, hourly token rollups */
+    "CREATE TABLE rate_cards ("
+    "  version INTEGER PRIMARY KEY,"
+    "  effective_from INTEGER NOT NULL,"
+    "  currency TEXT NOT NULL,"
+    "  spec TEXT NOT NULL,"                    /* the card as posted */
+    "  created_by TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL);"
+    "CREATE TABLE tenant_billing ("
+    "  tenant_id TEXT PRIMARY KEY REFERENCES tenants(id),"
+    "  mode TEXT NOT NULL CHECK (mode IN ('showback','chargeback')),"
+    "  updated_at INTEGER NOT NULL);"
+    "CREATE TABLE usage_hourly ("             /* usage_records summed per hour, same transaction */
+    "  hour INTEGER NOT NULL,"                 /* start of the hour, microseconds */
+    "  tenant_id TEXT NOT NULL,"
+    "  project_id TEXT NOT NULL,"
+    "  tenant TEXT NOT NULL,"
+    "  project TEXT NOT NULL,"
+    "  key_id TEXT NOT NULL,"
+    "  model TEXT NOT NULL,"
+    "  accelerator TEXT NOT NULL,"
+    "  requests INTEGER NOT NULL DEFAULT 0,"
+    "  prompt_tokens INTEGER NOT NULL DEFAULT 0,"
+    "  completion_tokens INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (hour, tenant_id, project_id, key_id, model, accelerator));"
+    "CREATE INDEX usage_at ON usage_records(at);"
+    "CREATE INDEX bindings_ended ON bindings(end_us, start_us);"
+    "CREATE TABLE quota_warnings ("           /* card-hour ceilings reached with policy stop */
+    "  tenant_id TEXT NOT NULL,"
+    "  project_id TEXT NOT NULL DEFAULT '',"   /* '' = the tenant's ceiling */
+    "  month TEXT NOT NULL,"
+    "  warned_at INTEGER NOT NULL,"
+    "  stopped_at INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (tenant_id, project_id, month));",
+
+    /* 10: knowledge bases, their documents and chunks (indexed in one FTS5 table per tenant,
+     * kbfts_<tenant id>, and kbfts_ops, made on first use by src/kb), and applications
+     * bound to them */
+    "CREATE TABLE kbs ("
+    "  id TEXT PRIMARY KEY,"
+    "  tenant_id TEXT NOT NULL DEFAULT '',"    /* '' for an ops KB */
+    "  project_id TEXT NOT NULL DEFAULT '',"   /* '' unless scope is project */
+    "  scope TEXT NOT NULL CHECK (scope IN ('tenant','project','ops')),"
+    "  name TEXT NOT NULL,"
+    "  description TEXT NOT NULL DEFAULT '',"
+    "  work_orders TEXT NOT NULL DEFAULT '[]',"  /* ops: work orders whose vendors may read it */
+    "  created_by TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  UNIQUE (tenant_id, name));"
+    "CREATE TABLE kb_documents ("
+    "  id TEXT PRIMARY KEY,"
+    "  kb_id TEXT NOT NULL REFERENCES kbs(id),"
+    "  name TEXT NOT NULL,"
+    "  format TEXT NOT NULL,"
+    "  bytes INTEGER NOT NULL,"
+    "  chars INTEGER NOT NULL,"
+    "  chunks INTEGER NOT NULL,"
+    "  text TEXT NOT NULL,"                    /* the extracted text the chunks index */
+    "  created_by TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  UNIQUE (kb_id, name));"
+    "CREATE TABLE kb_chunks ("                 /* id = rowid in the tenant's FTS5 table */
+    "  id INTEGER PRIMARY KEY,"
+    "  doc_id TEXT NOT NULL REFERENCES kb_documents(id),"
+    "  kb_id TEXT NOT NULL,"
+    "  seq INTEGER NOT NULL,"
+    "  start_char INTEGER NOT NULL,"
+    "  end_char INTEGER NOT NULL);"
+    "CREATE INDEX kb_chunks_doc ON kb_chunks(doc_id, seq);"
+    "CREATE TABLE kb_app_rag ("                /* app x model -> KBs, k */
+    "  app_id TEXT NOT NULL REFERENCES apps(id),"
+    "  model TEXT NOT NULL,"
+    "  kb_id TEXT NOT NULL REFERENCES kbs(id),"
+    "  pos INTEGER NOT NULL,"
+    "  k INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (app_id, model, kb_id));"
+    "CREATE INDEX kb_app_rag_kb ON kb_app_rag(kb_id);",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -245,6 +245,20 @@ assert_eq "$(jout .class)" RateLimitError "429 class"
 assert_match "$(jout '.headers["retry-after"]')" '^[1-9][0-9]*$' "retry-after"
 ok_call "$K1" chat '{"model":"llama","content":"another key is not limited"}'
 
+note "tokens per minute"
+newkey ktpm --tenant red --project train --tpm 20
+KTPM=$KEY
+# each reserves 7 and uses 4: the window holds what was used, so the fifth would pass 20
+N=0
+for ((i = 0; i < 8; i++)); do
+    call "$KTPM" chat '{"model":"llama","content":"hi there","max_tokens":5}'
+    [ "$(jout .ok)" == true ] || break
+    N=$((N + 1))
+done
+assert_eq "$N" 4 "requests within 20 tokens a minute"
+assert_eq "$(jout '[.status, .code] | map(tostring) | join(" ")')" "429 rate_limit_exceeded" "the tpm refusal"
+assert_contains "$(jout .message)" "tokens per minute of this key" "which limit"
+
 note "monthly quota under 30 concurrent requests"
 newkey kq --tenant red --project train --tokens-month 100
 KQ=$KEY

@@ -20,6 +20,9 @@
 //   embed-float   {model,input}                   -> {count,length,first,vectors,usage}
 //   embed-base64  {model,input}  (SDK default: asks base64, decodes) -> same as embed-float
 //   concurrent    {model,content,max_tokens,n}    -> {outcomes:{ok,429,...},total_tokens,...}
+//   chat-sources  {model,content,max_tokens}      -> like chat, plus {sources} (the gateway's extra
+//                 field for retrieval-augmented applications; null when absent)
+//   chat-stream-sources {model,content}           -> {content,chunks,first_sources,chunks_with_sources}
 // Any scenario also takes timeout_ms (default 30000).
 import OpenAI from 'openai';
 
@@ -113,6 +116,21 @@ const scenarios = {
   async 'embed-base64'(a) {
     // No encoding_format: the SDK asks for base64 and decodes float32 itself.
     return embedResult(await client.embeddings.create({ model: a.model ?? model, input: a.input ?? 'hello' }));
+  },
+  async 'chat-sources'(a) {
+    const r = await client.chat.completions.create(chatBody(a));
+    return { ok: true, id: r.id, content: r.choices[0]?.message?.content ?? null, usage: r.usage ?? null, sources: r.sources ?? null };
+  },
+  async 'chat-stream-sources'(a) {
+    const stream = await client.chat.completions.create({ ...chatBody(a), stream: true });
+    const r = { ok: true, content: '', chunks: 0, first_sources: null, chunks_with_sources: 0 };
+    for await (const chunk of stream) {
+      if (r.chunks === 0) r.first_sources = chunk.sources ?? null;
+      if (chunk.sources) r.chunks_with_sources++;
+      r.chunks++;
+      for (const c of chunk.choices ?? []) r.content += c.delta?.content ?? '';
+    }
+    return r;
   },
   async concurrent(a) {
     const n = a.n ?? 10;

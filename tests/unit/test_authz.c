@@ -121,6 +121,32 @@ static void project_roles(void **state) {
     assert_int_equal(chk(pa, ACT_PROJECT_CREATE, "A", NULL), AUTHZ_DENY);
 }
 
+static void knowledge_bases(void **state) {
+    (void)state;
+    /* tenant KBs are tenant data: global roles do not read them */
+    assert_int_equal(chk(global(ROLE_OPS_ENGINEER), ACT_KB_READ, "A", NULL), AUTHZ_HIDDEN);
+    assert_int_equal(chk(global(ROLE_PLATFORM_ADMIN), ACT_KB_READ, "A", "p"), AUTHZ_DENY);
+    assert_int_equal(chk(global(ROLE_SECURITY_ADMIN), ACT_KB_WRITE, "A", NULL), AUTHZ_DENY);
+    /* operations KBs: ops-engineers write, platform- and security-admins read */
+    assert_int_equal(chk(global(ROLE_OPS_ENGINEER), ACT_KB_OPS_WRITE, NULL, NULL), AUTHZ_ALLOW);
+    assert_int_equal(chk(global(ROLE_PLATFORM_ADMIN), ACT_KB_OPS_READ, NULL, NULL), AUTHZ_ALLOW);
+    assert_int_equal(chk(global(ROLE_PLATFORM_ADMIN), ACT_KB_OPS_WRITE, NULL, NULL), AUTHZ_DENY);
+    assert_int_equal(chk(tenant(ROLE_TENANT_ADMIN, "A"), ACT_KB_OPS_READ, NULL, NULL), AUTHZ_DENY);
+    /* vendors reach ops KBs only through their work orders (h_kb.c), never the matrix */
+    authz_binding v = {ROLE_VENDOR, SCOPE_VENDOR, NULL, NULL, 0};
+    assert_int_equal(chk(v, ACT_KB_OPS_READ, NULL, NULL), AUTHZ_DENY);
+    /* project roles: their project's KBs; a tenant-wide KB is decided in h_kb.c */
+    authz_binding pu = project(ROLE_PROJECT_USER, "A", "p"), pa = project(ROLE_PROJECT_ADMIN, "A", "p");
+    assert_int_equal(chk(pu, ACT_KB_READ, "A", "p"), AUTHZ_ALLOW);
+    assert_int_equal(chk(pu, ACT_KB_WRITE, "A", "p"), AUTHZ_DENY);
+    assert_int_equal(chk(pu, ACT_KB_READ, "A", "q"), AUTHZ_HIDDEN);
+    assert_int_equal(chk(pa, ACT_KB_MANAGE, "A", "p"), AUTHZ_ALLOW);
+    assert_int_equal(chk(pa, ACT_KB_MANAGE, "A", NULL), AUTHZ_DENY);
+    assert_int_equal(chk(tenant(ROLE_TENANT_ADMIN, "A"), ACT_KB_MANAGE, "A", "q"), AUTHZ_ALLOW);
+    assert_int_equal(chk(tenant(ROLE_VIEWER, "A"), ACT_KB_READ, "A", "q"), AUTHZ_ALLOW);
+    assert_int_equal(chk(tenant(ROLE_VIEWER, "A"), ACT_KB_WRITE, "A", NULL), AUTHZ_DENY);
+}
+
 static void nothing_without_bindings(void **state) {
     (void)state;
     authz_target g = {NULL, NULL}, t = {"A", NULL}, p = {"A", "p"};
@@ -179,6 +205,10 @@ static const char *const contract[ACT__COUNT] = {
     [ACT_MODEL_PUBLISH] = "P",       [ACT_APP_MANAGE] = "TA",
     [ACT_KEY_READ] = "PSTAUV",       [ACT_KEY_MANAGE] = "TAU",
     [ACT_USAGE_READ] = "PSTAUV",
+    [ACT_RATECARD_MANAGE] = "P",
+    [ACT_KB_READ] = "TAUV",          [ACT_KB_WRITE] = "TA",
+    [ACT_KB_MANAGE] = "TA",          [ACT_KB_OPS_READ] = "PSO",
+    [ACT_KB_OPS_WRITE] = "O",
 };
 
 static int contract_allows(authz_role r, authz_action a) {
@@ -284,6 +314,7 @@ int main(void) {
         cmocka_unit_test(ops_engineer_sees_no_tenant_data),
         cmocka_unit_test(tenant_roles),
         cmocka_unit_test(project_roles),
+        cmocka_unit_test(knowledge_bases),
         cmocka_unit_test(nothing_without_bindings),
         cmocka_unit_test(several_bindings_add_up),
         cmocka_unit_test(names_roundtrip),

@@ -4,7 +4,8 @@
  *
  * Two tenants are built alike, each with every tenant- and project-scoped
  * role, a project, tokens, a pending approval, a running job, a model service
- * with an endpoint, an application and an API key.  Then, for every route in
+ * with an endpoint, an application and an API key, a knowledge base with a
+ * document (the application bound to it).  Then, for every route in
  * the API's route table (so the test grows with the API), every role holder
  * of one tenant calls it with the other tenant's names and ids in the path
  * (and, for routes without path parameters, with ?tenant=<other>).  Every
@@ -35,6 +36,7 @@ typedef struct side {
     char token_id[RND_ID_LEN], approval_id[RND_ID_LEN], job_id[RND_ID_LEN],
         binding_id[RND_ID_LEN];
     char model[32], app[32], endpoint_id[RND_ID_LEN], key_id[RND_ID_LEN];
+    char kb[32], doc[48], secret_word[48];
     char user_ids[NROLES][RND_ID_LEN];
 } side;
 
@@ -168,7 +170,28 @@ static int setup(void **state) {
         assert_int_equal(at_call(&x->t, sd->tokens[0], "POST", mpath, mbody, &resp), 201);
         snprintf(sd->key_id, sizeof sd->key_id, "%s", at_str(resp, "id"));
         json_decref(resp);
+        /* a knowledge base with a document, and the application answering from it */
+        snprintf(sd->kb, sizeof sd->kb, "kb-%s", color);
+        snprintf(sd->doc, sizeof sd->doc, "doc-%s.txt", color);
+        snprintf(sd->secret_word, sizeof sd->secret_word, "classified%sword", color);
+        snprintf(mpath, sizeof mpath, "/api/v1/tenants/%s/kbs", sd->tenant);
+        snprintf(mbody, sizeof mbody, "{\"name\":\"%s\"}", sd->kb);
+        assert_int_equal(at_call(&x->t, sd->tokens[0], "POST", mpath, mbody, NULL), 201);
+        snprintf(mpath, sizeof mpath, "/api/v1/tenants/%s/kbs/%s/documents", sd->tenant, sd->kb);
+        snprintf(mbody, sizeof mbody, "{\"name\":\"%s\",\"content\":\"probe %s\"}", sd->doc,
+                 sd->secret_word);
+        assert_int_equal(at_call(&x->t, sd->tokens[0], "POST", mpath, mbody, NULL), 201);
+        snprintf(mpath, sizeof mpath, "/api/v1/tenants/%s/projects/%s/apps/%s/rag/%s", sd->tenant,
+                 sd->project, sd->app, sd->model);
+        snprintf(mbody, sizeof mbody, "{\"kbs\":[\"%s\"]}", sd->kb);
+        assert_int_equal(at_call(&x->t, sd->tokens[0], "PUT", mpath, mbody, NULL), 200);
     }
+    /* an operations KB (a global object no tenant role may touch) */
+    assert_int_equal(at_call(&x->t, ops, "POST", "/api/v1/ops/kbs", "{\"name\":\"ops-kb\"}", NULL),
+                     201);
+    assert_int_equal(at_call(&x->t, ops, "POST", "/api/v1/ops/kbs/ops-kb/documents",
+                             "{\"name\":\"ops-doc.txt\",\"content\":\"probe runbook\"}", NULL),
+                     201);
     for (int side_i = 0; side_i < 2; side_i++) {
         store_tx *btx;
         store_stmt *bs;
@@ -224,6 +247,11 @@ static char *snapshot(ix *x, const side *v) {
         "SELECT a.id || a.name FROM apps a JOIN projects p ON p.id = a.project_id"
         " WHERE p.tenant_id = ?1 ORDER BY 1",
         "SELECT id || name || owner || revoked_at FROM api_keys WHERE tenant_id = ?1 ORDER BY 1",
+        "SELECT id || name || description || work_orders FROM kbs WHERE tenant_id = ?1 ORDER BY 1",
+        "SELECT d.id || d.name || d.chunks FROM kb_documents d JOIN kbs k ON k.id = d.kb_id"
+        " WHERE k.tenant_id = ?1 ORDER BY 1",
+        "SELECT r.app_id || r.model || r.kb_id || r.k FROM kb_app_rag r JOIN kbs k ON k.id = r.kb_id"
+        " WHERE k.tenant_id = ?1 ORDER BY 1",
     };
     assert_int_equal(store_begin(x->t.st, STORE_READ, &tx, &err), GP_OK);
     for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++) {
@@ -258,6 +286,15 @@ static const char *body_for(const char *action, const side *v, char *buf, size_t
         return "{\"name\":\"probe-obj\"}";
     if (strcmp(action, "model.update") == 0) return "{\"description\":\"probe\"}";
     if (strcmp(action, "endpoint.add") == 0) return "{\"url\":\"http://127.0.0.1:9/v1\"}";
+    if (strcmp(action, "kb.create") == 0) return "{\"name\":\"probe-obj\"}";
+    if (strcmp(action, "kb.update") == 0) return "{\"description\":\"probe\"}";
+    if (strcmp(action, "kb.document.upload") == 0)
+        return "{\"name\":\"probe.txt\",\"content\":\"probe words\"}";
+    if (strcmp(action, "kb.query") == 0) return "{\"query\":\"probe classified\"}";
+    if (strcmp(action, "app.rag.set") == 0) {
+        snprintf(buf, n, "{\"kbs\":[\"%s\"]}", v->kb);
+        return buf;
+    }
     if (strcmp(action, "vendor.create") == 0) {
         snprintf(buf, n, "{\"user\":\"%s\",\"nodes\":[\"n1\"],\"ttl_seconds\":600}",
                  v->users[5]);
@@ -296,6 +333,10 @@ static int fill(const api_route *rt, const side *v, const ix *x, char *out, size
         else if (len == 3 && strncmp(p + 1, "app", 3) == 0) sb_adds(&sb, v->app);
         else if (len == 2 && strstr(rt->pattern, "/endpoints/")) sb_adds(&sb, v->endpoint_id);
         else if (len == 2 && strstr(rt->pattern, "/keys/")) sb_adds(&sb, v->key_id);
+        else if (len == 2 && strncmp(p + 1, "kb", 2) == 0 && !strstr(rt->pattern, "/ops/"))
+            sb_adds(&sb, v->kb);
+        else if (len == 3 && strncmp(p + 1, "doc", 3) == 0 && !strstr(rt->pattern, "/ops/"))
+            sb_adds(&sb, v->doc);
         else {
             tenant_obj = 0;
             if (len == 2 && strstr(rt->pattern, "/vendor-access/")) sb_adds(&sb, x->vendor_grant);
@@ -307,6 +348,8 @@ static int fill(const api_route *rt, const side *v, const ix *x, char *out, size
             else if (len == 2 && strstr(rt->pattern, "/work-orders/")) sb_adds(&sb, "wo-1");
             else if (len == 2 && strstr(rt->pattern, "/join-tokens/")) sb_adds(&sb, x->join_id);
             else if (len == 2 && strstr(rt->pattern, "/alarms/")) sb_adds(&sb, "no-such-alarm");
+            else if (len == 2 && strncmp(p + 1, "kb", 2) == 0) sb_adds(&sb, "ops-kb");
+            else if (len == 3 && strncmp(p + 1, "doc", 3) == 0) sb_adds(&sb, "ops-doc.txt");
             else fail_msg("route %s has a parameter this test does not know how to fill: add it",
                           rt->pattern);
         }
@@ -320,11 +363,12 @@ static int fill(const api_route *rt, const side *v, const ix *x, char *out, size
 
 static void check_no_leak(const char *where, json_t *resp, const side *v) {
     char *text = json_dumps(resp, JSON_ENCODE_ANY);
-    const char *markers[12 + NROLES] = {v->tenant,     v->project,     v->display,
+    const char *markers[15 + NROLES] = {v->tenant,     v->project,     v->display,
                                         v->tenant_id,  v->project_id,  v->token_id,
                                         v->approval_id, v->job_id,     v->model,
-                                        v->app,        v->endpoint_id, v->key_id};
-    int nm = 12;
+                                        v->app,        v->endpoint_id, v->key_id,
+                                        v->kb,         v->doc,         v->secret_word};
+    int nm = 15;
     for (int i = 0; i < NROLES; i++) markers[nm++] = v->users[i];
     for (int i = 0; i < nm; i++) {
         if (text && strstr(text, markers[i])) {

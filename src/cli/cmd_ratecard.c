@@ -1,0 +1,92 @@
+/*
+ * cmd_ratecard.c - `gpupool ratecard list|create FILE` (versioned prices) and
+ * `gpupool billing show|set --tenant T` (showback or chargeback).
+ */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char rc_usage[] =
+    "usage: gpupool ratecard <command>\n"
+    "\n"
+    "  list          every version, oldest first\n"
+    "  create FILE   a new version from a JSON file (platform-admin)\n";
+
+static int rc_list(cli_ctx *ctx, int argc, char **argv) {
+    static const char *const cols[] = {"version", "effective_from", "currency", NULL};
+    if (argc > 1) return cli_error(CLI_USAGE, "ratecard list: unexpected argument '%s'", argv[1]);
+    return cli_run_call(ctx, "GET", "/api/v1/rate-cards", NULL, cols);
+}
+
+static int rc_create(cli_ctx *ctx, int argc, char **argv) {
+    if (argc != 2) return cli_error(CLI_USAGE, "ratecard create: expected one FILE");
+    json_error_t je;
+    json_t *body = json_load_file(argv[1], 0, &je);
+    if (!body) return cli_error(CLI_USAGE, "ratecard create: %s: line %d: %s", argv[1], je.line, je.text);
+    int rc = cli_run_call(ctx, "POST", "/api/v1/rate-cards", body, NULL);
+    json_decref(body);
+    return rc;
+}
+
+int cli_cmd_ratecard(cli_ctx *ctx, int argc, char **argv) {
+    static const cli_verb verbs[] = {
+        {"list", rc_list, "usage: gpupool ratecard list\n"},
+        {"create", rc_create,
+         "usage: gpupool ratecard create FILE\n"
+         "\n"
+         "A new version, in force from its effective_from until the next version's:\n"
+         "{\"effective_from\":\"2026-12-01T00:00:00Z\",\"currency\":\"EUR\",\n"
+         " \"card_hour\":[{\"model\":\"A100-80GB\",\"form\":\"whole\",\"price\":2.5},\n"
+         "              {\"model\":\"L40S\",\"form\":\"shared\",\"price\":0.9}],\n"
+         " \"tokens\":[{\"model\":\"llama-8b\",\"input\":0.2,\"output\":0.6}]}\n"
+         "card_hour prices are per card-hour (form whole, mig, shared or *); tokens per\n"
+         "million (model * for any).  effective_from must be after the latest version's;\n"
+         "every version is in the same currency.\n"},
+        {NULL, NULL, NULL}};
+    return cli_dispatch(ctx, rc_usage, verbs, argc, argv);
+}
+
+static const char b_usage[] =
+    "usage: gpupool billing <command>\n"
+    "\n"
+    "  show --tenant T               showback (figures only) or chargeback (invoiced)\n"
+    "  set --tenant T MODE           MODE: showback | chargeback (platform-admin)\n";
+
+static int b_cmd(cli_ctx *ctx, int argc, char **argv, int set) {
+    static const struct option lo[] = {{"tenant", required_argument, 0, 't'}, {0, 0, 0, 0}};
+    const char *tenant = NULL;
+    int c, rc = 0;
+    optind = 0;
+    while ((c = cli_getopt(argc, argv, lo, set ? "billing set" : "billing show", &rc)) != -1) {
+        if (c == -2) return rc;
+        tenant = optarg;
+    }
+    if (!tenant) return cli_error(CLI_USAGE, "billing: --tenant is required");
+    if (set ? optind + 1 != argc : optind != argc)
+        return cli_error(CLI_USAGE, set ? "billing set: expected one MODE (showback or chargeback)"
+                                        : "billing show: unexpected argument");
+    strbuf p = SB_INIT;
+    cli_scope_path(&p, tenant, NULL);
+    sb_adds(&p, "/billing");
+    json_t *body = set ? json_pack("{s:s}", "mode", argv[optind]) : NULL;
+    rc = cli_run_call(ctx, set ? "PUT" : "GET", p.buf, body, NULL);
+    json_decref(body);
+    sb_release(&p);
+    return rc;
+}
+
+static int b_show(cli_ctx *ctx, int argc, char **argv) { return b_cmd(ctx, argc, argv, 0); }
+static int b_set(cli_ctx *ctx, int argc, char **argv) { return b_cmd(ctx, argc, argv, 1); }
+
+int cli_cmd_billing(cli_ctx *ctx, int argc, char **argv) {
+    static const cli_verb verbs[] = {
+        {"show", b_show, "usage: gpupool billing show --tenant T\n"},
+        {"set", b_set,
+         "usage: gpupool billing set --tenant T showback|chargeback\n"
+         "\n"
+         "Reports say, per tenant, whether its figures are only shown or invoiced.\n"},
+        {NULL, NULL, NULL}};
+    return cli_dispatch(ctx, b_usage, verbs, argc, argv);
+}

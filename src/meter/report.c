@@ -1,0 +1,985 @@
+/*
+ * report.c - rate cards and billing modes in the store, and the usage and
+ * cost reports (see meter.h).
+ *
+ * A report walks three sources and adds into one table of rows keyed by
+ * bucket and group values:
+ *   - bindings overlapping the window (open ones up to now), each cut at
+ *     bucket and rate-card boundaries, card-hours = weight x time;
+ *   - usage_hourly for the window's whole hours, except hours in which a
+ *     rate card changes;
+ *   - usage_records for the rest (the window's partial first and last
+ *     hours, and those hours).
+ * With `idle`, GPU capacity (time each GPU was registered and not failed)
+ * less what bindings held becomes an idle line per bucket, so that
+ * allocated + idle = capacity.
+ */
+#include "meter.h"
+
+#include "../core/gtime.h"
+#include "../core/jsonx.h"
+#include "../core/strbuf.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HOUR_US 3600000000LL
+
+/* ---- rate cards and billing in the store ---- */
+
+static int load_cards(store_tx *tx, meter_rate_card **out, int *n, gp_err *err) {
+    store_stmt *s;
+    *out = NULL;
+    *n = 0;
+    int rc = store_query(tx, &s, err,
+                         "SELECT version, effective_from, spec FROM rate_cards"
+                         " ORDER BY effective_from, version",
+                         "");
+    if (rc) return rc;
+    int cap = 0;
+    while ((rc = store_step(s, err)) > 0) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 8;
+            meter_rate_card *nc = realloc(*out, (size_t)cap * sizeof *nc);
+            if (!nc) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
+            }
+            *out = nc;
+        }
+        json_t *spec = json_loads(store_text(s, 2), 0, NULL);
+        gp_err e2 = GP_ERR_INIT;
+        meter_rate_card *c = &(*out)[*n];
+        if (meter_card_parse(spec, c, &e2) == GP_OK) {
+            c->version = (int)store_int(s, 0);
+            c->effective_us = store_int(s, 1);
+            (*n)++;
+        }
+        json_decref(spec);
+    }
+    store_done(s);
+    if (rc < 0) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+        return rc;
+    }
+    return GP_OK;
+}
+
+int meter_card_list(store_tx *tx, json_t **items, gp_err *err) {
+    meter_rate_card *cards;
+    int n;
+    int rc = load_cards(tx, &cards, &n, err);
+    if (rc) return rc;
+    json_t *arr = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(arr, meter_card_json(&cards[i]));
+    free(cards);
+    *items = arr;
+    return GP_OK;
+}
+
+int meter_card_add(store_tx *tx, json_t *spec, const char *created_by, int *version,
+                   gp_err *err) {
+    meter_rate_card *c = malloc(sizeof *c), *cards = NULL;
+    int n = 0;
+    if (!c) return gp_err_set(err, GP_ENOMEM, NULL);
+    int rc = meter_card_parse(spec, c, err);
+    if (!rc) rc = load_cards(tx, &cards, &n, err);
+    if (!rc && n && c->effective_us <= cards[n - 1].effective_us)
+        rc = gp_err_set(err, GP_EINVALID,
+                        "effective_from must be after the latest version's (version %d)",
+                        cards[n - 1].version);
+    if (!rc && n && strcmp(c->currency, cards[n - 1].currency))
+        rc = gp_err_set(err, GP_EINVALID, "every version is in %s: a report adds them up",
+                        cards[n - 1].currency);
+    int64_t eff = c->effective_us;
+    char cur[8];
+    snprintf(cur, sizeof cur, "%s", c->currency);
+    free(c);
+    free(cards);
+    if (rc) return rc;
+    store_stmt *s;
+    if ((rc = store_query(tx, &s, err, "SELECT COALESCE(MAX(version), 0) + 1 FROM rate_cards", "")))
+        return rc;
+    rc = store_step(s, err);
+    *version = rc > 0 ? (int)store_int(s, 0) : 1;
+    store_done(s);
+    if (rc < 0) return rc;
+    char *text = jx_dump(spec);
+    rc = store_exec(tx, NULL, err,
+                    "INSERT INTO rate_cards (version, effective_from, currency, spec, created_by,"
+                    " created_at) VALUES (?,?,?,?,?,?)",
+                    "iisssi", (int64_t)*version, eff, cur, text ? text : "{}", created_by,
+                    gt_now_us());
+    free(text);
+    return rc;
+}
+
+int meter_billing_set(store_tx *tx, const char *tenant_id, const char *mode, gp_err *err) {
+    if (!mode || (strcmp(mode, "showback") && strcmp(mode, "chargeback")))
+        return gp_err_set(err, GP_EINVALID, "mode must be showback or chargeback");
+    return store_exec(tx, NULL, err,
+                      "INSERT INTO tenant_billing (tenant_id, mode, updated_at) VALUES (?,?,?)"
+                      " ON CONFLICT (tenant_id) DO UPDATE SET mode = excluded.mode,"
+                      " updated_at = excluded.updated_at",
+                      "ssi", tenant_id, mode, gt_now_us());
+}
+
+int meter_billing_get(store_tx *tx, const char *tenant_id, char mode[16], gp_err *err) {
+    store_stmt *s;
+    snprintf(mode, 16, "showback");
+    int rc = store_query(tx, &s, err, "SELECT mode FROM tenant_billing WHERE tenant_id = ?", "s",
+                         tenant_id);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc > 0) snprintf(mode, 16, "%s", store_text(s, 0));
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+/* ---- the aggregation table ---- */
+
+enum { F_TENANT, F_PROJECT, F_MODEL, F_ACCEL, F_FORM, F_KEY, F_USER, F__N };
+static const char *const fnames[F__N] = {"tenant", "project", "model", "accelerator", "form",
+                                         "key", "user"};
+
+typedef struct row {
+    char *key;              /* bucket + group values, the table's key */
+    int64_t bucket;
+    char *f[F__N];          /* group values (NULL: not grouped by it) */
+    double card_hours, card_cost;
+    int64_t requests, prompt, completion;
+    double token_cost;
+} row;
+
+typedef struct agg {
+    row **slots;
+    size_t cap, n;
+    const meter_query *q;
+    meter_rate_card *cards;
+    int ncards;
+    int *used_versions;     /* 1 per card that priced something */
+    int unpriced;           /* usage no card priced */
+} agg;
+
+static unsigned long hash_str(const char *s) {
+    unsigned long h = 5381;
+    for (; *s; s++) h = h * 33 + (unsigned char)*s;
+    return h;
+}
+
+static int agg_grow(agg *a) {
+    size_t nc = a->cap ? a->cap * 2 : 256;
+    row **ns = calloc(nc, sizeof *ns);
+    if (!ns) return -1;
+    for (size_t i = 0; i < a->cap; i++) {
+        if (!a->slots[i]) continue;
+        size_t h = hash_str(a->slots[i]->key) & (nc - 1);
+        while (ns[h]) h = (h + 1) & (nc - 1);
+        ns[h] = a->slots[i];
+    }
+    free(a->slots);
+    a->slots = ns;
+    a->cap = nc;
+    return 0;
+}
+
+/* The row for (bucket, values) - values already blanked where not grouped. NULL: no memory. */
+static row *agg_row(agg *a, int64_t bucket, const char *const v[F__N]) {
+    char kb[1200];
+    size_t n = (size_t)snprintf(kb, sizeof kb, "%020lld", (long long)bucket);
+    for (int i = 0; i < F__N && n < sizeof kb; i++)
+        n += (size_t)snprintf(kb + n, sizeof kb - n, "\x1f%s", v[i] ? v[i] : "\x1e");
+    if (n >= sizeof kb) return NULL; /* values are short names; never this long */
+    if ((a->n + 1) * 2 > a->cap && agg_grow(a)) return NULL;
+    size_t h = hash_str(kb) & (a->cap - 1);
+    while (a->slots[h]) {
+        if (!strcmp(a->slots[h]->key, kb)) return a->slots[h];
+        h = (h + 1) & (a->cap - 1);
+    }
+    row *r = calloc(1, sizeof *r);
+    if (!r || !(r->key = strdup(kb))) {
+        free(r);
+        return NULL;
+    }
+    r->bucket = bucket;
+    for (int i = 0; i < F__N; i++) r->f[i] = v[i] ? strdup(v[i]) : NULL;
+    a->slots[h] = r;
+    a->n++;
+    return r;
+}
+
+static void agg_free(agg *a) {
+    for (size_t i = 0; i < a->cap; i++) {
+        row *r = a->slots[i];
+        if (!r) continue;
+        free(r->key);
+        for (int k = 0; k < F__N; k++) free(r->f[k]);
+        free(r);
+    }
+    free(a->slots);
+    free(a->used_versions);
+}
+
+/* Index of the card in force at t, or -1. */
+static int card_at(const agg *a, int64_t t) {
+    int lo = 0, hi = a->ncards - 1, best = -1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (a->cards[mid].effective_us <= t) best = mid, lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return best;
+}
+
+/* The first rate-card change after t (INT64_MAX: none). */
+static int64_t card_change_after(const agg *a, int64_t t) {
+    int i = card_at(a, t);
+    return i + 1 < a->ncards ? a->cards[i + 1].effective_us : INT64_MAX;
+}
+
+static int64_t bucket_of(const agg *a, int64_t t) {
+    return a->q->bucket == METER_BUCKET_NONE ? a->q->from_us : meter_bucket_start(t, a->q->bucket);
+}
+
+/* Blank the values the report does not group by. */
+static void select_fields(unsigned by, const char *v[F__N]) {
+    if (!(by & METER_BY_TENANT)) v[F_TENANT] = NULL;
+    if (!(by & METER_BY_PROJECT)) v[F_PROJECT] = NULL;
+    if (!(by & METER_BY_MODEL)) v[F_MODEL] = NULL;
+    if (!(by & METER_BY_ACCEL)) v[F_ACCEL] = v[F_FORM] = NULL;
+    if (!(by & METER_BY_KEY)) v[F_KEY] = NULL;
+    if (!(by & METER_BY_USER)) v[F_USER] = NULL;
+}
+
+/* ---- card-hours ---- */
+
+/* "mig:3g.40gb" -> "mig" */
+static void form_kind(const char *form, char out[8]) {
+    size_t n = strcspn(form, ":");
+    snprintf(out, 8, "%.*s", (int)(n > 7 ? 7 : n), form);
+}
+
+/* Add [t0, t1) of a binding of `weight_milli`, cut at buckets and rate cards. OUT: *held. */
+static int add_held(agg *a, const char *v[F__N], const char *gpu_model, const char *form,
+                    int64_t weight_milli, int64_t t0, int64_t t1, double *held) {
+    for (int64_t t = t0; t < t1;) {
+        int64_t b = bucket_of(a, t);
+        int64_t end = a->q->bucket == METER_BUCKET_NONE ? t1 : meter_bucket_next(b, a->q->bucket);
+        int64_t change = card_change_after(a, t);
+        if (change < end) end = change;
+        if (t1 < end) end = t1;
+        double ch = (double)weight_milli / 1000.0 * (double)(end - t) / (double)HOUR_US;
+        if (held) *held += ch;
+        if (v) {
+            row *r = agg_row(a, b, v);
+            if (!r) return -1;
+            r->card_hours += ch;
+            int ci = card_at(a, t);
+            double price = ci >= 0 ? meter_card_hour_price(&a->cards[ci], gpu_model, form) : -1;
+            if (price >= 0) {
+                r->card_cost += ch * price;
+                a->used_versions[ci] = 1;
+            } else {
+                a->unpriced = 1;
+            }
+        }
+        t = end;
+    }
+    return 0;
+}
+
+static int card_hours(store_tx *tx, agg *a, gp_err *err) {
+    const meter_query *q = a->q;
+    int64_t to = q->to_us < q->now_us ? q->to_us : q->now_us;
+    if (to <= q->from_us) return GP_OK;
+    store_stmt *s;
+    /* two index ranges: still open, or ended inside/after the window */
+    /* the submitter (user) costs a join: only when grouping by it */
+    int by_user = (q->group_by & METER_BY_USER) != 0;
+    int rc = store_query(
+        tx, &s, err,
+        by_user
+            ? "SELECT b.tenant, b.project, b.model, b.form, b.weight_milli, b.start_us,"
+              " COALESCE(b.end_us, ?), j.submitter FROM bindings b JOIN jobs j ON j.id = b.job_id"
+              " WHERE b.end_us IS NULL AND b.start_us < ? AND (? IS NULL OR b.tenant_id = ?)"
+              " AND (? IS NULL OR b.project_id = ?)"
+              " UNION ALL "
+              "SELECT b.tenant, b.project, b.model, b.form, b.weight_milli, b.start_us, b.end_us,"
+              " j.submitter FROM bindings b JOIN jobs j ON j.id = b.job_id"
+              " WHERE b.end_us > ? AND b.start_us < ? AND (? IS NULL OR b.tenant_id = ?)"
+              " AND (? IS NULL OR b.project_id = ?)"
+            : "SELECT tenant, project, model, form, weight_milli, start_us, COALESCE(end_us, ?), ''"
+              " FROM bindings WHERE end_us IS NULL AND start_us < ? AND (? IS NULL OR tenant_id = ?)"
+              " AND (? IS NULL OR project_id = ?)"
+              " UNION ALL "
+              "SELECT tenant, project, model, form, weight_milli, start_us, end_us, '' FROM bindings"
+              " WHERE end_us > ? AND start_us < ? AND (? IS NULL OR tenant_id = ?)"
+              " AND (? IS NULL OR project_id = ?)",
+        "iissssiissss", q->now_us, to, q->tenant_id, q->tenant_id, q->project_id, q->project_id,
+        q->from_us, to, q->tenant_id, q->tenant_id, q->project_id, q->project_id);
+    if (rc) return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        int64_t t0 = store_int(s, 5), t1 = store_int(s, 6);
+        if (t0 < q->from_us) t0 = q->from_us;
+        if (t1 > to) t1 = to;
+        if (t1 <= t0) continue;
+        char kind[8];
+        form_kind(store_text(s, 3), kind);
+        const char *v[F__N] = {store_text(s, 0), store_text(s, 1), "", store_text(s, 2), kind, "",
+                               store_text(s, 7)};
+        select_fields(q->group_by, v);
+        if (add_held(a, v, store_text(s, 2), store_text(s, 3), store_int(s, 4), t0, t1, NULL)) {
+            rc = gp_err_set(err, GP_ENOMEM, NULL);
+            break;
+        }
+    }
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+/* ---- tokens ---- */
+
+static int add_tokens(agg *a, int64_t at, const char *v[F__N], const char *model, int64_t requests,
+                      int64_t prompt, int64_t completion) {
+    row *r = agg_row(a, bucket_of(a, at), v);
+    if (!r) return -1;
+    r->requests += requests;
+    r->prompt += prompt;
+    r->completion += completion;
+    if (!prompt && !completion) return 0;
+    int ci = card_at(a, at);
+    double in = 0, out = 0;
+    if (ci >= 0 && meter_token_prices(&a->cards[ci], model, &in, &out) == 0) {
+        r->token_cost += ((double)prompt * in + (double)completion * out) / 1e6;
+        a->used_versions[ci] = 1;
+    } else {
+        a->unpriced = 1;
+    }
+    return 0;
+}
+
+/* Raw records in [t0, t1). */
+static int tokens_raw(store_tx *tx, agg *a, int64_t t0, int64_t t1, gp_err *err) {
+    const meter_query *q = a->q;
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT u.at, u.tenant, u.project, u.model, u.accelerator, u.key_id,"
+                         " COALESCE(k.owner, ''), u.prompt_tokens, u.completion_tokens"
+                         " FROM usage_records u LEFT JOIN api_keys k ON k.id = u.key_id"
+                         " WHERE u.at >= ? AND u.at < ? AND (? IS NULL OR u.tenant_id = ?)"
+                         " AND (? IS NULL OR u.project_id = ?)",
+                         "iissss", t0, t1, q->tenant_id, q->tenant_id, q->project_id,
+                         q->project_id);
+    if (rc) return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        const char *v[F__N] = {store_text(s, 1), store_text(s, 2), store_text(s, 3),
+                               store_text(s, 4), "", store_text(s, 5), store_text(s, 6)};
+        select_fields(q->group_by, v);
+        if (add_tokens(a, store_int(s, 0), v, store_text(s, 3), 1, store_int(s, 7), store_int(s, 8))) {
+            rc = gp_err_set(err, GP_ENOMEM, NULL);
+            break;
+        }
+    }
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+/* Does a rate card change strictly inside hour h (not at its start)? */
+static int hour_has_change(const agg *a, int64_t h) {
+    for (int i = 0; i < a->ncards; i++)
+        if (a->cards[i].effective_us > h && a->cards[i].effective_us < h + HOUR_US) return 1;
+    return 0;
+}
+
+static int tokens(store_tx *tx, agg *a, gp_err *err) {
+    const meter_query *q = a->q;
+    int64_t from = q->from_us, to = q->to_us;
+    int64_t h0 = meter_bucket_start(from, METER_BUCKET_HOUR);
+    if (h0 < from) h0 += HOUR_US;                          /* first whole hour */
+    int64_t h1 = meter_bucket_start(to, METER_BUCKET_HOUR); /* end of the last whole hour */
+    int rc;
+    if (h1 <= h0) return tokens_raw(tx, a, from, to, err); /* no whole hour */
+    if (from < h0 && (rc = tokens_raw(tx, a, from, h0, err))) return rc;
+    if (h1 < to && (rc = tokens_raw(tx, a, h1, to, err))) return rc;
+    /* hours in which a rate card changes: from the records */
+    for (int i = 0; i < a->ncards; i++) {
+        int64_t e = a->cards[i].effective_us, h = meter_bucket_start(e, METER_BUCKET_HOUR);
+        if (h >= h0 && h < h1 && e != h && (rc = tokens_raw(tx, a, h, h + HOUR_US, err))) return rc;
+    }
+    store_stmt *s;
+    rc = store_query(tx, &s, err,
+                     (q->group_by & METER_BY_USER)
+                         ? "SELECT u.hour, u.tenant, u.project, u.model, u.accelerator, u.key_id,"
+                           " COALESCE(k.owner, ''), u.requests, u.prompt_tokens, u.completion_tokens"
+                           " FROM usage_hourly u LEFT JOIN api_keys k ON k.id = u.key_id"
+                           " WHERE u.hour >= ? AND u.hour < ? AND (? IS NULL OR u.tenant_id = ?)"
+                           " AND (? IS NULL OR u.project_id = ?)"
+                         : "SELECT hour, tenant, project, model, accelerator, key_id, '', requests,"
+                           " prompt_tokens, completion_tokens FROM usage_hourly WHERE hour >= ?"
+                           " AND hour < ? AND (? IS NULL OR tenant_id = ?) AND (? IS NULL OR project_id = ?)",
+                     "iissss", h0, h1, q->tenant_id, q->tenant_id, q->project_id, q->project_id);
+    if (rc) return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        int64_t h = store_int(s, 0);
+        if (hour_has_change(a, h)) continue; /* counted from the records above */
+        const char *v[F__N] = {store_text(s, 1), store_text(s, 2), store_text(s, 3),
+                               store_text(s, 4), "", store_text(s, 5), store_text(s, 6)};
+        select_fields(q->group_by, v);
+        if (add_tokens(a, h, v, store_text(s, 3), store_int(s, 7), store_int(s, 8), store_int(s, 9))) {
+            rc = gp_err_set(err, GP_ENOMEM, NULL);
+            break;
+        }
+    }
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+/* ---- capacity and idle ---- */
+
+typedef struct bucket_sum {
+    int64_t bucket;
+    char accel[64];
+    double capacity, allocated;
+} bucket_sum;
+
+typedef struct cap_table {
+    bucket_sum *b;
+    int n, cap;
+} cap_table;
+
+static bucket_sum *cap_slot(cap_table *t, int64_t bucket, const char *accel) {
+    for (int i = 0; i < t->n; i++)
+        if (t->b[i].bucket == bucket && !strcmp(t->b[i].accel, accel)) return &t->b[i];
+    if (t->n == t->cap) {
+        int nc = t->cap ? t->cap * 2 : 64;
+        bucket_sum *nb = realloc(t->b, (size_t)nc * sizeof *nb);
+        if (!nb) return NULL;
+        t->b = nb;
+        t->cap = nc;
+    }
+    bucket_sum *s = &t->b[t->n++];
+    memset(s, 0, sizeof *s);
+    s->bucket = bucket;
+    snprintf(s->accel, sizeof s->accel, "%s", accel);
+    return s;
+}
+
+/* Add `hours_per_us` x the time of [t0, t1) to the table's capacity or allocation, per bucket. */
+static int cap_add(cap_table *t, const agg *a, const char *accel, int64_t t0, int64_t t1,
+                   double weight, int allocated) {
+    for (int64_t x = t0; x < t1;) {
+        int64_t b = bucket_of(a, x);
+        int64_t end = a->q->bucket == METER_BUCKET_NONE ? t1 : meter_bucket_next(b, a->q->bucket);
+        if (end > t1) end = t1;
+        bucket_sum *s = cap_slot(t, b, (a->q->group_by & METER_BY_ACCEL) ? accel : "");
+        if (!s) return -1;
+        double h = weight * (double)(end - x) / (double)HOUR_US;
+        if (allocated) s->allocated += h;
+        else s->capacity += h;
+        x = end;
+    }
+    return 0;
+}
+
+static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
+    const meter_query *q = a->q;
+    int64_t to = q->to_us < q->now_us ? q->to_us : q->now_us;
+    cap_table t = {0};
+    store_stmt *s;
+    int rc = GP_OK;
+    if (to > q->from_us) {
+        /* each GPU from its node's registration, less the time it was failed */
+        rc = store_query(tx, &s, err,
+                         "SELECT g.uuid, g.model, n.registered_at FROM gpus g"
+                         " JOIN nodes n ON n.id = g.node_id ORDER BY g.uuid",
+                         "");
+        if (rc) return rc;
+        typedef struct gi {
+            char uuid[96], model[64];
+            int64_t since;
+        } gi;
+        gi *gs = NULL;
+        int ng = 0, cg = 0;
+        while ((rc = store_step(s, err)) > 0) {
+            if (ng == cg) {
+                cg = cg ? cg * 2 : 64;
+                gi *n2 = realloc(gs, (size_t)cg * sizeof *n2);
+                if (!n2) {
+                    rc = gp_err_set(err, GP_ENOMEM, NULL);
+                    break;
+                }
+                gs = n2;
+            }
+            snprintf(gs[ng].uuid, sizeof gs[ng].uuid, "%s", store_text(s, 0));
+            snprintf(gs[ng].model, sizeof gs[ng].model, "%s", store_text(s, 1));
+            gs[ng].since = store_int(s, 2);
+            ng++;
+        }
+        store_done(s);
+        for (int i = 0; i < ng && rc >= 0; i++) {
+            int64_t t0 = gs[i].since > q->from_us ? gs[i].since : q->from_us;
+            /* walk its health transitions: time spent failed is not capacity */
+            rc = store_query(tx, &s, err,
+                             "SELECT at, from_state, to_state FROM health_events WHERE gpu_uuid = ?"
+                             " AND kind = 'health' AND at < ? ORDER BY at",
+                             "si", gs[i].uuid, to);
+            if (rc) break;
+            int failed = 0;
+            int64_t mark = t0;
+            while ((rc = store_step(s, err)) > 0) {
+                int64_t at = store_int(s, 0);
+                int now_failed = !strcmp(store_text(s, 2), "failed");
+                if (at > mark && !failed && cap_add(&t, a, gs[i].model, mark, at, 1.0, 0)) rc = -1;
+                if (at > mark) mark = at;
+                failed = now_failed;
+            }
+            store_done(s);
+            if (rc < 0) break;
+            if (!failed && mark < to && cap_add(&t, a, gs[i].model, mark, to, 1.0, 0)) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
+            }
+        }
+        free(gs);
+        if (rc < 0) {
+            free(t.b);
+            return rc;
+        }
+        /* what every binding held (whatever the report's filter) */
+        rc = store_query(tx, &s, err,
+                         "SELECT model, weight_milli, start_us, COALESCE(end_us, ?) FROM bindings"
+                         " WHERE end_us IS NULL AND start_us < ?"
+                         " UNION ALL SELECT model, weight_milli, start_us, end_us FROM bindings"
+                         " WHERE end_us > ? AND start_us < ?",
+                         "iiii", q->now_us, to, q->from_us, to);
+        if (rc) {
+            free(t.b);
+            return rc;
+        }
+        while ((rc = store_step(s, err)) > 0) {
+            int64_t t0 = store_int(s, 2) > q->from_us ? store_int(s, 2) : q->from_us;
+            int64_t t1 = store_int(s, 3) < to ? store_int(s, 3) : to;
+            if (t1 > t0 &&
+                cap_add(&t, a, store_text(s, 0), t0, t1, (double)store_int(s, 1) / 1000.0, 1)) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
+            }
+        }
+        store_done(s);
+        if (rc < 0) {
+            free(t.b);
+            return rc;
+        }
+    }
+    double tc = 0, ta = 0, ti = 0;
+    for (int i = 0; i < t.n; i++) {
+        bucket_sum *b = &t.b[i];
+        double idle = b->capacity - b->allocated;
+        if (idle < 0) idle = 0; /* a GPU gone from the inventory while held */
+        tc += b->capacity;
+        ta += b->allocated;
+        ti += idle;
+        const char *v[F__N] = {"(idle)", NULL, NULL, (q->group_by & METER_BY_ACCEL) ? b->accel : NULL,
+                               NULL, NULL, NULL};
+        row *r = agg_row(a, b->bucket, v);
+        if (!r) {
+            free(t.b);
+            return gp_err_set(err, GP_ENOMEM, NULL);
+        }
+        r->card_hours += idle;
+    }
+    free(t.b);
+    json_object_set_new(report, "capacity",
+                        json_pack("{s:f,s:f,s:f}", "card_hours", round(tc * 1e6) / 1e6, "allocated",
+                                  round(ta * 1e6) / 1e6, "idle", round(ti * 1e6) / 1e6));
+    return GP_OK;
+}
+
+/* ---- the report ---- */
+
+static int cmp_row(const void *pa, const void *pb) {
+    const row *a = *(row *const *)pa, *b = *(row *const *)pb;
+    return strcmp(a->key, b->key); /* bucket first (zero-padded), then the values */
+}
+
+static double r6(double x) { return round(x * 1e6) / 1e6; }
+static double r4(double x) { return round(x * 1e4) / 1e4; }
+
+int meter_report(store_tx *tx, const meter_query *q, json_t **out, gp_err *err) {
+    if (q->to_us <= q->from_us) return gp_err_set(err, GP_EINVALID, "to must be after from");
+    agg a;
+    memset(&a, 0, sizeof a);
+    a.q = q;
+    int rc = load_cards(tx, &a.cards, &a.ncards, err);
+    if (rc) return rc;
+    a.used_versions = calloc((size_t)(a.ncards ? a.ncards : 1), sizeof *a.used_versions);
+    json_t *report = json_object();
+    if (!a.used_versions) rc = gp_err_set(err, GP_ENOMEM, NULL);
+    if (!rc) rc = card_hours(tx, &a, err);
+    if (!rc) rc = tokens(tx, &a, err);
+    if (!rc && q->idle) rc = capacity(tx, &a, report, err);
+    if (rc) {
+        agg_free(&a);
+        free(a.cards);
+        json_decref(report);
+        return rc;
+    }
+    /* rows, sorted */
+    row **rows = malloc((a.n ? a.n : 1) * sizeof *rows);
+    size_t n = 0;
+    for (size_t i = 0; i < a.cap && rows; i++)
+        if (a.slots[i]) rows[n++] = a.slots[i];
+    if (rows) qsort(rows, n, sizeof *rows, cmp_row);
+    json_t *arr = json_array(), *billing = json_object();
+    double t_ch = 0, t_cc = 0, t_tc = 0;
+    int64_t t_req = 0, t_p = 0, t_c = 0;
+    for (size_t i = 0; rows && i < n; i++) {
+        row *r = rows[i];
+        json_t *o = json_object();
+        if (q->bucket != METER_BUCKET_NONE) json_object_set_new(o, "bucket", jx_time(r->bucket));
+        for (int k = 0; k < F__N; k++)
+            if (r->f[k]) json_object_set_new(o, fnames[k], json_string(r->f[k]));
+        json_object_set_new(o, "card_hours", json_real(r6(r->card_hours)));
+        json_object_set_new(o, "card_hour_cost", json_real(r4(r->card_cost)));
+        json_object_set_new(o, "requests", json_integer(r->requests));
+        json_object_set_new(o, "prompt_tokens", json_integer(r->prompt));
+        json_object_set_new(o, "completion_tokens", json_integer(r->completion));
+        json_object_set_new(o, "token_cost", json_real(r4(r->token_cost)));
+        json_object_set_new(o, "cost", json_real(r4(r->card_cost + r->token_cost)));
+        json_array_append_new(arr, o);
+        if (!r->f[F_TENANT] || strcmp(r->f[F_TENANT], "(idle)")) {
+            t_ch += r->card_hours;
+            t_cc += r->card_cost;
+            t_tc += r->token_cost;
+            t_req += r->requests;
+            t_p += r->prompt;
+            t_c += r->completion;
+        }
+    }
+    free(rows);
+    /* which tenants are invoiced and which only shown their figures */
+    store_stmt *s;
+    rc = store_query(tx, &s, err,
+                     "SELECT t.name, COALESCE(b.mode, 'showback') FROM tenants t"
+                     " LEFT JOIN tenant_billing b ON b.tenant_id = t.id WHERE (? IS NULL OR t.id = ?)"
+                     " ORDER BY t.name",
+                     "ss", q->tenant_id, q->tenant_id);
+    if (!rc) {
+        while ((rc = store_step(s, err)) > 0)
+            json_object_set_new(billing, store_text(s, 0), json_string(store_text(s, 1)));
+        store_done(s);
+        rc = rc < 0 ? rc : GP_OK;
+    }
+    json_t *versions = json_array();
+    const char *currency = a.ncards ? a.cards[a.ncards - 1].currency : "";
+    for (int i = 0; i < a.ncards; i++)
+        if (a.used_versions[i])
+            json_array_append_new(versions, json_pack("{s:i,s:o}", "version", a.cards[i].version,
+                                                      "effective_from",
+                                                      jx_time(a.cards[i].effective_us)));
+    static const char *const bnames[] = {"none", "hour", "day", "month"};
+    json_t *by = json_array();
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } gb[] = {{METER_BY_TENANT, "tenant"}, {METER_BY_PROJECT, "project"}, {METER_BY_MODEL, "model"},
+              {METER_BY_ACCEL, "accelerator"}, {METER_BY_KEY, "key"}, {METER_BY_USER, "user"}};
+    for (size_t i = 0; i < sizeof gb / sizeof gb[0]; i++)
+        if (q->group_by & gb[i].bit) json_array_append_new(by, json_string(gb[i].name));
+    json_object_set_new(report, "from", jx_time(q->from_us));
+    json_object_set_new(report, "to", jx_time(q->to_us));
+    json_object_set_new(report, "bucket", json_string(bnames[q->bucket]));
+    json_object_set_new(report, "group_by", by);
+    json_object_set_new(report, "currency", json_string(currency));
+    json_object_set_new(report, "rate_cards", versions);
+    json_object_set_new(report, "unpriced", json_boolean(a.unpriced));
+    json_object_set_new(report, "billing", billing);
+    json_object_set_new(report, "rows", arr);
+    json_object_set_new(report, "totals",
+                        json_pack("{s:f,s:f,s:I,s:I,s:I,s:f,s:f}", "card_hours", r6(t_ch),
+                                  "card_hour_cost", r4(t_cc), "requests", (json_int_t)t_req,
+                                  "prompt_tokens", (json_int_t)t_p, "completion_tokens",
+                                  (json_int_t)t_c, "token_cost", r4(t_tc), "cost", r4(t_cc + t_tc)));
+    agg_free(&a);
+    free(a.cards);
+    if (rc) {
+        json_decref(report);
+        return rc;
+    }
+    *out = report;
+    return GP_OK;
+}
+
+/* ---- CSV ---- */
+
+static void csv_field(strbuf *sb, const char *s) {
+    if (!strpbrk(s, ",\"\r\n")) {
+        sb_adds(sb, s);
+        return;
+    }
+    sb_addc(sb, '"');
+    for (; *s; s++) {
+        if (*s == '"') sb_addc(sb, '"');
+        sb_addc(sb, *s);
+    }
+    sb_addc(sb, '"');
+}
+
+char *meter_report_csv(json_t *report) {
+    static const char *const cols[] = {"bucket", "tenant", "project", "model", "accelerator", "form",
+                                       "key", "user", "card_hours", "card_hour_cost", "requests",
+                                       "prompt_tokens", "completion_tokens", "token_cost", "cost",
+                                       "billing", NULL};
+    json_t *rows = json_object_get(report, "rows"), *billing = json_object_get(report, "billing");
+    int show[16] = {0};
+    int grouped_tenant = 0;
+    json_t *by = json_object_get(report, "group_by");
+    size_t i;
+    json_t *v;
+    json_array_foreach(by, i, v) if (!strcmp(json_string_value(v), "tenant")) grouped_tenant = 1;
+    for (int c = 0; cols[c]; c++) {
+        if (!strcmp(cols[c], "bucket")) show[c] = strcmp(json_string_value(json_object_get(report, "bucket")), "none") != 0;
+        else if (!strcmp(cols[c], "billing")) show[c] = grouped_tenant;
+        else if (c >= 8) show[c] = 1;
+        else {
+            const char *g = !strcmp(cols[c], "form") ? "accelerator" : cols[c];
+            json_array_foreach(by, i, v) if (!strcmp(json_string_value(v), g)) show[c] = 1;
+            if (!strcmp(cols[c], "tenant") && json_object_get(report, "capacity")) show[c] = 1;
+        }
+    }
+    strbuf sb = SB_INIT;
+    int first = 1;
+    for (int c = 0; cols[c]; c++)
+        if (show[c]) {
+            if (!first) sb_addc(&sb, ',');
+            sb_adds(&sb, cols[c]);
+            first = 0;
+        }
+    sb_adds(&sb, "\r\n");
+    json_t *r;
+    json_array_foreach(rows, i, r) {
+        first = 1;
+        for (int c = 0; cols[c]; c++) {
+            if (!show[c]) continue;
+            if (!first) sb_addc(&sb, ',');
+            first = 0;
+            json_t *x = !strcmp(cols[c], "billing")
+                            ? json_object_get(billing, json_string_value(json_object_get(r, "tenant")) ? json_string_value(json_object_get(r, "tenant")) : "")
+                            : json_object_get(r, cols[c]);
+            char num[64];
+            if (json_is_string(x)) csv_field(&sb, json_string_value(x));
+            else if (json_is_integer(x)) sb_addf(&sb, "%lld", (long long)json_integer_value(x));
+            else if (json_is_real(x)) {
+                snprintf(num, sizeof num, "%.6f", json_real_value(x));
+                sb_adds(&sb, num);
+            }
+        }
+        sb_adds(&sb, "\r\n");
+    }
+    return sb_ok(&sb) ? sb_detach(&sb) : (sb_release(&sb), NULL);
+}
+
+/* ---- self-hosted serving cost ---- */
+
+int meter_serving_cost(store_tx *tx, const char *tenant_id, const char *model, int64_t from_us,
+                       int64_t to_us, int64_t now_us, int name_callers, const char *own_tenant,
+                       json_t **out, gp_err *err) {
+    meter_query q = {.from_us = from_us, .to_us = to_us, .now_us = now_us};
+    agg a;
+    memset(&a, 0, sizeof a);
+    a.q = &q;
+    int rc = load_cards(tx, &a.cards, &a.ncards, err);
+    if (rc) return rc;
+    a.used_versions = calloc((size_t)(a.ncards ? a.ncards : 1), sizeof *a.used_versions);
+    int64_t to = to_us < now_us ? to_us : now_us;
+    double card_hours = 0, cost = 0;
+    json_t *jobs = json_array(), *callers = json_object();
+    store_stmt *s;
+    /* the serving jobs: those its endpoints name */
+    rc = store_query(tx, &s, err,
+                     "SELECT DISTINCT e.job_id FROM endpoints e JOIN models m ON m.id = e.model_id"
+                     " WHERE m.tenant_id = ? AND m.name = ? AND e.job_id <> ''",
+                     "ss", tenant_id, model);
+    if (!rc) {
+        while ((rc = store_step(s, err)) > 0) json_array_append_new(jobs, json_string(store_text(s, 0)));
+        store_done(s);
+        rc = rc < 0 ? rc : GP_OK;
+    }
+    size_t i;
+    json_t *j;
+    json_array_foreach(jobs, i, j) {
+        if (rc) break;
+        rc = store_query(tx, &s, err,
+                         "SELECT model, form, weight_milli, start_us, COALESCE(end_us, ?) FROM bindings"
+                         " WHERE job_id = ? AND start_us < ? AND COALESCE(end_us, ?) > ?",
+                         "isiii", now_us, json_string_value(j), to, now_us, from_us);
+        if (rc) break;
+        while ((rc = store_step(s, err)) > 0) {
+            int64_t t0 = store_int(s, 3) > from_us ? store_int(s, 3) : from_us;
+            int64_t t1 = store_int(s, 4) < to ? store_int(s, 4) : to;
+            /* priced piece by piece, like a report */
+            for (int64_t t = t0; t < t1;) {
+                int64_t end = card_change_after(&a, t);
+                if (end > t1) end = t1;
+                double ch = (double)store_int(s, 2) / 1000.0 * (double)(end - t) / (double)HOUR_US;
+                int ci = card_at(&a, t);
+                double price = ci >= 0 ? meter_card_hour_price(&a.cards[ci], store_text(s, 0), store_text(s, 1)) : -1;
+                card_hours += ch;
+                if (price >= 0) cost += ch * price;
+                t = end;
+            }
+        }
+        store_done(s);
+        rc = rc < 0 ? rc : GP_OK;
+    }
+    /* the tokens it served, by calling tenant */
+    int64_t total = 0;
+    if (!rc) {
+        char owner[64] = "";
+        rc = store_query(tx, &s, err, "SELECT name FROM tenants WHERE id = ?", "s", tenant_id);
+        if (!rc) {
+            if (store_step(s, err) > 0) snprintf(owner, sizeof owner, "%s", store_text(s, 0));
+            store_done(s);
+        }
+        if (!rc)
+            rc = store_query(tx, &s, err,
+                             "SELECT tenant, SUM(prompt_tokens), SUM(completion_tokens), COUNT(*)"
+                             " FROM usage_records WHERE model = ? AND model_tenant = ? AND at >= ?"
+                             " AND at < ? GROUP BY tenant ORDER BY tenant",
+                             "ssii", model, owner, from_us, to_us);
+        if (!rc) {
+            while ((rc = store_step(s, err)) > 0) {
+                const char *who = store_text(s, 0);
+                if (!name_callers && strcmp(who, own_tenant ? own_tenant : "")) who = "(other tenants)";
+                json_t *c = json_object_get(callers, who);
+                if (!c) json_object_set_new(callers, who, c = json_pack("{s:I,s:I,s:I}", "prompt_tokens",
+                                                                        (json_int_t)0, "completion_tokens",
+                                                                        (json_int_t)0, "requests", (json_int_t)0));
+                static const char *const k3[] = {"prompt_tokens", "completion_tokens", "requests"};
+                for (int x = 0; x < 3; x++)
+                    json_object_set_new(c, k3[x], json_integer(json_integer_value(json_object_get(c, k3[x])) +
+                                                               store_int(s, 1 + x)));
+                total += store_int(s, 1) + store_int(s, 2);
+            }
+            store_done(s);
+            rc = rc < 0 ? rc : GP_OK;
+        }
+    }
+    json_t *ext = json_null();
+    int ci = card_at(&a, to_us - 1);
+    double in, outp;
+    if (ci >= 0 && meter_token_prices(&a.cards[ci], model, &in, &outp) == 0)
+        ext = json_pack("{s:f,s:f}", "input", in, "output", outp);
+    char currency[8];
+    snprintf(currency, sizeof currency, "%s", a.ncards ? a.cards[a.ncards - 1].currency : "");
+    free(a.cards);
+    free(a.used_versions);
+    if (rc) {
+        json_decref(jobs);
+        json_decref(callers);
+        json_decref(ext);
+        return rc;
+    }
+    *out = json_pack("{s:s,s:o,s:o,s:o,s:f,s:f,s:s,s:o,s:I,s:o,s:o}", "model", model, "from",
+                     jx_time(from_us), "to", jx_time(to_us), "serving_jobs", jobs, "card_hours",
+                     r6(card_hours), "card_hour_cost", r4(cost), "currency", currency, "tokens_by_tenant",
+                     callers, "tokens", (json_int_t)total, "cost_per_million_tokens",
+                     total ? json_real(r4(cost / ((double)total / 1e6))) : json_null(),
+                     "rate_card_price_per_million", ext);
+    return GP_OK;
+}
+
+/* ---- Prometheus gauges ---- */
+
+/* A label value with \\, \" and newlines escaped. */
+static void label(strbuf *sb, const char *v) {
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '"') sb_addc(sb, '\\');
+        if (*v == '\n') sb_adds(sb, "\\n");
+        else sb_addc(sb, *v);
+    }
+}
+
+/* Run `sql` and print one sample per row: label columns, then the value (last column). */
+static int gauge(store_tx *tx, strbuf *out, const char *name, const char *help,
+                 const char *const *labels, int nlabels, const char *sql, const char *types,
+                 int64_t a, int64_t b, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err, sql, types, a, b); /* arguments past `types` are not read */
+    if (rc) return rc;
+    sb_addf(out, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+    while ((rc = store_step(s, err)) > 0) {
+        sb_adds(out, name);
+        if (nlabels) {
+            sb_addc(out, '{');
+            for (int i = 0; i < nlabels; i++) {
+                sb_addf(out, "%s%s=\"", i ? "," : "", labels[i]);
+                label(out, store_text(s, i) ? store_text(s, i) : "");
+                sb_addc(out, '"');
+            }
+            sb_addc(out, '}');
+        }
+        const char *v = store_text(s, nlabels);
+        sb_addf(out, " %s\n", v ? v : "0");
+    }
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+int meter_prometheus(store_tx *tx, int64_t now_us, int gpus, int tenants, strbuf *out,
+                     gp_err *err) {
+    static const char *const hm[] = {"health", "mode"};
+    static const char *const tc[] = {"tenant", "class"};
+    static const char *const re[] = {"reason"};
+    static const char *const te[] = {"tenant"};
+    int64_t m0 = meter_bucket_start(now_us, METER_BUCKET_MONTH);
+    int rc = GP_OK;
+    if (gpus)
+        rc = gauge(tx, out, "gpupool_gpus", "GPUs by health state and form", hm, 2,
+                   "SELECT health, mode, COUNT(*) FROM gpus GROUP BY 1, 2 ORDER BY 1, 2", "", 0, 0, err);
+    if (!rc && tenants)
+        rc = gauge(tx, out, "gpupool_allocated_gpus",
+                   "GPU-equivalents held now (weighted by slice), by tenant and resource class", tc, 2,
+                   "SELECT b.tenant, j.class, printf('%.3f', SUM(b.weight_milli) / 1000.0)"
+                   " FROM bindings b JOIN jobs j ON j.id = b.job_id WHERE b.end_us IS NULL"
+                   " GROUP BY 1, 2 ORDER BY 1, 2",
+                   "", 0, 0, err);
+    if (!rc && tenants)
+        rc = gauge(tx, out, "gpupool_queued_jobs", "queued jobs by the kind of their reason", re, 1,
+                   "SELECT CASE WHEN instr(reason, ':') > 0 THEN substr(reason, 1, instr(reason, ':') - 1)"
+                   " WHEN reason = '' THEN 'none' ELSE reason END, COUNT(*) FROM jobs"
+                   " WHERE state IN ('queued', 'admitted') GROUP BY 1 ORDER BY 1",
+                   "", 0, 0, err);
+    if (!rc && tenants)
+        rc = gauge(tx, out, "gpupool_card_hours_month", "card-hours used this calendar month, by tenant",
+                   te, 1,
+                   "SELECT tenant, printf('%.6f', SUM(weight_milli * (COALESCE(end_us, ?1) -"
+                   " MAX(start_us, ?2)) / 1000.0 / 3600000000.0)) FROM bindings"
+                   " WHERE COALESCE(end_us, ?1) > ?2 GROUP BY 1 ORDER BY 1",
+                   "ii", now_us, m0, err);
+    if (!rc && tenants) {
+        store_stmt *s;
+        rc = store_query(tx, &s, err,
+                         "SELECT tenant, SUM(prompt_tokens), SUM(completion_tokens) FROM usage_hourly"
+                         " WHERE hour >= ? GROUP BY 1 ORDER BY 1",
+                         "i", m0);
+        if (!rc) {
+            sb_adds(out, "# HELP gpupool_tokens_month tokens through the gateway this calendar month, by"
+                         " tenant\n# TYPE gpupool_tokens_month gauge\n");
+            while ((rc = store_step(s, err)) > 0)
+                for (int d = 0; d < 2; d++) {
+                    sb_adds(out, "gpupool_tokens_month{tenant=\"");
+                    label(out, store_text(s, 0));
+                    sb_addf(out, "\",direction=\"%s\"} %lld\n", d ? "output" : "input",
+                            (long long)store_int(s, 1 + d));
+                }
+            store_done(s);
+            rc = rc < 0 ? rc : GP_OK;
+        }
+    }
+    return rc;
+}

@@ -1,0 +1,258 @@
+// console.mjs - drive gpupool's web console in Debian's Chromium (headless,
+// through playwright-core) against a real server that test_console.sh has
+// filled: tenant A's user signs in, reads the overview, submits a job and
+// sees its queue reason, reads the usage charts and creates a key; tenant B's
+// user walks every view (whole tenant and project) and none of A's names or
+// figures may appear in the page's text or DOM; the platform admin (signing
+// in with a pasted token) sees the tenants and the cluster map.
+//
+//   node console.mjs CONFIG.json
+//
+// CONFIG: {url, shots (folder for screenshots), chromium, a:{user,password,
+// tenant,project,hold_job,cpus}, b:{user,password,tenant,project},
+// admin_token, markers:[strings of A that B must never see],
+// figures:[numbers of A that B must never see]}.
+// Prints one line per screenshot ("screenshot PATH") and a closing
+// "console: N checks passed"; exits 1 at the first failed check.  Every page
+// also fails on a script error, a Content-Security-Policy violation or a
+// request that leaves the server (the console must work offline).
+import { chromium } from 'playwright-core';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+let passed = 0;
+function check(cond, msg) {
+  if (!cond) {
+    console.error(`FAIL console.mjs: ${msg}`);
+    console.log(`console: ${passed} checks passed, 1 failed`);
+    process.exit(1);
+  }
+  passed++;
+}
+const shots = [];
+async function shot(page, name) {
+  const file = path.join(cfg.shots, name + '.png');
+  await page.screenshot({ path: file, fullPage: true });
+  shots.push(file);
+  console.log(`screenshot ${file}`);
+}
+
+const browser = await chromium.launch({
+  executablePath: cfg.chromium || '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+         '--disable-background-networking', '--disable-component-update', '--disable-sync',
+         '--disable-dev-shm-usage'],
+});
+
+// A fresh context (own sessionStorage) with the offline / CSP / error guards.
+async function open(who) {
+  const ctx = await browser.newContext({ viewport: { width: 1366, height: 800 } });
+  const page = await ctx.newPage();
+  page.setDefaultTimeout(15000);
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(`${who}: script error: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/the server responded with a status of (403|404)/.test(m.text()))
+      problems.push(`${who}: console error: ${m.text()}`);
+  });
+  page.on('request', (r) => {
+    if (!r.url().startsWith(cfg.url + '/') && !r.url().startsWith('data:'))
+      problems.push(`${who}: request leaves the server: ${r.url()}`);
+  });
+  return { ctx, page, problems };
+}
+function clean(s, where) {
+  check(s.problems.length === 0, `${where}: ${s.problems.join('; ')}`);
+}
+
+const renders = (page) => page.evaluate(() => Number(document.body.dataset.renders || 0));
+async function settled(page, before) {
+  await page.waitForFunction((n) => Number(document.body.dataset.renders || 0) > n, before);
+  await page.waitForSelector('#view-body[aria-busy="false"]');
+}
+async function view(page, name) {
+  const before = await renders(page);
+  await page.focus(`#nav-${name}`);
+  await page.keyboard.press('Enter'); // keyboard navigation
+  await settled(page, before);
+  check((await page.evaluate(() => document.activeElement && document.activeElement.id)) === 'view-h',
+        `view ${name}: focus moves to its heading`);
+}
+async function pickProject(page, project) {
+  const before = await renders(page);
+  await page.selectOption('#pick-project', project);
+  await settled(page, before);
+}
+const text = (page, sel) => page.locator(sel).innerText();
+
+async function signInPassword(page, user, password) {
+  await page.goto(cfg.url + '/');
+  check((await page.title()) === 'gpupool console', 'the console page loads');
+  // by keyboard: the name field has focus, Tab to the password, Enter submits
+  await page.waitForFunction(() => document.activeElement && document.activeElement.id === 'login-name');
+  const before = await renders(page);
+  await page.keyboard.type(user);
+  await page.keyboard.press('Tab');
+  await page.keyboard.type(password);
+  await page.keyboard.press('Enter');
+  await settled(page, before);
+  check((await text(page, '#who-name')) === user, `${user} is signed in`);
+}
+
+// Every form field has a label (or an aria-label).
+async function labelled(page, where) {
+  const bad = await page.evaluate(() => [...document.querySelectorAll('input, select, textarea')]
+    .filter((e) => !e.hidden && e.type !== 'hidden' && !(e.labels && e.labels.length) && !e.getAttribute('aria-label'))
+    .map((e) => e.id || e.name || e.outerHTML.slice(0, 60)));
+  check(bad.length === 0, `${where}: unlabelled fields: ${bad.join(', ')}`);
+}
+
+// ---------------------------------------------------------------- tenant A
+{
+  const s = await open('A');
+  const { page } = s;
+  const resp = await page.goto(cfg.url + '/');
+  const h = resp.headers();
+  check(/script-src 'self'/.test(h['content-security-policy'] || '') &&
+        !/unsafe-inline/.test(h['content-security-policy']), 'strict Content-Security-Policy');
+  check(h['x-frame-options'] === 'DENY', 'X-Frame-Options DENY');
+  await labelled(page, 'sign-in');
+  await shot(page, '01-sign-in');
+  await signInPassword(page, cfg.a.user, cfg.a.password);
+
+  // overview of the whole tenant: quota and jobs
+  check((await page.evaluate(() => document.body.dataset.view)) === 'overview', 'A lands on the overview');
+  const quota = await text(page, '#ov-quota');
+  check(quota.includes('CPUs') && quota.includes(String(cfg.a.cpus)), `the overview shows the CPU ceiling ${cfg.a.cpus}`);
+  check(quota.includes('Concurrent jobs'), 'the overview lists the quota dimensions');
+  const ovJobs = await text(page, '#ov-jobs');
+  check(ovJobs.includes(cfg.a.hold_job) && ovJobs.includes('running'), 'the overview lists the running job');
+  check((await text(page, '#ov-stats')).includes('Card-hours this month'), 'the overview shows this month\'s usage');
+  await shot(page, '02-a-overview');
+
+  // the project's jobs: submit one through the form and read its queue reason
+  await pickProject(page, cfg.a.project);
+  check((await text(page, '#view-h')).includes(cfg.a.project), 'the project overview');
+  await view(page, 'jobs');
+  await labelled(page, 'jobs form');
+  await page.fill('#job-name', 'amber-console-job');
+  await page.selectOption('#job-class', 'a100.1x');
+  await page.fill('#job-units', '1');
+  await page.fill('#job-command', 'sleep 5');
+  await page.click('#job-form button[type="submit"]');
+  await page.waitForFunction(() => /amber-console-job/.test(document.getElementById('job-result').innerText));
+  const result = await text(page, '#job-result');
+  check(/queued/.test(result), `the submitted job is queued: ${result}`);
+  check(/quota/i.test(result), `its queue reason names the quota: ${result}`);
+  await page.waitForFunction(() => /amber-console-job/.test(document.getElementById('jobs-list').innerText));
+  const row = page.locator('#jobs-list tr', { hasText: 'amber-console-job' });
+  check(/quota/i.test(await row.innerText()), 'the job list shows the queue reason');
+  await row.getByRole('button', { name: /^Explain/ }).click();
+  await page.waitForSelector('#job-detail pre');
+  check((await text(page, '#job-detail')).length > 20, 'the explanation is shown');
+  await shot(page, '03-a-jobs');
+
+  // usage charts of the whole tenant: by project and by model
+  await pickProject(page, '');
+  await view(page, 'usage');
+  for (const id of ['chart-ch-project', 'chart-tok-project', 'chart-ch-model', 'chart-tok-model'])
+    check(await page.locator('#' + id).count() === 1, `chart ${id} is drawn`);
+  const chTitles = await page.locator('#chart-ch-project rect title').allTextContents();
+  check(chTitles.some((t) => t.includes(cfg.a.project)), `daily card-hours show ${cfg.a.project}: ${chTitles.join('|')}`);
+  const tokTitles = await page.locator('#chart-tok-model rect title').allTextContents();
+  check(tokTitles.some((t) => t.includes(cfg.a.model)), `daily tokens show model ${cfg.a.model}: ${tokTitles.join('|')}`);
+  await shot(page, '04-a-usage');
+
+  // keys: the secret is shown once
+  await pickProject(page, cfg.a.project);
+  await view(page, 'keys');
+  await page.fill('#key-name', 'amber-console-key');
+  await page.click('#key-form button[type="submit"]');
+  await page.waitForSelector('#key-secret .secret');
+  check((await text(page, '#key-secret .secret')).startsWith('sk-'), 'a new key\'s secret is shown once');
+  check(!(await page.evaluate(() => JSON.stringify(sessionStorage))).includes('sk-'), 'the key secret is not stored');
+  await shot(page, '05-a-keys');
+  await view(page, 'kbs');
+  await view(page, 'overview');
+  clean(s, 'tenant A');
+  await page.click('#sign-out');
+  check(!(await page.evaluate(() => sessionStorage.getItem('gpupool.token'))), 'signing out forgets the token');
+  await s.ctx.close();
+}
+
+// ---------------------------------------------------------------- tenant B
+{
+  const s = await open('B');
+  const { page } = s;
+  await signInPassword(page, cfg.b.user, cfg.b.password);
+  const tenants = await page.locator('#pick-tenant option').allTextContents();
+  check(tenants.length === 1 && tenants[0] === cfg.b.tenant, `B picks only its tenant: ${tenants.join(',')}`);
+  const navs = await page.locator('#nav-list a').allTextContents();
+  check(!navs.includes('Cluster map') && !navs.includes('Tenants'), 'B sees no platform views');
+  const esc = (x) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const figureRes = cfg.figures.map((f) => new RegExp(`(?<![0-9a-fA-F.,])(${esc(String(f))}|${esc(Number(f).toLocaleString('en-US'))})(?![0-9a-fA-F.,])`));
+  async function noLeak(where) {
+    const dump = await page.evaluate(() => document.documentElement.outerHTML + '\n' + document.body.innerText +
+      '\n' + JSON.stringify(sessionStorage) + '\n' + document.title + '\n' + location.href);
+    for (const m of cfg.markers) check(!dump.includes(m), `${where}: tenant A's '${m}' appears for tenant B`);
+    for (const re of figureRes) check(!re.test(dump), `${where}: tenant A's figure ${re} appears for tenant B`);
+  }
+  const projects = ['', cfg.b.project];
+  let n = 6;
+  for (const p of projects) {
+    if ((await page.inputValue('#pick-project')) !== p) await pickProject(page, p);
+    for (const v of ['overview', 'jobs', 'usage', 'keys', 'kbs']) {
+      await view(page, v);
+      await noLeak(`B ${v} ${p || '(tenant)'}`);
+      if (v === 'overview' || v === 'usage' || v === 'jobs')
+        await shot(page, `${String(n++).padStart(2, '0')}-b-${v}${p ? '-project' : ''}`);
+    }
+  }
+  // deep links to platform views fall back; A's objects are 404 through B's token
+  await page.goto(cfg.url + '/?again#cluster'); // a new document: signs in again from sessionStorage
+  await settled(page, 0);
+  check((await page.evaluate(() => document.body.dataset.view)) !== 'cluster', 'B cannot open the cluster map');
+  await noLeak('B after #cluster');
+  const probe = await page.evaluate(async (a) => {
+    const tok = sessionStorage.getItem('gpupool.token');
+    const r = await fetch(`/api/v1/tenants/${a.tenant}/overview`, { headers: { Authorization: 'Bearer ' + tok } });
+    return { status: r.status, body: await r.text() };
+  }, cfg.a);
+  check(probe.status === 404 && !probe.body.includes(cfg.a.tenant), `A's overview answers B 404 (${probe.status})`);
+  clean(s, 'tenant B');
+  await s.ctx.close();
+}
+
+// ---------------------------------------------------------------- platform admin
+{
+  const s = await open('admin');
+  const { page } = s;
+  await page.goto(cfg.url + '/');
+  const before = await renders(page);
+  await page.fill('#login-token', cfg.admin_token);
+  await page.click('#token-form button[type="submit"]');
+  await settled(page, before);
+  await view(page, 'tenants');
+  const ts = await text(page, '#view-body');
+  check(ts.includes(cfg.a.tenant) && ts.includes(cfg.b.tenant), 'the platform admin lists every tenant');
+  await view(page, 'cluster');
+  const cells = page.locator('#cluster-map .gpu');
+  check(await cells.count() === cfg.gpus, `the cluster map shows ${cfg.gpus} GPUs (${await cells.count()})`);
+  const labels = await cells.evaluateAll((els) => els.map((e) => e.getAttribute('aria-label')));
+  check(labels.some((l) => l.includes(`held by ${cfg.a.tenant}/${cfg.a.project}`)), `a GPU held by A: ${labels.join(' | ')}`);
+  check(labels.some((l) => l.includes(`${cfg.b.tenant}/${cfg.b.project}`)), 'a GPU held by B');
+  check(labels.every((l) => /healthy|degraded|failed/.test(l) && /whole|mig|shared/.test(l)), 'each GPU shows health and form');
+  check((await text(page, '#cluster-map')).includes(cfg.node), 'the map names the node');
+  await shot(page, '20-admin-cluster');
+  await view(page, 'health');
+  await view(page, 'alarms');
+  await view(page, 'workorders');
+  await shot(page, '21-admin-workorders');
+  clean(s, 'platform admin');
+  await s.ctx.close();
+}
+
+await browser.close();
+console.log(`console: ${passed} checks passed, 0 failed`);

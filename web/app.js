@@ -1,0 +1,630 @@
+// app.js - the gpupool web console: one page, plain DOM, no framework, no
+// external assets.  It is a client of /api/v1 like the CLI: it signs in
+// (POST /api/v1/login, or a pasted token), keeps the token in this tab's
+// sessionStorage, and shows only what the API answers for that token.
+//
+// Safety: server data is rendered with textContent / createTextNode only
+// (the h() helper below); nothing is ever assigned to innerHTML.  The page
+// runs under a strict Content-Security-Policy (no inline script or style):
+// sizes are set through the CSSOM (el.style.width) and SVG attributes.
+'use strict';
+
+const TOKEN_KEY = 'gpupool.token';
+const PICK_KEY = 'gpupool.pick';
+const S = { me: null, tenants: [], projects: [], tenant: '', project: '', global: new Set(),
+            view: 'overview' };
+
+// ---------------------------------------------------------------- DOM helpers
+
+// h('tag', {attr: value, class: 'x', on: {click: fn}}, child...) -> element.
+// Children: nodes, strings/numbers (as text), arrays, null/false (skipped).
+function h(tag, attrs, ...kids) {
+  const svg = ['svg', 'rect', 'line', 'text', 'g', 'title'].includes(tag);
+  const el = svg ? document.createElementNS('http://www.w3.org/2000/svg', tag)
+                 : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'on') for (const [ev, fn] of Object.entries(v)) el.addEventListener(ev, fn);
+    else if (k === 'class') el.setAttribute('class', v);
+    else if (k === 'text') el.textContent = String(v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  append(el, kids);
+  return el;
+}
+function append(el, kids) {
+  for (const k of kids.flat(Infinity)) {
+    if (k === null || k === undefined || k === false) continue;
+    el.appendChild(k instanceof Node ? k : document.createTextNode(String(k)));
+  }
+}
+const $ = (id) => document.getElementById(id);
+function clear(el) { while (el.firstChild) el.removeChild(el.firstChild); return el; }
+
+function say(msg, isError) {
+  const st = $('status');
+  st.textContent = msg || '';
+  st.className = 'status' + (isError ? ' error' : '');
+}
+
+function fmt(n, digits) {
+  if (n === null || n === undefined) return '—';
+  if (typeof n !== 'number') return String(n);
+  const d = digits === undefined ? (Number.isInteger(n) ? 0 : 2) : digits;
+  return n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: 0 });
+}
+function when(t) { return t ? String(t).replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '—'; }
+
+function table(caption, cols, rows) {
+  return h('table', {},
+    caption ? h('caption', {}, caption) : null,
+    h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col', class: c.num ? 'num' : null }, c.label)))),
+    h('tbody', {}, rows.length ? rows.map((r) => h('tr', {}, cols.map((c) => {
+      const v = c.get(r);
+      return h('td', { class: c.num ? 'num' : (c.cls ? c.cls(r) : null) }, v instanceof Node ? v : fmt(v));
+    }))) : h('tr', {}, h('td', { colspan: cols.length, class: 'hint' }, 'None.'))));
+}
+
+function field(id, label, input) {
+  input.id = id;
+  return h('p', {}, h('label', { for: id }, label), ' ', input);
+}
+
+// ---------------------------------------------------------------- API
+
+class ApiError extends Error {
+  constructor(status, code, message) { super(message); this.status = status; this.code = code; }
+}
+
+async function api(method, path, body) {
+  const headers = { Accept: 'application/json' };
+  const tok = sessionStorage.getItem(TOKEN_KEY);
+  if (tok) headers.Authorization = 'Bearer ' + tok;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+                                  credentials: 'omit', cache: 'no-store' });
+  let data = null;
+  const text = await res.text();
+  try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+  if (!res.ok) {
+    const e = data && data.error ? data.error : {};
+    if (res.status === 401 && path !== '/api/v1/login') signOut('Your session ended; sign in again.');
+    throw new ApiError(res.status, e.code || 'http_' + res.status, e.message || res.statusText);
+  }
+  return data;
+}
+const enc = encodeURIComponent;
+const tpath = () => '/api/v1/tenants/' + enc(S.tenant);
+const ppath = () => tpath() + '/projects/' + enc(S.project);
+
+// ---------------------------------------------------------------- sign in / out
+
+async function signIn(token) {
+  sessionStorage.setItem(TOKEN_KEY, token);
+  try {
+    S.me = await api('GET', '/api/v1/whoami');
+  } catch (e) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    say(e.status === 401 ? 'That token is not valid.' : e.message, true);
+    return;
+  }
+  S.global = new Set(S.me.roles.filter((r) => r.scope === 'global').map((r) => r.role));
+  await loadScopes();
+  $('who-name').textContent = S.me.name;
+  $('who').hidden = false;
+  $('nav').hidden = false;
+  buildNav();
+  say('');
+  const start = location.hash.slice(1);
+  go(views[start] && allowed(start) ? start : firstView());
+}
+
+function signOut(msg) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  sessionStorage.removeItem(PICK_KEY);
+  S.me = null; S.tenants = []; S.projects = []; S.tenant = ''; S.project = ''; S.global = new Set();
+  $('who').hidden = true;
+  $('nav').hidden = true;
+  clear($('nav-list'));
+  clear($('pick-tenant'));
+  clear($('pick-project'));
+  history.replaceState(null, '', location.pathname);
+  renderSignIn();
+  say(msg || 'Signed out.', Boolean(msg));
+}
+
+const isPlatform = () => S.global.has('platform-admin') || S.global.has('security-admin');
+const isOps = () => isPlatform() || S.global.has('ops-engineer');
+function tenantRole() {
+  return S.me.roles.find((r) => r.scope === 'tenant' && r.tenant === S.tenant) || null;
+}
+const readsTenant = () => isPlatform() || Boolean(tenantRole());
+
+// Tenants and projects the caller may pick: every tenant for platform roles, else those its roles name.
+async function loadScopes() {
+  const names = new Set();
+  if (isPlatform()) {
+    try { (await api('GET', '/api/v1/tenants')).items.forEach((t) => names.add(t.name)); } catch (e) { /* none */ }
+  }
+  for (const r of S.me.roles) if (r.tenant) names.add(r.tenant);
+  S.tenants = [...names].sort();
+  const saved = JSON.parse(sessionStorage.getItem(PICK_KEY) || '{}');
+  S.tenant = S.tenants.includes(saved.tenant) ? saved.tenant : (S.tenants[0] || '');
+  await loadProjects(saved.project);
+  fillPickers();
+}
+
+async function loadProjects(want) {
+  const names = new Set();
+  if (S.tenant) {
+    if (readsTenant()) {
+      try { (await api('GET', tpath() + '/projects')).items.forEach((p) => names.add(p.name)); } catch (e) { /* none */ }
+    }
+    for (const r of S.me.roles) if (r.tenant === S.tenant && r.project) names.add(r.project);
+  }
+  S.projects = [...names].sort();
+  S.project = S.projects.includes(want) ? want : (readsTenant() ? '' : (S.projects[0] || ''));
+}
+
+function fillPickers() {
+  const pt = clear($('pick-tenant')), pp = clear($('pick-project'));
+  if (!S.tenants.length) pt.appendChild(h('option', { value: '' }, '(no tenant)'));
+  for (const t of S.tenants) pt.appendChild(h('option', { value: t, selected: t === S.tenant }, t));
+  if (readsTenant() || !S.projects.length) pp.appendChild(h('option', { value: '', selected: !S.project }, readsTenant() ? '(whole tenant)' : '(none)'));
+  for (const p of S.projects) pp.appendChild(h('option', { value: p, selected: p === S.project }, p));
+  sessionStorage.setItem(PICK_KEY, JSON.stringify({ tenant: S.tenant, project: S.project }));
+}
+
+// ---------------------------------------------------------------- navigation
+
+const views = {
+  overview: { label: 'Overview', render: viewOverview, scoped: true },
+  jobs: { label: 'Jobs', render: viewJobs, scoped: true },
+  usage: { label: 'Usage', render: viewUsage, scoped: true },
+  keys: { label: 'Keys', render: viewKeys, scoped: true },
+  kbs: { label: 'Knowledge bases', render: viewKbs, scoped: true },
+  tenants: { label: 'Tenants', render: viewTenants, platform: true },
+  cluster: { label: 'Cluster map', render: viewCluster, ops: true },
+  health: { label: 'Health', render: viewHealth, ops: true },
+  alarms: { label: 'Alarms', render: viewAlarms, ops: true },
+  workorders: { label: 'Work orders', render: viewWorkOrders, ops: true },
+};
+function allowed(name) {
+  const v = views[name];
+  if (v.platform) return isPlatform();
+  if (v.ops) return isOps();
+  return S.tenants.length > 0;
+}
+function firstView() { return Object.keys(views).find(allowed) || 'overview'; }
+
+function buildNav() {
+  const ul = clear($('nav-list'));
+  let group = null;
+  for (const [name, v] of Object.entries(views)) {
+    if (!allowed(name)) continue;
+    const g = v.platform ? 'admin' : v.ops ? 'ops' : 'tenant';
+    if (group && g !== group) ul.appendChild(h('li', { class: 'sep', 'aria-hidden': 'true' }));
+    group = g;
+    ul.appendChild(h('li', {}, h('a', { href: '#' + name, id: 'nav-' + name, 'data-view': name,
+      on: { click: (ev) => { ev.preventDefault(); go(name); } } }, v.label)));
+  }
+}
+
+async function go(name) {
+  if (!views[name] || !allowed(name)) name = firstView();
+  S.view = name;
+  if (location.hash !== '#' + name) history.replaceState(null, '', '#' + name);
+  for (const a of document.querySelectorAll('#nav-list a'))
+    if (a.dataset.view === name) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+  const main = clear($('view'));
+  const heading = h('h2', { id: 'view-h', tabindex: '-1' }, views[name].label +
+    (views[name].scoped && S.tenant ? ' — ' + S.tenant + (S.project ? ' / ' + S.project : '') : ''));
+  const body = h('div', { id: 'view-body', 'aria-busy': 'true' });
+  main.appendChild(h('section', { 'aria-labelledby': 'view-h' }, heading, body));
+  heading.focus();
+  say('');
+  try {
+    if (views[name].scoped && !S.tenant) body.appendChild(h('p', {}, 'You hold no role in any tenant.'));
+    else await views[name].render(body);
+  } catch (e) {
+    say(e.message, true);
+    body.appendChild(h('p', { class: 'hint' }, 'Could not load this view: ' + e.message));
+  }
+  body.setAttribute('aria-busy', 'false');
+  document.body.dataset.view = name;
+  document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
+}
+const rerender = () => go(S.view);
+
+// ---------------------------------------------------------------- overview
+
+function quotaTable(q) {
+  const names = { gpus: 'GPUs (card-equivalents)', gpu_memory_gib: 'GPU memory (GiB)', cpus: 'CPUs',
+                  memory_gib: 'Memory (GiB)', concurrent_jobs: 'Concurrent jobs',
+                  card_hours_month: 'Card-hours this month' };
+  const rows = Object.keys(names).map((k) => ({ k, label: names[k], ...q[k] }));
+  for (const [c, v] of Object.entries(q.class_gpus || {})) rows.push({ k: c, label: 'Class ' + c + ' (units)', ...v });
+  const meter = (r) => {
+    if (r.limit === null || r.limit === undefined) return h('span', { class: 'hint' }, 'no ceiling');
+    const pct = r.limit > 0 ? Math.min(100, (100 * r.used) / r.limit) : 100;
+    const fill = h('span', {});
+    fill.style.width = pct.toFixed(1) + '%';
+    return h('div', { class: 'bar' + (pct >= 100 ? ' full' : ''), role: 'img',
+                      'aria-label': fmt(pct, 0) + '% used' }, fill);
+  };
+  return table('Quota and allocation', [
+    { label: 'Dimension', get: (r) => r.label },
+    { label: 'Ceiling', num: true, get: (r) => r.limit },
+    { label: 'In use', num: true, get: (r) => r.used },
+    { label: 'Available', num: true, get: (r) => (r.available === null ? '—' : r.available) },
+    { label: 'Use', get: meter },
+  ], rows);
+}
+
+function jobsTable(items, caption) {
+  return table(caption, [
+    { label: 'Job', get: (j) => j.name },
+    { label: 'Project', get: (j) => j.project },
+    { label: 'Class', get: (j) => j.class + ' × ' + j.units },
+    { label: 'State', get: (j) => j.state, cls: (j) => 'state-' + j.state },
+    { label: 'Queue reason', get: (j) => j.reason || '—', cls: () => 'reason' },
+    { label: 'Submitter', get: (j) => j.submitter },
+  ], items);
+}
+
+async function viewOverview(body) {
+  const o = await api('GET', S.project ? ppath() + '/overview' : tpath() + '/overview');
+  const stats = [];
+  if (o.jobs) {
+    stats.push(['Running jobs', o.jobs.running], ['Queued jobs', o.jobs.queued + o.jobs.admitted]);
+  }
+  if (o.usage) {
+    stats.push(['Card-hours this month', fmt(o.usage.card_hours, 3)], ['Tokens this month', fmt(o.usage.tokens)],
+               ['Cost this month', fmt(o.usage.cost, 2) + ' ' + (o.usage.currency || '')]);
+  }
+  if (o.alarms) stats.push(['Open alarms', o.alarms.open]);
+  body.appendChild(h('p', {}, o.display_name && o.display_name !== o.tenant ? o.display_name + ' · ' : '',
+                     o.project ? 'project ' + o.project + ' (' + o.class + ')' : 'tenant ' + o.tenant,
+                     ' · as of ' + when(o.as_of)));
+  body.appendChild(h('div', { class: 'grid', id: 'ov-stats' }, stats.map(([l, v]) =>
+    h('div', { class: 'card' }, h('div', { class: 'stat-label' }, l), h('div', { class: 'stat' }, fmt(v))))));
+  body.appendChild(h('h3', {}, 'Quota'));
+  body.appendChild(h('div', { id: 'ov-quota' }, quotaTable(o.quota)));
+  if (o.projects) {
+    body.appendChild(h('h3', {}, 'Projects'));
+    body.appendChild(table(null, [
+      { label: 'Project', get: (p) => p.name }, { label: 'Class', get: (p) => p.class },
+      { label: 'Live jobs', num: true, get: (p) => p.jobs }, { label: 'GPUs held', num: true, get: (p) => p.gpus },
+      { label: 'Card-hours this month', num: true, get: (p) => fmt(p.card_hours_month, 3) }], o.projects));
+  }
+  if (o.jobs) {
+    body.appendChild(h('h3', {}, 'Running and queued jobs'));
+    body.appendChild(h('div', { id: 'ov-jobs' }, jobsTable(o.jobs.items, null)));
+  }
+  if (o.models) {
+    body.appendChild(h('h3', {}, 'Model services'));
+    body.appendChild(table(null, [
+      { label: 'Model', get: (m) => m.name }, { label: 'Visibility', get: (m) => m.visibility },
+      { label: 'Endpoints', num: true, get: (m) => m.endpoints }, { label: 'Healthy', num: true, get: (m) => m.healthy }],
+    o.models));
+  }
+  if (o.alarms) {
+    body.appendChild(h('h3', {}, 'Alarms on your resources'));
+    body.appendChild(alarmTable(o.alarms.items, false));
+  }
+  if (o.omitted && o.omitted.length)
+    body.appendChild(h('p', { class: 'hint' }, 'Not shown to your role: ' + o.omitted.join(', ') + '.'));
+}
+
+// ---------------------------------------------------------------- jobs
+
+async function viewJobs(body) {
+  if (!S.project) {
+    body.appendChild(h('p', {}, 'Pick a project above to see and submit its jobs.'));
+    return;
+  }
+  const [jobs, classes, prios] = await Promise.all([
+    api('GET', ppath() + '/jobs'),
+    api('GET', '/api/v1/classes').catch(() => ({ items: [] })),
+    api('GET', '/api/v1/priority-classes').catch(() => ({ items: [] })),
+  ]);
+  const out = h('div', { id: 'job-result', role: 'status', 'aria-live': 'polite' });
+  const detail = h('div', { id: 'job-detail' });
+  const form = h('form', { id: 'job-form', class: 'card inline', 'aria-labelledby': 'job-form-h' },
+    h('h3', { id: 'job-form-h' }, 'Submit a job'),
+    field('job-name', 'Name', h('input', { name: 'name', required: true, pattern: '[a-z0-9][a-z0-9\\-]*', value: 'job-' + Date.now().toString(36) })),
+    field('job-class', 'Resource class', h('select', { name: 'class', required: true },
+      classes.items.map((c) => h('option', { value: c.name }, c.name)))),
+    field('job-units', 'Units', h('input', { name: 'units', type: 'number', min: '1', max: '64', value: '1' })),
+    field('job-prio', 'Priority class', h('select', { name: 'priority_class' },
+      h('option', { value: '' }, '(default)'), prios.items.map((p) => h('option', { value: p.name }, p.name)))),
+    field('job-command', 'Command', h('input', { name: 'command', value: 'sleep 60', size: '30' })),
+    h('p', {}, h('button', { type: 'submit' }, 'Submit')));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const f = new FormData(form);
+    const spec = { name: f.get('name'), class: f.get('class'), units: Number(f.get('units') || 1),
+                   command: String(f.get('command') || '').trim().split(/\s+/).filter(Boolean) };
+    if (f.get('priority_class')) spec.priority_class = f.get('priority_class');
+    try {
+      const j = await api('POST', ppath() + '/jobs', spec);
+      clear(out).appendChild(h('p', { class: 'card' }, 'Submitted ', h('strong', {}, j.name), ' (' + j.id + '): ',
+        h('span', { class: 'state-' + j.state }, j.state), j.reason ? ' — ' : '', h('span', { class: 'reason' }, j.reason || '')));
+      await refreshJobs();
+    } catch (e) { clear(out).appendChild(h('p', { class: 'card status error' }, 'Not submitted: ' + e.message)); }
+  });
+  const list = h('div', { id: 'jobs-list' });
+  const refreshJobs = async (items) => {
+    const js = items || (await api('GET', ppath() + '/jobs')).items;
+    clear(list).appendChild(table('Jobs of ' + S.project, [
+      { label: 'Job', get: (j) => j.name }, { label: 'Id', get: (j) => j.id },
+      { label: 'Class', get: (j) => j.class + ' × ' + j.units },
+      { label: 'State', get: (j) => j.state, cls: (j) => 'state-' + j.state },
+      { label: 'Queue reason', get: (j) => j.reason || '—', cls: () => 'reason' },
+      { label: 'Submitted', get: (j) => when(j.created_at) },
+      { label: 'Actions', get: (j) => h('span', {},
+          h('button', { type: 'button', class: 'secondary', 'aria-label': 'Explain ' + j.name, on: { click: () => explain(j) } }, 'Explain'), ' ',
+          h('button', { type: 'button', class: 'secondary', 'aria-label': 'Logs of ' + j.name, on: { click: () => logs(j) } }, 'Logs'), ' ',
+          ['queued', 'admitted', 'running'].includes(j.state)
+            ? h('button', { type: 'button', class: 'danger', 'aria-label': 'Cancel ' + j.name, on: { click: () => cancel(j) } }, 'Cancel') : null) },
+    ], js));
+  };
+  const explain = async (j) => {
+    try {
+      const x = await api('GET', ppath() + '/jobs/' + enc(j.id) + '/explain');
+      clear(detail).appendChild(h('section', { class: 'card', 'aria-label': 'Explanation' }, h('h3', {}, 'Why is ' + j.name + ' ' + j.state + '?'),
+        h('pre', {}, JSON.stringify(x, null, 2))));
+    } catch (e) { say(e.message, true); }
+  };
+  const logs = async (j) => {
+    try {
+      const x = await api('GET', ppath() + '/jobs/' + enc(j.id) + '/logs');
+      clear(detail).appendChild(h('section', { class: 'card', 'aria-label': 'Logs' }, h('h3', {}, 'Output of ' + j.name),
+        h('p', {}, 'Exit code: ' + (x.exit_code === null || x.exit_code === undefined ? '—' : x.exit_code)),
+        h('pre', {}, x.log || '(no output yet)')));
+    } catch (e) { say(e.message, true); }
+  };
+  const cancel = async (j) => {
+    try { await api('POST', ppath() + '/jobs/' + enc(j.id) + '/cancel', {}); say('Cancelled ' + j.name + '.'); await refreshJobs(); }
+    catch (e) { say(e.message, true); }
+  };
+  body.append(form, out, list, detail);
+  await refreshJobs(jobs.items);
+}
+
+// ---------------------------------------------------------------- usage charts
+
+// A stacked bar chart of `series` ({key: {day: value}}) over `days`, drawn as SVG.
+function barChart(id, title, unit, days, series) {
+  const keys = Object.keys(series).sort();
+  const W = 760, H = 240, L = 56, B = 28, T = 10, R = 10;
+  const totals = days.map((d) => keys.reduce((s, k) => s + (series[k][d] || 0), 0));
+  const max = Math.max(...totals, 0) || 1;
+  const bw = (W - L - R) / Math.max(days.length, 1);
+  const svg = h('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-labelledby': id + '-t', id });
+  svg.appendChild(h('title', { id: id + '-t' }, title));
+  for (let i = 0; i <= 4; i++) {
+    const y = T + ((H - T - B) * i) / 4;
+    svg.appendChild(h('line', { x1: L, x2: W - R, y1: y, y2: y, class: 'gridline' }));
+    svg.appendChild(h('text', { x: L - 6, y: y + 3, 'text-anchor': 'end', class: 'axis' }, fmt((max * (4 - i)) / 4, max < 1 ? 4 : 2)));
+  }
+  days.forEach((d, i) => {
+    let y = H - B;
+    keys.forEach((k, ki) => {
+      const v = series[k][d] || 0;
+      if (v <= 0) return;
+      const hh = ((H - T - B) * v) / max;
+      y -= hh;
+      svg.appendChild(h('rect', { x: (L + i * bw + 1).toFixed(1), y: y.toFixed(1), width: Math.max(bw - 2, 1).toFixed(1),
+        height: Math.max(hh, 0.5).toFixed(1), class: 'c' + (ki % 8) }, h('title', {}, `${d} ${k}: ${fmt(v, 3)} ${unit}`)));
+    });
+    if (days.length <= 31 && (i % Math.ceil(days.length / 10) === 0))
+      svg.appendChild(h('text', { x: L + i * bw + bw / 2, y: H - B + 14, 'text-anchor': 'middle', class: 'axis' }, d.slice(8, 10)));
+  });
+  const legend = h('ul', { class: 'legend' }, keys.map((k, ki) =>
+    h('li', {}, h('span', { class: 'swatch c' + (ki % 8), 'aria-hidden': 'true' }), k + ': ' + fmt(keys.length ? days.reduce((s, d) => s + (series[k][d] || 0), 0) : 0, 3) + ' ' + unit)));
+  return h('figure', { class: 'chart' }, h('figcaption', {}, h('strong', {}, title)), svg,
+           keys.length ? legend : h('p', { class: 'hint' }, 'No usage yet this month.'));
+}
+
+async function viewUsage(body) {
+  const month = new Date().toISOString().slice(0, 7);
+  const q = (by) => '/api/v1/usage?tenant=' + enc(S.tenant) + (S.project ? '&project=' + enc(S.project) : '') +
+                    '&month=' + month + '&group_by=' + by + '&bucket=day';
+  const [byProject, byModel] = await Promise.all([api('GET', q('project')), api('GET', q('model'))]);
+  const first = new Date(month + '-01T00:00:00Z');
+  const days = [];
+  for (let d = new Date(first); d.getUTCMonth() === first.getUTCMonth(); d.setUTCDate(d.getUTCDate() + 1))
+    days.push(d.toISOString().slice(0, 10));
+  const collect = (rep, key, val) => {
+    const s = {};
+    for (const r of rep.rows) {
+      const v = val(r);
+      if (!v) continue;
+      const k = r[key] || (key === 'model' ? '(no model: jobs)' : '(none)');
+      const d = String(r.bucket || '').slice(0, 10);
+      (s[k] = s[k] || {})[d] = (s[k][d] || 0) + v;
+    }
+    return s;
+  };
+  const t = byProject.totals || {};
+  body.appendChild(h('div', { class: 'grid', id: 'usage-totals' },
+    [['Card-hours', fmt(t.card_hours, 3)], ['Tokens', fmt((t.prompt_tokens || 0) + (t.completion_tokens || 0))],
+     ['Requests', fmt(t.requests)], ['Cost', fmt(t.cost, 2) + ' ' + (byProject.currency || '')]].map(([l, v]) =>
+      h('div', { class: 'card' }, h('div', { class: 'stat-label' }, l + ' in ' + month), h('div', { class: 'stat' }, v)))));
+  body.appendChild(h('div', { class: 'charts', id: 'usage-charts' },
+    barChart('chart-ch-project', 'Daily card-hours by project', 'card-hours', days, collect(byProject, 'project', (r) => r.card_hours)),
+    barChart('chart-tok-project', 'Daily tokens by project', 'tokens', days, collect(byProject, 'project', (r) => (r.prompt_tokens || 0) + (r.completion_tokens || 0))),
+    barChart('chart-ch-model', 'Daily card-hours by model', 'card-hours', days, collect(byModel, 'model', (r) => r.card_hours)),
+    barChart('chart-tok-model', 'Daily tokens by model', 'tokens', days, collect(byModel, 'model', (r) => (r.prompt_tokens || 0) + (r.completion_tokens || 0)))));
+  const per = {};
+  for (const r of byProject.rows) {
+    const k = r.project || '(none)';
+    const p = (per[k] = per[k] || { project: k, card_hours: 0, tokens: 0, cost: 0 });
+    p.card_hours += r.card_hours || 0; p.tokens += (r.prompt_tokens || 0) + (r.completion_tokens || 0); p.cost += r.cost || 0;
+  }
+  body.appendChild(h('h3', {}, 'By project (table)'));
+  body.appendChild(table(null, [{ label: 'Project', get: (r) => r.project },
+    { label: 'Card-hours', num: true, get: (r) => fmt(r.card_hours, 3) }, { label: 'Tokens', num: true, get: (r) => r.tokens },
+    { label: 'Cost', num: true, get: (r) => fmt(r.cost, 2) }], Object.values(per)));
+}
+
+// ---------------------------------------------------------------- keys and KBs
+
+async function viewKeys(body) {
+  if (!S.project) { body.appendChild(h('p', {}, 'Pick a project above to see its API keys.')); return; }
+  const list = h('div', { id: 'keys-list' }), secret = h('div', { id: 'key-secret', role: 'status', 'aria-live': 'polite' });
+  const refresh = async () => {
+    const ks = (await api('GET', ppath() + '/keys')).items;
+    clear(list).appendChild(table('API keys of ' + S.project, [
+      { label: 'Name', get: (k) => k.name }, { label: 'Id', get: (k) => k.id }, { label: 'Owner', get: (k) => k.owner },
+      { label: 'Models', get: (k) => (k.models && k.models.length ? k.models.join(', ') : 'any') },
+      { label: 'Created', get: (k) => when(k.created_at) }, { label: 'Revoked', get: (k) => (k.revoked_at ? when(k.revoked_at) : '—') }], ks));
+  };
+  const form = h('form', { id: 'key-form', class: 'card inline', 'aria-labelledby': 'key-form-h' }, h('h3', { id: 'key-form-h' }, 'Create a key'),
+    field('key-name', 'Name', h('input', { name: 'name', required: true, pattern: '[a-z0-9][a-z0-9\\-]*' })),
+    h('p', {}, h('button', { type: 'submit' }, 'Create')));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    try {
+      const k = await api('POST', ppath() + '/keys', { name: new FormData(form).get('name') });
+      clear(secret).appendChild(h('div', { class: 'card' }, h('p', {}, 'Key ', h('strong', {}, k.name || ''), ' created. Copy the secret now: it is shown only once.'),
+        h('p', { class: 'secret' }, k.key)));
+      form.reset();
+      await refresh();
+    } catch (e) { clear(secret).appendChild(h('p', { class: 'status error' }, 'Not created: ' + e.message)); }
+  });
+  body.append(form, secret, list);
+  await refresh();
+}
+
+async function viewKbs(body) {
+  let kbs;
+  try { kbs = (await api('GET', tpath() + '/kbs')).items; } catch (e) {
+    if (e.status === 404 || e.status === 403) { body.appendChild(h('p', {}, 'No knowledge bases you can read here.')); return; }
+    throw e;
+  }
+  body.appendChild(table('Knowledge bases', [{ label: 'Name', get: (k) => k.name },
+    { label: 'Project', get: (k) => k.project || '(tenant-wide)' }, { label: 'Description', get: (k) => k.description || '' },
+    { label: 'Documents', num: true, get: (k) => (k.documents === undefined ? '—' : k.documents) }], kbs));
+}
+
+// ---------------------------------------------------------------- platform and ops
+
+async function viewTenants(body) {
+  const ts = (await api('GET', '/api/v1/tenants')).items;
+  body.appendChild(table('Tenants', [{ label: 'Name', get: (t) => t.name }, { label: 'Display name', get: (t) => t.display_name || '' },
+    { label: 'Created', get: (t) => when(t.created_at) },
+    { label: 'Open', get: (t) => h('button', { type: 'button', class: 'secondary', 'aria-label': 'Open tenant ' + t.name,
+      on: { click: async () => { S.tenant = t.name; await loadProjects(''); fillPickers(); go('overview'); } } }, 'Overview') }], ts));
+}
+
+async function viewCluster(body) {
+  const at = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  const [nodes, gpus, binds] = await Promise.all([api('GET', '/api/v1/nodes'), api('GET', '/api/v1/gpus'),
+    api('GET', '/api/v1/bindings?at=' + enc(at)).catch(() => ({ items: [] }))]);
+  const held = {};
+  for (const b of binds.items) (held[b.gpu] = held[b.gpu] || []).push(b);
+  const byNode = {};
+  for (const g of gpus.items) (byNode[g.node] = byNode[g.node] || []).push(g);
+  const counts = { healthy: 0, degraded: 0, failed: 0 };
+  gpus.items.forEach((g) => { counts[g.health] = (counts[g.health] || 0) + 1; });
+  body.appendChild(h('p', {}, `${nodes.items.length} nodes, ${gpus.items.length} GPUs: ${counts.healthy} healthy, ${counts.degraded} degraded, ${counts.failed} failed; ${Object.keys(held).length} held now.`));
+  const map = h('div', { id: 'cluster-map' });
+  for (const n of nodes.items) {
+    const cells = (byNode[n.name] || []).sort((a, b) => a.index - b.index).map((g) => {
+      const hs = held[g.uuid] || [];
+      const tenants = [...new Set(hs.map((b) => b.tenant + '/' + b.project))];
+      const label = `GPU ${g.index} ${g.model}, ${g.mode}, ${g.health}` + (tenants.length ? ', held by ' + tenants.join(', ') : ', free');
+      return h('li', { class: 'gpu health-' + g.health + (hs.length ? ' held' : ''), tabindex: '0', 'aria-label': label, title: g.uuid },
+        h('div', { class: 't' }, '#' + g.index + ' ' + g.model),
+        h('div', {}, 'form: ' + g.mode + (g.slices && g.slices.length ? ' (' + g.slices.length + ' slices)' : '')),
+        h('div', { class: 'health-' + g.health }, g.health + (g.admin_state && g.admin_state !== 'none' ? ' · ' + g.admin_state : '')),
+        h('div', {}, tenants.length ? tenants.join(', ') : 'free'));
+    });
+    map.appendChild(h('section', { class: 'node card', 'aria-label': 'Node ' + n.name },
+      h('h3', {}, n.name + ' — ' + n.state + (n.admin_state !== 'none' ? ' (' + n.admin_state + ')' : '') + (n.pool ? ' · pool ' + n.pool : '')),
+      h('ul', { class: 'gpus', role: 'list' }, cells)));
+  }
+  if (!nodes.items.length) map.appendChild(h('p', {}, 'No nodes have joined yet.'));
+  body.appendChild(map);
+}
+
+async function viewHealth(body) {
+  const [nodes, gpus] = await Promise.all([api('GET', '/api/v1/nodes'), api('GET', '/api/v1/gpus')]);
+  body.appendChild(table('Nodes', [{ label: 'Node', get: (n) => n.name }, { label: 'State', get: (n) => n.state },
+    { label: 'Admin', get: (n) => n.admin_state }, { label: 'GPUs', num: true, get: (n) => n.gpu_count },
+    { label: 'Last heartbeat', get: (n) => when(n.last_heartbeat) }], nodes.items));
+  body.appendChild(h('h3', {}, 'GPUs not healthy'));
+  body.appendChild(table(null, [{ label: 'GPU', get: (g) => g.uuid }, { label: 'Node', get: (g) => g.node },
+    { label: 'Health', get: (g) => g.health, cls: (g) => 'health-' + g.health }, { label: 'Cause', get: (g) => g.health_cause || '' }],
+  gpus.items.filter((g) => g.health !== 'healthy')));
+}
+
+function alarmTable(items, ack) {
+  return table(null, [{ label: 'When', get: (a) => when(a.at) }, { label: 'Severity', get: (a) => a.severity },
+    { label: 'Kind', get: (a) => a.kind }, { label: 'Node', get: (a) => a.node }, { label: 'GPU', get: (a) => a.gpu || '' },
+    { label: 'Message', get: (a) => a.message },
+    { label: 'Acknowledged', get: (a) => (a.acked_at ? 'by ' + a.acked_by : ack && S.global.has('ops-engineer')
+      ? h('button', { type: 'button', class: 'secondary', on: { click: async () => {
+        try { await api('POST', '/api/v1/alarms/' + enc(a.id) + '/ack', {}); rerender(); } catch (e) { say(e.message, true); } } } }, 'Acknowledge')
+      : 'no') }], items);
+}
+
+async function viewAlarms(body) {
+  body.appendChild(alarmTable((await api('GET', '/api/v1/alarms')).items, true));
+}
+
+async function viewWorkOrders(body) {
+  const wos = (await api('GET', '/api/v1/work-orders')).items;
+  body.appendChild(table('Work orders', [{ label: 'Id', get: (w) => w.id }, { label: 'Node', get: (w) => w.node },
+    { label: 'GPU', get: (w) => w.gpu || '' }, { label: 'Title', get: (w) => w.title }, { label: 'State', get: (w) => w.state },
+    { label: 'Assignee', get: (w) => w.assignee || '' }, { label: 'Updated', get: (w) => when(w.updated_at) }], wos));
+}
+
+// ---------------------------------------------------------------- start
+
+// The sign-in section as the page first had it (kept at start, cloned on sign-out).
+let signInNode = null;
+function renderSignIn() {
+  clear($('view')).appendChild(signInNode.cloneNode(true));
+  wireSignIn();
+}
+
+function wireSignIn() {
+  const lf = $('login-form'), tf = $('token-form');
+  if (!lf || !tf) return;
+  lf.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const f = new FormData(lf);
+    try {
+      const r = await api('POST', '/api/v1/login', { name: f.get('name'), password: f.get('password') });
+      await signIn(r.token);
+    } catch (e) { say(e.status === 401 ? 'Wrong name or password.' : e.message, true); }
+  });
+  tf.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    await signIn(String(new FormData(tf).get('token') || '').trim());
+  });
+  $('login-name').focus();
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  signInNode = $('signin').cloneNode(true);
+  wireSignIn();
+  $('sign-out').addEventListener('click', () => signOut());
+  $('pick-tenant').addEventListener('change', async (ev) => {
+    S.tenant = ev.target.value;
+    await loadProjects('');
+    fillPickers();
+    rerender();
+  });
+  $('pick-project').addEventListener('change', (ev) => {
+    S.project = ev.target.value;
+    fillPickers();
+    rerender();
+  });
+  window.addEventListener('hashchange', () => { if (S.me) go(location.hash.slice(1)); });
+  const tok = sessionStorage.getItem(TOKEN_KEY);
+  if (tok) signIn(tok);
+});
