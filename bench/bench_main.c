@@ -15,6 +15,7 @@ int bench_openb(int argc, char **argv);
 int bench_sched(int argc, char **argv);
 int bench_gateway(int argc, char **argv);
 int bench_usage(int argc, char **argv);
+int bench_load(int argc, char **argv);
 
 typedef struct bench_cmd {
     const char *name;
@@ -29,6 +30,8 @@ static const bench_cmd bench_cmds[] = {
      "one scheduling round on a synthetic cluster (default 5,000 nodes x 8 GPUs, 50,000 jobs)"},
     {"gateway", bench_gateway,
      "latency and throughput the /v1 gateway adds, against the same upstream reached directly"},
+    {"load", bench_load,
+     "many clients on loopback mixing API and gateway calls: errors and latency percentiles"},
     {"usage", bench_usage,
      "a month's usage and cost report over 10 million usage records and 1 million bindings"},
 };

@@ -223,6 +223,7 @@ static int call(const char *base, const char *path, const char *token, json_t *b
     long st = 0;
     json_t *resp = NULL;
     int rc = httpc_json(base, path, "POST", token, body, 10, &st, &resp, &err);
+    json_decref(body); /* the caller packs it for this call */
     if (rc == 0 && !strstr(path, "/members/") && st != 201) rc = -1;
     if (rc == 0 && strstr(path, "/members/") && st / 100 != 2) rc = -1;
     if (rc) {
@@ -233,6 +234,105 @@ static int call(const char *base, const char *path, const char *token, json_t *b
     if (out) *out = resp;
     else json_decref(resp);
     return rc;
+}
+
+/* ---- the fixture: an upstream, a server on a fresh store, a tenant with a model and a key ---- */
+
+typedef struct fixture {
+    struct MHD_Daemon *up;
+    api_server *srv;
+    store_t *st;
+    char dir[64];
+    char token[128], base[64], upurl[128], key[128];
+} fixture;
+
+static int fixture_start(fixture *fx, const char *who) {
+    memset(fx, 0, sizeof *fx);
+    rnd_init();
+    httpc_global_init();
+    log_set_level(LOG_ERROR);
+    build_stream();
+    /* the upstream */
+    fx->up = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_AUTO, 0, NULL,
+        NULL, up_request, NULL, MHD_OPTION_NOTIFY_COMPLETED, up_done, NULL,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
+    if (!fx->up) {
+        fprintf(stderr, "gpupool-bench %s: cannot start the upstream\n", who);
+        return 1;
+    }
+    int up_port = MHD_get_daemon_info(fx->up, MHD_DAEMON_INFO_BIND_PORT)->port;
+    /* the server, on a fresh store */
+    char path[256], tokpath[256];
+    snprintf(fx->dir, sizeof fx->dir, "/tmp/gpupool-bench-XXXXXX");
+    if (!mkdtemp(fx->dir)) return 1;
+    snprintf(path, sizeof path, "%s/gpupool.db", fx->dir);
+    snprintf(tokpath, sizeof tokpath, "%s/admin.token", fx->dir);
+    gp_err err = GP_ERR_INIT;
+    int created;
+    api_config cfg = API_CONFIG_DEFAULTS;
+    cfg.listen = "127.0.0.1:0";
+    cfg.node_timeout_s = 0;
+    cfg.health_interval_s = 0;
+    if (store_open(path, 8, &fx->st, &err) || auth_bootstrap(fx->st, tokpath, &created, &err) ||
+        api_server_start(&cfg, fx->st, &fx->srv, &err)) {
+        fprintf(stderr, "gpupool-bench %s: %s\n", who, err.msg);
+        return 1;
+    }
+    FILE *f = fopen(tokpath, "r");
+    if (!f || !fgets(fx->token, sizeof fx->token, f)) return 1;
+    fclose(f);
+    fx->token[strcspn(fx->token, "\n")] = '\0';
+    snprintf(fx->base, sizeof fx->base, "http://127.0.0.1:%d", api_server_port(fx->srv));
+    snprintf(fx->upurl, sizeof fx->upurl, "http://127.0.0.1:%d/v1", up_port);
+    const char *base = fx->base, *token = fx->token, *upurl = fx->upurl;
+    json_t *k = NULL;
+    int rc = call(base, "/api/v1/tenants", token, json_pack("{s:s}", "name", "bench"), NULL) ||
+             call(base, "/api/v1/tenants/bench/projects", token, json_pack("{s:s}", "name", "p"), NULL);
+    if (!rc) {
+        gp_err e2 = GP_ERR_INIT;
+        long s2;
+        json_t *resp = NULL;
+        json_t *grant = json_pack("{s:s}", "role", "tenant-admin");
+        rc = httpc_json(base, "/api/v1/tenants/bench/members/admin", "PUT", token, grant, 10, &s2,
+                        &resp, &e2) ||
+             s2 / 100 != 2;
+        json_decref(grant);
+        json_decref(resp);
+    }
+    if (!rc)
+        rc = call(base, "/api/v1/tenants/bench/models", token, json_pack("{s:s}", "name", "bench"), NULL) ||
+             call(base, "/api/v1/tenants/bench/models/bench/endpoints", token,
+                  json_pack("{s:s,s:s}", "url", upurl, "accelerator", "H100-80GB"), NULL) ||
+             call(base, "/api/v1/tenants/bench/projects/p/keys", token, json_pack("{s:s}", "name", "k"), &k);
+    if (rc) return 1;
+    snprintf(fx->key, sizeof fx->key, "%s", json_string_value(json_object_get(k, "key")));
+    json_decref(k);
+    return 0;
+}
+
+/* Stop the server (writing every queued usage record); OUT: usage records with status 200. */
+static long fixture_stop(fixture *fx) {
+    gp_err err = GP_ERR_INIT;
+    api_server_stop(fx->srv);
+    store_tx *tx;
+    store_stmt *q;
+    long records = -1;
+    if (!store_begin(fx->st, STORE_READ, &tx, &err)) {
+        if (!store_query(tx, &q, &err, "SELECT COUNT(*) FROM usage_records WHERE status = 200", "")) {
+            if (store_step(q, &err) > 0) records = (long)store_int(q, 0);
+            store_done(q);
+        }
+        store_rollback(tx);
+    }
+    store_close(fx->st);
+    MHD_stop_daemon(fx->up);
+    free(stream_text);
+    stream_text = NULL;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->dir);
+    if (system(cmd) != 0) fprintf(stderr, "gpupool-bench: could not remove %s\n", fx->dir);
+    return records;
 }
 
 int bench_gateway(int argc, char **argv);
@@ -252,65 +352,10 @@ int bench_gateway(int argc, char **argv) {
         fprintf(stderr, "usage: gpupool-bench gateway [--seconds S] [--concurrency C] [--requests N]\n");
         return 2;
     }
-    rnd_init();
-    httpc_global_init();
-    log_set_level(LOG_ERROR);
-    build_stream();
-    /* the upstream */
-    struct MHD_Daemon *up = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_AUTO, 0, NULL,
-        NULL, up_request, NULL, MHD_OPTION_NOTIFY_COMPLETED, up_done, NULL,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
-    if (!up) {
-        fprintf(stderr, "gpupool-bench gateway: cannot start the upstream\n");
-        return 1;
-    }
-    int up_port = MHD_get_daemon_info(up, MHD_DAEMON_INFO_BIND_PORT)->port;
-    /* the server, on a fresh store */
-    char dir[] = "/tmp/gpupool-bench-XXXXXX", path[256], tokpath[256];
-    if (!mkdtemp(dir)) return 1;
-    snprintf(path, sizeof path, "%s/gpupool.db", dir);
-    snprintf(tokpath, sizeof tokpath, "%s/admin.token", dir);
-    gp_err err = GP_ERR_INIT;
-    store_t *st;
-    int created;
-    api_server *srv;
-    api_config cfg = API_CONFIG_DEFAULTS;
-    cfg.listen = "127.0.0.1:0";
-    cfg.node_timeout_s = 0;
-    cfg.health_interval_s = 0;
-    if (store_open(path, 8, &st, &err) || auth_bootstrap(st, tokpath, &created, &err) ||
-        api_server_start(&cfg, st, &srv, &err)) {
-        fprintf(stderr, "gpupool-bench gateway: %s\n", err.msg);
-        return 1;
-    }
-    char token[128] = "", base[64], upurl[128], gwurl[128], key[128] = "";
-    FILE *f = fopen(tokpath, "r");
-    if (!f || !fgets(token, sizeof token, f)) return 1;
-    fclose(f);
-    token[strcspn(token, "\n")] = '\0';
-    snprintf(base, sizeof base, "http://127.0.0.1:%d", api_server_port(srv));
-    snprintf(upurl, sizeof upurl, "http://127.0.0.1:%d/v1", up_port);
-    json_t *k = NULL;
-    int rc = call(base, "/api/v1/tenants", token, json_pack("{s:s}", "name", "bench"), NULL) ||
-             call(base, "/api/v1/tenants/bench/projects", token, json_pack("{s:s}", "name", "p"), NULL);
-    if (!rc) {
-        gp_err e2 = GP_ERR_INIT;
-        long s2;
-        json_t *resp = NULL;
-        rc = httpc_json(base, "/api/v1/tenants/bench/members/admin", "PUT", token,
-                        json_pack("{s:s}", "role", "tenant-admin"), 10, &s2, &resp, &e2) ||
-             s2 / 100 != 2;
-        json_decref(resp);
-    }
-    if (!rc)
-        rc = call(base, "/api/v1/tenants/bench/models", token, json_pack("{s:s}", "name", "bench"), NULL) ||
-             call(base, "/api/v1/tenants/bench/models/bench/endpoints", token,
-                  json_pack("{s:s,s:s}", "url", upurl, "accelerator", "H100-80GB"), NULL) ||
-             call(base, "/api/v1/tenants/bench/projects/p/keys", token, json_pack("{s:s}", "name", "k"), &k);
-    if (rc) return 1;
-    snprintf(key, sizeof key, "%s", json_string_value(json_object_get(k, "key")));
-    json_decref(k);
+    fixture fx;
+    if (fixture_start(&fx, "gateway")) return 1;
+    const char *base = fx.base, *upurl = fx.upurl, *key = fx.key;
+    char gwurl[128];
 
     const char *plain = "{\"model\":\"bench\",\"max_tokens\":16,\"messages\":[{\"role\":\"user\","
                         "\"content\":\"say something about foxes and dogs\"}]}";
@@ -341,28 +386,158 @@ int bench_gateway(int argc, char **argv) {
     }
     long through = 0;
     for (int s = 0; s < 2; s++) through += lat[s][1].n + thr[s][1].n + 50;
-    api_server_stop(srv); /* writes every queued usage record */
-    /* one usage record per request that went through the gateway */
-    store_tx *tx;
-    store_stmt *q;
-    long records = -1;
-    if (!store_begin(st, STORE_READ, &tx, &err)) {
-        if (!store_query(tx, &q, &err, "SELECT COUNT(*) FROM usage_records WHERE status = 200", "")) {
-            if (store_step(q, &err) > 0) records = (long)store_int(q, 0);
-            store_done(q);
-        }
-        store_rollback(tx);
-    }
+    long records = fixture_stop(&fx); /* writes every queued usage record */
     printf("# usage records: %ld for %ld requests through the gateway%s\n", records, through,
            records == through ? "" : " (MISMATCH)");
-    store_close(st);
-    MHD_stop_daemon(up);
-    free(stream_text);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "gpupool-bench gateway: could not remove %s\n", dir);
     printf("direct_rps=%.0f gateway_rps=%.0f added_p50_us=%lld added_p99_us=%lld\n", thr[0][0].rps,
            thr[0][1].rps, (long long)(lat[0][1].p50 - lat[0][0].p50),
            (long long)(lat[0][1].p99 - lat[0][0].p99));
     return records == through ? 0 : 1;
+}
+
+/* ---- gpupool-bench load: many clients mixing API and gateway calls ---- */
+
+typedef struct mix_req {
+    const char *name, *method, *path, *body;
+    int gateway; /* authenticate with the API key, not the admin token */
+} mix_req;
+
+static const mix_req mix[] = {
+    {"chat", "POST", "/v1/chat/completions",
+     "{\"model\":\"bench\",\"max_tokens\":16,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", 1},
+    {"chat_stream", "POST", "/v1/chat/completions",
+     "{\"model\":\"bench\",\"stream\":true,\"max_tokens\":16,\"messages\":[{\"role\":\"user\","
+     "\"content\":\"hi\"}]}",
+     1},
+    {"models", "GET", "/v1/models", NULL, 1},
+    {"jobs", "GET", "/api/v1/tenants/bench/projects/p/jobs", NULL, 0},
+    {"overview", "GET", "/api/v1/tenants/bench/overview", NULL, 0},
+    {"usage", "GET", "/api/v1/usage?tenant=bench&group_by=project", NULL, 0},
+    {"quota_set", "PUT", "/api/v1/tenants/bench/projects/p/quota", "{\"concurrent_jobs\":50}", 0},
+    {"audit", "GET", "/api/v1/audit?limit=20", NULL, 0},
+};
+#define NMIX (sizeof mix / sizeof mix[0])
+
+typedef struct mix_load {
+    const fixture *fx;
+    int64_t deadline_us;
+    unsigned seed;
+    int64_t *lat[NMIX];
+    long n[NMIX], cap[NMIX], errors[NMIX];
+    long last_status[NMIX];
+} mix_load;
+
+static void *mix_main(void *arg) {
+    mix_load *l = arg;
+    CURL *e = curl_easy_init();
+    char auth_admin[256], auth_key[256], url[512];
+    snprintf(auth_admin, sizeof auth_admin, "Authorization: Bearer %s", l->fx->token);
+    snprintf(auth_key, sizeof auth_key, "Authorization: Bearer %s", l->fx->key);
+    struct curl_slist *ha = NULL, *hk = NULL;
+    ha = curl_slist_append(ha, auth_admin);
+    ha = curl_slist_append(ha, "Content-Type: application/json");
+    ha = curl_slist_append(ha, "Expect:");
+    hk = curl_slist_append(hk, auth_key);
+    hk = curl_slist_append(hk, "Content-Type: application/json");
+    hk = curl_slist_append(hk, "Expect:");
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT, 30L);
+    while (mono_us() < l->deadline_us) {
+        l->seed = l->seed * 1103515245u + 12345u;
+        size_t k = (l->seed >> 16) % NMIX;
+        const mix_req *m = &mix[k];
+        snprintf(url, sizeof url, "%s%s", l->fx->base, m->path);
+        curl_easy_setopt(e, CURLOPT_URL, url);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, m->gateway ? hk : ha);
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m->method);
+        if (m->body) curl_easy_setopt(e, CURLOPT_POSTFIELDS, m->body);
+        else curl_easy_setopt(e, CURLOPT_HTTPGET, 1L), curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m->method);
+        int64_t t0 = mono_us();
+        CURLcode rc = curl_easy_perform(e);
+        long st = 0;
+        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &st);
+        if (rc != CURLE_OK || st / 100 != 2) {
+            l->errors[k]++;
+            l->last_status[k] = rc != CURLE_OK ? -(long)rc : st;
+            continue;
+        }
+        if (l->n[k] == l->cap[k]) {
+            l->cap[k] = l->cap[k] ? l->cap[k] * 2 : 1024;
+            l->lat[k] = realloc(l->lat[k], (size_t)l->cap[k] * sizeof *l->lat[k]);
+        }
+        l->lat[k][l->n[k]++] = mono_us() - t0;
+    }
+    curl_slist_free_all(ha);
+    curl_slist_free_all(hk);
+    curl_easy_cleanup(e);
+    return NULL;
+}
+
+int bench_load(int argc, char **argv);
+int bench_load(int argc, char **argv) {
+    int seconds = 5, clients = 16;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--seconds")) seconds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--clients")) clients = atoi(argv[i + 1]);
+        else seconds = -1;
+    }
+    if (argc % 2 == 0 || seconds < 1 || clients < 1 || clients > 500) {
+        fprintf(stderr, "usage: gpupool-bench load [--seconds S] [--clients N]\n");
+        return 2;
+    }
+    fixture fx;
+    if (fixture_start(&fx, "load")) return 1;
+    mix_load *ls = calloc((size_t)clients, sizeof *ls);
+    pthread_t *t = calloc((size_t)clients, sizeof *t);
+    int64_t start = mono_us();
+    for (int i = 0; i < clients; i++) {
+        ls[i].fx = &fx;
+        ls[i].deadline_us = start + (int64_t)seconds * 1000000;
+        ls[i].seed = 7919u * (unsigned)(i + 1);
+        pthread_create(&t[i], NULL, mix_main, &ls[i]);
+    }
+    for (int i = 0; i < clients; i++) pthread_join(t[i], NULL);
+    double elapsed = (double)(mono_us() - start) / 1e6;
+    long total = 0, errors = 0;
+    int64_t *all = NULL;
+    long nall = 0;
+    printf("# %d clients for %d s on loopback, mixing API and gateway calls\n", clients, seconds);
+    for (size_t k = 0; k < NMIX; k++) {
+        long n = 0, err = 0, last = 0;
+        for (int i = 0; i < clients; i++) {
+            n += ls[i].n[k];
+            err += ls[i].errors[k];
+            if (ls[i].errors[k]) last = ls[i].last_status[k];
+        }
+        int64_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+        long at = 0;
+        for (int i = 0; i < clients; i++) {
+            memcpy(v + at, ls[i].lat[k], (size_t)ls[i].n[k] * sizeof *v);
+            at += ls[i].n[k];
+        }
+        qsort(v, (size_t)n, sizeof *v, cmp64);
+        all = realloc(all, (size_t)(nall + n + 1) * sizeof *all);
+        memcpy(all + nall, v, (size_t)n * sizeof *v);
+        nall += n;
+        printf("kind=%s requests=%ld errors=%ld p50_us=%lld p99_us=%lld%s", mix[k].name, n, err,
+               (long long)(n ? v[n / 2] : 0), (long long)(n ? v[(n * 99) / 100] : 0),
+               err ? "" : "\n");
+        if (err) printf(" last_error=%ld\n", last);
+        total += n;
+        errors += err;
+        free(v);
+    }
+    qsort(all, (size_t)nall, sizeof *all, cmp64);
+    for (int i = 0; i < clients; i++)
+        for (size_t k = 0; k < NMIX; k++) free(ls[i].lat[k]);
+    free(ls);
+    free(t);
+    fixture_stop(&fx);
+    printf("clients=%d requests=%ld errors=%ld rps=%.0f p50_us=%lld p99_us=%lld\n", clients, total,
+           errors, (double)total / elapsed, (long long)(nall ? all[nall / 2] : 0),
+           (long long)(nall ? all[(nall * 99) / 100] : 0));
+    free(all);
+    return errors ? 1 : 0;
 }

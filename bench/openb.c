@@ -20,32 +20,18 @@
  *   policy=NAME alloc_at_100=PCT alloc_at_130=PCT seeds=N
  * Timing and per-seed details (--verbose) go to stderr.
  */
+#include "openb.h"
+
 #include "../src/sched/pack.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define OB_MAX_FIELDS 32
-#define OB_NAME_MAX 32
 #define OB_SEED_BASE 42
-
-/* GPU model names seen in the files, index = model id. */
-typedef struct ob_models {
-    int n;
-    char name[PACK_MAX_MODELS][OB_NAME_MAX];
-} ob_models;
-
-typedef struct ob_trace {
-    pack_node *nodes;
-    size_t nnodes;
-    pack_task *tasks;
-    size_t ntasks;
-    int64_t capacity; /* milli-GPU of the cluster */
-    ob_models models;
-} ob_trace;
 
 /* ---------------------------------------------------------------- */
 /* the generator                                                     */
@@ -153,16 +139,24 @@ static int ob_model(ob_models *m, const char *name, size_t len) {
     return m->n++;
 }
 
-static int ob_read_nodes(ob_trace *tr, const char *path) {
-    char *text = ob_slurp(path), *p = text, *f[OB_MAX_FIELDS], *hdr[OB_MAX_FIELDS];
-    if (!text) return -1;
+/* fprintf to `diag` unless it is NULL. */
+static void ob_diag(FILE *diag, const char *fmt, ...) {
+    va_list ap;
+    if (!diag) return;
+    va_start(ap, fmt);
+    vfprintf(diag, fmt, ap);
+    va_end(ap);
+}
+
+int ob_parse_nodes(ob_trace *tr, char *text, const char *path, FILE *diag) {
+    char *p = text, *f[OB_MAX_FIELDS], *hdr[OB_MAX_FIELDS];
     int nh = ob_line(&p, hdr), rc = -1;
     int ccpu = ob_col(hdr, nh, "cpu_milli"), cmem = ob_col(hdr, nh, "memory_mib"),
         cgpu = ob_col(hdr, nh, "gpu"), cmod = ob_col(hdr, nh, "model");
     size_t cap = 1024, line = 1;
     tr->nodes = malloc(cap * sizeof *tr->nodes);
     if (ccpu < 0 || cmem < 0 || cgpu < 0 || cmod < 0) {
-        fprintf(stderr, "openb: %s: need columns cpu_milli,memory_mib,gpu,model\n", path);
+        ob_diag(diag, "openb: %s: need columns cpu_milli,memory_mib,gpu,model\n", path);
         goto out;
     }
     int nf;
@@ -171,7 +165,7 @@ static int ob_read_nodes(ob_trace *tr, const char *path) {
         if (nf == 1 && f[0][0] == '\0') continue;
         int64_t cpu, mem, ngpu;
         if (nf != nh || ob_int(f[ccpu], &cpu) || ob_int(f[cmem], &mem) || ob_int(f[cgpu], &ngpu)) {
-            fprintf(stderr, "openb: %s:%zu: malformed row\n", path, line);
+            ob_diag(diag, "openb: %s:%zu: malformed row\n", path, line);
             goto out;
         }
         int model = ob_model(&tr->models, f[cmod], strlen(f[cmod]));
@@ -185,28 +179,26 @@ static int ob_read_nodes(ob_trace *tr, const char *path) {
             tr->nodes = nn;
             cap *= 2;
         }
-        if (model < 0 || ngpu > PACK_MAX_GPUS ||
+        if (model < 0 || ngpu < 0 || ngpu > PACK_MAX_GPUS ||
             pack_node_init(&tr->nodes[tr->nnodes], cpu, mem, (int)ngpu, model) != PACK_OK) {
-            fprintf(stderr, "openb: %s:%zu: unsupported node\n", path, line);
+            ob_diag(diag, "openb: %s:%zu: unsupported node\n", path, line);
             goto out;
         }
         tr->capacity += ngpu * PACK_MILLI;
         tr->nnodes++;
     }
     if (!tr->nodes) {
-        fprintf(stderr, "openb: out of memory\n");
+        ob_diag(diag, "openb: out of memory\n");
         goto out;
     }
     rc = tr->nnodes && tr->capacity ? 0 : -1;
-    if (rc) fprintf(stderr, "openb: %s: no GPU nodes\n", path);
+    if (rc) ob_diag(diag, "openb: %s: no GPU nodes\n", path);
 out:
-    free(text);
     return rc;
 }
 
-static int ob_read_tasks(ob_trace *tr, const char *path) {
-    char *text = ob_slurp(path), *p = text, *f[OB_MAX_FIELDS], *hdr[OB_MAX_FIELDS];
-    if (!text) return -1;
+int ob_parse_tasks(ob_trace *tr, char *text, const char *path, FILE *diag) {
+    char *p = text, *f[OB_MAX_FIELDS], *hdr[OB_MAX_FIELDS];
     int nh = ob_line(&p, hdr), rc = -1;
     int ccpu = ob_col(hdr, nh, "cpu_milli"), cmem = ob_col(hdr, nh, "memory_mib"),
         cnum = ob_col(hdr, nh, "num_gpu"), cmil = ob_col(hdr, nh, "gpu_milli"),
@@ -214,7 +206,7 @@ static int ob_read_tasks(ob_trace *tr, const char *path) {
     size_t cap = 1024, line = 1, skipped = 0;
     tr->tasks = malloc(cap * sizeof *tr->tasks);
     if (ccpu < 0 || cmem < 0 || cnum < 0 || cmil < 0) {
-        fprintf(stderr, "openb: %s: need columns cpu_milli,memory_mib,num_gpu,gpu_milli\n", path);
+        ob_diag(diag, "openb: %s: need columns cpu_milli,memory_mib,num_gpu,gpu_milli\n", path);
         goto out;
     }
     int nf;
@@ -224,7 +216,7 @@ static int ob_read_tasks(ob_trace *tr, const char *path) {
         int64_t cpu, mem, num, milli;
         if (nf != nh || ob_int(f[ccpu], &cpu) || ob_int(f[cmem], &mem) || ob_int(f[cnum], &num) ||
             ob_int(f[cmil], &milli)) {
-            fprintf(stderr, "openb: %s:%zu: malformed row\n", path, line);
+            ob_diag(diag, "openb: %s:%zu: malformed row\n", path, line);
             goto out;
         }
         pack_task t = {cpu, mem, (int)num, num == 0 ? 0 : (int)milli, 0};
@@ -234,7 +226,7 @@ static int ob_read_tasks(ob_trace *tr, const char *path) {
                 size_t len = strcspn(s, "|");
                 int m = ob_model(&tr->models, s, len);
                 if (m < 0) {
-                    fprintf(stderr, "openb: %s:%zu: too many GPU models\n", path, line);
+                    ob_diag(diag, "openb: %s:%zu: too many GPU models\n", path, line);
                     goto out;
                 }
                 t.model_mask |= (uint64_t)1 << m;
@@ -258,15 +250,36 @@ static int ob_read_tasks(ob_trace *tr, const char *path) {
         tr->tasks[tr->ntasks++] = t;
     }
     if (!tr->tasks) {
-        fprintf(stderr, "openb: out of memory\n");
+        ob_diag(diag, "openb: out of memory\n");
         goto out;
     }
-    if (skipped) fprintf(stderr, "openb: %s: %zu unsupported rows ignored\n", path, skipped);
+    if (skipped) ob_diag(diag, "openb: %s: %zu unsupported rows ignored\n", path, skipped);
     rc = tr->ntasks ? 0 : -1;
-    if (rc) fprintf(stderr, "openb: %s: no tasks\n", path);
+    if (rc) ob_diag(diag, "openb: %s: no tasks\n", path);
 out:
+    return rc;
+}
+
+static int ob_read_nodes(ob_trace *tr, const char *path) {
+    char *text = ob_slurp(path);
+    if (!text) return -1;
+    int rc = ob_parse_nodes(tr, text, path, stderr);
     free(text);
     return rc;
+}
+
+static int ob_read_tasks(ob_trace *tr, const char *path) {
+    char *text = ob_slurp(path);
+    if (!text) return -1;
+    int rc = ob_parse_tasks(tr, text, path, stderr);
+    free(text);
+    return rc;
+}
+
+void ob_trace_release(ob_trace *tr) {
+    free(tr->nodes);
+    free(tr->tasks);
+    memset(tr, 0, sizeof *tr);
 }
 
 /* ---------------------------------------------------------------- */

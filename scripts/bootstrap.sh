@@ -11,7 +11,8 @@ PKGS=(
   libmicrohttpd-dev libjansson-dev libsqlite3-dev sqlite3 libsodium-dev
   libcurl4-openssl-dev libpq-dev libcmocka-dev
   postgresql
-  curl jq
+  curl jq valgrind
+  openssl         # throw-away CA and certificates in tests/e2e/test_tls.sh
   poppler-utils   # pdftotext: text of PDF documents in knowledge bases
   chromium        # the web console's browser tests (tests/e2e/test_console.sh)
 )

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # test.sh - README command 2: install what is missing, build, and run the
 # whole test suite under ctest twice: a normal build, then one with
-# AddressSanitizer + UndefinedBehaviorSanitizer.  Warnings are errors.
+# AddressSanitizer + UndefinedBehaviorSanitizer; then each libFuzzer target
+# for 10 s (scripts/fuzz.sh).  Warnings are errors.
 #
 #   scripts/test.sh                 both builds
 #   GP_TEST_SKIP_SAN=1 scripts/test.sh   normal build only (quick local runs)
+#   GP_TEST_SKIP_FUZZ=1 scripts/test.sh  without the short libFuzzer runs (scripts/fuzz.sh)
+#   GP_TEST_SKIP_VALGRIND=1 scripts/test.sh  without the valgrind subset (scripts/valgrind.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +20,10 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGP_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
 echo "== tests =="
 ctest --test-dir build --output-on-failure -j"$jobs"
+if [ "${GP_TEST_SKIP_VALGRIND:-0}" != "1" ]; then
+  echo "== valgrind (a subset: scripts/valgrind.sh) =="
+  scripts/valgrind.sh
+fi
 
 if [ "${GP_TEST_SKIP_SAN:-0}" != "1" ]; then
   echo "== build (ASan + UBSan) =="
@@ -25,5 +32,9 @@ if [ "${GP_TEST_SKIP_SAN:-0}" != "1" ]; then
   echo "== tests (ASan + UBSan) =="
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-san --output-on-failure -j"$jobs"
+fi
+if [ "${GP_TEST_SKIP_FUZZ:-0}" != "1" ]; then
+  # every libFuzzer target briefly (docs/fuzzing.md); FUZZ_SECONDS for longer
+  FUZZ_SECONDS="${FUZZ_SECONDS:-10}" scripts/fuzz.sh
 fi
 echo "== all tests passed =="

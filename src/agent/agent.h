@@ -49,4 +49,11 @@ int agent_inject(const char *state_dir, const char *node, const char *gpu, json_
  */
 int agent_inventory_reports(const char *path, int simulate, json_t **reports, gp_err *err);
 
+/*
+ * As agent_inventory_reports, from the `len` bytes of a declaration held in
+ * memory (no file is read; a fuzzing entry point).  OUT: JSON array of reports.
+ */
+int agent_inventory_reports_text(const char *text, size_t len, int simulate, json_t **reports,
+                                 gp_err *err);
+
 #endif

@@ -28,13 +28,16 @@ static void make_uuid(const char *prefix, const char *node, int a, int b, char o
              hex + 20);
 }
 
-/* Memory of a MIG profile "3g.40gb" in MiB; 0 if malformed. */
+/* The most memory a declared GPU (or MIG instance) may have, in GiB: keeps MiB sums in range. */
+#define INV_MAX_GIB (1LL << 20)
+
+/* Memory of a MIG profile "3g.40gb" in MiB; 0 if malformed or over INV_MAX_GIB. */
 static long long profile_mib(const char *p) {
     const char *dot = strchr(p, '.');
     if (!dot || p[0] < '1' || p[0] > '7' || p[1] != 'g') return 0;
     char *end;
     long long gb = strtoll(dot + 1, &end, 10);
-    if (gb <= 0 || strcmp(end, "gb") != 0) return 0;
+    if (gb <= 0 || gb > INV_MAX_GIB || strcmp(end, "gb") != 0) return 0;
     return gb * 1024;
 }
 
@@ -56,13 +59,13 @@ static int build_node(json_t *decl, const char *name, json_t **out, gp_err *err)
         json_int_t count = cnt ? json_integer_value(cnt) : 1;
         json_t *mig = json_object_get(g, "mig");
         if (!mode) mode = "whole";
-        if (!model || mem <= 0 || count < 1 || count > 16 ||
+        if (!model || mem <= 0 || mem > INV_MAX_GIB || count < 1 || count > 16 ||
             (strcmp(mode, "whole") && strcmp(mode, "mig") && strcmp(mode, "shared")) ||
             (strcmp(mode, "mig") == 0 && (!json_is_array(mig) || json_array_size(mig) == 0)) ||
             idx + count > 64) {
             json_decref(gpus);
             return gp_err_set(err, GP_EINVALID,
-                              "node %s, gpus[%zu]: need model, memory_gib > 0, count 1..16, "
+                              "node %s, gpus[%zu]: need model, memory_gib 1..1048576, count 1..16, "
                               "mode whole|mig|shared (mig needs a \"mig\" profile list)",
                               name, gi);
         }
@@ -126,20 +129,8 @@ static int build_node(json_t *decl, const char *name, json_t **out, gp_err *err)
     return GP_OK;
 }
 
-int agent_inventory_reports(const char *path, int simulate, json_t **reports, gp_err *err) {
-    json_error_t je;
-    json_t *doc;
-    *reports = NULL;
-    if (path) {
-        doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-        if (!doc)
-            return gp_err_set(err, GP_EINVALID, "inventory %s: line %d: %s", path, je.line,
-                              je.text);
-    } else {
-        doc = json_loads("{\"nodes\":[{\"name\":\"sim\",\"cpus\":64,\"memory_gib\":512,"
-                         "\"gpus\":[{\"model\":\"A100-80GB\",\"memory_gib\":80,\"count\":8}]}]}",
-                         0, NULL);
-    }
+/* Reports from a parsed declaration `doc` (stolen: always released). */
+static int reports_from_doc(json_t *doc, int simulate, json_t **reports, gp_err *err) {
     json_t *nodes = json_object_get(doc, "nodes"), *out = json_array();
     if (!json_is_array(nodes) || json_array_size(nodes) == 0) {
         json_decref(doc);
@@ -173,4 +164,31 @@ int agent_inventory_reports(const char *path, int simulate, json_t **reports, gp
     }
     *reports = out;
     return GP_OK;
+}
+
+int agent_inventory_reports(const char *path, int simulate, json_t **reports, gp_err *err) {
+    json_error_t je;
+    json_t *doc;
+    *reports = NULL;
+    if (path) {
+        doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+        if (!doc)
+            return gp_err_set(err, GP_EINVALID, "inventory %s: line %d: %s", path, je.line,
+                              je.text);
+    } else {
+        doc = json_loads("{\"nodes\":[{\"name\":\"sim\",\"cpus\":64,\"memory_gib\":512,"
+                         "\"gpus\":[{\"model\":\"A100-80GB\",\"memory_gib\":80,\"count\":8}]}]}",
+                         0, NULL);
+    }
+    return reports_from_doc(doc, simulate, reports, err);
+}
+
+int agent_inventory_reports_text(const char *text, size_t len, int simulate, json_t **reports,
+                                 gp_err *err) {
+    json_error_t je;
+    *reports = NULL;
+    json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!doc)
+        return gp_err_set(err, GP_EINVALID, "inventory: line %d: %s", je.line, je.text);
+    return reports_from_doc(doc, simulate, reports, err);
 }

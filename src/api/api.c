@@ -312,7 +312,11 @@ json_t *api_list(json_t *items, const char *next) {
 /* Audit an outcome the handler did not record itself, in its own transaction. */
 static void audit_outcome(api_req *r) {
     const char *result;
+    json_t *code = r->resp ? json_object_get(json_object_get(r->resp, "error"), "code") : NULL;
     if (r->status == 401 || r->status == 403 || r->status == 404) result = "denied";
+    else if (r->status == 429 && json_is_string(code) &&
+             strcmp(json_string_value(code), "too_many_attempts") == 0)
+        result = "denied"; /* a throttled login */
     else if (r->status >= 400) result = "error";
     else result = "ok";
     int vendor = r->who && authz_holds(r->who->bindings, r->who->nbindings, ROLE_VENDOR, 0);

@@ -31,14 +31,24 @@ typedef struct api_config {
     int gateway;          /* serve the OpenAI-compatible gateway under /v1 */
     int gateway_only;     /* serve only /v1 (and /healthz, /readyz, /metrics): `gpupool gateway` */
     int health_interval_s;/* seconds between checks of model endpoints; 0: none */
+    /* HTTPS: both PEM texts (borrowed, kept until stop), or both NULL for plain HTTP */
+    const char *tls_cert_pem;
+    const char *tls_key_pem;
+    /* login throttling: failures allowed per minute per user name / per source address
+     * before further logins are refused with 429 (0: no limit of that kind) */
+    int login_fail_name;
+    int login_fail_addr;
 } api_config;
 
-#define API_CONFIG_DEFAULTS {"127.0.0.1:7070", 4, 1 << 20, 32, 10, 30, 1, 0, 10}
+#define API_CONFIG_DEFAULTS {"127.0.0.1:7070", 4, 1 << 20, 32, 10, 30, 1, 0, 10, NULL, NULL, 5, 20}
 
 typedef struct api_server api_server;
 
 /* Start listening. OUT: *out (freed by api_server_stop). */
 int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_err *err);
+
+/* Does this libmicrohttpd serve HTTPS? (Debian's is built with GnuTLS.) */
+int api_tls_supported(void);
 
 /* Check a listen address ("HOST:PORT", "[V6]:PORT") without binding. */
 int api_listen_check(const char *listen, gp_err *err);

@@ -83,7 +83,19 @@ struct api_req {
     void *stream_cls;
     /* the gateway's run-time state, NULL when this server does not serve /v1 */
     struct gw_runtime *gw;
+    /* failed-login throttling, NULL: none (h_user.c) */
+    struct api_login_guard *login_guard;
 };
+
+/*
+ * Failed-login throttling (h_user.c): windows per user name and per source
+ * address (auth/throttle.h) under one lock.  api__login_guard_new() returns
+ * NULL when both limits are 0 (or out of memory); free with
+ * api__login_guard_free() (NULL-safe).
+ */
+typedef struct api_login_guard api_login_guard;
+api_login_guard *api__login_guard_new(int per_name, int per_addr);
+void api__login_guard_free(api_login_guard *g);
 
 /* Add a response header (copied; at most 4). */
 void api_header(api_req *r, const char *name, const char *value);

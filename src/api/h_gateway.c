@@ -62,14 +62,12 @@ static void oai_error(api_req *r, int status, const char *type, const char *code
 /* The key from "Authorization: Bearer sk-…"; 0, or -1 with a 401 set. */
 static int authenticate(api_req *r, gw_key *k) {
     gp_err err = GP_ERR_INIT;
-    const char *a = r->authorization;
-    if (!a || strncasecmp(a, "Bearer ", 7)) {
+    const char *a = gw_bearer_key(r->authorization);
+    if (!a) {
         oai_error(r, 401, "invalid_request_error", "invalid_api_key",
                   "You didn't provide an API key. Send it as 'Authorization: Bearer sk-…'.");
         return -1;
     }
-    a += 7;
-    while (*a == ' ') a++;
     store_tx *tx;
     if (store_begin(r->store, STORE_READ, &tx, &err)) {
         oai_error(r, 503, "server_error", "store_unavailable", "%s", err.msg);

@@ -12,16 +12,77 @@
  * DELETE /api/v1/users/{user}/tokens/{id}    oneself, or administrators of that user
  *
  * A user another caller may not see answers 404, as if it did not exist.
+ *
+ * Failed logins are throttled (auth/throttle.h): after cfg->login_fail_name
+ * failures for one user name, or cfg->login_fail_addr from one source
+ * address, within a minute, further logins are answered 429
+ * too_many_attempts with Retry-After, before the password is looked at,
+ * until the oldest failure is a minute old.  A success resets the name's
+ * window (not the address's).
  */
 #include "api_int.h"
 
 #include "../auth/auth.h"
+#include "../auth/throttle.h"
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
 #include "../policy/policy.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define LOGIN_WINDOW_US (60LL * 1000000)
+#define LOGIN_TRACKED 4096 /* keys per window table; the stalest is forgotten */
+
+struct api_login_guard {
+    pthread_mutex_t mu;
+    auth_throttle *names, *addrs; /* either may be NULL: no limit of that kind */
+};
+
+api_login_guard *api__login_guard_new(int per_name, int per_addr) {
+    if (per_name <= 0 && per_addr <= 0) return NULL;
+    api_login_guard *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    pthread_mutex_init(&g->mu, NULL);
+    if (per_name > 0) g->names = auth_throttle_new(per_name > 64 ? 64 : per_name, LOGIN_WINDOW_US, LOGIN_TRACKED);
+    if (per_addr > 0) g->addrs = auth_throttle_new(per_addr > 64 ? 64 : per_addr, LOGIN_WINDOW_US, LOGIN_TRACKED);
+    return g;
+}
+
+void api__login_guard_free(api_login_guard *g) {
+    if (!g) return;
+    auth_throttle_free(g->names);
+    auth_throttle_free(g->addrs);
+    pthread_mutex_destroy(&g->mu);
+    free(g);
+}
+
+/* May this name try from this address now? 0: refused, *retry set. */
+static int login_allowed(api_login_guard *g, const char *name, const char *addr, int64_t *retry) {
+    if (!g) return 1;
+    int64_t now = gt_now_us(), a = 0, b = 0;
+    pthread_mutex_lock(&g->mu);
+    int ok_name = !g->names || auth_throttle_allows(g->names, name, now, &a);
+    int ok_addr = !g->addrs || auth_throttle_allows(g->addrs, addr, now, &b);
+    pthread_mutex_unlock(&g->mu);
+    *retry = a > b ? a : b;
+    return ok_name && ok_addr;
+}
+
+static void login_outcome(api_login_guard *g, const char *name, const char *addr, int ok) {
+    if (!g) return;
+    int64_t now = gt_now_us();
+    pthread_mutex_lock(&g->mu);
+    if (ok) {
+        if (g->names) auth_throttle_reset(g->names, name);
+    } else {
+        if (g->names) auth_throttle_fail(g->names, name, now);
+        if (g->addrs) auth_throttle_fail(g->addrs, addr, now);
+    }
+    pthread_mutex_unlock(&g->mu);
+}
 
 void h_login(api_req *r) {
     static const char *const fields[] = {"name", "password", NULL};
@@ -40,11 +101,22 @@ void h_login(api_req *r) {
         return;
     }
     api_target(r, NULL, name, NULL, NULL);
+    int64_t retry = 0;
+    if (!login_allowed(r->login_guard, name, r->source, &retry)) {
+        json_decref(body);
+        char secs[24], msg[128];
+        snprintf(secs, sizeof secs, "%lld", (long long)retry);
+        snprintf(msg, sizeof msg, "too many failed logins; retry in %lld s", (long long)retry);
+        api_header(r, "Retry-After", secs);
+        api_error(r, 429, "too_many_attempts", msg);
+        return; /* the dispatcher audits the refusal (denied) */
+    }
     if (api_begin(r, STORE_WRITE, &tx)) {
         json_decref(body);
         return;
     }
     int rc = auth_login_check(tx, name, password, &u, &err);
+    if (rc == GP_EUNAUTH) login_outcome(r->login_guard, name, r->source, 0);
     json_decref(body);
     if (rc) {
         store_rollback(tx);
@@ -52,6 +124,7 @@ void h_login(api_req *r) {
         else api_fail(r, &err);
         return; /* the dispatcher audits the refusal */
     }
+    login_outcome(r->login_guard, u.name, r->source, 1);
     char token[RND_SECRET_LEN], tid[RND_ID_LEN];
     rc = policy_load(tx, &pol, &err);
     int64_t ttl = pol.login_token_ttl_s;

@@ -43,6 +43,9 @@ struct api_server {
     api_config cfg;
     store_t *store;
     gw_runtime *gw;      /* the gateway's state; NULL when /v1 is not served */
+    api_login_guard *login_guard; /* failed-login windows; NULL: none */
+    char start_err[256]; /* libmicrohttpd's last complaint while starting */
+    int starting;        /* set during MHD_start_daemon: capture its complaints */
     int port;
     atomic_int inflight;
     atomic_int closing;  /* set once drained: requests not yet dispatched get 503 */
@@ -248,6 +251,7 @@ static MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *ur
         r->store = srv->store;
         r->cfg = &srv->cfg;
         r->gw = srv->gw;
+        r->login_guard = srv->login_guard;
         r->method = method;
         r->start_us = gt_mono_us();
         rnd_id(r->request_id);
@@ -315,10 +319,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
-    (void)cls;
+    api_server *srv = cls;
     strbuf sb = SB_INIT;
     sb_vaddf(&sb, fmt, ap);
     while (sb.len && sb.buf[sb.len - 1] == '\n') sb_setlen(&sb, sb.len - 1);
+    if (srv && srv->starting && !srv->start_err[0] && sb_ok(&sb))
+        snprintf(srv->start_err, sizeof srv->start_err, "%s", sb.buf);
     log_kv(LOG_WARN, sb_ok(&sb) ? sb.buf : "mhd", "component", "http", (char *)NULL);
     sb_release(&sb);
 }
@@ -362,12 +368,21 @@ bad:
     return gp_err_set(err, GP_EINVALID, "--listen must be HOST:PORT or [IPV6]:PORT, got '%s'", s);
 }
 
+int api_tls_supported(void) { return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES; }
+
 int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_err *err) {
     struct sockaddr_storage ss;
     socklen_t slen;
     *out = NULL;
     int rc = parse_listen(cfg->listen, &ss, &slen, err);
     if (rc) return rc;
+    int tls = cfg->tls_cert_pem != NULL;
+    if (tls != (cfg->tls_key_pem != NULL))
+        return gp_err_set(err, GP_EINVALID, "HTTPS needs both a certificate and a key");
+    if (tls && !api_tls_supported())
+        return gp_err_set(err, GP_EINVALID,
+                          "this libmicrohttpd was built without TLS support; serve plain HTTP "
+                          "behind a TLS proxy, or install a libmicrohttpd built with GnuTLS");
     api_server *srv = calloc(1, sizeof *srv);
     if (!srv) return gp_err_set(err, GP_ENOMEM, NULL);
     srv->cfg = *cfg;
@@ -376,11 +391,14 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
     atomic_init(&srv->inflight, 0);
     atomic_init(&srv->closing, 0);
     api__metrics_init();
+    if (!srv->cfg.gateway_only)
+        srv->login_guard = api__login_guard_new(srv->cfg.login_fail_name, srv->cfg.login_fail_addr);
     if (srv->cfg.gateway || srv->cfg.gateway_only) {
         gw_runtime_config gc = {.flush_ms = 200, .batch = 256,
                                 .health_interval_s = srv->cfg.health_interval_s,
                                 .upstream_timeout_s = 300};
         if ((rc = gw_rt_start(st, &gc, &srv->gw, err))) {
+            api__login_guard_free(srv->login_guard);
             free(srv);
             return rc;
         }
@@ -389,19 +407,34 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
                      MHD_USE_ITC | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+    if (tls) flags |= MHD_USE_TLS;
+    /* the TLS options go last: with plain HTTP they are cut off by the first END */
+    srv->starting = 1;
     srv->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
-                              MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                              MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
                               MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                               MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1 << 20),
                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+                              tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cfg->tls_cert_pem,
+                              MHD_OPTION_HTTPS_MEM_KEY, cfg->tls_key_pem,
                               MHD_OPTION_END);
+    srv->starting = 0;
     if (!srv->d) {
         gw_rt_stop(srv->gw);
+        api__login_guard_free(srv->login_guard);
+        if (tls && srv->start_err[0] && !strstr(srv->start_err, "bind")) {
+            rc = gp_err_set(err, GP_EINVALID,
+                            "cannot start HTTPS on %s: %s (is the key the certificate's, "
+                            "PEM and unencrypted?)",
+                            cfg->listen, srv->start_err);
+        } else {
+            rc = gp_err_set(err, GP_EIO, "cannot listen on %s (address in use or not permitted)",
+                            cfg->listen);
+        }
         free(srv);
-        return gp_err_set(err, GP_EIO, "cannot listen on %s (address in use or not permitted)",
-                          cfg->listen);
+        return rc;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = di ? di->port : 0;
@@ -442,6 +475,7 @@ void api_server_stop(api_server *srv) {
     MHD_stop_daemon(srv->d);
     /* every stream has ended: its usage record is queued; write them all */
     gw_rt_stop(srv->gw);
+    api__login_guard_free(srv->login_guard);
     api__metrics_free();
     free(srv);
 }

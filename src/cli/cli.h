@@ -162,5 +162,6 @@ int cli_cmd_app(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_key(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_usage(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_kb(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_check(cli_ctx *ctx, int argc, char **argv);
 
 #endif

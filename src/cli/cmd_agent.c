@@ -5,13 +5,16 @@
 #include "cli.h"
 
 #include "../agent/agent.h"
+#include "../core/httpc.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: gpupool agent [--join-token T] [options]\n"
@@ -24,6 +27,8 @@ static const char usage[] =
     "  --inventory FILE    declare GPUs instead of discovering them with NVML\n"
     "  --simulate N        simulate N copies of each declared node (default node: 8x A100)\n"
     "  --state-dir DIR     credentials and injected faults (default ./var/agent)\n"
+    "  --ca FILE           verify an https server against these PEM CAs (also the global\n"
+    "                      --ca / GPUPOOL_CA); the agent never talks to an unverified server\n"
     "  --interval S        seconds between heartbeats (default 5)\n"
     "  --node-name NAME    NVML mode: this node's name (default: host name)\n"
     "  --nvml-library P    NVML mode: library to load (default libnvidia-ml.so.1)\n"
@@ -164,7 +169,8 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
         {"interval", required_argument, 0, 'I'},   {"node-name", required_argument, 0, 'n'},
         {"nvml-library", required_argument, 0, 'L'}, {"once", no_argument, 0, 'o'},
         {"grace", required_argument, 0, 'G'},     {"cgroup", required_argument, 0, 'C'},
-        {"runtime", required_argument, 0, 'R'},   {0, 0, 0, 0}};
+        {"runtime", required_argument, 0, 'R'},   {"ca", required_argument, 0, 'A'},
+        {0, 0, 0, 0}};
     if (cli_wants_help(argc, argv)) {
         fputs(usage, stdout);
         return CLI_OK;
@@ -190,6 +196,12 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
         case 'L': cfg.nvml_path = optarg; break;
         case 'C': cfg.cgroup_root = optarg; break;
         case 'R': cfg.runtime = optarg; break;
+        case 'A':
+            if (access(optarg, R_OK) != 0)
+                return cli_error(CLI_USAGE, "agent: cannot read --ca %s: %s", optarg,
+                                 strerror(errno));
+            httpc_set_ca(optarg);
+            break;
         case 'o': cfg.once = 1; break;
         case 's':
         case 'I':

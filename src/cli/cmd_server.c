@@ -7,7 +7,8 @@
  * Options come from an optional config file (--config FILE, "key = value"
  * lines with the long option names) and are overridden by flags.  The data
  * folder holds gpupool.db (SQLite), admin.token (first start only, 0600)
- * and server.url (the URL actually listened on, for scripts using port 0).
+ * and server.url (the URL actually listened on, for scripts using port 0;
+ * https:// with --tls-cert/--tls-key).
  * SIGTERM/SIGINT stop it gracefully.
  */
 #include "cli.h"
@@ -15,6 +16,7 @@
 #include "../api/api.h"
 #include "../auth/auth.h"
 #include "../core/log.h"
+#include "../gateway/gateway.h"
 #include "../store/store.h"
 
 #include <errno.h>
@@ -25,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: gpupool server [options]\n"
@@ -41,10 +44,13 @@ static const char usage[] =
     "  --node-timeout S    a node silent S seconds is unreachable (default 30)\n"
     "  --health-interval S seconds between checks of model endpoints (default 10)\n"
     "  --log-level LEVEL   debug|info|warn|error (default info)\n"
+    "  --tls-cert FILE     serve HTTPS with this PEM certificate (chain); needs --tls-key\n"
+    "  --tls-key FILE      the certificate's PEM private key (unencrypted)\n"
+    "  --upstream-ca FILE  trust these PEM CAs (instead of the system's) for https model endpoints\n"
     "  --config FILE       read options from FILE (key = value lines; flags win)\n"
     "  -h, --help          show this help\n";
 
-static const char gw_usage[] =
+static const char gateway_usage[] =
     "usage: gpupool gateway [options]\n"
     "\n"
     "Run the OpenAI-compatible gateway (/v1, plus /healthz, /readyz, /metrics) alone,\n"
@@ -57,11 +63,15 @@ static const char gw_usage[] =
     "  --max-depth N       deepest JSON nesting accepted (default 32)\n"
     "  --health-interval S seconds between checks of model endpoints (default 10)\n"
     "  --log-level LEVEL   debug|info|warn|error (default info)\n"
+    "  --tls-cert FILE     serve HTTPS with this PEM certificate (chain); needs --tls-key\n"
+    "  --tls-key FILE      the certificate's PEM private key (unencrypted)\n"
+    "  --upstream-ca FILE  trust these PEM CAs (instead of the system's) for https model endpoints\n"
     "  --config FILE       read options from FILE (key = value lines; flags win)\n"
     "  -h, --help          show this help\n";
 
 typedef struct server_opts {
     char *data, *listen, *store, *log_level;
+    char *tls_cert, *tls_key, *upstream_ca; /* file paths, or NULL */
     long threads, max_body, max_depth, node_timeout, health_interval;
     int gateway; /* `gpupool gateway` */
 } server_opts;
@@ -76,6 +86,10 @@ static int set_opt(server_opts *o, const char *key, const char *val) {
     if (strcmp(key, "data") == 0) set_str(&o->data, val);
     else if (strcmp(key, "listen") == 0) set_str(&o->listen, val);
     else if (strcmp(key, "store") == 0) set_str(&o->store, val);
+    else if (strcmp(key, "tls-cert") == 0 || strcmp(key, "tls_cert") == 0) set_str(&o->tls_cert, val);
+    else if (strcmp(key, "tls-key") == 0 || strcmp(key, "tls_key") == 0) set_str(&o->tls_key, val);
+    else if (strcmp(key, "upstream-ca") == 0 || strcmp(key, "upstream_ca") == 0)
+        set_str(&o->upstream_ca, val);
     else if (strcmp(key, "log-level") == 0 || strcmp(key, "log_level") == 0)
         set_str(&o->log_level, val);
     else if (strcmp(key, "threads") == 0 || strcmp(key, "max-body") == 0 ||
@@ -129,6 +143,58 @@ static void opts_free(server_opts *o) {
     free(o->listen);
     free(o->store);
     free(o->log_level);
+    free(o->tls_cert);
+    free(o->tls_key);
+    free(o->upstream_ca);
+}
+
+/*
+ * Read a PEM file named by `flag` that must hold a `what` block ("CERTIFICATE",
+ * "PRIVATE KEY").  Returns the heap text (free) or NULL after printing the
+ * one-line error.
+ */
+static char *read_pem(const char *role, const char *flag, const char *path, const char *what) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        cli_error(CLI_FAIL, "%s: cannot read %s %s: %s", role, flag, path, strerror(errno));
+        return NULL;
+    }
+    strbuf sb = SB_INIT;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0 && sb.len < (1u << 20)) sb_add(&sb, buf, n);
+    fclose(f);
+    char *text = sb_ok(&sb) ? sb_detach(&sb) : NULL;
+    sb_release(&sb);
+    if (!text) {
+        cli_error(CLI_FAIL, "%s: out of memory reading %s", role, path);
+        return NULL;
+    }
+    char begin[64];
+    snprintf(begin, sizeof begin, "-----BEGIN ");
+    const char *p = strstr(text, begin);
+    int ok = 0;
+    for (; p && !ok; p = strstr(p + 1, begin)) {
+        const char *eol = strstr(p, "-----\n");
+        const char *eol2 = strstr(p, "-----\r\n");
+        if (!eol || (eol2 && eol2 < eol)) eol = eol2;
+        if (!eol) break;
+        /* "-----BEGIN <label>-----": the label ends with `what` */
+        size_t wl = strlen(what), ll = (size_t)(eol - (p + strlen(begin)));
+        ok = ll >= wl && strncmp(eol - wl, what, wl) == 0 &&
+             !(strcmp(what, "PRIVATE KEY") == 0 && ll >= 9 && !strncmp(p + strlen(begin), "ENCRYPTED", 9));
+    }
+    if (!ok) {
+        if (strstr(text, "ENCRYPTED"))
+            cli_error(CLI_FAIL, "%s: %s %s is an encrypted key; give an unencrypted one", role,
+                      flag, path);
+        else
+            cli_error(CLI_FAIL, "%s: %s %s holds no PEM %s", role, flag, path, what);
+        memset(text, 0, strlen(text));
+        free(text);
+        return NULL;
+    }
+    return text;
 }
 
 static int mkdirs(const char *path) {
@@ -143,13 +209,43 @@ static int mkdirs(const char *path) {
     return (mkdir(buf, 0700) != 0 && errno != EEXIST) ? -1 : 0;
 }
 
+static int run_server_with(server_opts *o, const char *cert_pem, const char *key_pem);
+
 static int run(server_opts *o) {
     gp_err err = GP_ERR_INIT;
-    char path[4096], token_path[4096], url_path[4096];
     int lvl = log_level_parse(o->log_level);
     if (lvl < 0) return cli_error(CLI_USAGE, "server: unknown log level '%s'", o->log_level);
     if (api_listen_check(o->listen, &err)) return cli_error(CLI_USAGE, "server: %s", err.msg);
     log_set_level(lvl);
+    const char *role = o->gateway ? "gateway" : "server";
+    if ((o->tls_cert != NULL) != (o->tls_key != NULL))
+        return cli_error(CLI_USAGE, "%s: --tls-cert and --tls-key go together", role);
+    if (o->tls_cert && !api_tls_supported())
+        return cli_error(CLI_FAIL, "%s: this libmicrohttpd was built without TLS support; serve "
+                                   "plain HTTP behind a TLS proxy instead", role);
+    if (o->upstream_ca && access(o->upstream_ca, R_OK) != 0)
+        return cli_error(CLI_FAIL, "%s: cannot read --upstream-ca %s: %s", role, o->upstream_ca,
+                         strerror(errno));
+    char *cert_pem = NULL, *key_pem = NULL;
+    if (o->tls_cert) {
+        if (!(cert_pem = read_pem(role, "--tls-cert", o->tls_cert, "CERTIFICATE"))) return CLI_FAIL;
+        if (!(key_pem = read_pem(role, "--tls-key", o->tls_key, "PRIVATE KEY"))) {
+            free(cert_pem);
+            return CLI_FAIL;
+        }
+    }
+    int rc = run_server_with(o, cert_pem, key_pem);
+    free(cert_pem);
+    if (key_pem) {
+        memset(key_pem, 0, strlen(key_pem));
+        free(key_pem);
+    }
+    return rc;
+}
+
+static int run_server_with(server_opts *o, const char *cert_pem, const char *key_pem) {
+    gp_err err = GP_ERR_INIT;
+    char path[4096], token_path[4096], url_path[4096];
     if (mkdirs(o->data) != 0)
         return cli_error(CLI_FAIL, "server: cannot create data folder %s: %s", o->data,
                          strerror(errno));
@@ -185,6 +281,9 @@ static int run(server_opts *o) {
     cfg.node_timeout_s = o->gateway ? 0 : (int)o->node_timeout;
     cfg.health_interval_s = (int)o->health_interval;
     cfg.gateway_only = o->gateway;
+    cfg.tls_cert_pem = cert_pem;
+    cfg.tls_key_pem = key_pem;
+    if (o->upstream_ca) gw_set_upstream_ca(o->upstream_ca);
     api_server *srv;
     if (api_server_start(&cfg, st, &srv, &err)) {
         store_close(st);
@@ -196,7 +295,8 @@ static int run(server_opts *o) {
     if (colon) *colon = '\0';
     if (!host[0] || strcmp(host, "0.0.0.0") == 0) snprintf(host, sizeof host, "127.0.0.1");
     char url[512];
-    snprintf(url, sizeof url, "http://%s:%d", host, api_server_port(srv));
+    snprintf(url, sizeof url, "%s://%s:%d", cert_pem ? "https" : "http", host,
+             api_server_port(srv));
     FILE *uf = fopen(url_path, "w");
     if (uf) {
         fprintf(uf, "%s\n", url);
@@ -214,6 +314,7 @@ static int run(server_opts *o) {
     sigwait(&set, &sig);
     log_kv(LOG_INFO, "stopping", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", (char *)NULL);
     api_server_stop(srv);
+    gw_set_upstream_ca(NULL);
     store_close(st);
     log_kv(LOG_INFO, "stopped", (char *)NULL);
     return CLI_OK;
@@ -227,6 +328,8 @@ static int serve(int argc, char **argv, int gateway) {
         {"log-level", required_argument, 0, 'L'}, {"config", required_argument, 0, 'c'},
         {"node-timeout", required_argument, 0, 'N'},
         {"health-interval", required_argument, 0, 'H'},
+        {"tls-cert", required_argument, 0, 'C'}, {"tls-key", required_argument, 0, 'K'},
+        {"upstream-ca", required_argument, 0, 'U'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
     server_opts o = {0};
     set_str(&o.data, "./var");
@@ -261,9 +364,12 @@ static int serve(int argc, char **argv, int gateway) {
         case 'L': rc = set_opt(&o, "log-level", optarg); break;
         case 'N': rc = set_opt(&o, "node-timeout", optarg); break;
         case 'H': rc = set_opt(&o, "health-interval", optarg); break;
+        case 'C': rc = set_opt(&o, "tls-cert", optarg); break;
+        case 'K': rc = set_opt(&o, "tls-key", optarg); break;
+        case 'U': rc = set_opt(&o, "upstream-ca", optarg); break;
         case 'c': break;
         case 'h':
-            fputs(gateway ? gw_usage : usage, stdout);
+            fputs(gateway ? gateway_usage : usage, stdout);
             opts_free(&o);
             return CLI_OK;
         case ':': rc = cli_error(CLI_USAGE, "server: option %s needs a value", argv[optind - 1]); break;

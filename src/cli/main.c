@@ -6,6 +6,8 @@
  * row here (with NEEDS_CLIENT if it talks to the API), document it in
  * docs/cli.md and test it in tests/e2e/.
  *
+ * --ca FILE (or GPUPOOL_CA) makes https calls trust that CA bundle.
+ *
  * Client settings, first found wins: --server/--token flags, the
  * GPUPOOL_SERVER / GPUPOOL_TOKEN (or GPUPOOL_TOKEN_FILE) environment, then
  * the config file $XDG_CONFIG_HOME/gpupool/config (~/.config/gpupool/config)
@@ -21,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define GPUPOOL_VERSION "0.1.0"
 
@@ -33,6 +36,7 @@ static const struct {
     const char *help;
 } commands[] = {
     {"server", cli_cmd_server, 0, "run the control plane (API, gateway, scheduler loops)"},
+    {"check", cli_cmd_check, 0, "check a store's invariants read-only, like fsck (no server)"},
     {"gateway", cli_cmd_gateway, 0, "run the OpenAI-compatible gateway (/v1) alone"},
     {"report", cli_cmd_report, NEEDS_CLIENT, "cost reports (a month by tenant and project)"},
     {"ratecard", cli_cmd_ratecard, NEEDS_CLIENT, "versioned prices per card-hour and per token"},
@@ -80,6 +84,7 @@ static void usage(FILE *f) {
           "  --server URL      API address (env GPUPOOL_SERVER; default http://127.0.0.1:7070)\n"
           "  --token T         bearer token (env GPUPOOL_TOKEN, or GPUPOOL_TOKEN_FILE)\n"
           "  --token-file F    read the token from a file\n"
+          "  --ca FILE         trust these PEM CAs for an https server (env GPUPOOL_CA)\n"
           "  -o, --output FMT  table (default), json, or csv (lists and reports)\n"
           "  --version         print the version\n"
           "  -h, --help        this help; `gpupool <command> --help` for a command\n"
@@ -135,12 +140,13 @@ int main(int argc, char **argv) {
     static const struct option lo[] = {{"server", required_argument, 0, 's'},
                                        {"token", required_argument, 0, 't'},
                                        {"token-file", required_argument, 0, 'T'},
+                                       {"ca", required_argument, 0, 'C'},
                                        {"output", required_argument, 0, 'o'},
                                        {"version", no_argument, 0, 'V'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     char *server = NULL, *token = NULL;
-    const char *output = "table";
+    const char *output = "table", *ca = NULL;
     int c, rc = CLI_OK;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:o:h", lo, NULL)) != -1) {
@@ -155,6 +161,7 @@ int main(int argc, char **argv) {
             }
             break;
         case 'o': output = optarg; break;
+        case 'C': ca = optarg; break;
         case 'V': puts("gpupool " GPUPOOL_VERSION); goto out;
         case 'h': usage(stdout); goto out;
         case ':': rc = cli_error(CLI_USAGE, "option %s needs a value", argv[optind - 1]); goto out;
@@ -179,6 +186,11 @@ int main(int argc, char **argv) {
         goto out;
     }
     read_user_config(&server, &token);
+    if (!ca && getenv("GPUPOOL_CA") && *getenv("GPUPOOL_CA")) ca = getenv("GPUPOOL_CA");
+    if (ca && access(ca, R_OK) != 0) {
+        rc = cli_error(CLI_USAGE, "cannot read CA file %s: %s", ca, strerror(errno));
+        goto out;
+    }
     if (rnd_init() != 0) {
         rc = cli_error(CLI_FAIL, "cannot initialise libsodium");
         goto out;
@@ -189,7 +201,10 @@ int main(int argc, char **argv) {
     const char *noun = argv[first];
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(commands[i].name, noun) != 0) continue;
-        if (commands[i].flags & NEEDS_CLIENT) httpc_global_init();
+        if (commands[i].flags & NEEDS_CLIENT) {
+            httpc_global_init();
+            if (ca) httpc_set_ca(ca);
+        }
         optind = 0;
         rc = commands[i].run(&ctx, argc - first, argv + first);
         if (commands[i].flags & NEEDS_CLIENT) httpc_global_cleanup();

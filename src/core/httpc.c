@@ -11,7 +11,22 @@
 
 int httpc_global_init(void) { return curl_global_init(CURL_GLOBAL_DEFAULT) == 0 ? 0 : -1; }
 
-void httpc_global_cleanup(void) { curl_global_cleanup(); }
+static char *ca_file; /* --ca / GPUPOOL_CA, or NULL */
+
+void httpc_global_cleanup(void) {
+    curl_global_cleanup();
+    httpc_set_ca(NULL);
+}
+
+void httpc_set_ca(const char *path) {
+    free(ca_file);
+    ca_file = path ? strdup(path) : NULL;
+}
+
+static int tls_failure(CURLcode cc) {
+    return cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE ||
+           cc == CURLE_SSL_CONNECT_ERROR || cc == CURLE_SSL_CERTPROBLEM;
+}
 
 static size_t on_data(char *p, size_t sz, size_t n, void *ud) {
     strbuf *sb = ud;
@@ -44,6 +59,11 @@ int httpc_json(const char *base, const char *path, const char *method, const cha
     curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s > 0 ? timeout_s : 120L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "gpupool");
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (ca_file) curl_easy_setopt(c, CURLOPT_CAINFO, ca_file);
+    char ebuf[CURL_ERROR_SIZE] = "";
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
     if (body) {
         payload = json_dumps(body, JSON_COMPACT);
         hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
@@ -51,8 +71,13 @@ int httpc_json(const char *base, const char *path, const char *method, const cha
     }
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
     CURLcode cc = curl_easy_perform(c);
-    if (cc != CURLE_OK) {
-        rc = gp_err_set(err, GP_EIO, "cannot reach %s: %s", base, curl_easy_strerror(cc));
+    if (cc != CURLE_OK && tls_failure(cc)) {
+        rc = gp_err_set(err, GP_EIO, "TLS with %s failed: %s (%s)", base,
+                        ebuf[0] ? ebuf : curl_easy_strerror(cc),
+                        ca_file ? "check the --ca file" : "trust its CA with --ca FILE or GPUPOOL_CA");
+    } else if (cc != CURLE_OK) {
+        rc = gp_err_set(err, GP_EIO, "cannot reach %s: %s", base,
+                        ebuf[0] ? ebuf : curl_easy_strerror(cc));
     } else {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
         json_t *j = out.len ? json_loadb(out.buf, out.len, JSON_DECODE_ANY, NULL) : json_null();

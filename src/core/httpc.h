@@ -17,6 +17,15 @@ int httpc_global_init(void);
 void httpc_global_cleanup(void);
 
 /*
+ * Verify https servers against the PEM CAs in `path` (copied) instead of
+ * the system's store; NULL: the system's store again.  Call before any
+ * request (not thread-safe against calls in flight).  https peers are
+ * always verified (certificate chain and host name); a failure is a
+ * GP_EIO naming the reason and the --ca flag.
+ */
+void httpc_set_ca(const char *path);
+
+/*
  * `method` base+path with an optional JSON body (borrowed) and bearer token.
  * On a transport failure: GP_EIO with the reason.  Otherwise GP_OK with
  * *status the HTTP status and *resp the parsed JSON (new reference; a body

@@ -102,6 +102,14 @@ typedef struct gw_key {
  * revoked, expired, or its tenant/project gone).  OUT: *out (release it).
  */
 int gw_key_auth(store_tx *tx, const char *secret, int64_t now_us, gw_key *out, gp_err *err);
+
+/*
+ * The API key in an Authorization header value: what follows "Bearer "
+ * (scheme case-insensitive) and any further spaces.  Pure; no check of the
+ * key itself (gw_key_auth does that).  Returns a pointer into `header`, or
+ * NULL when `header` is NULL or has another scheme.
+ */
+const char *gw_bearer_key(const char *header);
 void gw_key_release(gw_key *k);
 
 /* ---- routing ---- */
@@ -213,6 +221,13 @@ int64_t gw_estimate_tokens(int64_t chars);
 typedef struct gw_call gw_call;
 
 /*
+ * Trust the PEM CAs in `path` (copied) instead of the system's store for
+ * https endpoints; NULL: the system's store again.  Call before serving
+ * (not thread-safe against calls in flight).
+ */
+void gw_set_upstream_ca(const char *path);
+
+/*
  * POST `body` (JSON; NULL: a GET) to ep->base + path and wait for the
  * status line and headers (at most timeout_s for the whole call; 3 s to
  * connect).  GP_EIO when no answer came at all (connect refused, timeout):
@@ -233,6 +248,7 @@ void gw_call_free(gw_call *c);
 
 typedef struct gw_sse {
     strbuf pending;          /* bytes of an event not yet complete */
+    size_t scanned;          /* pending[0..scanned) holds no event end: scan on from there */
     int strip_usage;         /* drop the usage-only chunk (the client did not ask for it) */
     int has_usage, saw_done, saw_error;
     int64_t prompt_tokens, completion_tokens;

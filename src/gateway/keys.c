@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define MAX_TTL_S (10LL * 366 * 86400)
 
@@ -189,6 +190,13 @@ void gw_key_release(gw_key *k) {
     if (!k) return;
     json_decref(k->models);
     k->models = NULL;
+}
+
+const char *gw_bearer_key(const char *h) {
+    if (!h || strncasecmp(h, "Bearer ", 7)) return NULL;
+    h += 7;
+    while (*h == ' ') h++;
+    return h;
 }
 
 int gw_key_auth(store_tx *tx, const char *secret, int64_t now, gw_key *out, gp_err *err) {

@@ -93,8 +93,14 @@ int gw_reserve(store_tx *tx, const gw_key *k, int64_t amount, int64_t now_us,
     return rc;
 }
 
-/* Move a hold's amount out of `reserved`, `used` into used, and drop the hold. */
-static int settle(store_tx *tx, const char *hold, int64_t used, int count_used, gp_err *err) {
+/*
+ * Move a hold's amount out of `reserved`, `used` into used, and drop the
+ * hold.  OUT (optional): *found, 0 when the hold was gone (settled already,
+ * or released as stale).
+ */
+static int settle(store_tx *tx, const char *hold, int64_t used, int count_used, int *found,
+                  gp_err *err) {
+    if (found) *found = 0;
     store_stmt *s;
     int rc = store_query(tx, &s, err,
                          "SELECT key_id, project_id, tenant_id, month, amount FROM token_holds"
@@ -106,6 +112,7 @@ static int settle(store_tx *tx, const char *hold, int64_t used, int count_used, 
         store_done(s);
         return rc < 0 ? rc : GP_OK; /* settled already (or released as stale) */
     }
+    if (found) *found = 1;
     char ids[3][RND_ID_LEN], month[8];
     for (int i = 0; i < 3; i++) snprintf(ids[i], RND_ID_LEN, "%s", store_text(s, i));
     snprintf(month, sizeof month, "%s", store_text(s, 3));
@@ -120,7 +127,7 @@ static int settle(store_tx *tx, const char *hold, int64_t used, int count_used, 
 }
 
 int gw_settle(store_tx *tx, const char *hold, int64_t used, gp_err *err) {
-    return settle(tx, hold, used < 0 ? 0 : used, 1, err);
+    return settle(tx, hold, used < 0 ? 0 : used, 1, NULL, err);
 }
 
 int gw_expire_holds(store_tx *tx, int64_t older_than_us, int *count, gp_err *err) {
@@ -135,7 +142,7 @@ int gw_expire_holds(store_tx *tx, int64_t older_than_us, int *count, gp_err *err
     store_done(s);
     if (rc < 0) return rc;
     for (int i = 0; i < n; i++) {
-        if ((rc = settle(tx, ids[i], 0, 0, err))) return rc;
+        if ((rc = settle(tx, ids[i], 0, 0, NULL, err))) return rc;
         (*count)++;
     }
     return GP_OK;
@@ -167,9 +174,12 @@ int gw_usage_write(store_tx *tx, const gw_usage *u, gp_err *err) {
                         u->project_id, u->tenant, u->project, u->key_id, u->model, u->accelerator,
                         u->prompt_tokens, u->completion_tokens);
     int64_t used = u->prompt_tokens + u->completion_tokens;
-    if (!rc && u->hold[0]) return gw_settle(tx, u->hold, used, err);
-    /* no quota applied, so nothing was reserved: the month's use still counts */
-    if (!rc && used > 0) {
+    int held = 0;
+    if (!rc && u->hold[0]) rc = settle(tx, u->hold, used < 0 ? 0 : used, 1, &held, err);
+    if (rc || held) return rc;
+    /* nothing reserved (no quota applied), or the hold was released as stale while the
+     * request ran: the month's use still counts */
+    if (used > 0) {
         char month[8];
         gw_month(u->at_us, month);
         rc = ledger_add(tx, "key", u->key_id, month, used, 0, err);

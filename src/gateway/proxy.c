@@ -36,6 +36,14 @@ struct gw_call {
     char error[CURL_ERROR_SIZE];
 };
 
+/* CA file for https upstreams (--upstream-ca), or NULL: the system's store */
+static char *upstream_ca;
+
+void gw_set_upstream_ca(const char *path) {
+    free(upstream_ca);
+    upstream_ca = path ? strdup(path) : NULL;
+}
+
 /* ---- the shared connection cache ---- */
 
 static CURLSH *share;
@@ -181,6 +189,10 @@ int gw_call_start(const gw_endpoint *ep, const char *path, const char *body, siz
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    /* https upstreams are verified (peer and host name) against the system's store */
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (upstream_ca) curl_easy_setopt(e, CURLOPT_CAINFO, upstream_ca);
     if (share) curl_easy_setopt(e, CURLOPT_SHARE, share);
     curl_multi_add_handle(c->multi, e);
     while (!c->headers_done && !c->done) pump(c, 1000);

@@ -90,8 +90,9 @@ void gw_sse_feed(gw_sse *s, const char *data, size_t n, strbuf *out) {
     for (;;) {
         const char *b = s->pending.buf;
         size_t len = s->pending.len, cut = 0, end = 0;
-        /* find the end of the first event: "\n\n" or "\r\n\r\n" */
-        for (size_t i = 0; i + 1 < len; i++) {
+        /* find the end of the first event: "\n\n" or "\r\n\r\n"; bytes already
+         * scanned hold none (no rescanning a long event on every feed) */
+        for (size_t i = s->scanned; i + 1 < len; i++) {
             if (b[i] == '\n' && b[i + 1] == '\n') {
                 end = i, cut = i + 2;
                 break;
@@ -101,7 +102,12 @@ void gw_sse_feed(gw_sse *s, const char *data, size_t n, strbuf *out) {
                 break;
             }
         }
-        if (!cut) break;
+        if (!cut) {
+            /* an end may still start in the last 3 bytes ("\r\n\r" + "\n") */
+            s->scanned = len > 3 ? len - 3 : 0;
+            break;
+        }
+        s->scanned = 0;
         char *rw = NULL;
         int pass = event(s, b, end, &rw);
         if (pass == 1) sb_add(out, b, cut);
@@ -119,4 +125,5 @@ void gw_sse_finish(gw_sse *s, strbuf *out) {
     if (pass == 2) sb_addf(out, "data: %s\n\n", rw);
     free(rw);
     sb_setlen(&s->pending, 0);
+    s->scanned = 0;
 }

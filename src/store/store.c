@@ -18,6 +18,16 @@ int store_open(const char *url, int pool_size, store_t **out, gp_err *err) {
     return store__sqlite_open(url, pool_size, out, err);
 }
 
+int store_open_readonly(const char *url, store_t **out, gp_err *err) {
+    *out = NULL;
+    if (strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0)
+        return gp_err_set(err, GP_EUNSUPPORTED,
+                          "the PostgreSQL store is not available in this build yet");
+    if (strncmp(url, "sqlite:", 7) == 0) url += 7;
+    if (!*url) return gp_err_set(err, GP_EINVALID, "empty store path");
+    return store__sqlite_open_ro(url, out, err);
+}
+
 void store_close(store_t *st) {
     if (st) st->ops->close(st);
 }

@@ -45,6 +45,15 @@ enum { STORE_READ = 0, STORE_WRITE = 1 };
  */
 int store_open(const char *url, int pool_size, store_t **out, gp_err *err);
 
+/*
+ * Open an existing store read-only, for inspection (`gpupool check`): no
+ * migrations run and write transactions fail.  GP_ENOTFOUND when there is
+ * no database there; GP_ESCHEMA when its schema is newer than this binary
+ * knows, or older (the server migrates it on its next start).  One
+ * connection.  OUT: *out, freed with store_close().
+ */
+int store_open_readonly(const char *url, store_t **out, gp_err *err);
+
 /* Close every connection and free the store. NULL is a no-op. All tx must be ended. */
 void store_close(store_t *st);
 

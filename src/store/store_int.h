@@ -43,5 +43,7 @@ struct store_stmt {
 
 /* SQLite backend: open `path` (pool of `pool_size`). */
 int store__sqlite_open(const char *path, int pool_size, store_t **out, gp_err *err);
+/* SQLite backend, read-only, one connection, no migrations (store_open_readonly). */
+int store__sqlite_open_ro(const char *path, store_t **out, gp_err *err);
 
 #endif

@@ -194,6 +194,60 @@ int store__sqlite_open(const char *path, int pool_size, store_t **out, gp_err *e
     return GP_OK;
 }
 
+/*
+ * Read-only inspection (store_open_readonly): one connection opened with
+ * SQLITE_OPEN_READONLY and query_only, no migrations.  A WAL database left
+ * by a killed server is read with its log (SQLite needs the folder writable
+ * for the -shm index, as for any WAL reader).
+ */
+int store__sqlite_open_ro(const char *path, store_t **out, gp_err *err) {
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        gp_err_set(err, rc == SQLITE_CANTOPEN ? GP_ENOTFOUND : GP_EIO, "cannot open %s: %s", path,
+                   db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        sqlite3_close(db);
+        return rc == SQLITE_CANTOPEN ? GP_ENOTFOUND : GP_EIO;
+    }
+    sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
+    sqlite3_extended_result_codes(db, 1);
+    int have = 0, latest = schema__sqlite_count();
+    if ((rc = exec_plain(db, "PRAGMA query_only=1", err)) || (rc = read_version(db, &have, err))) {
+        sqlite3_close(db);
+        return rc;
+    }
+    if (have != latest) {
+        sqlite3_close(db);
+        return gp_err_set(err, GP_ESCHEMA,
+                          have > latest ? "database schema version %d is newer than this gpupool "
+                                          "knows (%d); run a newer gpupool binary"
+                                        : "database schema version %d is older than this gpupool "
+                                          "(%d); start the server once to migrate it",
+                          have, latest);
+    }
+    sq_store *st = calloc(1, sizeof *st);
+    if (st) {
+        st->dbs = calloc(1, sizeof *st->dbs);
+        st->free_stack = calloc(1, sizeof *st->free_stack);
+    }
+    if (!st || !st->dbs || !st->free_stack) {
+        if (st) {
+            free(st->dbs);
+            free(st->free_stack);
+        }
+        free(st);
+        sqlite3_close(db);
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    }
+    st->base.ops = &sq_ops;
+    pthread_mutex_init(&st->mu, NULL);
+    pthread_cond_init(&st->cv, NULL);
+    st->dbs[0] = db;
+    st->n = st->nfree = 1;
+    *out = &st->base;
+    return GP_OK;
+}
+
 static void sq_close(store_t *base) {
     sq_store *st = (sq_store *)base;
     assert(st->nfree == st->n); /* every transaction ended */

@@ -241,6 +241,24 @@ static void ledger(void **state) {
     /* settling a released hold changes nothing */
     settle(st, h[1], 40);
     assert_int_equal(used_of(st, "key", "key1"), 10);
+    /* a request whose hold was released while it ran still counts what it used */
+    gw_usage u;
+    memset(&u, 0, sizeof u);
+    u.at_us = gt_now_us();
+    snprintf(u.tenant_id, sizeof u.tenant_id, "ten1");
+    snprintf(u.project_id, sizeof u.project_id, "proj1");
+    snprintf(u.key_id, sizeof u.key_id, "key1");
+    snprintf(u.hold, sizeof u.hold, "%s", h[2]);
+    snprintf(u.kind, sizeof u.kind, "chat");
+    u.status = 200;
+    u.prompt_tokens = 3;
+    u.completion_tokens = 4;
+    assert_int_equal(store_begin(st, STORE_WRITE, &tx, &err), GP_OK);
+    assert_int_equal(gw_usage_write(tx, &u, &err), GP_OK);
+    assert_int_equal(store_commit(tx, &err), GP_OK);
+    assert_int_equal(used_of(st, "key", "key1"), 17);
+    assert_int_equal(used_of(st, "tenant", "ten1"), 87);
+    assert_int_equal(reserved_sum(st, "key", "key1"), 0);
     store_close(st);
     tu_rmdir(dir);
 }
