@@ -60,8 +60,14 @@ static void oai_error(api_req *r, int status, const char *type, const char *code
 }
 
 /* The key from "Authorization: Bearer sk-…"; 0, or -1 with a 401 set. */
-static int authenticate(api_req *r, gw_key *k) {
+/*
+ * The key from "Authorization: Bearer sk-…"; 0, or -1 with a 401 set.
+ * With `keep`, the read transaction stays open for the caller's next reads
+ * (one transaction per request instead of two); *keep is NULL on failure.
+ */
+static int authenticate(api_req *r, gw_key *k, store_tx **keep) {
     gp_err err = GP_ERR_INIT;
+    if (keep) *keep = NULL;
     const char *a = gw_bearer_key(r->authorization);
     if (!a) {
         oai_error(r, 401, "invalid_request_error", "invalid_api_key",
@@ -74,7 +80,8 @@ static int authenticate(api_req *r, gw_key *k) {
         return -1;
     }
     int rc = gw_key_auth(tx, a, gt_now_us(), k, &err);
-    store_rollback(tx);
+    if (rc || !keep) store_rollback(tx);
+    else *keep = tx;
     if (rc == GP_EUNAUTH) {
         oai_error(r, 401, "invalid_request_error", "invalid_api_key", "%s", err.msg);
         return -1;
@@ -402,15 +409,18 @@ static void forward(api_req *r, const char *kind, const char *path) {
     memset(&g, 0, sizeof g);
     g.rt = r->gw;
     g.start_mono = gt_mono_us();
-    if (authenticate(r, &g.key)) return;
+    store_tx *tx; /* the key's read transaction, kept for resolving the model */
+    if (authenticate(r, &g.key, &tx)) return;
     json_t *req = NULL;
     if (jx_parse(r->body, r->body_len, r->cfg->max_depth, 1, &req, &err)) {
+        store_rollback(tx);
         gw_key_release(&g.key);
         oai_error(r, 400, "invalid_request_error", "invalid_json", "%s", err.msg);
         return;
     }
     const char *model = json_string_value(json_object_get(req, "model"));
     if (!model || !*model) {
+        store_rollback(tx);
         gw_key_release(&g.key);
         json_decref(req);
         oai_error(r, 400, "invalid_request_error", "missing_model",
@@ -424,12 +434,8 @@ static void forward(api_req *r, const char *kind, const char *path) {
     g.reserved = gw_estimate_tokens(g.prompt_chars) + max_out(req, kind);
     /* which model, where */
     gw_route route;
-    store_tx *tx;
-    int rc = store_begin(r->store, STORE_READ, &tx, &err);
-    if (!rc) {
-        rc = gw_resolve(tx, &g.key, model, &route, &err);
-        store_rollback(tx);
-    }
+    int rc = gw_resolve(tx, &g.key, model, &route, &err);
+    store_rollback(tx);
     if (rc) {
         gw_key_release(&g.key);
         json_decref(req);
@@ -582,7 +588,7 @@ void h_gw_embeddings(api_req *r) { forward(r, "embedding", "/embeddings"); }
 void h_gw_models(api_req *r) {
     gp_err err = GP_ERR_INIT;
     gw_key k;
-    if (authenticate(r, &k)) return;
+    if (authenticate(r, &k, NULL)) return;
     store_tx *tx;
     json_t *data = NULL;
     int rc = store_begin(r->store, STORE_READ, &tx, &err);
