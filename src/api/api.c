@@ -431,3 +431,22 @@ void api__req_release(api_req *r) {
     free(r->resp_text);
     memset(r, 0, sizeof *r);
 }
+
+int api_load_scope(api_req *r, store_tx *tx, api_scope *sc, int action) {
+    gp_err err = GP_ERR_INIT;
+    const char *tn = api_param(r, "tenant"), *pn = api_param(r, "project");
+    memset(sc, 0, sizeof *sc);
+    api_target(r, NULL, NULL, tn, pn);
+    int rc = tenancy_tenant_find(tx, tn, &sc->t, &err);
+    if (!rc && pn) rc = tenancy_project_find(tx, &sc->t, pn, &sc->p, &err);
+    if (rc == GP_ENOTFOUND) {
+        api_error(r, 404, "not_found", "not found");
+        return -1;
+    }
+    if (rc) {
+        api_fail(r, &err);
+        return -1;
+    }
+    sc->has_project = pn != NULL;
+    return api_authorize(r, action, sc->t.id, pn ? sc->p.id : NULL) ? 0 : -1;
+}

@@ -22,6 +22,7 @@
 #include "../store/store.h"
 #include "api.h"
 #include "router.h"
+#include "../tenancy/tenancy.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -171,6 +172,21 @@ int api_audit(api_req *r, store_tx *tx, const char *result, int status, const ch
  * Returns 0 to go ahead, -1 with an error response set.
  */
 int api_needs_approval(api_req *r, const char *operation, const char *tenant, json_t *summary);
+
+/* A {tenant}[/{project}] path, resolved (api_load_scope). */
+typedef struct api_scope {
+    tenancy_tenant t;
+    tenancy_project p;
+    int has_project;
+} api_scope;
+
+/*
+ * Resolve the path's {tenant} (and {project} when the route has one) and
+ * authorise `action` there: 0, or -1 with the response set (404 for a tenant
+ * or project that does not exist or that the caller cannot see, 403 for a
+ * role that does not allow the action).  Records the names for the audit.
+ */
+int api_load_scope(api_req *r, store_tx *tx, api_scope *sc, int action);
 
 /* Begin a transaction or set the failure response; returns 0 on success. */
 int api_begin(api_req *r, int mode, store_tx **tx);

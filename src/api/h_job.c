@@ -26,32 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct scope {
-    tenancy_tenant t;
-    tenancy_project p;
-    int has_project;
-} scope;
-
-/* Resolve {tenant}[/{project}] and authorise `action` there (404 / 403 set otherwise). */
-static int load(api_req *r, store_tx *tx, scope *sc, int action) {
-    gp_err err = GP_ERR_INIT;
-    const char *tn = api_param(r, "tenant"), *pn = api_param(r, "project");
-    memset(sc, 0, sizeof *sc);
-    api_target(r, NULL, NULL, tn, pn);
-    int rc = tenancy_tenant_find(tx, tn, &sc->t, &err);
-    if (!rc && pn) rc = tenancy_project_find(tx, &sc->t, pn, &sc->p, &err);
-    if (rc == GP_ENOTFOUND) {
-        api_error(r, 404, "not_found", "not found");
-        return -1;
-    }
-    if (rc) {
-        api_fail(r, &err);
-        return -1;
-    }
-    sc->has_project = pn != NULL;
-    return api_authorize(r, action, sc->t.id, pn ? sc->p.id : NULL) ? 0 : -1;
-}
-
 static void kick(api_req *r) {
     gp_err err = GP_ERR_INIT;
     round_stats st;
@@ -61,7 +35,7 @@ static void kick(api_req *r) {
 }
 
 /* Role names the caller holds over project p of tenant t (for priority-class rules). */
-static json_t *roles_over(api_req *r, const scope *sc) {
+static json_t *roles_over(api_req *r, const api_scope *sc) {
     json_t *out = json_array();
     int64_t now = gt_now_us();
     for (int i = 0; i < r->who->nbindings; i++) {
@@ -89,12 +63,12 @@ static void reply_job(api_req *r, const char *id, int status) {
 void h_job_submit(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *body;
     char id[RND_ID_LEN];
     api_target(r, "job", NULL, NULL, NULL);
     if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (load(r, tx, &sc, ACT_JOB_SUBMIT) || api_body(r, &body)) {
+    if (api_load_scope(r, tx, &sc, ACT_JOB_SUBMIT) || api_body(r, &body)) {
         store_rollback(tx);
         return;
     }
@@ -122,7 +96,7 @@ void h_job_submit(api_req *r) {
 void h_job_list(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *items;
     const char *state = api_query(r, "state");
     static const char *const states[] = {"queued", "admitted", "running", "succeeded", "failed",
@@ -135,7 +109,7 @@ void h_job_list(api_req *r) {
         return;
     }
     if (api_begin(r, STORE_READ, &tx)) return;
-    if (load(r, tx, &sc, ACT_JOB_READ)) {
+    if (api_load_scope(r, tx, &sc, ACT_JOB_READ)) {
         store_rollback(tx);
         return;
     }
@@ -146,11 +120,11 @@ void h_job_list(api_req *r) {
 }
 
 /* Load {id} inside the project; 404 when it is another project's. */
-static int load_job(api_req *r, store_tx *tx, scope *sc, int action, json_t **job,
+static int load_job(api_req *r, store_tx *tx, api_scope *sc, int action, json_t **job,
                     char submitter[64]) {
     gp_err err = GP_ERR_INIT;
     char pid[RND_ID_LEN];
-    if (load(r, tx, sc, action)) return -1;
+    if (api_load_scope(r, tx, sc, action)) return -1;
     const char *id = api_param(r, "id");
     api_target(r, "job", id, NULL, NULL);
     int rc = jobs_get(tx, id, job, pid, submitter, &err);
@@ -168,7 +142,7 @@ static int load_job(api_req *r, store_tx *tx, scope *sc, int action, json_t **jo
 
 void h_job_get(api_req *r) {
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *job;
     char sub[64];
     if (api_begin(r, STORE_READ, &tx)) return;
@@ -178,7 +152,7 @@ void h_job_get(api_req *r) {
 }
 
 /* The submitter, or someone who manages jobs in the project. */
-static int may_change(api_req *r, const scope *sc, const char *submitter) {
+static int may_change(api_req *r, const api_scope *sc, const char *submitter) {
     if (!strcmp(submitter, r->who->name)) return 1;
     return api_authorize(r, ACT_JOB_MANAGE, sc->t.id, sc->p.id);
 }
@@ -186,7 +160,7 @@ static int may_change(api_req *r, const scope *sc, const char *submitter) {
 void h_job_cancel(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *job;
     char sub[64];
     if (api_begin(r, STORE_WRITE, &tx)) return;
@@ -212,7 +186,7 @@ void h_job_priority(api_req *r) {
     static const char *const fields[] = {"priority_class", NULL};
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *job, *body;
     char sub[64];
     const char *name;
@@ -254,7 +228,7 @@ void h_job_priority(api_req *r) {
 void h_job_logs(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *job, *out;
     char sub[64];
     if (api_begin(r, STORE_READ, &tx)) return;
@@ -272,7 +246,7 @@ void h_job_logs(api_req *r) {
 void h_job_explain(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *job, *classes, *out;
     char sub[64];
     if (api_begin(r, STORE_READ, &tx)) return;
@@ -309,10 +283,10 @@ void h_job_explain(api_req *r) {
 void h_quota_get(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     quota_set q;
     if (api_begin(r, STORE_READ, &tx)) return;
-    if (load(r, tx, &sc, api_param(r, "project") ? ACT_PROJECT_READ : ACT_TENANT_READ)) {
+    if (api_load_scope(r, tx, &sc, api_param(r, "project") ? ACT_PROJECT_READ : ACT_TENANT_READ)) {
         store_rollback(tx);
         return;
     }
@@ -323,7 +297,7 @@ void h_quota_get(api_req *r) {
 }
 
 /* Check `next` against the tenant (project ceilings) or against its projects (tenant ceiling). */
-static int quota_consistent(store_tx *tx, const scope *sc, int project, const quota_set *next,
+static int quota_consistent(store_tx *tx, const api_scope *sc, int project, const quota_set *next,
                             gp_err *err) {
     quota_set other;
     if (project) {
@@ -354,13 +328,13 @@ static int quota_consistent(store_tx *tx, const scope *sc, int project, const qu
 void h_quota_put(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *body;
     quota_set cur, next;
     int project = api_param(r, "project") != NULL;
     api_target(r, "quota", project ? api_param(r, "project") : api_param(r, "tenant"), NULL, NULL);
     if (api_begin(r, STORE_READ, &tx)) return;
-    if (load(r, tx, &sc, project ? ACT_QUOTA_PROJECT_SET : ACT_QUOTA_TENANT_SET) ||
+    if (api_load_scope(r, tx, &sc, project ? ACT_QUOTA_PROJECT_SET : ACT_QUOTA_TENANT_SET) ||
         api_body(r, &body)) {
         store_rollback(tx);
         return;

@@ -32,34 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct scope {
-    tenancy_tenant t;
-    tenancy_project p;
-} scope;
-
-/* Resolve {tenant}[/{project}] and authorise `action` there (404 / 403 set otherwise). */
-static int load(api_req *r, store_tx *tx, scope *sc, int action) {
-    gp_err err = GP_ERR_INIT;
-    const char *tn = api_param(r, "tenant"), *pn = api_param(r, "project");
-    memset(sc, 0, sizeof *sc);
-    api_target(r, NULL, NULL, tn, pn);
-    int rc = tenancy_tenant_find(tx, tn, &sc->t, &err);
-    if (!rc && pn) rc = tenancy_project_find(tx, &sc->t, pn, &sc->p, &err);
-    if (rc == GP_ENOTFOUND) {
-        api_error(r, 404, "not_found", "not found");
-        return -1;
-    }
-    if (rc) {
-        api_fail(r, &err);
-        return -1;
-    }
-    return api_authorize(r, action, sc->t.id, pn ? sc->p.id : NULL) ? 0 : -1;
-}
-
 /* Open a transaction and load the scope; on failure the response is set and nothing is open. */
-static int open_scope(api_req *r, int mode, int action, store_tx **tx, scope *sc) {
+static int open_scope(api_req *r, int mode, int action, store_tx **tx, api_scope *sc) {
     if (api_begin(r, mode, tx)) return -1;
-    if (load(r, *tx, sc, action)) {
+    if (api_load_scope(r, *tx, sc, action)) {
         store_rollback(*tx);
         return -1;
     }
@@ -67,7 +43,7 @@ static int open_scope(api_req *r, int mode, int action, store_tx **tx, scope *sc
 }
 
 /* Open, load, and parse the body: as open_scope, plus *body (release it). */
-static int open_with_body(api_req *r, int action, store_tx **tx, scope *sc, json_t **body) {
+static int open_with_body(api_req *r, int action, store_tx **tx, api_scope *sc, json_t **body) {
     if (open_scope(r, STORE_WRITE, action, tx, sc)) return -1;
     if (api_body(r, body)) {
         store_rollback(*tx);
@@ -87,7 +63,7 @@ static int may_publish(api_req *r) {
  * May the caller perform `action` here through a role other than
  * project-user (which acts on its own keys only)?  Sets no response.
  */
-static int beyond_own(api_req *r, int action, const scope *sc) {
+static int beyond_own(api_req *r, int action, const api_scope *sc) {
     int n = 0;
     authz_binding *b = malloc(((size_t)r->who->nbindings + 1) * sizeof *b);
     if (!b) return 0;
@@ -104,7 +80,7 @@ static int beyond_own(api_req *r, int action, const scope *sc) {
 void h_model_list(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *items;
     if (open_scope(r, STORE_READ, ACT_MODEL_READ, &tx, &sc)) return;
     int rc = gw_model_list(tx, sc.t.id, &items, &err);
@@ -116,7 +92,7 @@ void h_model_list(api_req *r) {
 void h_model_get(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *m;
     if (open_scope(r, STORE_READ, ACT_MODEL_READ, &tx, &sc)) return;
     int rc = gw_model_get(tx, sc.t.id, api_param(r, "model"), &m, NULL, &err);
@@ -128,7 +104,7 @@ void h_model_get(api_req *r) {
 void h_model_create(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *body, *m = NULL;
     char id[RND_ID_LEN];
     api_target(r, "model", NULL, NULL, NULL);
@@ -151,7 +127,7 @@ void h_model_create(api_req *r) {
 void h_model_update(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *body, *before = NULL, *m = NULL;
     const char *name = api_param(r, "model");
     api_target(r, "model", name, NULL, NULL);
@@ -178,7 +154,7 @@ void h_model_update(api_req *r) {
 void h_model_delete(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *m;
     const char *name = api_param(r, "model");
     api_target(r, "model", name, NULL, NULL);
@@ -212,7 +188,7 @@ void h_model_delete(api_req *r) {
 void h_endpoint_add(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *body, *m = NULL;
     char mid[RND_ID_LEN], id[RND_ID_LEN];
     const char *model = api_param(r, "model");
@@ -250,7 +226,7 @@ void h_endpoint_add(api_req *r) {
 void h_endpoint_remove(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     char mid[RND_ID_LEN];
     const char *model = api_param(r, "model"), *id = api_param(r, "id");
     api_target(r, "endpoint", id, NULL, NULL);
@@ -270,7 +246,7 @@ void h_endpoint_remove(api_req *r) {
 void h_app_list(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *items;
     if (open_scope(r, STORE_READ, ACT_KEY_READ, &tx, &sc)) return;
     int rc = gw_app_list(tx, sc.p.id, &items, &err);
@@ -282,7 +258,7 @@ void h_app_list(api_req *r) {
 void h_app_create(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *body, *items = NULL, *app = NULL, *a;
     char id[RND_ID_LEN];
     api_target(r, "app", NULL, NULL, NULL);
@@ -310,7 +286,7 @@ void h_app_create(api_req *r) {
 void h_app_delete(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     const char *name = api_param(r, "app");
     api_target(r, "app", name, NULL, NULL);
     if (open_scope(r, STORE_WRITE, ACT_APP_MANAGE, &tx, &sc)) return;
@@ -327,7 +303,7 @@ void h_app_delete(api_req *r) {
 void h_key_list(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *items;
     if (open_scope(r, STORE_READ, ACT_KEY_READ, &tx, &sc)) return;
     const char *owner = beyond_own(r, ACT_KEY_READ, &sc) ? NULL : r->who->name;
@@ -342,7 +318,7 @@ void h_key_list(api_req *r) {
  * another project, or (for callers acting only on their own keys) another
  * user's.  OUT: *key.
  */
-static int load_key(api_req *r, store_tx *tx, const scope *sc, int action, json_t **key) {
+static int load_key(api_req *r, store_tx *tx, const api_scope *sc, int action, json_t **key) {
     gp_err err = GP_ERR_INIT;
     char owner[64];
     int rc = gw_key_get(tx, sc->p.id, api_param(r, "id"), key, owner, &err);
@@ -359,7 +335,7 @@ static int load_key(api_req *r, store_tx *tx, const scope *sc, int action, json_
 
 void h_key_get(api_req *r) {
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *k;
     if (open_scope(r, STORE_READ, ACT_KEY_READ, &tx, &sc)) return;
     int rc = load_key(r, tx, &sc, ACT_KEY_READ, &k);
@@ -370,7 +346,7 @@ void h_key_get(api_req *r) {
 void h_key_create(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *body, *k = NULL;
     char id[RND_ID_LEN], secret[RND_SECRET_LEN];
     api_target(r, "key", NULL, NULL, NULL);
@@ -406,7 +382,7 @@ void h_key_create(api_req *r) {
 void h_key_revoke(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *k;
     const char *id = api_param(r, "id");
     api_target(r, "key", id, NULL, NULL);
@@ -436,7 +412,7 @@ void h_key_revoke(api_req *r) {
 void h_usage_records(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    scope sc;
+    api_scope sc;
     json_t *items;
     int64_t limit = 100;
     const char *key = api_query(r, "key");
