@@ -190,33 +190,10 @@ static int add_sources_to_stream(strbuf *out, json_t *sources) {
     size_t i = 0;
     while (i < out->len) {
         const char *b = out->buf + i;
-        size_t left = out->len - i, end = 0, cut = 0;
-        for (size_t k = 0; k + 1 < left; k++) {
-            if (b[k] == '\n' && b[k + 1] == '\n') {
-                end = k, cut = k + 2;
-                break;
-            }
-            if (k + 3 < left && !memcmp(b + k, "\r\n\r\n", 4)) {
-                end = k, cut = k + 4;
-                break;
-            }
-        }
+        size_t left = out->len - i, end = 0, dl = 0;
+        size_t cut = gw_sse_event_end(b, left, 0, &end);
         if (!cut) return 0;
-        /* the event's data line */
-        const char *d = NULL;
-        size_t dl = 0;
-        for (size_t k = 0; k < end;) {
-            size_t e = k;
-            while (e < end && b[e] != '\n') e++;
-            size_t ll = e - k;
-            if (ll && b[k + ll - 1] == '\r') ll--;
-            if (ll >= 5 && !memcmp(b + k, "data:", 5)) {
-                d = b + k + 5;
-                dl = ll - 5;
-                if (dl && *d == ' ') d++, dl--;
-            }
-            k = e + 1;
-        }
+        const char *d = gw_sse_data(b, end, &dl);
         if (d) {
             json_t *j = json_loadb(d, dl, 0, NULL);
             if (!json_is_object(j) || json_object_get(j, "error")) {

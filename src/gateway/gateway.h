@@ -256,6 +256,16 @@ typedef struct gw_sse {
     int64_t events;
 } gw_sse;
 
+/*
+ * The end of the first complete event in b[0..len), searching from `from`
+ * (a blank line: "\n\n" or "\r\n\r\n").  Returns the bytes up to and
+ * including the blank line, with *end the event's own length; 0 when no
+ * event is complete yet.
+ */
+size_t gw_sse_event_end(const char *b, size_t len, size_t from, size_t *end);
+/* The payload of an event's `data:` line (one leading space dropped), or NULL. OUT *len. */
+const char *gw_sse_data(const char *ev, size_t n, size_t *len);
+
 void gw_sse_init(gw_sse *s, int strip_usage);
 void gw_sse_release(gw_sse *s);
 /* Feed upstream bytes; complete events the client should get are appended to `out`. */

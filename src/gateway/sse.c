@@ -34,14 +34,10 @@ static int64_t chunk_chars(json_t *chunk) {
     return n;
 }
 
-/*
- * One event (without its blank line); returns 1 to pass it on as it is, 0
- * to drop it, 2 when `*rewritten` (heap) replaces it.
- */
-static int event(gw_sse *s, const char *ev, size_t n, char **rewritten) {
+const char *gw_sse_data(const char *ev, size_t n, size_t *len) {
     const char *d = NULL;
-    size_t dl = 0;
-    /* the event's data line (completions send exactly one) */
+    *len = 0;
+    /* completions send exactly one data line an event; the last one wins */
     for (size_t i = 0; i < n;) {
         size_t e = i;
         while (e < n && ev[e] != '\n') e++;
@@ -49,11 +45,35 @@ static int event(gw_sse *s, const char *ev, size_t n, char **rewritten) {
         if (ll && ev[i + ll - 1] == '\r') ll--;
         if (ll >= 5 && !memcmp(ev + i, "data:", 5)) {
             d = ev + i + 5;
-            dl = ll - 5;
-            if (dl && *d == ' ') d++, dl--;
+            *len = ll - 5;
+            if (*len && *d == ' ') d++, (*len)--;
         }
         i = e + 1;
     }
+    return d;
+}
+
+size_t gw_sse_event_end(const char *b, size_t len, size_t from, size_t *end) {
+    for (size_t i = from; i + 1 < len; i++) {
+        if (b[i] == '\n' && b[i + 1] == '\n') {
+            *end = i;
+            return i + 2;
+        }
+        if (i + 3 < len && b[i] == '\r' && b[i + 1] == '\n' && b[i + 2] == '\r' && b[i + 3] == '\n') {
+            *end = i;
+            return i + 4;
+        }
+    }
+    return 0;
+}
+
+/*
+ * One event (without its blank line); returns 1 to pass it on as it is, 0
+ * to drop it, 2 when `*rewritten` (heap) replaces it.
+ */
+static int event(gw_sse *s, const char *ev, size_t n, char **rewritten) {
+    size_t dl = 0;
+    const char *d = gw_sse_data(ev, n, &dl);
     if (!d) return 1;
     if (dl == 6 && !memcmp(d, "[DONE]", 6)) {
         s->saw_done = 1;
@@ -89,19 +109,10 @@ void gw_sse_feed(gw_sse *s, const char *data, size_t n, strbuf *out) {
     sb_add(&s->pending, data, n);
     for (;;) {
         const char *b = s->pending.buf;
-        size_t len = s->pending.len, cut = 0, end = 0;
-        /* find the end of the first event: "\n\n" or "\r\n\r\n"; bytes already
-         * scanned hold none (no rescanning a long event on every feed) */
-        for (size_t i = s->scanned; i + 1 < len; i++) {
-            if (b[i] == '\n' && b[i + 1] == '\n') {
-                end = i, cut = i + 2;
-                break;
-            }
-            if (i + 3 < len && b[i] == '\r' && b[i + 1] == '\n' && b[i + 2] == '\r' && b[i + 3] == '\n') {
-                end = i, cut = i + 4;
-                break;
-            }
-        }
+        size_t len = s->pending.len, end = 0;
+        /* the end of the first event; bytes already scanned hold none (no rescanning a
+         * long event on every feed) */
+        size_t cut = gw_sse_event_end(b, len, s->scanned, &end);
         if (!cut) {
             /* an end may still start in the last 3 bytes ("\r\n\r" + "\n") */
             s->scanned = len > 3 ? len - 3 : 0;

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct scope {
     char tenant_id[RND_ID_LEN], project_id[RND_ID_LEN]; /* project "" = the tenant's ceiling */
@@ -28,13 +27,6 @@ typedef struct scope {
     quota_set q;
 } scope;
 
-static void month_of(int64_t now, char out[16]) {
-    time_t t = (time_t)(now / 1000000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    unsigned y = (unsigned)(tm.tm_year + 1900) % 10000u, m = (unsigned)(tm.tm_mon + 1) % 100u;
-    snprintf(out, 16, "%04u-%02u", y, m);
-}
 
 static int audit_sys(store_tx *tx, const char *action, const scope *sc, json_t *sum, gp_err *err) {
     char *text = jx_dump(sum);
@@ -171,7 +163,7 @@ int jobs_card_hours_enforce(store_tx *tx, int64_t now, int *stopped, gp_err *err
     }
     store_done(s);
     char month[16];
-    month_of(now, month);
+    jobs__month_start(now, month);
     for (int i = 0; i < n && rc >= 0; i++) {
         int64_t used;
         rc = bind_card_hours(tx, sc[i].tenant_id, sc[i].project_id[0] ? sc[i].project_id : NULL,

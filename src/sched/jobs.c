@@ -287,7 +287,7 @@ int bind_list(store_tx *tx, const char *gpu, const char *job, const char *tenant
     return GP_OK;
 }
 
-static int64_t month_start(int64_t now, char month[16]) {
+int64_t jobs__month_start(int64_t now, char month[16]) {
     time_t t = (time_t)(now / 1000000);
     struct tm tm;
     gmtime_r(&t, &tm);
@@ -300,7 +300,7 @@ static int64_t month_start(int64_t now, char month[16]) {
 int bind_card_hours(store_tx *tx, const char *tenant_id, const char *project_id, int64_t now,
                     int64_t *out, gp_err *err) {
     store_stmt *s;
-    int64_t m0 = month_start(now, NULL);
+    int64_t m0 = jobs__month_start(now, NULL);
     /* weight (milli-card) x seconds held this month / 3600 = milli card-hours */
     int rc = store_query(tx, &s, err,
                          "SELECT COALESCE(SUM(weight_milli * (MIN(COALESCE(end_us, ?), ?)"

@@ -17,4 +17,7 @@ int jobs__event(store_tx *tx, const char *job, const char *kind, const char *msg
 int jobs__stop(store_tx *tx, const char *job, const char *recovery, const char *end_reason,
                const char *why, const char **outcome, gp_err *err);
 
+/* Start of the UTC calendar month holding `now`; OUT (optional) its name "2026-12". */
+int64_t jobs__month_start(int64_t now, char month[16]);
+
 #endif
