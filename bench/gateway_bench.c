@@ -246,7 +246,8 @@ typedef struct fixture {
     char token[128], base[64], upurl[128], key[128];
 } fixture;
 
-static int fixture_start(fixture *fx, const char *who) {
+/* `store`: a PostgreSQL URI of an empty database, or NULL for a fresh SQLite file */
+static int fixture_start(fixture *fx, const char *who, const char *store) {
     memset(fx, 0, sizeof *fx);
     rnd_init();
     httpc_global_init();
@@ -274,7 +275,7 @@ static int fixture_start(fixture *fx, const char *who) {
     cfg.listen = "127.0.0.1:0";
     cfg.node_timeout_s = 0;
     cfg.health_interval_s = 0;
-    if (store_open(path, 8, &fx->st, &err) || auth_bootstrap(fx->st, tokpath, &created, &err) ||
+    if (store_open(store ? store : path, 8, &fx->st, &err) || auth_bootstrap(fx->st, tokpath, &created, &err) ||
         api_server_start(&cfg, fx->st, &fx->srv, &err)) {
         fprintf(stderr, "gpupool-bench %s: %s\n", who, err.msg);
         return 1;
@@ -339,21 +340,23 @@ int bench_gateway(int argc, char **argv);
 int bench_gateway(int argc, char **argv) {
     int seconds = 3, conc = 8;
     long count = 2000;
+    const char *store = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--seconds")) seconds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--store")) store = argv[i + 1];
         else if (!strcmp(argv[i], "--concurrency")) conc = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--requests")) count = atol(argv[i + 1]);
         else {
-            fprintf(stderr, "usage: gpupool-bench gateway [--seconds S] [--concurrency C] [--requests N]\n");
+            fprintf(stderr, "usage: gpupool-bench gateway [--seconds S] [--concurrency C] [--requests N] [--store URL]\n");
             return 2;
         }
     }
     if (argc % 2 == 0 || seconds < 1 || conc < 1 || count < 10) {
-        fprintf(stderr, "usage: gpupool-bench gateway [--seconds S] [--concurrency C] [--requests N]\n");
+        fprintf(stderr, "usage: gpupool-bench gateway [--seconds S] [--concurrency C] [--requests N] [--store URL]\n");
         return 2;
     }
     fixture fx;
-    if (fixture_start(&fx, "gateway")) return 1;
+    if (fixture_start(&fx, "gateway", store)) return 1;
     const char *base = fx.base, *upurl = fx.upurl, *key = fx.key;
     char gwurl[128];
 
@@ -478,17 +481,19 @@ static void *mix_main(void *arg) {
 int bench_load(int argc, char **argv);
 int bench_load(int argc, char **argv) {
     int seconds = 5, clients = 16;
+    const char *store = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--seconds")) seconds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--store")) store = argv[i + 1];
         else if (!strcmp(argv[i], "--clients")) clients = atoi(argv[i + 1]);
         else seconds = -1;
     }
     if (argc % 2 == 0 || seconds < 1 || clients < 1 || clients > 500) {
-        fprintf(stderr, "usage: gpupool-bench load [--seconds S] [--clients N]\n");
+        fprintf(stderr, "usage: gpupool-bench load [--seconds S] [--clients N] [--store URL]\n");
         return 2;
     }
     fixture fx;
-    if (fixture_start(&fx, "load")) return 1;
+    if (fixture_start(&fx, "load", store)) return 1;
     mix_load *ls = calloc((size_t)clients, sizeof *ls);
     pthread_t *t = calloc((size_t)clients, sizeof *t);
     int64_t start = mono_us();

@@ -1,15 +1,28 @@
 #!/usr/bin/env bash
 # test.sh - README command 2: install what is missing, build, and run the
-# whole test suite under ctest twice: a normal build, then one with
-# AddressSanitizer + UndefinedBehaviorSanitizer; then each libFuzzer target
-# for 10 s (scripts/fuzz.sh).  Warnings are errors.
+# whole test suite under ctest: a normal build on the SQLite store, the same
+# build again on PostgreSQL (a throw-away cluster from Debian's packages in a
+# temporary folder on a free port, scripts/pg-cluster.sh, removed after),
+# then a build with AddressSanitizer + UndefinedBehaviorSanitizer (SQLite,
+# and the store/HA tests on PostgreSQL); then each libFuzzer target for 10 s
+# (scripts/fuzz.sh).  Warnings are errors.
 #
 #   scripts/test.sh                 both builds
 #   GP_TEST_SKIP_SAN=1 scripts/test.sh   normal build only (quick local runs)
 #   GP_TEST_SKIP_FUZZ=1 scripts/test.sh  without the short libFuzzer runs (scripts/fuzz.sh)
 #   GP_TEST_SKIP_VALGRIND=1 scripts/test.sh  without the valgrind subset (scripts/valgrind.sh)
+#   GP_TEST_SKIP_PG=1 scripts/test.sh    without the PostgreSQL passes
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+PGDIR=""
+stop_pg() {
+  if [ -n "$PGDIR" ]; then
+    scripts/pg-cluster.sh stop "$PGDIR" || true
+    PGDIR=""
+  fi
+}
+trap stop_pg EXIT
 
 scripts/bootstrap.sh
 scripts/npm-deps.sh   # node and the official openai client, for the gateway's tests
@@ -20,6 +33,14 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGP_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
 echo "== tests =="
 ctest --test-dir build --output-on-failure -j"$jobs"
+if [ "${GP_TEST_SKIP_PG:-0}" != "1" ]; then
+  echo "== tests on PostgreSQL =="
+  PGDIR=$(mktemp -d /tmp/gpupool-pg.XXXXXX)
+  pgenv=$(scripts/pg-cluster.sh start "$PGDIR")
+  export "${pgenv?}"   # GP_TEST_PG=postgresql://gpupool@127.0.0.1:PORT
+  ctest --test-dir build --output-on-failure -j"$jobs"
+  unset GP_TEST_PG
+fi
 if [ "${GP_TEST_SKIP_VALGRIND:-0}" != "1" ]; then
   echo "== valgrind (a subset: scripts/valgrind.sh) =="
   scripts/valgrind.sh
@@ -32,7 +53,16 @@ if [ "${GP_TEST_SKIP_SAN:-0}" != "1" ]; then
   echo "== tests (ASan + UBSan) =="
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-san --output-on-failure -j"$jobs"
+  if [ -n "$PGDIR" ]; then
+    echo "== tests (ASan + UBSan) on PostgreSQL: the store, the API, several servers =="
+    export "${pgenv?}"
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      ctest --test-dir build-san --output-on-failure -j"$jobs" \
+      -R 'unit_store|unit_api|unit_check|e2e_test_ha|e2e_test_api|e2e_test_crash'
+    unset GP_TEST_PG
+  fi
 fi
+stop_pg
 if [ "${GP_TEST_SKIP_FUZZ:-0}" != "1" ]; then
   # every libFuzzer target briefly (docs/fuzzing.md); FUZZ_SECONDS for longer
   FUZZ_SECONDS="${FUZZ_SECONDS:-10}" scripts/fuzz.sh

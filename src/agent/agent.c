@@ -7,6 +7,12 @@
  * (credential revoked, node record gone) the node joins again with the join
  * token, if one was given.
  *
+ * Several servers (cfg->server "URL1,URL2", sharing one store): every call
+ * goes to the one that answered last and moves on to the next one when it
+ * cannot be reached (httpc_json_failover()); a switch is logged once.  Exits
+ * are reported until a heartbeat is answered 200 (runner_ack), whichever
+ * server answers it, so a failover loses none.
+ *
  * Signals: the caller blocks SIGTERM/SIGINT; agent_run() waits for them
  * between heartbeats with sigtimedwait, so a stop is prompt.
  */
@@ -46,6 +52,7 @@ typedef struct anode {
 
 typedef struct agent {
     const agent_config *cfg;
+    httpc_servers *servers; /* cfg->server parsed; servers->cur answered last */
     runner *run; /* workload processes of every node */
     anode *nodes;
     int n;
@@ -316,6 +323,17 @@ int agent_inject(const char *state_dir, const char *node, const char *gpu, json_
 
 /* ---- talking to the server ---- */
 
+/* httpc_json_failover() on the agent's servers; logs a switch to another server. */
+static int call(agent *a, const char *path, const char *token, json_t *body, long *status,
+                json_t **resp, gp_err *err) {
+    size_t before = a->servers->cur;
+    int rc = httpc_json_failover(a->servers, path, "POST", token, body, 30, status, resp, err);
+    if (a->servers->cur != before)
+        log_kv(LOG_WARN, "switched to another server", "from", a->servers->urls[before], "to",
+               a->servers->urls[a->servers->cur], (char *)NULL);
+    return rc;
+}
+
 static int join(agent *a, anode *nd) {
     gp_err err = GP_ERR_INIT;
     json_t *resp;
@@ -326,8 +344,7 @@ static int join(agent *a, anode *nd) {
         return -1;
     }
     json_t *body = json_pack("{s:s,s:O}", "join_token", a->cfg->join_token, "node", nd->report);
-    int rc = httpc_json(a->cfg->server, "/api/v1/agent/register", "POST", NULL, body, 30, &status,
-                        &resp, &err);
+    int rc = call(a, "/api/v1/agent/register", NULL, body, &status, &resp, &err);
     json_decref(body);
     if (rc) {
         log_kv(LOG_WARN, "join failed", "node", nd->name, "detail", err.msg, (char *)NULL);
@@ -394,8 +411,7 @@ static int heartbeat(agent *a, anode *nd) {
     json_t *body = json_pack("{s:s,s:o,s:o}", "node", nd->name, "gpus", gpus, "workloads",
                              runner_report(a->run, nd->name));
     if (!nd->reported) json_object_set(body, "report", nd->report);
-    int rc = httpc_json(a->cfg->server, "/api/v1/agent/heartbeat", "POST", nd->token, body, 30,
-                        &status, &resp, &err);
+    int rc = call(a, "/api/v1/agent/heartbeat", nd->token, body, &status, &resp, &err);
     json_decref(body);
     if (rc) {
         log_kv(LOG_WARN, "heartbeat failed", "node", nd->name, "detail", err.msg, (char *)NULL);
@@ -439,10 +455,11 @@ static int wait_or_stop(int seconds) {
     return sigtimedwait(&set, NULL, &ts) > 0;
 }
 
-int agent_run(const agent_config *cfg, gp_err *err) {
+static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
     agent a;
     memset(&a, 0, sizeof a);
     a.cfg = cfg;
+    a.servers = servers;
     json_t *reports = NULL;
     int rc;
     if (mkdir_p(cfg->state_dir) != 0)
@@ -546,4 +563,13 @@ int agent_run(const agent_config *cfg, gp_err *err) {
     if (cfg->once && failures)
         return gp_err_set(err, GP_EIO, "%d of %d nodes could not join or report", failures, a.n);
     return GP_OK;
+}
+
+int agent_run(const agent_config *cfg, gp_err *err) {
+    httpc_servers servers = HTTPC_SERVERS_INIT;
+    int rc = httpc_servers_parse(cfg->server, &servers, err);
+    if (rc) return rc;
+    rc = run(cfg, &servers, err);
+    httpc_servers_release(&servers);
+    return rc;
 }

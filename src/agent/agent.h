@@ -17,7 +17,7 @@
 #include <jansson.h>
 
 typedef struct agent_config {
-    const char *server;     /* base URL */
+    const char *server;     /* base URL, or several ("URL1,URL2") sharing one store */
     const char *join_token; /* may be NULL once every node has a stored credential */
     const char *inventory;  /* declared inventory file, or NULL */
     int simulate;           /* > 0: that many copies of each declared node (or of a default) */

@@ -448,5 +448,11 @@ int api_load_scope(api_req *r, store_tx *tx, api_scope *sc, int action) {
         return -1;
     }
     sc->has_project = pn != NULL;
-    return api_authorize(r, action, sc->t.id, pn ? sc->p.id : NULL) ? 0 : -1;
+    if (!api_authorize(r, action, sc->t.id, pn ? sc->p.id : NULL)) return -1;
+    /* authorised in this tenant: the rest of the transaction sees its rows only */
+    if (store_set_tenant(tx, sc->t.id, &err)) {
+        api_fail(r, &err);
+        return -1;
+    }
+    return 0;
 }

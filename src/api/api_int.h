@@ -48,6 +48,7 @@ struct api_req {
     /* input */
     store_t *store;
     const api_config *cfg;
+    int leader; /* 1 while this server leads (store_lead), 0 not, -1 a gateway alone */
     const api_route *route;
     router_match match;
     const char *method;

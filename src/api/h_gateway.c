@@ -80,6 +80,8 @@ static int authenticate(api_req *r, gw_key *k, store_tx **keep) {
         return -1;
     }
     int rc = gw_key_auth(tx, a, gt_now_us(), k, &err);
+    /* from here the transaction sees the key's tenant only (row-level security) */
+    if (!rc && keep && (rc = store_set_tenant(tx, k->tenant_id, &err))) gw_key_release(k);
     if (rc || !keep) store_rollback(tx);
     else *keep = tx;
     if (rc == GP_EUNAUTH) {
@@ -331,7 +333,8 @@ static json_t *rag_augment(api_req *r, const gw_key *k, const char *model, json_
         log_kv(LOG_WARN, "retrieval skipped", "detail", err.msg, (char *)NULL);
         return NULL;
     }
-    int rc = kb_rag_lookup(tx, k->tenant_id, k->project_id, k->app, model, &ids, &kk, &err);
+    int rc = store_set_tenant(tx, k->tenant_id, &err);
+    if (!rc) rc = kb_rag_lookup(tx, k->tenant_id, k->project_id, k->app, model, &ids, &kk, &err);
     if (rc) {
         store_rollback(tx);
         if (rc != GP_ENOTFOUND)
@@ -570,7 +573,8 @@ void h_gw_models(api_req *r) {
     json_t *data = NULL;
     int rc = store_begin(r->store, STORE_READ, &tx, &err);
     if (!rc) {
-        rc = gw_models_for_key(tx, &k, &data, &err);
+        rc = store_set_tenant(tx, k.tenant_id, &err);
+        if (!rc) rc = gw_models_for_key(tx, &k, &data, &err);
         store_rollback(tx);
     }
     gw_key_release(&k);

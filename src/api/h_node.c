@@ -314,8 +314,9 @@ void h_agent_heartbeat(api_req *r) {
         return;
     }
     r->audited = 1; /* the transitions were the events worth recording */
-    if (ended) {
-        /* capacity came free: schedule at once rather than at the next tick */
+    if (ended && r->leader == 1) {
+        /* capacity came free: schedule at once rather than at the next tick (the leader
+         * only: another server's loop schedules within a second) */
         gp_err e2 = GP_ERR_INIT;
         api__sched_round(r->store, &e2);
     }

@@ -23,7 +23,10 @@ void h_readyz(api_req *r) {
         api_error(r, 503, "store_unavailable", "the store does not answer");
         return;
     }
-    api_reply(r, 200, json_pack("{s:s,s:s}", "status", "ready", "store", store_backend(r->store)));
+    json_t *o = json_pack("{s:s,s:s}", "status", "ready", "store", store_backend(r->store));
+    /* whether this server runs the scheduler among those sharing the store */
+    if (r->leader >= 0) json_object_set_new(o, "leader", json_boolean(r->leader == 1));
+    api_reply(r, 200, o);
 }
 
 /*

@@ -55,11 +55,35 @@ struct api_server {
     pthread_mutex_t loop_mu;
     pthread_cond_t loop_cv;
     int stopping;
+    atomic_int leading; /* this server holds the store's lead (store_lead) */
 };
 
-/* Once a second: mark nodes unreachable whose heartbeats stopped; run a scheduling round. */
+/* Take, keep or lose the lead among the servers sharing the store; log changes. */
+static int check_lead(api_server *srv) {
+    gp_err err = GP_ERR_INIT;
+    int lead = store_lead(srv->store, &err);
+    if (lead < 0)
+        log_kv(LOG_WARN, "cannot tell whether this server leads; standing by", "detail", err.msg,
+               (char *)NULL);
+    lead = lead == 1;
+    if (atomic_exchange(&srv->leading, lead) != lead)
+        log_kv(LOG_INFO, lead ? "leading: this server runs the scheduler and the loops"
+                              : "standing by: another server leads",
+               (char *)NULL);
+    return lead;
+}
+
+static int server_leads(void *arg) { return atomic_load(&((api_server *)arg)->leading); }
+
+/*
+ * Once a second, on the leader only (store_lead: one server among those
+ * sharing a PostgreSQL store; always the one on SQLite): mark nodes
+ * unreachable whose heartbeats stopped, enforce card-hour ceilings, run a
+ * scheduling round.
+ */
 static void *loop_main(void *arg) {
     api_server *srv = arg;
+    check_lead(srv);
     pthread_mutex_lock(&srv->loop_mu);
     while (!srv->stopping) {
         struct timespec ts;
@@ -69,6 +93,10 @@ static void *loop_main(void *arg) {
         if (srv->stopping) break;
         pthread_mutex_unlock(&srv->loop_mu);
         gp_err err = GP_ERR_INIT;
+        if (!check_lead(srv)) {
+            pthread_mutex_lock(&srv->loop_mu);
+            continue;
+        }
         if (api__sweep_nodes(srv->store, (int64_t)srv->cfg.node_timeout_s * 1000000, &err))
             log_kv(LOG_WARN, "node sweep failed", "detail", err.msg, (char *)NULL);
         gp_err_clear(&err);
@@ -250,6 +278,7 @@ static MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *ur
         api_req *r = &cx->req;
         r->store = srv->store;
         r->cfg = &srv->cfg;
+        r->leader = srv->cfg.gateway_only ? -1 : atomic_load(&srv->leading);
         r->gw = srv->gw;
         r->login_guard = srv->login_guard;
         r->method = method;
@@ -390,6 +419,7 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
     srv->store = st;
     atomic_init(&srv->inflight, 0);
     atomic_init(&srv->closing, 0);
+    atomic_init(&srv->leading, 0);
     api__metrics_init();
     if (!srv->cfg.gateway_only)
         srv->login_guard = api__login_guard_new(srv->cfg.login_fail_name, srv->cfg.login_fail_addr);
@@ -397,6 +427,10 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
         gw_runtime_config gc = {.flush_ms = 200, .batch = 256,
                                 .health_interval_s = srv->cfg.health_interval_s,
                                 .upstream_timeout_s = 300};
+        if (!srv->cfg.gateway_only) {
+            gc.leads = server_leads;
+            gc.leads_arg = srv;
+        }
         if ((rc = gw_rt_start(st, &gc, &srv->gw, err))) {
             api__login_guard_free(srv->login_guard);
             free(srv);
@@ -442,6 +476,8 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
     pthread_cond_init(&srv->loop_cv, NULL);
     if (srv->cfg.node_timeout_s > 0)
         srv->loop_running = pthread_create(&srv->loop, NULL, loop_main, srv) == 0;
+    else if (!srv->cfg.gateway_only)
+        check_lead(srv); /* no loop: lead (or not) from the start, for inline rounds */
     *out = srv;
     return GP_OK;
 }

@@ -114,8 +114,8 @@ int auth_authenticate(store_t *st, const char *header, auth_principal **out, gp_
     }
     /* a vendor account lives only as long as one of its grants */
     rc = store_query(tx, &s, err,
-                     "SELECT COUNT(*), COALESCE(SUM(revoked_at IS NULL AND expires_at > ?), 0)"
-                     " FROM vendor_grants WHERE user_id = ?",
+                     "SELECT COUNT(*), COALESCE(SUM(CASE WHEN revoked_at IS NULL AND expires_at > ?"
+                     " THEN 1 ELSE 0 END), 0) FROM vendor_grants WHERE user_id = ?",
                      "is", now, p->user_id);
     if (rc) {
         auth_principal_free(p);

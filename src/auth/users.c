@@ -159,8 +159,8 @@ int auth_login_check(store_tx *tx, const char *name, const char *password, auth_
     if (ok && !out->disabled) {
         /* a vendor account with no live grant may not log in either */
         int rc2 = store_query(tx, &s, err,
-                              "SELECT COUNT(*), COALESCE(SUM(revoked_at IS NULL AND expires_at > ?),"
-                              " 0) FROM vendor_grants WHERE user_id = ?",
+                              "SELECT COUNT(*), COALESCE(SUM(CASE WHEN revoked_at IS NULL AND expires_at > ?"
+                              " THEN 1 ELSE 0 END), 0) FROM vendor_grants WHERE user_id = ?",
                               "is", gt_now_us(), out->id);
         if (rc2) return rc2;
         rc2 = store_step(s, err);

@@ -504,10 +504,11 @@ static const char SQL_HOLDS[] =
     "SELECT k, SUM(amount), 0, 0 FROM ("
     " SELECT " LEDGER_KEY("'key'", "key_id", "month") " AS k, amount FROM token_holds"
     " UNION ALL SELECT " LEDGER_KEY("'project'", "project_id", "month") ", amount FROM token_holds"
-    " UNION ALL SELECT " LEDGER_KEY("'tenant'", "tenant_id", "month") ", amount FROM token_holds)"
+    " UNION ALL SELECT " LEDGER_KEY("'tenant'", "tenant_id", "month") ", amount FROM token_holds) h"
     " GROUP BY k ORDER BY k";
-/* months of usage records: strftime over the record's time in seconds (UTC) */
-#define UMONTH "strftime('%Y-%m', at / 1000000, 'unixepoch')"
+/* months of usage records, from the record's time in seconds (UTC), in each dialect */
+#define UMONTH_SQLITE "strftime('%Y-%m', at / 1000000, 'unixepoch')"
+#define UMONTH_PG "to_char(to_timestamp(at / 1000000) AT TIME ZONE 'UTC', 'YYYY-MM')"
 #define NO_OPEN_HOLD(scope, col)                                                                  \
     " NOT EXISTS (SELECT 1 FROM token_holds h WHERE h." col " = x.id AND h.month = x.month)"
 static const char SQL_LEDGER_USED[] =
@@ -516,15 +517,15 @@ static const char SQL_LEDGER_USED[] =
     " WHEN 'key' THEN" NO_OPEN_HOLD("key", "key_id")
     " WHEN 'project' THEN" NO_OPEN_HOLD("project", "project_id")
     " ELSE" NO_OPEN_HOLD("tenant", "tenant_id") " END ORDER BY k";
-static const char SQL_USAGE_USED[] =
-    "SELECT k, SUM(t), 0, 0 FROM (SELECT " LEDGER_KEY("scope", "id", "month") " AS k, * FROM ("
-    " SELECT 'key' AS scope, key_id AS id, " UMONTH " AS month, prompt_tokens + completion_tokens AS t FROM usage_records"
-    " UNION ALL SELECT 'project', project_id, " UMONTH ", prompt_tokens + completion_tokens FROM usage_records"
-    " UNION ALL SELECT 'tenant', tenant_id, " UMONTH ", prompt_tokens + completion_tokens FROM usage_records)) x"
-    " WHERE CASE x.scope"
-    " WHEN 'key' THEN" NO_OPEN_HOLD("key", "key_id")
-    " WHEN 'project' THEN" NO_OPEN_HOLD("project", "project_id")
-    " ELSE" NO_OPEN_HOLD("tenant", "tenant_id") " END GROUP BY k HAVING SUM(t) <> 0 ORDER BY k";
+#define SQL_USAGE_USED(UMONTH)                                                                    \
+    "SELECT k, SUM(t), 0, 0 FROM (SELECT " LEDGER_KEY("scope", "id", "month") " AS k, * FROM ("  \
+    " SELECT 'key' AS scope, key_id AS id, " UMONTH " AS month, prompt_tokens + completion_tokens AS t FROM usage_records" \
+    " UNION ALL SELECT 'project', project_id, " UMONTH ", prompt_tokens + completion_tokens FROM usage_records" \
+    " UNION ALL SELECT 'tenant', tenant_id, " UMONTH ", prompt_tokens + completion_tokens FROM usage_records) u) x" \
+    " WHERE CASE x.scope"                                                                         \
+    " WHEN 'key' THEN" NO_OPEN_HOLD("key", "key_id")                                              \
+    " WHEN 'project' THEN" NO_OPEN_HOLD("project", "project_id")                                  \
+    " ELSE" NO_OPEN_HOLD("tenant", "tenant_id") " END GROUP BY k HAVING SUM(t) <> 0 ORDER BY k"
 #define HOURLY_KEY                                                                                \
     "(hour || '/' || tenant_id || '/' || project_id || '/' || key_id || '/' || model || '/' ||"   \
     " accelerator)"
@@ -533,7 +534,7 @@ static const char SQL_HOURLY[] =
     " ORDER BY k";
 static const char SQL_HOURLY_RECORDS[] =
     "SELECT " HOURLY_KEY " AS k, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens) FROM"
-    " (SELECT at - at % 3600000000 AS hour, * FROM usage_records) GROUP BY k ORDER BY k";
+    " (SELECT at - at % 3600000000 AS hour, * FROM usage_records) r GROUP BY k ORDER BY k";
 
 static int pragma_check(store_tx *tx, const char *sql, int fk, check_result *r, gp_err *err) {
     store_stmt *s;
@@ -610,7 +611,9 @@ int check_run(store_t *st, check_report *out, gp_err *err) {
         sa = sb = NULL;
         na = nbb = 0;
         if ((rc = load_sums(tx, &p, SQL_LEDGER_USED, &sa, &na, err)) ||
-            (rc = load_sums(tx, &p, SQL_USAGE_USED, &sb, &nbb, err)))
+            (rc = load_sums(tx, &p,
+                               store_sql(tx, SQL_USAGE_USED(UMONTH_SQLITE), SQL_USAGE_USED(UMONTH_PG)),
+                               &sb, &nbb, err)))
             goto done;
         check_sums(sa, na, sb, nbb, 1, un, "ledger", r);
         snprintf(r->note, sizeof r->note,
@@ -637,14 +640,24 @@ int check_run(store_t *st, check_report *out, gp_err *err) {
 
     r = &out->r[out->n++];
     check_result_init(r, "foreign_keys");
-    if ((rc = pragma_check(tx, "PRAGMA foreign_key_check", 1, r, err))) goto done;
-    snprintf(r->note, sizeof r->note, "PRAGMA foreign_key_check: %lld violation(s)",
-             (long long)r->nproblems);
+    if (!strcmp(store_tx_backend(tx), "postgres")) {
+        /* PostgreSQL enforces every foreign key itself and cannot hold a violating row */
+        snprintf(r->note, sizeof r->note, "enforced by PostgreSQL");
+    } else {
+        if ((rc = pragma_check(tx, "PRAGMA foreign_key_check", 1, r, err))) goto done;
+        snprintf(r->note, sizeof r->note, "PRAGMA foreign_key_check: %lld violation(s)",
+                 (long long)r->nproblems);
+    }
 
     r = &out->r[out->n++];
     check_result_init(r, "integrity");
-    if ((rc = pragma_check(tx, "PRAGMA integrity_check", 0, r, err))) goto done;
-    snprintf(r->note, sizeof r->note, "PRAGMA integrity_check: %s", r->ok ? "ok" : "errors");
+    if (!strcmp(store_tx_backend(tx), "postgres")) {
+        /* the server checks its pages itself; indexes: the amcheck extension, as a superuser */
+        snprintf(r->note, sizeof r->note, "checked by PostgreSQL itself (amcheck for indexes)");
+    } else {
+        if ((rc = pragma_check(tx, "PRAGMA integrity_check", 0, r, err))) goto done;
+        snprintf(r->note, sizeof r->note, "PRAGMA integrity_check: %s", r->ok ? "ok" : "errors");
+    }
 
     out->ok = 1;
     for (int i = 0; i < out->n; i++) out->ok &= out->r[i].ok;

@@ -49,7 +49,7 @@ int cli_call(cli_ctx *ctx, const char *method, const char *path, json_t *body, j
     json_t *j;
     long status;
     *out = NULL;
-    if (httpc_json(ctx->server, path, method, ctx->token, body, 120, &status, &j, &err))
+    if (httpc_json_failover(ctx->servers, path, method, ctx->token, body, 120, &status, &j, &err))
         return cli_error(CLI_FAIL, "%s", err.msg);
     ctx->status = status;
     if (status >= 200 && status < 300) {

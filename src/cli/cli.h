@@ -12,6 +12,7 @@
 #ifndef GP_CLI_H
 #define GP_CLI_H
 
+#include "../core/httpc.h"
 #include "../core/strbuf.h"
 
 #include <jansson.h>
@@ -19,7 +20,8 @@
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
 typedef struct cli_ctx {
-    const char *server; /* base URL, "http://127.0.0.1:7070" */
+    const char *server; /* base URL(s) as given, "http://127.0.0.1:7070[,URL…]" */
+    httpc_servers *servers; /* parsed `server` for commands that talk to the API */
     const char *token;  /* bearer token, may be NULL */
     int json;           /* -o json */
     long status;        /* HTTP status of the last cli_call() */
@@ -31,7 +33,9 @@ int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3
 
 /*
  * Call the API: `method` on server + `path` (already escaped) with an
- * optional JSON body (borrowed).  On HTTP 2xx returns CLI_OK with *out (new
+ * optional JSON body (borrowed).  With several servers the call goes to the
+ * one that answered last and moves on when it cannot be reached
+ * (httpc_json_failover()).  On HTTP 2xx returns CLI_OK with *out (new
  * reference, may be JSON null).  Otherwise prints the server's error message
  * and returns CLI_FAIL.
  */

@@ -19,7 +19,7 @@
 #include <string.h>
 
 static void check_usage(FILE *f) {
-    fputs("usage: gpupool check [--data DIR | --store sqlite:PATH] [-o json]\n"
+    fputs("usage: gpupool check [--data DIR | --store sqlite:PATH|postgresql://...] [-o json]\n"
           "\n"
           "Run the store's invariant checks read-only (no server needed; safe while one runs):\n"
           "GPUs and slices bound once, jobs and their bindings, quotas, the audit chain, the\n"
@@ -27,7 +27,7 @@ static void check_usage(FILE *f) {
           "Exit code 0 when every check holds, 1 otherwise.\n"
           "\n"
           "  --data DIR      the server's data folder (default ./var): DIR/gpupool.db\n"
-          "  --store URL     a store URL instead (sqlite:PATH)\n",
+          "  --store URL     a store URL instead (sqlite:PATH, or a PostgreSQL URI)\n",
           f);
 }
 

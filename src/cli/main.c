@@ -11,7 +11,9 @@
  * Client settings, first found wins: --server/--token flags, the
  * GPUPOOL_SERVER / GPUPOOL_TOKEN (or GPUPOOL_TOKEN_FILE) environment, then
  * the config file $XDG_CONFIG_HOME/gpupool/config (~/.config/gpupool/config)
- * with "server = URL", "token = T" or "token_file = PATH" lines.
+ * with "server = URL", "token = T" or "token_file = PATH" lines.  The server
+ * may be a comma-separated list of servers sharing one store; commands that
+ * talk to the API get it parsed (ctx.servers) and fail over between them.
  */
 #include "cli.h"
 
@@ -73,7 +75,7 @@ static const struct {
 };
 
 static void usage(FILE *f) {
-    fputs("usage: gpupool [--server URL] [--token T] [-o table|json] <command> [args]\n"
+    fputs("usage: gpupool [--server URL[,URL...]] [--token T] [-o table|json] <command> [args]\n"
           "\n"
           "commands:\n",
           f);
@@ -81,7 +83,10 @@ static void usage(FILE *f) {
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
     fputs("\n"
           "options:\n"
-          "  --server URL      API address (env GPUPOOL_SERVER; default http://127.0.0.1:7070)\n"
+          "  --server URL[,URL...]\n"
+          "                    API address (env GPUPOOL_SERVER; default http://127.0.0.1:7070);\n"
+          "                    several servers sharing one store, comma-separated: a request\n"
+          "                    that cannot reach one goes on with the next\n"
           "  --token T         bearer token (env GPUPOOL_TOKEN, or GPUPOOL_TOKEN_FILE)\n"
           "  --token-file F    read the token from a file\n"
           "  --ca FILE         trust these PEM CAs for an https server (env GPUPOOL_CA)\n"
@@ -146,7 +151,8 @@ int main(int argc, char **argv) {
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     char *server = NULL, *token = NULL;
-    const char *output = "table", *ca = NULL;
+    const char *output = "table", *ca = NULL, *server_from = "--server";
+    httpc_servers servers = HTTPC_SERVERS_INIT;
     int c, rc = CLI_OK;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:o:h", lo, NULL)) != -1) {
@@ -177,7 +183,10 @@ int main(int argc, char **argv) {
         rc = CLI_USAGE;
         goto out;
     }
-    if (!server && getenv("GPUPOOL_SERVER")) server = strdup(getenv("GPUPOOL_SERVER"));
+    if (!server && getenv("GPUPOOL_SERVER")) {
+        server = strdup(getenv("GPUPOOL_SERVER"));
+        server_from = "GPUPOOL_SERVER";
+    }
     if (!token && getenv("GPUPOOL_TOKEN")) token = strdup(getenv("GPUPOOL_TOKEN"));
     if (!token && getenv("GPUPOOL_TOKEN_FILE") &&
         !(token = read_line_file(getenv("GPUPOOL_TOKEN_FILE")))) {
@@ -185,6 +194,7 @@ int main(int argc, char **argv) {
                        getenv("GPUPOOL_TOKEN_FILE"), strerror(errno));
         goto out;
     }
+    if (!server) server_from = "server in the config file";
     read_user_config(&server, &token);
     if (!ca && getenv("GPUPOOL_CA") && *getenv("GPUPOOL_CA")) ca = getenv("GPUPOOL_CA");
     if (ca && access(ca, R_OK) != 0) {
@@ -195,13 +205,21 @@ int main(int argc, char **argv) {
         rc = cli_error(CLI_FAIL, "cannot initialise libsodium");
         goto out;
     }
-    cli_ctx ctx = {server ? server : "http://127.0.0.1:7070", token, strcmp(output, "json") == 0};
-    ctx.csv = strcmp(output, "csv") == 0;
+    cli_ctx ctx = {.server = server ? server : "http://127.0.0.1:7070", .token = token,
+                   .json = strcmp(output, "json") == 0, .csv = strcmp(output, "csv") == 0};
     int first = optind;
     const char *noun = argv[first];
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(commands[i].name, noun) != 0) continue;
         if (commands[i].flags & NEEDS_CLIENT) {
+            gp_err err = GP_ERR_INIT;
+            /* --help talks to no server: it works whatever the setting says */
+            if (!cli_wants_help(argc - first, argv + first) &&
+                httpc_servers_parse(ctx.server, &servers, &err)) {
+                rc = cli_error(CLI_USAGE, "%s: %s", server_from, err.msg);
+                goto out;
+            }
+            ctx.servers = &servers;
             httpc_global_init();
             if (ca) httpc_set_ca(ca);
         }
@@ -212,6 +230,7 @@ int main(int argc, char **argv) {
     }
     rc = cli_error(CLI_USAGE, "unknown command '%s' (see gpupool --help)", noun);
 out:
+    httpc_servers_release(&servers);
     free(server);
     free(token);
     return rc;

@@ -282,6 +282,10 @@ typedef struct gw_runtime_config {
     int batch;             /* ... or once this many are queued (256) */
     int health_interval_s; /* endpoint checks; 0: none */
     int upstream_timeout_s;/* whole upstream call (300) */
+    /* when set: endpoint checks and stale-hold release run only while it returns 1
+     * (the server that leads, among several sharing one store) */
+    int (*leads)(void *arg);
+    void *leads_arg;
 } gw_runtime_config;
 
 int gw_rt_start(store_t *st, const gw_runtime_config *cfg, gw_runtime **out, gp_err *err);

@@ -57,8 +57,8 @@ static int ledger_add(store_tx *tx, const char *scope, const char *id, const cha
                       int64_t used, int64_t reserved, gp_err *err) {
     return store_exec(tx, NULL, err,
                       "INSERT INTO token_ledger (scope, id, month, used, reserved) VALUES (?,?,?,?,?)"
-                      " ON CONFLICT (scope, id, month) DO UPDATE SET used = used + excluded.used,"
-                      " reserved = reserved + excluded.reserved",
+                      " ON CONFLICT (scope, id, month) DO UPDATE SET used = token_ledger.used + excluded.used,"
+                      " reserved = token_ledger.reserved + excluded.reserved",
                       "sssii", scope, id, month, used, reserved);
 }
 
@@ -167,9 +167,11 @@ int gw_usage_write(store_tx *tx, const gw_usage *u, gp_err *err) {
                         "INSERT INTO usage_hourly (hour, tenant_id, project_id, tenant, project,"
                         " key_id, model, accelerator, requests, prompt_tokens, completion_tokens)"
                         " VALUES (?,?,?,?,?,?,?,?,1,?,?) ON CONFLICT (hour, tenant_id, project_id,"
-                        " key_id, model, accelerator) DO UPDATE SET requests = requests + 1,"
-                        " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
-                        " completion_tokens = completion_tokens + excluded.completion_tokens",
+                        " key_id, model, accelerator) DO UPDATE SET"
+                        " requests = usage_hourly.requests + 1,"
+                        " prompt_tokens = usage_hourly.prompt_tokens + excluded.prompt_tokens,"
+                        " completion_tokens = usage_hourly.completion_tokens"
+                        " + excluded.completion_tokens",
                         "isssssssii", u->at_us - u->at_us % 3600000000LL, u->tenant_id,
                         u->project_id, u->tenant, u->project, u->key_id, u->model, u->accelerator,
                         u->prompt_tokens, u->completion_tokens);

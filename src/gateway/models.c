@@ -406,7 +406,7 @@ int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, 
                                              "access to it.", model);
     rc = store_query(tx, &s, err,
                      "SELECT e.id, e.url, e.port, e.accelerator, e.upstream_model,"
-                     " COALESCE(n.hostname, ''), COALESCE(n.name, '') FROM endpoints e"
+                     " MIN(COALESCE(n.hostname, '')), MIN(COALESCE(n.name, '')) FROM endpoints e"
                      " LEFT JOIN jobs j ON j.id = e.job_id AND j.state = 'running'"
                      " LEFT JOIN bindings b ON b.job_id = j.id AND b.end_us IS NULL"
                      " LEFT JOIN nodes n ON n.name = b.node"
@@ -463,7 +463,7 @@ int gw_endpoint_targets(store_tx *tx, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
                          "SELECT e.id, e.url, e.port, e.health_path, e.job_id,"
-                         " COALESCE(j.state, ''), COALESCE(n.hostname, ''), COALESCE(n.name, '')"
+                         " MIN(COALESCE(j.state, '')), MIN(COALESCE(n.hostname, '')), MIN(COALESCE(n.name, ''))"
                          " FROM endpoints e LEFT JOIN jobs j ON j.id = e.job_id"
                          " LEFT JOIN bindings b ON b.job_id = j.id AND b.end_us IS NULL"
                          " LEFT JOIN nodes n ON n.name = b.node GROUP BY e.id ORDER BY e.id",

@@ -243,6 +243,10 @@ static void *rt_main(void *arg) {
             log_kv(LOG_WARN, "usage records not written yet; will retry", "detail", err.msg,
                    (char *)NULL);
         int64_t now = gt_mono_us();
+        if (rt->cfg.leads && !rt->cfg.leads(rt->cfg.leads_arg)) {
+            pthread_mutex_lock(&rt->mu);
+            continue;
+        }
         if (rt->cfg.health_interval_s > 0 && now >= rt->next_health_us) {
             check_endpoints(rt);
             rt->next_health_us = now + (int64_t)rt->cfg.health_interval_s * 1000000;

@@ -487,7 +487,7 @@ int inv_heartbeat(store_tx *tx, const char *node, const char *agent_user_id, jso
         int keep_cause = next == HEALTH_FAILED && cur == HEALTH_FAILED;
         rc = store_exec(tx, NULL, err,
                         "UPDATE gpus SET signals = ?, health = ?,"
-                        " health_cause = CASE WHEN ? THEN health_cause ELSE ? END,"
+                        " health_cause = CASE WHEN ? <> 0 THEN health_cause ELSE ? END,"
                         " updated_at = ? WHERE uuid = ?",
                         "ssisis", sig ? sig : "{}", health_name(next), (int64_t)keep_cause, cause,
                         now, uuid);

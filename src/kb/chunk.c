@@ -332,7 +332,13 @@ static int wordbyte(unsigned char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c >= 0x80;
 }
 
-int kb_fts_query(const char *q, strbuf *out, gp_err *err) {
+/*
+ * The words of `q` (see kb_fts_query), lower-cased, at most KB_MAX_QUERY_TERMS,
+ * duplicates dropped, each appended to `out` between `quote` characters and
+ * separated by `sep`.  Words hold only ASCII letters and digits and
+ * non-ASCII bytes, never a quote, so quoting them needs no escapes.
+ */
+static int query_words(const char *q, char quote, const char *sep, strbuf *out, gp_err *err) {
     size_t len = strlen(q);
     if (len > KB_MAX_QUERY_LEN)
         return gp_err_set(err, GP_EINVALID, "query is longer than %d bytes", KB_MAX_QUERY_LEN);
@@ -354,16 +360,24 @@ int kb_fts_query(const char *q, strbuf *out, gp_err *err) {
             dup = !strcmp(seen.buf + p, w);
         if (dup) continue;
         sb_add(&seen, w, wl + 1);
-        if (terms++) sb_adds(out, " OR ");
-        sb_addc(out, '"');
+        if (terms++) sb_adds(out, sep);
+        sb_addc(out, quote);
         sb_add(out, w, wl);
-        sb_addc(out, '"');
+        sb_addc(out, quote);
     }
     int ok = sb_ok(&seen);
     sb_release(&seen);
     if (!ok || !sb_ok(out)) return gp_err_set(err, GP_ENOMEM, NULL);
     if (!terms) return gp_err_set(err, GP_EINVALID, "the query has no words to search for");
     return GP_OK;
+}
+
+int kb_fts_query(const char *q, strbuf *out, gp_err *err) {
+    return query_words(q, '"', " OR ", out, err);
+}
+
+int kb_ts_query(const char *q, strbuf *out, gp_err *err) {
+    return query_words(q, '\'', " | ", out, err);
 }
 
 /* ---- RAG ---- */

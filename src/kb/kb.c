@@ -5,6 +5,10 @@
  * Every change here runs inside the caller's write transaction, so a
  * document, its chunk rows and its index rows appear (and disappear)
  * together: a deleted document is gone from the very next query.
+ *
+ * On PostgreSQL the chunk rows are the index (text, tenant and tsvector in
+ * kb_chunks, schema_pg.c migration 10): no FTS5 table is made, looked up or
+ * written there, since a failed statement would abort the transaction.
  */
 #include "kb.h"
 
@@ -16,6 +20,23 @@
 #include <string.h>
 
 #define FTS_NAME_LEN 48
+
+/*
+ * PostgreSQL: a chunk's search vector, from its text (a bound parameter,
+ * given as the placeholder `P`).  ASCII punctuation becomes blanks first,
+ * so the default parser sees words as FTS5's unicode61 tokenizer does (runs
+ * of letters and digits: "pump.txt", "/var/log", "a@b.c" and "1.5" are
+ * several words, not one file, host, e-mail or number token), and the
+ * 'english' configuration stems them (Snowball's English stemmer, porter's
+ * successor) and lower-cases them.  The 32 characters of PG_PUNCT map to
+ * the 32 blanks of PG_BLANKS; the literal is E'' so its backslash means the
+ * same whatever standard_conforming_strings says.
+ */
+#define PG_PUNCT "E'!\"#$%&''()*+,-./:;<=>?@[\\\\]^_`{|}~'"
+#define PG_BLANKS "'                                '"
+#define PG_TSV(P) "to_tsvector('english', translate(" P ", " PG_PUNCT ", " PG_BLANKS "))"
+
+static int on_pg(const store_tx *tx) { return !strcmp(store_tx_backend(tx), "postgres"); }
 
 /* The FTS5 table of a tenant ("" / NULL: the ops table). Ids are server-made hex. */
 static int fts_name(const char *tenant_id, char out[FTS_NAME_LEN], gp_err *err) {
@@ -60,6 +81,7 @@ static int fts_forget(store_tx *tx, const char *tenant_id, const char *doc_id, c
                       gp_err *err) {
     char table[FTS_NAME_LEN], sql[240];
     int yes;
+    if (on_pg(tx)) return GP_OK; /* the chunk rows are the index: deleting them is enough */
     int rc = fts_name(tenant_id, table, err);
     if (!rc) rc = fts_exists(tx, table, &yes, err);
     if (rc || !yes) return rc;
@@ -135,12 +157,18 @@ int kb_create(store_tx *tx, const char *tenant_id, const char *project_id, json_
     char *wtext = wos ? jx_dump(wos) : strdup("[]");
     if (!wtext) return gp_err_set(err, GP_ENOMEM, NULL);
     rnd_id(id);
-    rc = store_exec(tx, NULL, err,
-                    "INSERT INTO kbs (id, tenant_id, project_id, scope, name, description,"
-                    " work_orders, created_by, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-                    "ssssssssi", id, tenant_id ? tenant_id : "", project_id ? project_id : "",
-                    want, name, desc ? desc : "", wtext, created_by, gt_now_us());
+    /* PostgreSQL: a taken name must not abort the caller's transaction (it may go on) */
+#define KB_INSERT                                                                  \
+    "INSERT INTO kbs (id, tenant_id, project_id, scope, name, description,"        \
+    " work_orders, created_by, created_at) VALUES (?,?,?,?,?,?,?,?,?)"
+    int pg = on_pg(tx), changes = 0;
+    rc = store_exec(tx, pg ? &changes : NULL, err,
+                    store_sql(tx, KB_INSERT, KB_INSERT " ON CONFLICT DO NOTHING"), "ssssssssi", id,
+                    tenant_id ? tenant_id : "", project_id ? project_id : "", want, name,
+                    desc ? desc : "", wtext, created_by, gt_now_us());
+#undef KB_INSERT
     free(wtext);
+    if (!rc && pg && !changes) rc = GP_ECONFLICT;
     if (rc == GP_ECONFLICT) return gp_err_set(err, GP_ECONFLICT, "KB '%s' already exists", name);
     return rc;
 }
@@ -269,24 +297,61 @@ int kb_delete(store_tx *tx, const kb_info *kb, int64_t *docs, gp_err *err) {
 
 /* ---- documents ---- */
 
+/* A copy of chunk `sp` of `in`'s text (heap, NUL-terminated), or NULL when out of memory. */
+static char *chunk_text(const kb_doc_input *in, const kb_span *sp) {
+    size_t n = sp->end - sp->start;
+    char *t = malloc(n + 1);
+    if (!t) return NULL;
+    memcpy(t, in->text.buf + sp->start, n);
+    t[n] = '\0';
+    return t;
+}
+
+/* PostgreSQL: the chunks of document `doc_id`, each with its text, tenant and search vector. */
+static int doc_chunks_pg(store_tx *tx, const kb_info *kb, const char *doc_id,
+                         const kb_doc_input *in, gp_err *err) {
+    for (size_t i = 0; i < in->nspans; i++) {
+        const kb_span *sp = &in->spans[i];
+        char *t = chunk_text(in, sp);
+        if (!t) return gp_err_set(err, GP_ENOMEM, NULL);
+        int rc = store_exec(tx, NULL, err,
+                            "INSERT INTO kb_chunks (doc_id, kb_id, seq, start_char, end_char,"
+                            " tenant_id, text, tsv) VALUES (?,?,?,?,?,?,?7," PG_TSV("?7") ")",
+                            "ssiiiss", doc_id, kb->id, (int64_t)i, sp->cstart, sp->cend,
+                            kb->tenant_id, t);
+        free(t);
+        if (rc) return rc;
+    }
+    return GP_OK;
+}
+
 int kb_doc_add(store_tx *tx, const kb_info *kb, const kb_doc_input *in, const char *created_by,
                char id[RND_ID_LEN], gp_err *err) {
     char table[FTS_NAME_LEN], sql[160];
-    int rc = fts_name(kb->tenant_id, table, err);
+    int pg = on_pg(tx);
+    int rc = fts_name(kb->tenant_id, table, err); /* also checks the tenant id */
     if (rc) return rc;
     int64_t chars = 0;
     for (size_t i = 0; i < in->text.len; i++)
         if (((unsigned char)in->text.buf[i] & 0xC0) != 0x80) chars++;
     rnd_id(id);
-    rc = store_exec(tx, NULL, err,
-                    "INSERT INTO kb_documents (id, kb_id, name, format, bytes, chars, chunks, text,"
-                    " created_by, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    "ssssiiissi", id, kb->id, in->name, in->format, (int64_t)in->bytes, chars,
+    /* PostgreSQL: a taken name must not abort the caller's transaction (it may go on) */
+#define DOC_INSERT                                                                   \
+    "INSERT INTO kb_documents (id, kb_id, name, format, bytes, chars, chunks, text,"  \
+    " created_by, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)"
+    int changes = 0;
+    rc = store_exec(tx, pg ? &changes : NULL, err,
+                    store_sql(tx, DOC_INSERT, DOC_INSERT " ON CONFLICT DO NOTHING"), "ssssiiissi",
+                    id, kb->id, in->name, in->format, (int64_t)in->bytes, chars,
                     (int64_t)in->nspans, in->text.buf, created_by, gt_now_us());
+#undef DOC_INSERT
+    if (!rc && pg && !changes) rc = GP_ECONFLICT;
     if (rc == GP_ECONFLICT)
         return gp_err_set(err, GP_ECONFLICT, "document '%s' already exists in KB '%s'", in->name,
                           kb->name);
-    if (rc || (rc = fts_ensure(tx, table, err))) return rc;
+    if (rc) return rc;
+    if (pg) return doc_chunks_pg(tx, kb, id, in, err);
+    if ((rc = fts_ensure(tx, table, err))) return rc;
     snprintf(sql, sizeof sql, "INSERT INTO %s (rowid, text) VALUES (last_insert_rowid(), ?)",
              table);
     for (size_t i = 0; i < in->nspans; i++) {
@@ -297,11 +362,8 @@ int kb_doc_add(store_tx *tx, const kb_info *kb, const kb_doc_input *in, const ch
                         "ssiii", id, kb->id, (int64_t)i, sp->cstart, sp->cend);
         if (rc) return rc;
         /* the chunk's text, bound as a copy of its slice */
-        size_t n = sp->end - sp->start;
-        char *t = malloc(n + 1);
+        char *t = chunk_text(in, sp);
         if (!t) return gp_err_set(err, GP_ENOMEM, NULL);
-        memcpy(t, in->text.buf + sp->start, n);
-        t[n] = '\0';
         rc = store_exec(tx, NULL, err, sql, "s", t);
         free(t);
         if (rc) return rc;
@@ -400,12 +462,73 @@ int kb_doc_delete(store_tx *tx, const kb_info *kb, const char *name, gp_err *err
 
 /* ---- search ---- */
 
+/* One hit of a search: the row's columns 0-5, and its score (higher is better). */
+static json_t *hit_json(store_stmt *s, double score) {
+    return json_pack("{s:s,s:s,s:I,s:I,s:I,s:f,s:s}", "kb", store_text(s, 0), "document",
+                     store_text(s, 1), "chunk", (json_int_t)store_int(s, 2), "start",
+                     (json_int_t)store_int(s, 3), "end", (json_int_t)store_int(s, 4), "score",
+                     score, "text", store_text(s, 5));
+}
+
+/*
+ * PostgreSQL (see kb.h): the words of `query` as a bound tsquery text, over
+ * the chunks of KBs `kb_ids` that also belong to the caller's tenant ('' for
+ * ops), scored with ts_rank, best first, ties in chunk order.  ts_rank, like
+ * bm25, sums what each query word adds, with diminishing returns for a word
+ * repeated; it has no length normalisation here (chunks are at most
+ * KB_CHUNK_CHARS long, and dividing by the log of the length, option 1, let
+ * short chunks naming a word once outrank the chunk about it).
+ */
+static int query_pg(store_tx *tx, const char *tenant_id, json_t *kb_ids, const char *document,
+                    const char *query, int k, json_t **items, gp_err *err) {
+    strbuf tsq = SB_INIT;
+    int rc = kb_ts_query(query, &tsq, err);
+    if (!rc && !kb_utf8_valid(query, strlen(query))) /* PostgreSQL refuses such a parameter */
+        rc = gp_err_set(err, GP_EINVALID, "the query is not UTF-8 text");
+    if (rc) {
+        sb_release(&tsq);
+        return rc;
+    }
+    const char *tenant = tenant_id ? tenant_id : "";
+    char *ids = jx_dump(kb_ids);
+    store_stmt *s;
+    if (!ids) rc = gp_err_set(err, GP_ENOMEM, NULL);
+    else
+        rc = store_query(tx, &s, err,
+                         "SELECT k.name, d.name, c.seq, c.start_char, c.end_char, c.text,"
+                         " ts_rank(c.tsv, q) AS r"
+                         " FROM to_tsquery('english', ?) AS q, kb_chunks c"
+                         " JOIN kb_documents d ON d.id = c.doc_id JOIN kbs k ON k.id = c.kb_id"
+                         " WHERE c.tsv @@ q"
+                         " AND c.kb_id IN (SELECT jsonb_array_elements_text(?::jsonb))"
+                         " AND c.tenant_id = ? AND k.tenant_id = ?"
+                         " AND (? IS NULL OR d.name = ?) ORDER BY r DESC, c.id LIMIT ?",
+                         "ssssssi", tsq.buf, ids, tenant, tenant, document, document,
+                         (int64_t)k);
+    free(ids);
+    sb_release(&tsq);
+    if (rc) return rc;
+    json_t *arr = json_array();
+    while ((rc = store_step(s, err)) > 0) {
+        const char *r = store_text(s, 6); /* a real: store_int would truncate it */
+        json_array_append_new(arr, hit_json(s, r ? strtod(r, NULL) : 0));
+    }
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *items = arr;
+    return GP_OK;
+}
+
 int kb_query(store_tx *tx, const char *tenant_id, json_t *kb_ids, const char *document,
              const char *query, int k, json_t **items, gp_err *err) {
     char table[FTS_NAME_LEN];
     int yes;
     strbuf match = SB_INIT;
     if (k < 1 || k > KB_MAX_K) return gp_err_set(err, GP_EINVALID, "k must be 1-%d", KB_MAX_K);
+    if (on_pg(tx)) return query_pg(tx, tenant_id, kb_ids, document, query, k, items, err);
     int rc = kb_fts_query(query, &match, err);
     if (!rc) rc = fts_name(tenant_id, table, err);
     if (!rc) rc = fts_exists(tx, table, &yes, err);
@@ -437,12 +560,7 @@ int kb_query(store_tx *tx, const char *tenant_id, json_t *kb_ids, const char *do
         /* store_int truncates: read the score as text, it is a REAL */
         const char *r = store_text(s, 6);
         double score = r ? -strtod(r, NULL) : 0;
-        json_array_append_new(arr, json_pack("{s:s,s:s,s:I,s:I,s:I,s:f,s:s}", "kb",
-                                             store_text(s, 0), "document", store_text(s, 1),
-                                             "chunk", (json_int_t)store_int(s, 2), "start",
-                                             (json_int_t)store_int(s, 3), "end",
-                                             (json_int_t)store_int(s, 4), "score", score, "text",
-                                             store_text(s, 5)));
+        json_array_append_new(arr, hit_json(s, score));
     }
     store_done(s);
     if (rc < 0) {

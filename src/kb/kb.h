@@ -1,6 +1,7 @@
 /*
  * kb.h - knowledge bases: documents split into overlapping chunks, indexed
- * for keyword retrieval (SQLite FTS5, ranked with bm25), and the bindings
+ * for keyword retrieval (SQLite FTS5 ranked with bm25, or PostgreSQL full
+ * text search ranked with ts_rank), and the bindings
  * that let an application's chat requests be answered with them (RAG).
  *
  * A knowledge base (KB) has a scope:
@@ -12,13 +13,23 @@
  * unique among ops KBs).  Documents are named (1-128 of [A-Za-z0-9._-], not
  * starting with '.'), unique in their KB.
  *
- * The index: ONE FTS5 table per tenant, "kbfts_<tenant id>", and one for
- * every ops KB together, "kbfts_ops", created on first use.  bm25's
+ * The index, SQLite: ONE FTS5 table per tenant, "kbfts_<tenant id>", and
+ * one for every ops KB together, "kbfts_ops", created on first use.  bm25's
  * statistics (document count, average length, term frequencies) span a
  * whole table, so one tenant's documents never shift another's scores or
  * results.  A chunk's row id in that table is its kb_chunks.id.  Table names
  * are built only from server-made ids (32 hex characters), never from user
  * text; every user value is bound.
+ *
+ * The index, PostgreSQL: kb_chunks itself holds each chunk's text, its
+ * tenant ('' for ops) and tsv = to_tsvector('english', the text with ASCII
+ * punctuation made blanks: words are runs of letters and digits, as for
+ * FTS5), under a GIN index.  A search is the same words as on SQLite, OR-ed,
+ * as a bound to_tsquery('english', …) text (kb_ts_query), always filtered by
+ * the KB ids asked for AND the caller's tenant, ranked by ts_rank
+ * descending, then by chunk id.  ts_rank reads one
+ * chunk and the query only, so scores never depend on other documents, any
+ * tenant's.  Scores differ from SQLite's (-bm25); higher is better on both.
  *
  * Layers: chunk.c is pure (chunking, HTML to text, query sanitising, the
  * RAG prompt); extract.c turns an uploaded document into text (PDF through
@@ -96,6 +107,16 @@ int kb_utf8_valid(const char *s, size_t len);
  * or is longer than KB_MAX_QUERY_LEN.  Appends to `out`.
  */
 int kb_fts_query(const char *q, strbuf *out, gp_err *err);
+
+/*
+ * The same words as kb_fts_query, for PostgreSQL's to_tsquery(): each
+ * quoted as a tsquery string ('word': words hold no quote or backslash, so
+ * nothing needs escaping and no tsquery operator, weight or prefix survives),
+ * joined with " | " (OR).  The text is bound, never pasted into SQL.  A
+ * quoted word the parser splits (non-ASCII punctuation) becomes a phrase,
+ * as in FTS5.  Same errors.  Appends to `out`.
+ */
+int kb_ts_query(const char *q, strbuf *out, gp_err *err);
 
 /*
  * The system message of a retrieval-augmented request: an instruction and
@@ -198,8 +219,11 @@ int kb_doc_delete(store_tx *tx, const kb_info *kb, const char *name, gp_err *err
  * Keyword search over KBs `kb_ids` (JSON array of ids, all of tenant
  * `tenant_id`, NULL for ops), optionally one document by name: the best
  * `k` chunks, best first, as [{kb, document, chunk, start, end, score,
- * text}]; score = -bm25 (higher is better; only comparable within one
- * tenant's index).  `query` is free text (kb_fts_query).  OUT: *items.
+ * text}]; score = -bm25 on SQLite (higher is better; only comparable within
+ * one tenant's index), ts_rank on PostgreSQL (higher is better; another
+ * scale).  Only chunks of those KBs and of that tenant are read.  `query` is
+ * free text (kb_fts_query; kb_ts_query on PostgreSQL, where text that is not
+ * UTF-8 is GP_EINVALID).  OUT: *items.
  */
 int kb_query(store_tx *tx, const char *tenant_id, json_t *kb_ids, const char *document,
              const char *query, int k, json_t **items, gp_err *err);

@@ -94,10 +94,16 @@ int kb_rag_set(store_tx *tx, const char *tenant_id, const char *project_id, cons
                               "KB '%s' belongs to another project: an application reads only "
                               "tenant-wide KBs and its own project's",
                               name);
-        rc = store_exec(tx, NULL, err,
-                        "INSERT INTO kb_app_rag (app_id, model, kb_id, pos, k, updated_at)"
-                        " VALUES (?,?,?,?,?,?)",
-                        "sssiii", aid, model, kid, (int64_t)i, k, now);
+        /* PostgreSQL: a KB named twice must not abort the caller's transaction */
+#define RAG_INSERT                                                                 \
+    "INSERT INTO kb_app_rag (app_id, model, kb_id, pos, k, updated_at)"            \
+    " VALUES (?,?,?,?,?,?)"
+        int pg = !strcmp(store_tx_backend(tx), "postgres"), changes = 0;
+        rc = store_exec(tx, pg ? &changes : NULL, err,
+                        store_sql(tx, RAG_INSERT, RAG_INSERT " ON CONFLICT DO NOTHING"), "sssiii",
+                        aid, model, kid, (int64_t)i, k, now);
+#undef RAG_INSERT
+        if (!rc && pg && !changes) rc = GP_ECONFLICT;
         if (rc == GP_ECONFLICT) return gp_err_set(err, GP_EINVALID, "KB '%s' is named twice", name);
         if (rc) return rc;
     }

@@ -944,22 +944,36 @@ int meter_prometheus(store_tx *tx, int64_t now_us, int gpus, int tenants, strbuf
     if (!rc && tenants)
         rc = gauge(tx, out, "gpupool_allocated_gpus",
                    "GPU-equivalents held now (weighted by slice), by tenant and resource class", tc, 2,
-                   "SELECT b.tenant, j.class, printf('%.3f', SUM(b.weight_milli) / 1000.0)"
-                   " FROM bindings b JOIN jobs j ON j.id = b.job_id WHERE b.end_us IS NULL"
-                   " GROUP BY 1, 2 ORDER BY 1, 2",
+                   store_sql(tx,
+                             "SELECT b.tenant, j.class, printf('%.3f', SUM(b.weight_milli) / 1000.0)"
+                             " FROM bindings b JOIN jobs j ON j.id = b.job_id WHERE b.end_us IS NULL"
+                             " GROUP BY 1, 2 ORDER BY 1, 2",
+                             "SELECT b.tenant, j.class, round(SUM(b.weight_milli) / 1000.0, 3)"
+                             " FROM bindings b JOIN jobs j ON j.id = b.job_id WHERE b.end_us IS NULL"
+                             " GROUP BY 1, 2 ORDER BY 1, 2"),
                    "", 0, 0, err);
     if (!rc && tenants)
         rc = gauge(tx, out, "gpupool_queued_jobs", "queued jobs by the kind of their reason", re, 1,
-                   "SELECT CASE WHEN instr(reason, ':') > 0 THEN substr(reason, 1, instr(reason, ':') - 1)"
-                   " WHEN reason = '' THEN 'none' ELSE reason END, COUNT(*) FROM jobs"
-                   " WHERE state IN ('queued', 'admitted') GROUP BY 1 ORDER BY 1",
+                   store_sql(tx,
+                             "SELECT CASE WHEN instr(reason, ':') > 0"
+                             " THEN substr(reason, 1, instr(reason, ':') - 1)"
+                             " WHEN reason = '' THEN 'none' ELSE reason END, COUNT(*) FROM jobs"
+                             " WHERE state IN ('queued', 'admitted') GROUP BY 1 ORDER BY 1",
+                             "SELECT CASE WHEN strpos(reason, ':') > 0"
+                             " THEN substr(reason, 1, strpos(reason, ':') - 1)"
+                             " WHEN reason = '' THEN 'none' ELSE reason END, COUNT(*) FROM jobs"
+                             " WHERE state IN ('queued', 'admitted') GROUP BY 1 ORDER BY 1"),
                    "", 0, 0, err);
     if (!rc && tenants)
         rc = gauge(tx, out, "gpupool_card_hours_month", "card-hours used this calendar month, by tenant",
                    te, 1,
-                   "SELECT tenant, printf('%.6f', SUM(weight_milli * (COALESCE(end_us, ?1) -"
-                   " MAX(start_us, ?2)) / 1000.0 / 3600000000.0)) FROM bindings"
-                   " WHERE COALESCE(end_us, ?1) > ?2 GROUP BY 1 ORDER BY 1",
+                   store_sql(tx,
+                             "SELECT tenant, printf('%.6f', SUM(weight_milli * (COALESCE(end_us, ?1) -"
+                             " MAX(start_us, ?2)) / 1000.0 / 3600000000.0)) FROM bindings"
+                             " WHERE COALESCE(end_us, ?1) > ?2 GROUP BY 1 ORDER BY 1",
+                             "SELECT tenant, round(SUM(weight_milli * (COALESCE(end_us, ?1) -"
+                             " GREATEST(start_us, ?2)) / 1000.0 / 3600000000.0), 6) FROM bindings"
+                             " WHERE COALESCE(end_us, ?1) > ?2 GROUP BY 1 ORDER BY 1"),
                    "ii", now_us, m0, err);
     if (!rc && tenants) {
         store_stmt *s;

@@ -236,7 +236,7 @@ int jobs_set_priority(store_tx *tx, const char *id, const prio_class *p, const c
     int changes = 0;
     int rc = store_exec(tx, &changes, err,
                         "UPDATE jobs SET priority_class = ?, priority = ?, may_preempt = ?,"
-                        " preemptible = CASE WHEN ? THEN preemptible ELSE 0 END"
+                        " preemptible = CASE WHEN ? <> 0 THEN preemptible ELSE 0 END"
                         " WHERE id = ? AND state IN ('queued','admitted','running')",
                         "siiis", p->name, (int64_t)p->value, (int64_t)p->may_preempt,
                         (int64_t)p->preemptible, id);
@@ -303,12 +303,12 @@ int bind_card_hours(store_tx *tx, const char *tenant_id, const char *project_id,
     int64_t m0 = jobs__month_start(now, NULL);
     /* weight (milli-card) x seconds held this month / 3600 = milli card-hours */
     int rc = store_query(tx, &s, err,
-                         "SELECT COALESCE(SUM(weight_milli * (MIN(COALESCE(end_us, ?), ?)"
-                         " - MAX(start_us, ?)) / 1000000), 0) FROM bindings"
-                         " WHERE tenant_id = ? AND (? IS NULL OR project_id = ?)"
-                         " AND COALESCE(end_us, ?) > ?",
-                         "iiisssii", now, now, m0, tenant_id, project_id, project_id,
-                         now, m0);
+                         "SELECT COALESCE(SUM(weight_milli * ((CASE WHEN COALESCE(end_us, ?1) < ?1"
+                         " THEN COALESCE(end_us, ?1) ELSE ?1 END)"
+                         " - (CASE WHEN start_us > ?2 THEN start_us ELSE ?2 END)) / 1000000), 0)"
+                         " FROM bindings WHERE tenant_id = ?3 AND (?4 IS NULL OR project_id = ?4)"
+                         " AND COALESCE(end_us, ?1) > ?2",
+                         "iiss", now, m0, tenant_id, project_id);
     if (rc) return rc;
     rc = store_step(s, err);
     *out = rc > 0 ? store_int(s, 0) / 3600 : 0;
@@ -513,9 +513,10 @@ int jobs_node_report(store_tx *tx, const char *node, json_t *workloads, int *end
         /* the run a report is about: the placement (a binding id) it was started for */
         const char *pl = json_string_value(json_object_get(w, "placement"));
         int rc = store_query(tx, &s, err,
-                             "SELECT COUNT(*), COALESCE(SUM(b.end_us IS NULL AND j.state = 'running'"
+                             "SELECT COUNT(*), COALESCE(SUM(CASE WHEN b.end_us IS NULL AND j.state = 'running'"
                              " AND (? IS NULL OR ? = '' OR EXISTS (SELECT 1 FROM bindings c"
-                             "  WHERE c.id = ? AND c.job_id = b.job_id AND c.end_us IS NULL))), 0)"
+                             "  WHERE c.id = ? AND c.job_id = b.job_id AND c.end_us IS NULL))"
+                             " THEN 1 ELSE 0 END), 0)"
                              " FROM bindings b JOIN jobs j ON j.id = b.job_id"
                              " WHERE b.job_id = ? AND b.node = ?",
                              "sssss", pl, pl, pl, job, node);
@@ -528,7 +529,9 @@ int jobs_node_report(store_tx *tx, const char *node, json_t *workloads, int *end
         /* reports carry the output written since the last one: append, keep the tail */
         if (log && *log &&
             (rc = store_exec(tx, NULL, err,
-                             "UPDATE jobs SET log = substr(log || ?, -?) WHERE id = ?", "sis",
+                             "UPDATE jobs SET log = CASE WHEN length(log || ?1) > ?2"
+                             " THEN substr(log || ?1, CAST(length(log || ?1) - ?2 + 1 AS INTEGER))"
+                             " ELSE log || ?1 END WHERE id = ?3", "sis",
                              tail_of(log), (int64_t)JOBS_LOG_MAX, job)))
             return rc;
         if (!runs || strcmp(state, "exited") != 0) continue;

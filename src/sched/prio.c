@@ -120,9 +120,9 @@ int prio_put(store_tx *tx, json_t *c, int create, const char *name, gp_err *err)
     } else {
         int changes = 0;
         rc = store_exec(tx, &changes, err,
-                        "UPDATE priority_classes SET value = CASE WHEN ? THEN ? ELSE value END,"
-                        " preemptible = CASE WHEN ? THEN ? ELSE preemptible END,"
-                        " may_preempt = CASE WHEN ? THEN ? ELSE may_preempt END,"
+                        "UPDATE priority_classes SET value = CASE WHEN ? <> 0 THEN ? ELSE value END,"
+                        " preemptible = CASE WHEN ? <> 0 THEN ? ELSE preemptible END,"
+                        " may_preempt = CASE WHEN ? <> 0 THEN ? ELSE may_preempt END,"
                         " allowed_project_classes = COALESCE(?, allowed_project_classes),"
                         " allowed_roles = COALESCE(?, allowed_roles),"
                         " description = COALESCE(?, description) WHERE name = ?",

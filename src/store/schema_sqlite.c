@@ -483,6 +483,10 @@ static const char *const migrations[] = {
     "  updated_at INTEGER NOT NULL,"
     "  PRIMARY KEY (app_id, model, kb_id));"
     "CREATE INDEX kb_app_rag_kb ON kb_app_rag(kb_id);",
+
+    /* 11: row-level security by tenant: PostgreSQL only (schema_pg.c); nothing to do here,
+     * the version is kept so both stores count alike */
+    "SELECT 1;",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -7,12 +7,14 @@
 #include <stddef.h>
 #include <string.h>
 
+static int is_pg(const char *url) {
+    return strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0;
+}
+
 int store_open(const char *url, int pool_size, store_t **out, gp_err *err) {
     *out = NULL;
     if (pool_size < 1) pool_size = 1;
-    if (strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0)
-        return gp_err_set(err, GP_EUNSUPPORTED,
-                          "the PostgreSQL store is not available in this build yet");
+    if (is_pg(url)) return store__pg_open(url, pool_size, out, err);
     if (strncmp(url, "sqlite:", 7) == 0) url += 7;
     if (!*url) return gp_err_set(err, GP_EINVALID, "empty store path");
     return store__sqlite_open(url, pool_size, out, err);
@@ -20,9 +22,7 @@ int store_open(const char *url, int pool_size, store_t **out, gp_err *err) {
 
 int store_open_readonly(const char *url, store_t **out, gp_err *err) {
     *out = NULL;
-    if (strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0)
-        return gp_err_set(err, GP_EUNSUPPORTED,
-                          "the PostgreSQL store is not available in this build yet");
+    if (is_pg(url)) return store__pg_open_ro(url, out, err);
     if (strncmp(url, "sqlite:", 7) == 0) url += 7;
     if (!*url) return gp_err_set(err, GP_EINVALID, "empty store path");
     return store__sqlite_open_ro(url, out, err);
@@ -36,6 +36,22 @@ const char *store_backend(const store_t *st) { return st->ops->name; }
 
 int store_schema_version(store_t *st, int *out, gp_err *err) {
     return st->ops->schema_version(st, out, err);
+}
+
+int store_set_tenant(store_tx *tx, const char *tenant_id, gp_err *err) {
+    if (strcmp(tx->ops->name, "postgres") != 0) return GP_OK;
+    store_stmt *s;
+    int rc = store_query(tx, &s, err, "SELECT set_config('gpupool.tenant', ?, true)", "s",
+                         tenant_id ? tenant_id : "");
+    if (rc) return rc;
+    store_done(s);
+    return GP_OK;
+}
+
+const char *store_tx_backend(const store_tx *tx) { return tx->ops->name; }
+
+const char *store_sql(const store_tx *tx, const char *sqlite, const char *pg) {
+    return strcmp(tx->ops->name, "postgres") == 0 ? pg : sqlite;
 }
 
 int store_schema_latest(const store_t *st) { return st->ops->schema_latest(); }
@@ -87,4 +103,8 @@ int store_exec(store_tx *tx, int *changes, gp_err *err, const char *sql, const c
     if (rc < 0) return rc;
     if (changes) *changes = tx->ops->changes(tx);
     return GP_OK;
+}
+
+int store_lead(store_t *st, gp_err *err) {
+    return st->ops->lead ? st->ops->lead(st, err) : 1;
 }

@@ -1,8 +1,8 @@
 /*
  * store.h - the one storage interface every gpupool module uses.
  *
- * A store_t is a pool of connections to one database (SQLite now; a
- * PostgreSQL backend plugs in behind the same calls).  Work happens inside a
+ * A store_t is a pool of connections to one database: an SQLite file, or a
+ * PostgreSQL database that several servers may share.  Work happens inside a
  * transaction, store_tx, obtained with store_begin() and ended with exactly
  * one store_commit() or store_rollback(), which return its connection to the
  * pool.  SQL is written once with `?` placeholders; values are always bound,
@@ -38,7 +38,8 @@ typedef struct store_stmt store_stmt;
 enum { STORE_READ = 0, STORE_WRITE = 1 };
 
 /*
- * Open the store at `url`: "sqlite:PATH", or a plain file path (SQLite).
+ * Open the store at `url`: "postgres://…" or "postgresql://…" (a libpq URI),
+ * "sqlite:PATH", or a plain file path (SQLite).
  * Applies pending schema migrations; refuses (GP_ESCHEMA) a database whose
  * schema is newer than this binary knows.  `pool_size` connections (>= 1).
  * OUT: *out, freed with store_close().
@@ -59,6 +60,23 @@ void store_close(store_t *st);
 
 /* Backend name, "sqlite" or "postgres". */
 const char *store_backend(const store_t *st);
+
+/* Backend of the store a transaction belongs to, "sqlite" or "postgres": for the
+ * few statements whose SQL differs (store_sql picks between two texts). */
+const char *store_tx_backend(const store_tx *tx);
+
+/* `pg` when `tx` is on PostgreSQL, else `sqlite`: one statement, two dialects. */
+const char *store_sql(const store_tx *tx, const char *sqlite, const char *pg);
+
+/*
+ * Tie the transaction to one tenant (its id) until it ends, for row-level
+ * security: on PostgreSQL the tenants' own tables (keys, usage, models,
+ * knowledge bases; schema_pg.c migration 11) then show and accept only that
+ * tenant's rows (public models too), whatever the SQL asks.  Call it once
+ * the caller is authorised in that tenant.  SQLite: nothing (the
+ * application's own filters are the only fence there).
+ */
+int store_set_tenant(store_tx *tx, const char *tenant_id, gp_err *err);
 
 /* Check the database answers a trivial query (for /readyz). */
 int store_ping(store_t *st, gp_err *err);
@@ -99,5 +117,16 @@ void store_done(store_stmt *stmt);
  * OUT (optional): *changes, rows changed.
  */
 int store_exec(store_tx *tx, int *changes, gp_err *err, const char *sql, const char *types, ...);
+
+/*
+ * Leadership among the servers sharing this store, for the work exactly one
+ * of them must do (scheduler, node sweep, metering enforcement).  Returns 1
+ * while this process leads, 0 while another does, < 0 on error (err
+ * filled; not leading).  Call it before each round: the first caller takes
+ * the lead when none holds it, and keeps it until its process or its
+ * connection ends (PostgreSQL: a session advisory lock on a connection of
+ * its own).  SQLite stores have one server: always 1.
+ */
+int store_lead(store_t *st, gp_err *err);
 
 #endif

@@ -28,6 +28,7 @@ typedef struct store_ops {
     int (*isnull)(store_stmt *stmt, int col);
     void (*done)(store_stmt *stmt);
     int (*changes)(store_tx *tx);
+    int (*lead)(store_t *st, gp_err *err);
 } store_ops;
 
 /* Every backend's store_t, store_tx and store_stmt begin with these headers. */
@@ -45,5 +46,10 @@ struct store_stmt {
 int store__sqlite_open(const char *path, int pool_size, store_t **out, gp_err *err);
 /* SQLite backend, read-only, one connection, no migrations (store_open_readonly). */
 int store__sqlite_open_ro(const char *path, store_t **out, gp_err *err);
+
+/* PostgreSQL backend: `conninfo` is a libpq URI or key=value string. */
+int store__pg_open(const char *conninfo, int pool_size, store_t **out, gp_err *err);
+/* PostgreSQL backend, read-only (store_open_readonly). */
+int store__pg_open_ro(const char *conninfo, store_t **out, gp_err *err);
 
 #endif

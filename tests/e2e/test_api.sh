@@ -45,7 +45,7 @@ assert_header Content-Type '^application/json'
 api_raw GET /readyz
 assert_status 200
 assert_json .status ready
-assert_json .store sqlite
+assert_json .store "$([ -n "${GP_TEST_PG:-}" ] && echo postgres || echo sqlite)"
 assert_request_id
 
 api_raw GET /api/v1/openapi.json

@@ -176,7 +176,7 @@ relaunch() {
     local try i
     for ((try = 0; try < 40; try++)); do
         rm -f "$DATA/server.url"
-        "$GPUPOOL_BIN" server --data "$DATA" --listen "127.0.0.1:$PORT" --node-timeout 60 \
+        "$GPUPOOL_BIN" server --data "$DATA" $(store_flag "$DATA") --listen "127.0.0.1:$PORT" --node-timeout 60 \
             >>"$E2E_TMP/server.crash.out" 2>>"$SERVER_LOG" </dev/null &
         SERVER_PID=$!
         E2E_PIDS+=("$SERVER_PID")
@@ -217,7 +217,7 @@ for ((CYCLE = 1; CYCLE <= CYCLES; CYCLE++)); do
     CLIENT_PIDS=()
 
     # the crashed store, before anything repairs it
-    run_cli check --data "$DATA"
+    run_cli check --data "$DATA" $(store_flag "$DATA")
     assert_rc 0
     relaunch
 
@@ -259,16 +259,21 @@ for ((CYCLE = 1; CYCLE <= CYCLES; CYCLE++)); do
 done
 
 # ---------------------------------------------------------------- the end
-run_cli -o json check --data "$DATA"
+run_cli -o json check --data "$DATA" $(store_flag "$DATA")
 assert_rc 0
 assert_eq "$(jout '[.checks[] | select(.ok)] | length')" "$(jout '.checks | length')" "checks holding"
 stop_server
-run_cli check --data "$DATA"
+run_cli check --data "$DATA" $(store_flag "$DATA")
 assert_rc 0
 assert_file_contains "$OUT_FILE" "all checks hold"
-# and the checks would see a broken store: break the audit chain on a copy
-cp "$DATA/gpupool.db" "$E2E_TMP/copy.db"
-if command -v sqlite3 >/dev/null 2>&1; then
+# and the checks would see a broken store: break the audit chain (on a copy for SQLite)
+if [ -n "${GP_TEST_PG:-}" ]; then
+    db_sql "$DATA" "UPDATE audit SET actor = 'mallory' WHERE seq = 2"
+    run_cli check $(store_flag "$DATA")
+    assert_rc 1
+    assert_file_contains "$OUT_FILE" "audit_chain    FAILED"
+elif command -v sqlite3 >/dev/null 2>&1; then
+    cp "$DATA/gpupool.db" "$E2E_TMP/copy.db"
     sqlite3 "$E2E_TMP/copy.db" "UPDATE audit SET actor = 'mallory' WHERE seq = 2"
     run_cli check --store "sqlite:$E2E_TMP/copy.db"
     assert_rc 1

@@ -380,7 +380,7 @@ pkill -f -- "--name job1 --model jm" 2>/dev/null
 
 # ---------------------------------------------------------------- the gateway alone
 note "gpupool gateway alone, on the same store"
-"$GPUPOOL_BIN" gateway --data "$DATA" --listen 127.0.0.1:0 >"$E2E_TMP/gw.out" 2>"$E2E_TMP/gw.err" </dev/null &
+"$GPUPOOL_BIN" gateway --data "$DATA" $(store_flag "$DATA") --listen 127.0.0.1:0 >"$E2E_TMP/gw.out" 2>"$E2E_TMP/gw.err" </dev/null &
 GWPID=$!
 E2E_PIDS+=("$GWPID")
 gw_up() { [ -s "$DATA/gateway.url" ] && curl -sf "$(cat "$DATA/gateway.url")/healthz" >/dev/null; }

@@ -429,12 +429,12 @@ assert_rc 0
 # ---------------------------------------------------------------- usage records
 note "usage records"
 # the gateway writes these; here they are planted to check reading and scoping
-VISION_ID=$(sqlite3 "$DB" "SELECT id FROM projects WHERE name = 'vision'")
-RESEARCH_ID=$(sqlite3 "$DB" "SELECT id FROM tenants WHERE name = 'research'")
-LAB_ID=$(sqlite3 "$DB" "SELECT id FROM projects WHERE name = 'lab'")
-OTHER_ID=$(sqlite3 "$DB" "SELECT id FROM tenants WHERE name = 'other'")
+VISION_ID=$(db_sql "$DATA" "SELECT id FROM projects WHERE name = 'vision'")
+RESEARCH_ID=$(db_sql "$DATA" "SELECT id FROM tenants WHERE name = 'research'")
+LAB_ID=$(db_sql "$DATA" "SELECT id FROM projects WHERE name = 'lab'")
+OTHER_ID=$(db_sql "$DATA" "SELECT id FROM tenants WHERE name = 'other'")
 NOW_US=$(($(date +%s) * 1000000))
-sqlite3 -cmd ".timeout 5000" "$DB" "
+db_sql "$DATA" "
 INSERT INTO usage_records (id, at, tenant_id, project_id, tenant, project, app, key_id, model,
   model_tenant, endpoint_id, accelerator, kind, stream, prompt_tokens, completion_tokens,
   estimated, latency_us, status) VALUES
@@ -574,7 +574,7 @@ for s in "$ALICE_SECRET" "$BOB_SECRET" "$CI_SECRET" "$LAB_SECRET"; do
     assert_file_lacks "$OUT_FILE" "$s" "audit export"
     assert_file_lacks "$SERVER_LOG" "$s" "server log"
 done
-sqlite3 "$DB" "SELECT hash FROM api_keys" >"$E2E_TMP/hashes"
+db_sql "$DATA" "SELECT hash FROM api_keys" >"$E2E_TMP/hashes"
 assert_file_lacks "$E2E_TMP/hashes" "$ALICE_SECRET" "stored key hashes"
 gp audit verify
 assert_rc 0
@@ -586,7 +586,7 @@ assert_rc 0
 assert_match "$(field deleted)" '^true$' "model delete"
 as "$TADMIN" model show llama "${R[@]}"
 assert_denied 404
-assert_eq "$(sqlite3 "$DB" "SELECT COUNT(*) FROM endpoints e LEFT JOIN models m ON m.id = e.model_id WHERE m.id IS NULL")" 0 "no orphaned endpoints"
+assert_eq "$(db_sql "$DATA" "SELECT COUNT(*) FROM endpoints e LEFT JOIN models m ON m.id = e.model_id WHERE m.id IS NULL")" 0 "no orphaned endpoints"
 gp model delete shared "${R[@]}"
 assert_rc 0
 count_items model list "${R[@]}"

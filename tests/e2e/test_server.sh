@@ -47,7 +47,7 @@ assert_file_contains "$SERVER_OUT" "listening on $URL"
 assert_file_contains "$SERVER_OUT" "$DATA/admin.token"
 assert_file_contains "$SERVER_LOG" "server started"
 assert_eq "$(head -n 1 "$DATA/server.url")" "$URL" "server.url"
-[ -s "$DATA/gpupool.db" ] || fail "no $DATA/gpupool.db after the first start"
+[ -n "${GP_TEST_PG:-}" ] || [ -s "$DATA/gpupool.db" ] || fail "no $DATA/gpupool.db after the first start"
 TOKEN1=$TOKEN
 TOKEN1_SUM=$(cksum <"$DATA/admin.token")
 
@@ -150,14 +150,16 @@ DATA=$E2E_TMP/data
 
 # ---------------------------------------------------------------- newer schema
 note "database from a newer gpupool"
-sqlite3 "$DATA/gpupool.db" 'PRAGMA wal_checkpoint(TRUNCATE);' >/dev/null
-MAXV=$(sqlite3 "$DATA/gpupool.db" 'SELECT MAX(version) FROM schema_migrations;')
+if [ -z "${GP_TEST_PG:-}" ]; then
+    sqlite3 "$DATA/gpupool.db" 'PRAGMA wal_checkpoint(TRUNCATE);' >/dev/null
+    cp -p "$DATA/gpupool.db" "$E2E_TMP/gpupool.db.saved"
+fi
+MAXV=$(db_sql "$DATA" 'SELECT MAX(version) FROM schema_migrations;')
 assert_match "$MAXV" '^[0-9]+$' "current schema version"
-cp -p "$DATA/gpupool.db" "$E2E_TMP/gpupool.db.saved"
-sqlite3 "$DATA/gpupool.db" 'INSERT INTO schema_migrations (version, applied_at) VALUES (999, 0);' ||
+db_sql "$DATA" 'INSERT INTO schema_migrations (version, applied_at) VALUES (999, 0);' ||
     fail "cannot insert schema version 999"
 rm -f "$DATA/server.url"
-run_server_fg --data "$DATA" --listen 127.0.0.1:0
+run_server_fg --data "$DATA" $(store_flag "$DATA") --listen 127.0.0.1:0
 assert_rc 1
 assert_file_contains "$ERR_FILE" "newer"
 assert_file_contains "$ERR_FILE" "999"
@@ -165,12 +167,16 @@ assert_match "$(grep '^gpupool: ' "$ERR_FILE")" '^gpupool: .*newer' "error line"
 [ -e "$DATA/server.url" ] && fail "server.url written by a server that refused to start"
 _pass
 # the refused database is left as it was
-assert_eq "$(sqlite3 "$DATA/gpupool.db" 'SELECT group_concat(version) FROM schema_migrations ORDER BY version;')" \
-    "$(seq -s, 1 "$MAXV"),999" "schema_migrations after the refusal"
-assert_eq "$(sqlite3 "$DATA/gpupool.db" 'SELECT COUNT(*) FROM tenants;')" 1 "tenants after the refusal"
+assert_eq "$(db_sql "$DATA" 'SELECT COUNT(*), MIN(version), MAX(version) FROM schema_migrations;')" \
+    "$((MAXV + 1))|1|999" "schema_migrations after the refusal"
+assert_eq "$(db_sql "$DATA" 'SELECT COUNT(*) FROM tenants;')" 1 "tenants after the refusal"
 # with the extra version removed it starts again
-cp -p "$E2E_TMP/gpupool.db.saved" "$DATA/gpupool.db"
-rm -f "$DATA/gpupool.db-wal" "$DATA/gpupool.db-shm"
+if [ -n "${GP_TEST_PG:-}" ]; then
+    db_sql "$DATA" 'DELETE FROM schema_migrations WHERE version = 999;'
+else
+    cp -p "$E2E_TMP/gpupool.db.saved" "$DATA/gpupool.db"
+    rm -f "$DATA/gpupool.db-wal" "$DATA/gpupool.db-shm"
+fi
 start_server
 api GET /api/v1/tenants/keep-me
 assert_status 200
@@ -190,7 +196,7 @@ log-level = debug
 EOF
 launch_server "$CDATA" --config "$E2E_TMP/server.conf"
 assert_file_contains "$SERVER_OUT" "listening on $URL"
-[ -s "$CDATA/gpupool.db" ] || fail "the data folder from the config file was not used"
+[ -s "$CDATA/admin.token" ] || fail "the data folder from the config file was not used"
 _pass
 assert_eq "$(stat -c %a "$CDATA/admin.token")" 600 "admin.token mode (config data folder)"
 api GET /api/v1/whoami

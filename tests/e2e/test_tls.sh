@@ -104,7 +104,7 @@ assert_one_line_error "cannot read --upstream-ca"
 
 # ---------------------------------------------------------------- the server
 note "the server over HTTPS"
-launch_tls server "$DATA" server.url --data "$DATA" --listen 127.0.0.1:0 \
+launch_tls server "$DATA" server.url --data "$DATA" $(store_flag "$DATA") --listen 127.0.0.1:0 \
     --tls-cert "$PKI/server.pem" --tls-key "$PKI/server.key" --upstream-ca "$CA"
 TOKEN=$(head -n 1 "$DATA/admin.token")
 assert_match "$URL" '^https://127\.0\.0\.1:[0-9]+$' "server.url is https"
@@ -219,7 +219,7 @@ assert_json .status null "$OUT_FILE"
 note "gpupool gateway over HTTPS"
 SERVER_PID_MAIN=$SERVER_PID
 URL_MAIN=$URL
-launch_tls gateway "$DATA" gateway.url --data "$DATA" --listen 127.0.0.1:0 \
+launch_tls gateway "$DATA" gateway.url --data "$DATA" $(store_flag "$DATA") --listen 127.0.0.1:0 \
     --tls-cert "$PKI/server.pem" --tls-key "$PKI/server.key"
 assert_match "$URL" '^https://127\.0\.0\.1:[0-9]+$' "gateway.url is https"
 NODE_EXTRA_CA_CERTS=$CA call "$URL/v1" chat '{"model":"llama","content":"via the gateway"}'

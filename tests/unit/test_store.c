@@ -1,26 +1,38 @@
 /*
- * test_store.c - the SQLite store: migrations, refusal of newer schemas,
- * error mapping, transactions, and concurrent writers through the pool.
+ * test_store.c - the store on both backends (SQLite; PostgreSQL when
+ * GP_TEST_PG is set): migrations, refusal of newer schemas, error mapping,
+ * placeholders, transactions, concurrent writers through the pool, and
+ * leadership among several stores on one PostgreSQL database.
  */
 #include "testutil.h"
 
 #include <pthread.h>
-#include <sqlite3.h>
+
+/* A fresh store; its location (file path or PostgreSQL URI) goes to `url`. */
+static store_t *open_fresh(const char *dir, char *url, size_t n, int pool) {
+    gp_err err = GP_ERR_INIT;
+    store_t *st = NULL;
+    if (tu_pg()) tu_pg_database(url, n);
+    else snprintf(url, n, "%s/gpupool.db", dir);
+    assert_int_equal(store_open(url, pool, &st, &err), GP_OK);
+    return st;
+}
 
 static void migrations_apply_once(void **state) {
     (void)state;
     char *dir = tu_mkdtemp();
+    char url[600];
     gp_err err = GP_ERR_INIT;
-    store_t *st = tu_store(dir, 2);
+    store_t *st = open_fresh(dir, url, sizeof url, 2);
     int v = -1;
     assert_int_equal(store_schema_version(st, &v, &err), GP_OK);
     assert_int_equal(v, store_schema_latest(st));
     assert_true(v >= 1);
-    assert_string_equal(store_backend(st), "sqlite");
+    assert_string_equal(store_backend(st), tu_pg() ? "postgres" : "sqlite");
     assert_int_equal(store_ping(st, &err), GP_OK);
     store_close(st);
     /* reopening applies nothing twice */
-    st = tu_store(dir, 1);
+    assert_int_equal(store_open(url, 1, &st, &err), GP_OK);
     assert_int_equal(store_schema_version(st, &v, &err), GP_OK);
     assert_int_equal(v, store_schema_latest(st));
     store_tx *tx;
@@ -31,6 +43,12 @@ static void migrations_apply_once(void **state) {
     assert_int_equal(store_step(s, &err), 1);
     assert_int_equal(store_int(s, 0), v);
     store_done(s);
+    if (tu_pg()) {
+        store_rollback(tx);
+        store_close(st);
+        tu_rmdir(dir);
+        return;
+    }
     /* WAL mode and foreign keys are on */
     assert_int_equal(store_query(tx, &s, &err, "PRAGMA journal_mode", ""), GP_OK);
     assert_int_equal(store_step(s, &err), 1);
@@ -50,15 +68,13 @@ static void newer_schema_is_refused(void **state) {
     char *dir = tu_mkdtemp();
     char path[600];
     gp_err err = GP_ERR_INIT;
-    store_t *st = tu_store(dir, 1);
+    store_t *st = open_fresh(dir, path, sizeof path, 1);
+    store_tx *tx;
+    assert_int_equal(store_begin(st, STORE_WRITE, &tx, &err), GP_OK);
+    assert_int_equal(
+        store_exec(tx, NULL, &err, "INSERT INTO schema_migrations VALUES (999, 0)", ""), GP_OK);
+    assert_int_equal(store_commit(tx, &err), GP_OK);
     store_close(st);
-    snprintf(path, sizeof path, "%s/gpupool.db", dir);
-    sqlite3 *db;
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "INSERT INTO schema_migrations VALUES (999, 0)", NULL, NULL,
-                                  NULL),
-                     SQLITE_OK);
-    sqlite3_close(db);
     st = NULL;
     assert_int_equal(store_open(path, 1, &st, &err), GP_ESCHEMA);
     assert_null(st);
@@ -74,7 +90,24 @@ static void bad_locations(void **state) {
     assert_int_equal(store_open("/nonexistent-dir/x/gpupool.db", 1, &st, &err), GP_EIO);
     assert_null(st);
     assert_int_equal(store_open("sqlite:", 1, &st, &err), GP_EINVALID);
-    assert_int_equal(store_open("postgres://localhost/x", 1, &st, &err), GP_EUNSUPPORTED);
+    /* nobody listens on port 1: a clear I/O error, nothing opened */
+    assert_int_equal(store_open("postgresql://gpupool@127.0.0.1:1/x?connect_timeout=2", 1, &st,
+                                &err),
+                     GP_EIO);
+    assert_null(st);
+    assert_non_null(strstr(err.msg, "PostgreSQL"));
+}
+
+/* Run one statement in a transaction of its own; returns its status. */
+static int exec_alone(store_t *st, const char *sql, const char *types, const char *a,
+                      const char *b) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    assert_int_equal(store_begin(st, STORE_WRITE, &tx, &err), GP_OK);
+    int rc = store_exec(tx, NULL, &err, sql, types, a, b, (int64_t)1);
+    if (rc) store_rollback(tx);
+    else assert_int_equal(store_commit(tx, &err), GP_OK);
+    return rc;
 }
 
 static void errors_and_transactions(void **state) {
@@ -84,46 +117,70 @@ static void errors_and_transactions(void **state) {
     store_t *st = tu_store(dir, 2);
     store_tx *tx;
     int changes = -1;
+    /* each failing statement in a transaction of its own: on PostgreSQL a failed
+     * statement aborts its transaction (store.h) */
+    assert_int_equal(exec_alone(st, "INSERT INTO tenants (id, name, created_at) VALUES (?,?,?)",
+                                "ssi", "t0", "keep"),
+                     GP_OK);
+    /* unique violation -> conflict */
+    assert_int_equal(exec_alone(st, "INSERT INTO tenants (id, name, created_at) VALUES (?,?,?)",
+                                "ssi", "t9", "keep"),
+                     GP_ECONFLICT);
+    /* foreign key violation -> invalid */
+    assert_int_equal(exec_alone(st,
+                                "INSERT INTO projects (id, tenant_id, name, class, created_at)"
+                                " VALUES (?,?,'p','research',?)",
+                                "ssi", "p1", "no-such-tenant"),
+                     GP_EINVALID);
+    /* check constraint -> invalid */
+    assert_int_equal(exec_alone(st,
+                                "INSERT INTO projects (id, tenant_id, name, class, created_at)"
+                                " VALUES (?,?,'p','bogus',?)",
+                                "ssi", "p1", "t0"),
+                     GP_EINVALID);
+    /* SQL syntax error -> store error */
+    assert_int_equal(exec_alone(st, "SELEC 1", "", NULL, NULL), GP_ESTORE);
     assert_int_equal(store_begin(st, STORE_WRITE, &tx, &err), GP_OK);
     assert_int_equal(store_exec(tx, &changes, &err,
                                 "INSERT INTO tenants (id, name, created_at) VALUES (?,?,?)", "ssi",
                                 "t1", "research", (int64_t)1),
                      GP_OK);
     assert_int_equal(changes, 1);
-    /* unique violation -> conflict */
-    assert_int_equal(store_exec(tx, NULL, &err,
-                                "INSERT INTO tenants (id, name, created_at) VALUES (?,?,?)", "ssi",
-                                "t2", "research", (int64_t)1),
-                     GP_ECONFLICT);
-    /* foreign key violation -> invalid */
-    assert_int_equal(store_exec(tx, NULL, &err,
-                                "INSERT INTO projects (id, tenant_id, name, class, created_at)"
-                                " VALUES (?,?,?,?,?)",
-                                "ssssi", "p1", "no-such-tenant", "p", "research", (int64_t)1),
-                     GP_EINVALID);
-    /* check constraint -> invalid */
-    assert_int_equal(store_exec(tx, NULL, &err,
-                                "INSERT INTO projects (id, tenant_id, name, class, created_at)"
-                                " VALUES (?,?,?,?,?)",
-                                "ssssi", "p1", "t1", "p", "bogus", (int64_t)1),
-                     GP_EINVALID);
-    /* SQL syntax error -> store error */
-    assert_int_equal(store_exec(tx, NULL, &err, "SELEC 1", ""), GP_ESTORE);
-    /* NULL text binds SQL NULL */
+    assert_int_equal(store_exec(tx, &changes, &err, "UPDATE tenants SET display_name = 'x'", ""),
+                     GP_OK);
+    assert_int_equal(changes, 2);
+    /* NULL text binds SQL NULL; `?N` placeholders; a '?' inside a literal stays */
     store_stmt *s;
-    assert_int_equal(store_query(tx, &s, &err, "SELECT ? IS NULL, ?", "sn", (const char *)NULL),
+    assert_int_equal(store_query(tx, &s, &err, "SELECT ? IS NULL, ?, ?1 IS NOT NULL, '?', ?3 + 1",
+                                 "sni", (const char *)NULL, (int64_t)41),
                      GP_OK);
     assert_int_equal(store_step(s, &err), 1);
     assert_int_equal(store_int(s, 0), 1);
     assert_true(store_isnull(s, 1));
     assert_null(store_text(s, 1));
+    assert_int_equal(store_int(s, 2), 0);
+    assert_string_equal(store_text(s, 3), "?");
+    assert_int_equal(store_int(s, 4), 42);
+    assert_int_equal(store_step(s, &err), 0);
     store_done(s);
+    /* a statement that fails leaves the transaction unusable on PostgreSQL: commit says so */
+    if (tu_pg()) {
+        assert_int_equal(store_exec(tx, NULL, &err, "SELEC 1", ""), GP_ESTORE);
+        assert_int_not_equal(store_commit(tx, &err), GP_OK);
+        assert_int_equal(store_begin(st, STORE_WRITE, &tx, &err), GP_OK);
+    }
     store_rollback(tx);
+    /* a read transaction cannot write on PostgreSQL (READ ONLY) */
+    if (tu_pg()) {
+        assert_int_equal(store_begin(st, STORE_READ, &tx, &err), GP_OK);
+        assert_int_not_equal(store_exec(tx, NULL, &err, "DELETE FROM tenants", ""), GP_OK);
+        store_rollback(tx);
+    }
     /* rolled back: nothing stayed */
     assert_int_equal(store_begin(st, STORE_READ, &tx, &err), GP_OK);
     assert_int_equal(store_query(tx, &s, &err, "SELECT COUNT(*) FROM tenants", ""), GP_OK);
     assert_int_equal(store_step(s, &err), 1);
-    assert_int_equal(store_int(s, 0), 0);
+    assert_int_equal(store_int(s, 0), 1); /* only t0, committed alone */
     store_done(s);
     store_rollback(tx);
     store_rollback(NULL);
@@ -199,6 +256,129 @@ static void concurrent_writers_serialise(void **state) {
     tu_rmdir(dir);
 }
 
+static int64_t count_rows(store_t *st, const char *tenant, const char *sql) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    store_stmt *s;
+    assert_int_equal(store_begin(st, STORE_READ, &tx, &err), GP_OK);
+    if (tenant) assert_int_equal(store_set_tenant(tx, tenant, &err), GP_OK);
+    assert_int_equal(store_query(tx, &s, &err, sql, ""), GP_OK);
+    assert_int_equal(store_step(s, &err), 1);
+    int64_t n = store_int(s, 0);
+    store_done(s);
+    store_rollback(tx);
+    return n;
+}
+
+/* Row-level security (PostgreSQL): a transaction tied to a tenant sees its rows only. */
+static void tenant_fence(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char url[600];
+    gp_err err = GP_ERR_INIT;
+    store_t *st = open_fresh(dir, url, sizeof url, 1);
+    store_tx *tx;
+    assert_int_equal(store_begin(st, STORE_WRITE, &tx, &err), GP_OK);
+    assert_int_equal(
+        store_exec(tx, NULL, &err,
+                   "INSERT INTO tenants (id, name, created_at) VALUES ('t1','red',0),('t2','blue',0);"
+                   "",
+                   ""),
+        GP_OK);
+    assert_int_equal(store_exec(tx, NULL, &err,
+                                "INSERT INTO projects (id, tenant_id, name, class, created_at)"
+                                " VALUES ('p1','t1','a','research',0),('p2','t2','b','research',0)",
+                                ""),
+                     GP_OK);
+    assert_int_equal(store_exec(tx, NULL, &err,
+                                "INSERT INTO api_keys (id, tenant_id, project_id, name, owner, hash,"
+                                " prefix, created_at) VALUES ('k1','t1','p1','k','u','h1','sk',0),"
+                                " ('k2','t2','p2','k','u','h2','sk',0)",
+                                ""),
+                     GP_OK);
+    assert_int_equal(store_exec(tx, NULL, &err,
+                                "INSERT INTO models (id, tenant_id, name, visibility, created_by,"
+                                " created_at) VALUES ('m1','t1','mine','private','u',0),"
+                                " ('m2','t2','shared','public','u',0),"
+                                " ('m3','t2','theirs','private','u',0)",
+                                ""),
+                     GP_OK);
+    assert_int_equal(store_commit(tx, &err), GP_OK);
+    const char *keys = "SELECT COUNT(*) FROM api_keys";
+    const char *models = "SELECT COUNT(*) FROM models";
+    /* not tied to a tenant (scheduler, platform views): everything */
+    assert_int_equal(count_rows(st, NULL, keys), 2);
+    assert_int_equal(count_rows(st, NULL, models), 3);
+    if (!tu_pg()) { /* SQLite: no row-level security; the application's filters fence */
+        assert_int_equal(count_rows(st, "t1", keys), 2);
+        store_close(st);
+        tu_rmdir(dir);
+        return;
+    }
+    /* tied to red: red's key, red's model and the public one, whatever the SQL asks */
+    assert_int_equal(count_rows(st, "t1", keys), 1);
+    assert_int_equal(count_rows(st, "t1", "SELECT COUNT(*) FROM api_keys WHERE tenant_id = 't2'"),
+                     0);
+    assert_int_equal(count_rows(st, "t1", models), 2);
+    assert_int_equal(count_rows(st, "t2", models), 2);
+    /* writing another tenant's row is refused; so is changing one */
+    assert_int_equal(store_begin(st, STORE_WRITE, &tx, &err), GP_OK);
+    assert_int_equal(store_set_tenant(tx, "t1", &err), GP_OK);
+    assert_int_equal(store_exec(tx, NULL, &err,
+                                "INSERT INTO api_keys (id, tenant_id, project_id, name, owner, hash,"
+                                " prefix, created_at) VALUES ('k3','t2','p2','x','u','h3','sk',0)",
+                                ""),
+                     GP_EFORBIDDEN);
+    store_rollback(tx);
+    int changes = -1;
+    assert_int_equal(store_begin(st, STORE_WRITE, &tx, &err), GP_OK);
+    assert_int_equal(store_set_tenant(tx, "t1", &err), GP_OK);
+    assert_int_equal(store_exec(tx, &changes, &err, "DELETE FROM api_keys", ""), GP_OK);
+    assert_int_equal(changes, 1); /* its own only */
+    store_rollback(tx);
+    /* the application's role cannot switch the fence off */
+    assert_int_equal(store_begin(st, STORE_READ, &tx, &err), GP_OK);
+    assert_int_equal(store_set_tenant(tx, "t1", &err), GP_OK);
+    assert_int_equal(store_exec(tx, NULL, &err, "SET LOCAL row_security = off", ""), GP_OK);
+    store_stmt *s;
+    assert_int_not_equal(store_query(tx, &s, &err, keys, ""), GP_OK);
+    store_rollback(tx);
+    /* the tie ends with its transaction */
+    assert_int_equal(count_rows(st, NULL, keys), 2);
+    store_close(st);
+    tu_rmdir(dir);
+}
+
+/* Two stores on one database: one leads at a time; closing the leader hands over. */
+static void one_leader(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char url[600];
+    gp_err err = GP_ERR_INIT;
+    store_t *a = open_fresh(dir, url, sizeof url, 1);
+    if (!tu_pg()) {
+        assert_int_equal(store_lead(a, &err), 1); /* SQLite: one server, always leads */
+        store_close(a);
+        tu_rmdir(dir);
+        return;
+    }
+    store_t *b = NULL;
+    assert_int_equal(store_open(url, 1, &b, &err), GP_OK);
+    assert_int_equal(store_lead(a, &err), 1);
+    assert_int_equal(store_lead(b, &err), 0);
+    assert_int_equal(store_lead(a, &err), 1); /* kept */
+    assert_int_equal(store_lead(b, &err), 0);
+    store_close(a);
+    int led = 0;
+    for (int i = 0; i < 50 && !led; i++) {
+        led = store_lead(b, &err) == 1;
+        if (!led) usleep(100000);
+    }
+    assert_true(led);
+    store_close(b);
+    tu_rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(migrations_apply_once),
@@ -206,6 +386,8 @@ int main(void) {
         cmocka_unit_test(bad_locations),
         cmocka_unit_test(errors_and_transactions),
         cmocka_unit_test(concurrent_writers_serialise),
+        cmocka_unit_test(one_leader),
+        cmocka_unit_test(tenant_fence),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,614 @@
+/*
+ * store_pg.c - the PostgreSQL backend of the store interface (libpq).
+ *
+ * A fixed pool of connections to one database, like the SQLite backend.
+ * The SQL every module writes once, with `?` and `?N` placeholders, is
+ * rewritten here to `$N` (outside string literals and quoted names) and
+ * sent with PQexecParams; results are read whole, so statements of one
+ * transaction may be interleaved freely, as with SQLite.
+ *
+ * Semantics kept the same as SQLite's:
+ *  - write transactions are serialised across every server sharing the
+ *    database: each takes one transaction-level advisory lock
+ *    (WRITE_LOCK_KEY) right after BEGIN, so read-then-write code (the audit
+ *    chain head, ledgers) sees no interleaving, exactly as under BEGIN
+ *    IMMEDIATE; they run READ COMMITTED, which behind that lock sees every
+ *    committed write;
+ *  - read transactions are REPEATABLE READ, READ ONLY: one snapshot;
+ *  - unique violations are GP_ECONFLICT, other constraint violations
+ *    GP_EINVALID.
+ * Unlike SQLite, a failed statement aborts its transaction: later
+ * statements fail and commit reports the failure (code that wants to go on
+ * after a conflict must use ON CONFLICT).
+ *
+ * Typing: 'i' binds int8, 's' and 'n' bind untyped text the server infers
+ * from context; `? IS [NOT] NULL` gets an explicit ::text since nothing
+ * else would tell PostgreSQL its type.  Booleans read with store_int() are
+ * 1/0, numerics are truncated toward zero.
+ *
+ * Leadership (store_lead): one more connection holds a session advisory
+ * lock (LEADER_LOCK_KEY) while this process leads; PostgreSQL releases it
+ * when that connection ends, including when the process is killed.
+ *
+ * Locking: `mu` guards the free list; `lead_mu` the leader connection.
+ * Neither is held while a pooled connection runs SQL.
+ */
+#include "schema_int.h"
+#include "store_int.h"
+
+#include "../core/gtime.h"
+#include "../core/log.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WRITE_LOCK_KEY 7707001    /* pg_advisory_xact_lock: one writer at a time */
+#define MIGRATE_LOCK_KEY 7707002  /* pg_advisory_lock: one migrating server */
+#define LEADER_LOCK_KEY 7707003   /* pg_advisory_lock: the leader's */
+#define MAX_PARAMS 128
+#define INT8OID 20
+
+typedef struct pg_store {
+    struct store base;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char *conninfo;
+    int readonly;
+    int n;
+    PGconn **conns;
+    int *free_stack;
+    int nfree;
+    pthread_mutex_t lead_mu;
+    PGconn *lead; /* holds LEADER_LOCK_KEY while leading */
+    int leading;
+} pg_store;
+
+typedef struct pg_tx {
+    struct store_tx base;
+    pg_store *st;
+    int idx;
+    PGconn *c;
+    int changes;
+} pg_tx;
+
+typedef struct pg_stmt {
+    struct store_stmt base;
+    pg_tx *tx;
+    PGresult *res;
+    int row; /* current row; -1 before the first step */
+    int nrows;
+} pg_stmt;
+
+static const store_ops pg_ops;
+
+/* Map a failed result (or connection) to a gp error. */
+static int map_err(PGconn *c, const PGresult *res, gp_err *err, const char *what) {
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    if (!msg) msg = PQerrorMessage(c);
+    char clean[200];
+    snprintf(clean, sizeof clean, "%s", msg ? msg : "unknown error");
+    size_t l = strlen(clean);
+    while (l && (clean[l - 1] == '\n' || clean[l - 1] == ' ')) clean[--l] = '\0';
+    if (PQstatus(c) == CONNECTION_BAD)
+        return gp_err_set(err, GP_EIO, "%s: connection to PostgreSQL lost: %s", what, clean);
+    if (state) {
+        if (!strcmp(state, "23505")) return gp_err_set(err, GP_ECONFLICT, "%s: already exists", what);
+        if (!strncmp(state, "23", 2))
+            return gp_err_set(err, GP_EINVALID, "%s: constraint failed (%s)", what, clean);
+        if (!strcmp(state, "42501")) /* row-level security, privileges */
+            return gp_err_set(err, GP_EFORBIDDEN, "%s: not permitted (%s)", what, clean);
+        if (!strcmp(state, "40001") || !strcmp(state, "40P01") || !strcmp(state, "55P03"))
+            return gp_err_set(err, GP_EBUSY, "%s: database busy", what);
+        if (!strncmp(state, "08", 2) || !strcmp(state, "57P01") || !strcmp(state, "53100"))
+            return gp_err_set(err, GP_EIO, "%s: %s", what, clean);
+        if (!strcmp(state, "53200")) return gp_err_set(err, GP_ENOMEM, "%s: out of memory", what);
+    }
+    return gp_err_set(err, GP_ESTORE, "%s: %s", what, clean);
+}
+
+/* Run SQL without parameters; results discarded.  Multi-statement text allowed. */
+static int exec_plain(PGconn *c, const char *sql, gp_err *err) {
+    PGresult *res = PQexec(c, sql);
+    ExecStatusType s = PQresultStatus(res);
+    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
+        int rc = map_err(c, res, err, "postgres");
+        PQclear(res);
+        return rc;
+    }
+    PQclear(res);
+    return GP_OK;
+}
+
+static void notice_quiet(void *arg, const char *message) {
+    (void)arg;
+    (void)message; /* "relation already exists, skipping" and the like */
+}
+
+static int connect_one(const char *conninfo, int readonly, PGconn **out, gp_err *err) {
+    PGconn *c = PQconnectdb(conninfo);
+    if (!c) return gp_err_set(err, GP_ENOMEM, NULL);
+    if (PQstatus(c) != CONNECTION_OK) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%s", PQerrorMessage(c));
+        size_t l = strlen(msg);
+        while (l && (msg[l - 1] == '\n' || msg[l - 1] == ' ')) msg[--l] = '\0';
+        PQfinish(c);
+        return gp_err_set(err, GP_EIO, "cannot connect to PostgreSQL: %s", msg);
+    }
+    PQsetNoticeProcessor(c, notice_quiet, NULL);
+    /* UTC, byte-order text comparison is per column (schema); keep statements bounded */
+    int rc = exec_plain(c,
+                        readonly ? "SET TIME ZONE 'UTC'; SET default_transaction_read_only = on"
+                                 : "SET TIME ZONE 'UTC'",
+                        err);
+    if (rc) {
+        PQfinish(c);
+        return rc;
+    }
+    *out = c;
+    return GP_OK;
+}
+
+static int read_version(PGconn *c, int *out, gp_err *err) {
+    PGresult *res = PQexec(c, "SELECT COALESCE(MAX(version),0) FROM schema_migrations");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        int rc = map_err(c, res, err, "schema version");
+        PQclear(res);
+        return rc;
+    }
+    *out = atoi(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return GP_OK;
+}
+
+static int migrate(PGconn *c, gp_err *err) {
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT pg_advisory_lock(%d)", MIGRATE_LOCK_KEY);
+    int rc = exec_plain(c, sql, err);
+    if (rc) return rc;
+    int have = 0, latest = schema__pg_count();
+    if ((rc = exec_plain(c,
+                         "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                         " version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)",
+                         err)))
+        goto out;
+    if ((rc = exec_plain(c, "BEGIN", err))) goto out;
+    if ((rc = read_version(c, &have, err))) goto fail;
+    if (have > latest) {
+        rc = gp_err_set(err, GP_ESCHEMA,
+                        "database schema version %d is newer than this gpupool knows (%d); "
+                        "run a newer gpupool binary",
+                        have, latest);
+        goto fail;
+    }
+    for (int v = have + 1; v <= latest; v++) {
+        if ((rc = exec_plain(c, schema__pg_sql(v), err))) goto fail;
+        char ins[160];
+        snprintf(ins, sizeof ins, "INSERT INTO schema_migrations VALUES (%d, %" PRId64 ")", v,
+                 gt_now_us());
+        if ((rc = exec_plain(c, ins, err))) goto fail;
+    }
+    rc = exec_plain(c, "COMMIT", err);
+    goto out;
+fail:
+    PQclear(PQexec(c, "ROLLBACK"));
+out:
+    snprintf(sql, sizeof sql, "SELECT pg_advisory_unlock(%d)", MIGRATE_LOCK_KEY);
+    PQclear(PQexec(c, sql));
+    return rc;
+}
+
+static pg_store *store_alloc(const char *conninfo, int n) {
+    pg_store *st = calloc(1, sizeof *st);
+    if (!st) return NULL;
+    st->base.ops = &pg_ops;
+    st->conninfo = strdup(conninfo);
+    st->conns = calloc((size_t)n, sizeof *st->conns);
+    st->free_stack = calloc((size_t)n, sizeof *st->free_stack);
+    if (!st->conninfo || !st->conns || !st->free_stack) {
+        free(st->conninfo);
+        free(st->conns);
+        free(st->free_stack);
+        free(st);
+        return NULL;
+    }
+    pthread_mutex_init(&st->mu, NULL);
+    pthread_cond_init(&st->cv, NULL);
+    pthread_mutex_init(&st->lead_mu, NULL);
+    return st;
+}
+
+int store__pg_open(const char *conninfo, int pool_size, store_t **out, gp_err *err) {
+    pg_store *st = store_alloc(conninfo, pool_size);
+    if (!st) return gp_err_set(err, GP_ENOMEM, NULL);
+    int rc = GP_OK;
+    for (int i = 0; i < pool_size; i++) {
+        if ((rc = connect_one(conninfo, 0, &st->conns[i], err))) break;
+        st->n++;
+        if (i == 0 && (rc = migrate(st->conns[0], err))) break;
+        st->free_stack[st->nfree++] = i;
+    }
+    if (rc) {
+        st->nfree = st->n;
+        pg_ops.close(&st->base);
+        return rc;
+    }
+    *out = &st->base;
+    return GP_OK;
+}
+
+int store__pg_open_ro(const char *conninfo, store_t **out, gp_err *err) {
+    PGconn *c;
+    int rc = connect_one(conninfo, 1, &c, err);
+    if (rc) return rc;
+    int have = 0, latest = schema__pg_count();
+    PGresult *res = PQexec(c, "SELECT to_regclass('schema_migrations') IS NOT NULL");
+    int exists = PQresultStatus(res) == PGRES_TUPLES_OK && !strcmp(PQgetvalue(res, 0, 0), "t");
+    PQclear(res);
+    if (!exists) {
+        PQfinish(c);
+        return gp_err_set(err, GP_ENOTFOUND, "no gpupool store in this PostgreSQL database");
+    }
+    if ((rc = read_version(c, &have, err))) {
+        PQfinish(c);
+        return rc;
+    }
+    if (have != latest) {
+        PQfinish(c);
+        return gp_err_set(err, GP_ESCHEMA,
+                          have > latest ? "database schema version %d is newer than this gpupool "
+                                          "knows (%d); run a newer gpupool binary"
+                                        : "database schema version %d is older than this gpupool "
+                                          "(%d); start the server once to migrate it",
+                          have, latest);
+    }
+    pg_store *st = store_alloc(conninfo, 1);
+    if (!st) {
+        PQfinish(c);
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    }
+    st->readonly = 1;
+    st->conns[0] = c;
+    st->n = st->nfree = 1;
+    *out = &st->base;
+    return GP_OK;
+}
+
+static void pg_close(store_t *base) {
+    pg_store *st = (pg_store *)base;
+    assert(st->nfree == st->n); /* every transaction ended */
+    for (int i = 0; i < st->n; i++) PQfinish(st->conns[i]);
+    if (st->lead) PQfinish(st->lead);
+    pthread_mutex_destroy(&st->mu);
+    pthread_cond_destroy(&st->cv);
+    pthread_mutex_destroy(&st->lead_mu);
+    free(st->conninfo);
+    free(st->conns);
+    free(st->free_stack);
+    free(st);
+}
+
+static int pg_schema_latest(void) { return schema__pg_count(); }
+
+static void release_conn(pg_store *st, int idx) {
+    pthread_mutex_lock(&st->mu);
+    st->free_stack[st->nfree++] = idx;
+    pthread_cond_signal(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+}
+
+static int pg_begin(store_t *base, int mode, store_tx **out, gp_err *err) {
+    pg_store *st = (pg_store *)base;
+    if (mode == STORE_WRITE && st->readonly)
+        return gp_err_set(err, GP_EINVALID, "the store is open read-only");
+    pg_tx *tx = calloc(1, sizeof *tx);
+    if (!tx) return gp_err_set(err, GP_ENOMEM, NULL);
+    pthread_mutex_lock(&st->mu);
+    while (st->nfree == 0) pthread_cond_wait(&st->cv, &st->mu);
+    tx->idx = st->free_stack[--st->nfree];
+    pthread_mutex_unlock(&st->mu);
+    tx->base.ops = &pg_ops;
+    tx->st = st;
+    PGconn *c = st->conns[tx->idx];
+    /* a connection the server dropped (restart, idle kill) is made again here */
+    if (PQstatus(c) != CONNECTION_OK) {
+        PQreset(c);
+        if (PQstatus(c) == CONNECTION_OK) {
+            PQsetNoticeProcessor(c, notice_quiet, NULL);
+            PQclear(PQexec(c, st->readonly ? "SET TIME ZONE 'UTC'; SET "
+                                             "default_transaction_read_only = on"
+                                           : "SET TIME ZONE 'UTC'"));
+        }
+    }
+    tx->c = c;
+    char sql[160];
+    if (mode == STORE_WRITE)
+        snprintf(sql, sizeof sql, "BEGIN; SELECT pg_advisory_xact_lock(%d)", WRITE_LOCK_KEY);
+    else
+        snprintf(sql, sizeof sql, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+    int rc = exec_plain(c, sql, err);
+    if (rc) {
+        PQclear(PQexec(c, "ROLLBACK"));
+        release_conn(st, tx->idx);
+        free(tx);
+        return rc;
+    }
+    *out = &tx->base;
+    return GP_OK;
+}
+
+static void pg_rollback(store_tx *base) {
+    pg_tx *tx = (pg_tx *)base;
+    if (PQtransactionStatus(tx->c) != PQTRANS_IDLE) PQclear(PQexec(tx->c, "ROLLBACK"));
+    release_conn(tx->st, tx->idx);
+    free(tx);
+}
+
+static int pg_commit(store_tx *base, gp_err *err) {
+    pg_tx *tx = (pg_tx *)base;
+    int rc;
+    if (PQtransactionStatus(tx->c) == PQTRANS_INERROR) {
+        rc = gp_err_set(err, GP_ESTORE, "commit: an earlier statement of the transaction failed");
+        pg_rollback(base);
+        return rc;
+    }
+    PGresult *res = PQexec(tx->c, "COMMIT");
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        rc = map_err(tx->c, res, err, "commit");
+        PQclear(res);
+        pg_rollback(base);
+        return rc;
+    }
+    int rolled_back = strcmp(PQcmdStatus(res), "COMMIT") != 0;
+    PQclear(res);
+    if (rolled_back) {
+        release_conn(tx->st, tx->idx);
+        free(tx);
+        return gp_err_set(err, GP_ESTORE, "commit: the transaction was rolled back");
+    }
+    release_conn(tx->st, tx->idx);
+    free(tx);
+    return GP_OK;
+}
+
+static int pg_schema_version(store_t *base, int *out, gp_err *err) {
+    store_tx *tx;
+    int rc = pg_begin(base, STORE_READ, &tx, err);
+    if (rc) return rc;
+    rc = read_version(((pg_tx *)tx)->c, out, err);
+    pg_rollback(tx);
+    return rc;
+}
+
+/* Does `p` (just after a placeholder) continue with IS [NOT] NULL? */
+static int before_is_null(const char *p) {
+    while (*p == ' ' || *p == '\t' || *p == '\n') p++;
+    if (strncasecmp(p, "IS", 2) != 0 || isalnum((unsigned char)p[2])) return 0;
+    p += 2;
+    while (*p == ' ' || *p == '\t' || *p == '\n') p++;
+    if (strncasecmp(p, "NOT", 3) == 0 && !isalnum((unsigned char)p[3])) {
+        p += 3;
+        while (*p == ' ' || *p == '\t' || *p == '\n') p++;
+    }
+    return strncasecmp(p, "NULL", 4) == 0 && !isalnum((unsigned char)p[4]);
+}
+
+/*
+ * Rewrite SQLite placeholders: `?` is the next number, `?N` is N.
+ * Literals ('…') and quoted names ("…") are copied untouched.
+ * Returns a heap string, or NULL on allocation failure.
+ */
+static char *rewrite_sql(const char *sql, int *maxnum) {
+    size_t len = strlen(sql), marks = 0;
+    for (const char *p = sql; *p; p++) marks += *p == '?';
+    char *out = malloc(len + marks * 16 + 1), *o = out; /* "$NNNNN::text" at most */
+    if (!out) return NULL;
+    int next = 1;
+    *maxnum = 0;
+    for (const char *p = sql; *p;) {
+        if (*p == '\'' || *p == '"') {
+            char q = *p;
+            *o++ = *p++;
+            while (*p) {
+                if (*p == q) {
+                    *o++ = *p++;
+                    if (*p == q) { /* doubled quote inside */
+                        *o++ = *p++;
+                        continue;
+                    }
+                    break;
+                }
+                *o++ = *p++;
+            }
+            continue;
+        }
+        if (*p == '?') {
+            p++;
+            int num;
+            if (isdigit((unsigned char)*p)) {
+                char *end;
+                num = (int)strtol(p, &end, 10);
+                p = end;
+                if (num >= next) next = num + 1;
+            } else {
+                num = next++;
+            }
+            if (num > 99999) num = 99999;
+            if (num > *maxnum) *maxnum = num;
+            o += sprintf(o, "$%d", num);
+            if (before_is_null(p)) o += sprintf(o, "::text");
+            continue;
+        }
+        *o++ = *p++;
+    }
+    *o = '\0';
+    return out;
+}
+
+static int pg_query(store_tx *base, store_stmt **out, gp_err *err, const char *sql,
+                    const char *types, va_list ap) {
+    pg_tx *tx = (pg_tx *)base;
+    *out = NULL;
+    const char *vals[MAX_PARAMS];
+    Oid oids[MAX_PARAMS];
+    char nums[MAX_PARAMS][24];
+    int np = 0;
+    for (const char *t = types ? types : ""; *t; t++, np++) {
+        assert(np < MAX_PARAMS);
+        switch (*t) {
+        case 's':
+            vals[np] = va_arg(ap, const char *);
+            oids[np] = 0;
+            break;
+        case 'i':
+            snprintf(nums[np], sizeof nums[np], "%" PRId64, va_arg(ap, int64_t));
+            vals[np] = nums[np];
+            oids[np] = INT8OID;
+            break;
+        case 'n':
+            vals[np] = NULL;
+            oids[np] = 0;
+            break;
+        default:
+            assert(!"unknown bind type");
+            return gp_err_set(err, GP_EINVALID, "bind: unknown type '%c'", *t);
+        }
+    }
+    int used;
+    char *text = rewrite_sql(sql, &used);
+    if (!text) return gp_err_set(err, GP_ENOMEM, NULL);
+    /* SQLite ignores surplus arguments; PostgreSQL wants exactly the $N used */
+    if (used > np) {
+        free(text);
+        return gp_err_set(err, GP_EINVALID, "query: %d parameters used, %d bound", used, np);
+    }
+    PGresult *res = PQexecParams(tx->c, text, used, oids, vals, NULL, NULL, 0);
+    free(text);
+    ExecStatusType s = PQresultStatus(res);
+    if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
+        int rc = map_err(tx->c, res, err, "query");
+        /* constraint answers are the callers' business; anything else is a bug or an outage */
+        if (rc == GP_ESTORE || rc == GP_EIO)
+            log_kv(LOG_WARN, "postgres statement failed", "sql", sql, "detail",
+                   err ? err->msg : "", (char *)NULL);
+        PQclear(res);
+        return rc;
+    }
+    const char *n = PQcmdTuples(res);
+    tx->changes = n && *n ? atoi(n) : 0;
+    pg_stmt *st = calloc(1, sizeof *st);
+    if (!st) {
+        PQclear(res);
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    }
+    st->base.ops = &pg_ops;
+    st->tx = tx;
+    st->res = res;
+    st->row = -1;
+    st->nrows = s == PGRES_TUPLES_OK ? PQntuples(res) : 0;
+    *out = &st->base;
+    return GP_OK;
+}
+
+static int pg_step(store_stmt *base, gp_err *err) {
+    (void)err;
+    pg_stmt *st = (pg_stmt *)base;
+    if (st->row + 1 >= st->nrows) {
+        st->row = st->nrows;
+        return 0;
+    }
+    st->row++;
+    return 1;
+}
+
+static int in_row(const pg_stmt *st, int col) {
+    return st->row >= 0 && st->row < st->nrows && col >= 0 && col < PQnfields(st->res);
+}
+
+static const char *pg_text(store_stmt *base, int col) {
+    pg_stmt *st = (pg_stmt *)base;
+    if (!in_row(st, col) || PQgetisnull(st->res, st->row, col)) return NULL;
+    return PQgetvalue(st->res, st->row, col);
+}
+
+static int64_t pg_int(store_stmt *base, int col) {
+    const char *v = pg_text(base, col);
+    if (!v) return 0;
+    if (!strcmp(v, "t")) return 1;
+    if (!strcmp(v, "f")) return 0;
+    return strtoll(v, NULL, 10);
+}
+
+static int pg_isnull(store_stmt *base, int col) {
+    pg_stmt *st = (pg_stmt *)base;
+    return !in_row(st, col) || PQgetisnull(st->res, st->row, col);
+}
+
+static void pg_done(store_stmt *base) {
+    pg_stmt *st = (pg_stmt *)base;
+    PQclear(st->res);
+    free(st);
+}
+
+static int pg_changes(store_tx *base) { return ((pg_tx *)base)->changes; }
+
+static int pg_lead(store_t *base, gp_err *err) {
+    pg_store *st = (pg_store *)base;
+    int rc;
+    pthread_mutex_lock(&st->lead_mu);
+    if (st->lead && PQstatus(st->lead) != CONNECTION_OK) {
+        PQfinish(st->lead);
+        st->lead = NULL;
+        st->leading = 0;
+    }
+    if (!st->lead && (rc = connect_one(st->conninfo, 0, &st->lead, err))) {
+        st->leading = 0;
+        pthread_mutex_unlock(&st->lead_mu);
+        return rc;
+    }
+    char sql[96];
+    if (st->leading) /* still connected, hence still holding the lock */
+        snprintf(sql, sizeof sql, "SELECT true");
+    else
+        snprintf(sql, sizeof sql, "SELECT pg_try_advisory_lock(%d)", LEADER_LOCK_KEY);
+    PGresult *res = PQexec(st->lead, sql);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        rc = map_err(st->lead, res, err, "leader lock");
+        PQclear(res);
+        PQfinish(st->lead);
+        st->lead = NULL;
+        st->leading = 0;
+        pthread_mutex_unlock(&st->lead_mu);
+        return rc;
+    }
+    st->leading = !strcmp(PQgetvalue(res, 0, 0), "t");
+    PQclear(res);
+    rc = st->leading;
+    pthread_mutex_unlock(&st->lead_mu);
+    return rc;
+}
+
+static const store_ops pg_ops = {
+    .name = "postgres",
+    .close = pg_close,
+    .schema_version = pg_schema_version,
+    .schema_latest = pg_schema_latest,
+    .begin = pg_begin,
+    .commit = pg_commit,
+    .rollback = pg_rollback,
+    .query = pg_query,
+    .step = pg_step,
+    .text = pg_text,
+    .int64 = pg_int,
+    .isnull = pg_isnull,
+    .done = pg_done,
+    .changes = pg_changes,
+    .lead = pg_lead,
+};

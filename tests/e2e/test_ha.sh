@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2046  # $(store_flag ...) is meant to split into two words
+#
+# test_ha.sh - several servers on one PostgreSQL store (issue 11).
+#
+# Two servers share a database; the first to start leads (it runs the
+# scheduler and the loops), the other stands by and serves the API.  An
+# agent and two submitters are given both addresses.  Under that submit
+# load the leader is killed with SIGKILL: the second server must take the
+# lead within seconds, the agent and the CLI must go on with it, and at the
+# end every acknowledged job is there and ran, no GPU was ever bound to two
+# jobs at once, the audit chain verifies and `gpupool check` passes.  The
+# killed server comes back as a standby.  Prints the failover times.
+#
+# Needs PostgreSQL: GP_TEST_PG (scripts/test.sh runs the suite a second time
+# against a throw-away cluster, scripts/pg-cluster.sh); skipped on SQLite.
+#
+#   GP_TEST_PG=postgresql://gpupool@127.0.0.1:PORT GPUPOOL_BIN=build/gpupool bash tests/e2e/test_ha.sh
+. "$(dirname "$0")/lib.sh"
+
+if [ -z "${GP_TEST_PG:-}" ]; then
+    echo "$E2E_NAME: skipped on SQLite: several servers need the PostgreSQL store (GP_TEST_PG)"
+    E2E_DONE=1
+    E2E_SKIP=1
+    exit 77
+fi
+
+BIN=$E2E_TMP/bin
+mkdir -p "$BIN"
+ln -s "$(type -P true)" "$BIN/hatrue"
+_ha_exit() {
+    local rc=$? pid
+    for pid in $(pgrep -f -- "$BIN/" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
+    (exit "$rc")
+    _e2e_cleanup
+}
+trap _ha_exit EXIT
+
+STORE=$(store_url "$E2E_TMP/shared")
+
+# leader_of URL: "true" / "false" from its /readyz ("" when it does not answer)
+leader_of() { curl -s --max-time 2 "$1/readyz" | jq -r 'if has("leader") then .leader else empty end' 2>/dev/null; }
+leads() { [ "$(leader_of "$1")" == true ]; }
+
+# ---------------------------------------------------------------- two servers, one store
+note "two servers on one PostgreSQL database"
+launch_server "$E2E_TMP/a" --data "$E2E_TMP/a" --store "$STORE" --listen 127.0.0.1:0 \
+    --node-timeout 15
+URL_A=$URL
+PID_A=$SERVER_PID
+LOG_A=$SERVER_LOG
+ADMIN=$TOKEN
+assert_match "$ADMIN" '^[A-Za-z0-9_-]{20,}$' "admin token from the first server"
+poll 10 leads "$URL_A" || fail "the first server does not lead"
+_pass
+launch_server "$E2E_TMP/b" --data "$E2E_TMP/b" --store "$STORE" --listen 127.0.0.1:0 \
+    --node-timeout 15
+URL_B=$URL
+PID_B=$SERVER_PID
+LOG_B=$SERVER_LOG
+[ -e "$E2E_TMP/b/admin.token" ] && fail "the second server made another admin"
+_pass
+sleep 1.5
+assert_eq "$(leader_of "$URL_B")" false "the second server stands by"
+assert_eq "$(leader_of "$URL_A")" true "the first server still leads"
+TOKEN=$ADMIN
+SERVERS="$URL_A,$URL_B"
+URL=$SERVERS # gp and as go through both
+
+# both serve the same data
+gp tenant create red
+assert_rc 0
+run_cli --server "$URL_B" --token "$ADMIN" -o json tenant show red
+assert_rc 0
+assert_json .name red "$OUT_FILE"
+gp project create train --tenant red --class development
+assert_rc 0
+gp member grant admin ops-engineer
+assert_rc 0
+gp class create a100.1x --form whole --models A100-80GB --cpus 1 --memory 1
+assert_rc 0
+gp -o json jointoken create --ttl 3600
+assert_rc 0
+JT=$(jout .token)
+printf 'ru-Secret-9\n' >"$E2E_TMP/pw.ru"
+run_in "$E2E_TMP/pw.ru" --server "$SERVERS" --token "$ADMIN" user create ru
+assert_rc 0
+gp member grant ru project-user --tenant red --project train
+assert_rc 0
+run_in "$E2E_TMP/pw.ru" --server "$SERVERS" login ru
+assert_rc 0
+RU=$(head -n 1 "$OUT_FILE")
+
+# ---------------------------------------------------------------- the agent
+cat >"$E2E_TMP/node.json" <<'EOF'
+{"nodes":[{"name":"ha1","cpus":64,"memory_gib":256,
+  "gpus":[{"model":"A100-80GB","memory_gib":80,"count":16,"mode":"whole"}]}]}
+EOF
+AGENT_ERR=$E2E_TMP/agent.err
+"$GPUPOOL_BIN" --server "$SERVERS" agent --join-token "$JT" --inventory "$E2E_TMP/node.json" \
+    --state-dir "$E2E_TMP/agent-state" --interval 1 --grace 2 \
+    >"$E2E_TMP/agent.out" 2>"$AGENT_ERR" </dev/null &
+AGENT_PID=$!
+E2E_PIDS+=("$AGENT_PID")
+node_ready() {
+    gp -o json node show ha1
+    [ "$RC" == 0 ] && [ "$(jout .state)" == ready ]
+}
+poll 15 node_ready || { _show "agent stderr" "$AGENT_ERR"; fail "node ha1 did not register"; }
+_pass
+
+# job_state ID
+job_state() {
+    run_cli --server "$SERVERS" --token "$RU" -o json job show "$1" --tenant red --project train
+    [ "$RC" == 0 ] && jout .state
+}
+state_is() { [ "$(job_state "$1")" == "$2" ]; }
+placed() { case "$(job_state "$1")" in running | succeeded) return 0 ;; esac; return 1; }
+
+as "$RU" -o json job submit warm --class a100.1x --tenant red --project train -- "$BIN/hatrue"
+assert_rc 0
+WARM=$(jout .id)
+poll 20 state_is "$WARM" succeeded || fail "the first job did not succeed (state '$(job_state "$WARM")')"
+_pass
+
+# ---------------------------------------------------------------- submit load
+# submitter N: submit jobs until $E2E_TMP/stop appears; acknowledged ids to ack.N,
+# refusals (a request cut by the kill) to err.N
+submitter() {
+    local n=$1 i=0 out
+    while [ ! -e "$E2E_TMP/stop" ]; do
+        i=$((i + 1))
+        if out=$(timeout 20 "$GPUPOOL_BIN" --server "$SERVERS" --token "$RU" -o json job submit \
+            "s$n-$i" --class a100.1x --tenant red --project train -- "$BIN/hatrue" 2>>"$E2E_TMP/err.$n"); then
+            jq -r .id <<<"$out" >>"$E2E_TMP/ack.$n"
+        fi
+        sleep 0.2
+    done
+}
+note "submit load from two clients, then SIGKILL the leader"
+: >"$E2E_TMP/ack.1"
+: >"$E2E_TMP/ack.2"
+submitter 1 &
+SUB1=$!
+submitter 2 &
+SUB2=$!
+sleep 2.5
+kill -KILL "$PID_A"
+T_KILL=$(_now_ms)
+wait "$PID_A" 2>/dev/null
+_forget_pid "$PID_A"
+ACK_BEFORE=$(cat "$E2E_TMP"/ack.* | wc -l)
+
+poll 20 leads "$URL_B" || { _show "server B" "$LOG_B"; fail "the second server did not take the lead within 20 s"; }
+T_LEAD=$(_now_ms)
+_pass
+# a job submitted after the kill is placed by the new leader
+run_cli --server "$SERVERS" --token "$RU" -o json job submit marker --class a100.1x --tenant red \
+    --project train -- "$BIN/hatrue"
+assert_rc 0
+MARKER=$(jout .id)
+poll 30 placed "$MARKER" || fail "no placement after the failover (marker job '$(job_state "$MARKER")')"
+T_PLACED=$(_now_ms)
+_pass
+sleep 1
+touch "$E2E_TMP/stop"
+wait "$SUB1" "$SUB2"
+ACK_ALL=$(cat "$E2E_TMP"/ack.* | wc -l)
+note "acknowledged: $ACK_BEFORE before the kill, $ACK_ALL in all"
+[ "$ACK_ALL" -gt "$ACK_BEFORE" ] || fail "no submission was acknowledged after the kill"
+_pass
+assert_file_contains "$LOG_B" "leading: this server runs the scheduler"
+
+# ---------------------------------------------------------------- nothing lost
+note "every acknowledged job is there and runs to the end"
+cat "$E2E_TMP"/ack.* >"$E2E_TMP/acked"
+echo "$MARKER" >>"$E2E_TMP/acked"
+all_done() {
+    local n
+    run_cli --server "$URL_B" --token "$RU" -o json job list --tenant red --project train
+    [ "$RC" == 0 ] || return 1
+    jq -r '.items[] | "\(.id) \(.state)"' "$OUT_FILE" >"$E2E_TMP/states"
+    # acknowledged ids listed, and how many of them are not done yet
+    n=$(awk 'NR == FNR { want[$1] = 1; next } ($1 in want) { seen++; if ($2 != "succeeded") open++ }
+             END { print seen + 0, open + 0 }' "$E2E_TMP/acked" "$E2E_TMP/states")
+    [ "$n" == "$(wc -l <"$E2E_TMP/acked") 0" ]
+}
+poll 120 all_done || {
+    awk '{print $2}' "$E2E_TMP/states" | sort | uniq -c >&2
+    fail "acknowledged jobs missing or not succeeded after 120 s (listed, open: $n)"
+}
+_pass
+while read -r id; do
+    state_is "$id" succeeded || fail "acknowledged job $id: state '$(job_state "$id")'"
+    _pass
+done <"$E2E_TMP/acked"
+
+note "no GPU bound twice, the audit chain verifies, gpupool check passes"
+assert_eq "$(db_sql "$E2E_TMP/shared" "SELECT COUNT(*) FROM bindings x JOIN bindings y
+    ON x.gpu_uuid = y.gpu_uuid AND x.id < y.id
+    AND x.start_us < COALESCE(y.end_us, 9000000000000000000)
+    AND y.start_us < COALESCE(x.end_us, 9000000000000000000)")" 0 "overlapping bindings of one GPU"
+assert_eq "$(db_sql "$E2E_TMP/shared" "SELECT COUNT(*) FROM bindings WHERE end_us IS NULL")" 0 \
+    "bindings still open"
+run_cli --server "$URL_B" --token "$ADMIN" audit verify
+assert_rc 0
+run_cli -o json check --store "$STORE"
+assert_rc 0
+assert_eq "$(jout '[.checks[] | select(.ok | not) | .name] | join(",")')" "" "failed checks"
+
+# ---------------------------------------------------------------- the killed server returns
+note "the killed server comes back as a standby"
+launch_server "$E2E_TMP/a" --data "$E2E_TMP/a" --store "$STORE" --listen 127.0.0.1:0 \
+    --node-timeout 15
+URL_A2=$URL
+sleep 1.5
+assert_eq "$(leader_of "$URL_A2")" false "the restarted server stands by"
+assert_eq "$(leader_of "$URL_B")" true "the second server keeps the lead"
+# a clean stop of the leader hands over too
+kill -TERM "$PID_B"
+T_STOP=$(_now_ms)
+_wait_exit "$PID_B" 20 || fail "the leader did not stop on SIGTERM"
+_forget_pid "$PID_B"
+assert_eq "$_EXIT" 0 "exit code of the stopped leader"
+poll 20 leads "$URL_A2" || fail "the restarted server did not take the lead after a clean stop"
+T_LEAD2=$(_now_ms)
+_pass
+assert_eq "$(grep -c 'leading: this server' "$LOG_A")" 1 "times the first server led before the kill"
+
+kill -TERM "$AGENT_PID"
+_wait_exit "$AGENT_PID" 10
+_forget_pid "$AGENT_PID"
+
+echo "failover after SIGKILL: new leader in $((T_LEAD - T_KILL)) ms, first placement in" \
+    "$((T_PLACED - T_KILL)) ms; after SIGTERM: new leader in $((T_LEAD2 - T_STOP)) ms;" \
+    "jobs acknowledged $ACK_ALL, all succeeded"
+done_testing
