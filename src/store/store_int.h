@@ -10,6 +10,7 @@
 
 #include "store.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 
 typedef struct store_ops {
@@ -41,6 +42,29 @@ struct store_tx {
 struct store_stmt {
     const store_ops *ops;
 };
+
+/*
+ * The connection slots of a backend (pool.c): which of its n connections
+ * are idle.  Lock: `mu` only, never held while SQL runs.
+ */
+typedef struct store_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int n;     /* slots */
+    int *idle; /* stack of idle slots */
+    int nidle;
+} store_pool;
+
+/* Make a pool of n (>= 1) slots, none idle yet.  GP_OK or GP_ENOMEM. */
+int store__pool_init(store_pool *p, int n);
+/* Make `slot` idle: a new connection, or one a transaction gives back. */
+void store__pool_put(store_pool *p, int slot);
+/* Take an idle slot, waiting until there is one. */
+int store__pool_take(store_pool *p);
+/* How many slots are idle now. */
+int store__pool_idle(store_pool *p);
+/* Free the pool (not the connections).  A pool never initialised is a no-op. */
+void store__pool_free(store_pool *p);
 
 /* SQLite backend: open `path` (pool of `pool_size`). */
 int store__sqlite_open(const char *path, int pool_size, store_t **out, gp_err *err);

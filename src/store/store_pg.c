@@ -4,8 +4,11 @@
  * A fixed pool of connections to one database, like the SQLite backend.
  * The SQL every module writes once, with `?` and `?N` placeholders, is
  * rewritten here to `$N` (outside string literals and quoted names) and
- * sent with PQexecParams; results are read whole, so statements of one
- * transaction may be interleaved freely, as with SQLite.
+ * prepared once per connection (a cache of up to PREP_SLOTS statements per
+ * connection, keyed by the text and the argument types; custom plans every
+ * time, so a parameter's value still shapes its plan); results are read
+ * whole, so statements of one transaction may be interleaved freely, as
+ * with SQLite.
  *
  * Semantics kept the same as SQLite's:
  *  - write transactions are serialised across every server sharing the
@@ -30,7 +33,7 @@
  * lock (LEADER_LOCK_KEY) while this process leads; PostgreSQL releases it
  * when that connection ends, including when the process is killed.
  *
- * Locking: `mu` guards the free list; `lead_mu` the leader connection.
+ * Locking: the pool's mutex (pool.c); `lead_mu` the leader connection.
  * Neither is held while a pooled connection runs SQL.
  */
 #include "schema_int.h"
@@ -53,17 +56,26 @@
 #define LEADER_LOCK_KEY 7707003   /* pg_advisory_lock: the leader's */
 #define MAX_PARAMS 128
 #define INT8OID 20
+#define PREP_SLOTS 512 /* prepared statements per connection (a power of two) */
+
+/* The statements prepared on one connection, as "p<slot>"; open addressing. */
+typedef struct pg_prep {
+    uint64_t h;
+    char *key; /* types, '\n', the SQL as the module wrote it; NULL: free slot */
+} pg_prep;
+typedef struct pg_cache {
+    pg_prep e[PREP_SLOTS];
+    int n;
+} pg_cache;
 
 typedef struct pg_store {
     struct store base;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
+    store_pool pool; /* which of conns[] are idle */
     char *conninfo;
     int readonly;
-    int n;
+    int n; /* connections opened */
     PGconn **conns;
-    int *free_stack;
-    int nfree;
+    pg_cache *caches; /* per connection, parallel to conns */
     pthread_mutex_t lead_mu;
     PGconn *lead; /* holds LEADER_LOCK_KEY while leading */
     int leading;
@@ -145,8 +157,9 @@ static int connect_one(const char *conninfo, int readonly, PGconn **out, gp_err 
     PQsetNoticeProcessor(c, notice_quiet, NULL);
     /* UTC, byte-order text comparison is per column (schema); keep statements bounded */
     int rc = exec_plain(c,
-                        readonly ? "SET TIME ZONE 'UTC'; SET default_transaction_read_only = on"
-                                 : "SET TIME ZONE 'UTC'",
+                        readonly ? "SET TIME ZONE 'UTC'; SET plan_cache_mode = force_custom_plan;"
+                                   " SET default_transaction_read_only = on"
+                                 : "SET TIME ZONE 'UTC'; SET plan_cache_mode = force_custom_plan",
                         err);
     if (rc) {
         PQfinish(c);
@@ -211,18 +224,40 @@ static pg_store *store_alloc(const char *conninfo, int n) {
     st->base.ops = &pg_ops;
     st->conninfo = strdup(conninfo);
     st->conns = calloc((size_t)n, sizeof *st->conns);
-    st->free_stack = calloc((size_t)n, sizeof *st->free_stack);
-    if (!st->conninfo || !st->conns || !st->free_stack) {
+    st->caches = calloc((size_t)n, sizeof *st->caches);
+    if (!st->conninfo || !st->conns || !st->caches || store__pool_init(&st->pool, n)) {
         free(st->conninfo);
         free(st->conns);
-        free(st->free_stack);
+        free(st->caches);
         free(st);
         return NULL;
     }
-    pthread_mutex_init(&st->mu, NULL);
-    pthread_cond_init(&st->cv, NULL);
     pthread_mutex_init(&st->lead_mu, NULL);
     return st;
+}
+
+/* Close every connection opened and free the store (also after a failed open). */
+/* Forget what was prepared on a connection (the server forgot it, or will). */
+static void cache_clear(pg_cache *c) {
+    for (int i = 0; i < PREP_SLOTS; i++) {
+        free(c->e[i].key);
+        c->e[i].key = NULL;
+    }
+    c->n = 0;
+}
+
+static void store_free(pg_store *st) {
+    for (int i = 0; i < st->n; i++) {
+        PQfinish(st->conns[i]);
+        cache_clear(&st->caches[i]);
+    }
+    free(st->caches);
+    if (st->lead) PQfinish(st->lead);
+    store__pool_free(&st->pool);
+    pthread_mutex_destroy(&st->lead_mu);
+    free(st->conninfo);
+    free(st->conns);
+    free(st);
 }
 
 int store__pg_open(const char *conninfo, int pool_size, store_t **out, gp_err *err) {
@@ -233,11 +268,10 @@ int store__pg_open(const char *conninfo, int pool_size, store_t **out, gp_err *e
         if ((rc = connect_one(conninfo, 0, &st->conns[i], err))) break;
         st->n++;
         if (i == 0 && (rc = migrate(st->conns[0], err))) break;
-        st->free_stack[st->nfree++] = i;
+        store__pool_put(&st->pool, i);
     }
     if (rc) {
-        st->nfree = st->n;
-        pg_ops.close(&st->base);
+        store_free(st);
         return rc;
     }
     *out = &st->base;
@@ -276,33 +310,21 @@ int store__pg_open_ro(const char *conninfo, store_t **out, gp_err *err) {
     }
     st->readonly = 1;
     st->conns[0] = c;
-    st->n = st->nfree = 1;
+    st->n = 1;
+    store__pool_put(&st->pool, 0);
     *out = &st->base;
     return GP_OK;
 }
 
 static void pg_close(store_t *base) {
     pg_store *st = (pg_store *)base;
-    assert(st->nfree == st->n); /* every transaction ended */
-    for (int i = 0; i < st->n; i++) PQfinish(st->conns[i]);
-    if (st->lead) PQfinish(st->lead);
-    pthread_mutex_destroy(&st->mu);
-    pthread_cond_destroy(&st->cv);
-    pthread_mutex_destroy(&st->lead_mu);
-    free(st->conninfo);
-    free(st->conns);
-    free(st->free_stack);
-    free(st);
+    assert(store__pool_idle(&st->pool) == st->n); /* every transaction ended */
+    store_free(st);
 }
 
 static int pg_schema_latest(void) { return schema__pg_count(); }
 
-static void release_conn(pg_store *st, int idx) {
-    pthread_mutex_lock(&st->mu);
-    st->free_stack[st->nfree++] = idx;
-    pthread_cond_signal(&st->cv);
-    pthread_mutex_unlock(&st->mu);
-}
+static void release_conn(pg_store *st, int idx) { store__pool_put(&st->pool, idx); }
 
 static int pg_begin(store_t *base, int mode, store_tx **out, gp_err *err) {
     pg_store *st = (pg_store *)base;
@@ -310,21 +332,21 @@ static int pg_begin(store_t *base, int mode, store_tx **out, gp_err *err) {
         return gp_err_set(err, GP_EINVALID, "the store is open read-only");
     pg_tx *tx = calloc(1, sizeof *tx);
     if (!tx) return gp_err_set(err, GP_ENOMEM, NULL);
-    pthread_mutex_lock(&st->mu);
-    while (st->nfree == 0) pthread_cond_wait(&st->cv, &st->mu);
-    tx->idx = st->free_stack[--st->nfree];
-    pthread_mutex_unlock(&st->mu);
+    tx->idx = store__pool_take(&st->pool);
     tx->base.ops = &pg_ops;
     tx->st = st;
     PGconn *c = st->conns[tx->idx];
     /* a connection the server dropped (restart, idle kill) is made again here */
     if (PQstatus(c) != CONNECTION_OK) {
+        cache_clear(&st->caches[tx->idx]);
         PQreset(c);
         if (PQstatus(c) == CONNECTION_OK) {
             PQsetNoticeProcessor(c, notice_quiet, NULL);
-            PQclear(PQexec(c, st->readonly ? "SET TIME ZONE 'UTC'; SET "
+            PQclear(PQexec(c, st->readonly ? "SET TIME ZONE 'UTC'; SET plan_cache_mode = "
+                                             "force_custom_plan; SET "
                                              "default_transaction_read_only = on"
-                                           : "SET TIME ZONE 'UTC'"));
+                                           : "SET TIME ZONE 'UTC'; SET plan_cache_mode = "
+                                             "force_custom_plan"));
         }
     }
     tx->c = c;
@@ -452,6 +474,63 @@ static char *rewrite_sql(const char *sql, int *maxnum) {
     return out;
 }
 
+static uint64_t fnv1a(const char *a, const char *b) {
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = a; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    h = (h ^ '\n') * 1099511628211ULL;
+    for (const char *p = b; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    return h;
+}
+
+/*
+ * The name of `sql` (with argument `types`) prepared on the transaction's
+ * connection, preparing it first when needed.  GP_OK and `name` filled, or
+ * an error (the statement is not kept).
+ */
+static int prepared(pg_tx *tx, const char *sql, const char *types, const char *text, int used,
+                    const Oid *oids, char name[16], gp_err *err) {
+    pg_cache *c = &tx->st->caches[tx->idx];
+    uint64_t h = fnv1a(types, sql);
+    unsigned i = (unsigned)h & (PREP_SLOTS - 1);
+    size_t tl = strlen(types);
+    for (; c->e[i].key; i = (i + 1) & (PREP_SLOTS - 1)) {
+        const char *k = c->e[i].key;
+        if (c->e[i].h == h && !strncmp(k, types, tl) && k[tl] == '\n' && !strcmp(k + tl + 1, sql)) {
+            snprintf(name, 16, "p%u", i);
+            return GP_OK;
+        }
+    }
+    if (c->n >= PREP_SLOTS * 3 / 4) { /* full: start again (rare: SQL texts are few) */
+        PQclear(PQexec(tx->c, "DEALLOCATE ALL"));
+        cache_clear(c);
+        for (i = (unsigned)h & (PREP_SLOTS - 1); c->e[i].key; i = (i + 1) & (PREP_SLOTS - 1)) {
+        }
+    }
+    snprintf(name, 16, "p%u", i);
+    PGresult *res = PQprepare(tx->c, name, text, used, oids);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        int rc = map_err(tx->c, res, err, "query");
+        PQclear(res);
+        return rc;
+    }
+    PQclear(res);
+    size_t sl = strlen(sql);
+    char *key = malloc(tl + 1 + sl + 1);
+    if (!key) { /* prepared but not remembered: forget it on the server too */
+        char sqlx[40];
+        snprintf(sqlx, sizeof sqlx, "DEALLOCATE %s", name);
+        PQclear(PQexec(tx->c, sqlx));
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    }
+    memcpy(key, types, tl);
+    key[tl] = '\n';
+    memcpy(key + tl + 1, sql, sl + 1);
+    c->e[i].h = h;
+    c->e[i].key = key;
+    c->n++;
+    return GP_OK;
+}
+
 static int pg_query(store_tx *base, store_stmt **out, gp_err *err, const char *sql,
                     const char *types, va_list ap) {
     pg_tx *tx = (pg_tx *)base;
@@ -489,11 +568,13 @@ static int pg_query(store_tx *base, store_stmt **out, gp_err *err, const char *s
         free(text);
         return gp_err_set(err, GP_EINVALID, "query: %d parameters used, %d bound", used, np);
     }
-    PGresult *res = PQexecParams(tx->c, text, used, oids, vals, NULL, NULL, 0);
+    char name[16];
+    int rc = prepared(tx, sql, types ? types : "", text, used, oids, name, err);
     free(text);
-    ExecStatusType s = PQresultStatus(res);
+    PGresult *res = rc ? NULL : PQexecPrepared(tx->c, name, used, vals, NULL, NULL, 0);
+    ExecStatusType s = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
     if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
-        int rc = map_err(tx->c, res, err, "query");
+        if (res) rc = map_err(tx->c, res, err, "query");
         /* constraint answers are the callers' business; anything else is a bug or an outage */
         if (rc == GP_ESTORE || rc == GP_EIO)
             log_kv(LOG_WARN, "postgres statement failed", "sql", sql, "detail",

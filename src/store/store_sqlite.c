@@ -6,7 +6,7 @@
  * from begin to commit/rollback.  Write transactions use BEGIN IMMEDIATE,
  * so SQLite's single writer lock serialises them for us.
  *
- * Locking: `mu` guards the free list only; it is never held during SQL.
+ * Locking: the pool's mutex only (pool.c); never held during SQL.
  */
 #include "schema_int.h"
 #include "store_int.h"
@@ -14,7 +14,6 @@
 #include "../core/gtime.h"
 
 #include <assert.h>
-#include <pthread.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,12 +24,9 @@ typedef struct sq_conn sq_conn;
 
 typedef struct sq_store {
     struct store base;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int n;
+    store_pool pool; /* which of dbs[] are idle */
+    int n;           /* connections opened */
     sqlite3 **dbs;
-    int *free_stack; /* indices of idle connections */
-    int nfree;
 } sq_store;
 
 typedef struct sq_tx {
@@ -164,30 +160,39 @@ fail:
     return rc;
 }
 
-int store__sqlite_open(const char *path, int pool_size, store_t **out, gp_err *err) {
+static sq_store *store_alloc(int n) {
     sq_store *st = calloc(1, sizeof *st);
-    if (!st) return gp_err_set(err, GP_ENOMEM, NULL);
+    if (!st) return NULL;
     st->base.ops = &sq_ops;
-    st->dbs = calloc((size_t)pool_size, sizeof *st->dbs);
-    st->free_stack = calloc((size_t)pool_size, sizeof *st->free_stack);
-    if (!st->dbs || !st->free_stack) {
+    st->dbs = calloc((size_t)n, sizeof *st->dbs);
+    if (!st->dbs || store__pool_init(&st->pool, n)) {
         free(st->dbs);
-        free(st->free_stack);
         free(st);
-        return gp_err_set(err, GP_ENOMEM, NULL);
+        return NULL;
     }
-    pthread_mutex_init(&st->mu, NULL);
-    pthread_cond_init(&st->cv, NULL);
+    return st;
+}
+
+/* Close every connection opened and free the store (also after a failed open). */
+static void store_free(sq_store *st) {
+    for (int i = 0; i < st->n; i++) sqlite3_close(st->dbs[i]);
+    store__pool_free(&st->pool);
+    free(st->dbs);
+    free(st);
+}
+
+int store__sqlite_open(const char *path, int pool_size, store_t **out, gp_err *err) {
+    sq_store *st = store_alloc(pool_size);
+    if (!st) return gp_err_set(err, GP_ENOMEM, NULL);
     int rc = GP_OK;
     for (int i = 0; i < pool_size; i++) {
         if ((rc = open_conn(path, &st->dbs[i], err))) break;
         st->n++;
         if (i == 0 && (rc = migrate(st->dbs[0], err))) break;
-        st->free_stack[st->nfree++] = i;
+        store__pool_put(&st->pool, i);
     }
     if (rc) {
-        st->nfree = st->n; /* nothing is lent out yet */
-        sq_ops.close(&st->base);
+        store_free(st);
         return rc;
     }
     *out = &st->base;
@@ -225,38 +230,22 @@ int store__sqlite_open_ro(const char *path, store_t **out, gp_err *err) {
                                           "(%d); start the server once to migrate it",
                           have, latest);
     }
-    sq_store *st = calloc(1, sizeof *st);
-    if (st) {
-        st->dbs = calloc(1, sizeof *st->dbs);
-        st->free_stack = calloc(1, sizeof *st->free_stack);
-    }
-    if (!st || !st->dbs || !st->free_stack) {
-        if (st) {
-            free(st->dbs);
-            free(st->free_stack);
-        }
-        free(st);
+    sq_store *st = store_alloc(1);
+    if (!st) {
         sqlite3_close(db);
         return gp_err_set(err, GP_ENOMEM, NULL);
     }
-    st->base.ops = &sq_ops;
-    pthread_mutex_init(&st->mu, NULL);
-    pthread_cond_init(&st->cv, NULL);
     st->dbs[0] = db;
-    st->n = st->nfree = 1;
+    st->n = 1;
+    store__pool_put(&st->pool, 0);
     *out = &st->base;
     return GP_OK;
 }
 
 static void sq_close(store_t *base) {
     sq_store *st = (sq_store *)base;
-    assert(st->nfree == st->n); /* every transaction ended */
-    for (int i = 0; i < st->n; i++) sqlite3_close(st->dbs[i]);
-    pthread_mutex_destroy(&st->mu);
-    pthread_cond_destroy(&st->cv);
-    free(st->dbs);
-    free(st->free_stack);
-    free(st);
+    assert(store__pool_idle(&st->pool) == st->n); /* every transaction ended */
+    store_free(st);
 }
 
 static int sq_schema_latest(void) { return schema__sqlite_count(); }
@@ -265,19 +254,13 @@ static int sq_begin(store_t *base, int mode, store_tx **out, gp_err *err) {
     sq_store *st = (sq_store *)base;
     sq_tx *tx = calloc(1, sizeof *tx);
     if (!tx) return gp_err_set(err, GP_ENOMEM, NULL);
-    pthread_mutex_lock(&st->mu);
-    while (st->nfree == 0) pthread_cond_wait(&st->cv, &st->mu);
-    tx->idx = st->free_stack[--st->nfree];
-    pthread_mutex_unlock(&st->mu);
+    tx->idx = store__pool_take(&st->pool);
     tx->base.ops = &sq_ops;
     tx->st = st;
     tx->db = st->dbs[tx->idx];
     int rc = exec_plain(tx->db, mode == STORE_WRITE ? "BEGIN IMMEDIATE" : "BEGIN", err);
     if (rc) {
-        pthread_mutex_lock(&st->mu);
-        st->free_stack[st->nfree++] = tx->idx;
-        pthread_cond_signal(&st->cv);
-        pthread_mutex_unlock(&st->mu);
+        store__pool_put(&st->pool, tx->idx);
         free(tx);
         return rc;
     }
@@ -286,11 +269,7 @@ static int sq_begin(store_t *base, int mode, store_tx **out, gp_err *err) {
 }
 
 static void release(sq_tx *tx) {
-    sq_store *st = tx->st;
-    pthread_mutex_lock(&st->mu);
-    st->free_stack[st->nfree++] = tx->idx;
-    pthread_cond_signal(&st->cv);
-    pthread_mutex_unlock(&st->mu);
+    store__pool_put(&tx->st->pool, tx->idx);
     free(tx);
 }
 
