@@ -211,6 +211,12 @@ int gw_window_allows(gw_window *w, int64_t now_us, int64_t cost, int64_t limit,
 void gw_window_add(gw_window *w, int64_t now_us, int64_t cost);
 
 /*
+ * Both windows rolled to the minute of `now_us` and added up: a process's own
+ * window and what the other processes sharing the store counted.  Pure.
+ */
+gw_window gw_window_merge(const gw_window *a, const gw_window *b, int64_t now_us);
+
+/*
  * A rough token count for text of `chars` characters, for requests whose
  * upstream reported no usage: ceil(chars / 4), at least 1 when chars > 0.
  */

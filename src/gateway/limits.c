@@ -52,6 +52,14 @@ void gw_window_add(gw_window *w, int64_t now_us, int64_t cost) {
     if (w->cur < 0) w->cur = 0;
 }
 
+gw_window gw_window_merge(const gw_window *a, const gw_window *b, int64_t now_us) {
+    assert(a && b && now_us >= 0);
+    gw_window x = *a, y = *b;
+    roll(&x, now_us);
+    roll(&y, now_us);
+    return (gw_window){.minute = x.minute, .prev = x.prev + y.prev, .cur = x.cur + y.cur};
+}
+
 int64_t gw_estimate_tokens(int64_t chars) {
     if (chars <= 0) return 0;
     return (chars + 3) / 4;

@@ -4,6 +4,13 @@
  * records written in batches, and a background thread that flushes that
  * queue, health-checks endpoints and releases stale token holds.
  *
+ * Rate windows are shared by every process on the store (several servers,
+ * `gpupool gateway`s): about once a second each one writes its own counts
+ * of the windows that carry a limit (table rate_counts, one row per scope,
+ * id, minute and process) and reads the sum of the others', which
+ * admission adds to its own.  Limits hold across processes to within what
+ * arrives in that second.
+ *
  * Nothing acknowledged is lost: gw_rt_record() only queues, but the
  * flusher writes at least every flush_ms, gw_rt_stop() flushes what is
  * left, and a batch that fails to commit stays queued for the next try.
@@ -21,12 +28,18 @@
 
 #define NBUCKETS 1024
 #define HOLD_STALE_US (15LL * 60 * 1000000) /* a request in flight this long has died */
+#define SHARE_US 1000000LL                  /* rate windows written and read this often */
+#define MINUTE_US 60000000LL
 
 typedef struct rate_ent {
     struct rate_ent *next;
     char scope;              /* 'k' key, 'p' project */
     char id[RND_ID_LEN];
-    gw_window req, tok;
+    gw_window req, tok;      /* this process's counts */
+    gw_window oreq, otok;    /* the other processes' (shared through the store) */
+    int limited;             /* a limit applies: the counts are shared */
+    int dirty;               /* counted since the last share */
+    int shared;              /* oreq/otok come from the store */
 } rate_ent;
 
 struct gw_runtime {
@@ -40,7 +53,8 @@ struct gw_runtime {
     pthread_t thread;
     int running, stopping;
     unsigned long rr;        /* round-robin counter */
-    int64_t next_health_us, next_holds_us;
+    int64_t next_health_us, next_holds_us, next_share_us;
+    char process[RND_ID_LEN]; /* this run, in rate_counts */
 };
 
 static unsigned hash(char scope, const char *id) {
@@ -77,15 +91,23 @@ int gw_rt_admit(gw_runtime *rt, const gw_key *k, int64_t tokens, int64_t now_us,
     }
     int64_t prpm = k->project_rpm < 0 ? 0 : k->project_rpm;
     int64_t ptpm = k->project_tpm < 0 ? 0 : k->project_tpm;
-    if (!gw_window_allows(&ke->req, now_us, 1, k->rpm, retry_after_s)) ok = 0, what = "requests per minute of this key";
-    else if (!gw_window_allows(&pe->req, now_us, 1, prpm, retry_after_s)) ok = 0, what = "requests per minute of the project";
-    else if (!gw_window_allows(&ke->tok, now_us, tokens, k->tpm, retry_after_s)) ok = 0, what = "tokens per minute of this key";
-    else if (!gw_window_allows(&pe->tok, now_us, tokens, ptpm, retry_after_s)) ok = 0, what = "tokens per minute of the project";
+    /* this process's counts and the others' */
+    gw_window kr = gw_window_merge(&ke->req, &ke->oreq, now_us);
+    gw_window pr = gw_window_merge(&pe->req, &pe->oreq, now_us);
+    gw_window kt = gw_window_merge(&ke->tok, &ke->otok, now_us);
+    gw_window pt = gw_window_merge(&pe->tok, &pe->otok, now_us);
+    if (!gw_window_allows(&kr, now_us, 1, k->rpm, retry_after_s)) ok = 0, what = "requests per minute of this key";
+    else if (!gw_window_allows(&pr, now_us, 1, prpm, retry_after_s)) ok = 0, what = "requests per minute of the project";
+    else if (!gw_window_allows(&kt, now_us, tokens, k->tpm, retry_after_s)) ok = 0, what = "tokens per minute of this key";
+    else if (!gw_window_allows(&pt, now_us, tokens, ptpm, retry_after_s)) ok = 0, what = "tokens per minute of the project";
     if (ok) {
         gw_window_add(&ke->req, now_us, 1);
         gw_window_add(&pe->req, now_us, 1);
         gw_window_add(&ke->tok, now_us, tokens);
         gw_window_add(&pe->tok, now_us, tokens);
+        ke->limited |= k->rpm > 0 || k->tpm > 0;
+        pe->limited |= prpm > 0 || ptpm > 0;
+        ke->dirty = pe->dirty = 1;
     } else {
         snprintf(why, why_len, "%s", what);
     }
@@ -96,8 +118,14 @@ int gw_rt_admit(gw_runtime *rt, const gw_key *k, int64_t tokens, int64_t now_us,
 void gw_rt_adjust(gw_runtime *rt, const gw_key *k, int64_t token_delta, int64_t now_us) {
     pthread_mutex_lock(&rt->mu);
     rate_ent *ke = ent(rt, 'k', k->id), *pe = ent(rt, 'p', k->project_id);
-    if (ke) gw_window_add(&ke->tok, now_us, token_delta);
-    if (pe) gw_window_add(&pe->tok, now_us, token_delta);
+    if (ke) {
+        gw_window_add(&ke->tok, now_us, token_delta);
+        ke->dirty = 1;
+    }
+    if (pe) {
+        gw_window_add(&pe->tok, now_us, token_delta);
+        pe->dirty = 1;
+    }
     pthread_mutex_unlock(&rt->mu);
 }
 
@@ -165,6 +193,132 @@ int gw_rt_flush(gw_runtime *rt, gp_err *err) {
 }
 
 /* ---- background work ---- */
+
+typedef struct share_row {
+    char scope[2];
+    char id[RND_ID_LEN];
+    gw_window req, tok;
+    int dirty;
+} share_row;
+
+/* Write this process's limited windows that changed, then read the others' (SHARE_US). */
+static int share_windows(gw_runtime *rt, gp_err *err) {
+    int64_t now = gt_now_us(), m = now / MINUTE_US;
+    static const gw_window zero = {0, 0, 0};
+    size_t n = 0, cap = 0;
+    share_row *rows = NULL;
+    int rc = GP_OK, writes = 0;
+    pthread_mutex_lock(&rt->mu);
+    for (int b = 0; b < NBUCKETS && !rc; b++)
+        for (rate_ent *e = rt->buckets[b]; e && !rc; e = e->next) {
+            if (!e->limited) continue;
+            if (n == cap) {
+                size_t nc = cap ? cap * 2 : 64;
+                share_row *nr = realloc(rows, nc * sizeof *nr);
+                if (!nr) {
+                    rc = gp_err_set(err, GP_ENOMEM, NULL);
+                    break;
+                }
+                rows = nr;
+                cap = nc;
+            }
+            share_row *r = &rows[n++];
+            r->scope[0] = e->scope;
+            r->scope[1] = '\0';
+            snprintf(r->id, sizeof r->id, "%s", e->id);
+            r->req = gw_window_merge(&e->req, &zero, now); /* rolled to now */
+            r->tok = gw_window_merge(&e->tok, &zero, now);
+            r->dirty = e->dirty;
+            writes |= e->dirty;
+            e->dirty = 0;
+        }
+    pthread_mutex_unlock(&rt->mu);
+    if (rc) {
+        free(rows);
+        return rc;
+    }
+    store_tx *tx;
+    if (writes && !(rc = store_begin(rt->store, STORE_WRITE, &tx, err))) {
+        for (size_t i = 0; i < n && !rc; i++)
+            for (int back = 0; back < 2 && rows[i].dirty && !rc; back++)
+                rc = store_exec(tx, NULL, err,
+                                "INSERT INTO rate_counts (scope, id, minute, process, requests,"
+                                " tokens) VALUES (?,?,?,?,?,?) ON CONFLICT (scope, id, minute,"
+                                " process) DO UPDATE SET requests = excluded.requests,"
+                                " tokens = excluded.tokens",
+                                "ssisii", rows[i].scope, rows[i].id, m - back, rt->process,
+                                back ? rows[i].req.prev : rows[i].req.cur,
+                                back ? rows[i].tok.prev : rows[i].tok.cur);
+        if (!rc)
+            rc = store_exec(tx, NULL, err, "DELETE FROM rate_counts WHERE minute < ?", "i", m - 1);
+        if (!rc) rc = store_commit(tx, err);
+        else store_rollback(tx);
+        if (rc) { /* write them again next time */
+            pthread_mutex_lock(&rt->mu);
+            for (size_t i = 0; i < n; i++) {
+                rate_ent *e = rows[i].dirty ? ent(rt, rows[i].scope[0], rows[i].id) : NULL;
+                if (e) e->dirty = 1;
+            }
+            pthread_mutex_unlock(&rt->mu);
+        }
+    }
+    /* every window the others counted lately (a process sees what the others limit
+     * before it serves that key itself), applied under the lock after */
+    free(rows);
+    rows = NULL;
+    n = cap = 0;
+    store_stmt *s = NULL;
+    if (!rc && !(rc = store_begin(rt->store, STORE_READ, &tx, err))) {
+        rc = store_query(tx, &s, err,
+                         "SELECT scope, id, minute, SUM(requests), SUM(tokens) FROM rate_counts"
+                         " WHERE minute >= ? AND process <> ? GROUP BY scope, id, minute",
+                         "is", m - 1, rt->process);
+        int step = 0;
+        while (!rc && (step = store_step(s, err)) > 0) {
+            const char *sc = store_text(s, 0), *id = store_text(s, 1);
+            if (!sc || !*sc || !id) continue;
+            if (n == cap) {
+                size_t nc = cap ? cap * 2 : 64;
+                share_row *nr = realloc(rows, nc * sizeof *nr);
+                if (!nr) {
+                    rc = gp_err_set(err, GP_ENOMEM, NULL);
+                    break;
+                }
+                rows = nr;
+                cap = nc;
+            }
+            share_row *r = &rows[n++];
+            r->scope[0] = sc[0];
+            r->scope[1] = '\0';
+            snprintf(r->id, sizeof r->id, "%s", id);
+            int cur = store_int(s, 2) == m;
+            r->req = (gw_window){m, cur ? 0 : store_int(s, 3), cur ? store_int(s, 3) : 0};
+            r->tok = (gw_window){m, cur ? 0 : store_int(s, 4), cur ? store_int(s, 4) : 0};
+        }
+        if (!rc && step < 0) rc = step;
+        store_done(s);
+        store_rollback(tx);
+        if (!rc) {
+            pthread_mutex_lock(&rt->mu);
+            for (int b = 0; b < NBUCKETS; b++) /* not listed now: nobody else counted */
+                for (rate_ent *e = rt->buckets[b]; e; e = e->next)
+                    if (e->shared) e->oreq = e->otok = (gw_window){m, 0, 0};
+            for (size_t i = 0; i < n; i++) { /* one row per minute: two may add up */
+                rate_ent *e = ent(rt, rows[i].scope[0], rows[i].id);
+                if (!e) continue;
+                if (!e->shared) e->oreq = e->otok = (gw_window){m, 0, 0};
+                e->shared = 1;
+                e->oreq.prev += rows[i].req.prev;
+                e->oreq.cur += rows[i].req.cur;
+                e->otok.prev += rows[i].tok.prev;
+                e->otok.cur += rows[i].tok.cur;
+            }
+            pthread_mutex_unlock(&rt->mu);
+        }
+    }
+    free(rows);
+    return rc < 0 ? rc : GP_OK;
+}
 
 static void check_endpoints(gw_runtime *rt) {
     gp_err err = GP_ERR_INIT;
@@ -243,6 +397,13 @@ static void *rt_main(void *arg) {
             log_kv(LOG_WARN, "usage records not written yet; will retry", "detail", err.msg,
                    (char *)NULL);
         int64_t now = gt_mono_us();
+        if (now >= rt->next_share_us) {
+            gp_err_clear(&err);
+            if (share_windows(rt, &err))
+                log_kv(LOG_WARN, "rate windows not shared this time", "detail", err.msg,
+                       (char *)NULL);
+            rt->next_share_us = now + SHARE_US;
+        }
         if (rt->cfg.leads && !rt->cfg.leads(rt->cfg.leads_arg)) {
             pthread_mutex_lock(&rt->mu);
             continue;
@@ -266,6 +427,7 @@ int gw_rt_start(store_t *st, const gw_runtime_config *cfg, gw_runtime **out, gp_
     if (!rt) return gp_err_set(err, GP_ENOMEM, NULL);
     rt->store = st;
     rt->cfg = *cfg;
+    rnd_id(rt->process);
     if (rt->cfg.flush_ms <= 0) rt->cfg.flush_ms = 200;
     if (rt->cfg.batch <= 0) rt->cfg.batch = 256;
     pthread_mutex_init(&rt->mu, NULL);

@@ -526,6 +526,19 @@ static const char *const migrations[] = {
     "ALTER TABLE models FORCE ROW LEVEL SECURITY;"
     "CREATE POLICY tenant_fence ON models USING (" ANY_TENANT " OR tenant_id = " THE_TENANT
     " OR visibility = 'public') WITH CHECK (" ANY_TENANT " OR tenant_id = " THE_TENANT ");",
+
+    /* 12: the gateways' per-minute rate windows, shared by every process on the store:
+     * each writes its own counts (process = a random id per run) about once a second and
+     * adds up the others' */
+    "CREATE TABLE rate_counts ("
+    "  scope TEXT COLLATE \"C\" NOT NULL,"                   /* k: a key, p: a project */
+    "  id TEXT COLLATE \"C\" NOT NULL,"
+    "  minute BIGINT NOT NULL,"               /* unix time / 60 */
+    "  process TEXT COLLATE \"C\" NOT NULL,"
+    "  requests BIGINT NOT NULL DEFAULT 0,"
+    "  tokens BIGINT NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (scope, id, minute, process));"
+    "CREATE INDEX rate_counts_minute ON rate_counts(minute);",
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

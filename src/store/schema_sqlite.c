@@ -487,6 +487,19 @@ static const char *const migrations[] = {
     /* 11: row-level security by tenant: PostgreSQL only (schema_pg.c); nothing to do here,
      * the version is kept so both stores count alike */
     "SELECT 1;",
+
+    /* 12: the gateways' per-minute rate windows, shared by every process on the store:
+     * each writes its own counts (process = a random id per run) about once a second and
+     * adds up the others' */
+    "CREATE TABLE rate_counts ("
+    "  scope TEXT NOT NULL,"                   /* k: a key, p: a project */
+    "  id TEXT NOT NULL,"
+    "  minute INTEGER NOT NULL,"               /* unix time / 60 */
+    "  process TEXT NOT NULL,"
+    "  requests INTEGER NOT NULL DEFAULT 0,"
+    "  tokens INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (scope, id, minute, process));"
+    "CREATE INDEX rate_counts_minute ON rate_counts(minute);",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

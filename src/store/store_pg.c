@@ -143,6 +143,13 @@ static void notice_quiet(void *arg, const char *message) {
     (void)message; /* "relation already exists, skipping" and the like */
 }
 
+/* Session settings of every connection: UTC, custom plans, read-only for inspection. */
+static const char *session_sql(int readonly) {
+    return readonly ? "SET TIME ZONE 'UTC'; SET plan_cache_mode = force_custom_plan;"
+                      " SET default_transaction_read_only = on"
+                    : "SET TIME ZONE 'UTC'; SET plan_cache_mode = force_custom_plan";
+}
+
 static int connect_one(const char *conninfo, int readonly, PGconn **out, gp_err *err) {
     PGconn *c = PQconnectdb(conninfo);
     if (!c) return gp_err_set(err, GP_ENOMEM, NULL);
@@ -156,11 +163,7 @@ static int connect_one(const char *conninfo, int readonly, PGconn **out, gp_err 
     }
     PQsetNoticeProcessor(c, notice_quiet, NULL);
     /* UTC, byte-order text comparison is per column (schema); keep statements bounded */
-    int rc = exec_plain(c,
-                        readonly ? "SET TIME ZONE 'UTC'; SET plan_cache_mode = force_custom_plan;"
-                                   " SET default_transaction_read_only = on"
-                                 : "SET TIME ZONE 'UTC'; SET plan_cache_mode = force_custom_plan",
-                        err);
+    int rc = exec_plain(c, session_sql(readonly), err);
     if (rc) {
         PQfinish(c);
         return rc;
@@ -336,26 +339,29 @@ static int pg_begin(store_t *base, int mode, store_tx **out, gp_err *err) {
     tx->base.ops = &pg_ops;
     tx->st = st;
     PGconn *c = st->conns[tx->idx];
-    /* a connection the server dropped (restart, idle kill) is made again here */
-    if (PQstatus(c) != CONNECTION_OK) {
-        cache_clear(&st->caches[tx->idx]);
-        PQreset(c);
-        if (PQstatus(c) == CONNECTION_OK) {
-            PQsetNoticeProcessor(c, notice_quiet, NULL);
-            PQclear(PQexec(c, st->readonly ? "SET TIME ZONE 'UTC'; SET plan_cache_mode = "
-                                             "force_custom_plan; SET "
-                                             "default_transaction_read_only = on"
-                                           : "SET TIME ZONE 'UTC'; SET plan_cache_mode = "
-                                             "force_custom_plan"));
-        }
-    }
     tx->c = c;
     char sql[160];
     if (mode == STORE_WRITE)
         snprintf(sql, sizeof sql, "BEGIN; SELECT pg_advisory_xact_lock(%d)", WRITE_LOCK_KEY);
     else
         snprintf(sql, sizeof sql, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY");
-    int rc = exec_plain(c, sql, err);
+    int rc;
+    for (int attempt = 0;; attempt++) {
+        /* a connection the server dropped (restart, failover, a killed backend) is made
+         * again here; libpq may learn of the loss only from BEGIN itself, and since
+         * nothing of this transaction ran yet, BEGIN is tried once more on a new one */
+        if (PQstatus(c) != CONNECTION_OK) {
+            cache_clear(&st->caches[tx->idx]);
+            PQreset(c);
+            if (PQstatus(c) == CONNECTION_OK) {
+                PQsetNoticeProcessor(c, notice_quiet, NULL);
+                PQclear(PQexec(c, session_sql(st->readonly)));
+            }
+        }
+        rc = exec_plain(c, sql, err);
+        if (!rc || attempt == 1 || PQstatus(c) == CONNECTION_OK) break;
+        log_kv(LOG_WARN, "connection to PostgreSQL lost; connecting again", (char *)NULL);
+    }
     if (rc) {
         PQclear(PQexec(c, "ROLLBACK"));
         release_conn(st, tx->idx);

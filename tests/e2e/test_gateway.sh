@@ -391,6 +391,20 @@ SAVE=$BASE
 BASE=$GWURL/v1
 ok_call "$K1" chat '{"model":"llama","content":"through the lone gateway"}'
 BASE=$SAVE
+note "rate limits hold across the server and the gateway (shared windows, ~1 s behind)"
+newkey kshared --tenant red --project train --rpm 3
+KSH=$KEY
+ok_call "$KSH" chat '{"model":"llama","content":"s1"}'
+ok_call "$KSH" chat '{"model":"llama","content":"s2"}'
+sleep 2.5
+BASE=$GWURL/v1
+ok_call "$KSH" chat '{"model":"llama","content":"g1"}'
+err_call "$KSH" chat '{"model":"llama","content":"g2"}' 429 rate_limit_exceeded
+assert_contains "$(jout .message)" "requests per minute of this key" "which limit (gateway)"
+BASE=$SAVE
+sleep 2.5
+err_call "$KSH" chat '{"model":"llama","content":"s3"}' 429 rate_limit_exceeded
+assert_contains "$(jout .message)" "requests per minute of this key" "which limit (server)"
 assert_eq "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $ADMIN" "$GWURL/api/v1/tenants")" 404 \
     "the gateway serves no management API"
 kill -TERM "$GWPID"

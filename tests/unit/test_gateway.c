@@ -50,6 +50,32 @@ static void windows(void **state) {
     assert_true(ra >= 1 && ra <= 60);
 }
 
+/* Another process's counts add to this one's, each rolled to now first. */
+static void windows_merged(void **state) {
+    (void)state;
+    gw_window mine = {0}, others = {T0 / MIN_US, 2, 1};
+    gw_window_add(&mine, T0 + 5, 1);
+    gw_window m = gw_window_merge(&mine, &others, T0 + 10);
+    assert_int_equal(m.minute, T0 / MIN_US);
+    assert_int_equal(m.prev, 2);
+    assert_int_equal(m.cur, 2);
+    int64_t ra = 0;
+    /* 3 per minute: with the others' 1 this minute (and 2 the minute before, still weighing
+     * almost all of it), nothing more fits here although this process counted only 1 */
+    assert_true(gw_window_allows(&mine, T0 + 10, 1, 3, &ra));
+    assert_false(gw_window_allows(&m, T0 + 10, 1, 3, &ra));
+    /* a minute on: this minute's counts become the previous ones, the older go */
+    m = gw_window_merge(&mine, &others, T0 + MIN_US + 1);
+    assert_int_equal(m.minute, T0 / MIN_US + 1);
+    assert_int_equal(m.prev, 2);
+    assert_int_equal(m.cur, 0);
+    /* two minutes on: nothing left; the inputs are not changed */
+    m = gw_window_merge(&mine, &others, T0 + 2 * MIN_US + 1);
+    assert_int_equal(m.prev + m.cur, 0);
+    assert_int_equal(others.cur, 1);
+    assert_int_equal(mine.cur, 1);
+}
+
 static void estimates(void **state) {
     (void)state;
     assert_int_equal(gw_estimate_tokens(0), 0);
@@ -277,7 +303,7 @@ static void months(void **state) {
 int main(void) {
     rnd_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(windows),  cmocka_unit_test(estimates), cmocka_unit_test(sse_filter),
+        cmocka_unit_test(windows),  cmocka_unit_test(windows_merged), cmocka_unit_test(estimates), cmocka_unit_test(sse_filter),
         cmocka_unit_test(sse_edges), cmocka_unit_test(ledger),   cmocka_unit_test(months),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

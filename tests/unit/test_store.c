@@ -349,6 +349,76 @@ static void tenant_fence(void **state) {
     tu_rmdir(dir);
 }
 
+/* Run `sql` on a connection of our own (the application's role): the first value. */
+static char *side_sql(const char *url, const char *sql) {
+    PGconn *c = PQconnectdb(url);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    PGresult *res = PQexec(c, sql);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) fprintf(stderr, "%s", PQerrorMessage(c));
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    char *v = strdup(PQntuples(res) ? PQgetvalue(res, 0, 0) : "");
+    PQclear(res);
+    PQfinish(c);
+    return v;
+}
+
+static char *backend_pid(store_t *st) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    store_stmt *s;
+    assert_int_equal(store_begin(st, STORE_READ, &tx, &err), GP_OK);
+    assert_int_equal(store_query(tx, &s, &err, "SELECT pg_backend_pid()", ""), GP_OK);
+    assert_int_equal(store_step(s, &err), 1);
+    char *pid = strdup(store_text(s, 0));
+    store_done(s);
+    store_rollback(tx);
+    return pid;
+}
+
+/* PostgreSQL: a connection the server ends (restart, failover, a killed backend) is made
+ * again at the next transaction, and the leader's lock is taken again on a new one. */
+static void connection_made_again(void **state) {
+    (void)state;
+    if (!tu_pg()) skip();
+    char *dir = tu_mkdtemp();
+    char url[600], sql[200];
+    gp_err err = GP_ERR_INIT;
+    store_t *st = open_fresh(dir, url, sizeof url, 1);
+    char *pid = backend_pid(st);
+    snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%s)", pid);
+    free(side_sql(url, sql));
+    for (int i = 0; i < 50; i++) { /* termination is asynchronous */
+        snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM pg_stat_activity WHERE pid = %s", pid);
+        char *n = side_sql(url, sql);
+        int gone = !strcmp(n, "0");
+        free(n);
+        if (gone) break;
+        usleep(20000);
+    }
+    char *pid2 = backend_pid(st); /* the same statement, prepared again on the new one */
+    assert_string_not_equal(pid, pid2);
+    free(pid);
+    free(pid2);
+    /* the leader's connection */
+    assert_int_equal(store_lead(st, &err), 1);
+    snprintf(sql, sizeof sql,
+             "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'"
+             " AND objid = 7707003 AND granted");
+    free(side_sql(url, sql));
+    int led = 0;
+    for (int i = 0; i < 50 && !led; i++) {
+        led = store_lead(st, &err) == 1;
+        if (!led) usleep(50000);
+    }
+    assert_true(led);
+    char *holders = side_sql(url, "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory'"
+                                  " AND objid = 7707003 AND granted");
+    assert_string_equal(holders, "1");
+    free(holders);
+    store_close(st);
+    tu_rmdir(dir);
+}
+
 /* Two stores on one database: one leads at a time; closing the leader hands over. */
 static void one_leader(void **state) {
     (void)state;
@@ -388,6 +458,7 @@ int main(void) {
         cmocka_unit_test(concurrent_writers_serialise),
         cmocka_unit_test(one_leader),
         cmocka_unit_test(tenant_fence),
+        cmocka_unit_test(connection_made_again),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
