@@ -18,7 +18,9 @@
 # Helpers: fail, note, assert_eq/ne/match/contains, assert_file_contains/
 # lacks, assert_status, assert_json, assert_header, assert_rc,
 # assert_one_line_error; api/api_raw/header (HTTP); run_cli/gp (the CLI);
-# launch_server/start_server/stop_server/_wait_exit (servers); done_testing.
+# launch_server/start_server/stop_server/_wait_exit (servers); store_url/
+# store_flag/db_sql/skip_on_pg (SQLite or PostgreSQL under GP_TEST_PG);
+# workload_bin (a folder for workload commands, killed at exit); done_testing.
 # Never call an assertion inside $(...): its exit would only end the subshell.
 #
 # Variables a test may use:
@@ -461,6 +463,23 @@ _e2e_cleanup() {
 trap _e2e_cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# workload_bin: make BIN=$E2E_TMP/bin for the test's workload commands (link
+# real commands there under names of the test's own, so they can be told
+# apart) and kill whatever still runs from it when the script ends, before
+# the usual cleanup.
+workload_bin() {
+    BIN=$E2E_TMP/bin
+    mkdir -p "$BIN"
+    trap _workload_exit EXIT
+}
+
+_workload_exit() {
+    local rc=$? pid
+    for pid in $(pgrep -f -- "$BIN/" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
+    (exit "$rc")
+    _e2e_cleanup
+}
 
 # ---- helpers shared by the CLI-driven scripts
 

@@ -14,18 +14,8 @@
 # cannot remove a workload's folder (it holds files), which it logs.
 . "$(dirname "$0")/lib.sh"
 
-BIN=$E2E_TMP/bin
-mkdir -p "$BIN"
+workload_bin
 ln -s "$(command -v sleep)" "$BIN/cgsleep"
-_cg_exit() {
-    local rc=$? pid
-    for pid in $(pgrep -f -- "$BIN/" 2>/dev/null); do
-        kill -KILL "$pid" 2>/dev/null
-    done
-    (exit "$rc")
-    _e2e_cleanup
-}
-trap _cg_exit EXIT
 
 CG=$E2E_TMP/cg
 mkdir -p "$CG"

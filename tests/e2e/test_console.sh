@@ -43,16 +43,8 @@ fi
 SHOTS=${CONSOLE_SHOTS:-$E2E_TMP/shots}
 mkdir -p "$SHOTS"
 
-BIN=$E2E_TMP/bin
-mkdir -p "$BIN"
+workload_bin
 ln -s "$(command -v sleep)" "$BIN/wlsleep"
-_c_exit() {
-    local rc=$? pid
-    for pid in $(pgrep -f -- "$BIN/" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
-    (exit "$rc")
-    _e2e_cleanup
-}
-trap _c_exit EXIT
 
 start_server --health-interval 1
 ADMIN=$TOKEN

@@ -25,16 +25,8 @@ if [ -z "${GP_TEST_PG:-}" ]; then
     exit 77
 fi
 
-BIN=$E2E_TMP/bin
-mkdir -p "$BIN"
+workload_bin
 ln -s "$(type -P true)" "$BIN/hatrue"
-_ha_exit() {
-    local rc=$? pid
-    for pid in $(pgrep -f -- "$BIN/" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
-    (exit "$rc")
-    _e2e_cleanup
-}
-trap _ha_exit EXIT
 
 STORE=$(store_url "$E2E_TMP/shared")
 

@@ -22,16 +22,8 @@
 # one-line CLI error.
 . "$(dirname "$0")/lib.sh"
 
-BIN=$E2E_TMP/bin
-mkdir -p "$BIN"
+workload_bin
 ln -s "$(command -v sleep)" "$BIN/wlsleep"
-_wl_exit() {
-    local rc=$? pid
-    for pid in $(pgrep -f -- "$BIN/" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
-    (exit "$rc")
-    _e2e_cleanup
-}
-trap _wl_exit EXIT
 
 STATE=$E2E_TMP/state
 cat >"$E2E_TMP/inv.json" <<'EOF'

@@ -28,19 +28,8 @@
 #  - `job explain` on a job held by a per-class ceiling (class_gpus) suggests nothing.
 . "$(dirname "$0")/lib.sh"
 
-BIN=$E2E_TMP/bin
-mkdir -p "$BIN"
+workload_bin
 ln -s "$(command -v sleep)" "$BIN/trainsleep"
-# Kill this run's workload processes, then run lib.sh's cleanup with the exit code.
-_jobs_exit() {
-    local rc=$? pid
-    for pid in $(pgrep -f -- "$BIN/" 2>/dev/null); do
-        kill -KILL "$pid" 2>/dev/null
-    done
-    (exit "$rc")
-    _e2e_cleanup
-}
-trap _jobs_exit EXIT
 
 # ---------------------------------------------------------------- helpers
 

@@ -19,19 +19,8 @@
 # ended meanwhile is not lost.
 . "$(dirname "$0")/lib.sh"
 
-BIN=$E2E_TMP/bin
-mkdir -p "$BIN"
+workload_bin
 ln -s "$(command -v sleep)" "$BIN/mssleep"
-# Kill this run's workload processes, then run lib.sh's cleanup with the exit code.
-_ms_exit() {
-    local rc=$? pid
-    for pid in $(pgrep -f -- "$BIN/" 2>/dev/null); do
-        kill -KILL "$pid" 2>/dev/null
-    done
-    (exit "$rc")
-    _e2e_cleanup
-}
-trap _ms_exit EXIT
 
 # ---------------------------------------------------------------- helpers
 

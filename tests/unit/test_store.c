@@ -403,7 +403,8 @@ static void connection_made_again(void **state) {
     assert_int_equal(store_lead(st, &err), 1);
     snprintf(sql, sizeof sql,
              "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'"
-             " AND objid = 7707003 AND granted");
+             " AND objid = 7707003 AND granted AND database ="
+             " (SELECT oid FROM pg_database WHERE datname = current_database())");
     free(side_sql(url, sql));
     int led = 0;
     for (int i = 0; i < 50 && !led; i++) {
@@ -412,7 +413,8 @@ static void connection_made_again(void **state) {
     }
     assert_true(led);
     char *holders = side_sql(url, "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory'"
-                                  " AND objid = 7707003 AND granted");
+                                  " AND objid = 7707003 AND granted AND database ="
+                                  " (SELECT oid FROM pg_database WHERE datname = current_database())");
     assert_string_equal(holders, "1");
     free(holders);
     store_close(st);
