@@ -201,6 +201,23 @@ typedef struct share_row {
     int dirty;
 } share_row;
 
+/* Append a row for (scope, id) to a growing array; NULL when out of memory. */
+static share_row *share_push(share_row **rows, size_t *n, size_t *cap, char scope,
+                             const char *id) {
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        share_row *nr = realloc(*rows, nc * sizeof *nr);
+        if (!nr) return NULL;
+        *rows = nr;
+        *cap = nc;
+    }
+    share_row *r = &(*rows)[(*n)++];
+    memset(r, 0, sizeof *r);
+    r->scope[0] = scope;
+    snprintf(r->id, sizeof r->id, "%s", id);
+    return r;
+}
+
 /* Write this process's limited windows that changed, then read the others' (SHARE_US). */
 static int share_windows(gw_runtime *rt, gp_err *err) {
     int64_t now = gt_now_us(), m = now / MINUTE_US;
@@ -212,20 +229,11 @@ static int share_windows(gw_runtime *rt, gp_err *err) {
     for (int b = 0; b < NBUCKETS && !rc; b++)
         for (rate_ent *e = rt->buckets[b]; e && !rc; e = e->next) {
             if (!e->limited) continue;
-            if (n == cap) {
-                size_t nc = cap ? cap * 2 : 64;
-                share_row *nr = realloc(rows, nc * sizeof *nr);
-                if (!nr) {
-                    rc = gp_err_set(err, GP_ENOMEM, NULL);
-                    break;
-                }
-                rows = nr;
-                cap = nc;
+            share_row *r = share_push(&rows, &n, &cap, e->scope, e->id);
+            if (!r) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
             }
-            share_row *r = &rows[n++];
-            r->scope[0] = e->scope;
-            r->scope[1] = '\0';
-            snprintf(r->id, sizeof r->id, "%s", e->id);
             r->req = gw_window_merge(&e->req, &zero, now); /* rolled to now */
             r->tok = gw_window_merge(&e->tok, &zero, now);
             r->dirty = e->dirty;
@@ -277,20 +285,11 @@ static int share_windows(gw_runtime *rt, gp_err *err) {
         while (!rc && (step = store_step(s, err)) > 0) {
             const char *sc = store_text(s, 0), *id = store_text(s, 1);
             if (!sc || !*sc || !id) continue;
-            if (n == cap) {
-                size_t nc = cap ? cap * 2 : 64;
-                share_row *nr = realloc(rows, nc * sizeof *nr);
-                if (!nr) {
-                    rc = gp_err_set(err, GP_ENOMEM, NULL);
-                    break;
-                }
-                rows = nr;
-                cap = nc;
+            share_row *r = share_push(&rows, &n, &cap, sc[0], id);
+            if (!r) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
             }
-            share_row *r = &rows[n++];
-            r->scope[0] = sc[0];
-            r->scope[1] = '\0';
-            snprintf(r->id, sizeof r->id, "%s", id);
             int cur = store_int(s, 2) == m;
             r->req = (gw_window){m, cur ? 0 : store_int(s, 3), cur ? store_int(s, 3) : 0};
             r->tok = (gw_window){m, cur ? 0 : store_int(s, 4), cur ? store_int(s, 4) : 0};

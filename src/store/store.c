@@ -28,6 +28,16 @@ int store_open_readonly(const char *url, store_t **out, gp_err *err) {
     return store__sqlite_open_ro(url, out, err);
 }
 
+int store__schema_exact(int have, int latest, gp_err *err) {
+    if (have == latest) return GP_OK;
+    return gp_err_set(err, GP_ESCHEMA,
+                      have > latest ? "database schema version %d is newer than this gpupool "
+                                      "knows (%d); run a newer gpupool binary"
+                                    : "database schema version %d is older than this gpupool "
+                                      "(%d); start the server once to migrate it",
+                      have, latest);
+}
+
 void store_close(store_t *st) {
     if (st) st->ops->close(st);
 }

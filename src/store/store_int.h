@@ -66,6 +66,12 @@ int store__pool_idle(store_pool *p);
 /* Free the pool (not the connections).  A pool never initialised is a no-op. */
 void store__pool_free(store_pool *p);
 
+/*
+ * For a read-only open: GP_OK when `have` == `latest`, else GP_ESCHEMA with
+ * the message saying which binary (newer) or step (a server start) fixes it.
+ */
+int store__schema_exact(int have, int latest, gp_err *err);
+
 /* SQLite backend: open `path` (pool of `pool_size`). */
 int store__sqlite_open(const char *path, int pool_size, store_t **out, gp_err *err);
 /* SQLite backend, read-only, one connection, no migrations (store_open_readonly). */

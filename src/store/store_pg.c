@@ -5,7 +5,8 @@
  * The SQL every module writes once, with `?` and `?N` placeholders, is
  * rewritten here to `$N` (outside string literals and quoted names) and
  * prepared once per connection (a cache of up to PREP_SLOTS statements per
- * connection, keyed by the text and the argument types; custom plans every
+ * connection, keyed by the text and the argument types, so the rewriting
+ * happens once per statement and connection; custom plans every
  * time, so a parameter's value still shapes its plan); results are read
  * whole, so statements of one transaction may be interleaved freely, as
  * with SQLite.
@@ -61,6 +62,7 @@
 /* The statements prepared on one connection, as "p<slot>"; open addressing. */
 typedef struct pg_prep {
     uint64_t h;
+    int used;  /* parameters the statement takes ($1..$used) */
     char *key; /* types, '\n', the SQL as the module wrote it; NULL: free slot */
 } pg_prep;
 typedef struct pg_cache {
@@ -297,14 +299,9 @@ int store__pg_open_ro(const char *conninfo, store_t **out, gp_err *err) {
         PQfinish(c);
         return rc;
     }
-    if (have != latest) {
+    if ((rc = store__schema_exact(have, latest, err))) {
         PQfinish(c);
-        return gp_err_set(err, GP_ESCHEMA,
-                          have > latest ? "database schema version %d is newer than this gpupool "
-                                          "knows (%d); run a newer gpupool binary"
-                                        : "database schema version %d is older than this gpupool "
-                                          "(%d); start the server once to migrate it",
-                          have, latest);
+        return rc;
     }
     pg_store *st = store_alloc(conninfo, 1);
     if (!st) {
@@ -489,12 +486,13 @@ static uint64_t fnv1a(const char *a, const char *b) {
 }
 
 /*
- * The name of `sql` (with argument `types`) prepared on the transaction's
- * connection, preparing it first when needed.  GP_OK and `name` filled, or
- * an error (the statement is not kept).
+ * The name of `sql` (with argument `types`: `np` of them, typed `oids`)
+ * prepared on the transaction's connection, and how many parameters it
+ * takes; on the first use the SQL is rewritten (rewrite_sql) and prepared.
+ * GP_OK with `name` and *used filled, or an error (nothing kept).
  */
-static int prepared(pg_tx *tx, const char *sql, const char *types, const char *text, int used,
-                    const Oid *oids, char name[16], gp_err *err) {
+static int prepared(pg_tx *tx, const char *sql, const char *types, int np, const Oid *oids,
+                    char name[16], int *used, gp_err *err) {
     pg_cache *c = &tx->st->caches[tx->idx];
     uint64_t h = fnv1a(types, sql);
     unsigned i = (unsigned)h & (PREP_SLOTS - 1);
@@ -503,8 +501,16 @@ static int prepared(pg_tx *tx, const char *sql, const char *types, const char *t
         const char *k = c->e[i].key;
         if (c->e[i].h == h && !strncmp(k, types, tl) && k[tl] == '\n' && !strcmp(k + tl + 1, sql)) {
             snprintf(name, 16, "p%u", i);
+            *used = c->e[i].used;
             return GP_OK;
         }
+    }
+    char *text = rewrite_sql(sql, used);
+    if (!text) return gp_err_set(err, GP_ENOMEM, NULL);
+    /* SQLite ignores surplus arguments; PostgreSQL wants exactly the $N used */
+    if (*used > np) {
+        free(text);
+        return gp_err_set(err, GP_EINVALID, "query: %d parameters used, %d bound", *used, np);
     }
     if (c->n >= PREP_SLOTS * 3 / 4) { /* full: start again (rare: SQL texts are few) */
         PQclear(PQexec(tx->c, "DEALLOCATE ALL"));
@@ -513,7 +519,8 @@ static int prepared(pg_tx *tx, const char *sql, const char *types, const char *t
         }
     }
     snprintf(name, 16, "p%u", i);
-    PGresult *res = PQprepare(tx->c, name, text, used, oids);
+    PGresult *res = PQprepare(tx->c, name, text, *used, oids);
+    free(text);
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         int rc = map_err(tx->c, res, err, "query");
         PQclear(res);
@@ -532,6 +539,7 @@ static int prepared(pg_tx *tx, const char *sql, const char *types, const char *t
     key[tl] = '\n';
     memcpy(key + tl + 1, sql, sl + 1);
     c->e[i].h = h;
+    c->e[i].used = *used;
     c->e[i].key = key;
     c->n++;
     return GP_OK;
@@ -566,17 +574,9 @@ static int pg_query(store_tx *base, store_stmt **out, gp_err *err, const char *s
             return gp_err_set(err, GP_EINVALID, "bind: unknown type '%c'", *t);
         }
     }
-    int used;
-    char *text = rewrite_sql(sql, &used);
-    if (!text) return gp_err_set(err, GP_ENOMEM, NULL);
-    /* SQLite ignores surplus arguments; PostgreSQL wants exactly the $N used */
-    if (used > np) {
-        free(text);
-        return gp_err_set(err, GP_EINVALID, "query: %d parameters used, %d bound", used, np);
-    }
+    int used = 0;
     char name[16];
-    int rc = prepared(tx, sql, types ? types : "", text, used, oids, name, err);
-    free(text);
+    int rc = prepared(tx, sql, types ? types : "", np, oids, name, &used, err);
     PGresult *res = rc ? NULL : PQexecPrepared(tx->c, name, used, vals, NULL, NULL, 0);
     ExecStatusType s = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
     if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {

@@ -221,14 +221,9 @@ int store__sqlite_open_ro(const char *path, store_t **out, gp_err *err) {
         sqlite3_close(db);
         return rc;
     }
-    if (have != latest) {
+    if ((rc = store__schema_exact(have, latest, err))) {
         sqlite3_close(db);
-        return gp_err_set(err, GP_ESCHEMA,
-                          have > latest ? "database schema version %d is newer than this gpupool "
-                                          "knows (%d); run a newer gpupool binary"
-                                        : "database schema version %d is older than this gpupool "
-                                          "(%d); start the server once to migrate it",
-                          have, latest);
+        return rc;
     }
     sq_store *st = store_alloc(1);
     if (!st) {
