@@ -200,7 +200,7 @@ static result run(const char *url, const char *key, const char *body, int thread
     int64_t *all = malloc((size_t)(total ? total : 1) * sizeof *all);
     long k = 0;
     for (int i = 0; i < threads; i++) {
-        memcpy(all + k, ls[i].lat, (size_t)ls[i].n * sizeof *all);
+        if (ls[i].n) memcpy(all + k, ls[i].lat, (size_t)ls[i].n * sizeof *all);
         k += ls[i].n;
         free(ls[i].lat);
     }
@@ -519,12 +519,13 @@ int bench_load(int argc, char **argv) {
         int64_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
         long at = 0;
         for (int i = 0; i < clients; i++) {
-            memcpy(v + at, ls[i].lat[k], (size_t)ls[i].n[k] * sizeof *v);
+            /* a client that made no call of this kind has no buffer */
+            if (ls[i].n[k]) memcpy(v + at, ls[i].lat[k], (size_t)ls[i].n[k] * sizeof *v);
             at += ls[i].n[k];
         }
         qsort(v, (size_t)n, sizeof *v, cmp64);
         all = realloc(all, (size_t)(nall + n + 1) * sizeof *all);
-        memcpy(all + nall, v, (size_t)n * sizeof *v);
+        if (n) memcpy(all + nall, v, (size_t)n * sizeof *v);
         nall += n;
         printf("kind=%s requests=%ld errors=%ld p50_us=%lld p99_us=%lld%s", mix[k].name, n, err,
                (long long)(n ? v[n / 2] : 0), (long long)(n ? v[(n * 99) / 100] : 0),
