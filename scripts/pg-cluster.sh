@@ -9,10 +9,12 @@
 #
 # The application role `gpupool` is an ordinary role (not a superuser, so
 # row-level security applies to it) that may create databases: every test
-# makes its own database on this cluster.  Authentication is `trust` on
-# loopback only; durability is off (fsync) because the cluster is thrown
-# away.  As root, the server runs as the `postgres` system user (initdb
-# refuses root).
+# makes its own database on this cluster, and so owns its tables.  A second
+# role, `gpupool_app`, owns nothing: tests that split the owner (migrations,
+# `gpupool migrate --grant gpupool_app`) from the servers' role connect as
+# it.  Authentication is `trust` on loopback only; durability is off (fsync)
+# because the cluster is thrown away.  As root, the server runs as the
+# `postgres` system user (initdb refuses root).
 set -euo pipefail
 
 pg_bin() {
@@ -78,7 +80,8 @@ start)
     exit 1
   }
   "$bin/psql" -X -q -h 127.0.0.1 -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 \
-    -c "CREATE ROLE gpupool LOGIN CREATEDB NOSUPERUSER NOBYPASSRLS" >/dev/null
+    -c "CREATE ROLE gpupool LOGIN CREATEDB NOSUPERUSER NOBYPASSRLS" \
+    -c "CREATE ROLE gpupool_app LOGIN NOCREATEDB NOSUPERUSER NOBYPASSRLS" >/dev/null
   echo "$port" >"$dir/port"
   echo "GP_TEST_PG=postgresql://gpupool@127.0.0.1:$port"
   ;;

@@ -90,10 +90,11 @@ struct api_req {
 };
 
 /*
- * Failed-login throttling (h_user.c): windows per user name and per source
- * address (auth/throttle.h) under one lock.  api__login_guard_new() returns
- * NULL when both limits are 0 (or out of memory); free with
- * api__login_guard_free() (NULL-safe).
+ * Failed-login throttling (h_user.c): the limits per user name and per
+ * source address; the failures themselves are in the store, shared by every
+ * server (auth/throttle.h).  api__login_guard_new() returns NULL when both
+ * limits are 0 (or out of memory); free with api__login_guard_free()
+ * (NULL-safe).
  */
 typedef struct api_login_guard api_login_guard;
 api_login_guard *api__login_guard_new(int per_name, int per_addr);

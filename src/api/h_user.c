@@ -18,7 +18,8 @@
  * address, within a minute, further logins are answered 429
  * too_many_attempts with Retry-After, before the password is looked at,
  * until the oldest failure is a minute old.  A success resets the name's
- * window (not the address's).
+ * window (not the address's).  The failures are kept in the store, so every
+ * server on it counts the same ones.
  */
 #include "api_int.h"
 
@@ -28,60 +29,52 @@
 #include "../core/jsonx.h"
 #include "../policy/policy.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define LOGIN_WINDOW_US (60LL * 1000000)
-#define LOGIN_TRACKED 4096 /* keys per window table; the stalest is forgotten */
 
 struct api_login_guard {
-    pthread_mutex_t mu;
-    auth_throttle *names, *addrs; /* either may be NULL: no limit of that kind */
+    int per_name, per_addr; /* failures allowed per window; 0: no limit of that kind */
 };
 
 api_login_guard *api__login_guard_new(int per_name, int per_addr) {
     if (per_name <= 0 && per_addr <= 0) return NULL;
     api_login_guard *g = calloc(1, sizeof *g);
     if (!g) return NULL;
-    pthread_mutex_init(&g->mu, NULL);
-    if (per_name > 0) g->names = auth_throttle_new(per_name > 64 ? 64 : per_name, LOGIN_WINDOW_US, LOGIN_TRACKED);
-    if (per_addr > 0) g->addrs = auth_throttle_new(per_addr > 64 ? 64 : per_addr, LOGIN_WINDOW_US, LOGIN_TRACKED);
+    g->per_name = per_name > AUTH_THROTTLE_MAX ? AUTH_THROTTLE_MAX : per_name;
+    g->per_addr = per_addr > AUTH_THROTTLE_MAX ? AUTH_THROTTLE_MAX : per_addr;
     return g;
 }
 
-void api__login_guard_free(api_login_guard *g) {
-    if (!g) return;
-    auth_throttle_free(g->names);
-    auth_throttle_free(g->addrs);
-    pthread_mutex_destroy(&g->mu);
-    free(g);
-}
+void api__login_guard_free(api_login_guard *g) { free(g); }
 
-/* May this name try from this address now? 0: refused, *retry set. */
-static int login_allowed(api_login_guard *g, const char *name, const char *addr, int64_t *retry) {
-    if (!g) return 1;
-    int64_t now = gt_now_us(), a = 0, b = 0;
-    pthread_mutex_lock(&g->mu);
-    int ok_name = !g->names || auth_throttle_allows(g->names, name, now, &a);
-    int ok_addr = !g->addrs || auth_throttle_allows(g->addrs, addr, now, &b);
-    pthread_mutex_unlock(&g->mu);
-    *retry = a > b ? a : b;
-    return ok_name && ok_addr;
-}
-
-static void login_outcome(api_login_guard *g, const char *name, const char *addr, int ok) {
-    if (!g) return;
-    int64_t now = gt_now_us();
-    pthread_mutex_lock(&g->mu);
-    if (ok) {
-        if (g->names) auth_throttle_reset(g->names, name);
-    } else {
-        if (g->names) auth_throttle_fail(g->names, name, now);
-        if (g->addrs) auth_throttle_fail(g->addrs, addr, now);
+/* Is one kind of key ('n' name, 'a' address) under its limit?  OUT: *ok, *retry (max'd). */
+static int key_allowed(store_tx *tx, char kind, const char *key, int max, int64_t now, int *ok,
+                       int64_t *retry, gp_err *err) {
+    if (max <= 0) return GP_OK;
+    int64_t at[AUTH_THROTTLE_MAX], wait = 0;
+    int n = 0;
+    int rc = auth_failures_recent(tx, kind, key, max, LOGIN_WINDOW_US, now, at, &n, err);
+    if (rc) return rc;
+    if (!auth_throttle_judge(at, n, max, LOGIN_WINDOW_US, now, &wait)) {
+        *ok = 0;
+        if (wait > *retry) *retry = wait;
     }
-    pthread_mutex_unlock(&g->mu);
+    return GP_OK;
+}
+
+/* May this name try from this address now, counting every server's failures?
+ * OUT: *ok (1 yes, 0 refused with *retry seconds). */
+static int login_allowed(store_tx *tx, const api_login_guard *g, const char *name,
+                         const char *addr, int64_t now, int *ok, int64_t *retry, gp_err *err) {
+    *ok = 1;
+    *retry = 0;
+    if (!g) return GP_OK;
+    int rc = key_allowed(tx, 'n', name, g->per_name, now, ok, retry, err);
+    if (!rc) rc = key_allowed(tx, 'a', addr, g->per_addr, now, ok, retry, err);
+    return rc;
 }
 
 void h_login(api_req *r) {
@@ -101,8 +94,23 @@ void h_login(api_req *r) {
         return;
     }
     api_target(r, NULL, name, NULL, NULL);
-    int64_t retry = 0;
-    if (!login_allowed(r->login_guard, name, r->source, &retry)) {
+    /* the throttle and the password in a read transaction: the hash takes tens of
+     * milliseconds, for which a write transaction would hold every other writer */
+    if (api_begin(r, STORE_READ, &tx)) {
+        json_decref(body);
+        return;
+    }
+    int64_t now = gt_now_us(), retry = 0;
+    int allowed = 1;
+    int rc = login_allowed(tx, r->login_guard, name, r->source, now, &allowed, &retry, &err);
+    if (!rc && allowed) rc = auth_login_check(tx, name, password, &u, &err);
+    store_rollback(tx);
+    if (rc && rc != GP_EUNAUTH) {
+        json_decref(body);
+        api_fail(r, &err);
+        return;
+    }
+    if (!allowed) {
         json_decref(body);
         char secs[24], msg[128];
         snprintf(secs, sizeof secs, "%lld", (long long)retry);
@@ -115,16 +123,27 @@ void h_login(api_req *r) {
         json_decref(body);
         return;
     }
-    int rc = auth_login_check(tx, name, password, &u, &err);
-    if (rc == GP_EUNAUTH) login_outcome(r->login_guard, name, r->source, 0);
-    json_decref(body);
-    if (rc) {
-        store_rollback(tx);
-        if (rc == GP_EUNAUTH) api_error(r, 401, "unauthenticated", err.msg);
-        else api_fail(r, &err);
+    if (rc == GP_EUNAUTH) { /* counted for every server, then refused */
+        gp_err e2 = GP_ERR_INIT;
+        int rc2 = r->login_guard ? auth_failures_add(tx, name, r->source, now, LOGIN_WINDOW_US, &e2)
+                                 : GP_OK;
+        json_decref(body);
+        if (rc2) {
+            api_abort(r, tx, &e2);
+            return;
+        }
+        if (store_commit(tx, &e2)) {
+            api_fail(r, &e2);
+            return;
+        }
+        api_error(r, 401, "unauthenticated", err.msg);
         return; /* the dispatcher audits the refusal */
     }
-    login_outcome(r->login_guard, u.name, r->source, 1);
+    json_decref(body);
+    if (r->login_guard && (rc = auth_failures_clear(tx, u.name, &err))) {
+        api_abort(r, tx, &err);
+        return;
+    }
     char token[RND_SECRET_LEN], tid[RND_ID_LEN];
     rc = policy_load(tx, &pol, &err);
     int64_t ttl = pol.login_token_ttl_s;

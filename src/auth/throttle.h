@@ -2,53 +2,53 @@
  * throttle.h - failed-attempt throttling for logins: a sliding window of
  * failures per key (a user name, a source address).
  *
- * Pure: no I/O, no clock (the caller passes now), no lock (the caller holds
- * one around every call on a table).  A key that has had `max_failures`
- * failures within the last `window_us` is refused until the oldest of them
- * leaves the window; the refusal itself is not a failure, so a client that
- * waits out Retry-After gets its next attempt.  A success resets the key.
- *
- * The table is bounded: it tracks at most `capacity` keys; when full, a key
- * whose failures have all expired is reused, else the key whose last failure
- * is oldest is forgotten.  Keys longer than 127 bytes are compared by their
- * first 127 bytes.
- *
- * Ownership: auth_throttle_new() returns a table freed with
- * auth_throttle_free() (NULL-safe).
+ * The failures live in the store (table login_failures), so every server on
+ * one store counts the same attempts: with several servers an attacker gets
+ * no more tries than with one.  The decision itself is pure (no I/O, no
+ * clock: the caller passes now).  A key that has had `max` failures within
+ * the last `window_us` is refused until the oldest of them leaves the
+ * window; the refusal itself is not a failure, so a client that waits out
+ * Retry-After gets its next attempt.  A success forgets the user name's
+ * failures (not the address's).  Keys longer than 127 bytes are kept and
+ * compared by their first 127 bytes (cut at a character boundary).
  */
 #ifndef GP_AUTH_THROTTLE_H
 #define GP_AUTH_THROTTLE_H
 
-#include <stddef.h>
+#include "../core/err.h"
+#include "../store/store.h"
+
 #include <stdint.h>
 
-typedef struct auth_throttle auth_throttle;
+enum { AUTH_THROTTLE_MAX = 64 }; /* the most failures a window may allow */
 
 /*
- * A table allowing `max_failures` (1..64) failures per key per `window_us`
- * (> 0), tracking up to `capacity` (>= 1) keys.  Returns NULL when out of
- * memory or on bad arguments.
+ * May a key with these recent failures try at `now_us`?  `at` holds `n`
+ * failure times, newest first (auth_failures_recent's order); `max` is
+ * 1..AUTH_THROTTLE_MAX.  Returns 1 when allowed; 0 when refused, with
+ * *retry_after_s (>= 1; may be NULL) the seconds until the oldest of the
+ * newest `max` leaves the window.
  */
-auth_throttle *auth_throttle_new(int max_failures, int64_t window_us, size_t capacity);
-
-/* Free the table. NULL is a no-op. */
-void auth_throttle_free(auth_throttle *t);
+int auth_throttle_judge(const int64_t *at, int n, int max, int64_t window_us, int64_t now_us,
+                        int64_t *retry_after_s);
 
 /*
- * May `key` try now?  Returns 1 when allowed; 0 when refused, with
- * *retry_after_s (>= 1, may be NULL) the seconds until the next attempt is
- * allowed.
+ * The store's newest failures of `key` ('n': a user name, 'a': a source
+ * address) younger than `window_us` at `now_us`, newest first, at most
+ * `max` of them.  OUT: at[0..*n) (room for `max`).
  */
-int auth_throttle_allows(const auth_throttle *t, const char *key, int64_t now_us,
-                         int64_t *retry_after_s);
+int auth_failures_recent(store_tx *tx, char kind, const char *key, int max, int64_t window_us,
+                         int64_t now_us, int64_t *at, int *n, gp_err *err);
 
-/* Record a failure of `key` at `now_us` (times never go backwards per key). */
-void auth_throttle_fail(auth_throttle *t, const char *key, int64_t now_us);
+/*
+ * Record a failed login of `name` from `addr` at `now_us` (in a write
+ * transaction), and forget every failure that left the window, so the table
+ * holds no more than a window's worth.  An empty or NULL key is not kept.
+ */
+int auth_failures_add(store_tx *tx, const char *name, const char *addr, int64_t now_us,
+                      int64_t window_us, gp_err *err);
 
-/* Forget `key`'s failures (a success). Unknown keys are a no-op. */
-void auth_throttle_reset(auth_throttle *t, const char *key);
-
-/* Failures of `key` still inside the window at `now_us` (for tests and metrics). */
-int auth_throttle_count(const auth_throttle *t, const char *key, int64_t now_us);
+/* Forget the failures of user name `name` (a successful login). */
+int auth_failures_clear(store_tx *tx, const char *name, gp_err *err);
 
 #endif

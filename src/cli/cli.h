@@ -167,5 +167,7 @@ int cli_cmd_key(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_usage(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_kb(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_check(cli_ctx *ctx, int argc, char **argv);
+/* `gpupool migrate`: apply schema migrations; --grant the servers' database role. */
+int cli_cmd_migrate(cli_ctx *ctx, int argc, char **argv);
 
 #endif

@@ -270,6 +270,12 @@ static int run_server_with(server_opts *o, const char *cert_pem, const char *key
     store_t *st;
     if (store_open(o->store ? o->store : path, (int)o->threads + 2, &st, &err))
         return cli_error(CLI_FAIL, "server: %s", err.msg);
+    if (store_can_bypass_fence(st, &err) == 1)
+        log_kv(LOG_WARN,
+               "this database role could turn row-level security off (it owns the tables, or is "
+               "a superuser or BYPASSRLS); connect servers as a role given rights with "
+               "`gpupool migrate --grant` (docs/postgres.md)",
+               (char *)NULL);
     int created = 0;
     if (!o->gateway && auth_bootstrap(st, token_path, &created, &err)) {
         store_close(st);

@@ -39,6 +39,7 @@ static const struct {
 } commands[] = {
     {"server", cli_cmd_server, 0, "run the control plane (API, gateway, scheduler loops)"},
     {"check", cli_cmd_check, 0, "check a store's invariants read-only, like fsck (no server)"},
+    {"migrate", cli_cmd_migrate, 0, "bring a store's schema up to date; grant the servers' role"},
     {"gateway", cli_cmd_gateway, 0, "run the OpenAI-compatible gateway (/v1) alone"},
     {"report", cli_cmd_report, NEEDS_CLIENT, "cost reports (a month by tenant and project)"},
     {"ratecard", cli_cmd_ratecard, NEEDS_CLIENT, "versioned prices per card-hour and per token"},

@@ -500,6 +500,18 @@ static const char *const migrations[] = {
     "  tokens INTEGER NOT NULL DEFAULT 0,"
     "  PRIMARY KEY (scope, id, minute, process));"
     "CREATE INDEX rate_counts_minute ON rate_counts(minute);",
+
+    /* 13: failed logins, shared by every server on the store (auth/throttle.h); a
+     * window's worth at most: each failure deletes those older than the window.  Also an
+     * index on the chunks of one KB. */
+    "CREATE TABLE login_failures ("
+    "  kind TEXT NOT NULL CHECK (kind IN ('n','a')),"   /* n: a user name, a: an address */
+    "  key TEXT NOT NULL,"
+    "  at INTEGER NOT NULL);"
+    "CREATE INDEX login_failures_key ON login_failures(kind, key, at);"
+    "CREATE INDEX login_failures_at ON login_failures(at);"
+    /* and the chunks of one KB, which listing KBs counts and deleting one removes */
+    "CREATE INDEX kb_chunks_kb ON kb_chunks(kb_id);",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -7,14 +7,14 @@
 #include <stddef.h>
 #include <string.h>
 
-static int is_pg(const char *url) {
+int store_url_is_pg(const char *url) {
     return strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0;
 }
 
 int store_open(const char *url, int pool_size, store_t **out, gp_err *err) {
     *out = NULL;
     if (pool_size < 1) pool_size = 1;
-    if (is_pg(url)) return store__pg_open(url, pool_size, out, err);
+    if (store_url_is_pg(url)) return store__pg_open(url, pool_size, out, err);
     if (strncmp(url, "sqlite:", 7) == 0) url += 7;
     if (!*url) return gp_err_set(err, GP_EINVALID, "empty store path");
     return store__sqlite_open(url, pool_size, out, err);
@@ -22,7 +22,7 @@ int store_open(const char *url, int pool_size, store_t **out, gp_err *err) {
 
 int store_open_readonly(const char *url, store_t **out, gp_err *err) {
     *out = NULL;
-    if (is_pg(url)) return store__pg_open_ro(url, out, err);
+    if (store_url_is_pg(url)) return store__pg_open_ro(url, out, err);
     if (strncmp(url, "sqlite:", 7) == 0) url += 7;
     if (!*url) return gp_err_set(err, GP_EINVALID, "empty store path");
     return store__sqlite_open_ro(url, out, err);
@@ -113,6 +113,19 @@ int store_exec(store_tx *tx, int *changes, gp_err *err, const char *sql, const c
     if (rc < 0) return rc;
     if (changes) *changes = tx->ops->changes(tx);
     return GP_OK;
+}
+
+int store_grant(store_t *st, const char *role, gp_err *err) {
+    if (!role || !*role) return gp_err_set(err, GP_EINVALID, "a database role is required");
+    if (!st->ops->grant)
+        return gp_err_set(err, GP_EINVALID,
+                          "database roles are PostgreSQL's; the %s store has none to grant",
+                          st->ops->name);
+    return st->ops->grant(st, role, err);
+}
+
+int store_can_bypass_fence(store_t *st, gp_err *err) {
+    return st->ops->can_bypass ? st->ops->can_bypass(st, err) : 0;
 }
 
 int store_lead(store_t *st, gp_err *err) {

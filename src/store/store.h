@@ -55,6 +55,9 @@ int store_open(const char *url, int pool_size, store_t **out, gp_err *err);
  */
 int store_open_readonly(const char *url, store_t **out, gp_err *err);
 
+/* 1 when `url` names a PostgreSQL store (postgres:// or postgresql://), else 0. */
+int store_url_is_pg(const char *url);
+
 /* Close every connection and free the store. NULL is a no-op. All tx must be ended. */
 void store_close(store_t *st);
 
@@ -77,6 +80,24 @@ const char *store_sql(const store_tx *tx, const char *sqlite, const char *pg);
  * application's own filters are the only fence there).
  */
 int store_set_tenant(store_tx *tx, const char *tenant_id, gp_err *err);
+
+/*
+ * PostgreSQL: let database role `role` use the store the way a server does
+ * (read and write rows of every table, now and after later migrations) and
+ * nothing more.  The role that owns the tables runs migrations (`gpupool
+ * migrate`) and calls this; servers then connect as `role`, which owns no
+ * table and so cannot ALTER row-level security off.  GP_ENOTFOUND when no
+ * such role exists; GP_EINVALID for the connected role itself, a role that
+ * bypasses row-level security (superuser, BYPASSRLS), or an SQLite store.
+ */
+int store_grant(store_t *st, const char *role, gp_err *err);
+
+/*
+ * 1 when the connected role could get past row-level security (a
+ * superuser, BYPASSRLS, or owner of the fenced tables), 0 when it cannot
+ * or the store has no such fence (SQLite), negative on error (err).
+ */
+int store_can_bypass_fence(store_t *st, gp_err *err);
 
 /* Check the database answers a trivial query (for /readyz). */
 int store_ping(store_t *st, gp_err *err);

@@ -30,6 +30,8 @@ typedef struct store_ops {
     void (*done)(store_stmt *stmt);
     int (*changes)(store_tx *tx);
     int (*lead)(store_t *st, gp_err *err);
+    int (*grant)(store_t *st, const char *role, gp_err *err);  /* NULL: not supported */
+    int (*can_bypass)(store_t *st, gp_err *err);                /* NULL: no fence to bypass */
 } store_ops;
 
 /* Every backend's store_t, store_tx and store_stmt begin with these headers. */

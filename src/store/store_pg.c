@@ -42,6 +42,7 @@
 
 #include "../core/gtime.h"
 #include "../core/log.h"
+#include "../core/strbuf.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -186,17 +187,34 @@ static int read_version(PGconn *c, int *out, gp_err *err) {
     return GP_OK;
 }
 
+/* Does the database hold gpupool's schema_migrations table? 1/0, or -1 when it cannot say. */
+static int has_schema(PGconn *c) {
+    PGresult *res = PQexec(c, "SELECT to_regclass('schema_migrations') IS NOT NULL");
+    int out = PQresultStatus(res) != PGRES_TUPLES_OK ? -1 : !strcmp(PQgetvalue(res, 0, 0), "t");
+    PQclear(res);
+    return out;
+}
+
+/*
+ * Bring the schema to this binary's version.  A current schema needs no
+ * privilege beyond reading it, so servers may connect as a role that owns
+ * nothing (and so cannot switch row-level security off); only a change
+ * needs the owner, and then the error says how (`gpupool migrate`).
+ */
 static int migrate(PGconn *c, gp_err *err) {
+    int have = 0, latest = schema__pg_count();
+    if (has_schema(c) == 1 && read_version(c, &have, err) == GP_OK && have == latest)
+        return GP_OK;
     char sql[128];
     snprintf(sql, sizeof sql, "SELECT pg_advisory_lock(%d)", MIGRATE_LOCK_KEY);
     int rc = exec_plain(c, sql, err);
     if (rc) return rc;
-    int have = 0, latest = schema__pg_count();
+    have = 0;
     if ((rc = exec_plain(c,
                          "CREATE TABLE IF NOT EXISTS schema_migrations ("
                          " version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)",
                          err)))
-        goto out;
+        goto fail; /* a ROLLBACK outside a transaction is harmless */
     if ((rc = exec_plain(c, "BEGIN", err))) goto out;
     if ((rc = read_version(c, &have, err))) goto fail;
     if (have > latest) {
@@ -217,6 +235,12 @@ static int migrate(PGconn *c, gp_err *err) {
     goto out;
 fail:
     PQclear(PQexec(c, "ROLLBACK"));
+    if (rc == GP_EFORBIDDEN)
+        rc = gp_err_set(err, GP_ESCHEMA,
+                        "database role \"%s\" may not bring the schema to version %d: run "
+                        "`gpupool migrate --store URL --grant %s` as the role that owns the "
+                        "tables (docs/postgres.md)",
+                        PQuser(c), latest, PQuser(c));
 out:
     snprintf(sql, sizeof sql, "SELECT pg_advisory_unlock(%d)", MIGRATE_LOCK_KEY);
     PQclear(PQexec(c, sql));
@@ -288,10 +312,7 @@ int store__pg_open_ro(const char *conninfo, store_t **out, gp_err *err) {
     int rc = connect_one(conninfo, 1, &c, err);
     if (rc) return rc;
     int have = 0, latest = schema__pg_count();
-    PGresult *res = PQexec(c, "SELECT to_regclass('schema_migrations') IS NOT NULL");
-    int exists = PQresultStatus(res) == PGRES_TUPLES_OK && !strcmp(PQgetvalue(res, 0, 0), "t");
-    PQclear(res);
-    if (!exists) {
+    if (has_schema(c) != 1) {
         PQfinish(c);
         return gp_err_set(err, GP_ENOTFOUND, "no gpupool store in this PostgreSQL database");
     }
@@ -682,6 +703,95 @@ static int pg_lead(store_t *base, gp_err *err) {
     return rc;
 }
 
+/* Run one parameterised query on an idle connection of the pool; the result's
+ * first row (or none) is the caller's to read and PQclear.  NULL on error (err). */
+static PGresult *one_query(PGconn *c, const char *sql, const char *arg, gp_err *err) {
+    const char *params[1] = {arg};
+    PGresult *res = PQexecParams(c, sql, arg ? 1 : 0, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        map_err(c, res, err, "postgres");
+        PQclear(res);
+        return NULL;
+    }
+    return res;
+}
+
+static int pg_grant(store_t *base, const char *role, gp_err *err) {
+    pg_store *st = (pg_store *)base;
+    if (st->readonly) return gp_err_set(err, GP_EINVALID, "the store is open read-only");
+    int idx = store__pool_take(&st->pool);
+    PGconn *c = st->conns[idx];
+    int rc = GP_OK;
+    char *qrole = NULL, *qschema = NULL;
+    strbuf sql;
+    sb_init(&sql);
+    PGresult *res = one_query(c,
+                              "SELECT rolsuper OR rolbypassrls, rolname = current_user,"
+                              " current_schema() FROM pg_roles WHERE rolname = $1",
+                              role, err);
+    if (!res) {
+        rc = err->code;
+        goto out;
+    }
+    if (PQntuples(res) == 0)
+        rc = gp_err_set(err, GP_ENOTFOUND, "no database role \"%s\"", role);
+    else if (!strcmp(PQgetvalue(res, 0, 1), "t"))
+        rc = gp_err_set(err, GP_EINVALID,
+                        "role \"%s\" is the one connected, which owns the tables; name the role "
+                        "the servers connect as",
+                        role);
+    else if (!strcmp(PQgetvalue(res, 0, 0), "t"))
+        rc = gp_err_set(err, GP_EINVALID,
+                        "role \"%s\" bypasses row-level security (superuser or BYPASSRLS); the "
+                        "servers' role must not",
+                        role);
+    if (!rc) {
+        const char *schema = PQgetvalue(res, 0, 2);
+        qrole = PQescapeIdentifier(c, role, strlen(role));
+        qschema = PQescapeIdentifier(c, schema, strlen(schema));
+        if (!qrole || !qschema) rc = gp_err_set(err, GP_ENOMEM, NULL);
+    }
+    PQclear(res);
+    if (rc) goto out;
+    /* what the servers do: read and write rows; never DDL, so never ALTER TABLE … DISABLE
+     * ROW LEVEL SECURITY.  Default privileges cover tables a later migration makes. */
+    sb_addf(&sql,
+            "BEGIN; GRANT USAGE ON SCHEMA %s TO %s;"
+            " GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA %s TO %s;"
+            " GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA %s TO %s;"
+            " ALTER DEFAULT PRIVILEGES IN SCHEMA %s"
+            " GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO %s;"
+            " ALTER DEFAULT PRIVILEGES IN SCHEMA %s GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO %s;"
+            " COMMIT",
+            qschema, qrole, qschema, qrole, qschema, qrole, qschema, qrole, qschema, qrole);
+    if (!sb_ok(&sql)) rc = gp_err_set(err, GP_ENOMEM, NULL);
+    else if ((rc = exec_plain(c, sql.buf, err))) PQclear(PQexec(c, "ROLLBACK"));
+out:
+    sb_release(&sql);
+    PQfreemem(qrole);
+    PQfreemem(qschema);
+    release_conn(st, idx);
+    return rc;
+}
+
+static int pg_can_bypass(store_t *base, gp_err *err) {
+    pg_store *st = (pg_store *)base;
+    int idx = store__pool_take(&st->pool);
+    PGconn *c = st->conns[idx];
+    /* superuser, BYPASSRLS, or (a member of) the role owning the fenced tables, which
+     * could ALTER them to switch the fence off */
+    PGresult *res = one_query(
+        c,
+        "SELECT (SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user)"
+        " OR EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema()"
+        " AND tablename = 'api_keys' AND pg_has_role(current_user, tableowner, 'MEMBER'))",
+        NULL, err);
+    int rc = res ? !strcmp(PQgetvalue(res, 0, 0), "t") : err->code;
+    PQclear(res);
+    release_conn(st, idx);
+    return rc;
+}
+
 static const store_ops pg_ops = {
     .name = "postgres",
     .close = pg_close,
@@ -698,4 +808,6 @@ static const store_ops pg_ops = {
     .done = pg_done,
     .changes = pg_changes,
     .lead = pg_lead,
+    .grant = pg_grant,
+    .can_bypass = pg_can_bypass,
 };

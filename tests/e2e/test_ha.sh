@@ -10,7 +10,9 @@
 # lead within seconds, the agent and the CLI must go on with it, and at the
 # end every acknowledged job is there and ran, no GPU was ever bound to two
 # jobs at once, the audit chain verifies and `gpupool check` passes.  The
-# killed server comes back as a standby.  Prints the failover times.
+# killed server comes back as a standby.  The servers connect as a database
+# role that owns nothing (after `gpupool migrate --grant`), and failed logins
+# count at both.  Prints the failover times.
 #
 # Needs PostgreSQL: GP_TEST_PG (scripts/test.sh runs the suite a second time
 # against a throw-away cluster, scripts/pg-cluster.sh); skipped on SQLite.
@@ -28,7 +30,29 @@ fi
 workload_bin
 ln -s "$(type -P true)" "$BIN/hatrue"
 
-STORE=$(store_url "$E2E_TMP/shared")
+OWNER_STORE=$(store_url "$E2E_TMP/shared")
+# the servers connect as a role that owns nothing (so cannot switch row-level
+# security off); the schema's owner migrates and grants (docs/postgres.md)
+STORE=${OWNER_STORE/gpupool@/gpupool_app@}
+assert_ne "$STORE" "$OWNER_STORE" "the servers' store URI"
+
+note "the owner migrates and grants; the servers' role may not change the schema"
+run_cli migrate --store "$STORE"
+assert_rc 1
+assert_one_line_error 'gpupool migrate --store URL --grant gpupool_app'
+run_cli migrate --store "$OWNER_STORE" --grant gpupool_app
+assert_rc 0
+assert_contains "$(cat "$OUT_FILE")" "role gpupool_app may now read and write every table"
+run_cli -o json migrate --store "$OWNER_STORE"
+assert_rc 0
+VERSION=$(jout .schema_version)
+assert_match "$VERSION" '^[1-9][0-9]*$' "schema version after migrate"
+run_cli -o json migrate --store "$STORE" # up to date: nothing to change, so the role may
+assert_rc 0
+assert_eq "$(jout .schema_version)" "$VERSION" "schema version the servers' role sees"
+run_cli migrate --store "$OWNER_STORE" --grant postgres
+assert_rc 1
+assert_one_line_error 'bypasses row-level security'
 
 # leader_of URL: "true" / "false" from its /readyz ("" when it does not answer)
 leader_of() { curl -s --max-time 2 "$1/readyz" | jq -r 'if has("leader") then .leader else empty end' 2>/dev/null; }
@@ -43,6 +67,7 @@ PID_A=$SERVER_PID
 LOG_A=$SERVER_LOG
 ADMIN=$TOKEN
 assert_match "$ADMIN" '^[A-Za-z0-9_-]{20,}$' "admin token from the first server"
+assert_file_lacks "$LOG_A" "could turn row-level security off"
 poll 10 leads "$URL_A" || fail "the first server does not lead"
 _pass
 launch_server "$E2E_TMP/b" --data "$E2E_TMP/b" --store "$STORE" --listen 127.0.0.1:0 \
@@ -55,6 +80,22 @@ _pass
 sleep 1.5
 assert_eq "$(leader_of "$URL_B")" false "the second server stands by"
 assert_eq "$(leader_of "$URL_A")" true "the first server still leads"
+
+note "failed logins count at every server"
+# five wrong passwords for one name, spread over both servers: the sixth is
+# refused at either (the limit is per store, not per process)
+for i in 1 2 3 4 5; do
+    u=$URL_A
+    [ $((i % 2)) = 0 ] && u=$URL_B
+    st=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$u/api/v1/login" \
+        -H 'Content-Type: application/json' --data-binary '{"name":"mallory","password":"wrong-one"}')
+    assert_eq "$st" 401 "wrong password $i"
+done
+for u in "$URL_A" "$URL_B"; do
+    st=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$u/api/v1/login" \
+        -H 'Content-Type: application/json' --data-binary '{"name":"mallory","password":"wrong-one"}')
+    assert_eq "$st" 429 "the sixth try at $u"
+done
 TOKEN=$ADMIN
 SERVERS="$URL_A,$URL_B"
 URL=$SERVERS # gp and as go through both
@@ -196,7 +237,7 @@ assert_eq "$(db_sql "$E2E_TMP/shared" "SELECT COUNT(*) FROM bindings WHERE end_u
     "bindings still open"
 run_cli --server "$URL_B" --token "$ADMIN" audit verify
 assert_rc 0
-run_cli -o json check --store "$STORE"
+run_cli -o json check --store "$STORE" # the servers' role reads everything it needs
 assert_rc 0
 assert_eq "$(jout '[.checks[] | select(.ok | not) | .name] | join(",")')" "" "failed checks"
 

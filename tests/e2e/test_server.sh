@@ -2,8 +2,8 @@
 # shellcheck disable=SC2119,SC2317  # start_server takes optional flags; helpers run via xargs
 #
 # test_server.sh - the server process: first start and graceful stop, restart
-# on the same data folder, refusing a database from a newer gpupool, the
-# --config file, flag errors and a listen address already in use.
+# on the same data folder, refusing a database from a newer gpupool, `gpupool
+# migrate`, the --config file, flag errors and a listen address already in use.
 #
 #   GPUPOOL_BIN=/path/to/gpupool bash tests/e2e/test_server.sh
 . "$(dirname "$0")/lib.sh"
@@ -166,6 +166,9 @@ assert_file_contains "$ERR_FILE" "999"
 assert_match "$(grep '^gpupool: ' "$ERR_FILE")" '^gpupool: .*newer' "error line"
 [ -e "$DATA/server.url" ] && fail "server.url written by a server that refused to start"
 _pass
+run_cli migrate --data "$DATA" $(store_flag "$DATA")
+assert_rc 1
+assert_one_line_error "newer"
 # the refused database is left as it was
 assert_eq "$(db_sql "$DATA" 'SELECT COUNT(*), MIN(version), MAX(version) FROM schema_migrations;')" \
     "$((MAXV + 1))|1|999" "schema_migrations after the refusal"
@@ -181,6 +184,30 @@ start_server
 api GET /api/v1/tenants/keep-me
 assert_status 200
 stop_server
+
+# ---------------------------------------------------------------- gpupool migrate
+note "gpupool migrate: the schema without a server"
+MDATA=$E2E_TMP/migrated
+mkdir -p "$MDATA"
+run_cli -o json migrate --data "$MDATA" $(store_flag "$MDATA")
+assert_rc 0
+assert_eq "$(jout .schema_version)" "$MAXV" "schema version after migrate"
+assert_eq "$(jout .backend)" "$([ -n "${GP_TEST_PG:-}" ] && echo postgres || echo sqlite)" "backend"
+run_cli migrate --data "$MDATA" $(store_flag "$MDATA") # again: nothing to do
+assert_rc 0
+assert_contains "$(cat "$OUT_FILE")" "store at schema version $MAXV"
+assert_eq "$(db_sql "$MDATA" 'SELECT COUNT(*) FROM schema_migrations;')" "$MAXV" "migrations applied once"
+run_cli migrate --data "$MDATA" --grant someone
+assert_rc 2
+assert_one_line_error "--grant is for a PostgreSQL store"
+run_cli migrate --data "$MDATA" extra
+assert_rc 2
+assert_one_line_error "unexpected argument 'extra'"
+run_cli migrate --data "$E2E_TMP/no-such-folder"
+assert_rc 1
+assert_one_line_error "cannot open"
+[ -e "$E2E_TMP/no-such-folder" ] && fail "migrate made a missing data folder"
+_pass
 
 # ---------------------------------------------------------------- --config
 note "--config FILE"

@@ -270,21 +270,14 @@ static int64_t count_rows(store_t *st, const char *tenant, const char *sql) {
     return n;
 }
 
-/* Row-level security (PostgreSQL): a transaction tied to a tenant sees its rows only. */
-static void tenant_fence(void **state) {
-    (void)state;
-    char *dir = tu_mkdtemp();
-    char url[600];
+/* Tenants red (t1) and blue (t2), a project (p1, p2) and an API key (k1, k2) each. */
+static void seed_two_tenants(store_tx *tx) {
     gp_err err = GP_ERR_INIT;
-    store_t *st = open_fresh(dir, url, sizeof url, 1);
-    store_tx *tx;
-    assert_int_equal(store_begin(st, STORE_WRITE, &tx, &err), GP_OK);
-    assert_int_equal(
-        store_exec(tx, NULL, &err,
-                   "INSERT INTO tenants (id, name, created_at) VALUES ('t1','red',0),('t2','blue',0);"
-                   "",
-                   ""),
-        GP_OK);
+    assert_int_equal(store_exec(tx, NULL, &err,
+                                "INSERT INTO tenants (id, name, created_at) VALUES"
+                                " ('t1','red',0),('t2','blue',0)",
+                                ""),
+                     GP_OK);
     assert_int_equal(store_exec(tx, NULL, &err,
                                 "INSERT INTO projects (id, tenant_id, name, class, created_at)"
                                 " VALUES ('p1','t1','a','research',0),('p2','t2','b','research',0)",
@@ -296,6 +289,18 @@ static void tenant_fence(void **state) {
                                 " ('k2','t2','p2','k','u','h2','sk',0)",
                                 ""),
                      GP_OK);
+}
+
+/* Row-level security (PostgreSQL): a transaction tied to a tenant sees its rows only. */
+static void tenant_fence(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char url[600];
+    gp_err err = GP_ERR_INIT;
+    store_t *st = open_fresh(dir, url, sizeof url, 1);
+    store_tx *tx;
+    assert_int_equal(store_begin(st, STORE_WRITE, &tx, &err), GP_OK);
+    seed_two_tenants(tx);
     assert_int_equal(store_exec(tx, NULL, &err,
                                 "INSERT INTO models (id, tenant_id, name, visibility, created_by,"
                                 " created_at) VALUES ('m1','t1','mine','private','u',0),"
@@ -451,9 +456,94 @@ static void one_leader(void **state) {
     tu_rmdir(dir);
 }
 
+/* The URI of the same database for the role that owns nothing (scripts/pg-cluster.sh). */
+static void app_url(const char *url, char *out, size_t n) {
+    const char *at = strstr(url, "gpupool@");
+    assert_non_null(at);
+    snprintf(out, n, "%.*sgpupool_app@%s", (int)(at - url), url, at + strlen("gpupool@"));
+}
+
+/* Run `sql` on a connection of `url`'s role; its SQLSTATE, "" when it succeeded. */
+static char *side_state(const char *url, const char *sql) {
+    PGconn *c = PQconnectdb(url);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    PGresult *res = PQexec(c, sql);
+    ExecStatusType t = PQresultStatus(res);
+    const char *st = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    char *v = strdup(t == PGRES_COMMAND_OK || t == PGRES_TUPLES_OK ? "" : st ? st : "?");
+    PQclear(res);
+    PQfinish(c);
+    return v;
+}
+
+static void expect_state(const char *url, const char *sql, const char *want) {
+    char *got = side_state(url, sql);
+    if (strcmp(got, want)) fprintf(stderr, "%s: SQLSTATE '%s', wanted '%s'\n", sql, got, want);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+/* The servers' own role (migrate --grant): it reads and writes rows, owns nothing, and
+ * so cannot take row-level security off; only the owner changes the schema. */
+static void servers_role_owns_nothing(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char url[600], app[700], empty[600], eapp[700];
+    gp_err err = GP_ERR_INIT;
+    store_t *own = open_fresh(dir, url, sizeof url, 1);
+    if (!tu_pg()) { /* SQLite: no roles to grant, no fence to bypass */
+        assert_int_equal(store_grant(own, "someone", &err), GP_EINVALID);
+        assert_int_equal(store_can_bypass_fence(own, &err), 0);
+        store_close(own);
+        tu_rmdir(dir);
+        return;
+    }
+    app_url(url, app, sizeof app);
+    assert_int_equal(store_can_bypass_fence(own, &err), 1); /* it owns the tables */
+    /* before the grant the role cannot even read the schema's version */
+    store_t *st = NULL;
+    assert_int_equal(store_open(app, 1, &st, &err), GP_ESCHEMA);
+    assert_non_null(strstr(err.msg, "gpupool migrate"));
+    /* nor make the schema in an empty database: that is the owner's */
+    tu_pg_database(empty, sizeof empty);
+    app_url(empty, eapp, sizeof eapp);
+    assert_int_equal(store_open(eapp, 1, &st, &err), GP_ESCHEMA);
+    char *none = side_sql(empty, "SELECT to_regclass('schema_migrations') IS NULL");
+    assert_string_equal(none, "t"); /* nothing was made there */
+    free(none);
+    /* who may be granted */
+    assert_int_equal(store_grant(own, "no_such_role", &err), GP_ENOTFOUND);
+    assert_int_equal(store_grant(own, "gpupool", &err), GP_EINVALID);  /* itself */
+    assert_int_equal(store_grant(own, "postgres", &err), GP_EINVALID); /* superuser */
+    assert_int_equal(store_grant(own, "", &err), GP_EINVALID);
+    assert_int_equal(store_grant(own, "gpupool_app", &err), GP_OK);
+    assert_int_equal(store_grant(own, "gpupool_app", &err), GP_OK); /* again: no change */
+    assert_int_equal(store_open(app, 2, &st, &err), GP_OK);
+    assert_int_equal(store_can_bypass_fence(st, &err), 0);
+    /* it works the store like a server */
+    store_tx *tx;
+    assert_int_equal(store_begin(st, STORE_WRITE, &tx, &err), GP_OK);
+    seed_two_tenants(tx);
+    assert_int_equal(store_commit(tx, &err), GP_OK);
+    assert_int_equal(count_rows(st, "t1", "SELECT COUNT(*) FROM api_keys"), 1);
+    /* and cannot switch the fence off, drop it, or change the schema */
+    expect_state(app, "ALTER TABLE api_keys DISABLE ROW LEVEL SECURITY", "42501");
+    expect_state(app, "ALTER TABLE api_keys NO FORCE ROW LEVEL SECURITY", "42501");
+    expect_state(app, "DROP POLICY tenant_fence ON api_keys", "42501");
+    expect_state(app, "CREATE TABLE mine (a int)", "42501");
+    expect_state(app, "SET row_security = off; SELECT COUNT(*) FROM api_keys", "42501");
+    /* a table a later migration makes (by the owner) is the role's to use too */
+    expect_state(url, "CREATE TABLE later (a int)", "");
+    expect_state(app, "INSERT INTO later VALUES (1)", "");
+    store_close(st);
+    store_close(own);
+    tu_rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(migrations_apply_once),
+        cmocka_unit_test(servers_role_owns_nothing),
         cmocka_unit_test(newer_schema_is_refused),
         cmocka_unit_test(bad_locations),
         cmocka_unit_test(errors_and_transactions),
