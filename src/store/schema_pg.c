@@ -18,6 +18,12 @@
 /* the tenant a transaction is tied to (store_set_tenant), '' or NULL when none */
 #define THE_TENANT "current_setting('gpupool.tenant', true)"
 #define ANY_TENANT "COALESCE(" THE_TENANT ", '') = ''"
+/* the tenant fence of migration 11 on table T (which has a tenant_id column) */
+#define FENCE(T)                                                                                  \
+    "ALTER TABLE " T " ENABLE ROW LEVEL SECURITY;"                                                \
+    "ALTER TABLE " T " FORCE ROW LEVEL SECURITY;"                                                 \
+    "CREATE POLICY tenant_fence ON " T " USING (" ANY_TENANT " OR tenant_id = " THE_TENANT ")"    \
+    " WITH CHECK (" ANY_TENANT " OR tenant_id = " THE_TENANT ");"
 
 static const char *const migrations[] = {
     /* 1: identities, tenancy, audit chain */
@@ -551,6 +557,11 @@ static const char *const migrations[] = {
     "CREATE INDEX login_failures_at ON login_failures(at);"
     /* and the chunks of one KB, which listing KBs counts and deleting one removes */
     "CREATE INDEX kb_chunks_kb ON kb_chunks(kb_id);",
+
+    /* 14: the tenant fence (migration 11) on more of the tenants' own rows: projects,
+     * their quotas, open token reservations, billing mode, card-hour warnings */
+    FENCE("projects") FENCE("quotas") FENCE("token_holds") FENCE("tenant_billing")
+    FENCE("quota_warnings"),
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

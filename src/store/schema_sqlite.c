@@ -512,6 +512,9 @@ static const char *const migrations[] = {
     "CREATE INDEX login_failures_at ON login_failures(at);"
     /* and the chunks of one KB, which listing KBs counts and deleting one removes */
     "CREATE INDEX kb_chunks_kb ON kb_chunks(kb_id);",
+
+    /* 14: more row-level security: PostgreSQL only (schema_pg.c) */
+    "SELECT 1;",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -320,8 +320,17 @@ static void tenant_fence(void **state) {
         tu_rmdir(dir);
         return;
     }
+    /* the tables fenced, each with FORCE (the owner too) */
+    assert_int_equal(
+        count_rows(st, NULL,
+                   "SELECT COUNT(*) FROM pg_class WHERE relrowsecurity AND relforcerowsecurity"
+                   " AND relname IN ('api_keys','usage_records','usage_hourly','kbs','kb_chunks',"
+                   "'models','projects','quotas','token_holds','tenant_billing','quota_warnings')"),
+        11);
     /* tied to red: red's key, red's model and the public one, whatever the SQL asks */
     assert_int_equal(count_rows(st, "t1", keys), 1);
+    assert_int_equal(count_rows(st, "t1", "SELECT COUNT(*) FROM projects"), 1);
+    assert_int_equal(count_rows(st, NULL, "SELECT COUNT(*) FROM projects"), 2);
     assert_int_equal(count_rows(st, "t1", "SELECT COUNT(*) FROM api_keys WHERE tenant_id = 't2'"),
                      0);
     assert_int_equal(count_rows(st, "t1", models), 2);
@@ -405,7 +414,7 @@ static void connection_made_again(void **state) {
     free(pid);
     free(pid2);
     /* the leader's connection */
-    assert_int_equal(store_lead(st, &err), 1);
+    assert_int_equal(store_lead(st, 0, &err), 1);
     snprintf(sql, sizeof sql,
              "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'"
              " AND objid = 7707003 AND granted AND database ="
@@ -413,7 +422,7 @@ static void connection_made_again(void **state) {
     free(side_sql(url, sql));
     int led = 0;
     for (int i = 0; i < 50 && !led; i++) {
-        led = store_lead(st, &err) == 1;
+        led = store_lead(st, 0, &err) == 1;
         if (!led) usleep(50000);
     }
     assert_true(led);
@@ -434,25 +443,100 @@ static void one_leader(void **state) {
     gp_err err = GP_ERR_INIT;
     store_t *a = open_fresh(dir, url, sizeof url, 1);
     if (!tu_pg()) {
-        assert_int_equal(store_lead(a, &err), 1); /* SQLite: one server, always leads */
+        assert_int_equal(store_lead(a, 0, &err), 1); /* SQLite: one server, always leads */
         store_close(a);
         tu_rmdir(dir);
         return;
     }
     store_t *b = NULL;
     assert_int_equal(store_open(url, 1, &b, &err), GP_OK);
-    assert_int_equal(store_lead(a, &err), 1);
-    assert_int_equal(store_lead(b, &err), 0);
-    assert_int_equal(store_lead(a, &err), 1); /* kept */
-    assert_int_equal(store_lead(b, &err), 0);
+    assert_int_equal(store_lead(a, 0, &err), 1);
+    assert_int_equal(store_lead(b, 0, &err), 0);
+    assert_int_equal(store_lead(a, 0, &err), 1); /* kept */
+    assert_int_equal(store_lead(b, 0, &err), 0);
     store_close(a);
     int led = 0;
     for (int i = 0; i < 50 && !led; i++) {
-        led = store_lead(b, &err) == 1;
+        led = store_lead(b, 0, &err) == 1;
         if (!led) usleep(100000);
     }
     assert_true(led);
     store_close(b);
+    tu_rmdir(dir);
+}
+
+/* How many gpupool-lead sessions the test's database has. */
+static int lead_sessions(const char *url) {
+    char *n = side_sql(url, "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name ="
+                            " 'gpupool-lead' AND datname = current_database()");
+    int out = atoi(n);
+    free(n);
+    return out;
+}
+
+/*
+ * A leader that stops calling store_lead (a frozen process, a host cut off)
+ * loses the lead once its timeout passes: the database ends its session.  On
+ * its next call it learns that it stands by, without an error.  A write
+ * transaction left idle is ended by the database too (the write lock).
+ */
+static void silent_leader(void **state) {
+    (void)state;
+    if (!tu_pg()) skip();
+    char *dir = tu_mkdtemp();
+    char url[600];
+    gp_err err = GP_ERR_INIT;
+    store_t *a = open_fresh(dir, url, sizeof url, 1), *b = NULL;
+    assert_int_equal(store_open(url, 1, &b, &err), GP_OK);
+    assert_int_equal(store_lead(a, 1, &err), 1);
+    assert_int_equal(store_lead(b, 1, &err), 0);
+    assert_int_equal(lead_sessions(url), 2);
+    /* a falls silent; b keeps asking (and so keeps its own session) */
+    int led = 0;
+    for (int i = 0; i < 100 && !led; i++) {
+        usleep(100000);
+        led = store_lead(b, 1, &err) == 1;
+    }
+    assert_true(led);
+    assert_int_equal(lead_sessions(url), 1); /* a's was ended */
+    gp_err_clear(&err);
+    assert_int_equal(store_lead(a, 1, &err), 0); /* a stands by, no error */
+    assert_int_equal(err.code, GP_OK);
+    assert_int_equal(store_lead(b, 1, &err), 1);
+    assert_int_equal(lead_sessions(url), 2);
+    /* no limit: a lead kept through silence */
+    store_close(b);
+    store_t *c = NULL;
+    assert_int_equal(store_open(url, 1, &c, &err), GP_OK);
+    led = 0;
+    for (int i = 0; i < 50 && !led; i++) {
+        led = store_lead(a, 0, &err) == 1;
+        if (!led) usleep(100000);
+    }
+    assert_true(led);
+    store_close(a); /* a's session had the limit of its making (1 s); c's has none */
+    led = 0;
+    for (int i = 0; i < 50 && !led; i++) {
+        led = store_lead(c, 0, &err) == 1;
+        if (!led) usleep(100000);
+    }
+    assert_true(led);
+    usleep(1500000);
+    assert_int_equal(lead_sessions(url), 1);
+    assert_int_equal(store_lead(c, 0, &err), 1);
+    /* the write transaction's idle limit */
+    store_tx *tx = NULL;
+    store_stmt *stmt = NULL;
+    assert_int_equal(store_begin(c, STORE_WRITE, &tx, &err), GP_OK);
+    assert_int_equal(
+        store_query(tx, &stmt, &err, "SELECT current_setting('idle_in_transaction_session_timeout')",
+                    ""),
+        GP_OK);
+    assert_int_equal(store_step(stmt, &err), 1);
+    assert_string_equal(store_text(stmt, 0), "30s");
+    store_done(stmt);
+    store_rollback(tx);
+    store_close(c);
     tu_rmdir(dir);
 }
 
@@ -549,6 +633,7 @@ int main(void) {
         cmocka_unit_test(errors_and_transactions),
         cmocka_unit_test(concurrent_writers_serialise),
         cmocka_unit_test(one_leader),
+        cmocka_unit_test(silent_leader),
         cmocka_unit_test(tenant_fence),
         cmocka_unit_test(connection_made_again),
     };
