@@ -9,7 +9,9 @@
  *
  * Several servers (cfg->server "URL1,URL2", sharing one store): every call
  * goes to the one that answered last and moves on to the next one when it
- * cannot be reached (httpc_json_failover()); a switch is logged once.  Exits
+ * cannot be reached, or did not answer within CALL_TIMEOUT_S (a hung server:
+ * that call is lost, the next goes elsewhere; httpc_json_failover()); a
+ * switch is logged once.  Exits
  * are reported until a heartbeat is answered 200 (runner_ack), whichever
  * server answers it, so a failover loses none.
  *
@@ -323,11 +325,20 @@ int agent_inject(const char *state_dir, const char *node, const char *gpu, json_
 
 /* ---- talking to the server ---- */
 
+/*
+ * How long one call may wait for its answer.  Well below the server's
+ * --node-timeout (default 30 s): a server that hangs costs one call, then
+ * the next goes to another server (httpc_json_failover), before the node
+ * could be taken for lost.
+ */
+#define CALL_TIMEOUT_S 10
+
 /* httpc_json_failover() on the agent's servers; logs a switch to another server. */
 static int call(agent *a, const char *path, const char *token, json_t *body, long *status,
                 json_t **resp, gp_err *err) {
     size_t before = a->servers->cur;
-    int rc = httpc_json_failover(a->servers, path, "POST", token, body, 30, status, resp, err);
+    int rc = httpc_json_failover(a->servers, path, "POST", token, body, CALL_TIMEOUT_S, status,
+                                 resp, err);
     if (a->servers->cur != before)
         log_kv(LOG_WARN, "switched to another server", "from", a->servers->urls[before], "to",
                a->servers->urls[a->servers->cur], (char *)NULL);

@@ -38,9 +38,11 @@ typedef struct api_config {
      * before further logins are refused with 429 (0: no limit of that kind) */
     int login_fail_name;
     int login_fail_addr;
+    /* PostgreSQL: a leader silent this long (frozen, cut off) loses the lead (store_lead) */
+    int lead_timeout_s;
 } api_config;
 
-#define API_CONFIG_DEFAULTS {"127.0.0.1:7070", 4, 1 << 20, 32, 10, 30, 1, 0, 10, NULL, NULL, 5, 20}
+#define API_CONFIG_DEFAULTS {"127.0.0.1:7070", 4, 1 << 20, 32, 10, 30, 1, 0, 10, NULL, NULL, 5, 20, 10}
 
 typedef struct api_server api_server;
 

@@ -61,7 +61,7 @@ struct api_server {
 /* Take, keep or lose the lead among the servers sharing the store; log changes. */
 static int check_lead(api_server *srv) {
     gp_err err = GP_ERR_INIT;
-    int lead = store_lead(srv->store, &err);
+    int lead = store_lead(srv->store, srv->cfg.lead_timeout_s, &err);
     if (lead < 0)
         log_kv(LOG_WARN, "cannot tell whether this server leads; standing by", "detail", err.msg,
                (char *)NULL);

@@ -234,6 +234,12 @@ int cli_getopt(int argc, char **argv, const struct option *longopts, const char 
     return c;
 }
 
+const char *cli_store_location(const char *data, const char *store, char *buf, size_t n) {
+    if (store) return store;
+    snprintf(buf, n, "%s/gpupool.db", data);
+    return buf;
+}
+
 void cli_print_pending(cli_ctx *ctx, json_t *a) {
     if (ctx->json) {
         cli_print_object(ctx, a);

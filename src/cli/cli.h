@@ -123,6 +123,12 @@ int cli_dispatch(cli_ctx *ctx, const char *noun_usage, const cli_verb *verbs, in
 struct option;
 int cli_getopt(int argc, char **argv, const struct option *longopts, const char *verb, int *rc);
 
+/*
+ * The store a local command (check, migrate) opens: STORE when given (a URL),
+ * else DATA/gpupool.db written into BUF (N bytes).  Returns STORE or BUF.
+ */
+const char *cli_store_location(const char *data, const char *store, char *buf, size_t n);
+
 /* Commands. */
 /*
  * `usage report` and `report cost`: GET /api/v1/usage with the options

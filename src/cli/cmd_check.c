@@ -37,27 +37,27 @@ int cli_cmd_check(cli_ctx *ctx, int argc, char **argv) {
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     const char *data = "./var", *store = NULL;
-    int c;
+    int c, rc = 0;
+    if (cli_wants_help(argc, argv)) {
+        check_usage(stdout);
+        return CLI_OK;
+    }
     optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, lo, "check", &rc)) != -1) {
         switch (c) {
         case 'd': data = optarg; break;
         case 's': store = optarg; break;
         case 'h': check_usage(stdout); return CLI_OK;
-        default:
-            check_usage(stderr);
-            return cli_error(CLI_USAGE, "check: bad option '%s'", argv[optind - 1]);
+        default: return rc;
         }
     }
     if (optind < argc) return cli_error(CLI_USAGE, "check: unexpected argument '%s'", argv[optind]);
     char path[4096];
-    if (!store) snprintf(path, sizeof path, "%s/gpupool.db", data);
+    const char *where = cli_store_location(data, store, path, sizeof path);
     gp_err err = GP_ERR_INIT;
     store_t *st;
-    int rc = store_open_readonly(store ? store : path, &st, &err);
-    if (rc == GP_ENOTFOUND)
-        return cli_error(CLI_FAIL, "check: no store at %s", store ? store : path);
+    rc = store_open_readonly(where, &st, &err);
+    if (rc == GP_ENOTFOUND) return cli_error(CLI_FAIL, "check: no store at %s", where);
     if (rc) return cli_error(CLI_FAIL, "check: %s", err.msg);
     check_report rep;
     rc = check_run(st, &rep, &err);

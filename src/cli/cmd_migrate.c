@@ -40,18 +40,19 @@ int cli_cmd_migrate(cli_ctx *ctx, int argc, char **argv) {
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     const char *data = "./var", *store = NULL, *grant = NULL;
-    int c;
+    int c, rc = 0;
+    if (cli_wants_help(argc, argv)) {
+        migrate_usage(stdout);
+        return CLI_OK;
+    }
     optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, lo, "migrate", &rc)) != -1) {
         switch (c) {
         case 'd': data = optarg; break;
         case 's': store = optarg; break;
         case 'g': grant = optarg; break;
         case 'h': migrate_usage(stdout); return CLI_OK;
-        default:
-            migrate_usage(stderr);
-            return cli_error(CLI_USAGE, "migrate: bad option '%s'", argv[optind - 1]);
+        default: return rc;
         }
     }
     if (optind < argc)
@@ -60,13 +61,12 @@ int cli_cmd_migrate(cli_ctx *ctx, int argc, char **argv) {
     if (grant && !(store && store_url_is_pg(store)))
         return cli_error(CLI_USAGE, "migrate: --grant is for a PostgreSQL store (--store postgresql://...)");
     char path[4096];
-    if (!store) snprintf(path, sizeof path, "%s/gpupool.db", data);
     gp_err err = GP_ERR_INIT;
     store_t *st;
-    if (store_open(store ? store : path, 1, &st, &err))
+    if (store_open(cli_store_location(data, store, path, sizeof path), 1, &st, &err))
         return cli_error(CLI_FAIL, "migrate: %s", err.msg);
     int version = 0;
-    int rc = store_schema_version(st, &version, &err);
+    rc = store_schema_version(st, &version, &err);
     if (!rc && grant) rc = store_grant(st, grant, &err);
     const char *backend = store_backend(st);
     store_close(st);

@@ -44,6 +44,8 @@ static const char usage[] =
     "  --max-depth N       deepest JSON nesting accepted (default 32)\n"
     "  --node-timeout S    a node silent S seconds is unreachable (default 30)\n"
     "  --health-interval S seconds between checks of model endpoints (default 10)\n"
+    "  --lead-timeout S    PostgreSQL: a leading server silent S seconds (frozen, cut off)\n"
+    "                      loses the lead to another (default 10, at least 2)\n"
     "  --log-level LEVEL   debug|info|warn|error (default info)\n"
     "  --tls-cert FILE     serve HTTPS with this PEM certificate (chain); needs --tls-key\n"
     "  --tls-key FILE      the certificate's PEM private key (unencrypted)\n"
@@ -74,7 +76,7 @@ static const char gateway_usage[] =
 typedef struct server_opts {
     char *data, *listen, *store, *log_level;
     char *tls_cert, *tls_key, *upstream_ca; /* file paths, or NULL */
-    long threads, max_body, max_depth, node_timeout, health_interval;
+    long threads, max_body, max_depth, node_timeout, health_interval, lead_timeout;
     int gateway; /* `gpupool gateway` */
 } server_opts;
 
@@ -98,11 +100,15 @@ static int set_opt(server_opts *o, const char *key, const char *val) {
              strcmp(key, "max_body") == 0 || strcmp(key, "max-depth") == 0 ||
              strcmp(key, "max_depth") == 0 || strcmp(key, "node-timeout") == 0 ||
              strcmp(key, "node_timeout") == 0 || strcmp(key, "health-interval") == 0 ||
-             strcmp(key, "health_interval") == 0) {
+             strcmp(key, "health_interval") == 0 || strcmp(key, "lead-timeout") == 0 ||
+             strcmp(key, "lead_timeout") == 0) {
         long v = strtol(val, &end, 10);
         if (!*val || *end || v < 1 || v > (1L << 30))
             return cli_error(CLI_USAGE, "server: %s must be a positive integer, got '%s'", key, val);
-        if (key[0] == 't') o->threads = v;
+        if (key[0] == 'l' && (v < 2 || v > 86400)) /* the lead is renewed once a second */
+            return cli_error(CLI_USAGE, "server: %s must be 2 to 86400 seconds, got '%s'", key, val);
+        if (key[0] == 'l') o->lead_timeout = v;
+        else if (key[0] == 't') o->threads = v;
         else if (key[0] == 'h') o->health_interval = v;
         else if (key[0] == 'n') o->node_timeout = v;
         else if (strstr(key, "body")) o->max_body = v;
@@ -288,6 +294,7 @@ static int run_server_with(server_opts *o, const char *cert_pem, const char *key
     cfg.max_depth = (int)o->max_depth;
     cfg.node_timeout_s = o->gateway ? 0 : (int)o->node_timeout;
     cfg.health_interval_s = (int)o->health_interval;
+    cfg.lead_timeout_s = (int)o->lead_timeout;
     cfg.gateway_only = o->gateway;
     cfg.tls_cert_pem = cert_pem;
     cfg.tls_key_pem = key_pem;
@@ -336,6 +343,7 @@ static int serve(int argc, char **argv, int gateway) {
         {"log-level", required_argument, 0, 'L'}, {"config", required_argument, 0, 'c'},
         {"node-timeout", required_argument, 0, 'N'},
         {"health-interval", required_argument, 0, 'H'},
+        {"lead-timeout", required_argument, 0, 'T'},
         {"tls-cert", required_argument, 0, 'C'}, {"tls-key", required_argument, 0, 'K'},
         {"upstream-ca", required_argument, 0, 'U'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
@@ -349,6 +357,7 @@ static int serve(int argc, char **argv, int gateway) {
     o.max_body = 1 << 20;
     o.max_depth = 32;
     o.node_timeout = 30;
+    o.lead_timeout = 10;
     int rc = 0, c;
     /* config file first, so that flags override it */
     for (int i = 1; i < argc; i++) {
@@ -372,6 +381,7 @@ static int serve(int argc, char **argv, int gateway) {
         case 'L': rc = set_opt(&o, "log-level", optarg); break;
         case 'N': rc = set_opt(&o, "node-timeout", optarg); break;
         case 'H': rc = set_opt(&o, "health-interval", optarg); break;
+        case 'T': rc = set_opt(&o, "lead-timeout", optarg); break;
         case 'C': rc = set_opt(&o, "tls-cert", optarg); break;
         case 'K': rc = set_opt(&o, "tls-key", optarg); break;
         case 'U': rc = set_opt(&o, "upstream-ca", optarg); break;

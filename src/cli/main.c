@@ -221,12 +221,17 @@ int main(int argc, char **argv) {
                 goto out;
             }
             ctx.servers = &servers;
-            httpc_global_init();
-            if (ca) httpc_set_ca(ca);
         }
+        /* every command: the server's gateway and checks use libcurl from many threads,
+         * so it is set up here, before any */
+        if (httpc_global_init()) {
+            rc = cli_error(CLI_FAIL, "cannot initialise the HTTP client (libcurl)");
+            goto out;
+        }
+        if ((commands[i].flags & NEEDS_CLIENT) && ca) httpc_set_ca(ca);
         optind = 0;
         rc = commands[i].run(&ctx, argc - first, argv + first);
-        if (commands[i].flags & NEEDS_CLIENT) httpc_global_cleanup();
+        httpc_global_cleanup();
         goto out;
     }
     rc = cli_error(CLI_USAGE, "unknown command '%s' (see gpupool --help)", noun);

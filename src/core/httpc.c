@@ -40,6 +40,7 @@ enum {
     SENT_ANSWERED, /* an HTTP answer (any status) */
     SENT_UNSENT,   /* never sent: safe to repeat elsewhere, any method */
     SENT_NOANSWER, /* the connection broke before any answer: repeat only GET/HEAD */
+    SENT_SILENT,   /* sent, and no answer in time (a hung server): repeat only GET/HEAD */
     SENT_FATAL     /* anything else: report, do not repeat */
 };
 
@@ -52,7 +53,7 @@ static int transport_kind(CURL *c, CURLcode cc) {
         /* pre-transfer time stays 0 until connect (and TLS) completed */
         if (curl_easy_getinfo(c, CURLINFO_PRETRANSFER_TIME_T, &pre) == CURLE_OK && pre == 0)
             return SENT_UNSENT;
-        return SENT_FATAL;
+        return SENT_SILENT;
     case CURLE_GOT_NOTHING:
     case CURLE_SEND_ERROR:
     case CURLE_RECV_ERROR: return SENT_NOANSWER;
@@ -219,12 +220,15 @@ int httpc_json_failover(httpc_servers *s, const char *path, const char *method,
         }
         if (k) sb_adds(&tried, ", ");
         sb_adds(&tried, s->urls[i]);
-        if (kind == SENT_UNSENT || (kind == SENT_NOANSWER && idempotent(method))) continue;
-        if (kind == SENT_NOANSWER && s->n > 1) {
-            /* the server may have applied it: never send it twice */
+        int unanswered = kind == SENT_NOANSWER || kind == SENT_SILENT;
+        if (kind == SENT_UNSENT || (unanswered && idempotent(method))) continue;
+        if (unanswered && s->n > 1) {
+            /* the server may have applied it: never send it twice; but a server that
+             * hung or broke off is not asked first next time */
             char first[sizeof e.msg];
             memcpy(first, e.msg, sizeof first);
             rc = gp_err_set(&e, rc, "%.180s (%s not repeated on another server)", first, method);
+            s->cur = (i + 1) % s->n;
         }
         break;
     }

@@ -73,9 +73,12 @@ void httpc_servers_release(httpc_servers *s);
  *   - any method: the request was never sent (host not resolved, connection
  *     refused, timed out while connecting or in the TLS handshake);
  *   - GET and HEAD also: the connection broke before any answer (nothing
- *     received, send or receive error).
- * Anything else (a TLS verification failure, a POST whose connection broke
- * after sending, a whole-request timeout) is returned at once as GP_EIO.
+ *     received, send or receive error), or no answer came within timeout_s
+ *     (a hung server).
+ * A POST (PUT, …) whose connection broke or timed out after sending is
+ * returned at once as GP_EIO, not repeated, and the next call starts with
+ * the next server (s->cur moves on).  Anything else (a TLS verification
+ * failure) is returned at once as GP_EIO.
  * When every server failed: GP_EIO, one line naming the addresses tried.
  * OUT as httpc_json().
  */

@@ -128,6 +128,6 @@ int store_can_bypass_fence(store_t *st, gp_err *err) {
     return st->ops->can_bypass ? st->ops->can_bypass(st, err) : 0;
 }
 
-int store_lead(store_t *st, gp_err *err) {
-    return st->ops->lead ? st->ops->lead(st, err) : 1;
+int store_lead(store_t *st, int timeout_s, gp_err *err) {
+    return st->ops->lead ? st->ops->lead(st, timeout_s, err) : 1;
 }

@@ -146,8 +146,11 @@ int store_exec(store_tx *tx, int *changes, gp_err *err, const char *sql, const c
  * filled; not leading).  Call it before each round: the first caller takes
  * the lead when none holds it, and keeps it until its process or its
  * connection ends (PostgreSQL: a session advisory lock on a connection of
- * its own).  SQLite stores have one server: always 1.
+ * its own, named gpupool-lead), or until it has not called for TIMEOUT_S
+ * seconds (> 0; the database ends the session: a frozen or cut-off leader
+ * gives way; 0: no limit).  TIMEOUT_S is taken when the connection is made.
+ * SQLite stores have one server: always 1.
  */
-int store_lead(store_t *st, gp_err *err);
+int store_lead(store_t *st, int timeout_s, gp_err *err);
 
 #endif

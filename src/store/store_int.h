@@ -29,7 +29,7 @@ typedef struct store_ops {
     int (*isnull)(store_stmt *stmt, int col);
     void (*done)(store_stmt *stmt);
     int (*changes)(store_tx *tx);
-    int (*lead)(store_t *st, gp_err *err);
+    int (*lead)(store_t *st, int timeout_s, gp_err *err);
     int (*grant)(store_t *st, const char *role, gp_err *err);  /* NULL: not supported */
     int (*can_bypass)(store_t *st, gp_err *err);                /* NULL: no fence to bypass */
 } store_ops;

@@ -32,7 +32,11 @@
  *
  * Leadership (store_lead): one more connection holds a session advisory
  * lock (LEADER_LOCK_KEY) while this process leads; PostgreSQL releases it
- * when that connection ends, including when the process is killed.
+ * when that connection ends, including when the process is killed.  The
+ * connection carries idle_session_timeout: a leader that stops calling
+ * store_lead (frozen, its host gone or cut off) loses its session, hence the
+ * lock, after that long, whatever TCP knows.  Write transactions carry
+ * idle_in_transaction_session_timeout for the same reason (the write lock).
  *
  * Locking: the pool's mutex (pool.c); `lead_mu` the leader connection.
  * Neither is held while a pooled connection runs SQL.
@@ -49,6 +53,7 @@
 #include <inttypes.h>
 #include <libpq-fe.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +61,9 @@
 #define WRITE_LOCK_KEY 7707001    /* pg_advisory_xact_lock: one writer at a time */
 #define MIGRATE_LOCK_KEY 7707002  /* pg_advisory_lock: one migrating server */
 #define LEADER_LOCK_KEY 7707003   /* pg_advisory_lock: the leader's */
+/* a write transaction idle this long (its process frozen or cut off) is ended
+ * by the database, so that the write lock is not held for ever */
+#define WRITE_IDLE_LIMIT_S 30
 #define MAX_PARAMS 128
 #define INT8OID 20
 #define PREP_SLOTS 512 /* prepared statements per connection (a power of two) */
@@ -360,7 +368,10 @@ static int pg_begin(store_t *base, int mode, store_tx **out, gp_err *err) {
     tx->c = c;
     char sql[160];
     if (mode == STORE_WRITE)
-        snprintf(sql, sizeof sql, "BEGIN; SELECT pg_advisory_xact_lock(%d)", WRITE_LOCK_KEY);
+        snprintf(sql, sizeof sql,
+                 "BEGIN; SET LOCAL idle_in_transaction_session_timeout = %d;"
+                 " SELECT pg_advisory_xact_lock(%d)",
+                 WRITE_IDLE_LIMIT_S * 1000, WRITE_LOCK_KEY);
     else
         snprintf(sql, sizeof sql, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY");
     int rc;
@@ -667,38 +678,78 @@ static void pg_done(store_stmt *base) {
 
 static int pg_changes(store_tx *base) { return ((pg_tx *)base)->changes; }
 
-static int pg_lead(store_t *base, gp_err *err) {
-    pg_store *st = (pg_store *)base;
-    int rc;
-    pthread_mutex_lock(&st->lead_mu);
-    if (st->lead && PQstatus(st->lead) != CONNECTION_OK) {
+/*
+ * A new connection for the lead: named in pg_stat_activity, and ended by the
+ * database once idle for TIMEOUT_S seconds (0: never).  PostgreSQL before 14
+ * has no idle_session_timeout: the lead then lasts as long as the connection
+ * (said once in the log).
+ */
+static int lead_connect(pg_store *st, int timeout_s, gp_err *err) {
+    static atomic_int warned;
+    int rc = connect_one(st->conninfo, 0, &st->lead, err);
+    if (rc) return rc;
+    char sql[96];
+    snprintf(sql, sizeof sql, "SET application_name = 'gpupool-lead'");
+    if (!(rc = exec_plain(st->lead, sql, err)) && timeout_s > 0) {
+        snprintf(sql, sizeof sql, "SET idle_session_timeout = %d", timeout_s * 1000);
+        PGresult *res = PQexec(st->lead, sql);
+        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+        if (PQresultStatus(res) == PGRES_COMMAND_OK) {
+            /* set */
+        } else if (state && !strcmp(state, "42704")) { /* undefined_object: before 14 */
+            if (!atomic_exchange(&warned, 1))
+                log_kv(LOG_WARN,
+                       "PostgreSQL before 14 cannot end a frozen leader's session: another "
+                       "server takes over only once its connection ends",
+                       (char *)NULL);
+        } else {
+            rc = map_err(st->lead, res, err, "leader session");
+        }
+        PQclear(res);
+    }
+    if (rc) {
         PQfinish(st->lead);
         st->lead = NULL;
-        st->leading = 0;
     }
-    if (!st->lead && (rc = connect_one(st->conninfo, 0, &st->lead, err))) {
-        st->leading = 0;
-        pthread_mutex_unlock(&st->lead_mu);
-        return rc;
-    }
-    char sql[96];
-    if (st->leading) /* still connected, hence still holding the lock */
-        snprintf(sql, sizeof sql, "SELECT true");
-    else
-        snprintf(sql, sizeof sql, "SELECT pg_try_advisory_lock(%d)", LEADER_LOCK_KEY);
-    PGresult *res = PQexec(st->lead, sql);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        rc = map_err(st->lead, res, err, "leader lock");
+    return rc;
+}
+
+static int pg_lead(store_t *base, int timeout_s, gp_err *err) {
+    pg_store *st = (pg_store *)base;
+    int rc = 0;
+    assert(timeout_s >= 0);
+    pthread_mutex_lock(&st->lead_mu);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (st->lead && PQstatus(st->lead) != CONNECTION_OK) {
+            PQfinish(st->lead);
+            st->lead = NULL;
+            st->leading = 0;
+        }
+        if (!st->lead && (rc = lead_connect(st, timeout_s, err))) break;
+        char sql[96];
+        if (st->leading) /* still connected, hence still holding the lock */
+            snprintf(sql, sizeof sql, "SELECT true");
+        else
+            snprintf(sql, sizeof sql, "SELECT pg_try_advisory_lock(%d)", LEADER_LOCK_KEY);
+        PGresult *res = PQexec(st->lead, sql);
+        if (PQresultStatus(res) == PGRES_TUPLES_OK) {
+            st->leading = !strcmp(PQgetvalue(res, 0, 0), "t");
+            PQclear(res);
+            rc = st->leading;
+            break;
+        }
+        /* the session is gone (ended by the database when this process was
+         * silent too long, or the server restarted): the lock went with it,
+         * so ask once more on a new connection */
+        int lost = PQstatus(st->lead) != CONNECTION_OK;
+        if (!lost || attempt == 1) rc = map_err(st->lead, res, err, "leader lock");
         PQclear(res);
         PQfinish(st->lead);
         st->lead = NULL;
         st->leading = 0;
-        pthread_mutex_unlock(&st->lead_mu);
-        return rc;
+        if (!lost) break;
     }
-    st->leading = !strcmp(PQgetvalue(res, 0, 0), "t");
-    PQclear(res);
-    rc = st->leading;
+    if (rc < 0) st->leading = 0;
     pthread_mutex_unlock(&st->lead_mu);
     return rc;
 }

@@ -10,7 +10,8 @@
 # lead within seconds, the agent and the CLI must go on with it, and at the
 # end every acknowledged job is there and ran, no GPU was ever bound to two
 # jobs at once, the audit chain verifies and `gpupool check` passes.  The
-# killed server comes back as a standby.  The servers connect as a database
+# killed server comes back as a standby; a SIGTERM of the leader hands over;
+# a frozen (SIGSTOP) leader gives way after --lead-timeout.  The servers connect as a database
 # role that owns nothing (after `gpupool migrate --grant`), and failed logins
 # count at both.  Prints the failover times.
 #
@@ -244,8 +245,10 @@ assert_eq "$(jout '[.checks[] | select(.ok | not) | .name] | join(",")')" "" "fa
 # ---------------------------------------------------------------- the killed server returns
 note "the killed server comes back as a standby"
 launch_server "$E2E_TMP/a" --data "$E2E_TMP/a" --store "$STORE" --listen 127.0.0.1:0 \
-    --node-timeout 15
+    --node-timeout 15 --lead-timeout 3
 URL_A2=$URL
+PID_A2=$SERVER_PID
+LOG_A2=$SERVER_LOG
 sleep 1.5
 assert_eq "$(leader_of "$URL_A2")" false "the restarted server stands by"
 assert_eq "$(leader_of "$URL_B")" true "the second server keeps the lead"
@@ -260,11 +263,90 @@ T_LEAD2=$(_now_ms)
 _pass
 assert_eq "$(grep -c 'leading: this server' "$LOG_A")" 1 "times the first server led before the kill"
 
+# ---------------------------------------------------------------- a frozen leader
+# a leader that stops (SIGSTOP: a hung process; a host cut off looks the same to
+# the database) keeps its connection open: the database ends its session after
+# --lead-timeout, and another server takes over; woken, it stands by.  The
+# agent, talking to the frozen server, gets no answer: after 10 s it goes on
+# with the other, well before its node could be taken for lost (the new
+# leader's --node-timeout, default 30 s), so the job running there finishes.
+note "a frozen leader gives way after --lead-timeout; the agent goes on with the other server"
+kill -TERM "$AGENT_PID"
+_wait_exit "$AGENT_PID" 10
+_forget_pid "$AGENT_PID"
+launch_server "$E2E_TMP/b" --data "$E2E_TMP/b" --store "$STORE" --listen 127.0.0.1:0 \
+    --lead-timeout 3
+URL_B2=$URL
+LOG_B2=$SERVER_LOG
+PAIR="$URL_A2,$URL_B2"
+AGENT_ERR=$E2E_TMP/agent2.err
+"$GPUPOOL_BIN" --server "$PAIR" agent --join-token "$JT" --inventory "$E2E_TMP/node.json" \
+    --state-dir "$E2E_TMP/agent-state" --interval 1 --grace 2 \
+    >"$E2E_TMP/agent2.out" 2>"$AGENT_ERR" </dev/null &
+AGENT_PID=$!
+E2E_PIDS+=("$AGENT_PID")
+URL=$URL_B2 # gp, and node_ready through it, ask the server that stays awake
+TOKEN=$ADMIN
+poll 15 node_ready || { _show "agent stderr" "$AGENT_ERR"; fail "node ha1 did not report again"; }
+_pass
+assert_eq "$(leader_of "$URL_B2")" false "the new server stands by"
+assert_eq "$(leader_of "$URL_A2")" true "the restarted server leads"
+ln -s "$(type -P sleep)" "$BIN/hasleep"
+run_cli --server "$URL_B2" --token "$RU" -o json job submit span --class a100.1x --tenant red \
+    --project train -- "$BIN/hasleep" 14
+assert_rc 0
+SPAN=$(jout .id)
+running() { [ "$(run_cli --server "$URL_B2" --token "$RU" -o json job show "$SPAN" --tenant red \
+    --project train && jout .state)" == running ]; }
+poll 20 running || fail "the spanning job did not start"
+_pass
+
+kill -STOP "$PID_A2"
+T_FREEZE=$(_now_ms)
+poll 20 leads "$URL_B2" || { kill -CONT "$PID_A2"; fail "no server took the lead from a frozen one within 20 s"; }
+T_LEAD3=$(_now_ms)
+_pass
+# writes go on while the old leader is frozen (if it froze inside a write
+# transaction, the database ends that after 30 s idle: hence not run_cli's 30 s)
+timeout 60 "$GPUPOOL_BIN" --server "$URL_B2" --token "$RU" -o json job submit after-freeze \
+    --class a100.1x --tenant red --project train -- "$BIN/hatrue" >"$OUT_FILE" 2>"$ERR_FILE"
+RC=$?
+assert_rc 0
+AFTER=$(jout .id)
+done_b() {
+    run_cli --server "$URL_B2" --token "$RU" -o json job show "$1" --tenant red --project train
+    [ "$RC" == 0 ] && [ "$(jout .state)" == succeeded ]
+}
+poll 40 done_b "$AFTER" || { kill -CONT "$PID_A2"; _show "agent stderr" "$AGENT_ERR";
+    fail "the job submitted while the leader was frozen did not run"; }
+T_RUN3=$(_now_ms)
+_pass
+assert_file_contains "$AGENT_ERR" "switched to another server"
+poll 30 done_b "$SPAN" || { kill -CONT "$PID_A2"; fail "the job running through the freeze did not finish"; }
+assert_eq "$(db_sql "$E2E_TMP/shared" "SELECT COUNT(*) || ' ' || MIN(end_reason) FROM bindings
+    WHERE job_id = '$SPAN'")" "1 completed" "the spanning job's binding: one, ended by its exit"
+gp -o json node show ha1
+assert_eq "$(jout .state)" ready "node ha1 after the freeze"
+kill -CONT "$PID_A2"
+stands_by() { [ "$(leader_of "$URL_A2")" == false ]; }
+poll 10 stands_by || fail "the woken server did not stand by"
+assert_eq "$(leader_of "$URL_B2")" true "the new leader keeps the lead"
+assert_file_contains "$LOG_A2" "standing by: another server leads"
+assert_file_lacks "$LOG_A2" "cannot tell whether this server leads"
+assert_file_contains "$LOG_B2" "leading: this server runs the scheduler"
+run_cli --server "$URL_B2" --token "$ADMIN" audit verify
+assert_rc 0
+assert_eq "$(db_sql "$E2E_TMP/shared" "SELECT COUNT(*) FROM bindings x JOIN bindings y
+    ON x.gpu_uuid = y.gpu_uuid AND x.id < y.id
+    AND x.start_us < COALESCE(y.end_us, 9000000000000000000)
+    AND y.start_us < COALESCE(x.end_us, 9000000000000000000)")" 0 "overlapping bindings of one GPU"
 kill -TERM "$AGENT_PID"
 _wait_exit "$AGENT_PID" 10
 _forget_pid "$AGENT_PID"
 
 echo "failover after SIGKILL: new leader in $((T_LEAD - T_KILL)) ms, first placement in" \
     "$((T_PLACED - T_KILL)) ms; after SIGTERM: new leader in $((T_LEAD2 - T_STOP)) ms;" \
+    "frozen leader (--lead-timeout 3): new leader in $((T_LEAD3 - T_FREEZE)) ms, a job" \
+    "submitted then ran in $((T_RUN3 - T_FREEZE)) ms;" \
     "jobs acknowledged $ACK_ALL, all succeeded"
 done_testing

@@ -208,6 +208,20 @@ assert_rc 1
 assert_one_line_error "cannot open"
 [ -e "$E2E_TMP/no-such-folder" ] && fail "migrate made a missing data folder"
 _pass
+run_cli migrate --bogus
+assert_rc 2
+assert_one_line_error "migrate: unknown option --bogus"
+run_cli check --store
+assert_rc 2
+assert_one_line_error "check: option --store needs a value"
+run_cli migrate -h
+assert_rc 0
+assert_contains "$(cat "$OUT_FILE")" "usage: gpupool migrate"
+run_cli server --data "$E2E_TMP/never" --lead-timeout 1
+assert_rc 2
+assert_one_line_error "lead-timeout must be 2 to 86400 seconds, got '1'"
+[ -e "$E2E_TMP/never" ] && fail "a refused server start made its data folder"
+_pass
 
 # ---------------------------------------------------------------- --config
 note "--config FILE"

@@ -11,6 +11,7 @@
 #include "../../src/core/httpc.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -76,7 +77,7 @@ static void parse_errors(void **state) {
 
 /* ---- loopback listeners ---- */
 
-enum { ANSWER_503, HANG_UP };
+enum { ANSWER_503, HANG_UP, SILENT };
 
 typedef struct listener {
     int fd, mode, port;
@@ -120,6 +121,14 @@ static void *serve(void *arg) {
             shutdown(c, SHUT_WR);
             char sink[4096];
             while (recv(c, sink, sizeof sink, 0) > 0) {
+            }
+        } else if (l->mode == SILENT) {
+            /* a hung server: hold the connection, answer nothing, until the client gives up */
+            char sink[4096];
+            for (;;) {
+                ssize_t n = recv(c, sink, sizeof sink, 0);
+                if (n == 0 || atomic_load(&l->stop)) break;
+                if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) break;
             }
         }
         close(c);
@@ -261,7 +270,7 @@ static void hang_up_retries_get_only(void **state) {
         json_decref(body);
         assert_null(resp);
         assert_int_equal(status, 0);
-        assert_int_equal(s.cur, 0);
+        assert_int_equal(s.cur, 1); /* not asked first next time */
         assert_non_null(strstr(err.msg, mute.url));
         assert_non_null(strstr(err.msg, "not repeated on another server"));
         assert_null(strchr(err.msg, '\n'));
@@ -270,6 +279,49 @@ static void hang_up_retries_get_only(void **state) {
     assert_int_equal(atomic_load(&up.accepted), 1);
     httpc_servers_release(&s);
     listener_stop(&mute);
+    listener_stop(&up);
+}
+
+/* A server that takes the request and never answers (hung, stopped). */
+static void silence_moves_on(void **state) {
+    (void)state;
+    listener hung, up;
+    listener_start(&hung, SILENT);
+    listener_start(&up, ANSWER_503);
+    httpc_servers s = list_of(hung.url, up.url);
+    gp_err err = GP_ERR_INIT;
+    json_t *resp;
+    long status;
+    /* GET: asked again of the next server once the timeout passed */
+    assert_int_equal(httpc_json_failover(&s, "/api/v1/nodes", "GET", NULL, NULL, 1, &status,
+                                         &resp, &err),
+                     GP_OK);
+    json_decref(resp);
+    assert_int_equal(status, 503);
+    assert_int_equal(s.cur, 1);
+    assert_int_equal(atomic_load(&hung.accepted), 1);
+    assert_int_equal(atomic_load(&up.accepted), 1);
+    /* POST: not repeated, but the next call goes to the other server */
+    s.cur = 0;
+    json_t *body = json_object();
+    assert_int_equal(httpc_json_failover(&s, "/api/v1/agent/heartbeat", "POST", "t", body, 1,
+                                         &status, &resp, &err),
+                     GP_EIO);
+    assert_null(resp);
+    assert_non_null(strstr(err.msg, hung.url));
+    assert_non_null(strstr(err.msg, "POST not repeated on another server"));
+    assert_int_equal(s.cur, 1);
+    assert_int_equal(atomic_load(&up.accepted), 1);
+    assert_int_equal(httpc_json_failover(&s, "/api/v1/agent/heartbeat", "POST", "t", body, 1,
+                                         &status, &resp, &err),
+                     GP_OK);
+    json_decref(resp);
+    json_decref(body);
+    assert_int_equal(status, 503);
+    assert_int_equal(atomic_load(&hung.accepted), 2); /* the GET and the POST, no more */
+    assert_int_equal(atomic_load(&up.accepted), 2);
+    httpc_servers_release(&s);
+    listener_stop(&hung);
     listener_stop(&up);
 }
 
@@ -317,6 +369,7 @@ int main(void) {
         cmocka_unit_test(fails_over_when_refused),
         cmocka_unit_test(an_answer_is_never_retried),
         cmocka_unit_test(hang_up_retries_get_only),
+        cmocka_unit_test(silence_moves_on),
         cmocka_unit_test(all_dead_names_them),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
