@@ -34,7 +34,6 @@ static void check_usage(FILE *f) {
 int cli_cmd_check(cli_ctx *ctx, int argc, char **argv) {
     static const struct option lo[] = {{"data", required_argument, 0, 'd'},
                                        {"store", required_argument, 0, 's'},
-                                       {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     const char *data = "./var", *store = NULL;
     int c, rc = 0;
@@ -47,7 +46,6 @@ int cli_cmd_check(cli_ctx *ctx, int argc, char **argv) {
         switch (c) {
         case 'd': data = optarg; break;
         case 's': store = optarg; break;
-        case 'h': check_usage(stdout); return CLI_OK;
         default: return rc;
         }
     }

@@ -37,7 +37,6 @@ int cli_cmd_migrate(cli_ctx *ctx, int argc, char **argv) {
     static const struct option lo[] = {{"data", required_argument, 0, 'd'},
                                        {"store", required_argument, 0, 's'},
                                        {"grant", required_argument, 0, 'g'},
-                                       {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     const char *data = "./var", *store = NULL, *grant = NULL;
     int c, rc = 0;
@@ -51,7 +50,6 @@ int cli_cmd_migrate(cli_ctx *ctx, int argc, char **argv) {
         case 'd': data = optarg; break;
         case 's': store = optarg; break;
         case 'g': grant = optarg; break;
-        case 'h': migrate_usage(stdout); return CLI_OK;
         default: return rc;
         }
     }

@@ -688,22 +688,20 @@ static int lead_connect(pg_store *st, int timeout_s, gp_err *err) {
     static atomic_int warned;
     int rc = connect_one(st->conninfo, 0, &st->lead, err);
     if (rc) return rc;
-    char sql[96];
-    snprintf(sql, sizeof sql, "SET application_name = 'gpupool-lead'");
-    if (!(rc = exec_plain(st->lead, sql, err)) && timeout_s > 0) {
+    if (!(rc = exec_plain(st->lead, "SET application_name = 'gpupool-lead'", err)) &&
+        timeout_s > 0) {
+        char sql[64];
         snprintf(sql, sizeof sql, "SET idle_session_timeout = %d", timeout_s * 1000);
         PGresult *res = PQexec(st->lead, sql);
         const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-        if (PQresultStatus(res) == PGRES_COMMAND_OK) {
-            /* set */
-        } else if (state && !strcmp(state, "42704")) { /* undefined_object: before 14 */
-            if (!atomic_exchange(&warned, 1))
+        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+            if (!state || strcmp(state, "42704")) /* 42704 undefined_object: before 14 */
+                rc = map_err(st->lead, res, err, "leader session");
+            else if (!atomic_exchange(&warned, 1))
                 log_kv(LOG_WARN,
                        "PostgreSQL before 14 cannot end a frozen leader's session: another "
                        "server takes over only once its connection ends",
                        (char *)NULL);
-        } else {
-            rc = map_err(st->lead, res, err, "leader session");
         }
         PQclear(res);
     }
@@ -749,7 +747,7 @@ static int pg_lead(store_t *base, int timeout_s, gp_err *err) {
         st->leading = 0;
         if (!lost) break;
     }
-    if (rc < 0) st->leading = 0;
+    assert(rc == st->leading || (rc < 0 && !st->leading)); /* no lead without its connection */
     pthread_mutex_unlock(&st->lead_mu);
     return rc;
 }

@@ -130,12 +130,17 @@ cat >"$E2E_TMP/node.json" <<'EOF'
 {"nodes":[{"name":"ha1","cpus":64,"memory_gib":256,
   "gpus":[{"model":"A100-80GB","memory_gib":80,"count":16,"mode":"whole"}]}]}
 EOF
-AGENT_ERR=$E2E_TMP/agent.err
-"$GPUPOOL_BIN" --server "$SERVERS" agent --join-token "$JT" --inventory "$E2E_TMP/node.json" \
-    --state-dir "$E2E_TMP/agent-state" --interval 1 --grace 2 \
-    >"$E2E_TMP/agent.out" 2>"$AGENT_ERR" </dev/null &
-AGENT_PID=$!
-E2E_PIDS+=("$AGENT_PID")
+# start_agent SERVERS NAME: the agent of node ha1 (one state folder for all its
+# runs) against SERVERS; sets AGENT_PID and AGENT_ERR (its log, NAME.err)
+start_agent() {
+    AGENT_ERR=$E2E_TMP/$2.err
+    "$GPUPOOL_BIN" --server "$1" agent --join-token "$JT" --inventory "$E2E_TMP/node.json" \
+        --state-dir "$E2E_TMP/agent-state" --interval 1 --grace 2 \
+        >"$E2E_TMP/$2.out" 2>"$AGENT_ERR" </dev/null &
+    AGENT_PID=$!
+    E2E_PIDS+=("$AGENT_PID")
+}
+start_agent "$SERVERS" agent
 node_ready() {
     gp -o json node show ha1
     [ "$RC" == 0 ] && [ "$(jout .state)" == ready ]
@@ -278,13 +283,7 @@ launch_server "$E2E_TMP/b" --data "$E2E_TMP/b" --store "$STORE" --listen 127.0.0
     --lead-timeout 3
 URL_B2=$URL
 LOG_B2=$SERVER_LOG
-PAIR="$URL_A2,$URL_B2"
-AGENT_ERR=$E2E_TMP/agent2.err
-"$GPUPOOL_BIN" --server "$PAIR" agent --join-token "$JT" --inventory "$E2E_TMP/node.json" \
-    --state-dir "$E2E_TMP/agent-state" --interval 1 --grace 2 \
-    >"$E2E_TMP/agent2.out" 2>"$AGENT_ERR" </dev/null &
-AGENT_PID=$!
-E2E_PIDS+=("$AGENT_PID")
+start_agent "$URL_A2,$URL_B2" agent2
 URL=$URL_B2 # gp, and node_ready through it, ask the server that stays awake
 TOKEN=$ADMIN
 poll 15 node_ready || { _show "agent stderr" "$AGENT_ERR"; fail "node ha1 did not report again"; }
