@@ -562,6 +562,47 @@ static const char *const migrations[] = {
      * their quotas, open token reservations, billing mode, card-hour warnings */
     FENCE("projects") FENCE("quotas") FENCE("token_holds") FENCE("tenant_billing")
     FENCE("quota_warnings"),
+    /* 15: identities have owners (a home: a tenant, or '' for the platform; node accounts
+     * belong to their node alone), invitations into another tenant, join tokens bound to a
+     * node name and a number of uses, signed audit checkpoints, clipped usage records */
+    "ALTER TABLE users ADD COLUMN home_tenant_id TEXT COLLATE \"C\" NOT NULL DEFAULT '';"
+    "ALTER TABLE users ADD COLUMN node_account BIGINT NOT NULL DEFAULT 0;"
+    "UPDATE users SET node_account = 1 WHERE id IN (SELECT agent_user_id FROM nodes);"
+    /* an existing user whose every binding lies in one tenant is homed there */
+    "UPDATE users SET home_tenant_id = (SELECT MIN(b.tenant_id) FROM role_bindings b"
+    "  WHERE b.user_id = users.id) WHERE node_account = 0"
+    "  AND NOT EXISTS (SELECT 1 FROM role_bindings b WHERE b.user_id = users.id"
+    "                  AND b.tenant_id IS NULL)"
+    "  AND (SELECT COUNT(DISTINCT b.tenant_id) FROM role_bindings b"
+    "       WHERE b.user_id = users.id) = 1;"
+    "CREATE TABLE invitations ("
+    "  id TEXT COLLATE \"C\" PRIMARY KEY,"
+    "  tenant_id TEXT COLLATE \"C\" NOT NULL REFERENCES tenants(id),"        /* the inviting tenant */
+    "  project_id TEXT COLLATE \"C\" NOT NULL DEFAULT '',"                    /* '' = a tenant role */
+    "  user_id TEXT COLLATE \"C\" NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+    "  home_tenant_id TEXT COLLATE \"C\" NOT NULL,"                           /* the user's home, which decides */
+    "  role TEXT COLLATE \"C\" NOT NULL,"
+    "  invited_by TEXT COLLATE \"C\" NOT NULL,"
+    "  state TEXT COLLATE \"C\" NOT NULL CHECK (state IN ('pending','accepted','declined','withdrawn','expired')),"
+    "  created_at BIGINT NOT NULL,"
+    "  expires_at BIGINT NOT NULL,"
+    "  decided_by TEXT COLLATE \"C\" NOT NULL DEFAULT '',"
+    "  decided_at BIGINT NOT NULL DEFAULT 0);"
+    "CREATE INDEX invitations_home ON invitations(home_tenant_id, state);"
+    "CREATE INDEX invitations_tenant ON invitations(tenant_id, state);"
+    /* invitations are read by the inviting tenant and by the home: no tenant fence */
+    "ALTER TABLE join_tokens ADD COLUMN node_name TEXT COLLATE \"C\" NOT NULL DEFAULT '';"  /* '' = any name */
+    "ALTER TABLE join_tokens ADD COLUMN max_uses BIGINT NOT NULL DEFAULT 1;"
+    "ALTER TABLE join_tokens ADD COLUMN used_by TEXT COLLATE \"C\" NOT NULL DEFAULT '[]';"  /* node names */
+    "UPDATE join_tokens SET max_uses = GREATEST(uses, 1);"
+    "CREATE TABLE audit_checkpoints ("
+    "  seq BIGINT PRIMARY KEY,"          /* the audit seq of the chain head signed */
+    "  head TEXT COLLATE \"C\" NOT NULL,"               /* that event's hash (hex) */
+    "  count BIGINT NOT NULL,"           /* events in the chain up to it */
+    "  at BIGINT NOT NULL,"              /* when signed */
+    "  key_id TEXT COLLATE \"C\" NOT NULL,"             /* hex of the Ed25519 public key */
+    "  signature TEXT COLLATE \"C\" NOT NULL);"         /* hex Ed25519 signature of the canonical text */
+    "ALTER TABLE usage_records ADD COLUMN clipped BIGINT NOT NULL DEFAULT 0;",
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -515,6 +515,46 @@ static const char *const migrations[] = {
 
     /* 14: more row-level security: PostgreSQL only (schema_pg.c) */
     "SELECT 1;",
+    /* 15: identities have owners (a home: a tenant, or '' for the platform; node accounts
+     * belong to their node alone), invitations into another tenant, join tokens bound to a
+     * node name and a number of uses, signed audit checkpoints, clipped usage records */
+    "ALTER TABLE users ADD COLUMN home_tenant_id TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE users ADD COLUMN node_account INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE users SET node_account = 1 WHERE id IN (SELECT agent_user_id FROM nodes);"
+    /* an existing user whose every binding lies in one tenant is homed there */
+    "UPDATE users SET home_tenant_id = (SELECT MIN(b.tenant_id) FROM role_bindings b"
+    "  WHERE b.user_id = users.id) WHERE node_account = 0"
+    "  AND NOT EXISTS (SELECT 1 FROM role_bindings b WHERE b.user_id = users.id"
+    "                  AND b.tenant_id IS NULL)"
+    "  AND (SELECT COUNT(DISTINCT b.tenant_id) FROM role_bindings b"
+    "       WHERE b.user_id = users.id) = 1;"
+    "CREATE TABLE invitations ("
+    "  id TEXT PRIMARY KEY,"
+    "  tenant_id TEXT NOT NULL REFERENCES tenants(id),"        /* the inviting tenant */
+    "  project_id TEXT NOT NULL DEFAULT '',"                    /* '' = a tenant role */
+    "  user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+    "  home_tenant_id TEXT NOT NULL,"                           /* the user's home, which decides */
+    "  role TEXT NOT NULL,"
+    "  invited_by TEXT NOT NULL,"
+    "  state TEXT NOT NULL CHECK (state IN ('pending','accepted','declined','withdrawn','expired')),"
+    "  created_at INTEGER NOT NULL,"
+    "  expires_at INTEGER NOT NULL,"
+    "  decided_by TEXT NOT NULL DEFAULT '',"
+    "  decided_at INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX invitations_home ON invitations(home_tenant_id, state);"
+    "CREATE INDEX invitations_tenant ON invitations(tenant_id, state);"
+    "ALTER TABLE join_tokens ADD COLUMN node_name TEXT NOT NULL DEFAULT '';"  /* '' = any name */
+    "ALTER TABLE join_tokens ADD COLUMN max_uses INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE join_tokens ADD COLUMN used_by TEXT NOT NULL DEFAULT '[]';"  /* node names */
+    "UPDATE join_tokens SET max_uses = MAX(uses, 1);"
+    "CREATE TABLE audit_checkpoints ("
+    "  seq INTEGER PRIMARY KEY,"          /* the audit seq of the chain head signed */
+    "  head TEXT NOT NULL,"               /* that event's hash (hex) */
+    "  count INTEGER NOT NULL,"           /* events in the chain up to it */
+    "  at INTEGER NOT NULL,"              /* when signed */
+    "  key_id TEXT NOT NULL,"             /* hex of the Ed25519 public key */
+    "  signature TEXT NOT NULL);"         /* hex Ed25519 signature of the canonical text */
+    "ALTER TABLE usage_records ADD COLUMN clipped INTEGER NOT NULL DEFAULT 0;",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }
