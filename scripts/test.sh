@@ -5,13 +5,15 @@
 # temporary folder on a free port, scripts/pg-cluster.sh, removed after),
 # then a build with AddressSanitizer + UndefinedBehaviorSanitizer (SQLite,
 # and the store/HA tests on PostgreSQL); then each libFuzzer target for 10 s
-# (scripts/fuzz.sh).  Warnings are errors.
+# (scripts/fuzz.sh), and a ThreadSanitizer build running the tests whose
+# server is busiest on many threads at once.  Warnings are errors.
 #
 #   scripts/test.sh                 both builds
 #   GP_TEST_SKIP_SAN=1 scripts/test.sh   normal build only (quick local runs)
 #   GP_TEST_SKIP_FUZZ=1 scripts/test.sh  without the short libFuzzer runs (scripts/fuzz.sh)
 #   GP_TEST_SKIP_VALGRIND=1 scripts/test.sh  without the valgrind subset (scripts/valgrind.sh)
 #   GP_TEST_SKIP_PG=1 scripts/test.sh    without the PostgreSQL passes
+#   GP_TEST_SKIP_TSAN=1 scripts/test.sh  without the ThreadSanitizer pass over the threaded tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -61,6 +63,16 @@ if [ "${GP_TEST_SKIP_SAN:-0}" != "1" ]; then
       -R 'unit_store|unit_api|unit_check|e2e_test_ha|e2e_test_api|e2e_test_crash'
     unset GP_TEST_PG
   fi
+fi
+if [ "${GP_TEST_SKIP_TSAN:-0}" != "1" ]; then
+  # the server's threads (connections, scheduler, leader loops, gateway batches) under load
+  echo "== build (ThreadSanitizer) =="
+  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGP_TSAN=ON -DGP_WERROR=ON >/dev/null
+  cmake --build build-tsan -j"$jobs"
+  echo "== tests (ThreadSanitizer): the threaded paths =="
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --test-dir build-tsan --output-on-failure -j"$jobs" \
+    -R 'load_mixed|unit_throttle|unit_store|e2e_test_server|e2e_test_gateway$|e2e_test_jobs|security_test_http'
 fi
 stop_pg
 if [ "${GP_TEST_SKIP_FUZZ:-0}" != "1" ]; then
