@@ -113,3 +113,13 @@ void sb_addhex(strbuf *sb, const unsigned char *data, size_t n) {
     }
     sb->buf[sb->len] = '\0';
 }
+
+int sb_copy(char *dst, size_t size, const char *src) {
+    assert(size > 0);
+    size_t n = strnlen(src, size);
+    int cut = n == size;
+    if (cut) n = size - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+    return cut;
+}

@@ -61,4 +61,11 @@ int sb_ok(const strbuf *sb);
 /* Append `n` bytes as lower-case hex. */
 void sb_addhex(strbuf *sb, const unsigned char *data, size_t n);
 
+/*
+ * Copy the C string `src` into the fixed buffer dst[0..size), cut to fit and
+ * always NUL-terminated (size > 0).  Returns 1 when it was cut, else 0.  For
+ * fixed-size fields whose cut is intended (no format-truncation warning).
+ */
+int sb_copy(char *dst, size_t size, const char *src);
+
 #endif

@@ -156,6 +156,7 @@ static long long best_on_node(st *t, const sch_class *c, int n, sch_unit *u) {
                 }
                 if (!first) continue;
                 sch_unit cand;
+                memset(&cand, 0, sizeof cand);
                 for (int b = a; b < nfree; b++) {
                     int kb = c->topology == SCH_TOPO_NUMA ? s->gpus[free_idx[b]].numa
                                                           : s->gpus[free_idx[b]].nvgroup;

@@ -286,7 +286,7 @@ static int sq_commit(store_tx *base, gp_err *err) {
 }
 
 static int sq_schema_version(store_t *base, int *out, gp_err *err) {
-    store_tx *tx;
+    store_tx *tx = NULL;
     int rc = sq_begin(base, STORE_READ, &tx, err);
     if (rc) return rc;
     rc = read_version(((sq_tx *)tx)->db, out, err);
