@@ -23,6 +23,7 @@
 #include "../src/core/httpc.h"
 #include "../src/core/log.h"
 #include "../src/core/rand.h"
+#include "../src/gateway/gateway.h"
 #include "../src/store/store.h"
 
 #include <curl/curl.h>
@@ -275,6 +276,8 @@ static int fixture_start(fixture *fx, const char *who, const char *store) {
     cfg.listen = "127.0.0.1:0";
     cfg.node_timeout_s = 0;
     cfg.health_interval_s = 0;
+    /* the bench's upstream is on loopback, which endpoints may use only when allowed */
+    if (gw_set_endpoint_allow("127.0.0.0/8", &err)) return 1;
     if (store_open(store ? store : path, 8, &fx->st, &err) || auth_bootstrap(fx->st, tokpath, &created, &err) ||
         api_server_start(&cfg, fx->st, &fx->srv, &err)) {
         fprintf(stderr, "gpupool-bench %s: %s\n", who, err.msg);

@@ -3,21 +3,30 @@
  * with the FGD paper's protocol and print the GPU allocation ratio of each
  * packing policy (src/sched/pack.h).  See bench/README.md.
  *
- * Protocol, per seed (seeds 42, 43, ... like the paper's artifact):
- *   1. sample tasks from the trace uniformly with replacement until the GPU
- *      they request in all reaches 130 % of the cluster's GPU capacity;
- *   2. shuffle that list (Fisher-Yates, same generator);
- *   3. place the tasks in order on an empty cluster; a task that fits nowhere
+ * Protocol, per seed (seeds 42, 43, ... like the paper's artifact), as the
+ * paper's simulator (hkust-adsl/kubernetes-scheduler-simulator) runs it
+ * (--protocol artifact, the default; ob_make_list, ob_node_order):
+ *   1. the nodes in a random order (the simulator's random node names and
+ *      its smallest-name tie-break; pack breaks ties by the lowest index);
+ *   2. every task of the trace, shuffled, then copies drawn with replacement
+ *      appended (or tasks removed at random) until 130 % of the cluster's
+ *      GPU capacity is asked for;
+ *   3. the tasks placed in order on the empty cluster; one that fits nowhere
  *      is skipped (never retried);
- *   4. read allocated GPU / capacity when the GPU requested by the tasks
- *      arrived so far (placed or skipped) first reaches 100 % of capacity,
- *      and at the end (130 %).
- * Every policy replays the same task lists; figures are means over seeds.
- * The FGD workload (typical shapes) is built from the whole trace file.
+ *   4. the allocation ratio at X % arrived: the mean over the tasks after
+ *      which arrived GPU / capacity, rounded to a percent, is X (the
+ *      artifact's analysis), for X = 100 and 130.
+ * Every policy replays the same lists; figures are means over seeds.
+ * bestfit and fgd run as the simulator scores them (integer BestFit score;
+ * the paper's typical tasks: 95 % of the trace, keyed without memory);
+ * gpupool as the scheduler runs it, on every shape of the trace.
+ * --mix-report runs all thirteen mixes against the published figures.
  *
- * Randomness: splitmix64, seeded with the seed number; no other source, so a
- * run is reproducible bit for bit.  Output lines on stdout, exactly:
+ * Randomness: splitmix64, seeded with the seed number (tasks) and a stream
+ * apart from it (node order); no other source, so a run is reproducible bit
+ * for bit.  Output lines on stdout, exactly:
  *   policy=NAME alloc_at_100=PCT alloc_at_130=PCT seeds=N
+ * or the --mix-report table (bench/README.md).
  * Timing and per-seed details (--verbose) go to stderr.
  */
 #include "openb.h"
@@ -25,6 +34,7 @@
 #include "../src/sched/pack.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +42,9 @@
 #include <time.h>
 
 #define OB_SEED_BASE 42
+
+enum { OB_ARTIFACT = 0, OB_SAMPLE = 1 }; /* how the arrival list is made */
+#define OB_TYPE_MAX 256
 
 /* ---------------------------------------------------------------- */
 /* the generator                                                     */
@@ -283,57 +296,137 @@ void ob_trace_release(ob_trace *tr) {
 }
 
 /* ---------------------------------------------------------------- */
-/* the replay                                                        */
+/* the task lists                                                    */
 
-/* Sample (with replacement) until 130 % of capacity is requested, then
- * shuffle.  OUT: *list (heap, caller frees), *len.  0 or -1 (no memory). */
-static int ob_sample(const ob_trace *tr, uint64_t seed, size_t **list, size_t *len) {
-    uint64_t st = seed;
-    size_t cap = 4096, n = 0;
-    size_t *l = malloc(cap * sizeof *l);
-    int64_t req = 0;
-    while (l && req * 10 < tr->capacity * 13) {
-        if (n == cap) {
-            size_t *nl = realloc(l, 2 * cap * sizeof *nl);
-            if (!nl) {
-                free(l);
-                l = NULL;
-                break;
-            }
-            l = nl;
-            cap *= 2;
-        }
-        size_t i = (size_t)ob_below(&st, tr->ntasks);
-        l[n++] = i;
-        req += pack_task_gpu_milli(&tr->tasks[i]);
+/* A growable list of task indices. */
+typedef struct ob_list {
+    size_t *v;
+    size_t n, cap;
+} ob_list;
+
+static int ob_push(ob_list *l, size_t x) {
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? 2 * l->cap : 4096;
+        size_t *nv = realloc(l->v, nc * sizeof *nv);
+        if (!nv) return -1;
+        l->v = nv;
+        l->cap = nc;
     }
-    if (!l) return -1;
-    for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)ob_below(&st, i), x = l[i - 1];
-        l[i - 1] = l[j];
-        l[j] = x;
-    }
-    *list = l;
-    *len = n;
+    l->v[l->n++] = x;
     return 0;
 }
 
-/* One replay.  OUT: ratios at 100 % and 130 % arrived.  0, or -1 on an
- * internal error (a chosen placement that does not apply). */
-static int ob_replay(const ob_trace *tr, pack_node *nodes, const size_t *list, size_t len,
-                     pack_policy pol, const pack_workload *w, double *at100, double *at130) {
-    memcpy(nodes, tr->nodes, tr->nnodes * sizeof *nodes);
+static void ob_shuffle(ob_list *l, uint64_t *st) {
+    for (size_t i = l->n; i > 1; i--) {
+        size_t j = (size_t)ob_below(st, i), x = l->v[i - 1];
+        l->v[i - 1] = l->v[j];
+        l->v[j] = x;
+    }
+}
+
+/*
+ * The arrival list of one seed.  OUT: l (heap, caller frees l->v).  0 or -1
+ * (no memory).
+ *   OB_ARTIFACT (the paper's simulator, TunePodsByNodeTotalResource): every
+ *     task of the trace, shuffled; then, when they ask for less GPU than
+ *     130 % of capacity, copies of tasks drawn uniformly (with replacement)
+ *     appended until the next draw's per-GPU milli would pass 130 % (the
+ *     simulator's test; the draw that fails ends the list); when they ask
+ *     for more, tasks removed uniformly at random until they ask for no more
+ *     than 130 %.
+ *   OB_SAMPLE: tasks drawn uniformly with replacement until 130 % is asked
+ *     for, then shuffled (this bench's first protocol).
+ */
+static int ob_make_list(const ob_trace *tr, int protocol, uint64_t seed, ob_list *l) {
+    uint64_t st = seed;
+    int64_t req = 0, target13 = tr->capacity * 13; /* compare req * 10 with it */
+    l->n = 0;
+    if (protocol == OB_SAMPLE) {
+        while (req * 10 < target13) {
+            size_t i = (size_t)ob_below(&st, tr->ntasks);
+            if (ob_push(l, i)) return -1;
+            req += pack_task_gpu_milli(&tr->tasks[i]);
+        }
+        ob_shuffle(l, &st);
+        return 0;
+    }
+    for (size_t i = 0; i < tr->ntasks; i++) {
+        if (ob_push(l, i)) return -1;
+        req += pack_task_gpu_milli(&tr->tasks[i]);
+    }
+    ob_shuffle(l, &st);
+    if (req * 10 <= target13) {
+        for (;;) {
+            size_t i = (size_t)ob_below(&st, tr->ntasks);
+            if ((req + tr->tasks[i].gpu_milli) * 10 > target13) break;
+            if (ob_push(l, i)) return -1;
+            req += pack_task_gpu_milli(&tr->tasks[i]);
+        }
+    } else {
+        while (req * 10 > target13 && l->n) {
+            size_t k = (size_t)ob_below(&st, l->n);
+            req -= pack_task_gpu_milli(&tr->tasks[l->v[k]]);
+            memmove(&l->v[k], &l->v[k + 1], (l->n - k - 1) * sizeof *l->v);
+            l->n--;
+        }
+    }
+    return 0;
+}
+
+/*
+ * The order in which the nodes are offered to pack_choose, which breaks ties
+ * by the lowest index.  OB_ARTIFACT: a random permutation per seed, as the
+ * simulator names its nodes "NNNN-<name>" with NNNN from a random
+ * permutation and its patched kube-scheduler takes the smallest name among
+ * the best-scoring nodes.  OB_SAMPLE: the file's order.
+ */
+static void ob_node_order(const ob_trace *tr, int protocol, uint64_t seed, pack_node *base) {
+    memcpy(base, tr->nodes, tr->nnodes * sizeof *base);
+    if (protocol != OB_ARTIFACT) return;
+    uint64_t st = seed ^ 0x6e6f646573ull; /* "nodes": a stream apart from the tasks' */
+    for (size_t i = tr->nnodes; i > 1; i--) {
+        size_t j = (size_t)ob_below(&st, i);
+        pack_node x = base[i - 1];
+        base[i - 1] = base[j];
+        base[j] = x;
+    }
+}
+
+/* ---------------------------------------------------------------- */
+/* the replay                                                        */
+
+/* A policy as the bench runs it: pack's policy, its options, its workload. */
+typedef struct ob_runner {
+    pack_policy pol;
+    int paper;                /* BestFit's integer score, as the simulator's plugin */
+    const pack_workload *w;
+} ob_runner;
+
+/*
+ * One replay.  OUT: ratios at 100 % and 130 % arrived, *placements (calls
+ * of pack_choose).  The ratio at X % is read as the paper's analysis does:
+ * after each task, arrived and allocated GPU are logged; the figure is the
+ * mean allocation ratio over the tasks after which arrived / capacity,
+ * rounded to a whole percent, is X (over X - 1 .. X + 1 when no task lands
+ * there).  0, or -1 on an internal error (a placement that does not apply).
+ */
+static int ob_replay(const ob_trace *tr, const pack_node *base, pack_node *nodes, const ob_list *l,
+                     const ob_runner *r, double *at100, double *at130) {
+    memcpy(nodes, base, tr->nnodes * sizeof *nodes);
     int64_t arrived = 0, alloc = 0;
-    int seen100 = 0;
-    for (size_t k = 0; k < len; k++) {
-        const pack_task *t = &tr->tasks[list[k]];
+    pack_opts o = {r->paper && r->pol == PACK_BESTFIT};
+    double sum[2][2] = {{0}}; /* [100/130][exact, +-1] */
+    long cnt[2][2] = {{0}};
+    for (size_t k = 0; k < l->n; k++) {
+        const pack_task *t = &tr->tasks[l->v[k]];
         size_t ni;
         int gpus[PACK_MAX_GPUS];
-        int rc = pack_choose(pol, nodes, tr->nnodes, t, w, &ni, gpus);
+        arrived += pack_task_gpu_milli(t);
+        int rc = pack_choose_ex(r->pol, nodes, tr->nnodes, t, r->w, &o, &ni, gpus);
         if (rc == PACK_OK) {
             if (pack_apply(&nodes[ni], t, gpus) != PACK_OK) {
                 fprintf(stderr, "openb: %s chose a placement that does not apply\n",
-                        pack_policy_name(pol));
+                        pack_policy_name(r->pol));
                 return -1;
             }
             alloc += pack_task_gpu_milli(t);
@@ -341,14 +434,25 @@ static int ob_replay(const ob_trace *tr, pack_node *nodes, const size_t *list, s
             fprintf(stderr, "openb: pack_choose failed (%d)\n", rc);
             return -1;
         }
-        arrived += pack_task_gpu_milli(t);
-        if (!seen100 && arrived >= tr->capacity) {
-            *at100 = 100.0 * (double)alloc / (double)tr->capacity;
-            seen100 = 1;
+        /* percent arrived, rounded half up: floor((200 * arrived + cap) / (2 * cap)) */
+        int64_t pct = (200 * arrived + tr->capacity) / (2 * tr->capacity);
+        double ratio = 100.0 * (double)alloc / (double)tr->capacity;
+        for (int x = 0; x < 2; x++) {
+            int64_t want = x ? 130 : 100;
+            if (pct == want) sum[x][0] += ratio, cnt[x][0]++;
+            if (pct >= want - 1 && pct <= want + 1) sum[x][1] += ratio, cnt[x][1]++;
         }
+        if (k + 1 == l->n && !cnt[1][1]) sum[1][1] = ratio, cnt[1][1] = 1; /* short list */
     }
-    *at130 = 100.0 * (double)alloc / (double)tr->capacity;
-    if (!seen100) *at100 = *at130;
+    double *out[2] = {at100, at130};
+    for (int x = 0; x < 2; x++) {
+        if (cnt[x][0])
+            *out[x] = sum[x][0] / (double)cnt[x][0];
+        else if (cnt[x][1])
+            *out[x] = sum[x][1] / (double)cnt[x][1];
+        else
+            *out[x] = 100.0 * (double)alloc / (double)tr->capacity;
+    }
     return 0;
 }
 
@@ -358,23 +462,258 @@ static double ob_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* ---------------------------------------------------------------- */
+/* workloads                                                         */
+
+/* A typical task of the paper's simulator while it is counted. */
+typedef struct ob_typical {
+    pack_task t;           /* memory_mib 0 */
+    long count;
+    char type[OB_TYPE_MAX]; /* the models of gpu_spec, "A|B" in model-id order; "" for any */
+} ob_typical;
+
+static int ob_cmp_key(const void *pa, const void *pb) {
+    const ob_typical *a = pa, *b = pb;
+#define OB_CMP(f) \
+    if (a->t.f != b->t.f) return a->t.f < b->t.f ? -1 : 1
+    OB_CMP(cpu_milli);
+    OB_CMP(gpu_milli);
+    OB_CMP(num_gpu);
+    OB_CMP(model_mask);
+#undef OB_CMP
+    return 0;
+}
+
+/* The simulator's order (SortTargetPodInDecreasingCount): count descending,
+ * then its PodResource.Less reversed: CPU, per-GPU milli, GPU count, GPU type
+ * string, all descending. */
+static int ob_cmp_popular(const void *pa, const void *pb) {
+    const ob_typical *a = pa, *b = pb;
+    if (a->count != b->count) return a->count > b->count ? -1 : 1;
+    if (a->t.cpu_milli != b->t.cpu_milli) return a->t.cpu_milli > b->t.cpu_milli ? -1 : 1;
+    if (a->t.gpu_milli != b->t.gpu_milli) return a->t.gpu_milli > b->t.gpu_milli ? -1 : 1;
+    if (a->t.num_gpu != b->t.num_gpu) return a->t.num_gpu > b->t.num_gpu ? -1 : 1;
+    return -strcmp(a->type, b->type);
+}
+
+/*
+ * The FGD paper's typical tasks (its simulator's GetTypicalPods, with the
+ * artifact's settings): the trace's tasks keyed by CPU, per-GPU milli, GPU
+ * count and accepted GPU models (memory is not part of the key, and the
+ * simulator's fragmentation never looks at memory), in the order above,
+ * taken until they cover `coverage` of the tasks (the artifact: 95 %),
+ * CPU-only tasks included, weighted by count.
+ */
+static int ob_paper_workload(const ob_trace *tr, double coverage, pack_workload **out) {
+    ob_typical *ty = calloc(tr->ntasks, sizeof *ty);
+    pack_shape *sh = calloc(tr->ntasks, sizeof *sh);
+    int rc = PACK_ENOMEM;
+    if (!ty || !sh) goto out;
+    for (size_t i = 0; i < tr->ntasks; i++) {
+        ty[i].t = tr->tasks[i];
+        ty[i].t.memory_mib = 0;
+        ty[i].count = 1;
+    }
+    qsort(ty, tr->ntasks, sizeof *ty, ob_cmp_key);
+    size_t n = 0;
+    for (size_t i = 0; i < tr->ntasks; i++) {
+        if (n && ob_cmp_key(&ty[i], &ty[n - 1]) == 0) {
+            ty[n - 1].count++;
+            continue;
+        }
+        ty[n] = ty[i];
+        size_t len = 0;
+        for (int m = 0; m < tr->models.n; m++) {
+            if (!((ty[n].t.model_mask >> m) & 1u)) continue;
+            int w = snprintf(ty[n].type + len, sizeof ty[n].type - len, "%s%s", len ? "|" : "",
+                             tr->models.name[m]);
+            if (w < 0 || (size_t)w >= sizeof ty[n].type - len) break; /* cut: order only */
+            len += (size_t)w;
+        }
+        n++;
+    }
+    qsort(ty, n, sizeof *ty, ob_cmp_popular);
+    double want = coverage * (double)tr->ntasks, have = 0;
+    size_t keep = 0;
+    while (keep < n && have < want) {
+        sh[keep].task = ty[keep].t;
+        sh[keep].weight = (double)ty[keep].count;
+        have += (double)ty[keep++].count;
+    }
+    rc = pack_workload_new(sh, keep, out);
+out:
+    free(ty);
+    free(sh);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- */
+/* one trace                                                         */
+
+#define OB_NMIX 13
+
+/* The published figures (shared/data/openb/README.md: the artifact's
+ * expected_results/analysis_allo_discrete.csv, seeds 42-51). */
+static const struct ob_published {
+    const char *mix;
+    double bf100, bf130, fgd100, fgd130;
+} ob_published[OB_NMIX] = {
+    {"default", 92.86, 93.08, 95.23, 95.39},    {"cpu050", 93.56, 93.79, 95.00, 95.21},
+    {"cpu100", 93.26, 93.44, 95.21, 95.35},     {"cpu200", 92.15, 92.40, 94.82, 95.05},
+    {"gpushare40", 91.44, 91.69, 93.96, 94.15}, {"gpushare60", 89.06, 89.36, 91.25, 91.40},
+    {"gpushare80", 86.66, 87.01, 89.08, 89.31}, {"gpuspec10", 93.10, 93.31, 94.66, 94.95},
+    {"gpuspec20", 88.46, 93.30, 94.66, 94.84},  {"gpuspec25", 85.67, 93.23, 93.91, 94.74},
+    {"multigpu20", 93.73, 93.93, 95.53, 95.65}, {"multigpu30", 94.57, 94.72, 96.36, 96.46},
+    {"multigpu40", 95.10, 95.23, 96.91, 96.99},
+};
+
+typedef struct ob_cfg {
+    long seeds;
+    int protocol;    /* OB_ARTIFACT or OB_SAMPLE */
+    double coverage; /* FGD's typical tasks */
+    int npol;
+    pack_policy pols[PACK_NPOLICIES];
+    int verbose;
+} ob_cfg;
+
+/* Results of one trace: per policy, means over seeds, and time. */
+typedef struct ob_result {
+    double a100[PACK_NPOLICIES], a130[PACK_NPOLICIES], secs[PACK_NPOLICIES];
+    long placements[PACK_NPOLICIES];
+} ob_result;
+
+/* Replay one node file + task file under cfg.  0 or -1 (message printed). */
+static int ob_run_trace(const char *nodes_path, const char *tasks_path, const ob_cfg *cfg,
+                        ob_result *res) {
+    int status = -1;
+    ob_trace tr = {0};
+    pack_workload *wpaper = NULL, *wpool = NULL;
+    pack_node *nodes = NULL, *base = NULL;
+    ob_list list = {0};
+    memset(res, 0, sizeof *res);
+    if (ob_read_nodes(&tr, nodes_path) || ob_read_tasks(&tr, tasks_path)) goto out;
+    int rc = ob_paper_workload(&tr, cfg->coverage, &wpaper);
+    if (rc == PACK_OK) rc = pack_workload_from_tasks(tr.tasks, tr.ntasks, 1.0, &wpool);
+    nodes = malloc(tr.nnodes * sizeof *nodes);
+    base = malloc(tr.nnodes * sizeof *base);
+    if (rc != PACK_OK || !nodes || !base) {
+        fprintf(stderr, "openb: cannot build the workload (%d)\n", rc);
+        goto out;
+    }
+    if (cfg->verbose)
+        fprintf(stderr, "openb: %zu nodes, %lld milli-GPU, %zu tasks, %zu typical tasks (FGD)\n",
+                tr.nnodes, (long long)tr.capacity, tr.ntasks, pack_workload_count(wpaper));
+    for (long s = 0; s < cfg->seeds; s++) {
+        uint64_t seed = (uint64_t)(OB_SEED_BASE + s);
+        if (ob_make_list(&tr, cfg->protocol, seed, &list)) {
+            fprintf(stderr, "openb: out of memory\n");
+            goto out;
+        }
+        ob_node_order(&tr, cfg->protocol, seed, base);
+        for (int p = 0; p < cfg->npol; p++) {
+            pack_policy pol = cfg->pols[p];
+            ob_runner r = {pol, pol != PACK_GPUPOOL, pol == PACK_GPUPOOL ? wpool : wpaper};
+            double a100 = 0, a130 = 0, ts = ob_now();
+            if (ob_replay(&tr, base, nodes, &list, &r, &a100, &a130)) goto out;
+            double dt = ob_now() - ts;
+            res->secs[p] += dt;
+            res->placements[p] += (long)list.n;
+            res->a100[p] += a100 / (double)cfg->seeds;
+            res->a130[p] += a130 / (double)cfg->seeds;
+            if (cfg->verbose)
+                fprintf(stderr,
+                        "openb: %s seed=%llu policy=%s tasks=%zu alloc_at_100=%.2f "
+                        "alloc_at_130=%.2f (%.2f s)\n",
+                        tasks_path, (unsigned long long)seed, pack_policy_name(pol), list.n, a100,
+                        a130, dt);
+        }
+    }
+    status = 0;
+out:
+    free(list.v);
+    free(nodes);
+    free(base);
+    pack_workload_free(wpaper);
+    pack_workload_free(wpool);
+    ob_trace_release(&tr);
+    return status;
+}
+
+/* ---------------------------------------------------------------- */
+/* the mix report                                                    */
+
+/* Every mix of data_dir under cfg, against the published figures.  Exit
+ * status: 0, or 1 when a trace cannot be run. */
+static int ob_mix_report(const char *data_dir, const ob_cfg *cfg) {
+    char np[4096], tp[4096];
+    double worst_fgd = 0, worst_bf = 0, min_margin = 1e9;
+    double secs[PACK_NPOLICIES] = {0};
+    long placed[PACK_NPOLICIES] = {0};
+    snprintf(np, sizeof np, "%s/openb_node_list_gpu_node.csv", data_dir);
+    printf("%-11s %-8s %8s %8s %6s   %8s %8s %6s\n", "mix", "policy", "ours@100", "paper",
+           "diff", "ours@130", "paper", "diff");
+    for (int m = 0; m < OB_NMIX; m++) {
+        const struct ob_published *pb = &ob_published[m];
+        ob_result res;
+        snprintf(tp, sizeof tp, "%s/openb_pod_list_%s.csv", data_dir, pb->mix);
+        if (ob_run_trace(np, tp, cfg, &res)) return 1;
+        for (int p = 0; p < cfg->npol; p++) {
+            pack_policy pol = cfg->pols[p];
+            /* BestFit against the paper's BestFit; FGD and gpupool against its FGD */
+            double p100 = pol == PACK_BESTFIT ? pb->bf100 : pb->fgd100;
+            double p130 = pol == PACK_BESTFIT ? pb->bf130 : pb->fgd130;
+            double d100 = res.a100[p] - p100, d130 = res.a130[p] - p130;
+            printf("%-11s %-8s %8.2f %8.2f %+6.2f   %8.2f %8.2f %+6.2f\n", pb->mix,
+                   pack_policy_name(pol), res.a100[p], p100, d100, res.a130[p], p130, d130);
+            double w = fabs(d100) > fabs(d130) ? fabs(d100) : fabs(d130);
+            if (pol == PACK_BESTFIT && w > worst_bf) worst_bf = w;
+            if (pol == PACK_FGD && w > worst_fgd) worst_fgd = w;
+            if (pol == PACK_GPUPOOL) {
+                if (d100 < min_margin) min_margin = d100;
+                if (d130 < min_margin) min_margin = d130;
+            }
+            secs[p] += res.secs[p];
+            placed[p] += res.placements[p];
+        }
+        fflush(stdout);
+    }
+    printf("seeds=%ld protocol=%s", cfg->seeds, cfg->protocol == OB_ARTIFACT ? "artifact" : "sample");
+    for (int p = 0; p < cfg->npol; p++) {
+        pack_policy pol = cfg->pols[p];
+        if (pol == PACK_BESTFIT) printf(" bestfit_max_abs_diff=%.2f", worst_bf);
+        if (pol == PACK_FGD) printf(" fgd_max_abs_diff=%.2f", worst_fgd);
+        if (pol == PACK_GPUPOOL) printf(" gpupool_min_margin=%+.2f", min_margin);
+    }
+    printf("\n");
+    for (int p = 0; p < cfg->npol; p++)
+        printf("policy=%s us_per_placement=%.1f placements=%ld\n", pack_policy_name(cfg->pols[p]),
+               placed[p] ? 1e6 * secs[p] / (double)placed[p] : 0.0, placed[p]);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* the command                                                       */
+
 static void ob_usage(FILE *f) {
     fprintf(f,
-            "usage: gpupool-bench openb --nodes FILE --tasks FILE [--seeds N] [--policy NAME]\n"
-            "                           [--coverage X] [--verbose]\n"
-            "  --nodes     node list CSV (sn,cpu_milli,memory_mib,gpu,model)\n"
-            "  --tasks     pod list CSV (cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...])\n"
-            "  --seeds     number of seeds, 42.. (default 10)\n"
-            "  --policy    bestfit, fgd, gpupool or all (default all)\n"
-            "  --coverage  share of the trace's tasks the typical shapes cover (default 1)\n"
-            "  --verbose   per-seed figures and timing on stderr\n");
+            "usage: gpupool-bench openb --nodes FILE --tasks FILE [options]\n"
+            "       gpupool-bench openb --mix-report [--data DIR] [options]\n"
+            "  --nodes       node list CSV (sn,cpu_milli,memory_mib,gpu,model)\n"
+            "  --tasks       pod list CSV (cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...])\n"
+            "  --mix-report  every mix of --data against the paper's published figures\n"
+            "  --data        folder of the openb files (default ../shared/data/openb)\n"
+            "  --seeds       number of seeds, 42.. (default 10)\n"
+            "  --policy      bestfit, fgd, gpupool or all (default all)\n"
+            "  --protocol    artifact (the paper's simulator, default) or sample\n"
+            "  --coverage    share of the trace's tasks FGD's typical tasks cover (default 0.95)\n"
+            "  --verbose     per-seed figures and timing on stderr\n");
 }
 
 int bench_openb(int argc, char **argv) {
-    const char *nodes_path = NULL, *tasks_path = NULL, *policy = "all";
-    long seeds = 10;
-    double coverage = 1.0;
-    int verbose = 0;
+    const char *nodes_path = NULL, *tasks_path = NULL, *policy = "all",
+               *data_dir = "../shared/data/openb";
+    ob_cfg cfg = {10, OB_ARTIFACT, 0.95, 0, {0}, 0};
+    int mix_report = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end;
@@ -382,7 +721,10 @@ int bench_openb(int argc, char **argv) {
             ob_usage(stdout);
             return 0;
         } else if (strcmp(a, "--verbose") == 0) {
-            verbose = 1;
+            cfg.verbose = 1;
+            continue;
+        } else if (strcmp(a, "--mix-report") == 0) {
+            mix_report = 1;
             continue;
         }
         if (!v) {
@@ -395,17 +737,28 @@ int bench_openb(int argc, char **argv) {
             nodes_path = v;
         } else if (strcmp(a, "--tasks") == 0) {
             tasks_path = v;
+        } else if (strcmp(a, "--data") == 0) {
+            data_dir = v;
         } else if (strcmp(a, "--policy") == 0) {
             policy = v;
+        } else if (strcmp(a, "--protocol") == 0) {
+            if (strcmp(v, "artifact") == 0) {
+                cfg.protocol = OB_ARTIFACT;
+            } else if (strcmp(v, "sample") == 0) {
+                cfg.protocol = OB_SAMPLE;
+            } else {
+                fprintf(stderr, "openb: bad --protocol '%s' (artifact, sample)\n", v);
+                return 2;
+            }
         } else if (strcmp(a, "--seeds") == 0) {
-            seeds = strtol(v, &end, 10);
-            if (*end || seeds < 1 || seeds > 100000) {
+            cfg.seeds = strtol(v, &end, 10);
+            if (*end || cfg.seeds < 1 || cfg.seeds > 100000) {
                 fprintf(stderr, "openb: bad --seeds '%s'\n", v);
                 return 2;
             }
         } else if (strcmp(a, "--coverage") == 0) {
-            coverage = strtod(v, &end);
-            if (*end || !(coverage > 0) || coverage > 1) {
+            cfg.coverage = strtod(v, &end);
+            if (*end || !(cfg.coverage > 0) || cfg.coverage > 1) {
                 fprintf(stderr, "openb: bad --coverage '%s' (0 < X <= 1)\n", v);
                 return 2;
             }
@@ -415,75 +768,36 @@ int bench_openb(int argc, char **argv) {
             return 2;
         }
     }
-    if (!nodes_path || !tasks_path) {
+    if (!mix_report && (!nodes_path || !tasks_path)) {
         ob_usage(stderr);
         return 2;
     }
-    pack_policy pols[PACK_NPOLICIES];
-    int npol = 0;
     if (strcmp(policy, "all") == 0) {
-        for (int p = 0; p < PACK_NPOLICIES; p++) pols[npol++] = (pack_policy)p;
-    } else if (pack_policy_parse(policy, &pols[0]) == PACK_OK) {
-        npol = 1;
+        for (int p = 0; p < PACK_NPOLICIES; p++) cfg.pols[cfg.npol++] = (pack_policy)p;
+    } else if (pack_policy_parse(policy, &cfg.pols[0]) == PACK_OK) {
+        cfg.npol = 1;
     } else {
         fprintf(stderr, "openb: unknown policy '%s' (bestfit, fgd, gpupool, all)\n", policy);
         return 2;
     }
 
-    int status = 1;
     double t0 = ob_now();
-    ob_trace tr = {0};
-    pack_workload *w = NULL;
-    pack_node *nodes = NULL;
-    size_t *list = NULL;
-    double sum100[PACK_NPOLICIES] = {0}, sum130[PACK_NPOLICIES] = {0},
-           secs[PACK_NPOLICIES] = {0};
-    if (ob_read_nodes(&tr, nodes_path) || ob_read_tasks(&tr, tasks_path)) goto out;
-    int rc = pack_workload_from_tasks(tr.tasks, tr.ntasks, coverage, &w);
-    nodes = malloc(tr.nnodes * sizeof *nodes);
-    if (rc != PACK_OK || !nodes) {
-        fprintf(stderr, "openb: cannot build the workload (%d)\n", rc);
-        goto out;
+    if (mix_report) {
+        int rc = ob_mix_report(data_dir, &cfg);
+        fprintf(stderr, "openb: mix report: %.1f s\n", ob_now() - t0);
+        return rc;
     }
-    if (verbose)
-        fprintf(stderr, "openb: %zu nodes, %lld milli-GPU, %zu tasks, %zu typical shapes\n",
-                tr.nnodes, (long long)tr.capacity, tr.ntasks, pack_workload_count(w));
-    for (long s = 0; s < seeds; s++) {
-        size_t len;
-        if (ob_sample(&tr, (uint64_t)(OB_SEED_BASE + s), &list, &len)) {
-            fprintf(stderr, "openb: out of memory\n");
-            goto out;
-        }
-        for (int p = 0; p < npol; p++) {
-            double a100 = 0, a130 = 0, ts = ob_now();
-            if (ob_replay(&tr, nodes, list, len, pols[p], w, &a100, &a130)) goto out;
-            secs[p] += ob_now() - ts;
-            sum100[p] += a100;
-            sum130[p] += a130;
-            if (verbose)
-                fprintf(stderr, "openb: seed=%ld policy=%s tasks=%zu alloc_at_100=%.2f "
-                                "alloc_at_130=%.2f (%.2f s)\n",
-                        OB_SEED_BASE + s, pack_policy_name(pols[p]), len, a100, a130,
-                        ob_now() - ts);
-        }
-        free(list);
-        list = NULL;
-    }
-    for (int p = 0; p < npol; p++) {
+    ob_result res;
+    if (ob_run_trace(nodes_path, tasks_path, &cfg, &res)) return 1;
+    for (int p = 0; p < cfg.npol; p++) {
         printf("policy=%s alloc_at_100=%.2f alloc_at_130=%.2f seeds=%ld\n",
-               pack_policy_name(pols[p]), sum100[p] / (double)seeds, sum130[p] / (double)seeds,
-               seeds);
-        if (verbose)
-            fprintf(stderr, "openb: policy=%s %.2f s\n", pack_policy_name(pols[p]), secs[p]);
+               pack_policy_name(cfg.pols[p]), res.a100[p], res.a130[p], cfg.seeds);
+        if (cfg.verbose)
+            fprintf(stderr, "openb: policy=%s %.2f s, %.1f us per placement\n",
+                    pack_policy_name(cfg.pols[p]), res.secs[p],
+                    res.placements[p] ? 1e6 * res.secs[p] / (double)res.placements[p] : 0.0);
     }
     fflush(stdout);
     fprintf(stderr, "openb: %s: %.1f s\n", tasks_path, ob_now() - t0);
-    status = 0;
-out:
-    free(list);
-    free(nodes);
-    pack_workload_free(w);
-    free(tr.nodes);
-    free(tr.tasks);
-    return status;
+    return 0;
 }

@@ -2,7 +2,7 @@
 # run.sh - README command 1: install what is missing, build, and run gpupool
 # all-in-one on the embedded SQLite store in ./var: the server, plus a node
 # agent simulating the GPU nodes of examples/inventory.json (a real NVML
-# node is `gpupool agent --join-token T` on a machine with NVIDIA GPUs).
+# node is `gpupool agent --join-token-file F` on a machine with NVIDIA GPUs).
 #
 #   scripts/run.sh [extra server flags]     e.g. --listen 127.0.0.1:8080
 #
@@ -30,11 +30,14 @@ if [ ! -s var/agent/sim-0.token ]; then
   "${admin[@]}" user create demo-ops --service >/dev/null 2>&1 || true
   "${admin[@]}" member grant demo-ops ops-engineer >/dev/null
   ops_token=$("${admin[@]}" -o json token create --user demo-ops --ttl 3600 --label run.sh | jq -r .token)
-  join_token=$(GPUPOOL_TOKEN=$ops_token "$bin" -o json jointoken create --ttl 600 | jq -r .token)
+  # one use per node of the inventory (a join token is single-use unless made with --uses)
+  nodes=$(jq '.nodes | length' examples/inventory.json)
+  join_token=$(GPUPOOL_TOKEN=$ops_token "$bin" -o json jointoken create --ttl 600 --uses "$nodes" | jq -r .token)
 else
   join_token=""
 fi
-"$bin" agent ${join_token:+--join-token "$join_token"} --inventory examples/inventory.json \
+# the token through the environment: a command line is visible to every local user (ps)
+GPUPOOL_JOIN_TOKEN=$join_token "$bin" agent --inventory examples/inventory.json \
   --state-dir ./var/agent --interval 5 2>>var/agent.log &
 agent=$!
 

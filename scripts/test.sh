@@ -5,7 +5,8 @@
 # temporary folder on a free port, scripts/pg-cluster.sh, removed after),
 # then a build with AddressSanitizer + UndefinedBehaviorSanitizer (SQLite,
 # and the store/HA tests on PostgreSQL); then each libFuzzer target for 10 s
-# (scripts/fuzz.sh), and a ThreadSanitizer build running the tests whose
+# (scripts/fuzz.sh), the Release binary with gcc and with clang (-O3, warnings
+# are errors there too), and a ThreadSanitizer build running the tests whose
 # server is busiest on many threads at once.  Warnings are errors.
 #
 #   scripts/test.sh                 both builds
@@ -33,6 +34,12 @@ jobs=$(nproc)
 echo "== build (RelWithDebInfo, -Werror) =="
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGP_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
+echo "== Release builds, -Werror, gcc and clang (the binary only) =="
+for cc in gcc clang; do
+  cmake -S . -B "build-release-$cc" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Release \
+    -DGP_WERROR=ON >/dev/null
+  cmake --build "build-release-$cc" -j"$jobs" --target gpupool
+done
 echo "== tests =="
 ctest --test-dir build --output-on-failure -j"$jobs"
 if [ "${GP_TEST_SKIP_PG:-0}" != "1" ]; then
@@ -72,7 +79,7 @@ if [ "${GP_TEST_SKIP_TSAN:-0}" != "1" ]; then
   echo "== tests (ThreadSanitizer): the threaded paths =="
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     ctest --test-dir build-tsan --output-on-failure -j"$jobs" \
-    -R 'load_mixed|unit_throttle|unit_store|e2e_test_server|e2e_test_gateway$|e2e_test_jobs|security_test_http'
+    -R 'load_mixed|unit_throttle|unit_schedloop|unit_store|e2e_test_server|e2e_test_gateway$|e2e_test_jobs|security_test_http|e2e_test_sched_events'
 fi
 stop_pg
 if [ "${GP_TEST_SKIP_FUZZ:-0}" != "1" ]; then

@@ -12,7 +12,7 @@
 const TOKEN_KEY = 'gpupool.token';
 const PICK_KEY = 'gpupool.pick';
 const S = { me: null, tenants: [], projects: [], tenant: '', project: '', global: new Set(),
-            view: 'overview' };
+            view: 'overview', currency: '' };
 
 // ---------------------------------------------------------------- DOM helpers
 
@@ -52,6 +52,12 @@ function fmt(n, digits) {
   if (typeof n !== 'number') return String(n);
   const d = digits === undefined ? (Number.isInteger(n) ? 0 : 2) : digits;
   return n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: 0 });
+}
+// A cost with its currency: the report's, else the rate card in force now (S.currency, read at
+// sign-in); with no rate card at all, say so rather than print a bare number.
+function money(n, currency) {
+  const c = currency || S.currency;
+  return fmt(n || 0, 2) + (c ? ' ' + c : ' (no rate card)');
 }
 function when(t) { return t ? String(t).replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '—'; }
 
@@ -110,6 +116,7 @@ async function signIn(token) {
   }
   S.global = new Set(S.me.roles.filter((r) => r.scope === 'global').map((r) => r.role));
   await loadScopes();
+  S.currency = await currentCurrency();
   $('who-name').textContent = S.me.name;
   $('who').hidden = false;
   $('nav').hidden = false;
@@ -119,10 +126,25 @@ async function signIn(token) {
   go(views[start] && allowed(start) ? start : firstView());
 }
 
+// The currency of the rate card in force now (the newest whose effective_from has passed, else
+// the first to come); '' when there is none or it cannot be read.
+async function currentCurrency() {
+  try {
+    const cards = (await api('GET', '/api/v1/rate-cards')).items || [];
+    const now = Date.now();
+    const past = cards.filter((c) => Date.parse(c.effective_from) <= now);
+    const card = past.length ? past[past.length - 1] : cards[0];
+    return (card && card.currency) || '';
+  } catch (e) {
+    return '';
+  }
+}
+
 function signOut(msg) {
   sessionStorage.removeItem(TOKEN_KEY);
   sessionStorage.removeItem(PICK_KEY);
   S.me = null; S.tenants = []; S.projects = []; S.tenant = ''; S.project = ''; S.global = new Set();
+  S.currency = '';
   $('who').hidden = true;
   $('nav').hidden = true;
   clear($('nav-list'));
@@ -280,7 +302,7 @@ async function viewOverview(body) {
   }
   if (o.usage) {
     stats.push(['Card-hours this month', fmt(o.usage.card_hours, 3)], ['Tokens this month', fmt(o.usage.tokens)],
-               ['Cost this month', fmt(o.usage.cost, 2) + ' ' + (o.usage.currency || '')]);
+               ['Cost this month', money(o.usage.cost, o.usage.currency)]);
   }
   if (o.alarms) stats.push(['Open alarms', o.alarms.open]);
   body.appendChild(h('p', {}, o.display_name && o.display_name !== o.tenant ? o.display_name + ' · ' : '',
@@ -347,7 +369,12 @@ async function viewJobs(body) {
                    command: String(f.get('command') || '').trim().split(/\s+/).filter(Boolean) };
     if (f.get('priority_class')) spec.priority_class = f.get('priority_class');
     try {
-      const j = await api('POST', ppath() + '/jobs', spec);
+      let j = await api('POST', ppath() + '/jobs', spec);
+      // the server answers before its scheduler looked at the job: show the first reason
+      for (let i = 0; i < 100 && j.reason === 'waiting for the scheduler'; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        j = await api('GET', ppath() + '/jobs/' + encodeURIComponent(j.id));
+      }
       clear(out).appendChild(h('p', { class: 'card' }, 'Submitted ', h('strong', {}, j.name), ' (' + j.id + '): ',
         h('span', { class: 'state-' + j.state }, j.state), j.reason ? ' — ' : '', h('span', { class: 'reason' }, j.reason || '')));
       await refreshJobs();
@@ -376,13 +403,29 @@ async function viewJobs(body) {
         h('pre', {}, JSON.stringify(x, null, 2))));
     } catch (e) { say(e.message, true); }
   };
+  // A job's output, followed: read again every second until the job has ended, or until this
+  // section is replaced (another job's logs or explanation, another view, sign-out).
   const logs = async (j) => {
-    try {
-      const x = await api('GET', ppath() + '/jobs/' + enc(j.id) + '/logs');
-      clear(detail).appendChild(h('section', { class: 'card', 'aria-label': 'Logs' }, h('h3', {}, 'Output of ' + j.name),
-        h('p', {}, 'Exit code: ' + (x.exit_code === null || x.exit_code === undefined ? '—' : x.exit_code)),
-        h('pre', {}, x.log || '(no output yet)')));
-    } catch (e) { say(e.message, true); }
+    const state = h('p', { id: 'job-log-state' }, 'Reading…');
+    const pre = h('pre', { id: 'job-log', tabindex: '0', 'aria-label': 'Output of ' + j.name }, '');
+    clear(detail).appendChild(h('section', { class: 'card', 'aria-label': 'Logs' }, h('h3', {}, 'Output of ' + j.name), state, pre));
+    for (;;) {
+      let x;
+      try { x = await api('GET', ppath() + '/jobs/' + enc(j.id) + '/logs'); }
+      catch (e) { if (document.contains(pre)) say(e.message, true); return; }
+      if (!document.contains(pre)) return;
+      const ended = ['succeeded', 'failed', 'cancelled', 'preempted'].includes(x.state);
+      state.textContent = 'State: ' + x.state + ' · exit code: ' +
+        (x.exit_code === null || x.exit_code === undefined ? '—' : x.exit_code) +
+        (ended ? '' : ' · following (read every second)');
+      const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+      const text = x.log || '(no output yet)';
+      if (pre.textContent !== text) pre.textContent = text;
+      if (atEnd) pre.scrollTop = pre.scrollHeight; // stay at the newest line unless scrolled up
+      if (ended) return;
+      await new Promise((r) => setTimeout(r, 1000));
+      if (!document.contains(pre)) return;
+    }
   };
   const cancel = async (j) => {
     try { await api('POST', ppath() + '/jobs/' + enc(j.id) + '/cancel', {}); say('Cancelled ' + j.name + '.'); await refreshJobs(); }
@@ -450,7 +493,7 @@ async function viewUsage(body) {
   const t = byProject.totals || {};
   body.appendChild(h('div', { class: 'grid', id: 'usage-totals' },
     [['Card-hours', fmt(t.card_hours, 3)], ['Tokens', fmt((t.prompt_tokens || 0) + (t.completion_tokens || 0))],
-     ['Requests', fmt(t.requests)], ['Cost', fmt(t.cost, 2) + ' ' + (byProject.currency || '')]].map(([l, v]) =>
+     ['Requests', fmt(t.requests)], ['Cost', money(t.cost, byProject.currency)]].map(([l, v]) =>
       h('div', { class: 'card' }, h('div', { class: 'stat-label' }, l + ' in ' + month), h('div', { class: 'stat' }, v)))));
   body.appendChild(h('div', { class: 'charts', id: 'usage-charts' },
     barChart('chart-ch-project', 'Daily card-hours by project', 'card-hours', days, collect(byProject, 'project', (r) => r.card_hours)),
@@ -466,7 +509,8 @@ async function viewUsage(body) {
   body.appendChild(h('h3', {}, 'By project (table)'));
   body.appendChild(table(null, [{ label: 'Project', get: (r) => r.project },
     { label: 'Card-hours', num: true, get: (r) => fmt(r.card_hours, 3) }, { label: 'Tokens', num: true, get: (r) => r.tokens },
-    { label: 'Cost', num: true, get: (r) => fmt(r.cost, 2) }], Object.values(per)));
+    { label: 'Cost' + (byProject.currency || S.currency ? ' (' + (byProject.currency || S.currency) + ')' : ''), num: true,
+      get: (r) => fmt(r.cost, 2) }], Object.values(per)));
 }
 
 // ---------------------------------------------------------------- keys and KBs

@@ -15,8 +15,21 @@
  * are reported until a heartbeat is answered 200 (runner_ack), whichever
  * server answers it, so a failover loses none.
  *
- * Signals: the caller blocks SIGTERM/SIGINT; agent_run() waits for them
- * between heartbeats with sigtimedwait, so a stop is prompt.
+ * Events (docs/workloads.md, "The event flow"): each node heartbeats every
+ * --interval for health and liveness, and also AT ONCE when one of its
+ * workloads started or exited (SIGCHLD wakes the loop) or when the server
+ * says its assignments changed: a waiter thread per node (up to
+ * WAIT_MAX_NODES nodes) keeps a long poll open (POST /api/v1/agent/wait),
+ * which the server answers the moment a commit touches the node; the
+ * waiter then wakes the loop (SIGUSR1) and the loop heartbeats that node,
+ * which fetches the assignments.  The runner is the loop's alone; waiters
+ * only read the node's credential (under tok_mu).  With more nodes than
+ * WAIT_MAX_NODES (a large --simulate), or a server without the notifier,
+ * assignments come with the interval's heartbeats.
+ *
+ * Signals: the caller blocks SIGTERM/SIGINT; agent_run() also blocks
+ * SIGUSR1 and SIGCHLD and waits for all four with sigtimedwait, so a stop
+ * is prompt and an event is handled at once.
  */
 #define _GNU_SOURCE
 #include "agent.h"
@@ -33,10 +46,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <time.h>
@@ -50,7 +66,22 @@ typedef struct anode {
     json_t *pending_xids; /* simulated: index -> [xids] to send next */
     json_t *procs;     /* simulated: index -> [{job|pid, memory_mib, sm_pct}] on that GPU */
     int reported;      /* the server has this run's hardware report */
+    /* events (see the top) */
+    int64_t next_beat_us;  /* monotonic: the interval's next heartbeat */
+    int64_t exit_retry_us; /* an unacknowledged exit is sent again from then */
+    int dirty;             /* a workload started: report it at once */
+    int64_t event_at_us;   /* a start or exit to report: the heartbeat goes then (0: none) */
+    atomic_int woke;       /* the waiter saw the node's assignments change */
 } anode;
+
+/* A node's long poll (see the top). */
+typedef struct waiter {
+    struct agent *a;
+    anode *nd;
+    pthread_t th;
+    int running;
+    httpc_servers servers; /* its own list: httpc_servers is not shared between threads */
+} waiter;
 
 typedef struct agent {
     const agent_config *cfg;
@@ -61,7 +92,19 @@ typedef struct agent {
     nvml *nv; /* NVML mode */
     nvml_gpu *gpus;
     int ngpus;
+    pthread_mutex_t tok_mu; /* nodes' tokens: the loop writes them, waiters read them */
+    pthread_t main_th;      /* woken with SIGUSR1 */
+    atomic_int stopping;
+    waiter *waiters;
+    int nwaiters;
 } agent;
+
+#define WAIT_MAX_NODES 16 /* long polls at most: each holds a connection, and the server caps them per
+                          * address (--max-connections-per-ip, 128 by default) */
+#define WAIT_S 3          /* one long poll's length: an agent stop waits for it at most */
+/* a start or exit is reported this long after it is seen, so that the exits of workloads
+ * started together (and a start with a quick exit) go in one heartbeat */
+#define EVENT_BATCH_US 5000
 
 static int mkdir_p(const char *path) {
     char buf[4096];
@@ -372,8 +415,10 @@ static int join(agent *a, anode *nd) {
         json_decref(resp);
         return -1;
     }
+    pthread_mutex_lock(&a->tok_mu);
     free(nd->token);
     nd->token = strdup(tok);
+    pthread_mutex_unlock(&a->tok_mu);
     nd->reported = 1; /* joining carried the report */
     json_decref(resp);
     if (write_token(a->cfg->state_dir, nd->name, nd->token) != 0)
@@ -432,7 +477,8 @@ static int heartbeat(agent *a, anode *nd) {
         /* the server has our exits; run what it assigns, stop what it no longer does */
         runner_ack(a->run, nd->name);
         json_t *as = json_object_get(resp, "assignments");
-        if (json_is_array(as)) runner_apply(a->run, nd->name, as);
+        if (json_is_array(as) && runner_apply(a->run, nd->name, as) > 0)
+            nd->dirty = 1; /* report the start at once */
     }
     if (status != 200) {
         const char *msg =
@@ -446,8 +492,10 @@ static int heartbeat(agent *a, anode *nd) {
     if (status == 401 || status == 404) {
         /* credential revoked or node forgotten: join again next round */
         log_kv(LOG_WARN, "credential refused; will join again", "node", nd->name, (char *)NULL);
+        pthread_mutex_lock(&a->tok_mu);
         free(nd->token);
         nd->token = NULL;
+        pthread_mutex_unlock(&a->tok_mu);
         return -1;
     }
     if (status != 200) return -1;
@@ -457,13 +505,72 @@ static int heartbeat(agent *a, anode *nd) {
     return 0;
 }
 
-static int wait_or_stop(int seconds) {
+static void event_signals(sigset_t *set) {
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGUSR1);
+    sigaddset(set, SIGCHLD);
+}
+
+/* Wait up to `us` for a stop (returns 1) or an event (SIGUSR1, SIGCHLD: returns 0). */
+static int wait_or_stop(int64_t us) {
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    struct timespec ts = {seconds, 0};
-    return sigtimedwait(&set, NULL, &ts) > 0;
+    event_signals(&set);
+    if (us < 0) us = 0;
+    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+    int sig = sigtimedwait(&set, NULL, &ts);
+    return sig == SIGTERM || sig == SIGINT;
+}
+
+/* Sleep up to `seconds`, in steps, until the agent stops. */
+static void waiter_pause(agent *a, int seconds) {
+    for (int i = 0; i < seconds * 10 && !atomic_load(&a->stopping); i++) {
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* A node's long poll: on a change, flag the node and wake the loop. */
+static void *waiter_main(void *arg) {
+    waiter *w = arg;
+    agent *a = w->a;
+    json_int_t seen = -1; /* the first answer comes at once: the loop heartbeats */
+    while (!atomic_load(&a->stopping)) {
+        char *tok = NULL;
+        pthread_mutex_lock(&a->tok_mu);
+        if (w->nd->token) tok = strdup(w->nd->token);
+        pthread_mutex_unlock(&a->tok_mu);
+        if (!tok) {
+            waiter_pause(a, 1);
+            continue;
+        }
+        gp_err err = GP_ERR_INIT;
+        long status = 0;
+        json_t *resp = NULL;
+        json_t *body = json_pack("{s:s,s:I,s:i}", "node", w->nd->name, "seen", seen, "timeout_s",
+                                 WAIT_S);
+        int rc = httpc_json_failover(&w->servers, "/api/v1/agent/wait", "POST", tok, body,
+                                     WAIT_S + CALL_TIMEOUT_S, &status, &resp, &err);
+        json_decref(body);
+        free(tok);
+        if (rc || status != 200 || !json_is_true(json_object_get(resp, "events"))) {
+            /* unreachable, refused, or a server without the notifier: the heartbeats carry
+             * the assignments meanwhile */
+            json_decref(resp);
+            seen = -1;
+            waiter_pause(a, a->cfg->interval_s > 0 ? a->cfg->interval_s : 5);
+            continue;
+        }
+        seen = json_integer_value(json_object_get(resp, "version"));
+        int changed = json_is_true(json_object_get(resp, "changed"));
+        json_decref(resp);
+        if (changed) {
+            atomic_store(&w->nd->woke, 1);
+            pthread_kill(a->main_th, SIGUSR1);
+        }
+    }
+    return NULL;
 }
 
 static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
@@ -473,6 +580,9 @@ static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
     a.servers = servers;
     json_t *reports = NULL;
     int rc;
+    /* no process of our user (a job, where jobs run as the agent) reads our memory or
+     * /proc/<pid>/environ, where a join token may be */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     if (mkdir_p(cfg->state_dir) != 0)
         return gp_err_set(err, GP_EIO, "cannot create state folder %s: %s", cfg->state_dir,
                           strerror(errno));
@@ -505,6 +615,22 @@ static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
         return gp_err_set(err, GP_EINVALID,
                           "--runtime %s: no executable file of that name (on PATH, or that path)",
                           cfg->runtime);
+    }
+    int id = a.run && cg == 0 ? runner_set_identity(a.run, cfg->job_uids) : 0;
+    if (id != 0) {
+        runner_free(a.run);
+        json_decref(reports);
+        nvml_close(a.nv);
+        free(a.gpus);
+        return id == -2   ? gp_err_set(err, GP_EINVALID,
+                                       "--job-uids %s: only an agent running as root can run jobs "
+                                       "as other users",
+                                       cfg->job_uids)
+               : id == -1 ? gp_err_set(err, GP_EINVALID,
+                                       "--job-uids %s: want LO-HI, a uid or a user name (not root)",
+                                       cfg->job_uids)
+                          : gp_err_set(err, GP_EIO, "cannot set the mode of the state folder %s: %s",
+                                       cfg->state_dir, strerror(errno));
     }
     if (!a.run || cg != 0) {
         runner_free(a.run);
@@ -545,21 +671,73 @@ static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
     if (cfg->runtime && *cfg->runtime)
         log_kv(LOG_INFO, "jobs with an image run in containers", "runtime", cfg->runtime,
                (char *)NULL);
+    if (cfg->token_in_argv)
+        log_kv(LOG_WARN,
+               "--join-token is visible to every local user (ps) while the agent starts; use "
+               "--join-token-file FILE or GPUPOOL_JOIN_TOKEN",
+               (char *)NULL);
+    char who[160];
+    if (runner_identity(a.run, who, sizeof who))
+        log_kv(LOG_INFO, "jobs run as identities of their own", "as", who, (char *)NULL);
+    else
+        log_kv(LOG_WARN,
+               "the agent is not root: jobs run as its own user and can read its state folder "
+               "(the node's credentials); run the agent as root to give each job a uid of its own",
+               "as", who, (char *)NULL);
+    /* events: SIGUSR1 (a waiter) and SIGCHLD (a workload exited) wake the loop */
+    sigset_t evs;
+    event_signals(&evs);
+    pthread_sigmask(SIG_BLOCK, &evs, NULL);
+    pthread_mutex_init(&a.tok_mu, NULL);
+    a.main_th = pthread_self();
+    atomic_init(&a.stopping, 0);
+    if (!cfg->once && a.n <= WAIT_MAX_NODES && (a.waiters = calloc((size_t)a.n, sizeof *a.waiters))) {
+        for (int i = 0; i < a.n; i++) {
+            waiter *w = &a.waiters[i];
+            w->a = &a;
+            w->nd = &a.nodes[i];
+            if (httpc_servers_parse(cfg->server, &w->servers, NULL) == GP_OK)
+                w->running = pthread_create(&w->th, NULL, waiter_main, w) == 0;
+        }
+        a.nwaiters = a.n;
+    }
+    const int64_t interval_us = (int64_t)(cfg->interval_s > 0 ? cfg->interval_s : 5) * 1000000;
     int stop = 0, failures = 0;
     while (!stop) {
         failures = 0;
+        int64_t now = gt_mono_us(), next = now + interval_us;
+        int any_exit = runner_unreported(a.run, NULL); /* once, not once per node */
         for (int i = 0; i < a.n; i++) {
             anode *nd = &a.nodes[i];
-            if (!nd->token && join(&a, nd) != 0) {
-                failures++;
-                continue;
+            int exited = any_exit && now >= nd->exit_retry_us && runner_unreported(a.run, nd->name);
+            if ((exited || nd->dirty) && !nd->event_at_us) nd->event_at_us = now + EVENT_BATCH_US;
+            int woke = atomic_exchange(&nd->woke, 0);
+            if (now >= nd->next_beat_us || woke || (nd->event_at_us && now >= nd->event_at_us)) {
+                nd->dirty = 0;
+                nd->event_at_us = 0;
+                nd->next_beat_us = now + interval_us;
+                if (!nd->token && join(&a, nd) != 0) failures++;
+                else if (heartbeat(&a, nd) != 0) failures++;
+                /* an exit the server did not take is sent again, once a second at most */
+                if (any_exit && runner_unreported(a.run, nd->name)) nd->exit_retry_us = now + 1000000;
             }
-            if (heartbeat(&a, nd) != 0) failures++;
+            if (nd->next_beat_us < next) next = nd->next_beat_us;
+            if (nd->dirty && !nd->event_at_us) nd->event_at_us = now + EVENT_BATCH_US;
+            if (nd->event_at_us && nd->event_at_us < next) next = nd->event_at_us;
         }
         if (cfg->once) break;
-        stop = wait_or_stop(cfg->interval_s > 0 ? cfg->interval_s : 5);
+        /* at most 200 ms between ticks: deadlines, stops and adopted workloads' exits */
+        int64_t wait_us = next - gt_mono_us();
+        stop = wait_or_stop(wait_us < 200000 ? wait_us : 200000);
         runner_tick(a.run);
     }
+    atomic_store(&a.stopping, 1);
+    for (int i = 0; i < a.nwaiters; i++) {
+        if (a.waiters[i].running) pthread_join(a.waiters[i].th, NULL);
+        httpc_servers_release(&a.waiters[i].servers);
+    }
+    free(a.waiters);
+    pthread_mutex_destroy(&a.tok_mu);
     for (int i = 0; i < a.n; i++) {
         json_decref(a.nodes[i].report);
         json_decref(a.nodes[i].overrides);

@@ -8,6 +8,13 @@
  * restarted agent does not need the join token again.  Faults for simulated
  * nodes are injected by dropping files into <state>/inject/<node>/ (see
  * agent_inject()); the agent consumes them at its next heartbeat.
+ *
+ * The state folder is the agent's alone (mode 0700): plain jobs run as
+ * identities of their own and, where the kernel allows, do not even see it
+ * (runner_set_identity); the agent makes itself non-dumpable, so no process
+ * of its user reads its memory or /proc/<pid>/environ.  The join token never
+ * goes on the command line by default (cmd_agent: --join-token-file or
+ * GPUPOOL_JOIN_TOKEN).
  */
 #ifndef GP_AGENT_H
 #define GP_AGENT_H
@@ -30,6 +37,9 @@ typedef struct agent_config {
     const char *cgroup_root;/* delegated cgroup v2 folder for workloads' limits, or NULL */
     const char *runtime;    /* container runtime for jobs with an image (podman, docker, a
                                path), or NULL: such jobs fail on this node */
+    int token_in_argv;      /* the join token came on the command line: warn (ps shows it) */
+    const char *job_uids;   /* who plain jobs run as (runner_set_identity: "LO-HI", "UID",
+                               a user name), or NULL: 200000-265535 when root */
 } agent_config;
 
 /* Run until SIGTERM/SIGINT (the caller blocks them in every thread first), or once. */

@@ -8,14 +8,21 @@
 #include "../core/log.h"
 #include "../core/strbuf.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
+#include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,13 +47,20 @@ typedef struct wl {
     char log[640];
     char cg[640];         /* its cgroup v2 folder, "" when the runner has no cgroup root */
     char ctr[128];        /* its container's name, "" for a plain process */
+    long long uid;        /* the identity it runs as; -1: the agent's own */
+    unsigned long long log_dev, log_ino; /* the output file the runner made (0: unknown) */
+    int rfd;              /* that file, open for reading (-1: reopen it by path) */
 } wl;
 
 struct runner {
-    char dir[400];
+    char dir[400];        /* the state folder, absolute */
     char cgroot[400];     /* delegated cgroup v2 folder; "" for none */
     char runtime[400];    /* container runtime (absolute path); "" for none */
     int grace_s;
+    int ident;            /* 1: plain jobs run as uids of [uid_lo, uid_hi], gid gid (or = uid) */
+    uid_t uid_lo, uid_hi;
+    gid_t gid;            /* a fixed user's group; (gid_t)-1: each job's gid is its uid */
+    int ns;               /* 1: jobs get a private mount namespace hiding the state folder */
     wl *w;
     int n;
 };
@@ -113,17 +127,25 @@ static void save(runner *r) {
     for (int i = 0; i < r->n; i++) {
         wl *w = &r->w[i];
         if (w->done) continue;
-        json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:i,s:I,s:I,s:s,s:I,s:s,s:s}", "node",
-                                             w->node, "job", w->job, "placement", w->placement,
-                                             "pid", (int)w->pid, "start",
-                                             (json_int_t)w->proc_start, "deadline",
-                                             (json_int_t)w->deadline_us, "log", w->log, "log_sent",
-                                             (json_int_t)w->log_sent, "cgroup", w->cg,
-                                             "container", w->ctr));
+        json_array_append_new(
+            arr, json_pack("{s:s,s:s,s:s,s:i,s:I,s:I,s:s,s:I,s:s,s:s,s:I,s:I,s:I}", "node",
+                           w->node, "job", w->job, "placement", w->placement, "pid", (int)w->pid,
+                           "start", (json_int_t)w->proc_start, "deadline",
+                           (json_int_t)w->deadline_us, "log", w->log, "log_sent",
+                           (json_int_t)w->log_sent, "cgroup", w->cg, "container", w->ctr, "uid",
+                           (json_int_t)w->uid, "log_dev", (json_int_t)w->log_dev, "log_ino",
+                           (json_int_t)w->log_ino));
     }
     snprintf(path, sizeof path, "%s/workloads.json", r->dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if (json_dump_file(arr, tmp, JSON_COMPACT) == 0) rename(tmp, path);
+    /* the agent's alone (0600): it names every job's pid and output */
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+        int ok = json_dumpfd(arr, fd, JSON_COMPACT) == 0;
+        ok = close(fd) == 0 && ok;
+        if (!ok || rename(tmp, path) != 0) unlink(tmp);
+    }
     json_decref(arr);
 }
 
@@ -132,6 +154,8 @@ static wl *add(runner *r) {
     if (!nw) return NULL;
     r->w = nw;
     memset(&nw[r->n], 0, sizeof *nw);
+    nw[r->n].uid = -1;
+    nw[r->n].rfd = -1;
     return &nw[r->n++];
 }
 
@@ -173,8 +197,12 @@ static void cg_finish(wl *w) {
 runner *runner_new(const char *state_dir, int grace_s) {
     runner *r = calloc(1, sizeof *r);
     if (!r) return NULL;
-    snprintf(r->dir, sizeof r->dir, "%s", state_dir);
+    /* absolute: a job's HOME and the paths kept in workloads.json must not depend on a cwd */
+    char abs[PATH_MAX];
+    const char *dir = realpath(state_dir, abs) && strlen(abs) < sizeof r->dir ? abs : state_dir;
+    memcpy(r->dir, dir, strnlen(dir, sizeof r->dir - 1));
     r->grace_s = grace_s > 0 ? grace_s : 10;
+    r->gid = (gid_t)-1;
     /* re-adopt what the previous agent started */
     char path[512];
     snprintf(path, sizeof path, "%s/workloads.json", state_dir);
@@ -197,6 +225,10 @@ runner *runner_new(const char *state_dir, int grace_s) {
                  json_string_value(json_object_get(e, "cgroup")) ? json_string_value(json_object_get(e, "cgroup")) : "");
         snprintf(w->ctr, sizeof w->ctr, "%s",
                  json_string_value(json_object_get(e, "container")) ? json_string_value(json_object_get(e, "container")) : "");
+        json_t *u = json_object_get(e, "uid");
+        w->uid = json_is_integer(u) ? (long long)json_integer_value(u) : -1;
+        w->log_dev = (unsigned long long)json_integer_value(json_object_get(e, "log_dev"));
+        w->log_ino = (unsigned long long)json_integer_value(json_object_get(e, "log_ino"));
         if (proc_running(w->pid, w->proc_start)) {
             log_kv(LOG_INFO, "workload re-adopted", "node", w->node, "job", w->job, (char *)NULL);
         } else {
@@ -236,6 +268,277 @@ int runner_set_cgroup(runner *r, const char *dir) {
     }
     snprintf(r->cgroot, sizeof r->cgroot, "%s", dir);
     return 0;
+}
+
+/* ---- the jobs' own identity ---- */
+
+/*
+ * In a child: a private mount namespace in which the state folder `dir` is
+ * an empty tmpfs, but for `work` (a folder under it) bound back at its own
+ * path.  0, or -1 (errno set).  With work NULL, only checks that it can be
+ * done (the probe).
+ */
+static int private_view(const char *dir, const char *work) {
+    if (unshare(CLONE_NEWNS) != 0) return -1;
+    /* nothing mounted here propagates back to the node */
+    if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0) return -1;
+    /* opened in this namespace: a bind source must be one of its mounts */
+    int fd = work ? open(work, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) : -1;
+    if (work && fd < 0) return -1;
+    if (mount("gpupool-state", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "mode=0711,size=64k,nr_inodes=64") != 0) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        errno = e;
+        return -1;
+    }
+    if (!work) return 0;
+    /* the folders between the tmpfs and the job's folder, then the folder itself */
+    char path[PATH_MAX];
+    size_t dl = strlen(dir);
+    snprintf(path, sizeof path, "%s", work);
+    for (char *p = path + dl + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(path, 0711) != 0 && errno != EEXIST) goto fail;
+        *p = '/';
+    }
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) goto fail;
+    char src[64];
+    snprintf(src, sizeof src, "/proc/self/fd/%d", fd);
+    if (mount(src, work, "none", MS_BIND, NULL) != 0) goto fail;
+    close(fd);
+    return 0;
+fail:;
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+}
+
+/* 1 if a child can make private_view() of `dir` (the kernel and our privileges allow it). */
+static int probe_private_view(const char *dir) {
+    pid_t p = fork();
+    if (p == 0) _exit(private_view(dir, NULL) == 0 ? 0 : 1);
+    int st = 0;
+    if (p < 0 || waitpid(p, &st, 0) != p) return 0;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+int runner_set_identity(runner *r, const char *spec) {
+    int root = geteuid() == 0;
+    r->ident = 0;
+    r->ns = 0;
+    r->gid = (gid_t)-1;
+    if ((!spec || !*spec) && root) spec = RUNNER_JOB_UIDS;
+    if (spec && *spec) {
+        if (!root) return -2;
+        char *end;
+        unsigned long long lo, hi;
+        errno = 0;
+        lo = strtoull(spec, &end, 10);
+        if (end != spec && *end == '-' && spec[0] != '-') {
+            const char *h = end + 1;
+            hi = strtoull(h, &end, 10);
+            if (end == h || *end || errno || lo == 0 || hi < lo || hi > 0x7fffffffULL ||
+                hi - lo >= RUNNER_JOB_UIDS_MAX)
+                return -1;
+        } else if (end != spec && !*end && spec[0] != '-') {
+            if (errno || lo == 0 || lo > 0x7fffffffULL) return -1;
+            hi = lo;
+        } else {
+            /* a user's name: every job runs as that user, in its primary group */
+            struct passwd pw, *res = NULL;
+            char buf[4096];
+            if (getpwnam_r(spec, &pw, buf, sizeof buf, &res) != 0 || !res || pw.pw_uid == 0 ||
+                pw.pw_gid == 0)
+                return -1;
+            lo = hi = pw.pw_uid;
+            r->gid = pw.pw_gid;
+        }
+        r->uid_lo = (uid_t)lo;
+        r->uid_hi = (uid_t)hi;
+        r->ident = 1;
+        r->ns = probe_private_view(r->dir);
+    }
+    /* the state folder: the agent's alone; jobs that must find their folder by path (no
+     * private namespace) may cross it, never list it */
+    char work[sizeof r->dir + 8];
+    snprintf(work, sizeof work, "%s/work", r->dir);
+    mode_t m = r->ident && !r->ns ? 0711 : 0700;
+    if (mkdir(work, m) != 0 && errno != EEXIST) return -3;
+    if (chmod(r->dir, m) != 0 || chmod(work, m) != 0) return -3;
+    return 0;
+}
+
+int runner_identity(runner *r, char *buf, size_t len) {
+    if (!r->ident)
+        snprintf(buf, len, "uid %d (the agent's own)", (int)geteuid());
+    else if (r->uid_lo == r->uid_hi)
+        snprintf(buf, len, "uid %u%s", (unsigned)r->uid_lo,
+                 r->ns ? ", state folder hidden (private mount namespace)" : "");
+    else
+        snprintf(buf, len, "a uid of %u-%u of its own%s", (unsigned)r->uid_lo, (unsigned)r->uid_hi,
+                 r->ns ? ", state folder hidden (private mount namespace)" : "");
+    return r->ident;
+}
+
+/* FNV-1a of a job id: where its uid search starts, so a job placed again gets the same one. */
+static unsigned long long fnv1a(const char *s) {
+    unsigned long long h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* Note uid `u` as taken in the bitmap of the runner's uid range. */
+static void mark_uid(const runner *r, unsigned char *busy, unsigned long long u) {
+    if (u < r->uid_lo || u > r->uid_hi) return;
+    u -= r->uid_lo;
+    busy[u / 8] |= (unsigned char)(1u << (u % 8));
+}
+
+/*
+ * Which tenant each uid of the range belongs to (the first whose job it ran),
+ * from DIR/job-uids (lines "UID TENANT", 0600, appended): a uid that ran a
+ * tenant's job may own files
+ * it left in the node's shared folders (/tmp, /dev/shm), so it never runs
+ * another tenant's job.  OUT: in `foreign`, the uids of other tenants than
+ * `tenant`; in `mine`, those of `tenant`.  0, or -1 when the file cannot be
+ * read (then no uid is safe to hand out).
+ */
+static int uid_owners(const runner *r, const char *tenant, unsigned char *foreign,
+                      unsigned char *mine) {
+    char path[sizeof r->dir + 16];
+    snprintf(path, sizeof path, "%s/job-uids", r->dir);
+    FILE *f = fopen(path, "re");
+    if (!f) return errno == ENOENT ? 0 : -1;
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+        char *end;
+        unsigned long long u = strtoull(line, &end, 10);
+        if (end == line || *end != ' ') continue;
+        char *t = end + 1;
+        t[strcspn(t, "\n")] = '\0';
+        mark_uid(r, strcmp(t, tenant) ? foreign : mine, u);
+    }
+    fclose(f);
+    return 0;
+}
+
+/* Note that uid `u` now runs jobs of `tenant` (DIR/job-uids).  0, or -1. */
+static int uid_claim(const runner *r, long long u, const char *tenant) {
+    char path[sizeof r->dir + 16];
+    snprintf(path, sizeof path, "%s/job-uids", r->dir);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return -1;
+    int ok = dprintf(fd, "%lld %s\n", u, tenant) > 0 && fsync(fd) == 0;
+    close(fd);
+    return ok ? 0 : -1;
+}
+
+/*
+ * The uid job `job` of `tenant` runs as: a fixed user's, or one of the range
+ * that no live workload of ours and no process of the host has (so two jobs
+ * never share one while either runs), and that never ran another tenant's job
+ * (one the tenant used before, else a fresh one, then kept for the tenant).
+ * -1 when no such uid is free.
+ */
+static long long pick_uid(runner *r, const char *job, const char *tenant) {
+    if (r->uid_lo == r->uid_hi) return (long long)r->uid_lo;
+    unsigned long long span = (unsigned long long)r->uid_hi - r->uid_lo + 1;
+    size_t bytes = (size_t)(span + 7) / 8;
+    unsigned char *busy = calloc(bytes, 1), *mine = calloc(bytes, 1);
+    if (!busy || !mine || uid_owners(r, tenant, busy, mine) != 0) {
+        free(busy);
+        free(mine);
+        return -1;
+    }
+    for (int k = 0; k < r->n; k++)
+        if (!r->w[k].done && r->w[k].uid >= 0) mark_uid(r, busy, (unsigned long long)r->w[k].uid);
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        struct stat st;
+        if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+        if (fstatat(dirfd(d), e->d_name, &st, 0) == 0) mark_uid(r, busy, st.st_uid);
+    }
+    if (d) closedir(d);
+    unsigned long long h = fnv1a(job) % span;
+    long long out = -1;
+    /* first a free uid the tenant already has, then a fresh one */
+    for (int pass = 0; pass < 2 && out < 0; pass++)
+        for (unsigned long long k = 0; k < span; k++) {
+            unsigned long long i = (h + k) % span;
+            int own = (mine[i / 8] >> (i % 8)) & 1;
+            if (!(busy[i / 8] & (1u << (i % 8))) && own == !pass) {
+                out = (long long)(r->uid_lo + i);
+                break;
+            }
+        }
+    int fresh = out >= 0 && !((mine[(out - r->uid_lo) / 8] >> ((out - r->uid_lo) % 8)) & 1);
+    free(busy);
+    free(mine);
+    if (fresh && uid_claim(r, out, tenant) != 0) return -1;
+    return out;
+}
+
+/*
+ * Open the workload's output file for writing (append), made by the runner
+ * (owned by it, mode 0600, one link): a job owns its folder and could have
+ * left a link or another file in its place, which the runner must never read
+ * back as output.  OUT: its device and inode.  The descriptor, or -1.
+ */
+static int open_output(wl *w) {
+    struct stat st;
+    int fd = open(w->log, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+                    st.st_uid != geteuid())) {
+        close(fd);
+        fd = -1;
+    }
+    if (fd < 0) {
+        if (unlink(w->log) != 0 && errno != ENOENT) return -1;
+        fd = open(w->log, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0 || fstat(fd, &st) != 0) {
+            if (fd >= 0) close(fd);
+            return -1;
+        }
+    }
+    w->log_dev = (unsigned long long)st.st_dev;
+    w->log_ino = (unsigned long long)st.st_ino;
+    /* and the same file for reading back, even once the job unlinks or replaces its name */
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    if (w->rfd >= 0) close(w->rfd);
+    w->rfd = open(self, O_RDONLY | O_CLOEXEC);
+    return fd;
+}
+
+/*
+ * The job's TMPDIR, `work`/tmp: made if missing (0700), and given to the job's
+ * uid (when it has one) without following a link the job may have left there.
+ * 0, or -1 (errno set).
+ */
+static int job_tmp(const char *work, long long uid, gid_t gid) {
+    int dfd = open(work, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) return -1;
+    int rc = mkdirat(dfd, "tmp", 0700);
+    if (rc != 0 && errno == EEXIST) rc = 0;
+    if (rc == 0 && uid >= 0) rc = fchownat(dfd, "tmp", (uid_t)uid, gid, AT_SYMLINK_NOFOLLOW);
+    int e = errno;
+    close(dfd);
+    errno = e;
+    return rc;
+}
+
+/* In a child, after its own fds are in place: close every other descriptor. */
+static void close_others(void) {
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 3U, ~0U, 0U) == 0) return;
+#endif
+    long max = sysconf(_SC_OPEN_MAX);
+    if (max < 0 || max > 65536) max = 65536;
+    for (int fd = 3; fd < max; fd++) close(fd);
 }
 
 /* ---- containers ---- */
@@ -400,6 +703,8 @@ static void ctr_kill(runner *r, const wl *w) {
 void runner_free(runner *r) {
     if (!r) return;
     save(r);
+    for (int i = 0; i < r->n; i++)
+        if (r->w[i].rfd >= 0) close(r->w[i].rfd);
     free(r->w);
     free(r);
 }
@@ -474,23 +779,35 @@ static void utf8_clean(char *b, size_t n) {
 }
 
 /*
- * The output written since `from` (at most `cap` bytes: the newest), as
- * valid UTF-8.  A multibyte character cut at the end is left for next time
- * unless `final`.  OUT: *upto, the file offset the returned text ends at.
- * The server keeps the last LOG_FINAL bytes, so skipping older output than
- * that loses nothing it would have kept.
+ * The output written since `from`, oldest first, at most `cap` bytes (the
+ * rest goes in later reports), as valid UTF-8.  A multibyte character cut
+ * at the end is left for next time unless `final`.  OUT: *upto, the file
+ * offset the returned text ends at.  The server keeps the last LOG_FINAL
+ * bytes, so only output older than that is skipped: it loses nothing the
+ * server would have kept, however fast a job writes between two reports.
  */
-static char *new_output(const char *path, long long from, long long cap, int final, long long *upto) {
+static char *new_output(const wl *w, long long from, long long cap, int final, long long *upto) {
     *upto = from;
     if (cap <= 0) return strdup("");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* only the file the runner made: never what a job put in its place (a link to the
+     * node's credential, a FIFO) */
+    struct stat st;
+    int fd = w->rfd >= 0 ? fcntl(w->rfd, F_DUPFD_CLOEXEC, 0)
+                        : open(w->log, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+                    (w->log_ino && ((unsigned long long)st.st_ino != w->log_ino ||
+                                    (unsigned long long)st.st_dev != w->log_dev)))) {
+        close(fd);
+        fd = -1;
+    }
     if (fd < 0) return strdup("");
-    off_t end = lseek(fd, 0, SEEK_END);
-    off_t start = end - from > cap ? end - cap : from;
+    off_t end = st.st_size;
+    off_t start = end - from > LOG_FINAL ? end - LOG_FINAL : from;
     if (start > end) start = end;
+    if (end - start > cap) end = start + cap;
     size_t want = (size_t)(end - start);
     char *buf = malloc(want + 1);
-    ssize_t n = buf && lseek(fd, start, SEEK_SET) >= 0 ? read(fd, buf, want) : -1;
+    ssize_t n = buf ? pread(fd, buf, want, start) : -1;
     close(fd);
     if (!buf || n < 0) {
         free(buf);
@@ -525,7 +842,7 @@ json_t *runner_report(runner *r, const char *node) {
             if (w->done) continue; /* its exit waits for a report with room for its output */
             cap = budget;
         }
-        char *out = new_output(w->log, w->log_sent, cap, w->done, &upto);
+        char *out = new_output(w, w->log_sent, cap, w->done, &upto);
         w->log_pending = upto;
         budget -= upto - w->log_sent;
         json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "job", w->job, "placement", w->placement,
@@ -550,6 +867,7 @@ void runner_ack(runner *r, const char *node) {
             changed = 1;
         }
         if (r->w[i].done && r->w[i].reported && !strcmp(r->w[i].node, node)) {
+            if (r->w[i].rfd >= 0) close(r->w[i].rfd);
             changed = 1;
             continue;
         }
@@ -579,8 +897,14 @@ static void launch(runner *r, const char *node, json_t *a) {
     if (image && !*image) image = NULL;
     /* neither a command nor an image: the job just holds its GPUs */
     if (!job || (!json_array_size(cmd) && !image)) return;
+    /* the job's id names its folder: nothing but an id's characters (no "..", no '/') */
+    size_t jl = strspn(job, "abcdefghijklmnopqrstuvwxyz0123456789-");
+    if (!*job || job[jl] || jl > 40) {
+        log_kv(LOG_ERROR, "an assignment names a job id that is not one", (char *)NULL);
+        return;
+    }
     char work[560];
-    snprintf(work, sizeof work, "%s/work/%.40s", r->dir, job);
+    snprintf(work, sizeof work, "%s/work/%s", r->dir, job);
     if (mkdir_p(work) != 0) {
         log_kv(LOG_ERROR, "cannot create the job's folder", "job", job, (char *)NULL);
         return;
@@ -640,6 +964,11 @@ static void launch(runner *r, const char *node, json_t *a) {
     env[ne] = e[ne].buf, ne++;
     sb_addf(&e[ne], "HOME=%s", work);
     env[ne] = e[ne].buf, ne++;
+    if (!image) {
+        /* scratch files in the job's own folder, not in the node's shared /tmp */
+        sb_addf(&e[ne], "TMPDIR=%s/tmp", work);
+        env[ne] = e[ne].buf, ne++;
+    }
     sb_addf(&e[ne], "GPUPOOL_JOB_ID=%s", job);
     env[ne] = e[ne].buf, ne++;
     sb_addf(&e[ne], "GPUPOOL_TENANT=%s", json_string_value(json_object_get(a, "tenant")));
@@ -686,6 +1015,36 @@ static void launch(runner *r, const char *node, json_t *a) {
         w->exit_code = 126;
         return;
     }
+    /* a plain job's identity: a uid of its own, owner of its folder and of nothing else */
+    long long uid = -1;
+    gid_t gid = (gid_t)-1;
+    const char *why = NULL;
+    if (r->ident && !image) {
+        const char *tenant = json_string_value(json_object_get(a, "tenant"));
+        uid = pick_uid(r, job, tenant ? tenant : "");
+        gid = r->gid != (gid_t)-1 ? r->gid : (gid_t)uid;
+        if (uid < 0) why = "no free uid of its tenant's in the agent's --job-uids range";
+        else if (lchown(work, (uid_t)uid, gid) != 0 || chmod(work, 0700) != 0)
+            why = "cannot give the job its folder";
+    }
+    if (!why && !image && job_tmp(work, uid, gid) != 0) why = "cannot give the job its TMPDIR";
+    int out = why ? -1 : open_output(w);
+    if (!why && out < 0) why = "cannot create its output file";
+    if (why) {
+        log_kv(LOG_ERROR, "cannot start the workload", "job", job, "detail", why, (char *)NULL);
+        snprintf(w->reason, sizeof w->reason, "%s", why);
+        if (image) runner_argv_free(argv);
+        else free(argv);
+        runner_argv_free(renv);
+        for (int k = 0; k < 16; k++) sb_release(&e[k]);
+        sb_release(&devs);
+        if (w->cg[0]) rmdir(w->cg);
+        w->cg[0] = '\0';
+        w->done = 1;
+        w->exit_code = 126;
+        return;
+    }
+    w->uid = uid;
     int64_t tl = json_integer_value(json_object_get(a, "time_limit_s"));
     pid_t pid = fork();
     if (pid == 0) {
@@ -694,11 +1053,8 @@ static void launch(runner *r, const char *node, json_t *a) {
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        int out = open(w->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
         int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (out < 0 || in < 0 || chdir(work) != 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
-            dup2(out, 2) < 0)
-            _exit(126);
+        if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) _exit(126);
         if (w->cg[0]) {
             char me[24];
             snprintf(me, sizeof me, "%d\n", (int)getpid());
@@ -707,11 +1063,33 @@ static void launch(runner *r, const char *node, json_t *a) {
                 _exit(126);
             }
         }
+        if (uid >= 0) {
+            /* the node's state folder disappears but for the job's own folder ... */
+            if (r->ns && private_view(r->dir, work) != 0) {
+                dprintf(2, "gpupool: cannot hide the agent's state folder: %s\n", strerror(errno));
+                _exit(126);
+            }
+            /* ... and the job becomes its own user: no supplementary group, no way back */
+            if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid((uid_t)uid) != 0 ||
+                getuid() != (uid_t)uid || geteuid() != (uid_t)uid || setuid(0) == 0) {
+                dprintf(2, "gpupool: cannot run as uid %lld: %s\n", uid, strerror(errno));
+                _exit(126);
+            }
+            prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        }
+        if (chdir(work) != 0) {
+            dprintf(2, "gpupool: cannot enter the job's folder: %s\n", strerror(errno));
+            _exit(126);
+        }
+        /* what the job makes outside its folder (/tmp, /dev/shm) is its own, not every uid's */
+        umask(077);
+        close_others();
         if (image) execve(argv[0], argv, renv);
         else execvpe(argv[0], argv, env);
         dprintf(2, "gpupool: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
+    close(out);
     if (image) runner_argv_free(argv);
     else free(argv);
     runner_argv_free(renv);
@@ -721,6 +1099,7 @@ static void launch(runner *r, const char *node, json_t *a) {
         log_kv(LOG_ERROR, "cannot start the workload", "job", job, "detail", strerror(errno),
                (char *)NULL);
         if (w->cg[0]) rmdir(w->cg);
+        if (w->rfd >= 0) close(w->rfd);
         r->n--;
         return;
     }
@@ -742,7 +1121,14 @@ static int same_run(const wl *w, json_t *a) {
            !strcmp(w->placement, pl ? pl : "");
 }
 
-void runner_apply(runner *r, const char *node, json_t *assignments) {
+int runner_unreported(runner *r, const char *node) {
+    for (int k = 0; k < r->n; k++)
+        if (r->w[k].done && (!node || !strcmp(r->w[k].node, node))) return 1;
+    return 0;
+}
+
+int runner_apply(runner *r, const char *node, json_t *assignments) {
+    int started = 0;
     size_t i;
     json_t *a;
     /* stop what is no longer ours to run (a job placed anew is a new run: the old one stops) */
@@ -758,6 +1144,11 @@ void runner_apply(runner *r, const char *node, json_t *assignments) {
         int known = 0;
         for (int k = 0; k < r->n; k++)
             if (!strcmp(r->w[k].node, node) && same_run(&r->w[k], a)) known = 1;
-        if (!known) launch(r, node, a);
+        if (!known) {
+            int before = r->n;
+            launch(r, node, a);
+            started += r->n > before;
+        }
     }
+    return started;
 }

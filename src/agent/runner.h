@@ -10,6 +10,13 @@
  * adopted process is not our child: its exit status cannot be known, and is
  * reported as 255 with the reason.
  *
+ * A plain workload runs as an identity of its own (runner_set_identity):
+ * its own uid, its own folder <state>/work/<job> (HOME, mode 0700), an
+ * environment of its job's variables only, and, where possible, a mount
+ * namespace in which the rest of the state folder does not exist.  Its
+ * output goes to <folder>/output.log, a file the runner made and reads back
+ * only if it is still that file (no link or substitute the job left there).
+ *
  * An assignment with an "image" runs in a container: the runner's process is
  * the container runtime's `run` (podman or docker command line, devices named
  * by CDI), with the same session, output capture, stop and time limit as a
@@ -19,6 +26,7 @@
 #define GP_RUNNER_H
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -39,6 +47,39 @@ void runner_free(runner *r); /* leaves processes running (they are re-adopted) *
  * (it has cgroup.controllers) whose cgroup.subtree_control lacks cpu or memory.
  */
 int runner_set_cgroup(runner *r, const char *dir);
+
+/* The uids jobs get by default when the agent runs as root (see runner_set_identity). */
+#define RUNNER_JOB_UIDS "200000-265535"
+#define RUNNER_JOB_UIDS_MAX 1048576 /* most uids in one range */
+
+/*
+ * Give every plain job (one without an image) an identity of its own, as a
+ * batch system runs jobs as their user.  `spec`: "LO-HI", a range of at
+ * most RUNNER_JOB_UIDS_MAX uids, none 0 (each job gets one that no live workload and no process of the host has,
+ * starting from a hash of its id; its gid is the same number), "UID", or a
+ * user's name (every job runs as that one user and its primary group);
+ * NULL or "": RUNNER_JOB_UIDS when the agent runs as root, else none.  The
+ * child drops every supplementary group, sets its gid and uid (never 0) and
+ * PR_SET_NO_NEW_PRIVS before exec; its folder <state>/work/<job> is chowned
+ * to it (mode 0700).  Where the kernel lets the runner (root, Linux mount
+ * namespaces; probed now), each such job also gets a private mount
+ * namespace in which the state folder is an empty tmpfs but for its own
+ * folder, bound back at the same path: no node credential, workloads.json
+ * or other job's folder is even visible.  The state folder and its work/
+ * are made 0700 (0711 when jobs switch uid without a namespace: they must
+ * cross it to reach their folder, never list it).  Without a switch (not
+ * root), jobs run as the agent's user: modes are all there is.
+ * Returns 0; -1 for a malformed spec or one naming uid/gid 0; -2 for a spec
+ * when the agent is not root (it cannot switch); -3 if the modes cannot be set.
+ */
+int runner_set_identity(runner *r, const char *spec);
+
+/*
+ * Describe who jobs run as, into buf: "a uid of 200000-265535 of its own,
+ * state folder hidden (private mount namespace)", "uid 0 (the agent's own)"...
+ * Returns 1 if jobs get an identity of their own, 0 if they run as the agent.
+ */
+int runner_identity(runner *r, char *buf, size_t len);
 
 /*
  * Run assignments that name an image with this container runtime: "podman",
@@ -77,8 +118,13 @@ json_t *runner_report(runner *r, const char *node);
 /* The server received the report: forget the node's exited workloads. */
 void runner_ack(runner *r, const char *node);
 
-/* Start what `assignments` lists and is not running; stop what is running and not listed. */
-void runner_apply(runner *r, const char *node, json_t *assignments);
+/* Start what `assignments` lists and is not running; stop what is running and not listed.
+ * Returns how many workloads it started (the agent reports their start at once). */
+int runner_apply(runner *r, const char *node, json_t *assignments);
+
+/* 1 if a workload of `node` (NULL: of any node) exited and the server has not acknowledged
+ * it yet. */
+int runner_unreported(runner *r, const char *node);
 
 /*
  * Which job of `node` process `pid` works for: a workload's own process or

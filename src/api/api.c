@@ -209,36 +209,63 @@ int api_query_int(api_req *r, const char *name, int64_t lo, int64_t hi, int64_t 
 }
 
 /*
- * Approvers other than the requester: live security-admins.  Until a second
- * one has ever existed ("armed" in the policy table), a sensitive operation
- * by the only one cannot be approved by anybody; it then goes ahead and the
- * audit event says the approval was waived.  Once armed, never again.
+ * Approvals arm when a second security-admin exists (docs/governance.md,
+ * bootstrap rule): count the distinct live, enabled security-admins, and
+ * once there are two or more write "approvals_armed" (for good).  Counting
+ * everyone, not "anyone but the requester", matters: with one security-admin
+ * a request by somebody else (a tenant-admin's audit export) must not arm
+ * approvals that nobody could then ever approve for that one.
  */
-static int approvers_state(store_tx *tx, const char *requester_id, int *others, int *armed,
-                           gp_err *err) {
+int api__approvals_arm(store_tx *tx, int *armed, gp_err *err) {
     store_stmt *s;
+    int total = 0;
+    *armed = 0;
     int rc = store_query(tx, &s, err,
                          "SELECT (SELECT COUNT(DISTINCT b.user_id) FROM role_bindings b"
                          "  JOIN users u ON u.id = b.user_id WHERE b.role = 'security-admin'"
-                         "  AND b.user_id <> ? AND u.disabled = 0"
+                         "  AND b.scope = 'global' AND u.disabled = 0"
                          "  AND (b.expires_at IS NULL OR b.expires_at > ?)),"
                          " (SELECT COUNT(*) FROM security_policy WHERE key = 'approvals_armed')",
-                         "si", requester_id, gt_now_us());
+                         "i", gt_now_us());
     if (rc) return rc;
     rc = store_step(s, err);
     if (rc > 0) {
-        *others = (int)store_int(s, 0);
-        *armed = (int)store_int(s, 1);
+        total = (int)store_int(s, 0);
+        *armed = (int)store_int(s, 1) > 0;
     }
     store_done(s);
     if (rc < 0) return rc;
-    if (*others > 0 && !*armed) {
+    if (total >= 2 && !*armed) {
         *armed = 1;
         return store_exec(tx, NULL, err,
                           "INSERT INTO security_policy (key, value) VALUES ('approvals_armed', '1')",
                           "");
     }
     return GP_OK;
+}
+
+/*
+ * Approvers other than the requester: live security-admins.  Until a second
+ * one has ever existed ("armed" in the policy table), a sensitive operation
+ * cannot be approved by anybody but the one; it then goes ahead and the audit
+ * event says the approval was waived.  Once armed, never again.
+ */
+static int approvers_state(store_tx *tx, const char *requester_id, int *others, int *armed,
+                           gp_err *err) {
+    store_stmt *s;
+    int rc = api__approvals_arm(tx, armed, err);
+    if (rc) return rc;
+    rc = store_query(tx, &s, err,
+                     "SELECT COUNT(DISTINCT b.user_id) FROM role_bindings b"
+                     " JOIN users u ON u.id = b.user_id WHERE b.role = 'security-admin'"
+                     " AND b.user_id <> ? AND u.disabled = 0"
+                     " AND (b.expires_at IS NULL OR b.expires_at > ?)",
+                     "si", requester_id, gt_now_us());
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc > 0) *others = (int)store_int(s, 0);
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
 }
 
 int api_needs_approval(api_req *r, const char *operation, const char *tenant, json_t *summary) {
@@ -309,6 +336,18 @@ json_t *api_list(json_t *items, const char *next) {
     return json_pack("{s:o,s:o}", "items", items, "next", next ? json_string(next) : json_null());
 }
 
+/*
+ * Refusals of callers without a valid identity are audited at most
+ * ANON_AUDIT_PER_MIN times a minute per server process: a flood of forged
+ * tokens must not fill the audit trail nor take the store's write lock for
+ * each guess.  Every one is still counted in /metrics
+ * (gpupool_auth_refusals_total); the first audited after a suppression says
+ * how many went unaudited ("unaudited_before").  Process-wide on purpose:
+ * it bounds what one process writes, whoever sends.
+ */
+#define ANON_AUDIT_PER_MIN 60
+static api_ratelog anon_audit = API_RATELOG_INIT_WINDOW(60 * 1000000LL);
+
 /* Audit an outcome the handler did not record itself, in its own transaction. */
 static void audit_outcome(api_req *r) {
     const char *result;
@@ -322,9 +361,16 @@ static void audit_outcome(api_req *r) {
     int vendor = r->who && authz_holds(r->who->bindings, r->who->nbindings, ROLE_VENDOR, 0);
     if (!(r->route->flags & ROUTE_MUTATES) && strcmp(result, "denied") != 0 && !vendor) return;
     /* summary: the error code only, never the request body (it may hold secrets) */
-    char summary[160] = "{}";
+    long unaudited = 0;
+    if (!r->who && r->status == 401 &&
+        !api__ratelog_take(&anon_audit, ANON_AUDIT_PER_MIN, gt_mono_us(), &unaudited))
+        return;
+    char summary[200] = "{}";
     json_t *e = r->resp ? json_object_get(json_object_get(r->resp, "error"), "code") : NULL;
-    if (e && json_is_string(e))
+    if (e && json_is_string(e) && unaudited)
+        snprintf(summary, sizeof summary, "{\"error\":\"%.100s\",\"unaudited_before\":%ld}",
+                 json_string_value(e), unaudited);
+    else if (e && json_is_string(e))
         snprintf(summary, sizeof summary, "{\"error\":\"%.100s\"}", json_string_value(e));
     gp_err err = GP_ERR_INIT;
     store_tx *tx;

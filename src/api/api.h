@@ -7,7 +7,10 @@
  *
  * Each connection has its own thread (the gateway holds a connection open
  * while an upstream answers, and streams through it), so `threads` only
- * bounds nothing now; connections are capped at 1000.
+ * sizes the store's pool.  Slow clients are bounded: a deadline for the
+ * request headers and one for the body (a watcher thread cuts connections
+ * past theirs, sooner when the connections are three quarters full), a cap
+ * on open connections in all and per client address (api_config).
  *
  * Requests flow: route match -> authenticate -> handler (authorize, then
  * read the body, then one store transaction with its audit event) ->
@@ -40,9 +43,22 @@ typedef struct api_config {
     int login_fail_addr;
     /* PostgreSQL: a leader silent this long (frozen, cut off) loses the lead (store_lead) */
     int lead_timeout_s;
+    /* signed audit checkpoints (docs/audit.md): the trusted public key (hex) that
+     * GET /api/v1/audit/checkpoints shows and audit/verify checks against, and the
+     * checkpoint file verify reads too; NULL: the chain alone is verified */
+    const char *audit_key_id;
+    const char *audit_checkpoint_file;
+    /* slow and greedy clients (docs/server.md, "Connections"); 0 takes the default shown */
+    int max_conns;        /* open connections at most (1000) */
+    int max_conns_per_ip; /* open connections from one address at most (0: no cap) */
+    int header_timeout_s; /* request line + headers complete within this of the accept or of
+                           * the previous response on the connection (10) */
+    int body_timeout_s;   /* a request body within this plus 1 s per 64 KiB declared (30) */
+    int idle_timeout_s;   /* a connection silent this long is closed (30) */
 } api_config;
 
-#define API_CONFIG_DEFAULTS {"127.0.0.1:7070", 4, 1 << 20, 32, 10, 30, 1, 0, 10, NULL, NULL, 5, 20, 10}
+#define API_CONFIG_DEFAULTS                                                                \
+    {"127.0.0.1:7070", 4, 1 << 20, 32, 10, 30, 1, 0, 10, NULL, NULL, 5, 20, 10, NULL, NULL}
 
 typedef struct api_server api_server;
 

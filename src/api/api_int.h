@@ -25,6 +25,7 @@
 #include "../tenancy/tenancy.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdint.h>
 
 typedef struct api_req api_req;
@@ -175,6 +176,13 @@ int api_audit(api_req *r, store_tx *tx, const char *result, int status, const ch
  */
 int api_needs_approval(api_req *r, const char *operation, const char *tenant, json_t *summary);
 
+/*
+ * Arm approvals for good once two or more live security-admins exist (the
+ * bootstrap rule, docs/governance.md); called when a sensitive operation is
+ * asked and whenever security-admin is granted.  OUT: *armed.
+ */
+int api__approvals_arm(store_tx *tx, int *armed, gp_err *err);
+
 /* A {tenant}[/{project}] path, resolved (api_load_scope). */
 typedef struct api_scope {
     tenancy_tenant t;
@@ -217,6 +225,37 @@ void api__metrics_init(void);
 void api__metrics_observe(const char *method, const char *route, int status, int64_t dur_us);
 char *api__metrics_render(void); /* heap text (free) */
 void api__metrics_free(void);
+/* A request refused 401 without a valid credential, by reason ("missing", "malformed",
+ * "invalid", "credentials"): gpupool_auth_refusals_total{reason}. */
+void api__metrics_auth_refusal(const char *reason);
+/* A connection cut for its deadline ("headers", "body"; "pressure": headers, early, with
+ * the connections three quarters full): gpupool_http_connections_dropped_total{reason}. */
+void api__metrics_conn_dropped(const char *reason);
+/* A request refused 400 for its framing or target: gpupool_http_malformed_total. */
+void api__metrics_malformed(void);
+/* Open connections now (+1 accepted, -1 closed): gpupool_http_connections_open. */
+void api__metrics_conn_open(int delta);
+
+/*
+ * A log limiter: at most `per_sec` lines a second from one source of noise.
+ * api__ratelog_take() says whether to log this line (1) or not (0, counted as
+ * suppressed); both it and api__ratelog_flush() set *report to the number of
+ * lines suppressed in an earlier window, once, for a "suppressed N" line (0:
+ * nothing to report).  The window is a second (API_RATELOG_INIT) or `us`
+ * microseconds (API_RATELOG_INIT_WINDOW; `per_sec` is then per window).
+ * Thread-safe; `now_us` from a monotonic clock.
+ */
+typedef struct api_ratelog {
+    pthread_mutex_t mu;
+    int64_t window;  /* the second being counted */
+    int used;        /* lines logged in it */
+    long suppressed; /* lines not logged since the last report */
+    int64_t window_us; /* 0: one second */
+} api_ratelog;
+#define API_RATELOG_INIT {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0}
+#define API_RATELOG_INIT_WINDOW(us) {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, (us)}
+int api__ratelog_take(api_ratelog *rl, int per_sec, int64_t now_us, long *report);
+void api__ratelog_flush(api_ratelog *rl, int64_t now_us, long *report);
 
 /* Run an approved request as its requester (h_approval.c). */
 void api__exec_approved(store_t *st, const api_config *cfg, const char *approval_id,
@@ -242,6 +281,7 @@ void h_console_index(api_req *r);
 void h_console_asset(api_req *r);
 void h_audit_list(api_req *r);
 void h_audit_verify(api_req *r);
+void h_audit_checkpoints(api_req *r);
 void h_audit_export(api_req *r);
 void h_login(api_req *r);
 void h_user_create(api_req *r);
@@ -260,6 +300,15 @@ void h_member_tenant_delete(api_req *r);
 void h_member_project_list(api_req *r);
 void h_member_project_put(api_req *r);
 void h_member_project_delete(api_req *r);
+/* invitations into another tenant (h_member.c) */
+void h_invitation_tenant_list(api_req *r);
+void h_invitation_tenant_accept(api_req *r);
+void h_invitation_tenant_decline(api_req *r);
+void h_invitation_tenant_withdraw(api_req *r);
+void h_invitation_global_list(api_req *r);
+void h_invitation_global_accept(api_req *r);
+void h_invitation_global_decline(api_req *r);
+void h_invitation_global_withdraw(api_req *r);
 void h_policy_get(api_req *r);
 void h_policy_put(api_req *r);
 void h_approval_list(api_req *r);
@@ -274,6 +323,7 @@ void h_join_list(api_req *r);
 void h_join_revoke(api_req *r);
 void h_agent_register(api_req *r);
 void h_agent_heartbeat(api_req *r);
+void h_agent_wait(api_req *r); /* the agent's long poll (sched/loop.h) */
 void h_node_list(api_req *r);
 void h_node_get(api_req *r);
 void h_node_history(api_req *r);
@@ -316,6 +366,8 @@ void h_job_explain(api_req *r);
 void h_job_logs(api_req *r);
 void h_quota_get(api_req *r);
 void h_quota_put(api_req *r);
+/* PATCH …/quota: change only the ceilings the body names (null lifts one). */
+void h_quota_patch(api_req *r);
 void h_prio_list(api_req *r);
 void h_prio_get(api_req *r);
 void h_prio_create(api_req *r);
@@ -354,7 +406,8 @@ void h_app_rag_list(api_req *r);
 void h_app_rag_set(api_req *r);
 void h_app_rag_delete(api_req *r);
 
-/* One scheduling round (the server loop). */
+/* Wake the scheduler thread for a round (sched/loop.h); called by the leader only (its
+ * once-a-second tick, a leader's handler).  Never runs the round itself.  Returns GP_OK. */
 int api__sched_round(store_t *st, gp_err *err);
 /* Apply the card-hour ceilings' policy to running jobs (jobs_card_hours_enforce). */
 int api__card_hours_enforce(store_t *st, gp_err *err);
@@ -375,5 +428,7 @@ void h_gw_chat(api_req *r);
 void h_gw_completions(api_req *r);
 void h_gw_embeddings(api_req *r);
 void h_gw_models(api_req *r);
+void h_gw_model(api_req *r);
+void h_gw_responses(api_req *r);
 
 #endif

@@ -5,7 +5,11 @@
  *                              tenant-admins of T too (that tenant's events).
  *                              Filters: action (exact, or prefix ending '.'),
  *                              result, after (cursor), limit (1..1000).
- * GET /api/v1/audit/verify     security-admin: recompute the whole chain.
+ * GET /api/v1/audit/verify     security-admin: recompute the whole chain and
+ *                              check it against the signed checkpoints (the
+ *                              server's key, the table and the file copy).
+ * GET /api/v1/audit/checkpoints whoever reads the whole audit: the signed
+ *                              checkpoints and the public key (key_id).
  */
 #include "api_int.h"
 
@@ -169,15 +173,45 @@ void h_audit_verify(api_req *r) {
     audit_report rep;
     api_target(r, "audit", "chain", NULL, NULL);
     if (!api_authorize(r, ACT_AUDIT_VERIFY, NULL, NULL)) return;
-    if (audit_verify(r->store, &rep, &err)) {
+    /* with a signing key, the chain is checked against its signed checkpoints */
+    audit_trust trust = {0};
+    if (r->cfg && r->cfg->audit_key_id) {
+        trust.key_id = r->cfg->audit_key_id;
+        trust.checkpoint_file = r->cfg->audit_checkpoint_file;
+    }
+    if (audit_verify_signed(r->store, trust.key_id ? &trust : NULL, &rep, &err)) {
         api_fail(r, &err);
         return;
     }
-    json_t *o = json_pack("{s:b,s:I,s:s}", "ok", rep.ok, "checked", (json_int_t)rep.checked,
-                          "head_hash", rep.head_hash);
-    if (!rep.ok) {
-        json_object_set_new(o, "first_bad_seq", json_integer(rep.bad_seq));
-        json_object_set_new(o, "reason", json_string(rep.reason));
+    json_t *o = audit_report_json(&rep);
+    api_reply(r, 200, o);
+}
+
+void h_audit_checkpoints(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    int64_t after = 0, limit = 100;
+    api_target(r, "audit", "checkpoints", NULL, NULL);
+    if (!api_authorize(r, ACT_AUDIT_READ_ALL, NULL, NULL)) return;
+    if (api_query_int(r, "after", 0, INT64_MAX, &after) ||
+        api_query_int(r, "limit", 1, 1000, &limit))
+        return;
+    if (store_begin(r->store, STORE_READ, &tx, &err)) {
+        api_fail(r, &err);
+        return;
     }
+    json_t *items;
+    int64_t next;
+    int rc = audit_checkpoint_list(tx, after, (int)limit, &items, &next, &err);
+    store_rollback(tx);
+    if (rc) {
+        api_fail(r, &err);
+        return;
+    }
+    char cursor[32];
+    snprintf(cursor, sizeof cursor, "%" PRId64, next);
+    json_t *o = api_list(items, next ? cursor : NULL);
+    const char *key = r->cfg ? r->cfg->audit_key_id : NULL;
+    json_object_set_new(o, "key_id", key ? json_string(key) : json_null());
     api_reply(r, 200, o);
 }

@@ -4,13 +4,18 @@
  *   POST /v1/chat/completions   (streaming and not)
  *   POST /v1/completions        (streaming and not)
  *   POST /v1/embeddings         (float and base64: passed through)
+ *   POST /v1/responses          (the Responses API; streaming and not)
  *   GET  /v1/models             (what the key may use)
+ *   GET  /v1/models/{model}     (one of those)
  *
  * Every call: the API key (Bearer sk-…) -> the model, resolved within the
  * key's tenant or among public models (anything else: 404 model_not_found)
- * -> per-minute windows of key and project (429 rate_limit_exceeded) ->
- * reserve the request's most tokens against the monthly quotas of key,
- * project and tenant (429 insufficient_quota) -> forward to an endpoint
+ * -> every limit before any work: the key's requests in flight (429
+ * rate_limit_exceeded beyond max_parallel), per-minute windows of key and
+ * project (429 rate_limit_exceeded), a reservation of the request's most
+ * tokens against the monthly quotas of key, project and tenant (429
+ * insufficient_quota) -> retrieval, when its application binds the model to
+ * knowledge bases (never for a refused request) -> forward to an endpoint
  * (round robin; a connect failure tries the next) -> answer as the
  * upstream answered, streaming as it arrives -> one usage record, queued
  * and written in a batch with the settlement of the reservation.
@@ -20,6 +25,16 @@
  * extra chunk is then removed from the stream) or rename the model for an
  * endpoint.  Errors are in OpenAI's shape {"error":{message,type,param,code}}.
  *
+ * Nothing a client or an upstream sends is taken on trust (docs/gateway.md):
+ * a body outside the documented ranges (gw_request_check: "stream" not a
+ * boolean, max_tokens out of 1..GW_MAX_OUTPUT_TOKENS, ...) is a 400 before
+ * any window, quota or upstream is touched; the reservation is computed with
+ * saturating arithmetic; the usage an upstream reports is clipped to what
+ * the request could have used (gw_usage_clip) and the record flagged; a 3xx
+ * from an upstream is a 502, never followed nor relayed.  Refusals of a
+ * known key (model not allowed, rate limit, quota) are counted and audited,
+ * at most once per key, kind and minute.
+ *
  * Retrieval-augmented chat: when the key belongs to an application that
  * binds the requested model to knowledge bases (kb_rag_lookup), the top-k
  * chunks for the last user message are added as a first system message
@@ -27,9 +42,18 @@
  * a top-level "sources" [{kb, document, chunk, start, end, score}]: in the
  * JSON of a whole answer, in the first chunk of a stream.  Its tokens are
  * counted like any other request's (the upstream's usage includes them).
+ * Whether a binding applies is read with the key and model; the KBs are
+ * queried only once every limit admitted the request, which reserved the
+ * most the context can add (rag_allowance_chars) and gets back what it did
+ * not use.  Responses requests get the context ahead of their instructions.
+ *
+ * The Responses API (kind "response") goes the same way; its usage is
+ * {input_tokens, output_tokens}, its stream the upstream's response.* events
+ * (nothing is added to its body: it always reports usage).
  */
 #include "api_int.h"
 
+#include "../audit/audit.h"
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
 #include "../core/log.h"
@@ -44,19 +68,84 @@
 
 #define MAX_UPSTREAM_BODY (64u << 20)
 
-static void oai_error(api_req *r, int status, const char *type, const char *code,
-                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void oai_verror(api_req *r, int status, const char *type, const char *code,
+                       const char *param, const char *fmt, va_list ap) {
+    char msg[600];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    json_t *e = json_pack("{s:s,s:s,s:n,s:s?}", "message", msg, "type", type, "param", "code", code);
+    if (param && *param) json_object_set_new(e, "param", json_string(param));
+    api_reply(r, status, json_pack("{s:o}", "error", e));
+}
 
 static void oai_error(api_req *r, int status, const char *type, const char *code,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void oai_error(api_req *r, int status, const char *type, const char *code,
                       const char *fmt, ...) {
-    char msg[600];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    oai_verror(r, status, type, code, NULL, fmt, ap);
     va_end(ap);
-    api_reply(r, status,
-              json_pack("{s:{s:s,s:s,s:n,s:s?}}", "error", "message", msg, "type", type, "param",
-                        "code", code));
+}
+
+/* An error naming the request field at fault ("param"). */
+static void oai_error_param(api_req *r, int status, const char *code, const char *param,
+                            const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void oai_error_param(api_req *r, int status, const char *code, const char *param,
+                            const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    oai_verror(r, status, "invalid_request_error", code, param, fmt, ap);
+    va_end(ap);
+}
+
+/*
+ * Audit a refusal of key `k` (GW_REFUSE_*), at most once per key, kind and
+ * minute (gw_rt_refusal counts every one for /metrics).  The event names the
+ * key's owner, tenant and project; its summary says how many were not
+ * audited since the last.  A failure to write it is logged, never answered.
+ */
+static void audit_refusal(api_req *r, const gw_key *k, int kind, const char *model, int status,
+                          const char *why) {
+    static const char *const reasons[GW_REFUSE__N] = {"model_not_allowed", "rate_limit", "quota",
+                                                      "parallel"};
+    int64_t quiet = 0;
+    if (!r->gw || !gw_rt_refusal(r->gw, k->id, kind, gt_now_us(), &quiet)) return;
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    if (store_begin(r->store, STORE_WRITE, &tx, &err)) {
+        log_kv(LOG_WARN, "gateway refusal not audited", "detail", err.msg, (char *)NULL);
+        return;
+    }
+    char owner[64] = "";
+    store_stmt *s;
+    if (!store_query(tx, &s, &err, "SELECT owner FROM api_keys WHERE id = ?", "s", k->id)) {
+        if (store_step(s, &err) > 0) snprintf(owner, sizeof owner, "%s", store_text(s, 0));
+        store_done(s);
+    }
+    gp_err_clear(&err);
+    json_t *sum = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I}", "reason", reasons[kind], "key", k->id,
+                            "app", k->app, "model", model ? model : "", "detail", why ? why : "",
+                            "not_audited_since_last", (json_int_t)quiet);
+    char *text = sum ? json_dumps(sum, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(sum);
+    audit_event ev = {
+        .actor = owner[0] ? owner : k->id,
+        .source = r->source,
+        .request_id = r->request_id,
+        .action = r->route ? r->route->action : "gateway",
+        .target_type = "model",
+        .target_id = model ? model : "",
+        .tenant = k->tenant,
+        .project = k->project,
+        .result = "denied",
+        .status = status,
+        .summary = text,
+    };
+    int rc = audit_append(tx, &ev, NULL, &err);
+    if (!rc) rc = store_commit(tx, &err);
+    else store_rollback(tx);
+    free(text);
+    if (rc) log_kv(LOG_WARN, "gateway refusal not audited", "detail", err.msg, (char *)NULL);
 }
 
 /* The key from "Authorization: Bearer sk-…"; 0, or -1 with a 401 set. */
@@ -95,50 +184,27 @@ static int authenticate(api_req *r, gw_key *k, store_tx **keep) {
     return 0;
 }
 
-/* ---- sizing a request ---- */
-
-static int64_t text_chars(json_t *v) {
-    if (json_is_string(v)) return (int64_t)json_string_length(v);
-    int64_t n = 0;
-    size_t i;
-    json_t *e;
-    if (json_is_integer(v)) return 4; /* a token id */
-    if (json_is_array(v)) json_array_foreach(v, i, e) n += text_chars(e);
-    else if (json_is_object(v)) n += text_chars(json_object_get(v, "text"));
-    return n;
-}
-
-/* Characters of the prompt: the messages' contents, the prompt, or the input. */
-static int64_t prompt_chars(json_t *req, const char *kind) {
-    if (!strcmp(kind, "chat")) {
-        int64_t n = 0;
-        size_t i;
-        json_t *m;
-        json_array_foreach(json_object_get(req, "messages"), i, m) n += text_chars(json_object_get(m, "content"));
-        return n;
-    }
-    return text_chars(json_object_get(req, !strcmp(kind, "embedding") ? "input" : "prompt"));
-}
-
-/* The most tokens the answer may hold, as asked (or the default). */
-static int64_t max_out(json_t *req, const char *kind) {
-    if (!strcmp(kind, "embedding")) return 0;
-    json_t *v = json_object_get(req, "max_completion_tokens");
-    if (!json_is_integer(v)) v = json_object_get(req, "max_tokens");
-    if (json_is_integer(v) && json_integer_value(v) > 0) return json_integer_value(v);
-    return GW_DEFAULT_MAX_TOKENS;
-}
+/* ---- sizing a request (the rest: gw_request_check, gw_reservation) ---- */
 
 /* Characters of generated text in a non-streamed answer. */
 static int64_t answer_chars(json_t *resp) {
     int64_t n = 0;
     size_t i;
     json_t *ch;
-    json_array_foreach(json_object_get(resp, "choices"), i, ch) {
-        const char *t = json_string_value(json_object_get(json_object_get(ch, "message"), "content"));
-        if (!t) t = json_string_value(json_object_get(ch, "text"));
-        if (t) n += (int64_t)strlen(t);
+    /* the Responses API: output items, their text parts and tool-call arguments */
+    json_array_foreach(json_object_get(resp, "output"), i, ch) {
+        size_t k;
+        json_t *part;
+        json_t *args = json_object_get(ch, "arguments");
+        if (json_is_string(args)) n = gw_sat_add(n, (int64_t)json_string_length(args));
+        json_array_foreach(json_object_get(ch, "content"), k, part) {
+            json_t *t = json_object_get(part, "text"), *rf = json_object_get(part, "refusal");
+            if (json_is_string(t)) n = gw_sat_add(n, (int64_t)json_string_length(t));
+            if (json_is_string(rf)) n = gw_sat_add(n, (int64_t)json_string_length(rf));
+        }
     }
+    json_array_foreach(json_object_get(resp, "choices"), i, ch)
+        n = gw_sat_add(n, gw_generated_chars(ch, json_object_get(ch, "message")));
     return n;
 }
 
@@ -148,25 +214,62 @@ typedef struct gwreq {
     gw_runtime *rt;
     gw_key key;          /* models released once the request is set up */
     gw_usage u;
-    int64_t start_mono, reserved, prompt_chars;
+    int64_t start_mono, reserved;
+    gw_request_info info;
+    int64_t request_bytes; /* the body as sent upstream */
+    int entered;         /* counted in flight (gw_rt_enter): left when recorded */
 } gwreq;
 
-static void record(gwreq *g, int status, int have_usage, int64_t pt, int64_t ct, int64_t out_chars) {
+/*
+ * The request's usage record: the upstream's figures checked against what
+ * the request could have used (gw_usage_clip), or an estimate when it
+ * reported none.  `out_chars`: bytes of generated text in the answer
+ * (gw_generated_chars): its completion bound, and its estimate when no usage
+ * came.  The answer's own size bounds nothing: the upstream pads it at will.
+ */
+static void record(gwreq *g, int status, int have_usage, int64_t pt, int64_t ct,
+                   int64_t out_chars) {
     gw_usage *u = &g->u;
     u->status = status;
     u->latency_us = gt_mono_us() - g->start_mono;
     /* tokens count when the upstream produced them, even for a stream cut short */
     if ((status >= 200 && status < 300) || have_usage || out_chars > 0) {
+        int64_t pguess = gw_estimate_tokens(g->info.prompt_chars);
+        int64_t cguess = gw_estimate_tokens(out_chars);
         if (have_usage) {
+            int embedding = !strcmp(u->kind, "embedding");
+            gw_usage_bound b = {
+                .prompt_est = pguess,
+                .request_bytes = g->request_bytes,
+                .completion_max = gw_sat_mul(g->info.max_out, g->info.answers),
+                /* the text generated, not the answer's size: an upstream pads at will */
+                .answer_bytes = embedding ? 0 : out_chars,
+                .prompt_guess = pguess,
+                .completion_guess = cguess,
+            };
             u->prompt_tokens = pt;
             u->completion_tokens = ct;
+            gw_usage_clip(&b, &u->prompt_tokens, &u->completion_tokens, &u->clipped);
+            if (u->clipped) {
+                char a[24], b2[24];
+                snprintf(a, sizeof a, "%lld", (long long)pt);
+                snprintf(b2, sizeof b2, "%lld", (long long)ct);
+                log_kv(LOG_WARN, "upstream usage clipped", "key", u->key_id, "model", u->model,
+                       "model_tenant", u->model_tenant, "endpoint", u->endpoint_id,
+                       "prompt_tokens", a, "completion_tokens", b2, (char *)NULL);
+                gw_rt_count_clipped(g->rt);
+            }
         } else {
-            u->prompt_tokens = gw_estimate_tokens(g->prompt_chars);
-            u->completion_tokens = gw_estimate_tokens(out_chars);
+            u->prompt_tokens = pguess;
+            u->completion_tokens = cguess;
             u->estimated = 1;
         }
     }
-    gw_rt_adjust(g->rt, &g->key, u->prompt_tokens + u->completion_tokens - g->reserved, gt_now_us());
+    gw_rt_adjust(g->rt, &g->key,
+                 gw_sat_add(gw_sat_add(u->prompt_tokens, u->completion_tokens), -g->reserved),
+                 gt_now_us());
+    if (g->entered) gw_rt_leave(g->rt, g->key.id);
+    g->entered = 0;
     if (gw_rt_record(g->rt, u))
         log_kv(LOG_ERROR, "usage record dropped: out of memory", "key", u->key_id, (char *)NULL);
 }
@@ -179,6 +282,7 @@ typedef struct gwstream {
     gw_sse sse;
     strbuf out;
     size_t off;
+    int64_t bytes;       /* received from the upstream */
     int ended, status;
     json_t *sources;     /* RAG: added to the first chunk, then NULL */
 } gwstream;
@@ -206,10 +310,11 @@ static int add_sources_to_stream(strbuf *out, json_t *sources) {
             char *t = json_dumps(j, JSON_COMPACT);
             json_decref(j);
             if (!t) return 1;
+            /* only the data changes: other lines (a Responses stream's "event:") stay */
             strbuf nb = SB_INIT;
-            sb_add(&nb, out->buf, i);
-            sb_addf(&nb, "data: %s\n\n", t);
-            sb_add(&nb, b + cut, left - cut);
+            sb_add(&nb, out->buf, (size_t)(d - out->buf));
+            sb_adds(&nb, t);
+            sb_add(&nb, d + dl, (size_t)(b + left - (d + dl)));
             free(t);
             if (sb_ok(&nb)) {
                 sb_setlen(out, 0);
@@ -232,6 +337,7 @@ static long stream_read(void *cls, char *buf, size_t max) {
         char tmp[16384];
         long n = gw_call_read(s->call, tmp, sizeof tmp);
         if (n > 0) {
+            s->bytes = gw_sat_add(s->bytes, n);
             gw_sse_feed(&s->sse, tmp, (size_t)n, &s->out);
             if (s->sources && add_sources_to_stream(&s->out, s->sources)) {
                 json_decref(s->sources);
@@ -244,8 +350,14 @@ static long stream_read(void *cls, char *buf, size_t max) {
         if ((n < 0 || !s->sse.saw_done) && !s->sse.saw_error) {
             /* the upstream broke off: say so, so the client does not take it for the end */
             s->status = 502;
-            sb_adds(&s->out, "data: {\"error\":{\"message\":\"the upstream ended the stream early\","
-                             "\"type\":\"server_error\",\"param\":null,\"code\":\"upstream_error\"}}\n\n");
+            if (!strcmp(s->g.u.kind, "response")) /* the Responses API's error event (+ "error") */
+                sb_adds(&s->out, "event: error\ndata: {\"type\":\"error\",\"code\":\"upstream_error\","
+                                 "\"message\":\"the upstream ended the stream early\",\"param\":null,"
+                                 "\"error\":{\"message\":\"the upstream ended the stream early\","
+                                 "\"type\":\"server_error\",\"param\":null,\"code\":\"upstream_error\"}}\n\n");
+            else
+                sb_adds(&s->out, "data: {\"error\":{\"message\":\"the upstream ended the stream early\","
+                                 "\"type\":\"server_error\",\"param\":null,\"code\":\"upstream_error\"}}\n\n");
         }
         if (!sb_ok(&s->out)) return -1;
     }
@@ -260,6 +372,8 @@ static void stream_release(void *cls) {
     gwstream *s = cls;
     /* a client that went away before the end: 499, what it got is still counted */
     int status = !s->ended ? 499 : s->status;
+    if (s->ended && s->status == 502) /* the upstream broke the stream off */
+        gw_rt_endpoint_result(s->g.rt, s->g.u.endpoint_id, 0, gt_now_us());
     record(&s->g, status, s->sse.has_usage, s->sse.prompt_tokens, s->sse.completion_tokens,
            s->sse.completion_chars);
     gw_call_free(s->call);
@@ -291,67 +405,124 @@ static char *body_for(api_req *r, json_t *req, const gw_endpoint *ep, int add_us
     return text;
 }
 
-/* The text of the last user message of a chat request ("" when none). */
-static void last_user_text(json_t *req, strbuf *out) {
-    json_t *msgs = json_object_get(req, "messages");
-    for (size_t i = json_array_size(msgs); i-- > 0;) {
-        json_t *m = json_array_get(msgs, i);
-        const char *role = json_string_value(json_object_get(m, "role"));
-        if (!role || strcmp(role, "user") != 0) continue;
-        json_t *c = json_object_get(m, "content");
-        if (json_is_string(c)) {
-            sb_adds(out, json_string_value(c));
-        } else {
-            size_t k;
-            json_t *part;
-            json_array_foreach(c, k, part) {
-                const char *t = json_string_value(json_object_get(part, "text"));
-                if (t) sb_addf(out, "%s%s", out->len ? " " : "", t);
-            }
-        }
+/* The text of one message / input item's content (a string, or its parts' texts). */
+static void content_text(json_t *c, strbuf *out) {
+    if (json_is_string(c)) {
+        sb_adds(out, json_string_value(c));
         return;
+    }
+    size_t k;
+    json_t *part;
+    json_array_foreach(c, k, part) {
+        const char *t = json_string_value(json_object_get(part, "text"));
+        if (t) sb_addf(out, "%s%s", out->len ? " " : "", t);
     }
 }
 
 /*
- * Retrieval for a chat request of key `k`: when its application binds
- * `model` to knowledge bases, the top chunks for the last user message go
- * into `req` as a first system message.  Returns the sources to report
- * (new reference; [] when nothing matched), or NULL when no binding applies
- * (or retrieval failed: logged, and the request goes on without it).
- * *changed: whether `req` was modified.
+ * The text of the last user message of a chat request, or of a Responses
+ * request's input (a string, or its last user item); "" when none.
  */
-static json_t *rag_augment(api_req *r, const gw_key *k, const char *model, json_t *req,
-                           int *changed) {
+static void last_user_text(json_t *req, const char *kind, strbuf *out) {
+    json_t *msgs = json_object_get(req, !strcmp(kind, "response") ? "input" : "messages");
+    if (json_is_string(msgs)) {
+        sb_adds(out, json_string_value(msgs));
+        return;
+    }
+    for (size_t i = json_array_size(msgs); i-- > 0;) {
+        json_t *m = json_array_get(msgs, i);
+        const char *role = json_string_value(json_object_get(m, "role"));
+        if (!role || strcmp(role, "user") != 0) continue;
+        content_text(json_object_get(m, "content"), out);
+        return;
+    }
+}
+
+/* Retrieval for one request: the KBs its key's application binds to the model. */
+typedef struct rag_plan {
+    json_t *ids; /* KB ids (owned); NULL: no binding applies */
+    int k;       /* chunks to retrieve */
+} rag_plan;
+
+/*
+ * Bytes the retrieved context can add to a prompt at most: the instruction,
+ * and per chunk its text (KB_CHUNK_CHARS code points, 4 bytes each at most)
+ * and its header (number, KB and document names, chunk index).  Reserved
+ * before retrieval, so that every limit is judged before any KB is queried.
+ */
+static int64_t rag_allowance_chars(int k) {
+    return 512 + (int64_t)k * (KB_CHUNK_CHARS * 4 + 64 + KB_DOC_NAME_MAX + 64);
+}
+
+/*
+ * Does key `k`'s application bind `model` to knowledge bases (a read in the
+ * request's transaction `tx`, which sees the key's tenant only)?  Only chat
+ * and Responses requests are augmented.  OUT: *plan (ids NULL when not; a
+ * failed lookup is logged and the request goes on without retrieval).
+ */
+static void rag_lookup(store_tx *tx, const gw_key *k, const char *model, const char *kind,
+                       json_t *req, rag_plan *plan) {
+    gp_err err = GP_ERR_INIT;
+    memset(plan, 0, sizeof *plan);
+    if (!k->app[0]) return;
+    if (!strcmp(kind, "chat") ? !json_is_array(json_object_get(req, "messages"))
+                              : strcmp(kind, "response") != 0)
+        return;
+    int rc = kb_rag_lookup(tx, k->tenant_id, k->project_id, k->app, model, &plan->ids, &plan->k,
+                           &err);
+    if (rc) {
+        plan->ids = NULL;
+        if (rc != GP_ENOTFOUND)
+            log_kv(LOG_WARN, "retrieval skipped", "detail", err.msg, (char *)NULL);
+    }
+}
+
+/* The retrieved context into `req`: a first system message (chat), or ahead of the instructions (responses). */
+static int rag_insert(json_t *req, const char *kind, const char *sys) {
+    if (!strcmp(kind, "chat"))
+        return json_array_insert_new(json_object_get(req, "messages"), 0,
+                                     json_pack("{s:s,s:s}", "role", "system", "content", sys)) == 0;
+    const char *ins = json_string_value(json_object_get(req, "instructions"));
+    strbuf t = SB_INIT;
+    sb_adds(&t, sys);
+    if (ins && *ins) sb_addf(&t, "\n\n%s", ins);
+    int ok = sb_ok(&t) && json_object_set_new(req, "instructions", json_string(t.buf)) == 0;
+    sb_release(&t);
+    return ok;
+}
+
+/*
+ * Retrieval, once every limit admitted the request: the top chunks of the
+ * plan's KBs for the last user message go into `req` (rag_insert), and the
+ * query is counted (gpupool_gateway_retrievals_total).  Returns the sources
+ * to report (new reference; [] when nothing matched), or NULL when retrieval
+ * failed (logged, and the request goes on without it).  *changed: whether
+ * `req` was modified.
+ */
+static json_t *rag_retrieve(api_req *r, const gw_key *k, const rag_plan *plan, const char *kind,
+                            json_t *req, int *changed) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    json_t *ids = NULL, *hits = NULL;
-    int kk = 0;
+    json_t *hits = NULL;
     *changed = 0;
-    if (!k->app[0] || !json_is_array(json_object_get(req, "messages"))) return NULL;
     if (store_begin(r->store, STORE_READ, &tx, &err)) {
         log_kv(LOG_WARN, "retrieval skipped", "detail", err.msg, (char *)NULL);
         return NULL;
     }
     int rc = store_set_tenant(tx, k->tenant_id, &err);
-    if (!rc) rc = kb_rag_lookup(tx, k->tenant_id, k->project_id, k->app, model, &ids, &kk, &err);
-    if (rc) {
-        store_rollback(tx);
-        if (rc != GP_ENOTFOUND)
-            log_kv(LOG_WARN, "retrieval skipped", "detail", err.msg, (char *)NULL);
-        return NULL;
-    }
     strbuf q = SB_INIT;
-    last_user_text(req, &q);
+    last_user_text(req, kind, &q);
     if (q.len > KB_MAX_QUERY_LEN) { /* a long message: its beginning is the query */
         size_t n = KB_MAX_QUERY_LEN;
         while (n && ((unsigned char)q.buf[n] & 0xC0) == 0x80) n--;
         sb_setlen(&q, n);
     }
-    rc = kb_query(tx, k->tenant_id, ids, NULL, q.buf, kk, &hits, &err);
+    if (!rc) {
+        if (r->gw) gw_rt_count_retrieval(r->gw);
+        rc = kb_query(tx, k->tenant_id, plan->ids, NULL, q.buf ? q.buf : "", plan->k, &hits, &err);
+    }
     store_rollback(tx);
     sb_release(&q);
-    json_decref(ids);
     if (rc == GP_EINVALID) return json_array(); /* no words to search for */
     if (rc) {
         log_kv(LOG_WARN, "retrieval failed", "detail", err.msg, (char *)NULL);
@@ -372,11 +543,7 @@ static json_t *rag_augment(api_req *r, const gw_key *k, const char *model, json_
     if (json_array_size(hits)) {
         strbuf sys = SB_INIT;
         kb_rag_prompt(hits, &sys);
-        if (sb_ok(&sys)) {
-            json_array_insert_new(json_object_get(req, "messages"), 0,
-                                  json_pack("{s:s,s:s}", "role", "system", "content", sys.buf));
-            *changed = 1;
-        }
+        if (sb_ok(&sys) && rag_insert(req, kind, sys.buf)) *changed = 1;
         sb_release(&sys);
     }
     json_decref(hits);
@@ -407,28 +574,54 @@ static void forward(api_req *r, const char *kind, const char *path) {
                   "you must provide a model parameter");
         return;
     }
-    int stream = strcmp(kind, "embedding") && json_is_true(json_object_get(req, "stream"));
-    int asked_usage =
-        stream && json_is_true(json_object_get(json_object_get(req, "stream_options"), "include_usage"));
-    g.prompt_chars = prompt_chars(req, kind);
-    g.reserved = gw_estimate_tokens(g.prompt_chars) + max_out(req, kind);
+    /* every number and shape the accounting depends on, before anything is counted */
+    char param[64];
+    int invalid_type = 0;
+    if (gw_request_check(req, kind, &g.info, param, &invalid_type, &err)) {
+        store_rollback(tx);
+        gw_key_release(&g.key);
+        json_decref(req);
+        oai_error_param(r, 400, invalid_type ? "invalid_type" : "invalid_value", param, "%s",
+                        err.msg);
+        return;
+    }
+    int stream = g.info.stream;
+    int asked_usage = g.info.include_usage;
+    int response = !strcmp(kind, "response"); /* the Responses API: usage always in its events */
+    g.reserved = gw_reservation(&g.info);
     /* which model, where */
     gw_route route;
     int rc = gw_resolve(tx, &g.key, model, &route, &err);
+    /* a stored response or conversation lives on the upstream: through another tenant's public
+     * model that upstream is shared, so only the model's own tenant may refer to one */
+    if (!rc && response && strcmp(route.model_tenant, g.key.tenant) != 0) {
+        static const char *const refs[] = {"previous_response_id", "conversation", NULL};
+        for (int i = 0; refs[i]; i++) {
+            json_t *v = json_object_get(req, refs[i]);
+            if (!v || json_is_null(v)) continue;
+            store_rollback(tx);
+            gw_key_release(&g.key);
+            json_decref(req);
+            oai_error_param(r, 400, "unsupported_parameter", refs[i],
+                            "'%s' is not supported with a public model of another tenant: "
+                            "send the conversation in 'input'.", refs[i]);
+            return;
+        }
+    }
+    /* whether retrieval applies (a read; the KBs are queried once every limit admitted it) */
+    rag_plan plan = {NULL, 0};
+    if (!rc) rag_lookup(tx, &g.key, model, kind, req, &plan);
     store_rollback(tx);
     if (rc) {
+        if (rc == GP_ENOTFOUND) {
+            audit_refusal(r, &g.key, GW_REFUSE_MODEL, model, 404, err.msg);
+            oai_error(r, 404, "invalid_request_error", "model_not_found", "%s", err.msg);
+        } else {
+            oai_error(r, 500, "server_error", "internal_error", "%s", err.msg);
+        }
         gw_key_release(&g.key);
         json_decref(req);
-        if (rc == GP_ENOTFOUND) oai_error(r, 404, "invalid_request_error", "model_not_found", "%s", err.msg);
-        else oai_error(r, 500, "server_error", "internal_error", "%s", err.msg);
         return;
-    }
-    /* retrieval-augmented chat: the context counts towards the prompt */
-    int changed = 0;
-    json_t *sources = !strcmp(kind, "chat") ? rag_augment(r, &g.key, model, req, &changed) : NULL;
-    if (changed) {
-        g.prompt_chars = prompt_chars(req, kind);
-        g.reserved = gw_estimate_tokens(g.prompt_chars) + max_out(req, kind);
     }
     /* the usage record says who, whatever happens next */
     gw_usage *u = &g.u;
@@ -443,16 +636,39 @@ static void forward(api_req *r, const char *kind, const char *path) {
     snprintf(u->model_tenant, sizeof u->model_tenant, "%s", route.model_tenant);
     snprintf(u->kind, sizeof u->kind, "%s", kind);
     u->stream = stream;
-    /* per-minute windows */
+    /* every limit before any work: requests in flight, per-minute windows, monthly quotas.
+     * A request its key's application augments reserves the most retrieval can add. */
+    if (plan.ids) {
+        g.info.prompt_chars = gw_sat_add(g.info.prompt_chars, rag_allowance_chars(plan.k));
+        g.reserved = gw_reservation(&g.info);
+    }
+    int64_t inflight = 0;
+    if (!gw_rt_enter(r->gw, &g.key, &inflight)) {
+        char why[120];
+        snprintf(why, sizeof why, "%lld requests in flight, at most %lld (max_parallel)",
+                 (long long)inflight, (long long)g.key.max_parallel);
+        api_header(r, "Retry-After", "1");
+        audit_refusal(r, &g.key, GW_REFUSE_PARALLEL, model, 429, why);
+        oai_error(r, 429, "requests", "rate_limit_exceeded",
+                  "Too many requests in flight for this key: %s. Please try again when one "
+                  "has finished.", why);
+        gw_key_release(&g.key);
+        json_decref(req);
+        json_decref(plan.ids);
+        return;
+    }
+    g.entered = 1;
     int64_t retry = 1;
     char why[80] = "";
     if (!gw_rt_admit(r->gw, &g.key, g.reserved, gt_now_us(), &retry, why, sizeof why)) {
         char ra[24];
         snprintf(ra, sizeof ra, "%lld", (long long)retry);
         api_header(r, "Retry-After", ra);
+        audit_refusal(r, &g.key, GW_REFUSE_RATE, model, 429, why);
+        gw_rt_leave(r->gw, g.key.id);
         gw_key_release(&g.key);
         json_decref(req);
-        json_decref(sources);
+        json_decref(plan.ids);
         oai_error(r, 429, "requests", "rate_limit_exceeded",
                   "Rate limit reached for %s. Please try again in %llds.", why, (long long)retry);
         return;
@@ -469,9 +685,11 @@ static void forward(api_req *r, const char *kind, const char *path) {
     }
     if (rc) {
         gw_rt_adjust(r->gw, &g.key, -g.reserved, gt_now_us());
+        gw_rt_leave(r->gw, g.key.id);
+        if (rc == GP_EFORBIDDEN) audit_refusal(r, &g.key, GW_REFUSE_QUOTA, model, 429, err.msg);
         gw_key_release(&g.key);
         json_decref(req);
-        json_decref(sources);
+        json_decref(plan.ids);
         if (rc == GP_EFORBIDDEN) {
             api_header(r, "Retry-After", "3600");
             oai_error(r, 429, "insufficient_quota", "insufficient_quota", "%s", err.msg);
@@ -480,19 +698,43 @@ static void forward(api_req *r, const char *kind, const char *path) {
         }
         return;
     }
+    /* retrieval, now that the request is admitted: the context counts towards the prompt;
+     * the windows get back what the allowance reserved beyond it (the quota hold is
+     * settled with what was used, as always) */
+    int changed = 0;
+    json_t *sources = NULL;
+    if (plan.ids) {
+        sources = rag_retrieve(r, &g.key, &plan, kind, req, &changed);
+        json_decref(plan.ids);
+        plan.ids = NULL;
+        g.info.prompt_chars = gw_prompt_chars(req, kind);
+        int64_t real = gw_reservation(&g.info);
+        gw_rt_adjust(r->gw, &g.key, gw_sat_add(real, -g.reserved), gt_now_us());
+        g.reserved = real;
+    }
     gw_key_release(&g.key); /* the allow-list is no longer needed */
     /* an endpoint, round robin; a connect failure tries the next */
     gw_call *call = NULL;
     char last[300] = "no healthy endpoint";
-    unsigned long start = route.n ? gw_rt_next(r->gw) % (unsigned long)route.n : 0;
-    for (int i = 0; i < route.n && !call; i++) {
-        const gw_endpoint *ep = &route.ep[(start + (unsigned long)i) % (unsigned long)route.n];
+    /* healthy endpoints not ejected here, round robin; none: all of them (panic mode) */
+    int usable[GW_MAX_ENDPOINTS], order[GW_MAX_ENDPOINTS], panic = 0;
+    gw_rt_usable(r->gw, &route, gt_now_us(), usable);
+    int ntry = gw_route_order(&route, usable, route.n ? gw_rt_next(r->gw) : 0, order, &panic);
+    if (panic) {
+        gw_rt_count_panic(r->gw);
+        log_kv(LOG_WARN, "every endpoint is down or ejected: trying them anyway (panic mode)",
+               "model", model, (char *)NULL);
+    }
+    for (int i = 0; i < ntry && !call; i++) {
+        const gw_endpoint *ep = &route.ep[order[i]];
         size_t len;
-        char *b = body_for(r, req, ep, stream && !asked_usage, changed, &len);
+        char *b = body_for(r, req, ep, stream && !asked_usage && !response, changed, &len);
         gp_err e2 = GP_ERR_INIT;
         rc = gw_call_start(ep, path, b ? b : r->body, len, gw_rt_timeout(r->gw), &call, &e2);
         free(b);
+        g.request_bytes = (int64_t)len;
         if (rc) {
+            gw_rt_endpoint_result(r->gw, ep->id, 0, gt_now_us());
             snprintf(last, sizeof last, "%s", e2.msg);
             log_kv(LOG_WARN, "endpoint unreachable; trying the next", "endpoint", ep->id, "detail",
                    e2.msg, (char *)NULL);
@@ -508,12 +750,29 @@ static void forward(api_req *r, const char *kind, const char *path) {
         json_decref(sources);
         int st = route.n ? 502 : 503;
         record(&g, st, 0, 0, 0, 0);
+        /* the detail (addresses, connect errors) is for the log: the caller may not own the model */
+        if (route.n)
+            log_kv(LOG_WARN, "no endpoint answered", "model", u->model, "detail", last, (char *)NULL);
         oai_error(r, st, "server_error", route.n ? "upstream_unreachable" : "no_healthy_endpoint",
-                  "model '%s' has %s: %s", u->model,
-                  route.n ? "no endpoint that answered" : "no healthy endpoint", last);
+                  "model '%s' has %s", u->model,
+                  route.n ? "no endpoint that answered" : "no healthy endpoint");
         return;
     }
     long st = gw_call_status(call);
+    /* outlier detection: an answer that says the upstream itself failed counts against it */
+    gw_rt_endpoint_result(r->gw, u->endpoint_id, st != 502 && st != 503 && st != 504, gt_now_us());
+    if (st >= 300 && st < 400) {
+        /* a redirect is never followed, nor relayed (its body or Location could lead anywhere) */
+        log_kv(LOG_WARN, "upstream answered a redirect; refused", "endpoint", u->endpoint_id,
+               (char *)NULL);
+        json_decref(sources);
+        gw_call_free(call);
+        record(&g, 502, 0, 0, 0, 0);
+        oai_error(r, 502, "server_error", "upstream_redirect",
+                  "the model's endpoint answered with a redirect (HTTP %ld), which is not followed",
+                  st);
+        return;
+    }
     if (stream && st == 200) {
         gwstream *s = calloc(1, sizeof *s);
         if (!s) {
@@ -527,7 +786,7 @@ static void forward(api_req *r, const char *kind, const char *path) {
         s->call = call;
         s->status = 200;
         s->sources = sources;
-        gw_sse_init(&s->sse, !asked_usage);
+        gw_sse_init(&s->sse, !asked_usage && !response);
         sb_init(&s->out);
         api_stream(r, 200, "text/event-stream", stream_read, stream_release, s);
         return;
@@ -545,9 +804,14 @@ static void forward(api_req *r, const char *kind, const char *path) {
     }
     json_t *resp = json_loadb(out.buf ? out.buf : "", out.len, 0, NULL);
     json_t *usage = json_object_get(resp, "usage");
-    int have = json_is_object(usage) && json_is_integer(json_object_get(usage, "prompt_tokens"));
-    record(&g, (int)st, have, json_integer_value(json_object_get(usage, "prompt_tokens")),
-           json_integer_value(json_object_get(usage, "completion_tokens")), answer_chars(resp));
+    /* chat, completions, embeddings: prompt_/completion_tokens; Responses: input_/output_tokens */
+    const char *pname = response ? "input_tokens" : "prompt_tokens";
+    int have = json_is_object(usage) && json_is_integer(json_object_get(usage, pname));
+    /* a completion count that is not an integer counts as refused (-1): it is estimated */
+    json_t *ctv = json_object_get(usage, response ? "output_tokens" : "completion_tokens");
+    int64_t ct = !ctv || json_is_null(ctv) ? 0 : json_is_integer(ctv) ? json_integer_value(ctv) : -1;
+    record(&g, (int)st, have, json_integer_value(json_object_get(usage, pname)), ct,
+           answer_chars(resp));
     /* RAG: the sources used, as an extra top-level field of a successful answer */
     char *with = NULL;
     if (sources && st >= 200 && st < 300 && json_is_object(resp)) {
@@ -564,6 +828,7 @@ static void forward(api_req *r, const char *kind, const char *path) {
 void h_gw_chat(api_req *r) { forward(r, "chat", "/chat/completions"); }
 void h_gw_completions(api_req *r) { forward(r, "completion", "/completions"); }
 void h_gw_embeddings(api_req *r) { forward(r, "embedding", "/embeddings"); }
+void h_gw_responses(api_req *r) { forward(r, "response", "/responses"); }
 
 void h_gw_models(api_req *r) {
     gp_err err = GP_ERR_INIT;
@@ -583,4 +848,43 @@ void h_gw_models(api_req *r) {
         return;
     }
     api_reply(r, 200, json_pack("{s:s,s:o}", "object", "list", "data", data));
+}
+
+/* GET /v1/models/{model}: one model this key may use, or 404 model_not_found. */
+void h_gw_model(api_req *r) {
+    gp_err err = GP_ERR_INIT;
+    gw_key k;
+    if (authenticate(r, &k, NULL)) return;
+    const char *id = api_param(r, "model");
+    store_tx *tx;
+    json_t *data = NULL;
+    int rc = store_begin(r->store, STORE_READ, &tx, &err);
+    if (!rc) {
+        rc = store_set_tenant(tx, k.tenant_id, &err);
+        if (!rc) rc = gw_models_for_key(tx, &k, &data, &err);
+        store_rollback(tx);
+    }
+    if (rc) {
+        gw_key_release(&k);
+        oai_error(r, 500, "server_error", "internal_error", "%s", err.msg);
+        return;
+    }
+    json_t *found = NULL;
+    size_t i;
+    json_t *m;
+    json_array_foreach(data, i, m) {
+        const char *mid = json_string_value(json_object_get(m, "id"));
+        if (id && mid && !strcmp(mid, id)) found = json_incref(m);
+    }
+    json_decref(data);
+    if (!found) { /* another tenant's private model answers exactly like a missing one */
+        audit_refusal(r, &k, GW_REFUSE_MODEL, id, 404, "model not found");
+        gw_key_release(&k);
+        oai_error(r, 404, "invalid_request_error", "model_not_found",
+                  "The model '%.128s' does not exist or you do not have access to it.",
+                  id ? id : "");
+        return;
+    }
+    gw_key_release(&k);
+    api_reply(r, 200, found);
 }

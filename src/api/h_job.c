@@ -5,14 +5,17 @@
  *   GET  /tenants/{t}/projects/{p}/jobs[?state=]      readers of the project
  *   GET  …/jobs/{id} | …/jobs/{id}/explain            readers
  *   POST …/jobs/{id}/cancel, PUT …/jobs/{id}/priority the submitter, or project-/tenant-admins
- *   GET|PUT /tenants/{t}/quota                        readers | platform-admin (raise: sensitive)
- *   GET|PUT /tenants/{t}/projects/{p}/quota           readers | tenant-admin (within the tenant's)
+ *   GET|PUT|PATCH /tenants/{t}/quota                  readers | platform-admin (raise: sensitive)
+ *   GET|PUT|PATCH /tenants/{t}/projects/{p}/quota     readers | tenant-admin (within the tenant's)
  *   /priority-classes[/{name}]                        everyone reads; platform-admin changes
  *                                                     (sensitive: priority_class.change)
  *   GET /bindings?gpu=&job=&tenant=&at=               ops/admins: all; tenant readers: ?tenant=
  *
- * After a submit, cancel or priority change the scheduler runs a round at
- * once, so the answer already carries the job's first reason.
+ * A submit, cancel, priority or quota change, or a released binding only
+ * wakes the leader's scheduler (sched/loop.h): no round runs on a request
+ * thread.  The answer carries the job as committed (queued, "waiting for the
+ * scheduler"); the round follows within milliseconds on the leader (from
+ * another server: forwarded by NOTIFY, else with the leader's next tick).
  */
 #include "api_int.h"
 
@@ -21,17 +24,21 @@
 #include "../core/log.h"
 #include "../quota/quota.h"
 #include "../sched/jobs.h"
+#include "../sched/loop.h"
 #include "../tenancy/tenancy.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static void kick(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    round_stats st;
-    if (sched_run(r->store, &st, &err))
-        log_kv(LOG_WARN, "scheduler round failed", "rid", r->request_id, "detail", err.msg,
-               (char *)NULL);
+/* Something may move: wake the scheduler (a non-leader forwards the wake to the leader over
+ * PostgreSQL NOTIFY, or leaves it to the leader's tick; sched/loop.h). */
+static void kick(api_req *r) { sched_wake(r->store, r->leader == 1); }
+
+/* A change that may stop workloads on nodes we do not know at hand: every waiting agent
+ * looks again (sched/loop.h). */
+static void kick_nodes(api_req *r) {
+    sched_node_touch(r->store, NULL);
+    kick(r);
 }
 
 /* Role names the caller holds over project p of tenant t (for priority-class rules). */
@@ -178,7 +185,7 @@ void h_job_cancel(api_req *r) {
         return;
     }
     if (api_finish(r, tx, 200, NULL)) return;
-    kick(r);
+    kick_nodes(r);
     reply_job(r, api_param(r, "id"), 200);
 }
 
@@ -325,7 +332,9 @@ static int quota_consistent(store_tx *tx, const api_scope *sc, int project, cons
     return rc;
 }
 
-void h_quota_put(api_req *r) {
+/* PUT replaces every ceiling; PATCH (`patch`) merges the body over the stored ones
+ * (quota_patch()), re-read in the write transaction so concurrent patches all apply. */
+static void quota_write(api_req *r, int patch) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
     api_scope sc;
@@ -339,8 +348,8 @@ void h_quota_put(api_req *r) {
         store_rollback(tx);
         return;
     }
-    int rc = quota_parse(body, &next, &err);
-    if (!rc) rc = quota_load(tx, sc.t.id, project ? sc.p.id : NULL, &cur, &err);
+    int rc = quota_load(tx, sc.t.id, project ? sc.p.id : NULL, &cur, &err);
+    if (!rc) rc = patch ? quota_patch(&cur, body, &next, &err) : quota_parse(body, &next, &err);
     if (!rc) rc = quota_consistent(tx, &sc, project, &next, &err);
     store_rollback(tx);
     if (rc) {
@@ -361,7 +370,9 @@ void h_quota_put(api_req *r) {
         json_decref(body);
         return;
     }
-    if (quota_consistent(tx, &sc, project, &next, &err) ||
+    if ((patch && (quota_load(tx, sc.t.id, project ? sc.p.id : NULL, &cur, &err) ||
+                   quota_patch(&cur, body, &next, &err))) ||
+        quota_consistent(tx, &sc, project, &next, &err) ||
         quota_save(tx, sc.t.id, project ? sc.p.id : NULL, &next, &err)) {
         json_decref(body);
         api_abort(r, tx, &err);
@@ -373,6 +384,9 @@ void h_quota_put(api_req *r) {
     kick(r); /* new ceilings apply to the next admissions at once */
     api_reply(r, 200, quota_json(&next));
 }
+
+void h_quota_put(api_req *r) { quota_write(r, 0); }
+void h_quota_patch(api_req *r) { quota_write(r, 1); }
 
 /* ---- priority classes ---- */
 
@@ -560,14 +574,15 @@ void h_binding_release(api_req *r) {
         return;
     }
     if (api_finish(r, tx, 200, body)) return;
-    kick(r);
+    kick_nodes(r);
     api_reply(r, 200, json_pack("{s:s,s:s}", "id", api_param(r, "id"), "state", "released"));
 }
 
-/* The server loop's round. */
+/* The leader's tick (and a leader's handler): wake the scheduler thread; never a round here. */
 int api__sched_round(store_t *st, gp_err *err) {
-    round_stats stats;
-    return sched_run(st, &stats, err);
+    (void)err;
+    sched_wake(st, 1);
+    return GP_OK;
 }
 
 int api__card_hours_enforce(store_t *st, gp_err *err) {
@@ -580,5 +595,7 @@ int api__card_hours_enforce(store_t *st, gp_err *err) {
         store_rollback(tx);
         return rc;
     }
-    return store_commit(tx, err);
+    rc = store_commit(tx, err);
+    if (!rc && stopped) sched_node_touch(st, NULL); /* their agents stop them now */
+    return rc;
 }

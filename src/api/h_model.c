@@ -15,8 +15,12 @@
  *   GET /tenants/{t}/projects/{p}/usage-records         usage.read
  *   GET /tenants/{t}/usage-records                      usage.read on the tenant
  *
- * Publishing (visibility "public"), unpublishing, and deleting a public
- * model need model.publish held globally (platform-admin).  A project-user
+ * Publishing (visibility "public"), unpublishing, deleting a public model,
+ * and adding or removing an endpoint of a public model (where every
+ * tenant's prompts go) need model.publish held globally (platform-admin): the
+ * owner tenant's admin gets 403.  An endpoint's last_error is generic
+ * ("unreachable", "bad status"); last_error_detail is shown only to ops
+ * (node.read held globally).  A project-user
  * sees, creates and revokes only their own keys: another user's key answers
  * 404, as if it did not exist.  A key's secret appears only in the answer
  * to its creation: never in the audit summary, a list or a show.
@@ -59,6 +63,23 @@ static int may_publish(api_req *r) {
                        gt_now_us()) == AUTHZ_ALLOW;
 }
 
+/* Does the caller hold node.read globally (ops: platform-admin, ops-engineer, ...)? */
+static int is_ops(api_req *r) {
+    authz_target global = {NULL, NULL};
+    return authz_check(r->who->bindings, r->who->nbindings, ACT_NODE_READ, &global,
+                       gt_now_us()) == AUTHZ_ALLOW;
+}
+
+/* Changing where a public model's prompts go is the platform's business (403 otherwise). */
+static int endpoints_changeable(api_req *r, store_tx *tx, const char *model_id, gp_err *err) {
+    int pub = 0;
+    int rc = gw_model_is_public(tx, model_id, &pub, err);
+    if (!rc && pub && !may_publish(r))
+        rc = gp_err_set(err, GP_EFORBIDDEN,
+                        "only a platform-admin changes the endpoints of a published model");
+    return rc;
+}
+
 /*
  * May the caller perform `action` here through a role other than
  * project-user (which acts on its own keys only)?  Sets no response.
@@ -84,6 +105,12 @@ void h_model_list(api_req *r) {
     json_t *items;
     if (open_scope(r, STORE_READ, ACT_MODEL_READ, &tx, &sc)) return;
     int rc = gw_model_list(tx, sc.t.id, &items, &err);
+    if (!rc && is_ops(r)) {
+        size_t i;
+        json_t *m;
+        json_array_foreach(items, i, m) if (!rc) rc = gw_model_error_details(tx, m, &err);
+        if (rc) json_decref(items);
+    }
     store_rollback(tx);
     if (rc) api_fail(r, &err);
     else api_reply(r, 200, api_list(items, NULL));
@@ -96,6 +123,7 @@ void h_model_get(api_req *r) {
     json_t *m;
     if (open_scope(r, STORE_READ, ACT_MODEL_READ, &tx, &sc)) return;
     int rc = gw_model_get(tx, sc.t.id, api_param(r, "model"), &m, NULL, &err);
+    if (!rc && is_ops(r) && (rc = gw_model_error_details(tx, m, &err))) json_decref(m);
     store_rollback(tx);
     if (rc) api_fail(r, &err);
     else api_reply(r, 200, m);
@@ -195,6 +223,7 @@ void h_endpoint_add(api_req *r) {
     api_target(r, "endpoint", NULL, NULL, NULL);
     if (open_with_body(r, ACT_MODEL_MANAGE, &tx, &sc, &body)) return;
     int rc = gw_model_get(tx, sc.t.id, model, NULL, mid, &err);
+    if (!rc) rc = endpoints_changeable(r, tx, mid, &err);
     if (!rc) rc = gw_endpoint_add(tx, sc.t.id, mid, body, id, &err);
     if (!rc) rc = gw_model_get(tx, sc.t.id, model, &m, NULL, &err);
     json_decref(body);
@@ -232,7 +261,9 @@ void h_endpoint_remove(api_req *r) {
     api_target(r, "endpoint", id, NULL, NULL);
     if (open_scope(r, STORE_WRITE, ACT_MODEL_MANAGE, &tx, &sc)) return;
     int rc = gw_model_get(tx, sc.t.id, model, NULL, mid, &err);
+    /* an endpoint that is not the model's is 404 first; the change itself is the platform's */
     if (!rc) rc = gw_endpoint_remove(tx, mid, id, &err);
+    if (!rc) rc = endpoints_changeable(r, tx, mid, &err);
     if (rc) {
         api_abort(r, tx, &err);
         return;

@@ -16,6 +16,7 @@
 #include "../core/jsonx.h"
 #include "../inventory/inventory.h"
 #include "../sched/jobs.h"
+#include "../sched/loop.h"
 #include "../tenancy/tenancy.h"
 
 #include <stdlib.h>
@@ -129,6 +130,44 @@ static int audit_interference(api_req *r, store_tx *tx, json_t *events, int *end
     return GP_OK;
 }
 
+/*
+ * Audit what the node's workload report did: each job it ended ("job.end",
+ * ok) and each report it was refused ("job.report", denied: a node speaking
+ * for a job not placed on it), under the job's tenant and project so that
+ * tenant sees them.
+ */
+static int audit_reports(api_req *r, store_tx *tx, json_t *events, gp_err *err) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e) {
+        const char *tenant = json_string_value(json_object_get(e, "tenant"));
+        const char *project = json_string_value(json_object_get(e, "project"));
+        const char *result = json_string_value(json_object_get(e, "result"));
+        json_t *sum = json_deep_copy(e);
+        json_object_del(sum, "action");
+        json_object_del(sum, "result");
+        json_object_del(sum, "tenant");
+        json_object_del(sum, "project");
+        char *text = jx_dump(sum);
+        json_decref(sum);
+        audit_event ev = {.actor = r->who ? r->who->name : "system",
+                          .source = r->source,
+                          .request_id = r->request_id,
+                          .action = json_string_value(json_object_get(e, "action")),
+                          .target_type = "job",
+                          .target_id = json_string_value(json_object_get(e, "job")),
+                          .tenant = tenant && *tenant ? tenant : NULL,
+                          .project = project && *project ? project : NULL,
+                          .result = result,
+                          .status = !strcmp(result, "denied") ? 403 : 0,
+                          .summary = text};
+        int rc = audit_append(tx, &ev, NULL, err);
+        free(text);
+        if (rc) return rc;
+    }
+    return GP_OK;
+}
+
 static int load_policy(api_req *r, store_tx *tx, health_policy *p) {
     gp_err err = GP_ERR_INIT;
     if (inv_health_policy_load(tx, p, &err)) {
@@ -141,38 +180,61 @@ static int load_policy(api_req *r, store_tx *tx, health_policy *p) {
 /* ---- join tokens ---- */
 
 void h_join_create(api_req *r) {
-    static const char *const fields[] = {"ttl_seconds", NULL};
+    static const char *const fields[] = {"ttl_seconds", "node", "max_uses", NULL};
     gp_err err = GP_ERR_INIT;
     json_t *body;
-    int64_t ttl = 3600;
+    int64_t ttl = 3600, uses = 1;
+    const char *nodej = NULL;
     int present;
     store_tx *tx;
     api_target(r, "join-token", NULL, NULL, NULL);
     if (!api_authorize(r, ACT_NODE_MANAGE, NULL, NULL)) return;
     if (api_body(r, &body)) return;
     if (jx_only_fields(body, fields, &err) ||
-        jx_get_int(body, "ttl_seconds", 0, &ttl, &present, &err)) {
+        jx_get_int(body, "ttl_seconds", 0, &ttl, &present, &err) ||
+        jx_get_int(body, "max_uses", 0, &uses, &present, &err) ||
+        jx_get_str(body, "node", 0, &nodej, &err)) {
         json_decref(body);
         api_fail(r, &err);
         return;
     }
+    char node[64] = "";
+    int node_ok = !nodej || !*nodej || (strlen(nodej) < sizeof node && gp_name_valid(nodej));
+    if (node_ok && nodej) snprintf(node, sizeof node, "%s", nodej);
     json_decref(body);
     if (ttl < 60 || ttl > 30 * 86400) {
         api_error(r, 400, "invalid_argument", "ttl_seconds must be between 60 and 2592000");
         return;
     }
+    if (!node_ok) {
+        api_error(r, 400, "invalid_argument",
+                  "node must be a node name (lower-case letters, digits, '-')");
+        return;
+    }
+    if (uses < 1 || uses > INV_JOIN_MAX_USES) {
+        api_error(r, 400, "invalid_argument", "max_uses must be between 1 and 10000");
+        return;
+    }
+    if (*node && uses != 1) {
+        api_error(r, 400, "invalid_argument",
+                  "a join token bound to a node is for one use: give node or max_uses");
+        return;
+    }
     char token[RND_SECRET_LEN], id[RND_ID_LEN];
     if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (inv_join_create(tx, r->who->user_id, ttl, token, id, &err)) {
+    if (inv_join_create(tx, r->who->user_id, ttl, node, uses, token, id, &err)) {
         api_abort(r, tx, &err);
         return;
     }
     api_target(r, NULL, id, NULL, NULL);
-    if (api_finish(r, tx, 201, json_pack("{s:s,s:I}", "id", id, "ttl_seconds", (json_int_t)ttl)))
+    if (api_finish(r, tx, 201,
+                   json_pack("{s:s,s:I,s:s,s:I}", "id", id, "ttl_seconds", (json_int_t)ttl,
+                             "node", node, "max_uses", (json_int_t)uses)))
         return;
     char exp[GT_RFC3339_LEN];
     gt_format_us(gt_now_us() + ttl * 1000000, exp, sizeof exp);
-    api_reply(r, 201, json_pack("{s:s,s:s,s:s}", "id", id, "token", token, "expires_at", exp));
+    api_reply(r, 201, json_pack("{s:s,s:s,s:s,s:s,s:I}", "id", id, "token", token, "expires_at",
+                                exp, "node", node, "max_uses", (json_int_t)uses));
 }
 
 void h_join_list(api_req *r) {
@@ -205,6 +267,26 @@ void h_join_revoke(api_req *r) {
 
 /* ---- the agent ---- */
 
+/*
+ * A refused registration, audited in its own transaction with the join
+ * token's id (when the secret matched one) and the node's name, then 401.
+ */
+static void register_refused(api_req *r, const char *token_id, const char *node,
+                             const char *why) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    json_t *sum = json_pack("{s:s,s:s,s:s}", "join_token", token_id, "node", node, "error", why);
+    char *text = jx_dump(sum);
+    json_decref(sum);
+    if (store_begin(r->store, STORE_WRITE, &tx, &err) == GP_OK) {
+        if (api_audit(r, tx, "denied", 401, text, &err) != GP_OK) store_rollback(tx);
+        else if (store_commit(tx, &err) == GP_OK) r->audited = 1;
+        else r->audited = 0; /* the dispatcher audits it then */
+    }
+    free(text);
+    api_error(r, 401, "unauthenticated", why);
+}
+
 void h_agent_register(api_req *r) {
     static const char *const fields[] = {"join_token", "node", NULL};
     gp_err err = GP_ERR_INIT;
@@ -225,18 +307,22 @@ void h_agent_register(api_req *r) {
         return;
     }
     const char *name = json_string_value(json_object_get(node, "name"));
-    api_target(r, NULL, name ? name : "", NULL, NULL);
+    char nname[64] = ""; /* for the audit: a name too long to be valid is cut */
+    snprintf(nname, sizeof nname, "%s", name ? name : "");
+    api_target(r, NULL, nname, NULL, NULL);
     if (api_begin(r, STORE_WRITE, &tx)) {
         json_decref(body);
         return;
     }
     char nid[RND_ID_LEN], uid[RND_ID_LEN], token[RND_SECRET_LEN], tid[RND_ID_LEN];
+    char jid[RND_ID_LEN] = "";
     int rereg = 0;
-    int rc = inv_join_use(tx, jt, &err);
+    /* one use of the token per registration (a refused one below rolls the use back) */
+    int rc = inv_join_use(tx, jt, nname, jid, &err);
     if (rc == GP_EUNAUTH) {
         store_rollback(tx);
         json_decref(body);
-        api_error(r, 401, "unauthenticated", err.msg);
+        register_refused(r, jid, nname, err.msg);
         return;
     }
     if (!rc) rc = inv_node_register(tx, node, nid, uid, &rereg, &err);
@@ -246,8 +332,9 @@ void h_agent_register(api_req *r) {
         api_abort(r, tx, &err);
         return;
     }
-    json_t *sum = json_pack("{s:s,s:b,s:I}", "node", name, "reregistered", rereg, "gpus",
-                            (json_int_t)json_array_size(json_object_get(node, "gpus")));
+    json_t *sum = json_pack("{s:s,s:b,s:I,s:s}", "node", nname, "reregistered", rereg, "gpus",
+                            (json_int_t)json_array_size(json_object_get(node, "gpus")),
+                            "join_token", jid);
     json_decref(body);
     if (api_finish(r, tx, 201, sum)) return;
     /* the node name was validated by inv_node_register and kept in the audit target */
@@ -289,16 +376,21 @@ void h_agent_heartbeat(api_req *r) {
     /* what the node's workloads did (exits, output), then what it must run now */
     int ended = 0;
     json_t *assignments = NULL;
-    json_t *intf = NULL;
-    if (!rc) rc = jobs_node_report(tx, node, json_object_get(body, "workloads"), &ended, &err);
+    json_t *intf = NULL, *reports = NULL;
+    if (!rc)
+        rc = jobs_node_report(tx, node, json_object_get(body, "workloads"), &ended, &reports,
+                              &err);
     /* per-process figures on shared cards: interference alarms (and stops, per policy) */
     if (!rc) rc = jobs_interference(tx, node, body, &pol, &intf, &err);
     json_decref(body);
     if (rc == GP_EFORBIDDEN) {
         store_rollback(tx);
+        json_decref(reports);
         api_error(r, 404, "not_found", "not found");
         return;
     }
+    if (!rc) rc = audit_reports(r, tx, reports, &err);
+    json_decref(reports);
     if (!rc) rc = audit_transitions(r, tx, tr, ntr, &err);
     if (!rc) rc = contain(r, tx, tr, ntr, &err);
     if (!rc) rc = audit_interference(r, tx, intf, &ended, &err);
@@ -314,13 +406,73 @@ void h_agent_heartbeat(api_req *r) {
         return;
     }
     r->audited = 1; /* the transitions were the events worth recording */
-    if (ended && r->leader == 1) {
-        /* capacity came free: schedule at once rather than at the next tick (the leader
-         * only: another server's loop schedules within a second) */
-        gp_err e2 = GP_ERR_INIT;
-        api__sched_round(r->store, &e2);
-    }
+    /* capacity came free, or a node or card changed state: wake the leader's scheduler (a
+     * wake, never a round here: a heartbeat never waits behind a round's work; another
+     * server's tick schedules within a second) */
+    if (ended || ntr) sched_wake(r->store, r->leader == 1);
     api_reply(r, 200, json_pack("{s:s,s:o}", "status", "ok", "assignments", assignments));
+}
+
+/*
+ * POST /api/v1/agent/wait {"node", "seen", "timeout_s"}: the agent's long
+ * poll.  Answers {"version", "changed"} as soon as a commit changed the
+ * node's assignments (its version differs from `seen`), or after timeout_s
+ * (1-25, default 20) with changed false; {"changed": false, "events": false}
+ * at once when this server has no notifier (the agent then keeps to its
+ * heartbeat interval).  Only the node's own agent (404 for anyone else).  No
+ * store transaction is held while it waits; the agent fetches the
+ * assignments with its next heartbeat.
+ */
+void h_agent_wait(api_req *r) {
+    static const char *const fields[] = {"node", "seen", "timeout_s", NULL};
+    gp_err err = GP_ERR_INIT;
+    json_t *body;
+    store_tx *tx;
+    if (api_body(r, &body)) return;
+    const char *nj = json_string_value(json_object_get(body, "node"));
+    json_t *seen = json_object_get(body, "seen"), *tmo = json_object_get(body, "timeout_s");
+    if (jx_only_fields(body, fields, &err)) {
+        json_decref(body);
+        api_fail(r, &err);
+        return;
+    }
+    if (!nj || !*nj || strlen(nj) > 63 || (seen && !json_is_integer(seen)) ||
+        (tmo && (!json_is_integer(tmo) || json_integer_value(tmo) < 1 ||
+                 json_integer_value(tmo) > 25))) {
+        json_decref(body);
+        api_error(r, 400, "invalid_argument",
+                  "want {\"node\": NAME, \"seen\": VERSION, \"timeout_s\": 1-25}");
+        return;
+    }
+    char node[64];
+    snprintf(node, sizeof node, "%s", nj);
+    int64_t since = seen ? (int64_t)json_integer_value(seen) : -1;
+    int timeout_s = tmo ? (int)json_integer_value(tmo) : 20;
+    json_decref(body);
+    /* the node's own agent only: anyone else is told it does not exist */
+    if (api_begin(r, STORE_READ, &tx)) return;
+    store_stmt *q;
+    int mine = store_query(tx, &q, &err, "SELECT agent_user_id FROM nodes WHERE name = ?", "s",
+                           node);
+    if (!mine) {
+        mine = store_step(q, &err) > 0 && !strcmp(store_text(q, 0), r->who->user_id);
+        store_done(q);
+    } else {
+        mine = 0;
+    }
+    store_rollback(tx);
+    if (mine <= 0) {
+        api_error(r, 404, "not_found", "not found");
+        return;
+    }
+    int64_t v;
+    int rc = sched_node_wait(r->store, node, since, timeout_s * 1000, &v);
+    if (rc < 0) {
+        api_reply(r, 200, json_pack("{s:b,s:b}", "changed", 0, "events", 0));
+        return;
+    }
+    api_reply(r, 200, json_pack("{s:I,s:b,s:b}", "version", (json_int_t)v, "changed", rc == 1,
+                                "events", 1));
 }
 
 /* ---- nodes ---- */
@@ -439,8 +591,10 @@ static void admin_change(api_req *r, int gpu, const char *state) {
         api_abort(r, tx, &err);
         return;
     }
-    if (!api_finish(r, tx, 200, json_pack("{s:s,s:s}", "from", t.from, "to", t.to)))
+    if (!api_finish(r, tx, 200, json_pack("{s:s,s:s}", "from", t.from, "to", t.to))) {
+        sched_wake(r->store, r->leader == 1); /* capacity came or went */
         api_reply(r, 200, json_pack("{s:s,s:s}", gpu ? "uuid" : "name", key, "admin_state", state));
+    }
 }
 
 void h_node_cordon(api_req *r) { admin_change(r, 0, "cordoned"); }
@@ -480,8 +634,12 @@ static void set_field(api_req *r, const char *type, const char *id, const char *
     json_t *reply = json_pack("{s:s,s:s}", key, id, field, value);
     json_t *sum = sum_id ? json_deep_copy(reply) : json_pack("{s:s}", field, value);
     json_decref(body);
-    if (!api_finish(r, tx, 200, sum)) api_reply(r, 200, reply);
-    else json_decref(reply);
+    if (!api_finish(r, tx, 200, sum)) {
+        sched_wake(r->store, r->leader == 1); /* a pool or mode: what fits where changed */
+        api_reply(r, 200, reply);
+    } else {
+        json_decref(reply);
+    }
 }
 
 void h_node_pool(api_req *r) {
@@ -568,8 +726,10 @@ void h_gpu_reset(api_req *r) {
         api_abort(r, tx, &err);
         return;
     }
-    if (!api_finish(r, tx, 200, json_pack("{s:s,s:s}", "from", t.from, "to", "healthy")))
+    if (!api_finish(r, tx, 200, json_pack("{s:s,s:s}", "from", t.from, "to", "healthy"))) {
+        sched_wake(r->store, r->leader == 1);
         api_reply(r, 200, json_pack("{s:s,s:s}", "uuid", uuid, "health", "healthy"));
+    }
 }
 
 void h_gpu_mode(api_req *r) {

@@ -3,9 +3,12 @@
  */
 #include "api_int.h"
 
+#include "../sched/loop.h"
+
 #include "../core/gtime.h"
 #include "../core/log.h"
 #include "../core/strbuf.h"
+#include "../gateway/gateway.h"
 #include "../meter/meter.h"
 
 #include "../auth/auth.h"
@@ -44,6 +47,25 @@ void h_metrics(api_req *r) {
     strbuf sb = SB_INIT;
     sb_adds(&sb, text);
     free(text);
+    if (r->gw) gw_rt_metrics(r->gw, &sb); /* gateway refusals and clipped usage (no tenant names) */
+    sched_loop_stats ls;
+    if (sched_loop_stats_get(r->store, &ls)) /* the scheduler thread (sched/loop.h) */
+        sb_addf(&sb,
+                "# HELP gpupool_sched_rounds_total Scheduling rounds run by this server.\n"
+                "# TYPE gpupool_sched_rounds_total counter\n"
+                "gpupool_sched_rounds_total %llu\n"
+                "# HELP gpupool_sched_wakes_total Changes that woke the scheduler (coalesced "
+                "into rounds).\n"
+                "# TYPE gpupool_sched_wakes_total counter\n"
+                "gpupool_sched_wakes_total %llu\n"
+                "# HELP gpupool_sched_round_seconds How long the last round took.\n"
+                "# TYPE gpupool_sched_round_seconds gauge\n"
+                "gpupool_sched_round_seconds %.6f\n"
+                "# HELP gpupool_agent_waits Agents waiting on a long poll now.\n"
+                "# TYPE gpupool_agent_waits gauge\n"
+                "gpupool_agent_waits %d\n",
+                (unsigned long long)ls.rounds, (unsigned long long)ls.wakes,
+                (double)ls.last_round_us / 1e6, ls.waiters);
     gp_err err = GP_ERR_INIT;
     if (r->authorization && !r->who && auth_authenticate(r->store, r->authorization, &r->who, &err)) {
         sb_release(&sb);

@@ -2,7 +2,10 @@
  * h_user.c - login, users and their tokens.
  *
  * POST /api/v1/login                         public; name + password -> token
- * POST /api/v1/users                         platform-admin, tenant-admins
+ * POST /api/v1/users                         platform-admin, tenant-admins; the user is
+ *                                            homed in "tenant" (a tenant-admin: one it
+ *                                            administers; by default the only one), or by
+ *                                            a platform-admin on the platform
  * GET  /api/v1/users                         all (platform/security-admin),
  *                                            else the users one may administer, and oneself
  * GET  /api/v1/users/{user}                  oneself or a user one may see as above
@@ -12,6 +15,13 @@
  * DELETE /api/v1/users/{user}/tokens/{id}    oneself, or administrators of that user
  *
  * A user another caller may not see answers 404, as if it did not exist.
+ * Who administers whom is authz_can_admin_user(): the user's home tenant's
+ * admins and platform-admins; a role in another tenant changes nothing.
+ * Node accounts (agent-<node>) take no password, token or disabling through
+ * this API from anyone.  Audit events on a user name its home tenant, so
+ * that tenant sees who reset its user's password or minted a token for it.
+ * A password set by an administrator revokes every token of the user; one's
+ * own change revokes every other token but the one used for the change.
  *
  * Failed logins are throttled (auth/throttle.h): after cfg->login_fail_name
  * failures for one user name, or cfg->login_fail_addr from one source
@@ -29,6 +39,7 @@
 #include "../core/jsonx.h"
 #include "../policy/policy.h"
 
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,7 +163,8 @@ void h_login(api_req *r) {
         api_abort(r, tx, &err);
         return;
     }
-    /* the login is audited under the user's own name */
+    /* the login is audited under the user's own name, in the user's home tenant */
+    if (u.home[0]) api_target(r, NULL, NULL, u.home, NULL);
     snprintf(r->on_behalf, sizeof r->on_behalf, "%s", "");
     auth_principal self = {0};
     snprintf(self.name, sizeof self.name, "%s", u.name);
@@ -178,7 +190,8 @@ static int user_access(api_req *r, store_tx *tx, const auth_user *u) {
     int nt, level = SEE_NONE;
     int64_t now = gt_now_us();
     if (auth_user_bindings(tx, u->id, &tb, &nt, &err)) return SEE_NONE;
-    if (authz_can_admin_user(r->who->bindings, r->who->nbindings, tb, nt, now)) level = SEE_ADMIN;
+    authz_user target = {tb, nt, u->home_tenant_id, u->node_account};
+    if (authz_can_admin_user(r->who->bindings, r->who->nbindings, &target, now)) level = SEE_ADMIN;
     else if (strcmp(u->id, r->who->user_id) == 0) level = SEE_SELF;
     else {
         authz_target g = {NULL, NULL};
@@ -205,16 +218,89 @@ static int load_user(api_req *r, store_tx *tx, auth_user *u, int *level) {
         api_error(r, 404, "not_found", "not found");
         return -1;
     }
+    /* the event belongs to the user's home tenant too: its admins read it there */
+    if (u->home[0]) api_target(r, NULL, NULL, u->home, NULL);
     return 0;
 }
 
+/* Refuse (403) acting on a node account through the user API; 1 when refused. */
+static int node_refused(api_req *r, store_tx *tx, const auth_user *u) {
+    if (!u->node_account) return 0;
+    if (tx) store_rollback(tx);
+    api_error(r, 403, "forbidden",
+              "a node account belongs to its node: only the node's registration manages it");
+    return 1;
+}
+
+/*
+ * The home of a user the caller creates: "tenant" when given (the caller
+ * needs user.create there: a platform-admin, or that tenant's admin), else
+ * the platform for a platform-admin, else the one tenant the caller
+ * administers.  OUT: *home (zeroed for the platform).  0, or -1 with the
+ * response set.
+ */
+static int resolve_home(api_req *r, const char *tenant, tenancy_tenant *home) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    int64_t now = gt_now_us();
+    memset(home, 0, sizeof *home);
+    authz_target g = {NULL, NULL};
+    int platform = authz_check(r->who->bindings, r->who->nbindings, ACT_USER_CREATE, &g, now) ==
+                   AUTHZ_ALLOW;
+    if (!tenant && platform) return 0;
+    if (api_begin(r, STORE_READ, &tx)) return -1;
+    int rc;
+    if (tenant) {
+        rc = tenancy_tenant_find(tx, tenant, home, &err);
+        authz_target t = {home->id, NULL};
+        authz_decision d = rc ? AUTHZ_HIDDEN
+                              : authz_check(r->who->bindings, r->who->nbindings, ACT_USER_CREATE,
+                                            &t, now);
+        if (rc && rc != GP_ENOTFOUND) return api_abort(r, tx, &err);
+        store_rollback(tx);
+        if (d == AUTHZ_HIDDEN) {
+            api_error(r, 404, "not_found", "tenant not found");
+            return -1;
+        }
+        if (d != AUTHZ_ALLOW) {
+            api_error(r, 403, "forbidden", "you may create users only in tenants you administer");
+            return -1;
+        }
+        return 0;
+    }
+    const char *only = NULL;
+    int several = 0;
+    for (int i = 0; i < r->who->nbindings; i++) {
+        const authz_binding *b = &r->who->bindings[i];
+        if (b->role != ROLE_TENANT_ADMIN || b->scope != SCOPE_TENANT ||
+            (b->expires_us && b->expires_us <= now))
+            continue;
+        if (only && strcmp(only, b->tenant_id) != 0) several = 1;
+        only = b->tenant_id;
+    }
+    if (!only || several) {
+        store_rollback(tx);
+        api_error(r, 400, "invalid_argument",
+                  "you administer several tenants: say which is the user's home with \"tenant\"");
+        return -1;
+    }
+    rc = tenancy_tenant_get(tx, only, home, &err);
+    if (rc) return api_abort(r, tx, &err);
+    store_rollback(tx);
+    return 0;
+}
+
+
 void h_user_create(api_req *r) {
-    static const char *const fields[] = {"name", "password", "kind", NULL};
+    static const char *const fields[] = {"name", "password", "kind", "tenant", NULL};
+    /* an approved request replays the body kept with the approval: its password is a hash */
+    static const char *const replay_fields[] = {"name", "password_hash", "kind", "tenant", NULL};
     gp_err err = GP_ERR_INIT;
     json_t *body;
-    const char *name, *password, *kind;
+    const char *name, *password = NULL, *pwhash = NULL, *kind, *tenant;
     store_tx *tx;
     auth_user u;
+    tenancy_tenant home;
     int64_t now = gt_now_us();
     api_target(r, "user", NULL, NULL, NULL);
     /* platform-admins, and tenant-admins of any tenant, create accounts */
@@ -226,27 +312,65 @@ void h_user_create(api_req *r) {
         return;
     }
     if (api_body(r, &body)) return;
-    if (jx_only_fields(body, fields, &err) || jx_get_str(body, "name", 1, &name, &err) ||
-        jx_get_str(body, "password", 0, &password, &err) ||
-        jx_get_str(body, "kind", 0, &kind, &err)) {
+    if (jx_only_fields(body, r->approval_id ? replay_fields : fields, &err) ||
+        jx_get_str(body, "name", 1, &name, &err) ||
+        (r->approval_id ? jx_get_str(body, "password_hash", 0, &pwhash, &err)
+                        : jx_get_str(body, "password", 0, &password, &err)) ||
+        jx_get_str(body, "kind", 0, &kind, &err) || jx_get_str(body, "tenant", 0, &tenant, &err)) {
         json_decref(body);
         api_fail(r, &err);
         return;
     }
     api_target(r, NULL, name, NULL, NULL);
-    json_t *change = json_pack("{s:s,s:s}", "name", name, "kind", kind ? kind : "user");
-    int pending = api_needs_approval(r, "user.create", NULL, change);
+    if (resolve_home(r, tenant, &home)) {
+        json_decref(body);
+        return;
+    }
+    if (home.id[0]) api_target(r, NULL, NULL, home.name, NULL);
+    json_t *change = json_pack("{s:s,s:s,s:o}", "name", name, "kind", kind ? kind : "user",
+                               "home", home.id[0] ? json_string(home.name) : json_null());
+    /* what an approval keeps: the home resolved, and the password only as its hash */
+    char hash[AUTH_PWHASH_LEN] = "";
+    if (password && !r->approval_id && auth_password_hash(password, hash, &err)) {
+        json_decref(change);
+        json_decref(body);
+        api_fail(r, &err);
+        return;
+    }
+    json_t *kept = json_pack("{s:s}", "name", name);
+    if (kind) json_object_set_new(kept, "kind", json_string(kind));
+    if (home.id[0]) json_object_set_new(kept, "tenant", json_string(home.name));
+    if (hash[0]) json_object_set_new(kept, "password_hash", json_string(hash));
+    else if (pwhash) json_object_set_new(kept, "password_hash", json_string(pwhash));
+    char *kept_text = jx_dump(kept);
+    json_decref(kept);
+    const char *body_text = r->body;
+    size_t body_len = r->body_len;
+    r->body = kept_text;
+    r->body_len = kept_text ? strlen(kept_text) : 0;
+    int pending = kept_text ? api_needs_approval(r, "user.create", home.id[0] ? home.name : NULL,
+                                                 change)
+                            : -1;
+    r->body = body_text;
+    r->body_len = body_len;
+    free(kept_text);
+    if (pending < 0 && !r->status) api_error(r, 500, "internal", "out of memory");
     if (pending) {
+        sodium_memzero(hash, sizeof hash);
         json_decref(change);
         json_decref(body);
         return;
     }
     if (api_begin(r, STORE_WRITE, &tx)) {
+        sodium_memzero(hash, sizeof hash);
         json_decref(change);
         json_decref(body);
         return;
     }
-    int rc = auth_user_create(tx, name, kind, password, &u, &err);
+    auth_user_spec spec = {name, kind, hash[0] ? NULL : password, hash[0] ? hash : pwhash,
+                           home.id, home.name};
+    int rc = auth_user_create(tx, &spec, &u, &err);
+    sodium_memzero(hash, sizeof hash);
     json_decref(body);
     if (rc) {
         json_decref(change);
@@ -311,6 +435,7 @@ void h_user_update(api_req *r) {
         api_error(r, 403, "forbidden", "your role does not allow this action here");
         return;
     }
+    if (node_refused(r, tx, &u)) return;
     if (api_body(r, &body)) {
         store_rollback(tx);
         return;
@@ -338,6 +463,13 @@ void h_user_update(api_req *r) {
             rc = gp_err_set(&err, GP_EINVALID, "service accounts have no password");
         else rc = auth_user_set_password(tx, u.id, password, &err);
     }
+    int revoked = 0;
+    /* a new password ends the sessions of the old one (one's own change keeps the token
+     * that made it, so the caller is not logged out by their own change) */
+    if (!rc && password)
+        rc = auth_user_revoke_tokens(tx, u.id,
+                                     strcmp(u.id, r->who->user_id) == 0 ? r->who->token_id : NULL,
+                                     &revoked, &err);
     if (!rc && has_disabled) rc = auth_user_set_disabled(tx, u.id, disabled, &err);
     json_decref(body);
     if (rc) {
@@ -346,7 +478,10 @@ void h_user_update(api_req *r) {
     }
     json_t *change = json_object();
     if (has_disabled) json_object_set_new(change, "disabled", json_boolean(disabled));
-    if (password) json_object_set_new(change, "password", json_string("changed"));
+    if (password) {
+        json_object_set_new(change, "password", json_string("changed"));
+        json_object_set_new(change, "tokens_revoked", json_integer(revoked));
+    }
     if (api_finish(r, tx, 200, change)) return;
     u.disabled = has_disabled ? disabled : u.disabled;
     api_reply(r, 200, auth_user_json(&u));
@@ -367,6 +502,7 @@ void h_token_create(api_req *r) {
         store_rollback(tx);
         return;
     }
+    if (node_refused(r, tx, &u)) return;
     /* one's own tokens; an administrator makes tokens for service accounts only */
     if (!(level == SEE_SELF || (level == SEE_ADMIN && (strcmp(u.id, r->who->user_id) == 0 ||
                                                        strcmp(u.kind, "service") == 0)))) {
@@ -404,8 +540,8 @@ void h_token_create(api_req *r) {
     }
     char token[RND_SECRET_LEN], tid[RND_ID_LEN];
     int rc = auth_token_create(tx, u.id, label ? label : "", ttl, token, tid, &err);
-    json_t *change = json_pack("{s:s,s:s,s:I}", "token_id", tid, "label", label ? label : "",
-                               "ttl_seconds", (json_int_t)ttl);
+    json_t *change = json_pack("{s:s,s:s,s:s,s:I}", "user", u.name, "token_id", tid, "label",
+                               label ? label : "", "ttl_seconds", (json_int_t)ttl);
     json_decref(body);
     if (rc) {
         json_decref(change);

@@ -11,6 +11,26 @@
  * starts on a connection accepted earlier is answered 503 shutting_down, never
  * dispatched; once those answers are out, MHD_stop_daemon().  So every request
  * that was dispatched gets its answer (within the drain time).
+ *
+ * Slow clients (docs/server.md, "Connections"): a thread per connection, so
+ * every connection is tracked in a list (MHD_OPTION_NOTIFY_CONNECTION) with
+ * its phase and deadline: HEAD (waiting for the request line and headers:
+ * header_timeout_s from the accept or the previous response), BODY (the
+ * declared body: body_timeout_s + 1 s per 64 KiB), BUSY (the handler and the
+ * response: no deadline, the gateway streams for minutes).  A watcher thread
+ * shuts down the socket of a connection past its deadline (MHD's thread then
+ * sees EOF and closes it), and, while three quarters of max_conns are open,
+ * of a connection waiting for headers for more than 2 s (0.5 s while nine
+ * tenths are) or, past that grace, receiving its body slower than BODY_RATE
+ * bytes a second, so a full table empties itself.  Every byte resets
+ * only MHD's idle timeout, never these deadlines.  A slot is unlinked in
+ * MHD's CLOSED notification, which comes before MHD closes the socket, so
+ * the watcher (holding conn_mu) never shuts down a reused descriptor.
+ *
+ * Parsing: before dispatch, the raw target (captured by the URI log callback,
+ * before MHD decodes it) and every header are checked (router_check_target,
+ * router_check_headers); an ambiguous request gets 400 and the connection is
+ * closed, so no byte after it is read as another request.
  */
 #include "api_int.h"
 
@@ -28,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +58,19 @@ typedef int MHD_Result;
 #else
 typedef enum MHD_Result MHD_Result;
 #endif
+
+/* A connection: its phase and deadline (see the top), linked in api_server.conns. */
+enum { PHASE_HEAD, PHASE_BODY, PHASE_BUSY };
+typedef struct conn_slot {
+    struct conn_slot *prev, *next;
+    int fd;
+    int phase;
+    int64_t since_us;    /* when the phase began */
+    int64_t deadline_us; /* 0: none */
+    int dropped;         /* its socket was shut down */
+    int64_t body_got;    /* body bytes received in PHASE_BODY */
+    char addr[64];
+} conn_slot;
 
 struct api_server {
     struct MHD_Daemon *d;
@@ -56,7 +90,50 @@ struct api_server {
     pthread_cond_t loop_cv;
     int stopping;
     atomic_int leading; /* this server holds the store's lead (store_lead) */
+    /* connection deadlines (see the top) */
+    pthread_mutex_t conn_mu;
+    conn_slot *conns;
+    int nconns;
+    pthread_t guard;
+    int guard_running;
+    atomic_int guard_stop;
 };
+
+#define PRESSURE_HEAD_US 2000000 /* under pressure, headers must come within 2 s */
+#define BODY_RATE 65536          /* the body deadline grows 1 s per 64 KiB declared */
+#define NOISE_PER_SEC 10         /* log lines a second for each kind of client noise */
+
+/* the log limiters: anonymous refusals, malformed requests, cut connections, MHD */
+static api_ratelog rl_refusal = API_RATELOG_INIT, rl_malformed = API_RATELOG_INIT,
+                   rl_drop = API_RATELOG_INIT, rl_mhd = API_RATELOG_INIT;
+
+static void ratelog_report(const char *what, long n) {
+    if (n <= 0) return;
+    char num[32];
+    snprintf(num, sizeof num, "%ld", n);
+    log_kv(LOG_INFO, "log lines suppressed (more than 10 a second)", "kind", what, "suppressed",
+           num, (char *)NULL);
+}
+
+/* May a line of this kind be logged now?  Reports earlier suppressed ones first. */
+static int ratelog_ok(api_ratelog *rl, const char *what) {
+    long n = 0;
+    int ok = api__ratelog_take(rl, NOISE_PER_SEC, gt_mono_us(), &n);
+    ratelog_report(what, n);
+    return ok;
+}
+
+static void ratelog_flush_all(void) {
+    static api_ratelog *const all[] = {&rl_refusal, &rl_malformed, &rl_drop, &rl_mhd};
+    static const char *const names[] = {"anonymous refusal", "malformed request",
+                                        "connection dropped", "http"};
+    int64_t now = gt_mono_us();
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        long n = 0;
+        api__ratelog_flush(all[i], now, &n);
+        ratelog_report(names[i], n);
+    }
+}
 
 /* Take, keep or lose the lead among the servers sharing the store; log changes. */
 static int check_lead(api_server *srv) {
@@ -116,7 +193,202 @@ typedef struct conn_ctx {
     strbuf body;
     int too_large;
     int counted;
+    int started;        /* the first call of on_request (headers complete) happened */
+    const char *raw_at; /* where MHD had the target when it logged it (compared, never read) */
+    char *raw;          /* the target as received, before decoding (NUL ends it early) */
+    conn_slot *slot;
 } conn_ctx;
+
+/* ---- connection deadlines ---- */
+
+static conn_slot *slot_of(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? (conn_slot *)ci->socket_context : NULL;
+}
+
+/* Enter `phase` with a deadline `limit_us` from now (0: none).  1 if the slot was dropped. */
+static int slot_phase(api_server *srv, conn_slot *sl, int phase, int64_t limit_us) {
+    if (!sl) return 0;
+    int64_t now = gt_mono_us();
+    pthread_mutex_lock(&srv->conn_mu);
+    sl->phase = phase;
+    sl->since_us = now;
+    sl->deadline_us = limit_us > 0 ? now + limit_us : 0;
+    sl->body_got = 0;
+    int dropped = sl->dropped;
+    pthread_mutex_unlock(&srv->conn_mu);
+    return dropped;
+}
+
+/* Count `n` body bytes received on the connection (its rate matters under pressure). */
+static void slot_body(api_server *srv, conn_slot *sl, size_t n) {
+    if (!sl) return;
+    pthread_mutex_lock(&srv->conn_mu);
+    sl->body_got += (int64_t)n;
+    pthread_mutex_unlock(&srv->conn_mu);
+}
+
+static void client_addr(struct MHD_Connection *c, char *out, size_t n);
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+    api_server *srv = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn_slot *sl = calloc(1, sizeof *sl);
+        if (!sl) {
+            if (ci) shutdown(ci->connect_fd, SHUT_RDWR); /* untracked: not served */
+            return;
+        }
+        sl->fd = ci ? ci->connect_fd : -1;
+        client_addr(c, sl->addr, sizeof sl->addr);
+        sl->phase = PHASE_HEAD;
+        sl->since_us = gt_mono_us();
+        sl->deadline_us = sl->since_us + (int64_t)srv->cfg.header_timeout_s * 1000000;
+        pthread_mutex_lock(&srv->conn_mu);
+        sl->next = srv->conns;
+        if (srv->conns) srv->conns->prev = sl;
+        srv->conns = sl;
+        srv->nconns++;
+        pthread_mutex_unlock(&srv->conn_mu);
+        *socket_context = sl;
+        api__metrics_conn_open(1);
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conn_slot *sl = *socket_context;
+        if (!sl) return;
+        pthread_mutex_lock(&srv->conn_mu);
+        if (sl->prev) sl->prev->next = sl->next;
+        else srv->conns = sl->next;
+        if (sl->next) sl->next->prev = sl->prev;
+        srv->nconns--;
+        pthread_mutex_unlock(&srv->conn_mu);
+        *socket_context = NULL;
+        free(sl);
+        api__metrics_conn_open(-1);
+    }
+}
+
+/* Shut a connection down (conn_mu held): MHD's thread sees EOF and closes it. */
+static void slot_drop(conn_slot *sl, const char *reason, int64_t now) {
+    sl->dropped = 1;
+    if (sl->fd >= 0) shutdown(sl->fd, SHUT_RDWR);
+    api__metrics_conn_dropped(reason);
+    if (ratelog_ok(&rl_drop, "connection dropped")) {
+        char secs[32];
+        snprintf(secs, sizeof secs, "%.1f", (double)(now - sl->since_us) / 1e6);
+        log_kv(LOG_WARN, "connection dropped: request not complete in time", "src", sl->addr,
+               "waiting_for", reason, "after_s", secs, (char *)NULL);
+    }
+}
+
+/* The watcher: five times a second, cut connections past their deadlines. */
+static void *guard_main(void *arg) {
+    api_server *srv = arg;
+    while (!atomic_load(&srv->guard_stop)) {
+        struct timespec ts = {0, 200 * 1000000L};
+        nanosleep(&ts, NULL);
+        int64_t now = gt_mono_us();
+        pthread_mutex_lock(&srv->conn_mu);
+        /* three quarters full: headers within 2 s; nine tenths: within 0.5 s */
+        int64_t head_us = srv->nconns * 10 >= srv->cfg.max_conns * 9   ? PRESSURE_HEAD_US / 4
+                          : srv->nconns * 4 >= srv->cfg.max_conns * 3 ? PRESSURE_HEAD_US
+                                                                       : 0;
+        for (conn_slot *sl = srv->conns; sl; sl = sl->next) {
+            if (sl->dropped) continue;
+            if (sl->deadline_us && now > sl->deadline_us)
+                slot_drop(sl, sl->phase == PHASE_BODY ? "body" : "headers", now);
+            else if (head_us && sl->phase == PHASE_HEAD && now - sl->since_us > head_us)
+                slot_drop(sl, "pressure", now);
+            /* a body trickled in is as much a slow client as trickled headers: past the
+             * same grace, one coming slower than BODY_RATE bytes a second is shed too */
+            else if (head_us && sl->phase == PHASE_BODY && now - sl->since_us > head_us &&
+                     sl->body_got < (now - sl->since_us - head_us) * BODY_RATE / 1000000)
+                slot_drop(sl, "pressure", now);
+        }
+        pthread_mutex_unlock(&srv->conn_mu);
+        ratelog_flush_all();
+    }
+    return NULL;
+}
+
+/* The URI log callback: the target as received, before MHD decodes it in place. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
+    (void)cls;
+    conn_ctx *cx = calloc(1, sizeof *cx);
+    if (!cx) return NULL;
+    cx->raw_at = uri;
+    cx->raw = strdup(uri ? uri : "");
+    cx->slot = slot_of(c);
+    return cx;
+}
+
+/* Collect every request header, duplicates included, for router_check_headers. */
+typedef struct hdr_list {
+    router_hdr h[64];
+    size_t n;
+    int overflow;
+} hdr_list;
+
+static MHD_Result collect_hdr(void *cls, enum MHD_ValueKind kind, const char *key,
+                              const char *value) {
+    (void)kind;
+    hdr_list *l = cls;
+    if (l->n == sizeof l->h / sizeof l->h[0]) {
+        l->overflow = 1;
+        return MHD_NO;
+    }
+    l->h[l->n].key = key;
+    l->h[l->n].value = value ? value : "";
+    l->n++;
+    return MHD_YES;
+}
+
+/*
+ * Was this header folded onto a continuation line (obs-fold: "Content-Length:
+ * 2" then " 0")?  MHD 0.9 rebuilds such a header in a copy of its own and
+ * glues the continuation to its *name* ("Content-Length0": 2), so MHD reads no
+ * body where a proxy in front reads 2 or 20 bytes; an unfolded header stays
+ * in the read buffer, its value right after its name (the colon, made NUL,
+ * and optional whitespace between them).  RFC 9112 lets a server refuse
+ * obs-fold with a 400: every folded header is refused.  Pure.
+ */
+static int folded(const char *key, const char *value) {
+    const char *p = key + strlen(key);
+    /* compared as addresses: a rebuilt value lies in another allocation */
+    uintptr_t k = (uintptr_t)p, v = (uintptr_t)value;
+    if (v <= k || v - k > 8192) return 1;
+    for (size_t i = 0; i < v - k; i++)
+        if (p[i] != '\0' && p[i] != ' ' && p[i] != '\t') return 1;
+    return 0;
+}
+
+/*
+ * Why this request is malformed, or NULL: its target, then its headers.  A NUL
+ * byte in the target ends MHD's copy early, which shows as the target being
+ * shorter than the room between it and the version MHD parsed after it (both
+ * point into MHD's read buffer; checked only when they do).
+ */
+static const char *malformed(struct MHD_Connection *c, conn_ctx *cx, const char *url,
+                             const char *version) {
+    if (cx->raw) {
+        size_t rlen = strlen(cx->raw);
+        uintptr_t u = (uintptr_t)url, v = (uintptr_t)version;
+        if (cx->raw_at == url && version && v > u + 1 && v - u <= 65536 && version[-1] == '\0' &&
+            v - u - 1 > rlen)
+            return "NUL byte in the request target";
+        const char *why = router_check_target(cx->raw, rlen, url);
+        if (why) return why;
+    }
+    hdr_list l = {.n = 0};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, collect_hdr, &l);
+    if (l.overflow) return "too many request headers (64 at most)";
+    for (size_t i = 0; i < l.n; i++)
+        if (folded(l.h[i].key, l.h[i].value)) return "a header folded over several lines";
+    int http11 = version && strcasecmp(version, "HTTP/1.0") != 0 && version[0];
+    return router_check_headers(l.h, l.n, http11);
+}
 
 static const char *static_method(const char *m) {
     static const char *const known[] = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"};
@@ -249,6 +521,20 @@ static MHD_Result send_reply(struct MHD_Connection *c, api_req *r) {
     return ret;
 }
 
+/*
+ * Requests that come all the time and mean nothing on their own: agents'
+ * heartbeats and long polls (every node, every few seconds), scrapes of
+ * /metrics and probes of /healthz and /readyz.  Their access lines are at
+ * debug level when they succeed (status < 400); a failed one, and an agent's
+ * registration (a node joining), stay at info like every other request.
+ */
+static int quiet_route(const api_req *r) {
+    if (!r->route || r->status >= 400) return 0;
+    const char *p = r->route->pattern;
+    if (strncmp(p, "/api/v1/agent/", 14) == 0) return !(r->route->flags & ROUTE_MUTATES);
+    return strcmp(p, "/metrics") == 0 || strcmp(p, "/healthz") == 0 || strcmp(p, "/readyz") == 0;
+}
+
 static void finish_log(api_req *r) {
     int64_t dur = gt_mono_us() - r->start_us;
     const char *route = r->route ? r->route->pattern : "unmatched";
@@ -257,21 +543,43 @@ static void finish_log(api_req *r) {
     char st[8], ms[32];
     snprintf(st, sizeof st, "%d", r->status);
     snprintf(ms, sizeof ms, "%.3f", (double)dur / 1000.0);
-    log_kv(LOG_INFO, "access", "rid", r->request_id, "src", r->source, "method", r->method,
-           "path", r->path, "route", route, "status", st, "ms", ms, "actor",
-           r->who ? r->who->name : "-", (char *)NULL);
+    if (r->status == 401 && !r->who) {
+        /* refused without a valid credential: counted always, logged 10 a second at most */
+        const char *reason = "credentials"; /* a public route's own: password, join token */
+        if (r->authorization) reason = auth_bearer(r->authorization) ? "invalid" : "malformed";
+        else if (!r->route || !(r->route->flags & ROUTE_PUBLIC)) reason = "missing";
+        api__metrics_auth_refusal(reason);
+        if (!ratelog_ok(&rl_refusal, "anonymous refusal")) return;
+    } else if (r->status == 400 && !r->route && !ratelog_ok(&rl_malformed, "malformed request")) {
+        return;
+    }
+    log_kv(quiet_route(r) ? LOG_DEBUG : LOG_INFO, "access", "rid", r->request_id, "src",
+           r->source, "method", r->method, "path", r->path, "route", route, "status", st, "ms",
+           ms, "actor", r->who ? r->who->name : "-", (char *)NULL);
 }
 
 static MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                              const char *method, const char *version, const char *upload,
                              size_t *upload_size, void **con_cls) {
-    (void)version;
     api_server *srv = cls;
     conn_ctx *cx = *con_cls;
-    if (!cx) {
+    if (!cx) { /* no URI callback context (out of memory there) */
         cx = calloc(1, sizeof *cx);
         if (!cx) return MHD_NO;
         *con_cls = cx;
+        cx->slot = slot_of(c);
+    }
+    if (!cx->started) {
+        cx->started = 1;
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+        uint64_t declared = cl ? strtoull(cl, NULL, 10) : te ? srv->cfg.max_body : 0;
+        if (declared > srv->cfg.max_body) declared = srv->cfg.max_body;
+        int64_t body_us = ((int64_t)srv->cfg.body_timeout_s + (int64_t)(declared / BODY_RATE)) *
+                          1000000;
+        /* cut already (its headers came just too late): not served */
+        if (slot_phase(srv, cx->slot, declared ? PHASE_BODY : PHASE_BUSY, declared ? body_us : 0))
+            return MHD_NO;
         atomic_fetch_add(&srv->inflight, 1);
         cx->counted = 1;
         sb_init(&cx->body);
@@ -290,6 +598,17 @@ static MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *ur
         client_addr(c, r->source, sizeof r->source);
         MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, r);
         if (!r->path) return MHD_NO;
+        const char *why = malformed(c, cx, url, version);
+        if (why) {
+            /* ambiguous framing or target: refuse, and close so that nothing after it
+             * on this connection is taken for another request */
+            cx->too_large = 1; /* drop any body */
+            api_error(r, 400, "bad_request", why);
+            api_header(r, "Connection", "close");
+            api__metrics_malformed();
+            finish_log(r);
+            return send_reply(c, r);
+        }
         if (atomic_load(&srv->closing)) {
             /* counted in inflight before this check, so the stop waits for this answer;
              * a request dispatched after the drain could commit and lose its answer */
@@ -297,7 +616,6 @@ static MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *ur
             finish_log(r);
             return send_reply(c, r);
         }
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body) {
             cx->too_large = 1;
             api_error(r, 413, "payload_too_large", "request body exceeds the size limit");
@@ -308,6 +626,7 @@ static MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *ur
     }
     api_req *r = &cx->req;
     if (*upload_size) {
+        slot_body(srv, cx->slot, *upload_size);
         if (!cx->too_large) {
             if (cx->body.len + *upload_size > srv->cfg.max_body) {
                 cx->too_large = 1;
@@ -320,6 +639,7 @@ static MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *ur
         return MHD_YES;
     }
     if (r->status) return MHD_YES; /* already answered (413 on the first call) */
+    slot_phase(srv, cx->slot, PHASE_BUSY, 0); /* the body is in: no deadline for the handler */
     if (cx->too_large) {
         api_error(r, 413, "payload_too_large", "request body exceeds the size limit");
     } else if (!sb_ok(&cx->body)) {
@@ -335,14 +655,17 @@ static MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *ur
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-    (void)c;
     (void)toe;
     api_server *srv = cls;
     conn_ctx *cx = *con_cls;
+    /* kept alive: the next request's headers have header_timeout_s from now */
+    slot_phase(srv, cx && cx->slot ? cx->slot : slot_of(c), PHASE_HEAD,
+               (int64_t)srv->cfg.header_timeout_s * 1000000);
     if (!cx) return;
     if (cx->counted) atomic_fetch_sub(&srv->inflight, 1);
     api__req_release(&cx->req);
     sb_release(&cx->body);
+    free(cx->raw);
     free(cx);
     *con_cls = NULL;
 }
@@ -354,7 +677,9 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
     while (sb.len && sb.buf[sb.len - 1] == '\n') sb_setlen(&sb, sb.len - 1);
     if (srv && srv->starting && !srv->start_err[0] && sb_ok(&sb))
         snprintf(srv->start_err, sizeof srv->start_err, "%s", sb.buf);
-    log_kv(LOG_WARN, sb_ok(&sb) ? sb.buf : "mhd", "component", "http", (char *)NULL);
+    /* mostly what clients cause (closed early, malformed, over a limit): rate-limited */
+    if ((srv && srv->starting) || ratelog_ok(&rl_mhd, "http"))
+        log_kv(LOG_WARN, sb_ok(&sb) ? sb.buf : "mhd", "component", "http", (char *)NULL);
     sb_release(&sb);
 }
 
@@ -397,6 +722,34 @@ bad:
     return gp_err_set(err, GP_EINVALID, "--listen must be HOST:PORT or [IPV6]:PORT, got '%s'", s);
 }
 
+/*
+ * Each connection holds a descriptor: raise the soft RLIMIT_NOFILE to what
+ * `*max_conns` needs (plus room for the store, logs and upstream calls), up to
+ * the hard limit; below that, lower *max_conns and say so.
+ */
+static void fit_open_files(int *max_conns) {
+    struct rlimit rl;
+    const rlim_t spare = 256;
+    rlim_t need = (rlim_t)*max_conns + spare;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return;
+    rlim_t want = (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need) ? need : rl.rlim_max;
+    if (want > rl.rlim_cur) {
+        struct rlimit nl = {want, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &nl) == 0) rl.rlim_cur = want;
+    }
+    if (rl.rlim_cur >= need) return;
+    int fit = rl.rlim_cur > 2 * spare ? (int)(rl.rlim_cur - spare) : (int)(rl.rlim_cur / 2);
+    if (fit < 1) fit = 1;
+    char have[32], conns[32];
+    snprintf(have, sizeof have, "%llu", (unsigned long long)rl.rlim_cur);
+    snprintf(conns, sizeof conns, "%d", fit);
+    log_kv(LOG_WARN, "the open-file limit caps connections below --max-connections (raise "
+                     "`ulimit -n` / LimitNOFILE)",
+           "nofile", have, "max_connections", conns, (char *)NULL);
+    *max_conns = fit;
+}
+
 int api_tls_supported(void) { return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES; }
 
 int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_err *err) {
@@ -416,6 +769,12 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
     if (!srv) return gp_err_set(err, GP_ENOMEM, NULL);
     srv->cfg = *cfg;
     if (srv->cfg.threads < 1) srv->cfg.threads = 1;
+    if (srv->cfg.max_conns <= 0) srv->cfg.max_conns = 1000;
+    if (srv->cfg.max_conns_per_ip < 0) srv->cfg.max_conns_per_ip = 0;
+    if (srv->cfg.header_timeout_s <= 0) srv->cfg.header_timeout_s = 10;
+    if (srv->cfg.body_timeout_s <= 0) srv->cfg.body_timeout_s = 30;
+    if (srv->cfg.idle_timeout_s <= 0) srv->cfg.idle_timeout_s = 30;
+    fit_open_files(&srv->cfg.max_conns);
     srv->store = st;
     atomic_init(&srv->inflight, 0);
     atomic_init(&srv->closing, 0);
@@ -437,6 +796,8 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
             return rc;
         }
     }
+    pthread_mutex_init(&srv->conn_mu, NULL);
+    atomic_init(&srv->guard_stop, 0);
     /* a thread per connection: a gateway request waits on its upstream and streams */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
                      MHD_USE_ITC | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
@@ -449,13 +810,24 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
                               MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                               MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1 << 20),
                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+                              MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+                              MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.idle_timeout_s,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv->cfg.max_conns,
+                              MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                              (unsigned)srv->cfg.max_conns_per_ip,
                               tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cfg->tls_cert_pem,
                               MHD_OPTION_HTTPS_MEM_KEY, cfg->tls_key_pem,
                               MHD_OPTION_END);
     srv->starting = 0;
+    if (srv->d) srv->guard_running = pthread_create(&srv->guard, NULL, guard_main, srv) == 0;
+    if (srv->d && !srv->guard_running) {
+        MHD_stop_daemon(srv->d);
+        srv->d = NULL;
+        snprintf(srv->start_err, sizeof srv->start_err, "cannot start the connection watcher");
+    }
     if (!srv->d) {
+        pthread_mutex_destroy(&srv->conn_mu);
         gw_rt_stop(srv->gw);
         api__login_guard_free(srv->login_guard);
         if (tls && srv->start_err[0] && !strstr(srv->start_err, "bind")) {
@@ -509,6 +881,9 @@ void api_server_stop(api_server *srv) {
     atomic_store(&srv->closing, 1);
     while (atomic_load(&srv->inflight) > 0 && gt_mono_us() < deadline) usleep(20000);
     MHD_stop_daemon(srv->d);
+    atomic_store(&srv->guard_stop, 1);
+    if (srv->guard_running) pthread_join(srv->guard, NULL);
+    pthread_mutex_destroy(&srv->conn_mu);
     /* every stream has ended: its usage record is queued; write them all */
     gw_rt_stop(srv->gw);
     api__login_guard_free(srv->login_guard);

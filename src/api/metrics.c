@@ -5,12 +5,18 @@
  * pattern, never the raw path, so cardinality stays bounded by the table.
  * Unrouted requests are counted under route="unmatched".
  * Locking: one mutex around the series list; held only to update or render.
+ *
+ * Beside them, counters of what a hostile client causes: 401s without a valid
+ * credential by reason, connections cut for their deadlines, requests refused
+ * for their framing, and a gauge of open connections.  Their label sets are
+ * fixed, so they are plain atomics.  And the log limiter (api__ratelog_*).
  */
 #include "api_int.h"
 
 #include "../core/strbuf.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +35,57 @@ typedef struct series {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static series *head;
+
+static const char *const refusal_reasons[] = {"missing", "malformed", "invalid", "credentials"};
+#define NREFUSAL (sizeof refusal_reasons / sizeof refusal_reasons[0])
+static atomic_ullong refusals[NREFUSAL];
+static const char *const drop_reasons[] = {"headers", "body", "pressure"};
+#define NDROP (sizeof drop_reasons / sizeof drop_reasons[0])
+static atomic_ullong drops[NDROP];
+static atomic_ullong malformed;
+static atomic_llong conns_open;
+
+void api__metrics_auth_refusal(const char *reason) {
+    for (size_t i = 0; i < NREFUSAL; i++)
+        if (strcmp(reason, refusal_reasons[i]) == 0) atomic_fetch_add(&refusals[i], 1);
+}
+
+void api__metrics_conn_dropped(const char *reason) {
+    for (size_t i = 0; i < NDROP; i++)
+        if (strcmp(reason, drop_reasons[i]) == 0) atomic_fetch_add(&drops[i], 1);
+}
+
+void api__metrics_malformed(void) { atomic_fetch_add(&malformed, 1); }
+
+void api__metrics_conn_open(int delta) { atomic_fetch_add(&conns_open, delta); }
+
+int api__ratelog_take(api_ratelog *rl, int per_sec, int64_t now_us, long *report) {
+    int ok;
+    pthread_mutex_lock(&rl->mu);
+    int64_t sec = now_us / (rl->window_us > 0 ? rl->window_us : 1000000);
+    *report = 0;
+    if (sec != rl->window) {
+        *report = rl->suppressed;
+        rl->suppressed = 0;
+        rl->window = sec;
+        rl->used = 0;
+    }
+    ok = rl->used < per_sec;
+    if (ok) rl->used++;
+    else rl->suppressed++;
+    pthread_mutex_unlock(&rl->mu);
+    return ok;
+}
+
+void api__ratelog_flush(api_ratelog *rl, int64_t now_us, long *report) {
+    pthread_mutex_lock(&rl->mu);
+    *report = 0;
+    if (now_us / (rl->window_us > 0 ? rl->window_us : 1000000) != rl->window && rl->suppressed) {
+        *report = rl->suppressed;
+        rl->suppressed = 0;
+    }
+    pthread_mutex_unlock(&rl->mu);
+}
 
 void api__metrics_init(void) {}
 
@@ -82,10 +139,35 @@ char *api__metrics_render(void) {
         sb_addf(&sb, "} %llu\n", (unsigned long long)s->count);
     }
     pthread_mutex_unlock(&mu);
+    sb_adds(&sb, "# HELP gpupool_auth_refusals_total Requests refused 401 without a valid "
+                 "credential, by reason.\n"
+                 "# TYPE gpupool_auth_refusals_total counter\n");
+    for (size_t i = 0; i < NREFUSAL; i++)
+        sb_addf(&sb, "gpupool_auth_refusals_total{reason=\"%s\"} %llu\n", refusal_reasons[i],
+                (unsigned long long)atomic_load(&refusals[i]));
+    sb_adds(&sb, "# HELP gpupool_http_connections_dropped_total Connections cut for a request "
+                 "not complete by its deadline, by phase.\n"
+                 "# TYPE gpupool_http_connections_dropped_total counter\n");
+    for (size_t i = 0; i < NDROP; i++)
+        sb_addf(&sb, "gpupool_http_connections_dropped_total{reason=\"%s\"} %llu\n",
+                drop_reasons[i], (unsigned long long)atomic_load(&drops[i]));
+    sb_addf(&sb, "# HELP gpupool_http_malformed_total Requests refused 400 for their framing "
+                 "or target.\n"
+                 "# TYPE gpupool_http_malformed_total counter\n"
+                 "gpupool_http_malformed_total %llu\n",
+            (unsigned long long)atomic_load(&malformed));
+    sb_addf(&sb, "# HELP gpupool_http_connections_open Connections open now.\n"
+                 "# TYPE gpupool_http_connections_open gauge\n"
+                 "gpupool_http_connections_open %lld\n",
+            (long long)atomic_load(&conns_open));
     return sb_detach(&sb);
 }
 
 void api__metrics_free(void) {
+    for (size_t i = 0; i < NREFUSAL; i++) atomic_store(&refusals[i], 0);
+    for (size_t i = 0; i < NDROP; i++) atomic_store(&drops[i], 0);
+    atomic_store(&malformed, 0);
+    atomic_store(&conns_open, 0);
     pthread_mutex_lock(&mu);
     while (head) {
         series *n = head->next;

@@ -74,3 +74,97 @@ const char *router_param(const router_match *m, const char *name) {
         if (m->name_lens[i] == len && memcmp(m->names[i], name, len) == 0) return m->values[i];
     return NULL;
 }
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+const char *router_check_target(const char *raw, size_t raw_len, const char *path) {
+    if (!raw || !path) return "no request target";
+    if (memchr(raw, '\0', raw_len)) return "NUL byte in the request target";
+    int in_path = 1;
+    for (size_t i = 0; i < raw_len; i++) {
+        unsigned char c = (unsigned char)raw[i];
+        if (c == '?') in_path = 0;
+        if (c == '%' && i + 2 < raw_len && hexval(raw[i + 1]) >= 0 && hexval(raw[i + 2]) >= 0) {
+            int v = hexval(raw[i + 1]) * 16 + hexval(raw[i + 2]);
+            if (v == 0) return "encoded NUL (%00) in the request target";
+            if (in_path && v == '/') return "encoded slash (%2F) in the path";
+            if (in_path && v == '\\') return "encoded backslash (%5C) in the path";
+        }
+        if (!in_path) continue;
+        if (c <= 0x20 || c >= 0x7f) return "control, space or non-ASCII byte in the path";
+        if (c == '\\') return "backslash in the path";
+        if (c == '#') return "fragment in the request target";
+    }
+    const char *seg = path;
+    for (const char *p = path;; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '/' || c == '\0') {
+            size_t len = (size_t)(p - seg);
+            if ((len == 1 && seg[0] == '.') || (len == 2 && seg[0] == '.' && seg[1] == '.'))
+                return "dot segment in the path";
+            seg = p + 1;
+            if (!c) break;
+            continue;
+        }
+        if (c < 0x20 || c == 0x7f) return "control character in the decoded path";
+    }
+    return NULL;
+}
+
+/* RFC 9110 token characters */
+static int is_tchar(unsigned char c) {
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return 1;
+    return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static int name_is(const char *a, const char *b) {
+    for (; *a && *b; a++, b++) {
+        char x = *a, y = *b;
+        if (x >= 'A' && x <= 'Z') x = (char)(x - 'A' + 'a');
+        if (y >= 'A' && y <= 'Z') y = (char)(y - 'A' + 'a');
+        if (x != y) return 0;
+    }
+    return *a == *b;
+}
+
+const char *router_check_headers(const router_hdr *h, size_t n, int http11) {
+    int cl = 0, te = 0, host = 0, authz = 0;
+    const char *te_value = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char *k = (const unsigned char *)h[i].key;
+        const unsigned char *v = (const unsigned char *)h[i].value;
+        if (!k || !*k) return "empty header name";
+        for (; *k; k++)
+            if (!is_tchar(*k)) return "header name is not a token (space before the colon?)";
+        for (; v && *v; v++)
+            if ((*v < 0x20 && *v != '\t') || *v == 0x7f) return "control character in a header value";
+        if (name_is(h[i].key, "Content-Length")) {
+            /* 1*DIGIT and nothing else: a folded ("2\r\n 0"), signed or listed length is
+             * one a proxy in front may read otherwise */
+            const char *d = h[i].value ? h[i].value : "";
+            if (!*d) return "Content-Length is not a number";
+            for (; *d; d++)
+                if (*d < '0' || *d > '9') return "Content-Length is not a number";
+            cl++;
+        } else if (name_is(h[i].key, "Transfer-Encoding")) {
+            te++;
+            te_value = h[i].value;
+        } else if (name_is(h[i].key, "Host")) host++;
+        else if (name_is(h[i].key, "Authorization")) authz++;
+    }
+    if (cl > 1) return "more than one Content-Length";
+    if (te > 1) return "more than one Transfer-Encoding";
+    if (cl && te) return "both Content-Length and Transfer-Encoding";
+    if (te && !http11) return "Transfer-Encoding in an HTTP/1.0 request";
+    if (te && !name_is(te_value ? te_value : "", "chunked"))
+        return "Transfer-Encoding other than chunked";
+    if (host > 1) return "more than one Host";
+    if (http11 && !host) return "HTTP/1.1 request without Host";
+    if (authz > 1) return "more than one Authorization";
+    return NULL;
+}

@@ -71,7 +71,15 @@ int auth_bootstrap(store_t *st, const char *token_path, int *created, gp_err *er
 
 #define AUTH_PASSWORD_MIN 10
 #define AUTH_PASSWORD_MAX 256
+#define AUTH_PWHASH_LEN 128       /* an argon2id hash string with its NUL */
+#define AUTH_NODE_PREFIX "agent-" /* names of nodes' accounts; nobody else may take one */
 
+/*
+ * A user.  Every user has a home: a tenant (home_tenant_id, its name in
+ * `home`) or the platform (both ""), fixed at creation; only the home's
+ * admins and platform-admins administer it (authz_can_admin_user).  A node
+ * account (agent-<node>) belongs to its node alone.
+ */
 typedef struct auth_user {
     char id[RND_ID_LEN];
     char name[64];
@@ -79,15 +87,44 @@ typedef struct auth_user {
     int disabled;
     int has_password;
     int64_t created_us;
+    char home_tenant_id[RND_ID_LEN]; /* "" = the platform */
+    char home[64];                   /* the home tenant's name, "" = the platform */
+    int node_account;                /* 1: a node's agent account */
 } auth_user;
 
+/* What auth_user_create() makes. */
+typedef struct auth_user_spec {
+    const char *name;
+    const char *kind;           /* "user" (default) or "service" */
+    const char *password;       /* kind "user": the password, or ... */
+    const char *password_hash;  /* ... its hash from auth_password_hash() (approvals) */
+    const char *home_tenant_id; /* NULL or "": the platform */
+    const char *home_name;      /* the home tenant's name (for *out only) */
+} auth_user_spec;
+
 /*
- * Create a user (kind "user" needs a password; "service" must not have one).
- * Validates name and password length; hashes with argon2id. GP_ECONFLICT
- * when the name is taken.
+ * Create a user (kind "user" needs a password or its hash; "service" must
+ * not have one).  Validates the name (names starting "agent-" are the nodes'
+ * and refused), the password's length or the hash's form; hashes with
+ * argon2id.  GP_ECONFLICT when the name is taken.
  */
-int auth_user_create(store_tx *tx, const char *name, const char *kind, const char *password,
-                     auth_user *out, gp_err *err);
+int auth_user_create(store_tx *tx, const auth_user_spec *spec, auth_user *out, gp_err *err);
+
+/*
+ * Check a password's length and hash it (argon2id) into `out`, so that a
+ * request kept for later (an approval) holds no password in clear.
+ */
+int auth_password_hash(const char *password, char out[AUTH_PWHASH_LEN], gp_err *err);
+
+/* 1 if `hash` is an argon2id hash string of the form auth_password_hash() makes. */
+int auth_password_hash_valid(const char *hash);
+
+/*
+ * Revoke every live token of a user except `keep_token_id` (NULL: keep
+ * none).  OUT (optional): *revoked, how many.
+ */
+int auth_user_revoke_tokens(store_tx *tx, const char *user_id, const char *keep_token_id,
+                            int *revoked, gp_err *err);
 
 /* Find a user by name; GP_ENOTFOUND when absent. */
 int auth_user_find(store_tx *tx, const char *name, auth_user *out, gp_err *err);
@@ -150,6 +187,52 @@ int auth_member_role_at(store_tx *tx, const char *user_id, authz_scope scope,
 /* Members at a scope: [{user, role, scope, tenant?, project?, granted_by, created_at}]. */
 int auth_member_list(store_tx *tx, authz_scope scope, const char *tenant_id,
                      const char *project_id, json_t **items, gp_err *err);
+
+/* ---- invitations (members.c) ---- */
+
+/*
+ * An invitation: a tenant (or one of its projects) asks for a role for a
+ * user whose home is elsewhere; the home's admin (a platform-admin for a
+ * platform-homed user) accepts or declines it, and accepting makes the
+ * binding.  States: pending, accepted, declined, withdrawn, expired; a
+ * pending one past expires_us reads as expired.
+ */
+#define AUTH_INVITATION_TTL_S (7LL * 86400)
+
+typedef struct auth_invitation {
+    char id[RND_ID_LEN];
+    char tenant_id[RND_ID_LEN], project_id[RND_ID_LEN]; /* project_id "": a tenant role */
+    char user_id[RND_ID_LEN], home_tenant_id[RND_ID_LEN]; /* home "": the platform */
+    char tenant[64], project[64], user[64], home[64];     /* their names */
+    char role[32], invited_by[64], state[16], decided_by[64];
+    int64_t created_us, expires_us, decided_us;
+} auth_invitation;
+
+/*
+ * Invite `user_id` (homed in `home_tenant_id`) to `role` in a tenant or
+ * project; an earlier pending invitation for the same user and scope is
+ * withdrawn.  ttl_s <= 0: AUTH_INVITATION_TTL_S.  OUT (optional): *out.
+ */
+int auth_invitation_create(store_tx *tx, const char *tenant_id, const char *project_id,
+                           const char *user_id, const char *home_tenant_id, authz_role role,
+                           const char *invited_by, int64_t ttl_s, auth_invitation *out,
+                           gp_err *err);
+
+/* One invitation; GP_ENOTFOUND. */
+int auth_invitation_get(store_tx *tx, const char *id, auth_invitation *out, gp_err *err);
+
+/* Invitations from or to tenant `tenant_id` (NULL: all), newest first. OUT: *items. */
+int auth_invitation_list(store_tx *tx, const char *tenant_id, json_t **items, gp_err *err);
+
+/*
+ * Move a pending invitation to `state` (accepted, declined, withdrawn: only
+ * before its expiry; expired: only after).  GP_ECONFLICT when it is not so.
+ */
+int auth_invitation_decide(store_tx *tx, const char *id, const char *state,
+                           const char *decided_by, gp_err *err);
+
+/* JSON view of an invitation (new reference). */
+json_t *auth_invitation_json(const auth_invitation *v);
 
 /* ---- vendor access (vendor.c) ---- */
 

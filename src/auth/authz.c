@@ -212,22 +212,36 @@ static int admins_tenant(const authz_binding *bs, int n, const char *tid, int64_
     return 0;
 }
 
-int authz_can_admin_user(const authz_binding *caller, int nc, const authz_binding *target, int nt,
+int authz_can_admin_user(const authz_binding *caller, int nc, const authz_user *target,
                          int64_t now) {
+    if (!target || target->node_account) return 0;
     /* separation of duties: only security-admins administer security-admins */
-    if (authz_holds(target, nt, ROLE_SECURITY_ADMIN, now))
+    if (authz_holds(target->bindings, target->nbindings, ROLE_SECURITY_ADMIN, now))
         return authz_holds(caller, nc, ROLE_SECURITY_ADMIN, now);
     for (int i = 0; i < nc; i++)
         if (caller[i].role == ROLE_PLATFORM_ADMIN && caller[i].scope == SCOPE_GLOBAL &&
             live(&caller[i], now))
             return 1;
-    int any = 0;
-    for (int i = 0; i < nt; i++) {
-        const authz_binding *b = &target[i];
-        if (!live(b, now)) continue;
-        if (b->scope != SCOPE_TENANT && b->scope != SCOPE_PROJECT) return 0;
-        if (!admins_tenant(caller, nc, b->tenant_id, now)) return 0;
-        any = 1;
+    const char *home = target->home_tenant_id;
+    if (!home || !*home) return 0; /* platform-homed: platform-admins only */
+    /* a holder of a global (or vendor) role is the platform's to administer */
+    for (int i = 0; i < target->nbindings; i++) {
+        const authz_binding *b = &target->bindings[i];
+        if (live(b, now) && b->scope != SCOPE_TENANT && b->scope != SCOPE_PROJECT) return 0;
     }
-    return any;
+    return admins_tenant(caller, nc, home, now);
+}
+
+int authz_decides_home(const authz_binding *caller, int nc, const char *home, int64_t now) {
+    for (int i = 0; i < nc; i++)
+        if (caller[i].role == ROLE_PLATFORM_ADMIN && caller[i].scope == SCOPE_GLOBAL &&
+            live(&caller[i], now))
+            return 1;
+    return home && *home && admins_tenant(caller, nc, home, now);
+}
+
+int authz_grant_needs_invitation(const authz_binding *caller, int nc, const char *home,
+                                 const char *scope_tenant, int64_t now) {
+    if (home && *home && str_eq(home, scope_tenant)) return 0;
+    return !authz_decides_home(caller, nc, home, now);
 }

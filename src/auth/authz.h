@@ -146,13 +146,50 @@ authz_decision authz_can_grant(const authz_binding *bindings, int n, authz_role 
 int authz_holds(const authz_binding *bindings, int n, authz_role role, int64_t now_us);
 
 /*
- * May the caller administer a user (disable, reset password, manage tokens)
- * whose bindings are `target[0..nt)`?  A security-admin is administered only
- * by security-admins (separation of duties).  A global platform-admin may; a
- * tenant-admin may when every live binding of the target lies inside
- * tenants that caller administers and the target holds at least one.
+ * The user a caller wants to administer, as authz_can_admin_user() sees it:
+ * its live-or-not role bindings, its home (a tenant id, or NULL/"" for the
+ * platform) and whether it is a node's agent account.
  */
-int authz_can_admin_user(const authz_binding *caller, int nc, const authz_binding *target, int nt,
+typedef struct authz_user {
+    const authz_binding *bindings;
+    int nbindings;
+    const char *home_tenant_id; /* NULL or "": homed on the platform */
+    int node_account;           /* 1: agent-<node>, belongs to its node alone */
+} authz_user;
+
+/*
+ * May the caller administer user `target` (disable it, reset its password,
+ * manage its tokens)?  Pure.  The rules, in order:
+ *   - a node account is administered by nobody through the user API (only
+ *     its node acts for it): 0;
+ *   - separation of duties: a security-admin is administered only by
+ *     security-admins;
+ *   - a live global platform-admin may;
+ *   - a tenant-admin may when the target is homed in a tenant it
+ *     administers (live binding) and holds no live global or vendor role.
+ * Roles the target holds in other tenants never make their admins its
+ * administrators, and never lock its home's admins out.
+ */
+int authz_can_admin_user(const authz_binding *caller, int nc, const authz_user *target,
                          int64_t now_us);
+
+/*
+ * May the caller decide for users homed in `home_tenant_id` (NULL or "": the
+ * platform) - accept or decline invitations of them, grant them roles
+ * elsewhere directly?  A live global platform-admin always; a live
+ * tenant-admin of that home tenant.  Pure.
+ */
+int authz_decides_home(const authz_binding *caller, int nc, const char *home_tenant_id,
+                       int64_t now_us);
+
+/*
+ * Does granting a role at tenant `scope_tenant_id` (or one of its projects)
+ * to a user homed in `home_tenant_id` need an invitation that the home
+ * decides?  No when the user is homed in that very tenant, or when the caller
+ * decides for the home (authz_decides_home); yes otherwise (another tenant's
+ * user, or the platform's).  Pure; the caller checks authz_can_grant() first.
+ */
+int authz_grant_needs_invitation(const authz_binding *caller, int nc, const char *home_tenant_id,
+                                 const char *scope_tenant_id, int64_t now_us);
 
 #endif

@@ -8,8 +8,10 @@
 #include "auth.h"
 
 #include "../core/gtime.h"
+#include "../core/jsonx.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The WHERE clause selecting one scope; parameters: scope, tenant, tenant, project, project. */
@@ -148,4 +150,128 @@ int auth_member_list_user(store_tx *tx, const char *user_id, json_t **items, gp_
     }
     *items = arr;
     return GP_OK;
+}
+
+/* ---- invitations: a role in another tenant, decided by the user's home ---- */
+
+#define INV_COLS                                                                              \
+    "i.id, i.tenant_id, i.project_id, i.user_id, i.home_tenant_id, t.name,"                 \
+    " COALESCE(p.name, ''), u.name, COALESCE(h.name, ''), i.role, i.invited_by, i.state,"  \
+    " i.created_at, i.expires_at, i.decided_by, i.decided_at"
+#define INV_FROM                                                                              \
+    " FROM invitations i JOIN tenants t ON t.id = i.tenant_id"                              \
+    " JOIN users u ON u.id = i.user_id LEFT JOIN projects p ON p.id = i.project_id"         \
+    " LEFT JOIN tenants h ON h.id = i.home_tenant_id"
+
+static void inv_from_row(store_stmt *s, int64_t now, auth_invitation *v) {
+    memset(v, 0, sizeof *v);
+    snprintf(v->id, sizeof v->id, "%s", store_text(s, 0));
+    snprintf(v->tenant_id, sizeof v->tenant_id, "%s", store_text(s, 1));
+    snprintf(v->project_id, sizeof v->project_id, "%s", store_text(s, 2));
+    snprintf(v->user_id, sizeof v->user_id, "%s", store_text(s, 3));
+    snprintf(v->home_tenant_id, sizeof v->home_tenant_id, "%s", store_text(s, 4));
+    snprintf(v->tenant, sizeof v->tenant, "%s", store_text(s, 5));
+    snprintf(v->project, sizeof v->project, "%s", store_text(s, 6));
+    snprintf(v->user, sizeof v->user, "%s", store_text(s, 7));
+    snprintf(v->home, sizeof v->home, "%s", store_text(s, 8));
+    snprintf(v->role, sizeof v->role, "%s", store_text(s, 9));
+    snprintf(v->invited_by, sizeof v->invited_by, "%s", store_text(s, 10));
+    snprintf(v->state, sizeof v->state, "%s", store_text(s, 11));
+    v->created_us = store_int(s, 12);
+    v->expires_us = store_int(s, 13);
+    snprintf(v->decided_by, sizeof v->decided_by, "%s", store_text(s, 14));
+    v->decided_us = store_int(s, 15);
+    /* an undecided invitation past its expiry is expired, whether or not it was written */
+    if (strcmp(v->state, "pending") == 0 && v->expires_us <= now)
+        snprintf(v->state, sizeof v->state, "expired");
+}
+
+int auth_invitation_create(store_tx *tx, const char *tenant_id, const char *project_id,
+                           const char *user_id, const char *home_tenant_id, authz_role role,
+                           const char *invited_by, int64_t ttl_s, auth_invitation *out,
+                           gp_err *err) {
+    char id[RND_ID_LEN];
+    int64_t now = gt_now_us();
+    if (ttl_s <= 0) ttl_s = AUTH_INVITATION_TTL_S;
+    if (!project_id) project_id = "";
+    /* one open invitation per user and scope: a new one replaces the earlier */
+    int rc = store_exec(tx, NULL, err,
+                        "UPDATE invitations SET state = 'withdrawn', decided_by = ?,"
+                        " decided_at = ? WHERE tenant_id = ? AND project_id = ? AND user_id = ?"
+                        " AND state = 'pending'",
+                        "sisss", invited_by, now, tenant_id, project_id, user_id);
+    if (rc) return rc;
+    rnd_id(id);
+    rc = store_exec(tx, NULL, err,
+                    "INSERT INTO invitations (id, tenant_id, project_id, user_id, home_tenant_id,"
+                    " role, invited_by, state, created_at, expires_at)"
+                    " VALUES (?,?,?,?,?,?,?,'pending',?,?)",
+                    "sssssssii", id, tenant_id, project_id, user_id,
+                    home_tenant_id ? home_tenant_id : "", authz_role_name(role), invited_by, now,
+                    now + ttl_s * 1000000);
+    if (rc) return rc;
+    return out ? auth_invitation_get(tx, id, out, err) : GP_OK;
+}
+
+int auth_invitation_get(store_tx *tx, const char *id, auth_invitation *out, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err, "SELECT " INV_COLS INV_FROM " WHERE i.id = ?", "s", id);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc > 0) inv_from_row(s, gt_now_us(), out);
+    store_done(s);
+    if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "invitation not found");
+    return rc < 0 ? rc : GP_OK;
+}
+
+json_t *auth_invitation_json(const auth_invitation *v) {
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "id", v->id, "tenant", v->tenant,
+                          "user", v->user, "role", v->role, "invited_by", v->invited_by, "state",
+                          v->state, "created_at", jx_time(v->created_us), "expires_at",
+                          jx_time(v->expires_us));
+    json_object_set_new(o, "scope", json_string(v->project_id[0] ? "project" : "tenant"));
+    json_object_set_new(o, "project", v->project_id[0] ? json_string(v->project) : json_null());
+    json_object_set_new(o, "home", v->home_tenant_id[0] ? json_string(v->home) : json_null());
+    if (v->decided_us) {
+        json_object_set_new(o, "decided_by", json_string(v->decided_by));
+        json_object_set_new(o, "decided_at", jx_time(v->decided_us));
+    }
+    return o;
+}
+
+int auth_invitation_list(store_tx *tx, const char *tenant_id, json_t **items, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT " INV_COLS INV_FROM " WHERE ? IS NULL OR i.tenant_id = ?"
+                         " OR i.home_tenant_id = ? ORDER BY i.created_at DESC, i.id LIMIT 1000",
+                         "sss", tenant_id, tenant_id, tenant_id);
+    if (rc) return rc;
+    json_t *arr = json_array();
+    int64_t now = gt_now_us();
+    while ((rc = store_step(s, err)) > 0) {
+        auth_invitation v;
+        inv_from_row(s, now, &v);
+        json_array_append_new(arr, auth_invitation_json(&v));
+    }
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *items = arr;
+    return GP_OK;
+}
+
+int auth_invitation_decide(store_tx *tx, const char *id, const char *state,
+                           const char *decided_by, gp_err *err) {
+    int changes = 0;
+    int64_t now = gt_now_us();
+    /* conditional: only a pending invitation is decided, and only once; an expired one
+     * can only become expired */
+    int rc = store_exec(tx, &changes, err,
+                        "UPDATE invitations SET state = ?, decided_by = ?, decided_at = ?"
+                        " WHERE id = ? AND state = 'pending' AND ((? = 'expired') = (expires_at <= ?))",
+                        "ssissi", state, decided_by, now, id, state, now);
+    if (rc) return rc;
+    return changes ? GP_OK : gp_err_set(err, GP_ECONFLICT, "the invitation is no longer pending");
 }

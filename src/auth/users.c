@@ -17,7 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define USER_COLS "id, name, kind, disabled, password_hash IS NOT NULL, created_at"
+/* a node account is one the migration or the node's registration marked, or that a node
+ * names as its agent (so the mark cannot be missed) */
+#define USER_COLS                                                                           \
+    "id, name, kind, disabled, password_hash IS NOT NULL, created_at, home_tenant_id,"       \
+    " COALESCE((SELECT t.name FROM tenants t WHERE t.id = users.home_tenant_id), ''),"      \
+    " CASE WHEN node_account <> 0 OR EXISTS (SELECT 1 FROM nodes n"                        \
+    "  WHERE n.agent_user_id = users.id) THEN 1 ELSE 0 END"
+#define USER_NCOLS 9
 
 static void user_from_row(store_stmt *s, auth_user *u) {
     snprintf(u->id, sizeof u->id, "%s", store_text(s, 0));
@@ -26,7 +33,12 @@ static void user_from_row(store_stmt *s, auth_user *u) {
     u->disabled = (int)store_int(s, 3);
     u->has_password = (int)store_int(s, 4);
     u->created_us = store_int(s, 5);
+    snprintf(u->home_tenant_id, sizeof u->home_tenant_id, "%s", store_text(s, 6));
+    snprintf(u->home, sizeof u->home, "%s", store_text(s, 7));
+    u->node_account = (int)store_int(s, 8);
 }
+
+_Static_assert(AUTH_PWHASH_LEN == crypto_pwhash_STRBYTES, "AUTH_PWHASH_LEN");
 
 static int check_password(const char *pw, gp_err *err) {
     size_t n = strlen(pw);
@@ -43,32 +55,62 @@ static int hash_password(const char *pw, char out[crypto_pwhash_STRBYTES], gp_er
     return GP_OK;
 }
 
-int auth_user_create(store_tx *tx, const char *name, const char *kind, const char *password,
-                     auth_user *out, gp_err *err) {
+int auth_password_hash(const char *password, char out[AUTH_PWHASH_LEN], gp_err *err) {
+    int rc = check_password(password, err);
+    if (rc) return rc;
+    return hash_password(password, out, err);
+}
+
+int auth_password_hash_valid(const char *hash) {
+    size_t n = hash ? strlen(hash) : 0;
+    return n > 0 && n < crypto_pwhash_STRBYTES &&
+           strncmp(hash, crypto_pwhash_STRPREFIX, strlen(crypto_pwhash_STRPREFIX)) == 0 &&
+           crypto_pwhash_str_needs_rehash(hash, crypto_pwhash_OPSLIMIT_INTERACTIVE,
+                                          crypto_pwhash_MEMLIMIT_INTERACTIVE) != -1;
+}
+
+int auth_user_create(store_tx *tx, const auth_user_spec *spec, auth_user *out, gp_err *err) {
     char hash[crypto_pwhash_STRBYTES];
+    const char *name = spec->name, *kind = spec->kind, *password = spec->password;
+    const char *home = spec->home_tenant_id ? spec->home_tenant_id : "";
     if (!name || !gp_name_valid(name))
         return gp_err_set(err, GP_EINVALID,
                           "user name must be 1-63 lower-case letters, digits or '-'");
+    if (strncmp(name, AUTH_NODE_PREFIX, strlen(AUTH_NODE_PREFIX)) == 0)
+        return gp_err_set(err, GP_EINVALID,
+                          "names starting with '" AUTH_NODE_PREFIX "' belong to nodes' accounts");
+    if (password && spec->password_hash)
+        return gp_err_set(err, GP_EINVALID, "give a password or its hash, not both");
+    if (spec->password_hash && !auth_password_hash_valid(spec->password_hash))
+        return gp_err_set(err, GP_EINVALID, "not a password hash this server makes");
     if (!kind) kind = "user";
     if (strcmp(kind, "user") != 0 && strcmp(kind, "service") != 0)
         return gp_err_set(err, GP_EINVALID, "kind must be user or service");
-    if (strcmp(kind, "service") == 0 && password)
+    int has_pw = password || spec->password_hash;
+    if (strcmp(kind, "service") == 0 && has_pw)
         return gp_err_set(err, GP_EINVALID, "service accounts have no password; use tokens");
     if (strcmp(kind, "user") == 0) {
-        if (!password) return gp_err_set(err, GP_EINVALID, "field 'password' is required");
-        int rc = check_password(password, err);
-        if (rc || (rc = hash_password(password, hash, err))) return rc;
+        if (!has_pw) return gp_err_set(err, GP_EINVALID, "field 'password' is required");
+        if (spec->password_hash) {
+            snprintf(hash, sizeof hash, "%s", spec->password_hash);
+        } else {
+            int rc = check_password(password, err);
+            if (rc || (rc = hash_password(password, hash, err))) return rc;
+        }
     }
     memset(out, 0, sizeof *out);
     rnd_id(out->id);
     snprintf(out->name, sizeof out->name, "%s", name);
     snprintf(out->kind, sizeof out->kind, "%s", kind);
-    out->has_password = password != NULL;
+    out->has_password = has_pw;
     out->created_us = gt_now_us();
+    snprintf(out->home_tenant_id, sizeof out->home_tenant_id, "%s", home);
+    snprintf(out->home, sizeof out->home, "%s", spec->home_name ? spec->home_name : "");
     int rc = store_exec(tx, NULL, err,
-                        "INSERT INTO users (id, name, kind, password_hash, created_at)"
-                        " VALUES (?,?,?,?,?)",
-                        "ssssi", out->id, name, kind, password ? hash : NULL, out->created_us);
+                        "INSERT INTO users (id, name, kind, password_hash, created_at,"
+                        " home_tenant_id) VALUES (?,?,?,?,?,?)",
+                        "ssssis", out->id, name, kind, has_pw ? hash : NULL, out->created_us,
+                        home);
     sodium_memzero(hash, sizeof hash);
     if (rc == GP_ECONFLICT) return gp_err_set(err, rc, "user '%s' already exists", name);
     return rc;
@@ -128,6 +170,17 @@ int auth_user_set_password(store_tx *tx, const char *user_id, const char *passwo
     return rc;
 }
 
+int auth_user_revoke_tokens(store_tx *tx, const char *user_id, const char *keep_token_id,
+                            int *revoked, gp_err *err) {
+    int changes = 0;
+    int rc = store_exec(tx, &changes, err,
+                        "UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL"
+                        " AND id <> ?",
+                        "iss", gt_now_us(), user_id, keep_token_id ? keep_token_id : "");
+    if (revoked) *revoked = changes;
+    return rc;
+}
+
 static char dummy[crypto_pwhash_STRBYTES];
 static pthread_once_t dummy_once = PTHREAD_ONCE_INIT;
 static void make_dummy(void) { hash_password("not-a-real-password", dummy, NULL); }
@@ -144,7 +197,7 @@ int auth_login_check(store_tx *tx, const char *name, const char *password, auth_
         store_done(s);
         return rc;
     }
-    const char *hash = rc > 0 ? store_text(s, 6) : NULL;
+    const char *hash = rc > 0 ? store_text(s, USER_NCOLS) : NULL;
     int ok = 0;
     if (hash && password) {
         ok = crypto_pwhash_str_verify(hash, password, strlen(password)) == 0;
@@ -199,8 +252,12 @@ void auth_bindings_free(authz_binding *b, int n) {
 json_t *auth_user_json(const auth_user *u) {
     char ts[GT_RFC3339_LEN];
     gt_format_us(u->created_us, ts, sizeof ts);
-    return json_pack("{s:s,s:s,s:s,s:b,s:b,s:s}", "id", u->id, "name", u->name, "kind", u->kind,
-                     "disabled", u->disabled, "has_password", u->has_password, "created_at", ts);
+    json_t *o = json_pack("{s:s,s:s,s:s,s:b,s:b,s:s,s:o}", "id", u->id, "name", u->name, "kind",
+                          u->kind, "disabled", u->disabled, "has_password", u->has_password,
+                          "created_at", ts, "home",
+                          u->home_tenant_id[0] ? json_string(u->home) : json_null());
+    if (u->node_account) json_object_set_new(o, "node_account", json_true());
+    return o;
 }
 
 int auth_token_list(store_tx *tx, const char *user_id, json_t **items, gp_err *err) {

@@ -553,6 +553,10 @@ static int pragma_check(store_tx *tx, const char *sql, int fk, check_result *r, 
 }
 
 int check_run(store_t *st, check_report *out, gp_err *err) {
+    return check_run_trusted(st, NULL, out, err);
+}
+
+int check_run_trusted(store_t *st, const audit_trust *trust, check_report *out, gp_err *err) {
     memset(out, 0, sizeof *out);
     spool p = {0};
     check_binding *b = NULL;
@@ -566,7 +570,7 @@ int check_run(store_t *st, check_report *out, gp_err *err) {
     store_tx *tx = NULL;
     /* first: audit_verify takes its own transaction (a read-only store has one connection) */
     audit_report ar;
-    int rc = audit_verify(st, &ar, err);
+    int rc = audit_verify_signed(st, trust, &ar, err);
     if (rc || (rc = store_begin(st, STORE_READ, &tx, err))) return rc;
     check_result *r;
 
@@ -594,7 +598,12 @@ int check_run(store_t *st, check_report *out, gp_err *err) {
         r->checked = ar.checked;
         if (!ar.ok)
             check_problem(r, "chain broken at seq %lld: %s", (long long)ar.bad_seq, ar.reason);
-        snprintf(r->note, sizeof r->note, "%lld event(s) verified", (long long)ar.checked);
+        if (ar.signed_checked)
+            snprintf(r->note, sizeof r->note,
+                     "%lld event(s) verified against %lld signed checkpoint(s) (newest at %lld)",
+                     (long long)ar.checked, (long long)ar.checkpoints, (long long)ar.signed_seq);
+        else
+            snprintf(r->note, sizeof r->note, "%lld event(s) verified", (long long)ar.checked);
     }
 
     r = &out->r[out->n++];

@@ -23,7 +23,9 @@
  *                   running work (docs/scheduling.md), so a scope whose
  *                   ceiling changed after its newest admission is skipped
  *                   and counted in the note
- *   audit_chain     audit_verify(): the hash chain and its head
+ *   audit_chain     audit_verify(): the hash chain and its head; with a
+ *                   trusted key (check_run_trusted), also the signed
+ *                   checkpoints in the store and the checkpoint file
  *   token_ledger    per scope and month: reserved = the sum of the open
  *                   holds' amounts; where no hold is open, used = the tokens
  *                   of that month's usage records of the scope
@@ -38,6 +40,7 @@
 #ifndef GP_CHECK_H
 #define GP_CHECK_H
 
+#include "../audit/audit.h"
 #include "../core/err.h"
 #include "../quota/quota.h"
 #include "../store/store.h"
@@ -71,6 +74,13 @@ void check_problem(check_result *r, const char *fmt, ...) __attribute__((format(
 
 /* Run every check against `st`.  OUT: *out (release it).  Fails only when the store cannot be read. */
 int check_run(store_t *st, check_report *out, gp_err *err);
+
+/*
+ * check_run(), with the audit chain also checked against its signed
+ * checkpoints (audit_verify_signed with `trust`; NULL: the chain alone).  A
+ * checkpoint file that exists but cannot be read fails the run (err).
+ */
+int check_run_trusted(store_t *st, const audit_trust *trust, check_report *out, gp_err *err);
 /* Free the problem lists. NULL is a no-op. */
 void check_report_release(check_report *rep);
 /* {"ok":bool,"checks":[{name,ok,checked,problems:[…],problem_count,note}]} (new reference). */

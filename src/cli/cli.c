@@ -82,11 +82,42 @@ static json_t *path_get(json_t *obj, const char *path) {
     return obj;
 }
 
-static char *cell(json_t *v) {
+void cli_human_number(double x, char *buf, size_t n) {
+    double a = x < 0 ? -x : x;
+    if (x == 0) {
+        snprintf(buf, n, "0");
+        return;
+    }
+    if (a < 1e15 && x == (double)(long long)x) { /* a whole number stays one: "4" */
+        snprintf(buf, n, "%lld", (long long)x);
+        return;
+    }
+    if (a >= 0.01 || a < 1e-12) {
+        snprintf(buf, n, "%.2f", a < 1e-12 ? 0.0 : x);
+        return;
+    }
+    /* a small price (0.000002 per token): three significant digits, no exponent */
+    int decimals = 2;
+    for (double t = a; t < 0.1 && decimals < 14; t *= 10) decimals++;
+    snprintf(buf, n, "%.*f", decimals, x);
+    char *e = buf + strlen(buf);
+    while (e > buf && e[-1] == '0') *--e = '\0';
+    if (e > buf && e[-1] == '.') *--e = '\0';
+}
+
+/* A value as text: `human` rounds fractional numbers for a table (json and csv keep them). */
+static char *cell_as(json_t *v, int human) {
     if (!v || json_is_null(v) || (json_is_string(v) && !*json_string_value(v))) return strdup("-");
     if (json_is_string(v)) return strdup(json_string_value(v));
+    if (human && json_is_real(v)) {
+        char buf[64];
+        cli_human_number(json_real_value(v), buf, sizeof buf);
+        return strdup(buf);
+    }
     return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 }
+
+static char *cell(json_t *v) { return cell_as(v, 0); }
 
 static void print_json(json_t *v) {
     char *s = json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
@@ -152,7 +183,7 @@ void cli_print_list(cli_ctx *ctx, json_t *resp, const char *const *cols) {
     }
     for (size_t r = 0; r < nrow; r++)
         for (size_t c = 0; c < ncol; c++)
-            cells[(r + 1) * ncol + c] = cell(path_get(json_array_get(items, r), cols[c]));
+            cells[(r + 1) * ncol + c] = cell_as(path_get(json_array_get(items, r), cols[c]), 1);
     for (size_t i = 0; i < (nrow + 1) * ncol; i++) {
         size_t l = cells[i] ? strlen(cells[i]) : 0;
         if (l > width[i % ncol]) width[i % ncol] = l;
@@ -195,7 +226,7 @@ void cli_print_object(cli_ctx *ctx, json_t *obj) {
     size_t w = 0;
     json_object_foreach(obj, k, v) if (strlen(k) > w) w = strlen(k);
     json_object_foreach(obj, k, v) {
-        char *s = cell(v);
+        char *s = cell_as(v, 1);
         printf("%-*s  %s\n", (int)w + 1, k, s ? s : "");
         free(s);
     }
@@ -203,6 +234,10 @@ void cli_print_object(cli_ctx *ctx, json_t *obj) {
 
 int cli_dispatch(cli_ctx *ctx, const char *noun_usage, const cli_verb *verbs, int argc,
                  char **argv) {
+    if (argc == 2 && strcmp(argv[1], CLI_LIST_VERBS) == 0) { /* for `gpupool completion` */
+        for (const cli_verb *v = verbs; v->name; v++) printf("%s%s", v == verbs ? "" : " ", v->name);
+        return CLI_OK;
+    }
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "help") == 0) {
         fputs(noun_usage, argc < 2 ? stderr : stdout);

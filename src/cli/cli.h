@@ -85,11 +85,20 @@ void cli_add_escaped(strbuf *sb, const char *s);
 
 /*
  * Print a list response {"items":[...]} as a table of the given columns
- * (NULL-terminated; "a.b" reads nested members), or as JSON with -o json.
+ * (NULL-terminated; "a.b" reads nested members; fractions rounded with
+ * cli_human_number()), or as JSON with -o json.
  */
 void cli_print_list(cli_ctx *ctx, json_t *resp, const char *const *columns);
 
-/* Print one object as "key: value" lines, or as JSON with -o json. */
+/*
+ * A fractional number for people (tables, object lines, overviews): two
+ * decimals ("1.30" for 1.3041849999999999), three significant digits
+ * without an exponent below 0.01 ("0.000002"), a whole number as one ("4").  -o json and -o csv keep full
+ * precision.  Writes into buf (n bytes).
+ */
+void cli_human_number(double x, char *buf, size_t n);
+
+/* Print one object as "key: value" lines (fractions rounded), or as JSON with -o json. */
 void cli_print_object(cli_ctx *ctx, json_t *obj);
 
 /* Print a tenant or project overview (GET …/overview) as text, or as JSON with -o json. */
@@ -105,11 +114,15 @@ typedef struct cli_verb {
     const char *usage; /* full usage text, printed for --help */
 } cli_verb;
 
+/* The hidden verb that makes cli_dispatch() print its verb names (`gpupool completion`). */
+#define CLI_LIST_VERBS "__verbs"
+
 /*
  * Dispatch argv (argv[0] = noun, argv[1] = verb) to one of `verbs`
  * (terminated by a {NULL} row).  Prints `noun_usage` for a missing verb or
  * --help, a verb's usage for "<verb> --help", and a usage error for an
- * unknown verb.
+ * unknown verb.  "NOUN __verbs" (CLI_LIST_VERBS) prints the verb names,
+ * space-separated, and returns CLI_OK: nothing else runs.
  */
 int cli_dispatch(cli_ctx *ctx, const char *noun_usage, const cli_verb *verbs, int argc,
                  char **argv);
@@ -175,5 +188,10 @@ int cli_cmd_kb(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_check(cli_ctx *ctx, int argc, char **argv);
 /* `gpupool migrate`: apply schema migrations; --grant the servers' database role. */
 int cli_cmd_migrate(cli_ctx *ctx, int argc, char **argv);
+/* `gpupool backup --data DIR --to FILE`: an online backup of an SQLite data folder
+ * (the store, the audit key and checkpoints) into one tar file (cmd_backup.c). */
+int cli_cmd_backup(cli_ctx *ctx, int argc, char **argv);
+/* `gpupool restore --from FILE --data DIR`: a backup into a new, empty data folder. */
+int cli_cmd_restore(cli_ctx *ctx, int argc, char **argv);
 
 #endif

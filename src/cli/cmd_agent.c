@@ -6,6 +6,7 @@
 
 #include "../agent/agent.h"
 #include "../core/httpc.h"
+#include "../core/log.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -17,15 +18,20 @@
 #include <unistd.h>
 
 static const char usage[] =
-    "usage: gpupool agent [--join-token T] [options]\n"
+    "usage: gpupool agent [--join-token-file FILE] [options]\n"
     "       gpupool agent inject --node N --gpu UUID|INDEX [fault options]\n"
     "\n"
     "Run the node agent against --server (or GPUPOOL_SERVER).  Several servers sharing one\n"
     "store may be given, comma-separated (--server URL1,URL2): the agent stays with the one\n"
     "that answers and moves on to the next when it cannot be reached.\n"
     "\n"
-    "  --join-token T      join token from `gpupool jointoken create` (env GPUPOOL_JOIN_TOKEN);\n"
-    "                      not needed once the node's credential is stored\n"
+    "  --join-token-file FILE  the join token from `gpupool jointoken create` (first line),\n"
+    "                      or env GPUPOOL_JOIN_TOKEN; not needed once the node's credential\n"
+    "                      is stored (a restarted agent keeps its nodes' credentials).  A token\n"
+    "                      is single-use unless made with --uses N: N nodes (--simulate N)\n"
+    "                      need N uses\n"
+    "  --join-token T      the same on the command line: every local user sees it in ps\n"
+    "                      (the agent warns); prefer the file or the environment\n"
     "  --inventory FILE    declare GPUs instead of discovering them with NVML\n"
     "  --simulate N        simulate N copies of each declared node (default node: 8x A100)\n"
     "  --state-dir DIR     credentials and injected faults (default ./var/agent)\n"
@@ -45,7 +51,14 @@ static const char usage[] =
     "                      [COMMAND...]` (CDI device names: the node needs a CDI spec with UUID\n"
     "                      names, e.g. nvidia-ctk cdi generate --device-name-strategy=uuid).\n"
     "                      Without it, a job with an image fails on this node (exit 126)\n"
+    "  --job-uids SPEC     who plain jobs run as when the agent is root: LO-HI (a uid of its\n"
+    "                      own for each job, gid the same; default 200000-265535), a uid, or\n"
+    "                      a user name; never root.  Each job gets its own folder (HOME,\n"
+    "                      mode 0700), a clean environment, and a private mount namespace\n"
+    "                      hiding the state folder.  An agent that is not root cannot\n"
+    "                      switch: its jobs run as its user (it warns at start)\n"
     "  --once              join, send one heartbeat, exit (non-zero if a node failed)\n"
+    "  --log-level LEVEL   error|warn|info|debug (default info)\n"
     "\n"
     "Fault options for inject (simulated nodes; applied at the next heartbeat):\n"
     "  --xid N (repeatable)  --dbe N  --sbe N  --remap-pending  --remap-failure\n"
@@ -164,6 +177,31 @@ out:
     return rc;
 }
 
+/* The join token in FILE (its first line, trimmed), on the heap; NULL with *rc set. */
+static char *read_token_file(const char *path, int *rc) {
+    char buf[512];
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        *rc = cli_error(CLI_USAGE, "agent: cannot read --join-token-file %s: %s", path,
+                        strerror(errno));
+        return NULL;
+    }
+    int got = fgets(buf, sizeof buf, f) != NULL;
+    fclose(f);
+    if (got) buf[strcspn(buf, "\r\n")] = '\0';
+    char *t = buf;
+    while (got && (*t == ' ' || *t == '\t')) t++;
+    size_t n = got ? strlen(t) : 0;
+    while (n && (t[n - 1] == ' ' || t[n - 1] == '\t')) t[--n] = '\0';
+    if (!n) {
+        *rc = cli_error(CLI_USAGE, "agent: --join-token-file %s holds no token", path);
+        return NULL;
+    }
+    char *out = strdup(t);
+    if (!out) *rc = cli_error(CLI_FAIL, "agent: out of memory");
+    return out;
+}
+
 int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
     static const struct option lo[] = {
         {"join-token", required_argument, 0, 'j'}, {"inventory", required_argument, 0, 'i'},
@@ -172,7 +210,8 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
         {"nvml-library", required_argument, 0, 'L'}, {"once", no_argument, 0, 'o'},
         {"grace", required_argument, 0, 'G'},     {"cgroup", required_argument, 0, 'C'},
         {"runtime", required_argument, 0, 'R'},   {"ca", required_argument, 0, 'A'},
-        {0, 0, 0, 0}};
+        {"join-token-file", required_argument, 0, 'F'}, {"job-uids", required_argument, 0, 'U'},
+        {"log-level", required_argument, 0, 'V'}, {0, 0, 0, 0}};
     if (cli_wants_help(argc, argv)) {
         fputs(usage, stdout);
         return CLI_OK;
@@ -185,13 +224,43 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
     agent_config cfg = {.server = ctx->server, .join_token = getenv("GPUPOOL_JOIN_TOKEN"),
                         .state_dir = "./var/agent", .interval_s = 5, .grace_s = 10};
     int c, rc = 0;
+    char *token = NULL; /* a copy: the command line's is wiped */
     optind = 0;
     while ((c = cli_getopt(argc, argv, lo, "agent", &rc)) != -1) {
-        if (c == -2) return rc;
+        if (c == -2) {
+            free(token);
+            return rc;
+        }
         char *end;
         long v;
         switch (c) {
-        case 'j': cfg.join_token = optarg; break;
+        case 'j':
+            cfg.token_in_argv = 1; /* warned about once the agent runs */
+            free(token);
+            token = strdup(optarg);
+            memset(optarg, 'x', strlen(optarg)); /* out of /proc/<pid>/cmdline from now on */
+            cfg.join_token = token;
+            break;
+        case 'F': {
+            free(token);
+            token = read_token_file(optarg, &rc);
+            if (!token) return rc;
+            cfg.join_token = token;
+            cfg.token_in_argv = 0;
+            break;
+        }
+        case 'U': cfg.job_uids = optarg; break;
+        case 'V': {
+            int lvl = log_level_parse(optarg);
+            if (lvl < 0 || lvl == LOG_OFF) {
+                free(token);
+                return cli_error(CLI_USAGE, "agent: --log-level must be error, warn, info or "
+                                            "debug, got '%s'",
+                                 optarg);
+            }
+            log_set_level(lvl);
+            break;
+        }
         case 'i': cfg.inventory = optarg; break;
         case 'S': cfg.state_dir = optarg; break;
         case 'n': cfg.node_name = optarg; break;
@@ -199,9 +268,11 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
         case 'C': cfg.cgroup_root = optarg; break;
         case 'R': cfg.runtime = optarg; break;
         case 'A':
-            if (access(optarg, R_OK) != 0)
+            if (access(optarg, R_OK) != 0) {
+                free(token);
                 return cli_error(CLI_USAGE, "agent: cannot read --ca %s: %s", optarg,
                                  strerror(errno));
+            }
             httpc_set_ca(optarg);
             break;
         case 'o': cfg.once = 1; break;
@@ -209,24 +280,31 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
         case 'I':
         case 'G':
             v = strtol(optarg, &end, 10);
-            if (!*optarg || *end || v < 1 || v > (c == 's' ? 1000 : 3600))
+            if (!*optarg || *end || v < 1 || v > (c == 's' ? 1000 : 3600)) {
+                free(token);
                 return cli_error(CLI_USAGE, "agent: %s must be a positive number (at most %d), "
                                             "got '%s'",
                                  c == 's' ? "--simulate" : c == 'G' ? "--grace" : "--interval",
                                  c == 's' ? 1000 : 3600, optarg);
+            }
             if (c == 's') cfg.simulate = (int)v;
             else if (c == 'G') cfg.grace_s = (int)v;
             else cfg.interval_s = (int)v;
             break;
         }
     }
-    if (optind < argc) return cli_error(CLI_USAGE, "agent: unexpected argument '%s'", argv[optind]);
+    if (optind < argc) {
+        free(token);
+        return cli_error(CLI_USAGE, "agent: unexpected argument '%s'", argv[optind]);
+    }
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     gp_err err = GP_ERR_INIT;
-    if (agent_run(&cfg, &err)) return cli_error(CLI_FAIL, "agent: %s", err.msg);
+    int bad = agent_run(&cfg, &err);
+    free(token);
+    if (bad) return cli_error(CLI_FAIL, "agent: %s", err.msg);
     return CLI_OK;
 }

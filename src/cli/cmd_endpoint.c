@@ -95,7 +95,7 @@ static int e_add(cli_ctx *ctx, int argc, char **argv) {
 
 static int e_list(cli_ctx *ctx, int argc, char **argv) {
     static const char *const cols[] = {"id", "url", "job", "port", "accelerator", "upstream_model",
-                                       "state", "checked_at", NULL};
+                                       "state", "checked_at", "last_error", NULL};
     eopts o;
     int rc = parse(argc, argv, "endpoint list", &o, 0);
     if (rc) return rc;

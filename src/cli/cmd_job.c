@@ -7,22 +7,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char usage[] =
     "usage: gpupool job <command> --tenant T --project P\n"
     "\n"
     "  submit NAME --class C [--units N] [--priority-class PC] [--no-preempt]\n"
-    "         [--recovery requeue|fail] [--time-limit S] [--image REF] [-- COMMAND ARGS...]\n"
+    "         [--recovery requeue|fail] [--time-limit S] [--image REF] [--wait]\n"
+    "         [-- COMMAND ARGS...]\n"
     "  list [--state queued|admitted|running|succeeded|failed|cancelled|preempted]\n"
     "  show ID             state, reason, bindings and events\n"
     "  explain ID          what would start it, and the smallest change that would\n"
-    "  logs ID             its captured output\n"
+    "  logs ID [--follow]  its captured output (--follow: as it comes, until it ends)\n"
     "  cancel ID\n"
     "  priority ID PRIORITY_CLASS\n";
 
 typedef struct jopts {
     const char *tenant, *project, *cls, *units, *pc, *recovery, *tl, *state, *image;
-    int no_preempt;
+    int no_preempt, follow, wait;
 } jopts;
 
 static int parse(int argc, char **argv, const char *verb, jopts *o) {
@@ -32,6 +34,7 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         {"priority-class", required_argument, 0, 'P'}, {"recovery", required_argument, 0, 'r'},
         {"time-limit", required_argument, 0, 'l'}, {"state", required_argument, 0, 's'},
         {"no-preempt", no_argument, 0, 'n'},       {"image", required_argument, 0, 'i'},
+        {"follow", no_argument, 0, 'f'},           {"wait", no_argument, 0, 'w'},
         {0, 0, 0, 0}};
     int c, rc = 0;
     memset(o, 0, sizeof *o);
@@ -49,8 +52,14 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         case 's': o->state = optarg; break;
         case 'n': o->no_preempt = 1; break;
         case 'i': o->image = optarg; break;
+        case 'f': o->follow = 1; break;
+        case 'w': o->wait = 1; break;
         }
     }
+    if (o->follow && strcmp(verb, "job logs") != 0)
+        return cli_error(CLI_USAGE, "%s: --follow is for job logs", verb);
+    if (o->wait && strcmp(verb, "job submit") != 0)
+        return cli_error(CLI_USAGE, "%s: --wait is for job submit", verb);
     if (!o->tenant || !o->project)
         return cli_error(CLI_USAGE, "%s: --tenant and --project are required", verb);
     return 0;
@@ -71,6 +80,37 @@ static int number(const char *s, const char *flag, long long *out) {
     *out = strtoll(s, &end, 10);
     if (!*s || *end) return cli_error(CLI_USAGE, "job submit: %s must be a number, got '%s'", flag, s);
     return 0;
+}
+
+/* A job in one of these states never runs again. */
+static int job_ended(const char *state) {
+    return state && (!strcmp(state, "succeeded") || !strcmp(state, "failed") ||
+                     !strcmp(state, "cancelled") || !strcmp(state, "preempted"));
+}
+
+static void pause_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/*
+ * `submit --wait`: poll the job (every 0.2 s, then every second) until it
+ * has ended; *job is replaced by its last state.  Returns the exit code: 0
+ * when it succeeded, 1 otherwise (one line saying how it ended).
+ */
+static int wait_ended(cli_ctx *ctx, const jopts *o, const char *id, json_t **job) {
+    for (int i = 0; !job_ended(json_string_value(json_object_get(*job, "state"))); i++) {
+        pause_ms(i < 25 ? 200 : 1000);
+        strbuf q = SB_INIT;
+        jobs_path(&q, o, id, NULL);
+        json_t *again;
+        int bad = cli_call(ctx, "GET", q.buf, NULL, &again);
+        sb_release(&q);
+        if (bad) return bad;
+        json_decref(*job);
+        *job = again;
+    }
+    return CLI_OK;
 }
 
 static int j_submit(cli_ctx *ctx, int argc, char **argv) {
@@ -105,8 +145,52 @@ static int j_submit(cli_ctx *ctx, int argc, char **argv) {
     json_object_set(body, "command", cmd);
     strbuf p = SB_INIT;
     jobs_path(&p, &o, NULL, NULL);
-    rc = cli_run_call(ctx, "POST", p.buf, body, NULL);
+    json_t *job;
+    rc = cli_call(ctx, "POST", p.buf, body, &job);
     sb_release(&p);
+    if (rc) goto out;
+    if (ctx->status == 202) {
+        cli_print_pending(ctx, job);
+        json_decref(job);
+        goto out;
+    }
+    /* The server answers before its scheduler looked at the job (the round runs on the
+     * leader's scheduler thread, not in the request): show the job's first reason, waiting
+     * for it 5 s at most. */
+    const char *id = json_string_value(json_object_get(job, "id"));
+    char jid[64];
+    snprintf(jid, sizeof jid, "%s", id ? id : "");
+    for (int i = 0; jid[0] && i < 250; i++) {
+        const char *reason = json_string_value(json_object_get(job, "reason"));
+        if (!reason || strcmp(reason, "waiting for the scheduler") != 0) break;
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+        strbuf q = SB_INIT;
+        jobs_path(&q, &o, jid, NULL);
+        json_t *again;
+        int bad = cli_call(ctx, "GET", q.buf, NULL, &again);
+        sb_release(&q);
+        if (bad) break;
+        json_decref(job);
+        job = again;
+    }
+    if (o.wait && jid[0]) {
+        if ((rc = wait_ended(ctx, &o, jid, &job))) {
+            json_decref(job);
+            goto out;
+        }
+        cli_print_object(ctx, job);
+        const char *st = json_string_value(json_object_get(job, "state"));
+        if (strcmp(st, "succeeded") != 0) {
+            const char *why = json_string_value(json_object_get(job, "reason"));
+            rc = cli_error(CLI_FAIL, "job %s %s%s%s", jid, st, why && *why ? ": " : "",
+                           why ? why : "");
+        }
+        json_decref(job);
+        goto out;
+    }
+    cli_print_object(ctx, job);
+    json_decref(job);
 out:
     json_decref(cmd);
     json_decref(body);
@@ -155,11 +239,68 @@ static int j_priority(cli_ctx *c, int a, char **v) {
     return by_id(c, a, v, "job priority", "PUT", "/priority", NULL, 2);
 }
 
+/*
+ * How much of `cur` (the server's last 64 KiB of the log) is new after `prev`
+ * (what was printed from the previous answer): the offset in `cur` to print
+ * from.  The window only grows, or slides when more than 64 KiB were written
+ * in all: then prev[d:] is a prefix of cur for the smallest such d.  -1 when
+ * nothing of prev is left (more than the window arrived between two polls).
+ */
+static long new_from(const char *prev, size_t np, const char *cur, size_t nc) {
+    if (np <= nc && memcmp(prev, cur, np) == 0) return (long)np;
+    for (size_t d = 1, tries = 0; d < np && tries < 4096; d++) {
+        size_t k = np - d;
+        if (k > nc || prev[d] != cur[0]) continue;
+        tries++;
+        if (memcmp(prev + d, cur, k) == 0) return (long)k;
+    }
+    return -1;
+}
+
+/* `job logs --follow`: print the output as it comes (a poll a second) until the job ends. */
+static int follow_logs(cli_ctx *ctx, const char *path) {
+    char *prev = NULL;
+    size_t np = 0;
+    int rc = CLI_OK;
+    for (;;) {
+        json_t *out;
+        if ((rc = cli_call(ctx, "GET", path, NULL, &out))) break;
+        const char *log = json_string_value(json_object_get(out, "log"));
+        size_t nc = log ? strlen(log) : 0;
+        long from = new_from(prev ? prev : "", np, log ? log : "", nc);
+        if (from < 0) {
+            fputs("\n[... output skipped: more than the server keeps arrived meanwhile ...]\n",
+                  stdout);
+            from = 0;
+        }
+        fwrite(log + from, 1, nc - (size_t)from, stdout);
+        fflush(stdout);
+        free(prev);
+        prev = log ? strdup(log) : NULL;
+        np = prev ? nc : 0;
+        int ended = job_ended(json_string_value(json_object_get(out, "state")));
+        json_decref(out);
+        if (ended) break; /* its last words came with the exit: this answer has them */
+        pause_ms(1000);
+    }
+    free(prev);
+    return rc;
+}
+
 static int j_logs(cli_ctx *ctx, int argc, char **argv) {
     jopts o;
     int rc = parse(argc, argv, "job logs", &o);
     if (rc) return rc;
     if (argc - optind != 1) return cli_error(CLI_USAGE, "job logs: expected an ID");
+    if (o.follow && ctx->json)
+        return cli_error(CLI_USAGE, "job logs: --follow prints text, not -o json");
+    if (o.follow) {
+        strbuf fp = SB_INIT;
+        jobs_path(&fp, &o, argv[optind], "/logs");
+        rc = follow_logs(ctx, fp.buf);
+        sb_release(&fp);
+        return rc;
+    }
     strbuf p = SB_INIT;
     jobs_path(&p, &o, argv[optind], "/logs");
     json_t *out;
@@ -229,15 +370,19 @@ int cli_cmd_job(cli_ctx *ctx, int argc, char **argv) {
          "                  nvcr.io/nvidia/pytorch:24.05-py3) under the node's container\n"
          "                  runtime (gpupool agent --runtime); COMMAND, if given, replaces\n"
          "                  the image's default command.  Without --image, COMMAND runs as a\n"
-         "                  process on the node; with neither, the job just holds its GPUs.\n"},
+         "                  process on the node; with neither, the job just holds its GPUs.\n"
+         "  --wait          wait until the job has ended and print it: exit 0 when it\n"
+         "                  succeeded, 1 when it failed, was cancelled or preempted\n"},
         {"list", j_list, "usage: gpupool job list --tenant T --project P [--state S]\n"},
         {"show", j_show, "usage: gpupool job show ID --tenant T --project P\n"},
         {"explain", j_explain, "usage: gpupool job explain ID --tenant T --project P\n\nIts place "
                                "in the queue, what blocks it and by how much, and the smallest\n"
                                "change that would start it.\n"},
         {"cancel", j_cancel, "usage: gpupool job cancel ID --tenant T --project P\n"},
-        {"logs", j_logs, "usage: gpupool job logs ID --tenant T --project P\n\nThe job's captured "
-                         "output (the last 64 KiB), as its node reported it.\n"},
+        {"logs", j_logs, "usage: gpupool job logs ID --tenant T --project P [--follow]\n\nThe job's "
+                         "captured output (the last 64 KiB), as its node reported it.\n"
+                         "--follow prints it as it comes (polling every second) until the job\n"
+                         "has ended.\n"},
         {"priority", j_priority, "usage: gpupool job priority ID PRIORITY_CLASS --tenant T "
                                  "--project P\n"},
         {NULL, NULL, NULL}};

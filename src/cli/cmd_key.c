@@ -14,14 +14,14 @@ static const char usage[] =
     "usage: gpupool key <command> --tenant T --project P\n"
     "\n"
     "  create NAME [--app A] [--models m1,m2] [--rpm N] [--tpm N] [--tokens-month N]\n"
-    "         [--ttl SECONDS | --expires-at RFC3339]\n"
+    "         [--max-parallel N] [--ttl SECONDS | --expires-at RFC3339]\n"
     "                 a key owned by you; the secret is shown once\n"
     "  list           keys of the project (project-users: their own), never secrets\n"
     "  show ID        one key\n"
     "  revoke ID      revoke a key at once\n";
 
 typedef struct kopts {
-    const char *tenant, *project, *app, *models, *rpm, *tpm, *tokens, *ttl, *expires;
+    const char *tenant, *project, *app, *models, *rpm, *tpm, *tokens, *ttl, *expires, *parallel;
 } kopts;
 
 static int parse(int argc, char **argv, const char *verb, kopts *o, int nargs) {
@@ -30,7 +30,8 @@ static int parse(int argc, char **argv, const char *verb, kopts *o, int nargs) {
         {"app", required_argument, 0, 'a'},          {"models", required_argument, 0, 'm'},
         {"rpm", required_argument, 0, 'r'},          {"tpm", required_argument, 0, 'T'},
         {"tokens-month", required_argument, 0, 'k'}, {"ttl", required_argument, 0, 'l'},
-        {"expires-at", required_argument, 0, 'e'},   {0, 0, 0, 0}};
+        {"expires-at", required_argument, 0, 'e'},   {"max-parallel", required_argument, 0, 'P'},
+        {0, 0, 0, 0}};
     int c, rc = 0, extra = 0;
     memset(o, 0, sizeof *o);
     optind = 0;
@@ -47,6 +48,7 @@ static int parse(int argc, char **argv, const char *verb, kopts *o, int nargs) {
         case 'k': o->tokens = optarg; break;
         case 'l': o->ttl = optarg; break;
         case 'e': o->expires = optarg; break;
+        case 'P': o->parallel = optarg; break;
         }
     }
     if (!o->tenant || !o->project)
@@ -91,6 +93,7 @@ static int k_create(cli_ctx *ctx, int argc, char **argv) {
     if ((rc = set_int(body, "rpm", "--rpm", o.rpm)) ||
         (rc = set_int(body, "tpm", "--tpm", o.tpm)) ||
         (rc = set_int(body, "tokens_month", "--tokens-month", o.tokens)) ||
+        (rc = set_int(body, "max_parallel", "--max-parallel", o.parallel)) ||
         (rc = set_int(body, "ttl_seconds", "--ttl", o.ttl))) {
         json_decref(body);
         return rc;
@@ -143,12 +146,14 @@ int cli_cmd_key(cli_ctx *ctx, int argc, char **argv) {
     static const cli_verb verbs[] = {
         {"create", k_create,
          "usage: gpupool key create NAME --tenant T --project P [--app A] [--models m1,m2]\n"
-         "       [--rpm N] [--tpm N] [--tokens-month N] [--ttl SECONDS | --expires-at RFC3339]\n"
+         "       [--rpm N] [--tpm N] [--tokens-month N] [--max-parallel N]\n"
+         "       [--ttl SECONDS | --expires-at RFC3339]\n"
          "\n"
          "  --app A            the project's application the key belongs to\n"
          "  --models m1,m2     the models it may use (default: every model it can see)\n"
          "  --rpm N, --tpm N   requests / tokens per minute (0: no limit)\n"
          "  --tokens-month N   tokens per calendar month (UTC; 0: no limit)\n"
+         "  --max-parallel N   requests in flight at once (0: no limit)\n"
          "  --ttl SECONDS      expires after this long; --expires-at: at this time\n"
          "\n"
          "The key (sk-...) is printed once; only its hash is kept.\n"},

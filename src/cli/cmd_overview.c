@@ -11,7 +11,7 @@
 static void num(char *buf, size_t n, json_t *v) {
     if (!v || json_is_null(v)) snprintf(buf, n, "-");
     else if (json_is_integer(v)) snprintf(buf, n, "%lld", (long long)json_integer_value(v));
-    else snprintf(buf, n, "%g", json_number_value(v));
+    else cli_human_number(json_number_value(v), buf, n);
 }
 
 static const char *str(json_t *o, const char *k) {

@@ -13,21 +13,24 @@ static const char usage[] =
     "\n"
     "  show\n"
     "  set [--gpus N] [--gpu-memory GIB] [--cpus N] [--memory GIB] [--jobs N]\n"
-    "      [--card-hours N] [--class NAME=UNITS]...   (a value 'none' lifts a ceiling)\n"
-    "      set replaces every ceiling: one not given is lifted.  Raising a tenant's\n"
-    "      ceilings needs approval by default.\n";
+    "      [--card-hours N] [--class NAME=UNITS]... [--replace]\n"
+    "      set changes only the ceilings it is given (a value 'none' lifts one, e.g.\n"
+    "      --gpus none or --class a100=none); the others stay.  --replace sets exactly\n"
+    "      the given ceilings and lifts every other one.  Raising a tenant's ceilings\n"
+    "      needs approval by default.\n";
 
 static const struct option lo[] = {
     {"tenant", required_argument, 0, 't'},     {"project", required_argument, 0, 'p'},
     {"gpus", required_argument, 0, 'g'},       {"gpu-memory", required_argument, 0, 'G'},
     {"cpus", required_argument, 0, 'c'},       {"memory", required_argument, 0, 'm'},
     {"jobs", required_argument, 0, 'j'},       {"card-hours", required_argument, 0, 'h'},
-    {"class", required_argument, 0, 'C'},      {0, 0, 0, 0}};
+    {"class", required_argument, 0, 'C'},      {"replace", no_argument, 0, 'R'},
+    {0, 0, 0, 0}};
 
 static int q_run(cli_ctx *ctx, int argc, char **argv, int set) {
     const char *verb = set ? "quota set" : "quota show", *tenant = NULL, *project = NULL;
     json_t *body = json_object(), *classes = json_object();
-    int c, rc = 0;
+    int c, rc = 0, replace = 0;
     optind = 0;
     while ((c = cli_getopt(argc, argv, lo, verb, &rc)) != -1) {
         if (c == -2) goto out;
@@ -43,16 +46,22 @@ static int q_run(cli_ctx *ctx, int argc, char **argv, int set) {
             rc = cli_error(CLI_USAGE, "quota show: only --tenant and --project");
             goto out;
         }
+        if (c == 'R') {
+            replace = 1;
+            continue;
+        }
         if (c == 'C') {
             char *eq = strchr(optarg, '=');
-            char *end;
-            long long v = eq ? strtoll(eq + 1, &end, 10) : -1;
-            if (!eq || eq == optarg || !eq[1] || *end || v < 0) {
-                rc = cli_error(CLI_USAGE, "quota set: --class needs NAME=UNITS, got '%s'", optarg);
+            char *end = NULL;
+            int none = eq && !strcmp(eq + 1, "none"); /* lifts that class's ceiling */
+            long long v = eq && !none ? strtoll(eq + 1, &end, 10) : none ? 0 : -1;
+            if (!eq || eq == optarg || !eq[1] || (end && *end) || v < 0) {
+                rc = cli_error(CLI_USAGE, "quota set: --class needs NAME=UNITS (or NAME=none), got '%s'",
+                               optarg);
                 goto out;
             }
             *eq = '\0';
-            json_object_set_new(classes, optarg, json_integer(v));
+            json_object_set_new(classes, optarg, none ? json_null() : json_integer(v));
             *eq = '=';
             continue;
         }
@@ -79,11 +88,23 @@ static int q_run(cli_ctx *ctx, int argc, char **argv, int set) {
         rc = cli_error(CLI_USAGE, "%s: unexpected argument '%s'", verb, argv[optind]);
         goto out;
     }
-    json_object_set(body, "class_gpus", classes);
+    if (set && !replace && !json_object_size(body) && !json_object_size(classes)) {
+        rc = cli_error(CLI_USAGE, "quota set: give at least one ceiling (or --replace to lift "
+                                  "them all)");
+        goto out;
+    }
+    /* a plain set is a PATCH: the server merges it over the ceilings of that moment */
+    if (replace) { /* PUT: a class not given has no ceiling */
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(classes, tmp, k, v) if (json_is_null(v)) json_object_del(classes, k);
+    }
+    if (replace || json_object_size(classes)) json_object_set(body, "class_gpus", classes);
     strbuf p = SB_INIT;
     cli_scope_path(&p, tenant, project);
     sb_adds(&p, "/quota");
-    rc = cli_run_call(ctx, set ? "PUT" : "GET", p.buf, set ? body : NULL, NULL);
+    rc = cli_run_call(ctx, !set ? "GET" : replace ? "PUT" : "PATCH", p.buf, set ? body : NULL, NULL);
     sb_release(&p);
 out:
     json_decref(body);

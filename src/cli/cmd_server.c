@@ -14,9 +14,11 @@
 #include "cli.h"
 
 #include "../api/api.h"
+#include "../audit/audit.h"
 #include "../auth/auth.h"
 #include "../core/log.h"
 #include "../gateway/gateway.h"
+#include "../sched/loop.h"
 #include "../store/store.h"
 
 #include <errno.h>
@@ -42,6 +44,14 @@ static const char usage[] =
     "  --threads N         HTTP worker threads (default 4)\n"
     "  --max-body BYTES    largest request body accepted (default 1048576)\n"
     "  --max-depth N       deepest JSON nesting accepted (default 32)\n"
+    "  --max-connections N open connections at most (default 1000)\n"
+    "  --max-connections-per-ip N\n"
+    "                      open connections from one client address at most (default 128;\n"
+    "                      0: no cap, e.g. behind a proxy)\n"
+    "  --header-timeout S  a request's line and headers must arrive within S seconds of the\n"
+    "                      connection or of the previous answer on it (default 10)\n"
+    "  --body-timeout S    a request body within S seconds plus 1 per 64 KiB (default 30)\n"
+    "  --idle-timeout S    close a connection silent S seconds (default 30)\n"
     "  --node-timeout S    a node silent S seconds is unreachable (default 30)\n"
     "  --health-interval S seconds between checks of model endpoints (default 10)\n"
     "  --lead-timeout S    PostgreSQL: a leading server silent S seconds (frozen, cut off)\n"
@@ -50,6 +60,17 @@ static const char usage[] =
     "  --tls-cert FILE     serve HTTPS with this PEM certificate (chain); needs --tls-key\n"
     "  --tls-key FILE      the certificate's PEM private key (unencrypted)\n"
     "  --upstream-ca FILE  trust these PEM CAs (instead of the system's) for https model endpoints\n"
+    "  --endpoint-allow CIDR,...\n"
+    "                      let model endpoints use these otherwise refused addresses (loopback,\n"
+    "                      link-local, ...), e.g. 127.0.0.0/8,::1/128 (docs/gateway.md)\n"
+    "  --audit-key FILE    Ed25519 key signing audit checkpoints (default DIR/audit-signing.key,\n"
+    "                      created 0600 when missing; on PostgreSQL only with this flag,\n"
+    "                      the same file on every server sharing the store)\n"
+    "  --audit-checkpoint-interval DUR\n"
+    "                      sign the audit chain head at least this often while it grows\n"
+    "                      (default 60s; 30, 30s, 5m, 1h)\n"
+    "  --audit-checkpoint-events N\n"
+    "                      and as soon as N events are unsigned (default 1000; 0: no bound)\n"
     "  --config FILE       read options from FILE (key = value lines; flags win)\n"
     "  -h, --help          show this help\n";
 
@@ -65,24 +86,53 @@ static const char gateway_usage[] =
     "                      or the servers' postgresql://...\n"
     "  --max-body BYTES    largest request body accepted (default 1048576)\n"
     "  --max-depth N       deepest JSON nesting accepted (default 32)\n"
+    "  --max-connections N open connections at most (default 1000)\n"
+    "  --max-connections-per-ip N\n"
+    "                      open connections from one client address at most (default 128;\n"
+    "                      0: no cap, e.g. behind a proxy)\n"
+    "  --header-timeout S  a request's line and headers must arrive within S seconds of the\n"
+    "                      connection or of the previous answer on it (default 10)\n"
+    "  --body-timeout S    a request body within S seconds plus 1 per 64 KiB (default 30)\n"
+    "  --idle-timeout S    close a connection silent S seconds (default 30)\n"
     "  --health-interval S seconds between checks of model endpoints (default 10)\n"
     "  --log-level LEVEL   debug|info|warn|error (default info)\n"
     "  --tls-cert FILE     serve HTTPS with this PEM certificate (chain); needs --tls-key\n"
     "  --tls-key FILE      the certificate's PEM private key (unencrypted)\n"
     "  --upstream-ca FILE  trust these PEM CAs (instead of the system's) for https model endpoints\n"
+    "  --endpoint-allow CIDR,...\n"
+    "                      let model endpoints use these otherwise refused addresses (loopback,\n"
+    "                      link-local, ...), e.g. 127.0.0.0/8,::1/128 (docs/gateway.md)\n"
     "  --config FILE       read options from FILE (key = value lines; flags win)\n"
     "  -h, --help          show this help\n";
 
 typedef struct server_opts {
     char *data, *listen, *store, *log_level;
     char *tls_cert, *tls_key, *upstream_ca; /* file paths, or NULL */
+    char *endpoint_allow;                   /* --endpoint-allow CIDRs, or NULL */
     long threads, max_body, max_depth, node_timeout, health_interval, lead_timeout;
+    long max_conns, max_conns_ip, header_timeout, body_timeout, idle_timeout; /* api_config */
     int gateway; /* `gpupool gateway` */
+    char *audit_key;                      /* --audit-key FILE, or NULL: DIR/audit-signing.key */
+    long audit_cp_interval, audit_cp_events; /* seconds; events (0: no bound) */
 } server_opts;
 
 static void set_str(char **dst, const char *v) {
     free(*dst);
     *dst = strdup(v);
+}
+
+/* The connection limits (docs/server.md, "Connections"): where option `key` goes, or NULL. */
+static long *conn_opt(server_opts *o, const char *key) {
+    static const char *const names[][2] = {{"max-connections", "max_connections"},
+                                           {"max-connections-per-ip", "max_connections_per_ip"},
+                                           {"header-timeout", "header_timeout"},
+                                           {"body-timeout", "body_timeout"},
+                                           {"idle-timeout", "idle_timeout"}};
+    long *dst[] = {&o->max_conns, &o->max_conns_ip, &o->header_timeout, &o->body_timeout,
+                   &o->idle_timeout};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(key, names[i][0]) == 0 || strcmp(key, names[i][1]) == 0) return dst[i];
+    return NULL;
 }
 
 static int set_opt(server_opts *o, const char *key, const char *val) {
@@ -94,9 +144,40 @@ static int set_opt(server_opts *o, const char *key, const char *val) {
     else if (strcmp(key, "tls-key") == 0 || strcmp(key, "tls_key") == 0) set_str(&o->tls_key, val);
     else if (strcmp(key, "upstream-ca") == 0 || strcmp(key, "upstream_ca") == 0)
         set_str(&o->upstream_ca, val);
+    else if (strcmp(key, "endpoint-allow") == 0 || strcmp(key, "endpoint_allow") == 0)
+        set_str(&o->endpoint_allow, val);
     else if (strcmp(key, "log-level") == 0 || strcmp(key, "log_level") == 0)
         set_str(&o->log_level, val);
-    else if (strcmp(key, "threads") == 0 || strcmp(key, "max-body") == 0 ||
+    else if (strcmp(key, "audit-key") == 0 || strcmp(key, "audit_key") == 0)
+        set_str(&o->audit_key, val);
+    else if (strcmp(key, "audit-checkpoint-interval") == 0 ||
+             strcmp(key, "audit_checkpoint_interval") == 0) {
+        /* N, Ns, Nm or Nh: 1 second to 1 day */
+        long v = strtol(val, &end, 10), mul = 1;
+        if (*end == 's') end++;
+        else if (*end == 'm') mul = 60, end++;
+        else if (*end == 'h') mul = 3600, end++;
+        if (!*val || *end || v < 1 || v > 86400 || v * mul > 86400)
+            return cli_error(CLI_USAGE, "server: %s must be 1s to 24h (30, 30s, 5m, 1h), got '%s'",
+                             key, val);
+        o->audit_cp_interval = v * mul;
+    } else if (strcmp(key, "audit-checkpoint-events") == 0 ||
+               strcmp(key, "audit_checkpoint_events") == 0) {
+        long v = strtol(val, &end, 10);
+        if (!*val || *end || v < 0 || v > (1L << 30))
+            return cli_error(CLI_USAGE, "server: %s must be 0 or a positive integer, got '%s'",
+                             key, val);
+        o->audit_cp_events = v;
+    }
+    else if (conn_opt(o, key) != NULL) {
+        long v = strtol(val, &end, 10), *dst = conn_opt(o, key);
+        int per_ip = dst == &o->max_conns_ip, conns = dst == &o->max_conns;
+        long lo = per_ip ? 0 : 1, hi = conns || per_ip ? 100000 : 86400;
+        if (!*val || *end || v < lo || v > hi)
+            return cli_error(CLI_USAGE, "server: %s must be an integer from %ld to %ld, got '%s'",
+                             key, lo, hi, val);
+        *dst = v;
+    } else if (strcmp(key, "threads") == 0 || strcmp(key, "max-body") == 0 ||
              strcmp(key, "max_body") == 0 || strcmp(key, "max-depth") == 0 ||
              strcmp(key, "max_depth") == 0 || strcmp(key, "node-timeout") == 0 ||
              strcmp(key, "node_timeout") == 0 || strcmp(key, "health-interval") == 0 ||
@@ -154,6 +235,8 @@ static void opts_free(server_opts *o) {
     free(o->tls_cert);
     free(o->tls_key);
     free(o->upstream_ca);
+    free(o->endpoint_allow);
+    free(o->audit_key);
 }
 
 /*
@@ -231,6 +314,11 @@ static int run(server_opts *o) {
     if (o->tls_cert && !api_tls_supported())
         return cli_error(CLI_FAIL, "%s: this libmicrohttpd was built without TLS support; serve "
                                    "plain HTTP behind a TLS proxy instead", role);
+    {
+        gp_err aerr = GP_ERR_INIT;
+        if (gw_set_endpoint_allow(o->endpoint_allow, &aerr))
+            return cli_error(CLI_USAGE, "%s: %s", role, aerr.msg);
+    }
     if (o->upstream_ca && access(o->upstream_ca, R_OK) != 0)
         return cli_error(CLI_FAIL, "%s: cannot read --upstream-ca %s: %s", role, o->upstream_ca,
                          strerror(errno));
@@ -298,9 +386,54 @@ static int run_server_with(server_opts *o, const char *cert_pem, const char *key
     cfg.gateway_only = o->gateway;
     cfg.tls_cert_pem = cert_pem;
     cfg.tls_key_pem = key_pem;
+    cfg.max_conns = (int)o->max_conns;
+    cfg.max_conns_per_ip = (int)o->max_conns_ip;
+    cfg.header_timeout_s = (int)o->header_timeout;
+    cfg.body_timeout_s = (int)o->body_timeout;
+    cfg.idle_timeout_s = (int)o->idle_timeout;
     if (o->upstream_ca) gw_set_upstream_ca(o->upstream_ca);
+    /* signed audit checkpoints (docs/audit.md): the key and the file live outside the store */
+    audit_signer *signer = NULL;
+    char akey_path[4096], apub_path[4096], acp_path[4096];
+    /* several servers may share a PostgreSQL store: they must share the key too, so
+     * there a server signs only with --audit-key (docs/audit.md) */
+    int pg_shared = strcmp(store_backend(st), "postgres") == 0;
+    if (!o->gateway && pg_shared && !o->audit_key)
+        log_kv(LOG_WARN,
+               "audit checkpoints are not signed: on PostgreSQL give every server "
+               "--audit-key FILE (the same key file) to sign them (docs/audit.md)",
+               (char *)NULL);
+    if (!o->gateway && (!pg_shared || o->audit_key)) {
+        snprintf(akey_path, sizeof akey_path, "%s", o->audit_key ? o->audit_key : "");
+        if (!o->audit_key) snprintf(akey_path, sizeof akey_path, "%s/audit-signing.key", o->data);
+        snprintf(apub_path, sizeof apub_path, "%s/audit-signing.pub", o->data);
+        snprintf(acp_path, sizeof acp_path, "%s/audit-checkpoints.jsonl", o->data);
+        audit_signer_config acfg = {akey_path, apub_path, acp_path, (int)o->audit_cp_interval,
+                                    (int)o->audit_cp_events, (int)o->lead_timeout};
+        int key_created = 0;
+        if (audit_signer_start(st, &acfg, &signer, &key_created, &err)) {
+            store_close(st);
+            return cli_error(CLI_FAIL, "server: %s", err.msg);
+        }
+        cfg.audit_key_id = audit_signer_key_id(signer);
+        cfg.audit_checkpoint_file = acp_path;
+        if (key_created)
+            log_kv(LOG_INFO, "audit signing key created", "file", akey_path, "public_key",
+                   cfg.audit_key_id, (char *)NULL);
+    }
+    /* the scheduler's thread: rounds run there, woken by changes, never on requests */
+    sched_loop *sloop = NULL;
+    if (!o->gateway && (sched_loop_start(st, &sloop, &err) ||
+                        (pg_shared && sched_loop_listen(sloop, o->store, &err)))) {
+        sched_loop_stop(sloop);
+        audit_signer_stop(signer);
+        store_close(st);
+        return cli_error(CLI_FAIL, "server: %s", err.msg);
+    }
     api_server *srv;
     if (api_server_start(&cfg, st, &srv, &err)) {
+        sched_loop_stop(sloop);
+        audit_signer_stop(signer);
         store_close(st);
         return cli_error(CLI_FAIL, "server: %s", err.msg);
     }
@@ -308,6 +441,7 @@ static int run_server_with(server_opts *o, const char *cert_pem, const char *key
     snprintf(host, sizeof host, "%s", o->listen);
     char *colon = strrchr(host, ':');
     if (colon) *colon = '\0';
+    gw_set_self_address(host, api_server_port(srv)); /* endpoints may never point here */
     if (!host[0] || strcmp(host, "0.0.0.0") == 0) snprintf(host, sizeof host, "127.0.0.1");
     char url[512];
     snprintf(url, sizeof url, "%s://%s:%d", cert_pem ? "https" : "http", host,
@@ -328,8 +462,12 @@ static int run_server_with(server_opts *o, const char *cert_pem, const char *key
     int sig = 0;
     sigwait(&set, &sig);
     log_kv(LOG_INFO, "stopping", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", (char *)NULL);
+    sched_loop_quiesce(sloop); /* agents' long polls answer now, so the drain is short */
     api_server_stop(srv);
+    sched_loop_stop(sloop);    /* after the last request: none can wake it any more */
+    audit_signer_stop(signer); /* a last checkpoint, once no request can add events */
     gw_set_upstream_ca(NULL);
+    gw_set_self_address(NULL, 0);
     store_close(st);
     log_kv(LOG_INFO, "stopped", (char *)NULL);
     return CLI_OK;
@@ -346,6 +484,15 @@ static int serve(int argc, char **argv, int gateway) {
         {"lead-timeout", required_argument, 0, 'T'},
         {"tls-cert", required_argument, 0, 'C'}, {"tls-key", required_argument, 0, 'K'},
         {"upstream-ca", required_argument, 0, 'U'},
+        {"endpoint-allow", required_argument, 0, 'E'},
+        {"max-connections", required_argument, 0, 0x200},
+        {"max-connections-per-ip", required_argument, 0, 0x201},
+        {"header-timeout", required_argument, 0, 0x202},
+        {"body-timeout", required_argument, 0, 0x203},
+        {"idle-timeout", required_argument, 0, 0x204},
+        {"audit-key", required_argument, 0, 0x100},
+        {"audit-checkpoint-interval", required_argument, 0, 0x101},
+        {"audit-checkpoint-events", required_argument, 0, 0x102},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
     server_opts o = {0};
     set_str(&o.data, "./var");
@@ -358,6 +505,13 @@ static int serve(int argc, char **argv, int gateway) {
     o.max_depth = 32;
     o.node_timeout = 30;
     o.lead_timeout = 10;
+    o.max_conns = 1000;
+    o.max_conns_ip = 128;
+    o.header_timeout = 10;
+    o.body_timeout = 30;
+    o.idle_timeout = 30;
+    o.audit_cp_interval = 60;
+    o.audit_cp_events = 1000;
     int rc = 0, c;
     /* config file first, so that flags override it */
     for (int i = 1; i < argc; i++) {
@@ -385,6 +539,15 @@ static int serve(int argc, char **argv, int gateway) {
         case 'C': rc = set_opt(&o, "tls-cert", optarg); break;
         case 'K': rc = set_opt(&o, "tls-key", optarg); break;
         case 'U': rc = set_opt(&o, "upstream-ca", optarg); break;
+        case 'E': rc = set_opt(&o, "endpoint-allow", optarg); break;
+        case 0x100: rc = set_opt(&o, "audit-key", optarg); break;
+        case 0x101: rc = set_opt(&o, "audit-checkpoint-interval", optarg); break;
+        case 0x102: rc = set_opt(&o, "audit-checkpoint-events", optarg); break;
+        case 0x200: rc = set_opt(&o, "max-connections", optarg); break;
+        case 0x201: rc = set_opt(&o, "max-connections-per-ip", optarg); break;
+        case 0x202: rc = set_opt(&o, "header-timeout", optarg); break;
+        case 0x203: rc = set_opt(&o, "body-timeout", optarg); break;
+        case 0x204: rc = set_opt(&o, "idle-timeout", optarg); break;
         case 'c': break;
         case 'h':
             fputs(gateway ? gateway_usage : usage, stdout);

@@ -14,8 +14,10 @@
 static const char usage[] =
     "usage: gpupool user <command>\n"
     "\n"
-    "  create NAME [--service]   create a user (password: first line of stdin) or a\n"
-    "                            service account (tokens only)\n"
+    "  create NAME [--service] [--tenant T]\n"
+    "                            create a user (password: first line of stdin) or a\n"
+    "                            service account (tokens only), homed in tenant T (by\n"
+    "                            default: the one you administer, or the platform)\n"
     "  list                      users you may see\n"
     "  show NAME                 one user and its roles\n"
     "  disable NAME | enable NAME\n"
@@ -29,16 +31,21 @@ static void user_path(strbuf *p, const char *name) {
 }
 
 static int u_create(cli_ctx *ctx, int argc, char **argv) {
-    static const struct option lo[] = {{"service", no_argument, 0, 's'}, {0, 0, 0, 0}};
+    static const struct option lo[] = {{"service", no_argument, 0, 's'},
+                                       {"tenant", required_argument, 0, 't'},
+                                       {0, 0, 0, 0}};
     int c, rc = 0, service = 0;
+    const char *tenant = NULL;
     optind = 0;
     while ((c = cli_getopt(argc, argv, lo, "user create", &rc)) != -1) {
         if (c == -2) return rc;
         if (c == 's') service = 1;
+        else if (c == 't') tenant = optarg;
     }
     if (argc - optind != 1) return cli_error(CLI_USAGE, "user create: expected one NAME");
     json_t *body = json_pack("{s:s,s:s}", "name", argv[optind], "kind",
                              service ? "service" : "user");
+    if (tenant) json_object_set_new(body, "tenant", json_string(tenant));
     if (!service) {
         char *pw = cli_read_line();
         if (!pw || !*pw) {
@@ -56,7 +63,7 @@ static int u_create(cli_ctx *ctx, int argc, char **argv) {
 }
 
 static int u_list(cli_ctx *ctx, int argc, char **argv) {
-    static const char *const cols[] = {"name", "kind", "disabled", "created_at", NULL};
+    static const char *const cols[] = {"name", "kind", "disabled", "created_at", "home", NULL};
     if (argc > 1) return cli_error(CLI_USAGE, "user list: unexpected argument '%s'", argv[1]);
     return cli_run_call(ctx, "GET", "/api/v1/users", NULL, cols);
 }
@@ -114,9 +121,11 @@ static int u_passwd(cli_ctx *ctx, int argc, char **argv) {
 int cli_cmd_user(cli_ctx *ctx, int argc, char **argv) {
     static const cli_verb verbs[] = {
         {"create", u_create,
-         "usage: gpupool user create NAME [--service] < password\n\nCreate a user (its password "
-         "is the first line of standard input), or with\n--service a service account that "
-         "authenticates with tokens only.\n"},
+         "usage: gpupool user create NAME [--service] [--tenant T] < password\n\nCreate a user "
+         "(its password is the first line of standard input), or with\n--service a service "
+         "account that authenticates with tokens only.\nThe user's home is tenant T (default: "
+         "the one tenant you administer; for a\nplatform-admin, the platform): only the home's "
+         "admins administer it.\n"},
         {"list", u_list, "usage: gpupool user list\n\nList the users you may see.\n"},
         {"show", u_show, "usage: gpupool user show NAME\n\nShow a user and the roles it holds.\n"},
         {"disable", u_disable, "usage: gpupool user disable NAME\n\nDisable a user: its tokens "

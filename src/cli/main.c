@@ -29,7 +29,9 @@
 
 #define GPUPOOL_VERSION "0.1.0"
 
-enum { NEEDS_CLIENT = 1 };
+enum { NEEDS_CLIENT = 1, HAS_VERBS = 2 /* dispatches with cli_dispatch(): `noun verb` */ };
+
+static int cmd_completion(cli_ctx *ctx, int argc, char **argv);
 
 static const struct {
     const char *name;
@@ -40,40 +42,117 @@ static const struct {
     {"server", cli_cmd_server, 0, "run the control plane (API, gateway, scheduler loops)"},
     {"check", cli_cmd_check, 0, "check a store's invariants read-only, like fsck (no server)"},
     {"migrate", cli_cmd_migrate, 0, "bring a store's schema up to date; grant the servers' role"},
+    {"backup", cli_cmd_backup, 0, "back up a data folder online into one file (SQLite)"},
+    {"restore", cli_cmd_restore, 0, "restore a backup file into a new data folder"},
     {"gateway", cli_cmd_gateway, 0, "run the OpenAI-compatible gateway (/v1) alone"},
-    {"report", cli_cmd_report, NEEDS_CLIENT, "cost reports (a month by tenant and project)"},
-    {"ratecard", cli_cmd_ratecard, NEEDS_CLIENT, "versioned prices per card-hour and per token"},
-    {"billing", cli_cmd_billing, NEEDS_CLIENT, "a tenant's billing mode (showback or chargeback)"},
+    {"report", cli_cmd_report, NEEDS_CLIENT | HAS_VERBS, "cost reports (a month by tenant and project)"},
+    {"ratecard", cli_cmd_ratecard, NEEDS_CLIENT | HAS_VERBS, "versioned prices per card-hour and per token"},
+    {"billing", cli_cmd_billing, NEEDS_CLIENT | HAS_VERBS, "a tenant's billing mode (showback or chargeback)"},
     {"agent", cli_cmd_agent, NEEDS_CLIENT, "run the node agent (NVML, inventory or simulated)"},
     {"whoami", cli_cmd_whoami, NEEDS_CLIENT, "show the calling identity and its roles"},
-    {"tenant", cli_cmd_tenant, NEEDS_CLIENT, "create, list and show tenants"},
-    {"project", cli_cmd_project, NEEDS_CLIENT, "create, list and show projects"},
-    {"audit", cli_cmd_audit, NEEDS_CLIENT, "list, export and verify the audit trail"},
+    {"tenant", cli_cmd_tenant, NEEDS_CLIENT | HAS_VERBS, "create, list and show tenants"},
+    {"project", cli_cmd_project, NEEDS_CLIENT | HAS_VERBS, "create, list and show projects"},
+    {"audit", cli_cmd_audit, NEEDS_CLIENT | HAS_VERBS, "list, export and verify the audit trail"},
     {"login", cli_cmd_login, NEEDS_CLIENT, "exchange a name and password for a token"},
-    {"user", cli_cmd_user, NEEDS_CLIENT, "create, list, show, disable users; passwords"},
-    {"token", cli_cmd_token, NEEDS_CLIENT, "create, list and revoke tokens"},
-    {"member", cli_cmd_member, NEEDS_CLIENT, "grant, revoke and list roles at a scope"},
-    {"approval", cli_cmd_approval, NEEDS_CLIENT, "list, approve and reject sensitive operations"},
-    {"vendor", cli_cmd_vendor, NEEDS_CLIENT, "grant, list and revoke vendor access"},
-    {"policy", cli_cmd_policy, NEEDS_CLIENT, "show and change the security policy"},
-    {"node", cli_cmd_node, NEEDS_CLIENT, "nodes: list, show, cordon, drain, pools, history"},
-    {"gpu", cli_cmd_gpu, NEEDS_CLIENT, "GPUs: list, show, cordon, drain, reset, mode, history"},
-    {"jointoken", cli_cmd_jointoken, NEEDS_CLIENT, "tokens node agents join with"},
-    {"class", cli_cmd_class, NEEDS_CLIENT, "resource classes and their free capacity"},
-    {"pool", cli_cmd_pool, NEEDS_CLIENT, "resource pools and who may use them"},
-    {"workorder", cli_cmd_workorder, NEEDS_CLIENT, "operations tickets on nodes and GPUs"},
-    {"alarm", cli_cmd_alarm, NEEDS_CLIENT, "alarms and the health policy"},
-    {"job", cli_cmd_job, NEEDS_CLIENT, "submit, list, show, explain, cancel, re-prioritise jobs"},
-    {"binding", cli_cmd_binding, NEEDS_CLIENT, "which job held which GPU, and when"},
-    {"quota", cli_cmd_quota, NEEDS_CLIENT, "tenant and project ceilings"},
-    {"priority", cli_cmd_priority, NEEDS_CLIENT, "priority classes and who may use them"},
-    {"model", cli_cmd_model, NEEDS_CLIENT, "a tenant's model services"},
-    {"endpoint", cli_cmd_endpoint, NEEDS_CLIENT, "where a model service is served"},
-    {"app", cli_cmd_app, NEEDS_CLIENT, "applications of a project (they own API keys)"},
-    {"kb", cli_cmd_kb, NEEDS_CLIENT, "knowledge bases: documents, keyword queries"},
-    {"key", cli_cmd_key, NEEDS_CLIENT, "API keys (sk-...) for the /v1 gateway"},
-    {"usage", cli_cmd_usage, NEEDS_CLIENT, "the gateway's usage records"},
+    {"user", cli_cmd_user, NEEDS_CLIENT | HAS_VERBS, "create, list, show, disable users; passwords"},
+    {"token", cli_cmd_token, NEEDS_CLIENT | HAS_VERBS, "create, list and revoke tokens"},
+    {"member", cli_cmd_member, NEEDS_CLIENT | HAS_VERBS, "grant, revoke and list roles at a scope"},
+    {"approval", cli_cmd_approval, NEEDS_CLIENT | HAS_VERBS, "list, approve and reject sensitive operations"},
+    {"vendor", cli_cmd_vendor, NEEDS_CLIENT | HAS_VERBS, "grant, list and revoke vendor access"},
+    {"policy", cli_cmd_policy, NEEDS_CLIENT | HAS_VERBS, "show and change the security policy"},
+    {"node", cli_cmd_node, NEEDS_CLIENT | HAS_VERBS, "nodes: list, show, cordon, drain, pools, history"},
+    {"gpu", cli_cmd_gpu, NEEDS_CLIENT | HAS_VERBS, "GPUs: list, show, cordon, drain, reset, mode, history"},
+    {"jointoken", cli_cmd_jointoken, NEEDS_CLIENT | HAS_VERBS, "tokens node agents join with"},
+    {"class", cli_cmd_class, NEEDS_CLIENT | HAS_VERBS, "resource classes and their free capacity"},
+    {"pool", cli_cmd_pool, NEEDS_CLIENT | HAS_VERBS, "resource pools and who may use them"},
+    {"workorder", cli_cmd_workorder, NEEDS_CLIENT | HAS_VERBS, "operations tickets on nodes and GPUs"},
+    {"alarm", cli_cmd_alarm, NEEDS_CLIENT | HAS_VERBS, "alarms and the health policy"},
+    {"job", cli_cmd_job, NEEDS_CLIENT | HAS_VERBS, "submit, list, show, explain, cancel, re-prioritise jobs"},
+    {"binding", cli_cmd_binding, NEEDS_CLIENT | HAS_VERBS, "which job held which GPU, and when"},
+    {"quota", cli_cmd_quota, NEEDS_CLIENT | HAS_VERBS, "tenant and project ceilings"},
+    {"priority", cli_cmd_priority, NEEDS_CLIENT | HAS_VERBS, "priority classes and who may use them"},
+    {"model", cli_cmd_model, NEEDS_CLIENT | HAS_VERBS, "a tenant's model services"},
+    {"endpoint", cli_cmd_endpoint, NEEDS_CLIENT | HAS_VERBS, "where a model service is served"},
+    {"app", cli_cmd_app, NEEDS_CLIENT | HAS_VERBS, "applications of a project (they own API keys)"},
+    {"kb", cli_cmd_kb, NEEDS_CLIENT | HAS_VERBS, "knowledge bases: documents, keyword queries"},
+    {"key", cli_cmd_key, NEEDS_CLIENT | HAS_VERBS, "API keys (sk-...) for the /v1 gateway"},
+    {"usage", cli_cmd_usage, NEEDS_CLIENT | HAS_VERBS, "the gateway's usage records"},
+    {"completion", cmd_completion, 0, "print a bash completion script (source <(gpupool completion bash))"},
 };
+
+/*
+ * `gpupool completion bash`: a bash completion script generated from the
+ * table above (the commands, and each one's verbs from its cli_dispatch()
+ * table through the hidden CLI_LIST_VERBS verb).  Options are read when
+ * completing, from `gpupool CMD [VERB] --help` (help talks to no server).
+ */
+static int cmd_completion(cli_ctx *ctx, int argc, char **argv) {
+    if (cli_wants_help(argc, argv) || argc != 2 || strcmp(argv[1], "bash") != 0) {
+        fputs("usage: gpupool completion bash\n\n"
+              "Print a bash completion script for the commands, their verbs and options:\n"
+              "  source <(gpupool completion bash)      # this shell\n"
+              "  gpupool completion bash > /etc/bash_completion.d/gpupool\n",
+              argc == 2 && strcmp(argv[1], "bash") != 0 ? stderr : stdout);
+        return cli_wants_help(argc, argv) ? CLI_OK : CLI_USAGE;
+    }
+    const size_t n = sizeof commands / sizeof commands[0];
+    fputs("# bash completion for gpupool (generated by `gpupool completion bash`)\n"
+          "_gpupool() {\n"
+          "    local cur=${COMP_WORDS[COMP_CWORD]} i w noun='' verb='' skip=0 n=0\n"
+          "    local globals='--server --token --token-file --ca -o --output --help --version'\n"
+          "    local nouns='",
+          stdout);
+    for (size_t i = 0; i < n; i++) printf("%s%s", i ? " " : "", commands[i].name);
+    fputs("'\n"
+          "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
+          "        w=${COMP_WORDS[i]}\n"
+          "        if ((skip)); then skip=0; continue; fi\n"
+          "        case $w in\n"
+          "        --) return 0 ;;\n"
+          "        --server | --token | --token-file | --ca | -o | --output) skip=1; continue ;;\n"
+          "        -*) continue ;;\n"
+          "        esac\n"
+          "        n=$((n + 1))\n"
+          "        if ((n == 1)); then noun=$w; elif ((n == 2)); then verb=$w; fi\n"
+          "    done\n"
+          "    case ${COMP_WORDS[COMP_CWORD - 1]} in\n"
+          "    -o | --output) COMPREPLY=($(compgen -W 'table json csv' -- \"$cur\")); return 0 ;;\n"
+          "    --token-file | --ca) COMPREPLY=($(compgen -f -- \"$cur\")); return 0 ;;\n"
+          "    esac\n"
+          "    if [[ -z $noun ]]; then\n"
+          "        if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W \"$globals\" -- \"$cur\"));\n"
+          "        else COMPREPLY=($(compgen -W \"$nouns\" -- \"$cur\")); fi\n"
+          "        return 0\n"
+          "    fi\n"
+          "    local verbs=''\n"
+          "    case $noun in\n",
+          stdout);
+    for (size_t i = 0; i < n; i++) {
+        if (!(commands[i].flags & HAS_VERBS)) continue;
+        printf("    %s) verbs='", commands[i].name);
+        fflush(stdout);
+        char *av[] = {(char *)commands[i].name, CLI_LIST_VERBS, NULL};
+        commands[i].run(ctx, 2, av);
+        fputs("' ;;\n", stdout);
+    }
+    fputs("    esac\n"
+          "    if [[ -n $verbs && -z $verb && $cur != -* ]]; then\n"
+          "        COMPREPLY=($(compgen -W \"$verbs\" -- \"$cur\"))\n"
+          "        return 0\n"
+          "    fi\n"
+          "    if [[ $cur == -* ]]; then\n"
+          "        local opts\n"
+          "        opts=$(\"${COMP_WORDS[0]}\" $noun ${verbs:+$verb} --help 2>/dev/null |\n"
+          "            grep -o -- '--[a-z][a-z-]*' | sort -u)\n"
+          "        COMPREPLY=($(compgen -W \"$opts $globals\" -- \"$cur\"))\n"
+          "        return 0\n"
+          "    fi\n"
+          "    COMPREPLY=($(compgen -f -- \"$cur\"))\n"
+          "}\n"
+          "complete -F _gpupool gpupool\n",
+          stdout);
+    return CLI_OK;
+}
 
 static void usage(FILE *f) {
     fputs("usage: gpupool [--server URL[,URL...]] [--token T] [-o table|json] <command> [args]\n"
@@ -95,8 +174,9 @@ static void usage(FILE *f) {
           "  --version         print the version\n"
           "  -h, --help        this help; `gpupool <command> --help` for a command\n"
           "\n"
+          "These options may also come after the command, anywhere before a \"--\".\n"
           "Settings may also live in ~/.config/gpupool/config (server = URL, token = T,\n"
-          "token_file = PATH).\n",
+          "token_file = PATH).  Bash completion: source <(gpupool completion bash).\n",
           f);
 }
 
@@ -142,6 +222,64 @@ static void read_user_config(char **server, char **token) {
     fclose(f);
 }
 
+/*
+ * Global options may come anywhere on the line ("gpupool job list -o json",
+ * "gpupool agent --server URL"): lift --server, --token, --token-file, --ca
+ * and -o/--output (as "--opt V", "--opt=V", "-o V" or "-oV") out of the
+ * command's arguments, before the first "--", so that argv becomes
+ * "gpupool <globals...> <command> <its args...>".  No command defines an
+ * option of the same name, but for `agent --ca` (its own, same meaning: it is
+ * left to the agent).  Returns argc.
+ */
+static int hoist_globals(int argc, char **argv) {
+    static const char *const names[] = {"--server", "--token", "--token-file", "--ca", "--output",
+                                        "-o", NULL};
+    int first = 1; /* the command: the first argument that is not a global option */
+    while (first < argc && argv[first][0] == '-' && strcmp(argv[first], "--") != 0) {
+        int takes = 0;
+        for (int k = 0; names[k]; k++)
+            if (strcmp(argv[first], names[k]) == 0) takes = 1;
+        first += 1 + takes;
+    }
+    if (first >= argc) return argc;
+    char **globals = calloc((size_t)argc, sizeof *globals), **rest = calloc((size_t)argc, sizeof *rest);
+    if (!globals || !rest) {
+        free(globals);
+        free(rest);
+        return argc;
+    }
+    int ng = 0, nr = 0, i = first + 1, agent = strcmp(argv[first], "agent") == 0;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        const char *a = argv[i];
+        int match = 0; /* 1: the value is the next argument; 2: it is attached */
+        for (int k = 0; names[k] && !match; k++) {
+            if (agent && k == 3) continue;
+            size_t n = strlen(names[k]);
+            if (strcmp(a, names[k]) == 0) match = 1;
+            else if (strncmp(a, names[k], n) == 0 && a[n] == '=' && names[k][1] == '-') match = 2;
+            else if (k == 5 && strncmp(a, "-o", 2) == 0 && a[2]) match = 2;
+        }
+        if (!match || (match == 1 && i + 1 >= argc)) {
+            rest[nr++] = argv[i];
+            continue;
+        }
+        globals[ng++] = argv[i];
+        if (match == 1) globals[ng++] = argv[++i];
+    }
+    for (; i < argc; i++) rest[nr++] = argv[i];
+    if (ng) {
+        /* argv[1..first-1] globals already first, then the lifted ones, the command, the rest */
+        char *cmd = argv[first];
+        int o = first;
+        for (int k = 0; k < ng; k++) argv[o++] = globals[k];
+        argv[o++] = cmd;
+        for (int k = 0; k < nr; k++) argv[o++] = rest[k];
+    }
+    free(globals);
+    free(rest);
+    return argc;
+}
+
 int main(int argc, char **argv) {
     static const struct option lo[] = {{"server", required_argument, 0, 's'},
                                        {"token", required_argument, 0, 't'},
@@ -156,6 +294,7 @@ int main(int argc, char **argv) {
     httpc_servers servers = HTTPC_SERVERS_INIT;
     int c, rc = CLI_OK;
     opterr = 0;
+    argc = hoist_globals(argc, argv);
     while ((c = getopt_long(argc, argv, "+:o:h", lo, NULL)) != -1) {
         switch (c) {
         case 's': free(server); server = strdup(optarg); break;

@@ -33,8 +33,10 @@
 #include <stdint.h>
 
 #define GW_KEY_PREFIX "sk-"
-#define GW_MAX_ENDPOINTS 16
+#define GW_MAX_ENDPOINTS 16         /* endpoints of one model */
+#define GW_MAX_TENANT_ENDPOINTS 256 /* endpoints of all of a tenant's models */
 #define GW_DEFAULT_MAX_TOKENS 1024 /* reserved for a completion when max_tokens is not given */
+#define GW_MAX_PARALLEL 100000     /* max_parallel of a key: 0 (no limit) .. this */
 
 /* ---- models, endpoints, applications (models.c) ---- */
 
@@ -55,7 +57,9 @@ int gw_model_delete(store_tx *tx, const char *tenant_id, const char *name, gp_er
 /*
  * Add an endpoint to model `model_id` of tenant `tenant_id`:
  * {"url"} or {"job","port"} (a job of one of the tenant's projects), plus
- * optional "accelerator", "upstream_model", "health_path".
+ * optional "accelerator", "upstream_model", "health_path".  A URL must pass
+ * gw_url_check (GP_EINVALID); at most GW_MAX_ENDPOINTS per model and
+ * GW_MAX_TENANT_ENDPOINTS per tenant (GP_ECONFLICT).
  */
 int gw_endpoint_add(store_tx *tx, const char *tenant_id, const char *model_id, json_t *spec,
                     char id[RND_ID_LEN], gp_err *err);
@@ -71,8 +75,9 @@ int gw_app_delete(store_tx *tx, const char *project_id, const char *name, gp_err
 
 /*
  * Create a key in project `project_id` of tenant `tenant_id` for `owner`:
- * {"name","app","models":[…],"rpm","tpm","tokens_month","expires_at"|
- * "ttl_seconds"}.  Model names must name models the project can use.
+ * {"name","app","models":[…],"rpm","tpm","tokens_month","max_parallel",
+ * "expires_at"|"ttl_seconds"} (max_parallel: requests in flight at once, 0 = no
+ * limit, at most GW_MAX_PARALLEL).  Model names must name models the project can use.
  * OUT: id and the secret (shown once).
  */
 int gw_key_create(store_tx *tx, const char *tenant_id, const char *project_id,
@@ -93,6 +98,7 @@ typedef struct gw_key {
     char tenant[64], project[64], app[64];
     json_t *models;                /* allowed model names; [] = any it can see (owned) */
     int64_t rpm, tpm, tokens_month; /* 0 = no limit */
+    int64_t max_parallel;           /* requests in flight at once in one process; 0 = no limit */
     /* the project's and tenant's gateway ceilings (QUOTA_NONE = none) */
     int64_t project_rpm, project_tpm, project_tokens_month, tenant_tokens_month;
 } gw_key;
@@ -119,19 +125,33 @@ typedef struct gw_endpoint {
     char base[512];         /* base URL ending in /v1 (no trailing slash) */
     char accelerator[64];
     char upstream_model[128]; /* "" = the model's own name */
+    int job;                /* a job's endpoint: its host is the node's, not the tenant's */
+    int healthy;            /* its last checks passed (or it was not checked yet) */
 } gw_endpoint;
 
 typedef struct gw_route {
     char model_tenant[64];  /* tenant owning the model */
-    int n;                  /* healthy (or not yet checked) endpoints */
+    int n;                  /* endpoints with an address (a job's: while it runs), healthy or not */
     gw_endpoint ep[GW_MAX_ENDPOINTS];
 } gw_route;
+
+/*
+ * The order in which to try a route's endpoints (pure): round robin from
+ * `rr` over those that are healthy and not ejected (usable[i] nonzero; NULL:
+ * all); when there is none but the route has endpoints, every endpoint in
+ * the same order (panic mode, as Envoy's: better to try an endpoint marked
+ * down than to fail every request until the next check), with *panic = 1.
+ * OUT: order[] (indexes into r->ep). Returns how many to try.
+ */
+int gw_route_order(const gw_route *r, const int *usable, unsigned long rr,
+                   int order[GW_MAX_ENDPOINTS], int *panic);
 
 /*
  * Resolve `model` for key `k`: the key's tenant's own model of that name,
  * else a public one; refused (GP_ENOTFOUND, "model not found") when
  * neither exists or the key's allow-list does not name it - whatever
- * another tenant has.  OUT: its usable endpoints (n may be 0).
+ * another tenant has.  OUT: its endpoints that have an address (a job's
+ * only while it runs), each saying whether it is healthy (n may be 0).
  */
 int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, gp_err *err);
 
@@ -140,9 +160,17 @@ int gw_models_for_key(store_tx *tx, const gw_key *k, json_t **data, gp_err *err)
 
 /* Endpoints to health-check: [{id, base, health_path, job}] (job "" for a URL endpoint). */
 int gw_endpoint_targets(store_tx *tx, json_t **items, gp_err *err);
-/* Record a check: state "healthy"|"unhealthy", with the error text. */
+/*
+ * Record a check: state "healthy"|"unhealthy", with the error text every
+ * reader of the model sees (generic: "unreachable", "bad status", "job not
+ * running") and the detail only ops see (gw_model_error_details).
+ */
 int gw_endpoint_set_state(store_tx *tx, const char *id, const char *state, const char *error,
-                          gp_err *err);
+                          const char *detail, gp_err *err);
+/* Add each endpoint's "last_error_detail" to a model from gw_model_get/list (ops only). */
+int gw_model_error_details(store_tx *tx, json_t *model, gp_err *err);
+/* Is model `model_id` public?  OUT: *pub. */
+int gw_model_is_public(store_tx *tx, const char *model_id, int *pub, gp_err *err);
 
 /* ---- token quotas (ledger.c) ---- */
 
@@ -157,7 +185,11 @@ void gw_month(int64_t now_us, char out[8]);
  */
 int gw_reserve(store_tx *tx, const gw_key *k, int64_t amount, int64_t now_us,
                char hold[RND_ID_LEN], gp_err *err);
-/* Settle a hold with what was used (0 for a request that failed). */
+/*
+ * Settle a hold with what was used (0 for a request that failed; clamped to
+ * [0, GW_TOKENS_MAX]).  Every ledger figure saturates within [0, GW_TOKENS_MAX]:
+ * no amount, used count or sum can make one negative or wrap it.
+ */
 int gw_settle(store_tx *tx, const char *hold, int64_t used, gp_err *err);
 /* Release holds older than `older_than_us` (a gateway that died mid-request). OUT: count. */
 int gw_expire_holds(store_tx *tx, int64_t older_than_us, int *count, gp_err *err);
@@ -172,18 +204,24 @@ typedef struct gw_usage {
     char tenant_id[RND_ID_LEN], project_id[RND_ID_LEN], tenant[64], project[64], app[64];
     char key_id[RND_ID_LEN], model[128], model_tenant[64], endpoint_id[RND_ID_LEN];
     char accelerator[64];
-    char kind[16];          /* chat | completion | embedding */
+    char kind[16];          /* chat | completion | embedding | response */
     int stream, estimated, status;
+    int clipped;            /* the upstream's usage was refused or cut down (gw_usage_clip) */
     int64_t prompt_tokens, completion_tokens, latency_us;
     char hold[RND_ID_LEN];  /* the reservation to settle ("" none) */
 } gw_usage;
 
-/* Insert the record and settle its hold (no hold: add its tokens to the month's use). */
+/*
+ * Insert the record and settle its hold (no hold: add its tokens to the month's use).
+ * Token figures are clamped to [0, GW_TOKENS_MAX] (a record that needed it is
+ * stored clipped, as one with u->clipped set); the hourly rollup counts clipped records.
+ */
 int gw_usage_write(store_tx *tx, const gw_usage *u, gp_err *err);
 
 /*
  * Usage records of a project (or a whole tenant when project_id is NULL),
- * newest first, optionally of one key, at most `limit`.
+ * newest first, optionally of one key, at most `limit`; each says whether its
+ * upstream usage was "clipped".
  */
 int gw_usage_list(store_tx *tx, const char *tenant_id, const char *project_id,
                   const char *key_id, int limit, json_t **items, gp_err *err);
@@ -221,6 +259,153 @@ gw_window gw_window_merge(const gw_window *a, const gw_window *b, int64_t now_us
  * upstream reported no usage: ceil(chars / 4), at least 1 when chars > 0.
  */
 int64_t gw_estimate_tokens(int64_t chars);
+
+/* ---- what a client may ask, and overflow-proof token arithmetic (limits.c; pure) ---- */
+
+/*
+ * Documented ranges of the numbers a client sends (docs/gateway.md, "What a
+ * request may ask"); anything else is a 400 in OpenAI's error shape, before
+ * any window, quota or upstream is touched.
+ */
+#define GW_MAX_OUTPUT_TOKENS 1048576 /* max_tokens, max_completion_tokens: 1..this */
+#define GW_MAX_CHOICES 128           /* n: 1..this */
+#define GW_MAX_BEST_OF 20            /* best_of (completions, and chats for upstreams that take it): 1..this */
+#define GW_MAX_ITEMS 4096            /* messages, prompts, inputs, content parts: at most this */
+/*
+ * Every ledger, window and usage figure stays within [0, GW_TOKENS_MAX]:
+ * sums saturate there instead of wrapping (half of INT64_MAX, so that the
+ * sum of two figures in range never overflows, in C or in SQL).
+ */
+#define GW_TOKENS_MAX (INT64_MAX / 2)
+/* Slack added to the bounds of an upstream's usage (a chat template's own tokens). */
+#define GW_USAGE_SLACK 64
+
+/* a + b, saturating at INT64_MIN / INT64_MAX instead of overflowing. */
+int64_t gw_sat_add(int64_t a, int64_t b);
+/* a * b for a, b >= 0, saturating at INT64_MAX (a negative factor counts as 0). */
+int64_t gw_sat_mul(int64_t a, int64_t b);
+/* v clamped to [0, GW_TOKENS_MAX]. */
+int64_t gw_tokens_clamp(int64_t v);
+/*
+ * Would `amount` more tokens keep used + reserved + amount within `quota`?
+ * Each figure is clamped to [0, GW_TOKENS_MAX] first and the sum saturates,
+ * so no input (INT64_MAX, negative) can wrap it into passing.  1 yes, 0 no.
+ */
+int gw_quota_fits(int64_t used, int64_t reserved, int64_t amount, int64_t quota);
+
+/* What the gateway learnt from a request body it accepted. */
+typedef struct gw_request_info {
+    int stream;          /* "stream": true (chat, completions) */
+    int include_usage;   /* "stream_options": {"include_usage": true} */
+    int64_t max_out;     /* most tokens per answer: as asked, or GW_DEFAULT_MAX_TOKENS (0: embeddings) */
+    int64_t answers;     /* answers generated: max(n, best_of) x prompts */
+    int64_t prompt_chars;/* characters of the prompt (messages, prompt or input) */
+} gw_request_info;
+
+/*
+ * Check a request body of `kind` ("chat" | "completion" | "embedding" |
+ * "response") against the documented ranges: "stream" a boolean (or null),
+ * "stream_options" an object with a boolean include_usage, max_tokens /
+ * max_completion_tokens / n / best_of integers in range, messages / prompt /
+ * input of the documented shapes and counts; for "response": "stream",
+ * "max_output_tokens" in range, "instructions" a string, "input" a string or
+ * at most GW_MAX_ITEMS items (objects whose content is a string or at most
+ * GW_MAX_ITEMS parts), one answer.  GP_EINVALID with the reason
+ * and `param` (the offending field; size 64) and *invalid_type 1 for a value
+ * of the wrong type, 0 for one out of range.  OUT: *info.
+ */
+int gw_request_check(json_t *req, const char *kind, gw_request_info *info, char param[64],
+                     int *invalid_type, gp_err *err);
+/*
+ * Characters of the prompt of `req`: messages' contents (for a chat also the
+ * tool or function calls they carry, and the request's tools, functions and
+ * response_format as compact JSON: the upstream reads them as prompt), the
+ * prompt or the input; for "response" the instructions plus the input's text
+ * (a string, or its items' contents, tool outputs and arguments) and its
+ * "tools" and "text" (format) as compact JSON.
+ */
+int64_t gw_prompt_chars(json_t *req, const char *kind);
+/* The tokens to reserve for a request: its prompt's estimate + max_out x answers, saturating. */
+int64_t gw_reservation(const gw_request_info *info);
+/*
+ * Bytes of text an answer's choice generated: of `part` (a choice's
+ * "message", or a stream chunk's "delta"), its content, refusal and
+ * reasoning_content strings and its tool or function calls' arguments; and
+ * of `choice` itself, a completion's "text".  Anything else an upstream sends
+ * (ids, whitespace, padding, SSE comments) is not generated text.  Pure.
+ */
+int64_t gw_generated_chars(json_t *choice, json_t *part);
+
+/*
+ * The usage an upstream reported, checked: a negative figure is refused (the
+ * estimate is used instead), a figure above its bound is cut to it, and
+ * either sets *clipped.  Bounds: prompt_tokens <= max(prompt estimate,
+ * request bytes) + GW_USAGE_SLACK; completion_tokens <= max(max_out x
+ * answers, generated bytes) + GW_USAGE_SLACK (embeddings: 0), where the
+ * generated bytes are those of the answer's text (gw_generated_chars), never
+ * the answer's whole size, which the upstream can pad at will.  Pure.
+ */
+typedef struct gw_usage_bound {
+    int64_t prompt_est, request_bytes;  /* the prompt's estimate; bytes sent upstream */
+    int64_t completion_max, answer_bytes; /* max_out x answers; generated bytes of the answer */
+    int64_t prompt_guess, completion_guess; /* estimates used for a refused figure */
+} gw_usage_bound;
+void gw_usage_clip(const gw_usage_bound *b, int64_t *prompt, int64_t *completion, int *clipped);
+
+/* ---- where endpoints may point (proxy.c) ---- */
+
+/*
+ * Model endpoints may not point at loopback (127/8, ::1), link-local
+ * (169.254/16, fe80::/10), unspecified (0/8, ::), multicast or broadcast
+ * addresses, nor at the cloud metadata addresses (169.254.169.254,
+ * fd00:ec2::254, 100.100.100.200, 168.63.129.16), IPv4-mapped forms
+ * included, unless ops allow-listed them; and never at the control plane's
+ * own listen address.  Checked when an endpoint is added (an address
+ * literal, or a "localhost" name) and on every connection after DNS
+ * resolution (so a name that resolves there later is refused too).  The
+ * host of a job's endpoint is the node's, not the tenant's: only the own
+ * address rule applies to it.
+ */
+
+/*
+ * The ops allow-list: comma-separated CIDRs ("127.0.0.0/8,::1/128,10.1.2.3");
+ * NULL or "" for none.  GP_EINVALID naming a bad element (the list is then
+ * unchanged).  Call before serving (not thread-safe against calls in flight).
+ */
+int gw_set_endpoint_allow(const char *cidrs, gp_err *err);
+/* The control plane's own listen address (host as given, port); NULL host: forget it. */
+void gw_set_self_address(const char *host, int port);
+/*
+ * May an endpoint connect to the numeric address `addr` ("127.0.0.1",
+ * "::1", "::ffff:169.254.169.254") on `port`?  `job`: a job's endpoint.
+ * GP_OK, or GP_EINVALID with why.  Pure but for the settings above.
+ */
+int gw_addr_check(const char *addr, int port, int job, gp_err *err);
+/*
+ * Create-time check of an endpoint URL's host: an address literal in any
+ * form libc accepts ("127.1", "0x7f000001", "[::1]"), or a name ending in
+ * "localhost"; other names are checked when connecting.  GP_EINVALID.
+ */
+int gw_url_check(const char *url, gp_err *err);
+
+/* ---- refusals of a known key (runtime.c) ---- */
+
+typedef struct gw_runtime gw_runtime;
+
+enum { GW_REFUSE_MODEL, GW_REFUSE_RATE, GW_REFUSE_QUOTA, GW_REFUSE_PARALLEL, GW_REFUSE__N };
+
+/*
+ * Count a refusal of key `key_id` of `kind` at `now_us` (always counted,
+ * for /metrics).  1 when it should be audited: the first of its kind for
+ * that key in this minute; *suppressed then holds how many were not
+ * audited since the last one.  0 otherwise.
+ */
+int gw_rt_refusal(gw_runtime *rt, const char *key_id, int kind, int64_t now_us,
+                  int64_t *suppressed);
+/* Count a usage record whose upstream usage was clipped (for /metrics). */
+void gw_rt_count_clipped(gw_runtime *rt);
+/* The gateway's counters in Prometheus text, appended to `out`. */
+void gw_rt_metrics(gw_runtime *rt, strbuf *out);
 
 /* ---- calls to an upstream (proxy.c) ---- */
 
@@ -287,6 +472,8 @@ typedef struct gw_runtime_config {
     int flush_ms;          /* usage records are written at least this often (200) */
     int batch;             /* ... or once this many are queued (256) */
     int health_interval_s; /* endpoint checks; 0: none */
+    int eject_after;       /* consecutive failures that eject an endpoint / mark it unhealthy (3) */
+    int eject_ms;          /* how long an endpoint stays ejected from routing (30000) */
     int upstream_timeout_s;/* whole upstream call (300) */
     /* when set: endpoint checks and stale-hold release run only while it returns 1
      * (the server that leads, among several sharing one store) */
@@ -307,6 +494,31 @@ int gw_rt_admit(gw_runtime *rt, const gw_key *k, int64_t tokens, int64_t now_us,
                 int64_t *retry_after_s, char *why, size_t why_len);
 /* Correct the token windows once the real count is known (delta = used - reserved). */
 void gw_rt_adjust(gw_runtime *rt, const gw_key *k, int64_t token_delta, int64_t now_us);
+/*
+ * Start a request of key `k` against its max_parallel (0: always admitted):
+ * the requests in flight here plus those the other processes on the store
+ * last shared (about once a second).  1 admitted and counted (call
+ * gw_rt_leave exactly once when it ends); 0 refused.  OUT: *in_flight, the
+ * count it was judged on.
+ */
+int gw_rt_enter(gw_runtime *rt, const gw_key *k, int64_t *in_flight);
+/* A request admitted by gw_rt_enter has ended. */
+void gw_rt_leave(gw_runtime *rt, const char *key_id);
+/* Count a knowledge-base query made for a request (/metrics: gpupool_gateway_retrievals_total). */
+void gw_rt_count_retrieval(gw_runtime *rt);
+
+/*
+ * Outlier ejection (in this process): an endpoint that failed eject_after
+ * times in a row on the request path (no connection, a broken transfer, or
+ * an answer 502, 503 or 504) is skipped for eject_ms; a success clears its
+ * count and ends its ejection.  gw_rt_usable fills usable[i] for each of
+ * r's endpoints (1: not ejected now).
+ */
+void gw_rt_usable(gw_runtime *rt, const gw_route *r, int64_t now_us, int usable[GW_MAX_ENDPOINTS]);
+/* Record one request's outcome at endpoint `ep_id` (ok: it answered, and not 502/503/504). */
+void gw_rt_endpoint_result(gw_runtime *rt, const char *ep_id, int ok, int64_t now_us);
+/* Count a request routed in panic mode (every endpoint unhealthy or ejected). */
+void gw_rt_count_panic(gw_runtime *rt);
 /* Round-robin counter. */
 unsigned long gw_rt_next(gw_runtime *rt);
 /* Queue a usage record (written, with its hold settled, by the next flush). */

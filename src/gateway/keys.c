@@ -3,6 +3,13 @@
  * authenticated by the gateway (see gateway.h).  Only the BLAKE2b digest of
  * a key is stored; lookup is by digest, so comparing is by equality of
  * digests of a 256-bit secret.
+ *
+ * A key lives only while its owner could still make it: the owner exists, is
+ * not disabled, and holds a live role that may hold keys (tenant-admin of the
+ * key's tenant, project-admin or project-user of its project).  Otherwise the
+ * gateway refuses it at once (401) and lists show it "inactive" with the
+ * reason (OWNER_STATE below, computed at every lookup: no key is rewritten
+ * when a user changes).
  */
 #include "gateway.h"
 
@@ -55,9 +62,9 @@ int gw_key_create(store_tx *tx, const char *tenant_id, const char *project_id,
                   const char *owner, json_t *spec, char id[RND_ID_LEN],
                   char secret[RND_SECRET_LEN], gp_err *err) {
     static const char *const fields[] = {"name", "app", "models", "rpm", "tpm", "tokens_month",
-                                         "expires_at", "ttl_seconds", NULL};
+                                         "max_parallel", "expires_at", "ttl_seconds", NULL};
     const char *name, *app = NULL, *exp = NULL;
-    int64_t rpm, tpm, tokens, ttl = 0, expires = 0, now = gt_now_us();
+    int64_t rpm, tpm, tokens, parallel, ttl = 0, expires = 0, now = gt_now_us();
     int has_ttl = 0;
     char app_id[RND_ID_LEN] = "";
     int rc = jx_only_fields(spec, fields, err);
@@ -69,6 +76,10 @@ int gw_key_create(store_tx *tx, const char *tenant_id, const char *project_id,
     if (!rc) rc = limit_arg(spec, "rpm", &rpm, err);
     if (!rc) rc = limit_arg(spec, "tpm", &tpm, err);
     if (!rc) rc = limit_arg(spec, "tokens_month", &tokens, err);
+    if (!rc) rc = limit_arg(spec, "max_parallel", &parallel, err);
+    if (!rc && parallel > GW_MAX_PARALLEL)
+        rc = gp_err_set(err, GP_EINVALID, "max_parallel must be 0 (no limit) .. %d",
+                        GW_MAX_PARALLEL);
     if (!rc) rc = jx_get_str(spec, "expires_at", 0, &exp, err);
     if (!rc) rc = jx_get_int(spec, "ttl_seconds", 0, &ttl, &has_ttl, err);
     if (rc) return rc;
@@ -101,23 +112,46 @@ int gw_key_create(store_tx *tx, const char *tenant_id, const char *project_id,
     char *mj = models ? jx_dump(models) : NULL;
     rc = store_exec(tx, NULL, err,
                     "INSERT INTO api_keys (id, tenant_id, project_id, app_id, name, owner, hash,"
-                    " prefix, models, rpm, tpm, tokens_month, expires_at, created_at)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    "sssssssssiiiii", id, tenant_id, project_id, app_id, name, owner, hash, prefix,
-                    mj ? mj : "[]", rpm, tpm, tokens, expires, now);
+                    " prefix, models, rpm, tpm, tokens_month, max_parallel, expires_at, created_at)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "sssssssssiiiiii", id, tenant_id, project_id, app_id, name, owner, hash,
+                    prefix, mj ? mj : "[]", rpm, tpm, tokens, parallel, expires, now);
     free(mj);
     if (rc == GP_ECONFLICT) return gp_err_set(err, GP_ECONFLICT, "key '%s' already exists", name);
     return rc;
 }
 
+/* Why the key's owner no longer carries it ('' while it does); one parameter: now. */
+#define OWNER_STATE                                                                            \
+    "CASE WHEN NOT EXISTS (SELECT 1 FROM users u WHERE u.name = k.owner) THEN 'owner_removed'" \
+    " WHEN EXISTS (SELECT 1 FROM users u WHERE u.name = k.owner AND u.disabled <> 0)"        \
+    " THEN 'owner_disabled'"                                                                  \
+    " WHEN NOT EXISTS (SELECT 1 FROM role_bindings b JOIN users u ON u.id = b.user_id"       \
+    "  WHERE u.name = k.owner AND (b.expires_at IS NULL OR b.expires_at > ?)"                 \
+    "  AND ((b.scope = 'tenant' AND b.tenant_id = k.tenant_id AND b.role = 'tenant-admin')"   \
+    "   OR (b.scope = 'project' AND b.project_id = k.project_id"                              \
+    "       AND b.role IN ('project-admin', 'project-user'))))"                               \
+    " THEN 'owner_lost_role' ELSE '' END"
+
+static const char *owner_reason(const char *state) {
+    if (strcmp(state, "owner_removed") == 0) return "This API key's owner no longer exists.";
+    if (strcmp(state, "owner_disabled") == 0) return "This API key's owner is disabled.";
+    return "This API key's owner no longer holds a role in its project.";
+}
+
 #define KEY_COLS                                                                               \
     "k.id, k.name, k.owner, k.prefix, k.models, k.rpm, k.tpm, k.tokens_month, k.expires_at,"   \
-    " k.revoked_at, k.created_at, COALESCE(a.name, ''), k.tenant_id, k.project_id"
+    " k.revoked_at, k.created_at, COALESCE(a.name, ''), k.tenant_id, k.project_id, " OWNER_STATE \
+    ", k.max_parallel"
 
 static json_t *key_json(store_stmt *s, int64_t now) {
     json_t *models = json_loads(store_text(s, 4), 0, NULL);
     int64_t exp = store_int(s, 8), rev = store_int(s, 9);
-    const char *state = rev ? "revoked" : (exp && exp <= now) ? "expired" : "active";
+    const char *owner = store_text(s, 14);
+    const char *state = rev                 ? "revoked"
+                        : (exp && exp <= now) ? "expired"
+                        : *owner              ? "inactive"
+                                              : "active";
     json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:o,s:I,s:I,s:I,s:o,s:o,s:o,s:s}", "id",
                           store_text(s, 0), "name", store_text(s, 1), "owner", store_text(s, 2),
                           "prefix", store_text(s, 3), "models", models ? models : json_array(),
@@ -127,20 +161,24 @@ static json_t *key_json(store_stmt *s, int64_t now) {
                           rev ? jx_time(rev) : json_null(), "created_at",
                           jx_time(store_int(s, 10)), "state", state);
     json_object_set_new(o, "app", *store_text(s, 11) ? json_string(store_text(s, 11)) : json_null());
+    json_object_set_new(o, "active", json_boolean(strcmp(state, "active") == 0));
+    json_object_set_new(o, "max_parallel", json_integer((json_int_t)store_int(s, 15)));
+    if (!rev && !(exp && exp <= now) && *owner)
+        json_object_set_new(o, "inactive_reason", json_string(owner));
     return o;
 }
 
 static int keys_query(store_tx *tx, const char *project_id, const char *owner, const char *id,
                       json_t **items, gp_err *err) {
     store_stmt *s;
+    int64_t now = gt_now_us();
     int rc = store_query(tx, &s, err,
                          "SELECT " KEY_COLS " FROM api_keys k LEFT JOIN apps a ON a.id = k.app_id"
                          " WHERE k.project_id = ? AND (? IS NULL OR k.owner = ?)"
                          " AND (? IS NULL OR k.id = ?) ORDER BY k.created_at DESC, k.id LIMIT 1000",
-                         "sssss", project_id, owner, owner, id, id);
+                         "isssss", now, project_id, owner, owner, id, id);
     if (rc) return rc;
     json_t *arr = json_array();
-    int64_t now = gt_now_us();
     while ((rc = store_step(s, err)) > 0) json_array_append_new(arr, key_json(s, now));
     store_done(s);
     if (rc < 0) {
@@ -209,10 +247,10 @@ int gw_key_auth(store_tx *tx, const char *secret, int64_t now, gw_key *out, gp_e
     int rc = store_query(tx, &s, err,
                          "SELECT k.id, k.tenant_id, k.project_id, t.name, p.name,"
                          " COALESCE(a.name, ''), k.models, k.rpm, k.tpm, k.tokens_month,"
-                         " k.expires_at, k.revoked_at FROM api_keys k"
+                         " k.expires_at, k.revoked_at, " OWNER_STATE ", k.max_parallel FROM api_keys k"
                          " JOIN tenants t ON t.id = k.tenant_id JOIN projects p ON p.id = k.project_id"
                          " LEFT JOIN apps a ON a.id = k.app_id WHERE k.hash = ?",
-                         "s", hash);
+                         "is", now, hash);
     if (rc) return rc;
     rc = store_step(s, err);
     if (rc <= 0) {
@@ -224,6 +262,11 @@ int gw_key_auth(store_tx *tx, const char *secret, int64_t now, gw_key *out, gp_e
         store_done(s);
         return gp_err_set(err, GP_EUNAUTH, rev ? "This API key has been revoked."
                                                : "This API key has expired.");
+    }
+    if (*store_text(s, 12)) { /* its owner is gone, disabled or without a role there */
+        rc = gp_err_set(err, GP_EUNAUTH, "%s", owner_reason(store_text(s, 12)));
+        store_done(s);
+        return rc;
     }
     snprintf(out->id, sizeof out->id, "%s", store_text(s, 0));
     snprintf(out->tenant_id, sizeof out->tenant_id, "%s", store_text(s, 1));
@@ -239,6 +282,7 @@ int gw_key_auth(store_tx *tx, const char *secret, int64_t now, gw_key *out, gp_e
     out->rpm = store_int(s, 7);
     out->tpm = store_int(s, 8);
     out->tokens_month = store_int(s, 9);
+    out->max_parallel = store_int(s, 13);
     store_done(s);
     quota_set pq, tq;
     rc = quota_load(tx, out->tenant_id, out->project_id, &pq, err);

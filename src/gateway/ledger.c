@@ -53,17 +53,33 @@ int gw_ledger_get(store_tx *tx, const char *scope, const char *id, int64_t now_u
     return ledger_row(tx, scope, id, month, used, reserved, err);
 }
 
+/*
+ * Add `used` and `reserved` (either may be negative) to a ledger row,
+ * saturating within [0, GW_TOKENS_MAX]: the deltas are clamped to
+ * [-GW_TOKENS_MAX, GW_TOKENS_MAX] first, so the SQL sum of a stored figure and
+ * a delta never overflows a 64-bit integer, and the result is cut to the range.
+ */
 static int ledger_add(store_tx *tx, const char *scope, const char *id, const char *month,
                       int64_t used, int64_t reserved, gp_err *err) {
+    used = used < -GW_TOKENS_MAX ? -GW_TOKENS_MAX : used > GW_TOKENS_MAX ? GW_TOKENS_MAX : used;
+    reserved = reserved < -GW_TOKENS_MAX   ? -GW_TOKENS_MAX
+               : reserved > GW_TOKENS_MAX ? GW_TOKENS_MAX
+                                          : reserved;
+    int64_t M = GW_TOKENS_MAX, u0 = used < 0 ? 0 : used, r0 = reserved < 0 ? 0 : reserved;
     return store_exec(tx, NULL, err,
                       "INSERT INTO token_ledger (scope, id, month, used, reserved) VALUES (?,?,?,?,?)"
-                      " ON CONFLICT (scope, id, month) DO UPDATE SET used = token_ledger.used + excluded.used,"
-                      " reserved = token_ledger.reserved + excluded.reserved",
-                      "sssii", scope, id, month, used, reserved);
+                      " ON CONFLICT (scope, id, month) DO UPDATE SET"
+                      " used = CASE WHEN token_ledger.used + ? > ? THEN ?"
+                      " WHEN token_ledger.used + ? < 0 THEN 0 ELSE token_ledger.used + ? END,"
+                      " reserved = CASE WHEN token_ledger.reserved + ? > ? THEN ?"
+                      " WHEN token_ledger.reserved + ? < 0 THEN 0 ELSE token_ledger.reserved + ? END",
+                      "sssiiiiiiiiiiii", scope, id, month, u0, r0, used, M, M, used, used, reserved,
+                      M, M, reserved, reserved);
 }
 
 int gw_reserve(store_tx *tx, const gw_key *k, int64_t amount, int64_t now_us,
                char hold[RND_ID_LEN], gp_err *err) {
+    amount = gw_tokens_clamp(amount);
     char month[8];
     gw_month(now_us, month);
     struct {
@@ -77,7 +93,7 @@ int gw_reserve(store_tx *tx, const gw_key *k, int64_t amount, int64_t now_us,
         int64_t used, reserved;
         int rc = ledger_row(tx, lv[i].scope, lv[i].id, month, &used, &reserved, err);
         if (rc) return rc;
-        if (used + reserved + amount > lv[i].quota)
+        if (!gw_quota_fits(used, reserved, amount, lv[i].quota))
             return gp_err_set(err, GP_EFORBIDDEN,
                               "You exceeded %s monthly token quota (%lld used, %lld reserved by "
                               "requests in flight, %lld asked, quota %lld).",
@@ -116,8 +132,9 @@ static int settle(store_tx *tx, const char *hold, int64_t used, int count_used, 
     char ids[3][RND_ID_LEN], month[8];
     for (int i = 0; i < 3; i++) snprintf(ids[i], RND_ID_LEN, "%s", store_text(s, i));
     snprintf(month, sizeof month, "%s", store_text(s, 3));
-    int64_t amount = store_int(s, 4);
+    int64_t amount = gw_tokens_clamp(store_int(s, 4));
     store_done(s);
+    used = gw_tokens_clamp(used);
     rc = GP_OK;
     static const char *const scopes[3] = {"key", "project", "tenant"};
     for (int i = 0; i < 3 && !rc; i++)
@@ -127,7 +144,7 @@ static int settle(store_tx *tx, const char *hold, int64_t used, int count_used, 
 }
 
 int gw_settle(store_tx *tx, const char *hold, int64_t used, gp_err *err) {
-    return settle(tx, hold, used < 0 ? 0 : used, 1, NULL, err);
+    return settle(tx, hold, gw_tokens_clamp(used), 1, NULL, err);
 }
 
 int gw_expire_holds(store_tx *tx, int64_t older_than_us, int *count, gp_err *err) {
@@ -151,33 +168,40 @@ int gw_expire_holds(store_tx *tx, int64_t older_than_us, int *count, gp_err *err
 int gw_usage_write(store_tx *tx, const gw_usage *u, gp_err *err) {
     char id[RND_ID_LEN];
     rnd_id(id);
+    /* never a negative or overflowing figure, whoever filled the record */
+    int64_t pt = gw_tokens_clamp(u->prompt_tokens), ct = gw_tokens_clamp(u->completion_tokens);
+    int clipped = u->clipped || pt != u->prompt_tokens || ct != u->completion_tokens;
     int rc = store_exec(tx, NULL, err,
                         "INSERT INTO usage_records (id, at, tenant_id, project_id, tenant, project,"
                         " app, key_id, model, model_tenant, endpoint_id, accelerator, kind, stream,"
-                        " prompt_tokens, completion_tokens, estimated, latency_us, status)"
-                        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                        "sisssssssssssiiiiii", id, u->at_us, u->tenant_id, u->project_id, u->tenant,
+                        " prompt_tokens, completion_tokens, estimated, latency_us, status, clipped)"
+                        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        "sisssssssssssiiiiiii", id, u->at_us, u->tenant_id, u->project_id, u->tenant,
                         u->project, u->app, u->key_id, u->model, u->model_tenant, u->endpoint_id,
-                        u->accelerator, u->kind, (int64_t)u->stream, u->prompt_tokens,
-                        u->completion_tokens, (int64_t)u->estimated, u->latency_us,
-                        (int64_t)u->status);
+                        u->accelerator, u->kind, (int64_t)u->stream, pt, ct, (int64_t)u->estimated,
+                        u->latency_us, (int64_t)u->status, (int64_t)clipped);
     /* the hourly rollup reports read (meter.h), in the same transaction */
     if (!rc)
         rc = store_exec(tx, NULL, err,
                         "INSERT INTO usage_hourly (hour, tenant_id, project_id, tenant, project,"
-                        " key_id, model, accelerator, requests, prompt_tokens, completion_tokens)"
-                        " VALUES (?,?,?,?,?,?,?,?,1,?,?) ON CONFLICT (hour, tenant_id, project_id,"
+                        " key_id, model, accelerator, requests, prompt_tokens, completion_tokens, clipped)"
+                        " VALUES (?,?,?,?,?,?,?,?,1,?,?,?) ON CONFLICT (hour, tenant_id, project_id,"
                         " key_id, model, accelerator) DO UPDATE SET"
                         " requests = usage_hourly.requests + 1,"
-                        " prompt_tokens = usage_hourly.prompt_tokens + excluded.prompt_tokens,"
-                        " completion_tokens = usage_hourly.completion_tokens"
-                        " + excluded.completion_tokens",
-                        "isssssssii", u->at_us - u->at_us % 3600000000LL, u->tenant_id,
+                        " prompt_tokens = CASE WHEN usage_hourly.prompt_tokens"
+                        " + excluded.prompt_tokens > ? THEN ? ELSE usage_hourly.prompt_tokens"
+                        " + excluded.prompt_tokens END,"
+                        " completion_tokens = CASE WHEN usage_hourly.completion_tokens"
+                        " + excluded.completion_tokens > ? THEN ? ELSE usage_hourly.completion_tokens"
+                        " + excluded.completion_tokens END,"
+                        " clipped = usage_hourly.clipped + excluded.clipped",
+                        "isssssssiiiiiii", u->at_us - u->at_us % 3600000000LL, u->tenant_id,
                         u->project_id, u->tenant, u->project, u->key_id, u->model, u->accelerator,
-                        u->prompt_tokens, u->completion_tokens);
-    int64_t used = u->prompt_tokens + u->completion_tokens;
+                        pt, ct, (int64_t)clipped, (int64_t)GW_TOKENS_MAX, (int64_t)GW_TOKENS_MAX,
+                        (int64_t)GW_TOKENS_MAX, (int64_t)GW_TOKENS_MAX);
+    int64_t used = gw_tokens_clamp(gw_sat_add(pt, ct));
     int held = 0;
-    if (!rc && u->hold[0]) rc = settle(tx, u->hold, used < 0 ? 0 : used, 1, &held, err);
+    if (!rc && u->hold[0]) rc = settle(tx, u->hold, used, 1, &held, err);
     if (rc || held) return rc;
     /* nothing reserved (no quota applied), or the hold was released as stale while the
      * request ran: the month's use still counts */
@@ -199,7 +223,7 @@ int gw_usage_list(store_tx *tx, const char *tenant_id, const char *project_id,
                          "SELECT u.id, u.at, u.tenant, u.project, u.app, u.key_id, u.model,"
                          " u.model_tenant, u.endpoint_id, u.accelerator, u.kind, u.stream,"
                          " u.prompt_tokens, u.completion_tokens, u.estimated, u.latency_us,"
-                         " u.status, COALESCE(k.name, '') FROM usage_records u"
+                         " u.status, COALESCE(k.name, ''), u.clipped FROM usage_records u"
                          " LEFT JOIN api_keys k ON k.id = u.key_id WHERE u.tenant_id = ?"
                          " AND (? IS NULL OR u.project_id = ?) AND (? IS NULL OR u.key_id = ?)"
                          " ORDER BY u.at DESC, u.id LIMIT ?",
@@ -216,9 +240,10 @@ int gw_usage_list(store_tx *tx, const char *tenant_id, const char *project_id,
             "endpoint", store_text(s, 8), "accelerator", store_text(s, 9), "stream",
             (int)store_int(s, 11), "prompt_tokens", (json_int_t)store_int(s, 12),
             "completion_tokens", (json_int_t)store_int(s, 13), "total_tokens",
-            (json_int_t)(store_int(s, 12) + store_int(s, 13)), "estimated", (int)store_int(s, 14),
+            (json_int_t)gw_sat_add(store_int(s, 12), store_int(s, 13)), "estimated", (int)store_int(s, 14),
             "latency_ms", (double)store_int(s, 15) / 1000.0, "status", (json_int_t)store_int(s, 16));
         json_object_set_new(o, "kind", json_string(store_text(s, 10)));
+        json_object_set_new(o, "clipped", json_boolean(store_int(s, 18) != 0));
         json_array_append_new(arr, o);
     }
     store_done(s);

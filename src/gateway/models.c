@@ -267,6 +267,7 @@ int gw_endpoint_add(store_tx *tx, const char *tenant_id, const char *model_id, j
     if (!url == !job)
         return gp_err_set(err, GP_EINVALID, "give either url, or job and port");
     if (url && (rc = url_ok(url, base, err))) return rc;
+    if (url && (rc = gw_url_check(base, err))) return rc;
     if (url && has_port) return gp_err_set(err, GP_EINVALID, "port goes with job, not url");
     if (job) {
         if (!has_port || port < 1 || port > 65535)
@@ -282,6 +283,23 @@ int gw_endpoint_add(store_tx *tx, const char *tenant_id, const char *model_id, j
         if (rc < 0) return rc;
         if (!n) return gp_err_set(err, GP_EINVALID, "job '%.40s' is not a job of this tenant", job);
     }
+    /* bounded: per model (what routing uses) and per tenant */
+    store_stmt *s;
+    rc = store_query(tx, &s, err,
+                     "SELECT (SELECT COUNT(*) FROM endpoints WHERE model_id = ?),"
+                     " (SELECT COUNT(*) FROM endpoints e JOIN models m ON m.id = e.model_id"
+                     " WHERE m.tenant_id = ?)",
+                     "ss", model_id, tenant_id);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    int64_t per_model = rc > 0 ? store_int(s, 0) : 0, per_tenant = rc > 0 ? store_int(s, 1) : 0;
+    store_done(s);
+    if (rc < 0) return rc;
+    if (per_model >= GW_MAX_ENDPOINTS)
+        return gp_err_set(err, GP_ECONFLICT, "a model has at most %d endpoints", GW_MAX_ENDPOINTS);
+    if (per_tenant >= GW_MAX_TENANT_ENDPOINTS)
+        return gp_err_set(err, GP_ECONFLICT, "a tenant has at most %d endpoints",
+                          GW_MAX_TENANT_ENDPOINTS);
     rnd_id(id);
     return store_exec(tx, NULL, err,
                       "INSERT INTO endpoints (id, model_id, url, job_id, port, accelerator,"
@@ -406,13 +424,14 @@ int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, 
                                              "access to it.", model);
     rc = store_query(tx, &s, err,
                      "SELECT e.id, e.url, e.port, e.accelerator, e.upstream_model,"
-                     " MIN(COALESCE(n.hostname, '')), MIN(COALESCE(n.name, '')) FROM endpoints e"
+                     " MIN(COALESCE(n.hostname, '')), MIN(COALESCE(n.name, '')), e.state"
+                     " FROM endpoints e"
                      " LEFT JOIN jobs j ON j.id = e.job_id AND j.state = 'running'"
                      " LEFT JOIN bindings b ON b.job_id = j.id AND b.end_us IS NULL"
                      " LEFT JOIN nodes n ON n.name = b.node"
-                     " WHERE e.model_id = ? AND e.state <> 'unhealthy'"
+                     " WHERE e.model_id = ?"
                      " AND (e.job_id = '' OR n.name IS NOT NULL)"
-                     " GROUP BY e.id ORDER BY e.created_at, e.id",
+                     " GROUP BY e.id, e.state ORDER BY e.created_at, e.id",
                      "s", mid);
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0 && out->n < GW_MAX_ENDPOINTS) {
@@ -423,12 +442,30 @@ int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, 
         } else {
             const char *host = *store_text(s, 5) ? store_text(s, 5) : store_text(s, 6);
             snprintf(e->base, sizeof e->base, "http://%s:%lld/v1", host, (long long)store_int(s, 2));
+            e->job = 1;
         }
         snprintf(e->accelerator, sizeof e->accelerator, "%s", store_text(s, 3));
         snprintf(e->upstream_model, sizeof e->upstream_model, "%s", store_text(s, 4));
+        e->healthy = strcmp(store_text(s, 7), "unhealthy") != 0;
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;
+}
+
+int gw_route_order(const gw_route *r, const int *usable, unsigned long rr,
+                   int order[GW_MAX_ENDPOINTS], int *panic) {
+    int n = r->n < 0 ? 0 : r->n > GW_MAX_ENDPOINTS ? GW_MAX_ENDPOINTS : r->n, k = 0;
+    *panic = 0;
+    if (!n) return 0;
+    unsigned long start = rr % (unsigned long)n;
+    for (int i = 0; i < n; i++) {
+        int j = (int)((start + (unsigned long)i) % (unsigned long)n);
+        if (r->ep[j].healthy && (!usable || usable[j])) order[k++] = j;
+    }
+    if (k) return k;
+    *panic = 1; /* every endpoint down or ejected: try them all anyway */
+    for (int i = 0; i < n; i++) order[k++] = (int)((start + (unsigned long)i) % (unsigned long)n);
+    return k;
 }
 
 int gw_models_for_key(store_tx *tx, const gw_key *k, json_t **data, gp_err *err) {
@@ -493,8 +530,36 @@ int gw_endpoint_targets(store_tx *tx, json_t **items, gp_err *err) {
 }
 
 int gw_endpoint_set_state(store_tx *tx, const char *id, const char *state, const char *error,
-                          gp_err *err) {
+                          const char *detail, gp_err *err) {
     return store_exec(tx, NULL, err,
-                      "UPDATE endpoints SET state = ?, last_error = ?, checked_at = ? WHERE id = ?",
-                      "ssis", state, error ? error : "", gt_now_us(), id);
+                      "UPDATE endpoints SET state = ?, last_error = ?, last_error_detail = ?,"
+                      " checked_at = ? WHERE id = ?",
+                      "sssis", state, error ? error : "", detail ? detail : "", gt_now_us(), id);
+}
+
+int gw_model_error_details(store_tx *tx, json_t *model, gp_err *err) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(model, "endpoints"), i, e) {
+        store_stmt *s;
+        int rc = store_query(tx, &s, err, "SELECT last_error_detail FROM endpoints WHERE id = ?",
+                             "s", json_string_value(json_object_get(e, "id")));
+        if (rc) return rc;
+        rc = store_step(s, err);
+        if (rc > 0) json_object_set_new(e, "last_error_detail", json_string(store_text(s, 0)));
+        store_done(s);
+        if (rc < 0) return rc;
+    }
+    return GP_OK;
+}
+
+int gw_model_is_public(store_tx *tx, const char *model_id, int *pub, gp_err *err) {
+    store_stmt *s;
+    *pub = 0;
+    int rc = store_query(tx, &s, err, "SELECT visibility FROM models WHERE id = ?", "s", model_id);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc > 0) *pub = !strcmp(store_text(s, 0), "public");
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
 }

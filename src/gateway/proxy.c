@@ -6,6 +6,8 @@
  * caller can wait for the status line and headers (to answer with the
  * upstream's status), then pull the body piece by piece as the upstream
  * sends it - which is what streaming needs - all on the caller's thread.
+ * Every socket is checked against the address rules once resolved
+ * (open_socket), no redirect is followed and no proxy used.
  * Connections are kept in a cache shared by every call (CURLSH), so
  * consecutive requests to one upstream reuse their TCP connections; and
  * each thread keeps its last multi and easy handles for its next call
@@ -16,11 +18,18 @@
 
 #include "../core/strbuf.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 struct gw_call {
     CURLM *multi;
@@ -34,6 +43,8 @@ struct gw_call {
     long status;
     char content_type[128];
     char error[CURL_ERROR_SIZE];
+    int job;             /* a job's endpoint (gateway.h, "where endpoints may point") */
+    char refused[200];   /* why a connection was refused by the address rules */
 };
 
 /* CA file for https upstreams (--upstream-ca), or NULL: the system's store */
@@ -44,9 +55,291 @@ void gw_set_upstream_ca(const char *path) {
     upstream_ca = path ? strdup(path) : NULL;
 }
 
+/* ---- where endpoints may point ---- */
+
+/* An address as 16 bytes (IPv4 as ::ffff:a.b.c.d), and a CIDR of that form. */
+typedef struct cidr {
+    unsigned char a[16];
+    int bits;
+} cidr;
+
+#define MAX_ALLOW 64
+static cidr allow[MAX_ALLOW];
+static int nallow;
+static unsigned char self_addr[16];
+static int self_set, self_any, self_port;
+/* the allow-list and the own address are set at start (the own port once the server
+ * listens) while requests may already check endpoints: read and written under this lock */
+static pthread_rwlock_t addr_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+static void v4_mapped(const unsigned char v4[4], unsigned char out[16]) {
+    memset(out, 0, 10);
+    out[10] = out[11] = 0xff;
+    memcpy(out + 12, v4, 4);
+}
+
+/* Parse a numeric address (IPv4 in any form inet_aton takes, IPv6, "[v6]"). 0 ok. */
+static int parse_addr(const char *text, unsigned char out[16]) {
+    char buf[80];
+    size_t n = strlen(text);
+    if (n >= sizeof buf || !n) return -1;
+    if (text[0] == '[' && text[n - 1] == ']') {
+        memcpy(buf, text + 1, n - 2);
+        buf[n - 2] = '\0';
+    } else {
+        memcpy(buf, text, n + 1);
+    }
+    struct in6_addr a6;
+    struct in_addr a4;
+    if (inet_pton(AF_INET6, buf, &a6) == 1) {
+        memcpy(out, &a6, 16);
+        return 0;
+    }
+    if (inet_aton(buf, &a4)) {
+        v4_mapped((const unsigned char *)&a4, out);
+        return 0;
+    }
+    return -1;
+}
+
+static int in_cidr(const unsigned char a[16], const unsigned char net[16], int bits) {
+    int full = bits / 8, rest = bits % 8;
+    if (memcmp(a, net, (size_t)full)) return 0;
+    if (!rest) return 1;
+    unsigned char m = (unsigned char)(0xff << (8 - rest));
+    return (a[full] & m) == (net[full] & m);
+}
+
+static int is_v4(const unsigned char a[16]) {
+    static const unsigned char pre[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    return !memcmp(a, pre, 12);
+}
+
+/* Which refused class an address is in, or NULL. */
+static const char *refused_class(const unsigned char a[16]) {
+    static const unsigned char zero[16] = {0};
+    if (is_v4(a)) {
+        const unsigned char *v = a + 12;
+        if (v[0] == 127) return "a loopback address";
+        if (v[0] == 0) return "an unspecified address";
+        if (v[0] == 169 && v[1] == 254) return "a link-local address (cloud metadata among them)";
+        if (v[0] >= 224) return "a multicast or broadcast address";
+        if ((v[0] == 100 && v[1] == 100 && v[2] == 100 && v[3] == 200) ||
+            (v[0] == 168 && v[1] == 63 && v[2] == 129 && v[3] == 16))
+            return "a cloud metadata address";
+        return NULL;
+    }
+    if (!memcmp(a, zero, 15) && a[15] == 1) return "a loopback address";
+    if (!memcmp(a, zero, 16)) return "an unspecified address";
+    if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80) return "a link-local address";
+    if (a[0] == 0xff) return "a multicast address";
+    /* fd00:ec2::254 (AWS's metadata over IPv6) */
+    static const unsigned char aws6[16] = {0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54};
+    if (!memcmp(a, aws6, 16)) return "a cloud metadata address";
+    /* IPv4 compatible (::a.b.c.d) and NAT64 (64:ff9b::/96) forms of an IPv4 address */
+    static const unsigned char nat64[12] = {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
+    if (!memcmp(a, zero, 12) || !memcmp(a, nat64, 12)) {
+        unsigned char m[16];
+        v4_mapped(a + 12, m);
+        return refused_class(m);
+    }
+    return NULL;
+}
+
+int gw_set_endpoint_allow(const char *cidrs, gp_err *err) {
+    cidr tmp[MAX_ALLOW];
+    int n = 0;
+    const char *p = cidrs ? cidrs : "";
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        char item[96];
+        const char *b = p, *e = p + len;
+        while (b < e && (*b == ' ' || *b == '\t')) b++;
+        while (e > b && (e[-1] == ' ' || e[-1] == '\t')) e--;
+        p += len + (p[len] == ',');
+        if (b == e) continue;
+        if ((size_t)(e - b) >= sizeof item || n == MAX_ALLOW)
+            return gp_err_set(err, GP_EINVALID, "--endpoint-allow: too long (at most %d CIDRs)",
+                              MAX_ALLOW);
+        memcpy(item, b, (size_t)(e - b));
+        item[e - b] = '\0';
+        char *slash = strchr(item, '/');
+        long bits = -1;
+        if (slash) {
+            char *end;
+            *slash = '\0';
+            bits = strtol(slash + 1, &end, 10);
+            if (!slash[1] || *end) bits = -2;
+        }
+        unsigned char a[16];
+        struct in6_addr a6;
+        struct in_addr a4;
+        int v6 = inet_pton(AF_INET6, item, &a6) == 1, v4 = !v6 && inet_pton(AF_INET, item, &a4) == 1;
+        if (v6) memcpy(a, &a6, 16);
+        else if (v4) v4_mapped((const unsigned char *)&a4, a);
+        if ((!v4 && !v6) || bits == -2 || bits > (v4 ? 32 : 128))
+            return gp_err_set(err, GP_EINVALID,
+                              "--endpoint-allow: '%s%s%s' is not an address or CIDR (10.0.0.0/8, ::1/128)",
+                              item, slash ? "/" : "", slash ? slash + 1 : "");
+        tmp[n].bits = bits < 0 ? 128 : (int)bits + (v4 ? 96 : 0);
+        memcpy(tmp[n].a, a, 16);
+        n++;
+    }
+    pthread_rwlock_wrlock(&addr_lock);
+    memcpy(allow, tmp, sizeof tmp);
+    nallow = n;
+    pthread_rwlock_unlock(&addr_lock);
+    return GP_OK;
+}
+
+static void set_self_locked(const char *host, int port) {
+    self_set = 0;
+    if (!host) return;
+    self_port = port;
+    self_any = !*host || !strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !strcmp(host, "[::]") ||
+               !strcmp(host, "*");
+    if (self_any || parse_addr(host, self_addr) == 0) self_set = 1;
+    else if (!strcasecmp(host, "localhost")) {
+        unsigned char lo[4] = {127, 0, 0, 1};
+        v4_mapped(lo, self_addr);
+        self_set = 1;
+    }
+}
+
+void gw_set_self_address(const char *host, int port) {
+    pthread_rwlock_wrlock(&addr_lock);
+    set_self_locked(host, port);
+    pthread_rwlock_unlock(&addr_lock);
+}
+
+/* Is `a` the control plane's own listen address (port included)?  Under addr_lock. */
+static int is_self(const unsigned char a[16], int port) {
+    if (!self_set || port != self_port) return 0;
+    if (!memcmp(a, self_addr, 16)) return 1;
+    if (!self_any) return 0;
+    /* a server listening on every address: any address of this host */
+    if (refused_class(a)) return 1;
+    struct ifaddrs *ifs = NULL;
+    int found = 0;
+    if (getifaddrs(&ifs) != 0) return 1; /* cannot tell: refuse */
+    for (struct ifaddrs *i = ifs; i && !found; i = i->ifa_next) {
+        unsigned char b[16];
+        if (!i->ifa_addr) continue;
+        if (i->ifa_addr->sa_family == AF_INET) {
+            v4_mapped((const unsigned char *)&((const struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, b);
+        } else if (i->ifa_addr->sa_family == AF_INET6) {
+            memcpy(b, &((const struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr, 16);
+        } else {
+            continue;
+        }
+        found = !memcmp(a, b, 16);
+    }
+    freeifaddrs(ifs);
+    return found;
+}
+
+static int check_bytes_locked(const unsigned char a[16], const char *shown, int port, int job,
+                              char *why, size_t whylen) {
+    if (is_self(a, port)) {
+        snprintf(why, whylen, "%s port %d is the control plane's own address", shown, port);
+        return -1;
+    }
+    if (job) return 0;
+    const char *cls = refused_class(a);
+    if (!cls) return 0;
+    for (int i = 0; i < nallow; i++)
+        if (in_cidr(a, allow[i].a, allow[i].bits)) return 0;
+    snprintf(why, whylen,
+             "%s is %s, where model endpoints may not point (ops may allow it with --endpoint-allow)",
+             shown, cls);
+    return -1;
+}
+
+static int check_bytes(const unsigned char a[16], const char *shown, int port, int job, char *why,
+                       size_t whylen) {
+    pthread_rwlock_rdlock(&addr_lock);
+    int rc = check_bytes_locked(a, shown, port, job, why, whylen);
+    pthread_rwlock_unlock(&addr_lock);
+    return rc;
+}
+
+int gw_addr_check(const char *addr, int port, int job, gp_err *err) {
+    unsigned char a[16];
+    char why[200];
+    if (!addr || parse_addr(addr, a))
+        return gp_err_set(err, GP_EINVALID, "'%.80s' is not a numeric address", addr ? addr : "");
+    if (check_bytes(a, addr, port, job, why, sizeof why))
+        return gp_err_set(err, GP_EINVALID, "%s", why);
+    return GP_OK;
+}
+
+int gw_url_check(const char *url, gp_err *err) {
+    const char *host = strstr(url, "://");
+    if (!host) return gp_err_set(err, GP_EINVALID, "url must be an http:// or https:// base URL");
+    int https = !strncasecmp(url, "https", 5);
+    host += 3;
+    size_t hl = strcspn(host, "/");
+    char h[300];
+    if (hl >= sizeof h) return gp_err_set(err, GP_EINVALID, "url: host too long");
+    memcpy(h, host, hl);
+    h[hl] = '\0';
+    int port = https ? 443 : 80;
+    char *colon = h[0] == '[' ? strstr(h, "]:") : strrchr(h, ':');
+    if (colon && (h[0] != '[' || colon[0] == ']')) {
+        char *pp = colon[0] == ']' ? colon + 2 : colon + 1;
+        char *end;
+        long v = strtol(pp, &end, 10);
+        if (!*pp || *end || v < 1 || v > 65535)
+            return gp_err_set(err, GP_EINVALID, "url: the port must be 1..65535");
+        port = (int)v;
+        colon[colon[0] == ']' ? 1 : 0] = '\0';
+    }
+    size_t n = strlen(h);
+    while (n && h[n - 1] == '.') h[--n] = '\0'; /* "localhost." */
+    unsigned char a[16];
+    char why[200];
+    if (parse_addr(h, a) == 0) {
+        if (check_bytes(a, h, port, 0, why, sizeof why)) return gp_err_set(err, GP_EINVALID, "%s", why);
+        return GP_OK;
+    }
+    if (!strcasecmp(h, "localhost") || (n > 10 && !strcasecmp(h + n - 10, ".localhost"))) {
+        unsigned char lo[4] = {127, 0, 0, 1};
+        v4_mapped(lo, a);
+        if (check_bytes(a, h, port, 0, why, sizeof why)) return gp_err_set(err, GP_EINVALID, "%s", why);
+    }
+    return GP_OK; /* a name: checked after resolution, on every connection */
+}
+
+/* libcurl opens each socket here: the resolved address is checked first. */
+static curl_socket_t open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *sa) {
+    gw_call *c = ud;
+    (void)purpose;
+    unsigned char a[16];
+    int port = 0;
+    char shown[INET6_ADDRSTRLEN] = "?";
+    if (sa->family == AF_INET && sa->addrlen >= sizeof(struct sockaddr_in)) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&sa->addr;
+        v4_mapped((const unsigned char *)&in->sin_addr, a);
+        port = ntohs(in->sin_port);
+        inet_ntop(AF_INET, &in->sin_addr, shown, sizeof shown);
+    } else if (sa->family == AF_INET6 && sa->addrlen >= sizeof(struct sockaddr_in6)) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&sa->addr;
+        memcpy(a, &in6->sin6_addr, 16);
+        port = ntohs(in6->sin6_port);
+        inet_ntop(AF_INET6, &in6->sin6_addr, shown, sizeof shown);
+    } else {
+        snprintf(c->refused, sizeof c->refused, "an address of an unknown family");
+        return CURL_SOCKET_BAD;
+    }
+    if (check_bytes(a, shown, port, c->job, c->refused, sizeof c->refused)) return CURL_SOCKET_BAD;
+    return socket(sa->family, sa->socktype, sa->protocol);
+}
+
 /* ---- the shared connection cache ---- */
 
-static CURLSH *share;
+/* [0] URL endpoints, [1] job endpoints: a connection the address rules let a job's endpoint
+ * open (its node may be this host) is never reused for a tenant's URL to the same name */
+static CURLSH *shares[2];
 static pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
 static pthread_once_t share_once = PTHREAD_ONCE_INIT;
 
@@ -79,12 +372,14 @@ static void handles_free(void *p) {
 static void share_init(void) {
     pthread_key_create(&handles_key, handles_free);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_init(&share_mu[i], NULL);
-    share = curl_share_init();
-    if (!share) return;
-    curl_share_setopt(share, CURLSHOPT_LOCKFUNC, lock_cb);
-    curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, unlock_cb);
-    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
-    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    for (int i = 0; i < 2; i++) {
+        CURLSH *share = shares[i] = curl_share_init();
+        if (!share) continue;
+        curl_share_setopt(share, CURLSHOPT_LOCKFUNC, lock_cb);
+        curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, unlock_cb);
+        curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+        curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    }
 }
 
 /* ---- callbacks ---- */
@@ -169,6 +464,7 @@ int gw_call_start(const gw_endpoint *ep, const char *path, const char *body, siz
     }
     char url[768];
     snprintf(url, sizeof url, "%s%s", ep->base, path);
+    c->job = ep->job;
     c->hdrs = curl_slist_append(c->hdrs, body ? "Content-Type: application/json" : "Accept: */*");
     c->hdrs = curl_slist_append(c->hdrs, "Expect:");
     CURL *e = c->easy;
@@ -187,19 +483,26 @@ int gw_call_start(const gw_endpoint *ep, const char *path, const char *body, siz
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
     curl_easy_setopt(e, CURLOPT_TIMEOUT, (long)(timeout_s > 0 ? timeout_s : 300));
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    /* never follow a redirect (a 3xx is the caller's to refuse), never through a proxy
+     * (the address checked must be the upstream's), every socket checked once resolved */
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(e, CURLOPT_PROXY, "");
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, c);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
     /* https upstreams are verified (peer and host name) against the system's store */
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
     if (upstream_ca) curl_easy_setopt(e, CURLOPT_CAINFO, upstream_ca);
-    if (share) curl_easy_setopt(e, CURLOPT_SHARE, share);
+    if (shares[ep->job ? 1 : 0]) curl_easy_setopt(e, CURLOPT_SHARE, shares[ep->job ? 1 : 0]);
     curl_multi_add_handle(c->multi, e);
     while (!c->headers_done && !c->done) pump(c, 1000);
     if (c->done && !c->headers_done) {
         /* no answer at all: the caller may try another endpoint */
-        int rc = gp_err_set(err, GP_EIO, "upstream %s: %s", ep->base,
-                            c->error[0] ? c->error : curl_easy_strerror(c->result));
+        int rc = c->refused[0]
+                     ? gp_err_set(err, GP_EIO, "upstream %s: refused: %s", ep->base, c->refused)
+                     : gp_err_set(err, GP_EIO, "upstream %s: %s", ep->base,
+                                  c->error[0] ? c->error : curl_easy_strerror(c->result));
         gw_call_free(c);
         return rc;
     }

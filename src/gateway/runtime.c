@@ -11,6 +11,16 @@
  * admission adds to its own.  Limits hold across processes to within what
  * arrives in that second.
  *
+ * Requests in flight per key (max_parallel) are counted here too, and shared
+ * the same way (rows of scope 'c', requests = this process's count now): a
+ * key's limit holds across processes to within what starts in that second.
+ *
+ * Endpoints (issue 22): an endpoint is marked unhealthy only after
+ * eject_after checks in a row failed, and one that failed eject_after
+ * requests in a row here is ejected from this process's routing for
+ * eject_ms (gw_rt_usable); when every endpoint of a model is down or
+ * ejected, requests try them anyway (gw_route_order's panic mode).
+ *
  * Nothing acknowledged is lost: gw_rt_record() only queues, but the
  * flusher writes at least every flush_ms, gw_rt_stop() flushes what is
  * left, and a batch that fails to commit stays queued for the next try.
@@ -38,9 +48,23 @@ typedef struct rate_ent {
     gw_window req, tok;      /* this process's counts */
     gw_window oreq, otok;    /* the other processes' (shared through the store) */
     int limited;             /* a limit applies: the counts are shared */
+    int64_t refused_minute[GW_REFUSE__N]; /* minute (+1) of the last audited refusal, by kind */
+    int64_t refused_quiet[GW_REFUSE__N];  /* refusals not audited since */
     int dirty;               /* counted since the last share */
     int shared;              /* oreq/otok come from the store */
+    int64_t inflight;        /* requests of this key in flight here (scope 'k') */
+    int64_t oinflight;       /* ... in the other processes, as last shared */
+    int parallel_limited;    /* a max_parallel applies: the count is shared */
+    int parallel_dirty;      /* inflight changed since the last share */
 } rate_ent;
+
+typedef struct ep_ent {
+    struct ep_ent *next;
+    char id[RND_ID_LEN];
+    int fails;               /* requests in a row that failed here */
+    int check_fails;         /* health checks in a row that failed (the leader's) */
+    int64_t ejected_until;   /* wall clock, us; 0: not ejected */
+} ep_ent;
 
 struct gw_runtime {
     store_t *store;
@@ -55,6 +79,11 @@ struct gw_runtime {
     unsigned long rr;        /* round-robin counter */
     int64_t next_health_us, next_holds_us, next_share_us;
     char process[RND_ID_LEN]; /* this run, in rate_counts */
+    /* counters for /metrics (under mu) */
+    uint64_t refusals[GW_REFUSE__N], refusals_audited[GW_REFUSE__N], clipped;
+    uint64_t retrievals;     /* knowledge-base queries made for requests */
+    ep_ent *eps[NBUCKETS];   /* endpoints' failure counts (under mu) */
+    uint64_t ejections, panics;
 };
 
 static unsigned hash(char scope, const char *id) {
@@ -126,6 +155,147 @@ void gw_rt_adjust(gw_runtime *rt, const gw_key *k, int64_t token_delta, int64_t 
         gw_window_add(&pe->tok, now_us, token_delta);
         pe->dirty = 1;
     }
+    pthread_mutex_unlock(&rt->mu);
+}
+
+int gw_rt_enter(gw_runtime *rt, const gw_key *k, int64_t *in_flight) {
+    pthread_mutex_lock(&rt->mu);
+    rate_ent *ke = ent(rt, 'k', k->id);
+    int ok = ke != NULL;
+    if (ke) {
+        int64_t all = gw_sat_add(ke->inflight, ke->oinflight);
+        if (k->max_parallel > 0) ke->parallel_limited = 1;
+        if (k->max_parallel > 0 && all >= k->max_parallel) ok = 0;
+        else ke->inflight++, ke->parallel_dirty = 1;
+        *in_flight = all;
+    }
+    pthread_mutex_unlock(&rt->mu);
+    return ok;
+}
+
+void gw_rt_leave(gw_runtime *rt, const char *key_id) {
+    pthread_mutex_lock(&rt->mu);
+    rate_ent *ke = ent(rt, 'k', key_id);
+    if (ke && ke->inflight > 0) ke->inflight--, ke->parallel_dirty = 1;
+    pthread_mutex_unlock(&rt->mu);
+}
+
+/* The failure counts of endpoint `id`, created on first use; NULL when out of memory. Locked. */
+static ep_ent *ep(gw_runtime *rt, const char *id) {
+    unsigned h = hash('e', id);
+    for (ep_ent *e = rt->eps[h]; e; e = e->next)
+        if (!strcmp(e->id, id)) return e;
+    ep_ent *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    snprintf(e->id, sizeof e->id, "%s", id);
+    e->next = rt->eps[h];
+    rt->eps[h] = e;
+    return e;
+}
+
+void gw_rt_usable(gw_runtime *rt, const gw_route *r, int64_t now_us,
+                  int usable[GW_MAX_ENDPOINTS]) {
+    pthread_mutex_lock(&rt->mu);
+    for (int i = 0; i < r->n && i < GW_MAX_ENDPOINTS; i++) {
+        ep_ent *e = NULL;
+        unsigned h = hash('e', r->ep[i].id);
+        for (e = rt->eps[h]; e && strcmp(e->id, r->ep[i].id); e = e->next) {}
+        usable[i] = !e || e->ejected_until <= now_us;
+    }
+    pthread_mutex_unlock(&rt->mu);
+}
+
+void gw_rt_endpoint_result(gw_runtime *rt, const char *ep_id, int ok, int64_t now_us) {
+    int ejected = 0;
+    pthread_mutex_lock(&rt->mu);
+    ep_ent *e = ep_id && *ep_id ? ep(rt, ep_id) : NULL;
+    if (e && ok) {
+        e->fails = 0;
+        e->ejected_until = 0;
+    } else if (e && ++e->fails >= rt->cfg.eject_after && e->ejected_until <= now_us) {
+        e->ejected_until = now_us + (int64_t)rt->cfg.eject_ms * 1000;
+        e->fails = 0; /* after the ejection it gets eject_after more tries */
+        rt->ejections++;
+        ejected = 1;
+    }
+    pthread_mutex_unlock(&rt->mu);
+    if (ejected) {
+        char ms[24];
+        snprintf(ms, sizeof ms, "%d", rt->cfg.eject_ms);
+        log_kv(LOG_WARN, "endpoint ejected after consecutive failures", "endpoint", ep_id,
+               "for_ms", ms, (char *)NULL);
+    }
+}
+
+void gw_rt_count_panic(gw_runtime *rt) {
+    pthread_mutex_lock(&rt->mu);
+    rt->panics++;
+    pthread_mutex_unlock(&rt->mu);
+}
+
+void gw_rt_count_retrieval(gw_runtime *rt) {
+    pthread_mutex_lock(&rt->mu);
+    rt->retrievals++;
+    pthread_mutex_unlock(&rt->mu);
+}
+
+int gw_rt_refusal(gw_runtime *rt, const char *key_id, int kind, int64_t now_us,
+                  int64_t *suppressed) {
+    if (kind < 0 || kind >= GW_REFUSE__N) return 0;
+    int64_t minute = now_us / MINUTE_US + 1;
+    int audit = 0;
+    *suppressed = 0;
+    pthread_mutex_lock(&rt->mu);
+    rt->refusals[kind]++;
+    rate_ent *e = ent(rt, 'k', key_id);
+    if (e && e->refused_minute[kind] != minute) {
+        e->refused_minute[kind] = minute;
+        *suppressed = e->refused_quiet[kind];
+        e->refused_quiet[kind] = 0;
+        rt->refusals_audited[kind]++;
+        audit = 1;
+    } else if (e) {
+        e->refused_quiet[kind]++;
+    }
+    pthread_mutex_unlock(&rt->mu);
+    return audit;
+}
+
+void gw_rt_count_clipped(gw_runtime *rt) {
+    pthread_mutex_lock(&rt->mu);
+    rt->clipped++;
+    pthread_mutex_unlock(&rt->mu);
+}
+
+void gw_rt_metrics(gw_runtime *rt, strbuf *out) {
+    static const char *const kinds[GW_REFUSE__N] = {"model_not_allowed", "rate_limit", "quota",
+                                                    "parallel"};
+    pthread_mutex_lock(&rt->mu);
+    sb_adds(out, "# HELP gpupool_gateway_refusals_total gateway requests of a known key refused,"
+                 " by reason\n# TYPE gpupool_gateway_refusals_total counter\n");
+    for (int i = 0; i < GW_REFUSE__N; i++)
+        sb_addf(out, "gpupool_gateway_refusals_total{reason=\"%s\"} %llu\n", kinds[i],
+                (unsigned long long)rt->refusals[i]);
+    sb_adds(out, "# HELP gpupool_gateway_refusals_audited_total of those, the ones written to the"
+                 " audit trail (at most one per key, reason and minute)\n"
+                 "# TYPE gpupool_gateway_refusals_audited_total counter\n");
+    for (int i = 0; i < GW_REFUSE__N; i++)
+        sb_addf(out, "gpupool_gateway_refusals_audited_total{reason=\"%s\"} %llu\n", kinds[i],
+                (unsigned long long)rt->refusals_audited[i]);
+    sb_addf(out, "# HELP gpupool_gateway_usage_clipped_total usage records whose upstream usage was"
+                 " refused or cut down\n# TYPE gpupool_gateway_usage_clipped_total counter\n"
+                 "gpupool_gateway_usage_clipped_total %llu\n", (unsigned long long)rt->clipped);
+    sb_addf(out, "# HELP gpupool_gateway_retrievals_total knowledge-base queries made for gateway"
+                 " requests (after every limit admitted them)\n"
+                 "# TYPE gpupool_gateway_retrievals_total counter\n"
+                 "gpupool_gateway_retrievals_total %llu\n", (unsigned long long)rt->retrievals);
+    sb_addf(out, "# HELP gpupool_gateway_ejections_total endpoints ejected from routing after"
+                 " consecutive failed requests\n# TYPE gpupool_gateway_ejections_total counter\n"
+                 "gpupool_gateway_ejections_total %llu\n"
+                 "# HELP gpupool_gateway_panic_total requests routed to endpoints all down or"
+                 " ejected (tried anyway)\n# TYPE gpupool_gateway_panic_total counter\n"
+                 "gpupool_gateway_panic_total %llu\n",
+            (unsigned long long)rt->ejections, (unsigned long long)rt->panics);
     pthread_mutex_unlock(&rt->mu);
 }
 
@@ -228,17 +398,30 @@ static int share_windows(gw_runtime *rt, gp_err *err) {
     pthread_mutex_lock(&rt->mu);
     for (int b = 0; b < NBUCKETS && !rc; b++)
         for (rate_ent *e = rt->buckets[b]; e && !rc; e = e->next) {
-            if (!e->limited) continue;
-            share_row *r = share_push(&rows, &n, &cap, e->scope, e->id);
-            if (!r) {
-                rc = gp_err_set(err, GP_ENOMEM, NULL);
-                break;
+            if (e->limited) {
+                share_row *r = share_push(&rows, &n, &cap, e->scope, e->id);
+                if (!r) {
+                    rc = gp_err_set(err, GP_ENOMEM, NULL);
+                    break;
+                }
+                r->req = gw_window_merge(&e->req, &zero, now); /* rolled to now */
+                r->tok = gw_window_merge(&e->tok, &zero, now);
+                r->dirty = e->dirty;
+                writes |= e->dirty;
+                e->dirty = 0;
             }
-            r->req = gw_window_merge(&e->req, &zero, now); /* rolled to now */
-            r->tok = gw_window_merge(&e->tok, &zero, now);
-            r->dirty = e->dirty;
-            writes |= e->dirty;
-            e->dirty = 0;
+            /* requests in flight: written every time while there are any (a row of this
+             * minute is what the others read), and once more when they drop to 0 */
+            if (e->parallel_limited && (e->inflight > 0 || e->parallel_dirty)) {
+                share_row *r = share_push(&rows, &n, &cap, 'c', e->id);
+                if (!r) {
+                    rc = gp_err_set(err, GP_ENOMEM, NULL);
+                    break;
+                }
+                r->req = (gw_window){m, 0, e->inflight};
+                r->dirty = writes = 1;
+                e->parallel_dirty = 0;
+            }
         }
     pthread_mutex_unlock(&rt->mu);
     if (rc) {
@@ -248,7 +431,8 @@ static int share_windows(gw_runtime *rt, gp_err *err) {
     store_tx *tx;
     if (writes && !(rc = store_begin(rt->store, STORE_WRITE, &tx, err))) {
         for (size_t i = 0; i < n && !rc; i++)
-            for (int back = 0; back < 2 && rows[i].dirty && !rc; back++)
+            for (int back = 0; back < (rows[i].scope[0] == 'c' ? 1 : 2) && rows[i].dirty && !rc;
+                 back++)
                 rc = store_exec(tx, NULL, err,
                                 "INSERT INTO rate_counts (scope, id, minute, process, requests,"
                                 " tokens) VALUES (?,?,?,?,?,?) ON CONFLICT (scope, id, minute,"
@@ -264,8 +448,10 @@ static int share_windows(gw_runtime *rt, gp_err *err) {
         if (rc) { /* write them again next time */
             pthread_mutex_lock(&rt->mu);
             for (size_t i = 0; i < n; i++) {
-                rate_ent *e = rows[i].dirty ? ent(rt, rows[i].scope[0], rows[i].id) : NULL;
-                if (e) e->dirty = 1;
+                char sc = rows[i].scope[0];
+                rate_ent *e = rows[i].dirty ? ent(rt, sc == 'c' ? 'k' : sc, rows[i].id) : NULL;
+                if (e && sc == 'c') e->parallel_dirty = 1;
+                else if (e) e->dirty = 1;
             }
             pthread_mutex_unlock(&rt->mu);
         }
@@ -300,9 +486,16 @@ static int share_windows(gw_runtime *rt, gp_err *err) {
         if (!rc) {
             pthread_mutex_lock(&rt->mu);
             for (int b = 0; b < NBUCKETS; b++) /* not listed now: nobody else counted */
-                for (rate_ent *e = rt->buckets[b]; e; e = e->next)
+                for (rate_ent *e = rt->buckets[b]; e; e = e->next) {
                     if (e->shared) e->oreq = e->otok = (gw_window){m, 0, 0};
+                    e->oinflight = 0;
+                }
             for (size_t i = 0; i < n; i++) { /* one row per minute: two may add up */
+                if (rows[i].scope[0] == 'c') { /* in flight elsewhere: this minute's rows */
+                    rate_ent *e = rows[i].req.cur > 0 ? ent(rt, 'k', rows[i].id) : NULL;
+                    if (e) e->oinflight = gw_sat_add(e->oinflight, rows[i].req.cur);
+                    continue;
+                }
                 rate_ent *e = ent(rt, rows[i].scope[0], rows[i].id);
                 if (!e) continue;
                 if (!e->shared) e->oreq = e->otok = (gw_window){m, 0, 0};
@@ -333,27 +526,43 @@ static void check_endpoints(gw_runtime *rt) {
         const char *base = json_string_value(json_object_get(t, "base"));
         const char *path = json_string_value(json_object_get(t, "health_path"));
         const char *state = "unhealthy";
+        const char *eid = json_string_value(json_object_get(t, "id"));
+        /* tenants see a generic reason (no port-scan oracle); ops see the detail */
+        const char *generic = "";
         char why[300] = "";
         if (!*base) {
+            generic = "job not running";
             snprintf(why, sizeof why, "its job is not running");
         } else {
             gw_endpoint ep;
             memset(&ep, 0, sizeof ep);
             snprintf(ep.base, sizeof ep.base, "%s", base);
+            ep.job = *json_string_value(json_object_get(t, "job")) != '\0';
             gw_call *c;
             gp_err e2 = GP_ERR_INIT;
             if (gw_call_start(&ep, path, NULL, 0, 5, &c, &e2)) {
+                generic = "unreachable";
                 snprintf(why, sizeof why, "%s", e2.msg);
             } else {
                 long st = gw_call_status(c);
-                if (st >= 200 && st < 300) state = "healthy";
-                else snprintf(why, sizeof why, "%s%s answered HTTP %ld", base, path, st);
+                if (st >= 200 && st < 300) {
+                    state = "healthy";
+                } else {
+                    generic = "bad status";
+                    snprintf(why, sizeof why, "%s%s answered HTTP %ld", base, path, st);
+                }
                 gw_call_free(c);
             }
         }
+        /* unhealthy only after eject_after failed checks in a row (a job not running: at once) */
+        int fails = 0;
+        pthread_mutex_lock(&rt->mu);
+        ep_ent *e = ep(rt, eid);
+        if (e) fails = strcmp(state, "healthy") ? ++e->check_fails : (e->check_fails = 0);
+        pthread_mutex_unlock(&rt->mu);
+        if (*base && strcmp(state, "healthy") && e && fails < rt->cfg.eject_after) continue;
         if (store_begin(rt->store, STORE_WRITE, &tx, &err) == 0) {
-            int r2 = gw_endpoint_set_state(tx, json_string_value(json_object_get(t, "id")), state,
-                                           why, &err);
+            int r2 = gw_endpoint_set_state(tx, eid, state, generic, why, &err);
             if (r2) store_rollback(tx);
             else r2 = store_commit(tx, &err);
             if (r2) log_kv(LOG_WARN, "cannot record an endpoint check", "detail", err.msg, (char *)NULL);
@@ -429,6 +638,8 @@ int gw_rt_start(store_t *st, const gw_runtime_config *cfg, gw_runtime **out, gp_
     rnd_id(rt->process);
     if (rt->cfg.flush_ms <= 0) rt->cfg.flush_ms = 200;
     if (rt->cfg.batch <= 0) rt->cfg.batch = 256;
+    if (rt->cfg.eject_after <= 0) rt->cfg.eject_after = 3;
+    if (rt->cfg.eject_ms <= 0) rt->cfg.eject_ms = 30000;
     pthread_mutex_init(&rt->mu, NULL);
     pthread_cond_init(&rt->cv, NULL);
     rt->running = pthread_create(&rt->thread, NULL, rt_main, rt) == 0;
@@ -461,11 +672,16 @@ void gw_rt_stop(gw_runtime *rt) {
         snprintf(c, sizeof c, "%zu", rt->nq);
         log_kv(LOG_ERROR, "usage records could not be written", "count", c, (char *)NULL);
     }
-    for (int i = 0; i < NBUCKETS; i++)
+    for (int i = 0; i < NBUCKETS; i++) {
         for (rate_ent *e = rt->buckets[i], *n; e; e = n) {
             n = e->next;
             free(e);
         }
+        for (ep_ent *e = rt->eps[i], *n; e; e = n) {
+            n = e->next;
+            free(e);
+        }
+    }
     free(rt->q);
     pthread_mutex_destroy(&rt->mu);
     pthread_cond_destroy(&rt->cv);

@@ -6,6 +6,12 @@
  * looked at (never re-encoded) for its usage and for the text it carries.
  * The usage-only chunk ({"choices":[],"usage":{…}}) the gateway asked for
  * on the client's behalf is dropped when the client did not ask for it.
+ *
+ * The Responses API's events ({"type":"response.…"}) are read too: text from
+ * response.output_text.delta (and refusal / tool-argument deltas), usage
+ * {input_tokens, output_tokens} from the response of response.completed (or
+ * .incomplete / .failed), which also end the stream as [DONE] does for chat;
+ * an {"type":"error"} event is an error.
  */
 #include "gateway.h"
 
@@ -21,16 +27,20 @@ void gw_sse_init(gw_sse *s, int strip_usage) {
 
 void gw_sse_release(gw_sse *s) { sb_release(&s->pending); }
 
-/* Characters of generated text in a chunk (chat delta content, or completion text). */
+/* Bytes of generated text in a chunk (its choices' deltas, or completion text). */
 static int64_t chunk_chars(json_t *chunk) {
     int64_t n = 0;
+    const char *type = json_string_value(json_object_get(chunk, "type"));
+    if (type && (!strcmp(type, "response.output_text.delta") ||
+                 !strcmp(type, "response.refusal.delta") ||
+                 !strcmp(type, "response.function_call_arguments.delta"))) {
+        json_t *d = json_object_get(chunk, "delta"); /* a Responses API delta */
+        return json_is_string(d) ? (int64_t)json_string_length(d) : 0;
+    }
     size_t i;
     json_t *ch;
-    json_array_foreach(json_object_get(chunk, "choices"), i, ch) {
-        const char *t = json_string_value(json_object_get(json_object_get(ch, "delta"), "content"));
-        if (!t) t = json_string_value(json_object_get(ch, "text"));
-        if (t) n += (int64_t)strlen(t);
-    }
+    json_array_foreach(json_object_get(chunk, "choices"), i, ch)
+        n = gw_sat_add(n, gw_generated_chars(ch, json_object_get(ch, "delta")));
     return n;
 }
 
@@ -85,11 +95,21 @@ static int event(gw_sse *s, const char *ev, size_t n, char **rewritten) {
     if (json_object_get(j, "error")) s->saw_error = 1;
     s->completion_chars += chunk_chars(j);
     json_t *u = json_object_get(j, "usage");
+    const char *type = json_string_value(json_object_get(j, "type"));
+    if (type && !strcmp(type, "error")) s->saw_error = 1;
+    if (type && (!strcmp(type, "response.completed") || !strcmp(type, "response.incomplete") ||
+                 !strcmp(type, "response.failed"))) {
+        s->saw_done = 1; /* the Responses API's last event */
+        u = json_object_get(json_object_get(j, "response"), "usage");
+    }
     int pass = 1;
     if (json_is_object(u)) {
         s->has_usage = 1;
-        s->prompt_tokens = json_integer_value(json_object_get(u, "prompt_tokens"));
-        s->completion_tokens = json_integer_value(json_object_get(u, "completion_tokens"));
+        json_t *p = json_object_get(u, "prompt_tokens"), *c = json_object_get(u, "completion_tokens");
+        if (!p) p = json_object_get(u, "input_tokens");
+        if (!c) c = json_object_get(u, "output_tokens");
+        s->prompt_tokens = json_integer_value(p);
+        s->completion_tokens = json_integer_value(c);
         json_t *ch = json_object_get(j, "choices");
         if (s->strip_usage && json_is_array(ch) && json_array_size(ch) == 0) pass = 0;
     } else if (u && s->strip_usage) {

@@ -6,6 +6,7 @@
 
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
+#include "../core/strbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,51 +14,138 @@
 
 /* ---- join tokens ---- */
 
-int inv_join_create(store_tx *tx, const char *created_by_id, int64_t ttl_s,
-                    char token[RND_SECRET_LEN], char id[RND_ID_LEN], gp_err *err) {
+int inv_join_create(store_tx *tx, const char *created_by_id, int64_t ttl_s, const char *node_name,
+                    int64_t max_uses, char token[RND_SECRET_LEN], char id[RND_ID_LEN],
+                    gp_err *err) {
     char hash[RND_HASH_LEN];
     int64_t now = gt_now_us();
+    if (!node_name) node_name = "";
+    if (*node_name && !gp_name_valid(node_name))
+        return gp_err_set(err, GP_EINVALID, "node must be lower-case letters, digits, '-'");
+    if (max_uses < 1 || max_uses > INV_JOIN_MAX_USES)
+        return gp_err_set(err, GP_EINVALID, "max_uses must be between 1 and %d",
+                          INV_JOIN_MAX_USES);
+    if (*node_name && max_uses != 1)
+        return gp_err_set(err, GP_EINVALID, "a join token bound to a node is for one use");
     rnd_secret(INV_JOIN_PREFIX, token);
     rnd_hash_secret(token, hash);
     rnd_id(id);
     return store_exec(tx, NULL, err,
-                      "INSERT INTO join_tokens (id, hash, created_by, created_at, expires_at)"
-                      " VALUES (?,?,?,?,?)",
-                      "sssii", id, hash, created_by_id, now, now + ttl_s * 1000000);
+                      "INSERT INTO join_tokens (id, hash, created_by, created_at, expires_at,"
+                      " node_name, max_uses) VALUES (?,?,?,?,?,?,?)",
+                      "sssiisi", id, hash, created_by_id, now, now + ttl_s * 1000000, node_name,
+                      max_uses);
 }
 
-int inv_join_use(store_tx *tx, const char *token, gp_err *err) {
-    char hash[RND_HASH_LEN];
-    int changes = 0;
+const char *inv_join_refusal(int64_t now, int64_t expires_at, int revoked, int64_t uses,
+                             int64_t max_uses, const char *bound_to, const char *node) {
+    if (revoked) return "join token revoked";
+    if (expires_at <= now) return "join token expired";
+    if (bound_to && *bound_to && (!node || strcmp(bound_to, node) != 0))
+        return "join token is bound to another node name";
+    if (uses >= max_uses)
+        return max_uses == 1 ? "join token already used (it is single-use: make a new one, with"
+                               " --uses N for an agent of N nodes)"
+                             : "join token used up (all its uses are spent; make a new one)";
+    return NULL;
+}
+
+int inv_join_use(store_tx *tx, const char *token, const char *node, char id[RND_ID_LEN],
+                 gp_err *err) {
+    char hash[RND_HASH_LEN], bound[80] = "";
+    store_stmt *s;
+    id[0] = '\0';
     if (!token || strncmp(token, INV_JOIN_PREFIX, strlen(INV_JOIN_PREFIX)) != 0)
         return gp_err_set(err, GP_EUNAUTH, "invalid join token");
     rnd_hash_secret(token, hash);
-    int rc = store_exec(tx, &changes, err,
-                        "UPDATE join_tokens SET uses = uses + 1 WHERE hash = ?"
-                        " AND revoked_at IS NULL AND expires_at > ?",
-                        "si", hash, gt_now_us());
+    int rc = store_query(tx, &s, err,
+                         "SELECT id, expires_at, CASE WHEN revoked_at IS NULL THEN 0 ELSE 1 END,"
+                         " uses, max_uses, node_name, used_by FROM join_tokens WHERE hash = ?",
+                         "s", hash);
     if (rc) return rc;
-    return changes ? GP_OK : gp_err_set(err, GP_EUNAUTH, "invalid, expired or revoked join token");
+    rc = store_step(s, err);
+    if (rc <= 0) {
+        store_done(s);
+        return rc < 0 ? rc : gp_err_set(err, GP_EUNAUTH, "invalid, expired or revoked join token");
+    }
+    snprintf(id, RND_ID_LEN, "%s", store_text(s, 0));
+    int64_t exp = store_int(s, 1), uses = store_int(s, 3), max = store_int(s, 4);
+    int revoked = (int)store_int(s, 2);
+    snprintf(bound, sizeof bound, "%s", store_text(s, 5));
+    json_t *used = json_loads(store_text(s, 6), 0, NULL);
+    store_done(s);
+    const char *why = inv_join_refusal(gt_now_us(), exp, revoked, uses, max, bound, node);
+    if (why) {
+        json_decref(used);
+        return gp_err_set(err, GP_EUNAUTH, "%s", why);
+    }
+    /* taking over a registered node's identity (and with it the workloads placed there, other
+     * tenants' among them) is ops' decision for that node: a token bound to its name */
+    if (!bound[0]) {
+        rc = store_query(tx, &s, err, "SELECT COUNT(*) FROM nodes WHERE name = ?", "s",
+                         node ? node : "");
+        if (!rc) {
+            rc = store_step(s, err);
+            int exists = rc > 0 && store_int(s, 0) > 0;
+            store_done(s);
+            rc = rc < 0 ? rc : exists ? GP_EUNAUTH : GP_OK;
+        }
+        if (rc) {
+            json_decref(used);
+            return rc == GP_EUNAUTH
+                       ? gp_err_set(err, rc,
+                                    "node %.63s is registered: joining it again needs a join "
+                                    "token bound to it (jointoken create --node %.63s)",
+                                    node, node)
+                       : rc;
+        }
+    }
+    if (!json_is_array(used)) {
+        json_decref(used);
+        used = json_array();
+    }
+    json_array_append_new(used, json_string(node ? node : ""));
+    char *text = jx_dump(used);
+    json_decref(used);
+    int changes = 0;
+    /* `uses = ?`: two registrations racing for the last use cannot both win */
+    rc = text ? store_exec(tx, &changes, err,
+                           "UPDATE join_tokens SET uses = uses + 1, used_by = ? WHERE id = ?"
+                           " AND uses = ? AND revoked_at IS NULL",
+                           "ssi", text, id, uses)
+              : gp_err_set(err, GP_ENOMEM, NULL);
+    free(text);
+    if (rc) return rc;
+    return changes ? GP_OK : gp_err_set(err, GP_EUNAUTH, "join token used up (make a new one)");
 }
 
 int inv_join_list(store_tx *tx, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
                          "SELECT j.id, u.name, j.created_at, j.expires_at,"
-                         " COALESCE(j.revoked_at, 0), j.uses FROM join_tokens j"
+                         " COALESCE(j.revoked_at, 0), j.uses, j.max_uses, j.node_name, j.used_by"
+                         " FROM join_tokens j"
                          " JOIN users u ON u.id = j.created_by ORDER BY j.created_at DESC",
                          "");
     if (rc) return rc;
     json_t *arr = json_array();
     int64_t now = gt_now_us();
     while ((rc = store_step(s, err)) > 0) {
-        const char *state = store_int(s, 4) ? "revoked" : store_int(s, 3) <= now ? "expired"
-                                                                                 : "active";
-        json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:o,s:s,s:I}", "id", store_text(s, 0),
-                                             "created_by", store_text(s, 1), "created_at",
-                                             jx_time(store_int(s, 2)), "expires_at",
-                                             jx_time(store_int(s, 3)), "state", state, "uses",
-                                             (json_int_t)store_int(s, 5)));
+        const char *state = store_int(s, 4)                   ? "revoked"
+                            : store_int(s, 3) <= now          ? "expired"
+                            : store_int(s, 5) >= store_int(s, 6) ? "used"
+                                                              : "active";
+        json_t *used = json_loads(store_text(s, 8), 0, NULL);
+        if (!json_is_array(used)) {
+            json_decref(used);
+            used = json_array();
+        }
+        json_array_append_new(
+            arr, json_pack("{s:s,s:s,s:o,s:o,s:s,s:I,s:I,s:s,s:o}", "id", store_text(s, 0),
+                           "created_by", store_text(s, 1), "created_at", jx_time(store_int(s, 2)),
+                           "expires_at", jx_time(store_int(s, 3)), "state", state, "uses",
+                           (json_int_t)store_int(s, 5), "max_uses", (json_int_t)store_int(s, 6),
+                           "node", store_text(s, 7), "used_by", used));
     }
     store_done(s);
     if (rc < 0) {
@@ -136,12 +224,14 @@ static int agent_account(store_tx *tx, const char *node, char uid[RND_ID_LEN], g
     snprintf(uname, sizeof uname, "agent-%s", node);
     int rc = store_query(tx, &s, err,
                          "SELECT id, kind, (SELECT COUNT(*) FROM role_bindings b"
-                         " WHERE b.user_id = users.id) FROM users WHERE name = ?",
+                         " WHERE b.user_id = users.id), node_account FROM users WHERE name = ?",
                          "s", uname);
     if (rc) return rc;
     rc = store_step(s, err);
     if (rc > 0) {
-        int bad = strcmp(store_text(s, 1), "service") != 0 || store_int(s, 2) > 0;
+        /* only an account made for the node (node_account = 1) is the node's */
+        int bad = strcmp(store_text(s, 1), "service") != 0 || store_int(s, 2) > 0 ||
+                  store_int(s, 3) != 1;
         snprintf(uid, RND_ID_LEN, "%s", store_text(s, 0));
         store_done(s);
         if (bad)
@@ -155,7 +245,8 @@ static int agent_account(store_tx *tx, const char *node, char uid[RND_ID_LEN], g
     if (rc < 0) return rc;
     rnd_id(uid);
     return store_exec(tx, NULL, err,
-                      "INSERT INTO users (id, name, kind, created_at) VALUES (?,?,'service',?)",
+                      "INSERT INTO users (id, name, kind, created_at, node_account)"
+                      " VALUES (?,?,'service',?,1)",
                       "ssi", uid, uname, gt_now_us());
 }
 
@@ -346,12 +437,12 @@ int inv_node_report(store_tx *tx, const char *node, const char *agent_user_id, j
 static void tr_set(inv_transition *t, const char *node, const char *uuid, const char *kind,
                    const char *from, const char *to, const char *cause) {
     memset(t, 0, sizeof *t);
-    snprintf(t->node, sizeof t->node, "%s", node);
-    snprintf(t->gpu_uuid, sizeof t->gpu_uuid, "%s", uuid ? uuid : "");
-    snprintf(t->kind, sizeof t->kind, "%s", kind);
-    snprintf(t->from, sizeof t->from, "%s", from);
-    snprintf(t->to, sizeof t->to, "%s", to);
-    snprintf(t->cause, sizeof t->cause, "%s", cause);
+    sb_copy(t->node, sizeof t->node, node);
+    sb_copy(t->gpu_uuid, sizeof t->gpu_uuid, uuid ? uuid : "");
+    sb_copy(t->kind, sizeof t->kind, kind);
+    sb_copy(t->from, sizeof t->from, from);
+    sb_copy(t->to, sizeof t->to, to);
+    sb_copy(t->cause, sizeof t->cause, cause);
 }
 
 /* Record the transition in the history and, when it is bad news, raise an alarm. */

@@ -28,10 +28,40 @@
 
 /* ---- join tokens ---- */
 
-int inv_join_create(store_tx *tx, const char *created_by_id, int64_t ttl_s,
-                    char token[RND_SECRET_LEN], char id[RND_ID_LEN], gp_err *err);
-/* Check a join token (exists, live) and count its use. GP_EUNAUTH otherwise. */
-int inv_join_use(store_tx *tx, const char *token, gp_err *err);
+#define INV_JOIN_MAX_USES 10000 /* most registrations one token may allow */
+
+/*
+ * Make a join token: valid ttl_s seconds, for `max_uses` registrations
+ * (1..INV_JOIN_MAX_USES; 1 = single-use, the default callers should give),
+ * and, when `node_name` is not "" (nor NULL), only for a node of that name
+ * (then max_uses must be 1).  OUT: the secret (shown once) and the id.
+ * GP_EINVALID for a bad name or count.
+ */
+int inv_join_create(store_tx *tx, const char *created_by_id, int64_t ttl_s, const char *node_name,
+                    int64_t max_uses, char token[RND_SECRET_LEN], char id[RND_ID_LEN],
+                    gp_err *err);
+
+/*
+ * Why a join token may not register node `node` now, or NULL when it may
+ * (pure): revoked, expired (expires_at <= now), bound to another name
+ * (`bound_to` not ""), or all `max_uses` uses spent.
+ */
+const char *inv_join_refusal(int64_t now, int64_t expires_at, int revoked, int64_t uses,
+                             int64_t max_uses, const char *bound_to, const char *node);
+
+/*
+ * Spend one use of a join token for the registration of node `node`: the
+ * token must exist and inv_join_refusal() find nothing, and a node already
+ * registered under that name is joined again only with a token bound to it;
+ * its use count goes up and the node's name is appended to its used_by list.  OUT: id, the
+ * token's id ("" when no token has that secret), for the audit.
+ * GP_EUNAUTH (message: why) otherwise.
+ */
+int inv_join_use(store_tx *tx, const char *token, const char *node, char id[RND_ID_LEN],
+                 gp_err *err);
+
+/* Every join token: [{id, created_by, created_at, expires_at, state
+ * (active|used|expired|revoked), uses, max_uses, node, used_by:[names]}]. */
 int inv_join_list(store_tx *tx, json_t **items, gp_err *err);
 int inv_join_revoke(store_tx *tx, const char *id, gp_err *err);
 

@@ -343,13 +343,24 @@ static int card_hours(store_tx *tx, agg *a, gp_err *err) {
 
 /* ---- tokens ---- */
 
+/* a + b for figures that are never negative: a negative one counts as 0, sums saturate */
+static int64_t nn_add(int64_t a, int64_t b) {
+    if (a < 0) a = 0;
+    if (b < 0) b = 0;
+    return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
 static int add_tokens(agg *a, int64_t at, const char *v[F__N], const char *model, int64_t requests,
                       int64_t prompt, int64_t completion) {
     row *r = agg_row(a, bucket_of(a, at), v);
     if (!r) return -1;
-    r->requests += requests;
-    r->prompt += prompt;
-    r->completion += completion;
+    /* a figure stored negative (a store written before usage was checked) counts as none:
+     * no report, cost or bill can go below zero */
+    if (prompt < 0) prompt = 0;
+    if (completion < 0) completion = 0;
+    r->requests = nn_add(r->requests, requests);
+    r->prompt = nn_add(r->prompt, prompt);
+    r->completion = nn_add(r->completion, completion);
     if (!prompt && !completion) return 0;
     int ci = card_at(a, at);
     double in = 0, out = 0;
@@ -847,8 +858,9 @@ int meter_serving_cost(store_tx *tx, const char *tenant_id, const char *model, i
         }
         if (!rc)
             rc = store_query(tx, &s, err,
-                             "SELECT tenant, SUM(prompt_tokens), SUM(completion_tokens), COUNT(*)"
-                             " FROM usage_records WHERE model = ? AND model_tenant = ? AND at >= ?"
+                             "SELECT tenant, SUM(CASE WHEN prompt_tokens > 0 THEN prompt_tokens ELSE 0 END),"
+                             " SUM(CASE WHEN completion_tokens > 0 THEN completion_tokens ELSE 0 END),"
+                             " COUNT(*) FROM usage_records WHERE model = ? AND model_tenant = ? AND at >= ?"
                              " AND at < ? GROUP BY tenant ORDER BY tenant",
                              "ssii", model, owner, from_us, to_us);
         if (!rc) {
@@ -861,9 +873,9 @@ int meter_serving_cost(store_tx *tx, const char *tenant_id, const char *model, i
                                                                         (json_int_t)0, "requests", (json_int_t)0));
                 static const char *const k3[] = {"prompt_tokens", "completion_tokens", "requests"};
                 for (int x = 0; x < 3; x++)
-                    json_object_set_new(c, k3[x], json_integer(json_integer_value(json_object_get(c, k3[x])) +
-                                                               store_int(s, 1 + x)));
-                total += store_int(s, 1) + store_int(s, 2);
+                    json_object_set_new(c, k3[x], json_integer(nn_add(json_integer_value(json_object_get(c, k3[x])),
+                                                                      store_int(s, 1 + x))));
+                total = nn_add(total, nn_add(store_int(s, 1), store_int(s, 2)));
             }
             store_done(s);
             rc = rc < 0 ? rc : GP_OK;
@@ -978,20 +990,32 @@ int meter_prometheus(store_tx *tx, int64_t now_us, int gpus, int tenants, strbuf
     if (!rc && tenants) {
         store_stmt *s;
         rc = store_query(tx, &s, err,
-                         "SELECT tenant, SUM(prompt_tokens), SUM(completion_tokens) FROM usage_hourly"
-                         " WHERE hour >= ? GROUP BY 1 ORDER BY 1",
+                         "SELECT tenant, SUM(CASE WHEN prompt_tokens > 0 THEN prompt_tokens ELSE 0 END),"
+                         " SUM(CASE WHEN completion_tokens > 0 THEN completion_tokens ELSE 0 END),"
+                         " SUM(clipped) FROM usage_hourly WHERE hour >= ? GROUP BY 1 ORDER BY 1",
                          "i", m0);
         if (!rc) {
             sb_adds(out, "# HELP gpupool_tokens_month tokens through the gateway this calendar month, by"
                          " tenant\n# TYPE gpupool_tokens_month gauge\n");
-            while ((rc = store_step(s, err)) > 0)
+            strbuf clipped = SB_INIT;
+            sb_adds(&clipped, "# HELP gpupool_usage_clipped_month usage records this calendar month"
+                              " whose upstream usage was refused or cut down, by tenant\n"
+                              "# TYPE gpupool_usage_clipped_month gauge\n");
+            while ((rc = store_step(s, err)) > 0) {
                 for (int d = 0; d < 2; d++) {
+                    int64_t v = store_int(s, 1 + d);
                     sb_adds(out, "gpupool_tokens_month{tenant=\"");
                     label(out, store_text(s, 0));
                     sb_addf(out, "\",direction=\"%s\"} %lld\n", d ? "output" : "input",
-                            (long long)store_int(s, 1 + d));
+                            (long long)(v < 0 ? 0 : v));
                 }
+                sb_adds(&clipped, "gpupool_usage_clipped_month{tenant=\"");
+                label(&clipped, store_text(s, 0));
+                sb_addf(&clipped, "\"} %lld\n", (long long)store_int(s, 3));
+            }
             store_done(s);
+            if (sb_ok(&clipped)) sb_add(out, clipped.buf, clipped.len);
+            sb_release(&clipped);
             rc = rc < 0 ? rc : GP_OK;
         }
     }

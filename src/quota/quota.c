@@ -118,6 +118,36 @@ json_t *quota_json(const quota_set *q) {
     return o;
 }
 
+int quota_patch(const quota_set *cur, json_t *patch, quota_set *out, gp_err *err) {
+    if (!json_is_object(patch)) return gp_err_set(err, GP_EINVALID, "quota must be an object");
+    json_t *merged = quota_json(cur), *pcg = json_object_get(patch, "class_gpus");
+    if (pcg && !json_is_null(pcg) && !json_is_object(pcg)) {
+        json_decref(merged);
+        return gp_err_set(err, GP_EINVALID, "class_gpus must be an object (or null)");
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(patch, k, v) {
+        if (strcmp(k, "class_gpus") == 0 && json_is_object(v)) {
+            json_t *cg = json_object_get(merged, "class_gpus");
+            const char *ck;
+            json_t *cv;
+            json_object_foreach(v, ck, cv) {
+                if (json_is_null(cv)) json_object_del(cg, ck);
+                else json_object_set(cg, ck, cv);
+            }
+        } else if (json_is_null(v) && (strcmp(k, "card_hours_policy") == 0 ||
+                                       strcmp(k, "card_hours_grace_seconds") == 0)) {
+            json_object_del(merged, k); /* back to the default */
+        } else {
+            json_object_set(merged, k, v); /* unknown members fail in quota_parse */
+        }
+    }
+    int rc = quota_parse(merged, out, err);
+    json_decref(merged);
+    return rc;
+}
+
 static void fmt(int d, int64_t v, char *buf, size_t n) {
     if (v == QUOTA_NONE) snprintf(buf, n, "none");
     else if (scaled(d)) snprintf(buf, n, "%g", (double)v / 1000.0);

@@ -59,6 +59,16 @@ int quota_parse(json_t *j, quota_set *out, gp_err *err);
 json_t *quota_json(const quota_set *q);
 
 /*
+ * A partial change (PATCH …/quota, RFC 7396 merge patch): `patch` (borrowed)
+ * in the shape quota_parse() reads, applied over `cur` into *out.  A member
+ * left out keeps its ceiling, null lifts it, a value sets it; in
+ * "class_gpus" the same holds per class (and "class_gpus": null lifts every
+ * class ceiling).  GP_EINVALID (out untouched) when the patch or the result
+ * is not valid.
+ */
+int quota_patch(const quota_set *cur, json_t *patch, quota_set *out, gp_err *err);
+
+/*
  * Would `proposed` (a project's ceilings) exceed `tenant`'s?  GP_EINVALID
  * naming the first dimension that does.
  */

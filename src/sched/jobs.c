@@ -495,53 +495,112 @@ static const char *tail_of(const char *log) {
     return p;
 }
 
-int jobs_node_report(store_tx *tx, const char *node, json_t *workloads, int *ended, gp_err *err) {
+/* At most this many refused workload reports per heartbeat are audited (a flood is cut). */
+#define REPORT_REFUSALS_MAX 16
+
+/*
+ * Whose report is this?  Classifies a workload report of node `node` about
+ * job `job`, run `pl` (its placement: the binding id it was started for):
+ * 2 = the node holds the job's current placement (`pl` an open binding of
+ * the job on that node, the job running: exits count), 1 = the run is the
+ * job's latest on that node but no longer open (a cancel's last output:
+ * output counts, exits not), 0 = a run the job left behind (moved, placed
+ * anew: ignored), -1 = the job was never placed on that node under `pl`, or
+ * does not exist (refused and audited).  OUT: *standing, and the tenant and
+ * project names of the job.  Returns a status.
+ */
+static int report_standing(store_tx *tx, const char *node, const char *job, const char *pl,
+                           int *standing, char tenant[80], char project[80], gp_err *err) {
+    store_stmt *s;
+    tenant[0] = project[0] = '\0';
+    *standing = -1;
+    int rc = store_query(tx, &s, err,
+                         "SELECT t.name, p.name, j.state FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
+                         " JOIN projects p ON p.id = j.project_id WHERE j.id = ?",
+                         "s", job);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    int running = 0;
+    if (rc > 0) {
+        snprintf(tenant, 80, "%s", store_text(s, 0));
+        snprintf(project, 80, "%s", store_text(s, 1));
+        running = !strcmp(store_text(s, 2), "running");
+    }
+    store_done(s);
+    if (rc <= 0) return rc < 0 ? rc : GP_OK; /* no such job: -1 */
+    /* the run's binding: one of the job's on this node (without a placement, an old
+     * agent: its open binding there, else its latest there) */
+    int has_pl = pl && *pl;
+    rc = store_query(tx, &s, err,
+                     "SELECT CASE WHEN b.end_us IS NULL THEN 1 ELSE 0 END,"
+                     " (SELECT COUNT(*) FROM bindings c WHERE c.job_id = b.job_id"
+                     "  AND c.start_us > b.start_us)"
+                     " FROM bindings b WHERE b.job_id = ? AND b.node = ? AND (? = 0 OR b.id = ?)"
+                     " ORDER BY CASE WHEN b.end_us IS NULL THEN 0 ELSE 1 END, b.start_us DESC"
+                     " LIMIT 1",
+                     "ssis", job, node, (int64_t)has_pl, has_pl ? pl : "");
+    if (rc) return rc;
+    rc = store_step(s, err);
+    int open = rc > 0 && store_int(s, 0), later = rc > 0 ? (int)store_int(s, 1) : 0;
+    int found = rc > 0;
+    store_done(s);
+    if (rc < 0) return rc;
+    if (found) *standing = open && running ? 2 : later ? 0 : 1;
+    return GP_OK;
+}
+
+int jobs_node_report(store_tx *tx, const char *node, json_t *workloads, int *ended,
+                     json_t **events, gp_err *err) {
     size_t i;
     json_t *w;
-    int n = 0;
+    int n = 0, refused = 0;
+    if (ended) *ended = 0;
+    if (events) *events = NULL;
     if (workloads && !json_is_array(workloads))
         return gp_err_set(err, GP_EINVALID, "workloads must be an array");
+    json_t *ev = json_array();
     json_array_foreach(workloads, i, w) {
         const char *job = json_string_value(json_object_get(w, "job"));
         const char *state = json_string_value(json_object_get(w, "state"));
         const char *log = json_string_value(json_object_get(w, "log"));
         const char *why = json_string_value(json_object_get(w, "reason"));
-        if (!job || !state) continue;
-        /* a job this node ran (its output is kept, even after a cancel), and whether it
-         * still runs there according to its open bindings */
-        store_stmt *s;
-        /* the run a report is about: the placement (a binding id) it was started for */
         const char *pl = json_string_value(json_object_get(w, "placement"));
-        int rc = store_query(tx, &s, err,
-                             "SELECT COUNT(*), COALESCE(SUM(CASE WHEN b.end_us IS NULL AND j.state = 'running'"
-                             " AND (? IS NULL OR ? = '' OR EXISTS (SELECT 1 FROM bindings c"
-                             "  WHERE c.id = ? AND c.job_id = b.job_id AND c.end_us IS NULL))"
-                             " THEN 1 ELSE 0 END), 0)"
-                             " FROM bindings b JOIN jobs j ON j.id = b.job_id"
-                             " WHERE b.job_id = ? AND b.node = ?",
-                             "sssss", pl, pl, pl, job, node);
-        if (rc) return rc;
-        rc = store_step(s, err);
-        int64_t ran = rc > 0 ? store_int(s, 0) : 0, runs = rc > 0 ? store_int(s, 1) : 0;
-        store_done(s);
-        if (rc < 0) return rc;
-        if (!ran) continue;
+        if (!job || !state || strlen(job) >= RND_ID_LEN + 8) continue;
+        char tenant[80], project[80];
+        int st, rc = report_standing(tx, node, job, pl, &st, tenant, project, err);
+        if (rc) {
+            json_decref(ev);
+            return rc;
+        }
+        if (st == -1) {
+            /* a node speaking for a job it does not run: nothing changes, the attempt is kept */
+            if (refused++ < REPORT_REFUSALS_MAX)
+                json_array_append_new(
+                    ev, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "action", "job.report",
+                                  "result", "denied", "job", job, "node", node, "placement",
+                                  pl ? pl : "", "tenant", tenant, "project", project));
+            continue;
+        }
+        if (st == 0) continue; /* a run the job has left: its output and exit are history */
         /* reports carry the output written since the last one: append, keep the tail */
         if (log && *log &&
             (rc = store_exec(tx, NULL, err,
                              "UPDATE jobs SET log = CASE WHEN length(log || ?1) > ?2"
                              " THEN substr(log || ?1, CAST(length(log || ?1) - ?2 + 1 AS INTEGER))"
                              " ELSE log || ?1 END WHERE id = ?3", "sis",
-                             tail_of(log), (int64_t)JOBS_LOG_MAX, job)))
+                             tail_of(log), (int64_t)JOBS_LOG_MAX, job))) {
+            json_decref(ev);
             return rc;
-        if (!runs || strcmp(state, "exited") != 0) continue;
+        }
+        if (st != 2 || strcmp(state, "exited") != 0) continue;
         int64_t code = json_integer_value(json_object_get(w, "exit_code"));
         int timed_out = why && !strcmp(why, "time_limit");
         const char *end = timed_out ? "time_limit" : code == 0 ? "completed" : "failed";
+        const char *jstate = code == 0 && !timed_out ? "succeeded" : "failed";
         char reason[160];
         if (timed_out) snprintf(reason, sizeof reason, "time limit reached; stopped");
         else if (code == 0) snprintf(reason, sizeof reason, "exited 0");
-        else snprintf(reason, sizeof reason, "exited %lld%s%s", (long long)code,
+        else snprintf(reason, sizeof reason, "exited %lld%s%.100s", (long long)code,
                       why && *why ? ": " : "", why && *why ? why : "");
         int64_t now = gt_now_us();
         if ((rc = store_exec(tx, NULL, err,
@@ -551,13 +610,25 @@ int jobs_node_report(store_tx *tx, const char *node, json_t *workloads, int *end
             (rc = store_exec(tx, NULL, err,
                              "UPDATE jobs SET state = ?, reason = ?, exit_code = ?, ended_at = ?"
                              " WHERE id = ?",
-                             "ssiis", code == 0 && !timed_out ? "succeeded" : "failed", reason,
-                             code, now, job)) ||
-            (rc = jobs__event(tx, job, "exited", reason, err)))
+                             "ssiis", jstate, reason, code, now, job)) ||
+            (rc = jobs__event(tx, job, "exited", reason, err))) {
+            json_decref(ev);
             return rc;
+        }
+        json_array_append_new(ev, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:s,s:s}", "action",
+                                            "job.end", "result", "ok", "job", job, "node", node,
+                                            "placement", pl ? pl : "", "tenant", tenant,
+                                            "project", project, "exit_code", (json_int_t)code,
+                                            "state", jstate, "reason", reason));
         n++;
     }
+    if (refused > REPORT_REFUSALS_MAX)
+        json_array_append_new(ev, json_pack("{s:s,s:s,s:s,s:s,s:I}", "action", "job.report",
+                                            "result", "denied", "job", "", "node", node,
+                                            "more_refused", (json_int_t)(refused - REPORT_REFUSALS_MAX)));
     if (ended) *ended = n;
+    if (events) *events = ev;
+    else json_decref(ev);
     return GP_OK;
 }
 

@@ -122,13 +122,23 @@ int jobs_interference(store_tx *tx, const char *node, json_t *hb, const health_p
 int jobs_node_assignments(store_tx *tx, const char *node, json_t **out, gp_err *err);
 
 /*
- * Apply the agent's workload report [{job, state:"running"|"exited",
- * exit_code, reason, log}] for node `node`: output tails are kept; an exited
- * job ends its bindings (completed / failed / time_limit) and becomes
- * succeeded (exit 0) or failed.  Reports about jobs not running on that node
- * are ignored.  OUT (optional): *ended, how many jobs ended.
+ * Apply the agent's workload report [{job, placement, state:"running"|"exited",
+ * exit_code, reason, log}] for node `node`.  Only the node holding a job's
+ * current placement speaks for it: an exit counts when `placement` is an open
+ * binding of the job on that node (its bindings end completed / failed /
+ * time_limit, the job becomes succeeded (exit 0) or failed); output counts
+ * from that run, or from the job's latest run there once it ended (a
+ * cancel's last words).  A run the job has left (moved, placed anew) is
+ * ignored; a report about a job never placed on that node under that
+ * placement (or no job at all) changes nothing and is returned for the
+ * audit.  OUT (optional): *ended, how many jobs ended; *events, a JSON array
+ * (new reference) of {action:"job.end", result:"ok", job, node, placement,
+ * tenant, project, exit_code, state, reason} for each job ended and
+ * {action:"job.report", result:"denied", job, node, placement, tenant,
+ * project} for each refused report (at most 16, then one {more_refused: N}).
  */
-int jobs_node_report(store_tx *tx, const char *node, json_t *workloads, int *ended, gp_err *err);
+int jobs_node_report(store_tx *tx, const char *node, json_t *workloads, int *ended,
+                     json_t **events, gp_err *err);
 
 /* The captured output and exit status of a job: {log, exit_code}. */
 int jobs_logs(store_tx *tx, const char *id, json_t **out, gp_err *err);
@@ -147,11 +157,17 @@ int jobs_card_hours_enforce(store_tx *tx, int64_t now_us, int *stopped, gp_err *
 
 /* ---- the round ---- */
 
+#define ROUND_MAX_NODES 64
+
 typedef struct round_stats {
     int placed, preempted, queued;
+    /* the nodes whose assignments the round changed (placed on, or preempted from), for
+     * waking their agents (sched/loop.h); nodes_overflow: more than ROUND_MAX_NODES */
+    int nnodes, nodes_overflow;
+    char nodes[ROUND_MAX_NODES][64];
 } round_stats;
 
-/* Run one scheduling round and commit it. */
+/* Run one scheduling round and commit it.  OUT: *stats (what it did, which nodes). */
 int sched_run(store_t *st, round_stats *stats, gp_err *err);
 
 /*

@@ -95,6 +95,7 @@ struct pack_workload {
     int64_t *table;               /* [(ncpu+1)*(nmem+1)*nclass] or NULL */
 
     int64_t sig[PK_NSIG];         /* pk_sig_milli in fixed point */
+    int constrained;              /* some GPU shape accepts only some models */
 };
 
 /* One GPU of a node, for sorting. */
@@ -379,6 +380,8 @@ int pack_workload_new(const pack_shape *shapes, size_t n, pack_workload **out) {
     qsort(w->shapes, w->nshapes, sizeof *w->shapes, cmp_shape_desc);
     for (int k = 0; k < PK_NSIG; k++) w->sig[k] = (int64_t)(pk_sig_milli[k] * (double)PK_ONE);
     w->wtot = 0;
+    for (size_t i = 0; i < w->nshapes; i++)
+        if (w->shapes[i].task.num_gpu > 0 && w->shapes[i].task.model_mask) w->constrained = 1;
     for (size_t i = 0; i < w->nshapes; i++) {
         wfix[i] = (int64_t)(w->shapes[i].weight * (double)PK_ONE + 0.5);
         w->wtot += wfix[i];
@@ -521,9 +524,11 @@ typedef struct pk_best {
     int found;
     size_t node;
     int gpus[PACK_MAX_GPUS];
-    int score;     /* FGD score, 0..99, higher is better */
+    int score;     /* FGD score, 0..99, or integer BestFit score; higher is better */
     double bf;     /* BestFit score after placement, lower is better */
     int tight;     /* free milli of the chosen GPU before placement (fractions) */
+    int fraction;  /* the task is a fraction of one GPU */
+    int spread;    /* gpupool: ties by index, not BestFit (see pack.h) */
 } pk_best;
 
 /*
@@ -551,6 +556,12 @@ static double bestfit_score(const pack_node *node, const pack_task *t, double cm
     return cpu_left / cmax + gpu_left / gmax;
 }
 
+/* The simulator's integer BestFit node score: (int)(100 * (1 - bf / 2)), 0..100. */
+static int bestfit_int(double bf) {
+    double x = 100.0 * (1.0 - bf / 2.0);
+    return x <= 0 ? 0 : (int)x;
+}
+
 /* The first num_gpu accepted fully free GPUs, by index; 1 if found. */
 static int pick_whole(const pack_node *node, const pack_task *t, int *gpus) {
     int k = 0;
@@ -561,41 +572,64 @@ static int pick_whole(const pack_node *node, const pack_task *t, int *gpus) {
 }
 
 /*
- * Keep the candidate if it beats the best so far.  Candidates come in node
- * order, then GPU order, so "strictly better" leaves ties to the lowest index.
+ * Compare candidate a with b under the policy: > 0 when a is better, 0 when
+ * they tie, < 0 when b is better.  `node_level`: compare as whole nodes (the
+ * key the simulator's node score carries) rather than GPU by GPU.
  */
-static void consider(pk_best *b, pack_policy policy, size_t node, const int *gpus, int ngpus,
-                     int score, double bf, int tight) {
-    int better;
-    if (!b->found)
-        better = 1;
-    else if (policy == PACK_BESTFIT)
-        better = bf < b->bf || (bf == b->bf && tight < b->tight);
-    else if (policy == PACK_FGD)
-        better = score > b->score;
-    else /* PACK_GPUPOOL */
-        better = score > b->score ||
-                 (score == b->score && (bf < b->bf || (bf == b->bf && tight < b->tight)));
-    if (!better) return;
-    b->found = 1;
-    b->node = node;
-    b->score = score;
-    b->bf = bf;
-    b->tight = tight;
-    for (int i = 0; i < ngpus; i++) b->gpus[i] = gpus[i];
+static int cmp_cand(pack_policy policy, const pack_opts *o, const pk_best *a, const pk_best *b,
+                    int node_level) {
+    if (policy == PACK_BESTFIT) {
+        if (o && o->bf_integer) {
+            if (a->score != b->score) return a->score > b->score ? 1 : -1;
+            if (node_level) return 0;
+        } else if (a->bf != b->bf) {
+            return a->bf < b->bf ? 1 : -1;
+        }
+        return a->tight == b->tight ? 0 : a->tight < b->tight ? 1 : -1;
+    }
+    if (a->score != b->score) return a->score > b->score ? 1 : -1;
+    if (policy == PACK_FGD) return 0;
+    /* PACK_GPUPOOL (a and b place the same task, so fraction/spread agree) */
+    if (a->fraction) return a->tight == b->tight ? 0 : a->tight < b->tight ? 1 : -1;
+    if (a->spread) return 0;
+    return a->bf == b->bf ? 0 : a->bf < b->bf ? 1 : -1;
 }
 
-/* Evaluate every placement of t on node i (it fits by CPU and memory). */
-static void eval_node(pk_best *b, pack_policy policy, const pack_node *node, size_t i,
-                      const pack_task *t, const pack_workload *w, double cmax, double gmax) {
+/*
+ * Keep the candidate if it beats the best of its node so far.  Candidates of
+ * a node come in GPU order, so "strictly better" leaves ties to the lowest
+ * index, as the simulator picks a node's GPU.
+ */
+static void consider(pk_best *b, pack_policy policy, const pack_opts *o, size_t node,
+                     const int *gpus, int ngpus, int score, double bf, int tight) {
+    pk_best c = {1, node, {0}, score, bf, tight, b->fraction, b->spread};
+    if (b->found && cmp_cand(policy, o, &c, b, 0) <= 0) return;
+    for (int i = 0; i < ngpus; i++) c.gpus[i] = gpus[i];
+    *b = c;
+}
+
+/* Merge a node's best into the overall best: strictly better wins, a tie
+ * stays with the lower node index (nodes come in index order). */
+static void merge(pk_best *best, const pk_best *nb, pack_policy policy, const pack_opts *o) {
+    if (nb->found && (!best->found || cmp_cand(policy, o, nb, best, 1) > 0)) *best = *nb;
+}
+
+/* Evaluate every placement of t on node i (it fits by CPU and memory) into
+ * the node's best b. */
+static void eval_node(pk_best *b, pack_policy policy, const pack_opts *o, const pack_node *node,
+                      size_t i, const pack_task *t, const pack_workload *w, double cmax,
+                      double gmax) {
     double bf = bestfit_score(node, t, cmax, gmax);
     int gpus[PACK_MAX_GPUS];
+    b->fraction = t->num_gpu == 1 && t->gpu_milli < PACK_MILLI;
+    b->spread = policy == PACK_GPUPOOL && t->gpu_milli == PACK_MILLI && w->constrained;
 
     if (policy == PACK_BESTFIT) {
+        int sc = o && o->bf_integer ? bestfit_int(bf) : 0;
         if (t->num_gpu == 0) {
-            consider(b, policy, i, gpus, 0, 0, bf, 0);
+            consider(b, policy, o, i, gpus, 0, sc, bf, 0);
         } else if (t->gpu_milli == PACK_MILLI) {
-            if (pick_whole(node, t, gpus)) consider(b, policy, i, gpus, t->num_gpu, 0, bf, 0);
+            if (pick_whole(node, t, gpus)) consider(b, policy, o, i, gpus, t->num_gpu, sc, bf, 0);
         } else {
             int best = -1;
             for (int j = 0; j < node->ngpu; j++)
@@ -605,7 +639,7 @@ static void eval_node(pk_best *b, pack_policy policy, const pack_node *node, siz
                     best = j;
             if (best >= 0) {
                 gpus[0] = best;
-                consider(b, policy, i, gpus, 1, 0, bf, node->gpu_free[best]);
+                consider(b, policy, o, i, gpus, 1, sc, bf, node->gpu_free[best]);
             }
         }
         return;
@@ -623,14 +657,14 @@ static void eval_node(pk_best *b, pack_policy policy, const pack_node *node, siz
 
     if (t->num_gpu == 0) {
         int64_t fa = frag_fix(w, row_a, cpu_a, mem_a, before, n, total);
-        consider(b, policy, i, gpus, 0, fgd_score(w, fa - fb), bf, 0);
+        consider(b, policy, o, i, gpus, 0, fgd_score(w, fa - fb), bf, 0);
     } else if (t->gpu_milli == PACK_MILLI) {
         if (!pick_whole(node, t, gpus)) return;
         pack_node tmp = *node;
         for (int k = 0; k < t->num_gpu; k++) tmp.gpu_free[gpus[k]] = 0;
         sorted_gpus(&tmp, after);
         int64_t fa = frag_fix(w, row_a, cpu_a, mem_a, after, n, total - pack_task_gpu_milli(t));
-        consider(b, policy, i, gpus, t->num_gpu, fgd_score(w, fa - fb), bf, 0);
+        consider(b, policy, o, i, gpus, t->num_gpu, fgd_score(w, fa - fb), bf, 0);
     } else {
         int m = t->gpu_milli;
         for (int j = 0; j < n; j++) {
@@ -653,13 +687,14 @@ static void eval_node(pk_best *b, pack_policy policy, const pack_node *node, siz
             }
             int64_t fa = frag_fix(w, row_a, cpu_a, mem_a, after, n, total - m);
             gpus[0] = j;
-            consider(b, policy, i, gpus, 1, fgd_score(w, fa - fb), bf, f);
+            consider(b, policy, o, i, gpus, 1, fgd_score(w, fa - fb), bf, f);
         }
     }
 }
 
-int pack_choose(pack_policy policy, const pack_node *nodes, size_t n, const pack_task *task,
-                const pack_workload *w, size_t *node_index, int gpu_indices[PACK_MAX_GPUS]) {
+int pack_choose_ex(pack_policy policy, const pack_node *nodes, size_t n, const pack_task *task,
+                   const pack_workload *w, const pack_opts *opts, size_t *node_index,
+                   int gpu_indices[PACK_MAX_GPUS]) {
     if (!node_index || !gpu_indices || (!nodes && n) || pack_task_check(task) != PACK_OK)
         return PACK_EINVAL;
     if (policy != PACK_BESTFIT && policy != PACK_FGD && policy != PACK_GPUPOOL)
@@ -679,12 +714,19 @@ int pack_choose(pack_policy policy, const pack_node *nodes, size_t n, const pack
         assert(pack_node_valid(node));
         if (node->cpu_free < task->cpu_milli || node->mem_free < task->memory_mib) continue;
         if (!gpus_fit(node, task)) continue;
-        eval_node(&b, policy, node, i, task, w, (double)cmax, (double)gmax);
+        pk_best nb = {0};
+        eval_node(&nb, policy, opts, node, i, task, w, (double)cmax, (double)gmax);
+        merge(&b, &nb, policy, opts);
     }
     if (!b.found) return PACK_NOFIT;
     *node_index = b.node;
     for (int k = 0; k < task->num_gpu; k++) gpu_indices[k] = b.gpus[k];
     return PACK_OK;
+}
+
+int pack_choose(pack_policy policy, const pack_node *nodes, size_t n, const pack_task *task,
+                const pack_workload *w, size_t *node_index, int gpu_indices[PACK_MAX_GPUS]) {
+    return pack_choose_ex(policy, nodes, n, task, w, NULL, node_index, gpu_indices);
 }
 
 /* ------------------------------------------------------------------ */

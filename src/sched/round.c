@@ -111,9 +111,15 @@ static int find_str(const void *base, size_t stride, int n, const char *key) {
     return -1;
 }
 
-static const snap *g_sort_snap; /* only during qsort in build(); single-threaded use */
+/* A GPU's uuid and index, sorted as a pair: the comparator needs no context (no globals:
+ * build() runs on the scheduler thread and on request threads, for explain, at once). */
+typedef struct uuid_pair {
+    const char *uuid;
+    int g;
+} uuid_pair;
+
 static int by_uuid(const void *a, const void *b) {
-    return strcmp(g_sort_snap->gpu_uuids[*(const int *)a], g_sort_snap->gpu_uuids[*(const int *)b]);
+    return strcmp(((const uuid_pair *)a)->uuid, ((const uuid_pair *)b)->uuid);
 }
 
 static int gpu_index(const snap *n, const char *uuid) {
@@ -270,10 +276,14 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     for (int i = 0; i < S->nnodes; i++)
         if (!n->nodes[i].ngpus) n->nodes[i].gpu0 = 0;
     if (rc < 0) return rc;
-    for (int g = 0; g < S->ngpus; g++) n->gpu_order[g] = g;
-    g_sort_snap = n;
-    qsort(n->gpu_order, (size_t)S->ngpus, sizeof *n->gpu_order, by_uuid);
-    g_sort_snap = NULL;
+    {
+        uuid_pair *pairs = calloc((size_t)S->ngpus + 1, sizeof *pairs);
+        if (!pairs) return gp_err_set(err, GP_ENOMEM, NULL);
+        for (int g = 0; g < S->ngpus; g++) pairs[g] = (uuid_pair){n->gpu_uuids[g], g};
+        qsort(pairs, (size_t)S->ngpus, sizeof *pairs, by_uuid);
+        for (int g = 0; g < S->ngpus; g++) n->gpu_order[g] = pairs[g].g;
+        free(pairs);
+    }
     /* classes */
     if (!(n->model_ok = calloc((size_t)(nc + 1) * (size_t)(S->nmodels + 1), 1)) ||
         !(n->gpu_ok = calloc((size_t)(nc + 1) * (size_t)(S->ngpus + 1), 1)))
@@ -498,6 +508,17 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
 
 /* ---- commit ---- */
 
+/* Remember that `node`'s assignments changed in this round. */
+static void touched(round_stats *st, const char *node) {
+    for (int i = 0; i < st->nnodes; i++)
+        if (!strcmp(st->nodes[i], node)) return;
+    if (st->nnodes == ROUND_MAX_NODES) {
+        st->nodes_overflow = 1;
+        return;
+    }
+    snprintf(st->nodes[st->nnodes++], sizeof st->nodes[0], "%s", node);
+}
+
 static int weight_of(const snap *n, const sch_class *c, const sch_unit *u) {
     if (c->form == SCH_WHOLE) return 1000;
     if (c->form == SCH_MIG) return (c->profile[0] - '0') * 1000 / 7;
@@ -520,7 +541,8 @@ static int audit_job(store_tx *tx, const snap *n, int ji, const char *action, js
     return rc;
 }
 
-static int commit_place(store_tx *tx, const snap *n, const sch_decision *d, gp_err *err) {
+static int commit_place(store_tx *tx, const snap *n, const sch_decision *d, round_stats *st,
+                        gp_err *err) {
     const sch_job *j = &n->jobs[d->job];
     const sch_class *c = &n->classes[j->cls];
     const sch_project *p = &n->projects[j->project];
@@ -548,6 +570,7 @@ static int commit_place(store_tx *tx, const snap *n, const sch_decision *d, gp_e
                             n->tnames[p->tenant], p->name, n->now);
         }
         const char *node = n->node_names[n->gpus[u->gpu[0]].node];
+        touched(st, node);
         if (!strstr(nodes.buf, node)) sb_addf(&nodes, "%s%s", nodes.len ? "," : "", node);
     }
     char reason[200];
@@ -566,11 +589,20 @@ static int commit_place(store_tx *tx, const snap *n, const sch_decision *d, gp_e
     return rc;
 }
 
-static int commit_preempt(store_tx *tx, const snap *n, const sch_decision *d, gp_err *err) {
+static int commit_preempt(store_tx *tx, const snap *n, const sch_decision *d, round_stats *st,
+                          gp_err *err) {
     const sch_job *j = &n->jobs[d->job];
     const sch_job *by = &n->jobs[d->by];
     int requeue = !strcmp(n->jrecovery[d->job], "requeue");
-    int rc = store_exec(tx, NULL, err,
+    store_stmt *q;
+    int rc = store_query(tx, &q, err,
+                         "SELECT DISTINCT node FROM bindings WHERE job_id = ? AND end_us IS NULL",
+                         "s", j->id);
+    if (rc) return rc;
+    while ((rc = store_step(q, err)) > 0) touched(st, store_text(q, 0));
+    store_done(q);
+    if (rc < 0) return rc;
+    rc = store_exec(tx, NULL, err,
                         "UPDATE bindings SET end_us = ?, end_reason = 'preempted' WHERE job_id = ?"
                         " AND end_us IS NULL",
                         "is", n->now, j->id);
@@ -618,11 +650,11 @@ int sched_run(store_t *st, round_stats *stats, gp_err *err) {
         const char *id = n.jobs[d->job].id;
         switch (d->action) {
         case SCH_DO_PLACE:
-            rc = commit_place(tx, &n, d, err);
+            rc = commit_place(tx, &n, d, stats, err);
             stats->placed++;
             break;
         case SCH_DO_PREEMPT:
-            rc = commit_preempt(tx, &n, d, err);
+            rc = commit_preempt(tx, &n, d, stats, err);
             stats->preempted++;
             break;
         case SCH_DO_ADMIT:

@@ -554,7 +554,18 @@ static const char *const migrations[] = {
     "  at INTEGER NOT NULL,"              /* when signed */
     "  key_id TEXT NOT NULL,"             /* hex of the Ed25519 public key */
     "  signature TEXT NOT NULL);"         /* hex Ed25519 signature of the canonical text */
-    "ALTER TABLE usage_records ADD COLUMN clipped INTEGER NOT NULL DEFAULT 0;",
+    /* approvals of user.create kept the new password in clear: drop those bodies (the pending
+     * ones can no longer run, so they expire); new ones keep only its hash */
+    "UPDATE approvals SET state = 'expired', reason = 'its stored request held a password'"
+    "  WHERE operation = 'user.create' AND state = 'pending' AND body LIKE '%\"password\"%';"
+    "UPDATE approvals SET body = '{}' WHERE operation = 'user.create'"
+    "  AND body LIKE '%\"password\"%';"
+    "ALTER TABLE usage_records ADD COLUMN clipped INTEGER NOT NULL DEFAULT 0;"
+    /* records with clipped usage, per hour (/metrics); detail of an endpoint check for ops */
+    "ALTER TABLE usage_hourly ADD COLUMN clipped INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE endpoints ADD COLUMN last_error_detail TEXT NOT NULL DEFAULT '';"
+    /* requests of one API key in flight at once (0 = no limit) */
+    "ALTER TABLE api_keys ADD COLUMN max_parallel INTEGER NOT NULL DEFAULT 0;",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

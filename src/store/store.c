@@ -28,6 +28,15 @@ int store_open_readonly(const char *url, store_t **out, gp_err *err) {
     return store__sqlite_open_ro(url, out, err);
 }
 
+int store_backup(const char *url, const char *dest_path, int *schema_version, gp_err *err) {
+    if (store_url_is_pg(url))
+        return gp_err_set(err, GP_EINVALID, "a PostgreSQL store is backed up with pg_dump "
+                                            "(docs/operations.md)");
+    if (strncmp(url, "sqlite:", 7) == 0) url += 7;
+    if (!*url) return gp_err_set(err, GP_EINVALID, "empty store path");
+    return store__sqlite_backup(url, dest_path, schema_version, err);
+}
+
 int store__schema_exact(int have, int latest, gp_err *err) {
     if (have == latest) return GP_OK;
     return gp_err_set(err, GP_ESCHEMA,

@@ -58,6 +58,19 @@ int store_open_readonly(const char *url, store_t **out, gp_err *err);
 /* 1 when `url` names a PostgreSQL store (postgres:// or postgresql://), else 0. */
 int store_url_is_pg(const char *url);
 
+/*
+ * Copy the SQLite store at `url` (a path or "sqlite:PATH") into a new
+ * database file `dest_path`, online: SQLite's backup API copies one
+ * consistent snapshot in a single step (a read transaction; in WAL mode the
+ * server's writers go on meanwhile), then the copy is checked with
+ * PRAGMA quick_check.  The copy is a complete, self-contained database (no
+ * -wal file needed).  `dest_path` must not exist (GP_ECONFLICT); it is
+ * created mode 0600 and removed again on failure.  GP_ENOTFOUND when there is
+ * no database at `url`; GP_EINVALID for a PostgreSQL URL (use pg_dump:
+ * docs/operations.md).  OUT (optional): *schema_version of the copy.
+ */
+int store_backup(const char *url, const char *dest_path, int *schema_version, gp_err *err);
+
 /* Close every connection and free the store. NULL is a no-op. All tx must be ended. */
 void store_close(store_t *st);
 

@@ -14,9 +14,12 @@
 #include "../core/gtime.h"
 
 #include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BUSY_TIMEOUT_MS 10000
 
@@ -235,6 +238,86 @@ int store__sqlite_open_ro(const char *path, store_t **out, gp_err *err) {
     store__pool_put(&st->pool, 0);
     *out = &st->base;
     return GP_OK;
+}
+
+/* store_backup() for SQLite: see store.h. */
+int store__sqlite_backup(const char *path, const char *dest_path, int *schema_version,
+                         gp_err *err) {
+    sqlite3 *src = NULL, *dst = NULL;
+    int rc = sqlite3_open_v2(path, &src, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        int code = rc == SQLITE_CANTOPEN ? GP_ENOTFOUND : GP_EIO;
+        gp_err_set(err, code, "cannot open %s: %s", path,
+                   src ? sqlite3_errmsg(src) : sqlite3_errstr(rc));
+        sqlite3_close(src);
+        return code;
+    }
+    sqlite3_busy_timeout(src, BUSY_TIMEOUT_MS);
+    sqlite3_extended_result_codes(src, 1);
+    int have = 0;
+    if ((rc = read_version(src, &have, err))) { /* also: is it a gpupool store at all */
+        sqlite3_close(src);
+        return rc;
+    }
+    int fd = open(dest_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int e = errno;
+        sqlite3_close(src);
+        return gp_err_set(err, e == EEXIST ? GP_ECONFLICT : GP_EIO, "cannot create %s: %s",
+                          dest_path, strerror(e));
+    }
+    close(fd);
+    rc = sqlite3_open_v2(dest_path, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        rc = gp_err_set(err, GP_EIO, "cannot open %s: %s", dest_path,
+                        dst ? sqlite3_errmsg(dst) : sqlite3_errstr(rc));
+        goto out;
+    }
+    sqlite3_extended_result_codes(dst, 1);
+    /* one step (-1): a single read transaction on the source, so the copy is one
+     * snapshot; a stepwise copy restarts whenever another connection writes */
+    sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
+    if (!b) {
+        rc = map_rc(dst, sqlite3_errcode(dst), err, "backup");
+        goto out;
+    }
+    int step;
+    for (int tries = 0;; tries++) {
+        step = sqlite3_backup_step(b, -1);
+        if ((step != SQLITE_BUSY && step != SQLITE_LOCKED) || tries >= 100) break;
+        sqlite3_sleep(50); /* a writer checkpointing: try again */
+    }
+    int fin = sqlite3_backup_finish(b);
+    if (step != SQLITE_DONE) {
+        rc = gp_err_set(err, GP_EIO, "backup of %s: %s", path, sqlite3_errstr(step));
+        goto out;
+    }
+    if (fin != SQLITE_OK) {
+        rc = map_rc(dst, fin, err, "backup");
+        goto out;
+    }
+    /* a file that stands alone (the source's WAL mode is set again by the server that opens
+     * it), then check every page of it */
+    if ((rc = exec_plain(dst, "PRAGMA journal_mode=DELETE", err))) goto out;
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(dst, "PRAGMA quick_check", -1, &q, NULL) != SQLITE_OK) {
+        rc = map_rc(dst, sqlite3_errcode(dst), err, "quick_check");
+        goto out;
+    }
+    int ok = sqlite3_step(q) == SQLITE_ROW &&
+             strcmp((const char *)sqlite3_column_text(q, 0), "ok") == 0;
+    if (!ok)
+        rc = gp_err_set(err, GP_ESTORE, "the copy of %s fails quick_check: %s", path,
+                        sqlite3_column_text(q, 0) ? (const char *)sqlite3_column_text(q, 0) : "?");
+    sqlite3_finalize(q);
+    if (!rc) rc = read_version(dst, &have, err);
+    if (!rc && schema_version) *schema_version = have;
+out:
+    sqlite3_close(src);
+    if (dst && sqlite3_close(dst) != SQLITE_OK && !rc)
+        rc = gp_err_set(err, GP_EIO, "cannot close %s", dest_path);
+    if (rc) unlink(dest_path);
+    return rc;
 }
 
 static void sq_close(store_t *base) {

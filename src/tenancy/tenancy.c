@@ -68,6 +68,19 @@ int tenancy_tenant_find(store_tx *tx, const char *name, tenancy_tenant *out, gp_
     return rc < 0 ? rc : GP_OK;
 }
 
+int tenancy_tenant_get(store_tx *tx, const char *id, tenancy_tenant *out, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT id, name, display_name, created_at FROM tenants WHERE id = ?",
+                         "s", id);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc > 0) tenant_from_row(s, out);
+    store_done(s);
+    if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "tenant not found");
+    return rc < 0 ? rc : GP_OK;
+}
+
 int tenancy_tenant_list(store_tx *tx, tenancy_tenant **items, int *n, gp_err *err) {
     store_stmt *s;
     *items = NULL;

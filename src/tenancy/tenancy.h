@@ -49,6 +49,9 @@ int tenancy_tenant_create(store_tx *tx, const char *name, const char *display_na
 /* Find a tenant by name; GP_ENOTFOUND when absent. */
 int tenancy_tenant_find(store_tx *tx, const char *name, tenancy_tenant *out, gp_err *err);
 
+/* Find a tenant by id; GP_ENOTFOUND when absent. */
+int tenancy_tenant_get(store_tx *tx, const char *id, tenancy_tenant *out, gp_err *err);
+
 /* All tenants ordered by name. OUT: *items (free()), *n. */
 int tenancy_tenant_list(store_tx *tx, tenancy_tenant **items, int *n, gp_err *err);
 

@@ -101,6 +101,14 @@ async function signInPassword(page, user, password) {
   check((await text(page, '#who-name')) === user, `${user} is signed in`);
 }
 
+// Signed out, the header shows nothing of a session: no "Signed in as", no pickers, no Sign out.
+async function signedOutHeader(page, where) {
+  for (const sel of ['#who', '#who-name', '#pick-tenant', '#pick-project', '#sign-out', '#nav'])
+    check(!(await page.locator(sel).isVisible()), `${where}: ${sel} is not shown`);
+  check(!(await page.evaluate(() => document.body.innerText)).includes('Signed in as'),
+        `${where}: no "Signed in as"`);
+}
+
 // Every form field has a label (or an aria-label).
 async function labelled(page, where) {
   const bad = await page.evaluate(() => [...document.querySelectorAll('input, select, textarea')]
@@ -119,6 +127,7 @@ async function labelled(page, where) {
         !/unsafe-inline/.test(h['content-security-policy']), 'strict Content-Security-Policy');
   check(h['x-frame-options'] === 'DENY', 'X-Frame-Options DENY');
   await labelled(page, 'sign-in');
+  await signedOutHeader(page, 'before sign-in');
   await shot(page, '01-sign-in');
   await signInPassword(page, cfg.a.user, cfg.a.password);
 
@@ -130,6 +139,8 @@ async function labelled(page, where) {
   const ovJobs = await text(page, '#ov-jobs');
   check(ovJobs.includes(cfg.a.hold_job) && ovJobs.includes('running'), 'the overview lists the running job');
   check((await text(page, '#ov-stats')).includes('Card-hours this month'), 'the overview shows this month\'s usage');
+  check(/Cost this month\s+0 CHF/.test(await text(page, '#ov-stats')), `the overview's cost carries the currency: ${await text(page, '#ov-stats')}`);
+  check(await page.locator('#who').isVisible() && await page.locator('#sign-out').isVisible(), 'signed in, the header shows who and Sign out');
   await shot(page, '02-a-overview');
 
   // the project's jobs: submit one through the form and read its queue reason
@@ -152,6 +163,18 @@ async function labelled(page, where) {
   await row.getByRole('button', { name: /^Explain/ }).click();
   await page.waitForSelector('#job-detail pre');
   check((await text(page, '#job-detail')).length > 20, 'the explanation is shown');
+  // a running job's output, followed in the page: new lines appear without a click
+  const holdRow = page.locator('#jobs-list tr', { hasText: cfg.a.hold_job });
+  await holdRow.getByRole('button', { name: /^Logs of/ }).click();
+  await page.waitForFunction(() => /tick-\d+/.test((document.getElementById('job-log') || {}).textContent || ''));
+  const firstLog = await text(page, '#job-log');
+  check(/following/.test(await text(page, '#job-log-state')), 'the log of a running job is followed');
+  await page.waitForFunction((before) => {
+    const t = (document.getElementById('job-log') || {}).textContent || '';
+    return t.length > before.length && t.startsWith(before.slice(0, 10));
+  }, firstLog, { timeout: 15000 }).catch(() => {});
+  const laterLog = await text(page, '#job-log');
+  check(laterLog.length > firstLog.length, `new output appears in the followed log without a click: ${laterLog.slice(-40)}`);
   await shot(page, '03-a-jobs');
 
   // usage charts of the whole tenant: by project and by model
@@ -163,6 +186,8 @@ async function labelled(page, where) {
   check(chTitles.some((t) => t.includes(cfg.a.project)), `daily card-hours show ${cfg.a.project}: ${chTitles.join('|')}`);
   const tokTitles = await page.locator('#chart-tok-model rect title').allTextContents();
   check(tokTitles.some((t) => t.includes(cfg.a.model)), `daily tokens show model ${cfg.a.model}: ${tokTitles.join('|')}`);
+  check((await text(page, '#usage-totals')).includes('CHF'), 'the usage totals carry the currency');
+  check((await page.locator('table th', { hasText: 'Cost (CHF)' }).count()) === 1, 'the cost column names the currency');
   await shot(page, '04-a-usage');
 
   // keys: the secret is shown once
@@ -179,6 +204,7 @@ async function labelled(page, where) {
   clean(s, 'tenant A');
   await page.click('#sign-out');
   check(!(await page.evaluate(() => sessionStorage.getItem('gpupool.token'))), 'signing out forgets the token');
+  await signedOutHeader(page, 'after sign-out');
   await s.ctx.close();
 }
 

@@ -77,6 +77,9 @@ E2E_TMP=$(mktemp -d "${TMPDIR:-/tmp}/gpupool-e2e.XXXXXX") || {
 }
 # shellcheck disable=SC2034  # for the test scripts
 TMP=$E2E_TMP
+# jobs of an agent run as root get uids of their own: they cross this folder to reach
+# their own folder and the tests' commands (and cannot list it)
+chmod 0711 "$E2E_TMP"
 DATA=$E2E_TMP/data
 BODY_FILE=$E2E_TMP/resp.body
 HDR_FILE=$E2E_TMP/resp.headers

@@ -52,14 +52,17 @@ assert_eq "$(sqlite3 "$ORIG_DB" 'SELECT MIN(seq) || "-" || MAX(seq) FROM audit;'
 note "$N audit events recorded"
 
 # fresh_copy NAME: a new data folder holding a copy of the original database
-# (and its -wal/-shm, if any) and admin.token; sets DATA and DB.
+# (and its -wal/-shm, if any), admin.token and the audit signing key with its
+# checkpoint file (so the copy's server trusts the original's checkpoints);
+# sets DATA and DB.
 fresh_copy() {
     DATA=$E2E_TMP/$1
     DB=$DATA/gpupool.db
     mkdir -p "$DATA"
     chmod 700 "$DATA"
     local f
-    for f in gpupool.db gpupool.db-wal gpupool.db-shm admin.token; do
+    for f in gpupool.db gpupool.db-wal gpupool.db-shm admin.token audit-signing.key \
+        audit-signing.pub audit-checkpoints.jsonl; do
         [ -e "$E2E_TMP/orig/$f" ] && cp -p "$E2E_TMP/orig/$f" "$DATA/$f"
     done
     [ -s "$DB" ] || fail "copy of the database is missing"

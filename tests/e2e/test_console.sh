@@ -46,7 +46,7 @@ mkdir -p "$SHOTS"
 workload_bin
 ln -s "$(command -v sleep)" "$BIN/wlsleep"
 
-start_server --health-interval 1
+start_server --health-interval 1 --endpoint-allow 127.0.0.0/8  # the fake upstream is on loopback
 ADMIN=$TOKEN
 gp member grant admin ops-engineer
 assert_rc 0
@@ -119,7 +119,7 @@ assert_ne "$BOB" null "bob's token"
 
 # ---------------------------------------------------------------- jobs, a model, tokens
 AUTH_HEADER="Authorization: Bearer $ALICE" api POST /api/v1/tenants/tenant-amber/projects/amber-train/jobs \
-    "{\"name\":\"amber-hold\",\"class\":\"a100.1x\",\"units\":2,\"command\":[\"$BIN/wlsleep\",\"300\"]}"
+    "{\"name\":\"amber-hold\",\"class\":\"a100.1x\",\"units\":2,\"command\":[\"sh\",\"-c\",\"i=0; while [ \$i -lt 300 ]; do echo tick-\$i; i=\$((i+1)); $BIN/wlsleep 1; done\"]}"
 assert_status 201
 AJOB=$(jq -r .id "$BODY_FILE")
 AUTH_HEADER="Authorization: Bearer $ALICE" api POST /api/v1/tenants/tenant-amber/projects/amber-eval/jobs \
@@ -273,11 +273,15 @@ api_raw GET /console/../../etc/passwd --path-as-is
 assert_ne "$STATUS" 200 "no way out of the embedded files"
 
 # ---------------------------------------------------------------- the browser
+# costs carry the rate card's currency (no prices: every figure above stays as it is)
+echo '{"effective_from":"2020-01-01T00:00:00Z","currency":"CHF","note":"console test"}' >"$E2E_TMP/card.json"
+as "$ADMIN" ratecard create "$E2E_TMP/card.json"
+assert_rc 0
 note "the console in Chromium (screenshots in $SHOTS)"
 jq -n --arg url "$URL" --arg shots "$SHOTS" --arg admin "$ADMIN" --arg tokens "$ATOKENS" \
     --arg ajob "$AJOB" --arg key "${AKEY:0:12}" '{
   url: $url, shots: $shots, chromium: "/usr/bin/chromium", admin_token: $admin,
-  node: "sim-console", gpus: 4,
+  node: "sim-console", gpus: 4, currency: "CHF",
   a: {user: "amber-alice", password: "Amber-Secret-9", tenant: "tenant-amber", project: "amber-train",
       hold_job: "amber-hold", model: "amber-llm", cpus: 777},
   b: {user: "cobalt-bob", password: "Cobalt-Secret-9", tenant: "tenant-cobalt", project: "cobalt-web"},

@@ -119,7 +119,7 @@ note "server at $URL"
 ADMIN=$TOKEN
 gp member grant admin ops-engineer
 assert_rc 0
-gp -o json jointoken create --ttl 3600
+gp -o json jointoken create --ttl 3600 --uses 3 # nodes m, h and k
 assert_rc 0
 JT=$(jout .token)
 

@@ -45,7 +45,7 @@ _crash_exit() {
 trap _crash_exit EXIT
 
 # ---------------------------------------------------------------- setup
-start_server --node-timeout 60
+start_server --node-timeout 60 --endpoint-allow 127.0.0.0/8  # the fake upstream is on loopback
 PORT=${URL##*:}
 ADMIN=$TOKEN
 note "server at $URL"
@@ -60,7 +60,7 @@ cat >"$E2E_TMP/fleet.json" <<'EOF'
 EOF
 gp member grant admin ops-engineer
 assert_rc 0
-gp -o json jointoken create --ttl 3600
+gp -o json jointoken create --ttl 3600 --uses 3 # nodes a, b and c
 assert_rc 0
 JT=$(jout .token)
 GPUPOOL_JOIN_TOKEN=$JT GPUPOOL_TOKEN=$ADMIN "$GPUPOOL_BIN" --server "$URL" agent \
@@ -176,7 +176,7 @@ relaunch() {
     local try i
     for ((try = 0; try < 40; try++)); do
         rm -f "$DATA/server.url"
-        "$GPUPOOL_BIN" server --data "$DATA" $(store_flag "$DATA") --listen "127.0.0.1:$PORT" --node-timeout 60 \
+        "$GPUPOOL_BIN" server --data "$DATA" $(store_flag "$DATA") --listen "127.0.0.1:$PORT" --node-timeout 60 --endpoint-allow 127.0.0.0/8 \
             >>"$E2E_TMP/server.crash.out" 2>>"$SERVER_LOG" </dev/null &
         SERVER_PID=$!
         E2E_PIDS+=("$SERVER_PID")

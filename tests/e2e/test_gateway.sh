@@ -24,6 +24,15 @@
 # 30 concurrent requests (no overspend beyond the reservations); a model served
 # by a job on a simulated node (healthy only while the job runs); `gpupool
 # gateway` alone on the same store; and no usage record lost on a clean stop.
+#
+# Issue 22: the Responses API (client.responses.create, plain and streamed:
+# response.* events passed through, usage from input/output_tokens, records of
+# kind "response", hostile usage clipped, a cut stream is an error, quota and
+# RAG), GET /v1/models/{id}; limits before work (a key over its rpm or quota
+# makes no KB query: gpupool_gateway_retrievals_total); requests in flight
+# per key (max_parallel, also across the server and a lone gateway); outlier
+# ejection after three failures in a row (not one) and panic mode (every
+# endpoint down: tried anyway).
 . "$(dirname "$0")/lib.sh"
 
 GW=$(cd "$(dirname "$0")/../gateway" && pwd)
@@ -76,7 +85,7 @@ records() {
 }
 
 # ---------------------------------------------------------------- setup
-start_server --health-interval 1
+start_server --health-interval 1 --endpoint-allow 127.0.0.0/8  # the fake upstreams are on loopback
 BASE=$URL/v1
 ADMIN=$TOKEN
 upstream up1 llama
@@ -181,6 +190,84 @@ ok_call "$K1" chat '{"model":"pub","content":"public one"}'
 assert_eq "$(jout .model)" "llama" "the public model's upstream name"
 ok_call "$KB" chat '{"model":"pub","content":"from blue"}'
 
+# ---------------------------------------------------------------- the Responses API
+note "the Responses API (client.responses.create), GET /v1/models/{id}"
+newkey kresp --tenant red --project train
+KRS=$KEY
+KRS_ID=$KEY_ID
+curl -s -X DELETE "http://127.0.0.1:$UP1/_log" >/dev/null
+curl -s -X DELETE "http://127.0.0.1:$UP2/_log" >/dev/null
+ok_call "$KRS" response '{"model":"llama","input":"hello big world","max_output_tokens":2}'
+assert_eq "$(jout '[.output_text, .status] | join(" ")')" "echo:hello big incomplete" "response output"
+# input ceil(15/4) = 4, output 2 words
+assert_eq "$(jout '[.usage.input_tokens, .usage.output_tokens, .usage.total_tokens] | map(tostring) | join(" ")')" \
+    "4 2 6" "response usage"
+ok_call "$KRS" response '{"model":"llama","input":"hello big world","instructions":"be brief"}'
+assert_eq "$(jout '[.output_text, .status, .usage.input_tokens] | map(tostring) | join(" ")')" \
+    "echo:hello big world completed 6" "instructions count towards the input"
+ok_call "$KRS" response-stream '{"model":"llama","input":"hello big world"}'
+assert_eq "$(jout .text)" "echo:hello big world" "streamed response text"
+assert_eq "$(jout '[.usage.input_tokens, .usage.output_tokens] | map(tostring) | join(" ")')" "4 3" \
+    "streamed response usage (response.completed)"
+assert_eq "$(jout '[.types[] | select(. == "response.created" or . == "response.output_text.delta" or . == "response.completed")] | length')" \
+    3 "response.* events passed through ($(jout '.types | join(",")'))"
+upstream_log "$UP1" >"$E2E_TMP/l1"
+upstream_log "$UP2" >"$E2E_TMP/l2"
+jq -s 'add | map(select(.path == "/v1/responses"))' "$E2E_TMP/l1" "$E2E_TMP/l2" >"$E2E_TMP/rl.json"
+assert_eq "$(jq length "$E2E_TMP/rl.json")" 3 "three responses reached the upstreams"
+assert_eq "$(jq -r 'map(.body.stream_options // "none" | tostring) | join(",")' "$E2E_TMP/rl.json")" \
+    "none,none,none" "the body goes upstream as it came (usage is always in the response)"
+assert_eq "$(jq -r 'map(.headers.authorization // "none") | join(",")' "$E2E_TMP/rl.json")" \
+    "none,none,none" "no credentials upstream"
+call "$KRS" response-stream '{"model":"llama","input":"one [[cut]] two three"}'
+assert_eq "$(jout '[.ok, .code] | map(tostring) | join(" ")')" "false upstream_error" \
+    "a response stream the upstream cuts ends with an error event"
+err_call "$KRS" response '{"model":"llama","input":"x [[error-400]]"}' 400 bad_upstream
+err_call "$KB" response '{"model":"llama","input":"x"}' 404 model_not_found
+err_call sk-nope response '{"model":"llama","input":"x"}' 401 invalid_api_key
+api_raw POST /v1/responses -H "Authorization: Bearer $KRS" -H 'Content-Type: application/json' \
+    --data-binary '{"model":"llama","input":"x","max_output_tokens":0}'
+assert_status 400
+assert_eq "$(jq -r '[.error.code, .error.param] | join(" ")' "$BODY_FILE")" "invalid_value max_output_tokens" \
+    "max_output_tokens out of range"
+api_raw POST /v1/responses -H "Authorization: Bearer $KRS" -H 'Content-Type: application/json' \
+    --data-binary '{"model":"llama","input":"x","stream":"yes"}'
+assert_status 400
+# a stored response lives on the upstream: through another tenant's public model, not referable
+api_raw POST /v1/responses -H "Authorization: Bearer $KB" -H 'Content-Type: application/json' \
+    --data-binary '{"model":"pub","input":"x","previous_response_id":"resp_up2_1"}'
+assert_status 400
+assert_eq "$(jq -r '[.error.code, .error.param] | join(" ")' "$BODY_FILE")" \
+    "unsupported_parameter previous_response_id" "no previous_response_id through another tenant's model"
+api_raw POST /v1/responses -H "Authorization: Bearer $KB" -H 'Content-Type: application/json' \
+    --data-binary '{"model":"pub","input":"x","conversation":"conv_1"}'
+assert_status 400
+api_raw POST /v1/responses -H "Authorization: Bearer $KRS" -H 'Content-Type: application/json' \
+    --data-binary '{"model":"pub","input":"x","previous_response_id":"resp_up2_1"}'
+assert_status 200
+api_raw POST /v1/responses -H "Authorization: Bearer $KB" -H 'Content-Type: application/json' \
+    --data-binary '{"model":"pub","input":"from blue"}'
+assert_status 200
+# hostile usage is clipped as for chat
+ok_call "$KRS" response '{"model":"llama","input":"huge [[usage-huge]]","max_output_tokens":5}'
+ok_call "$KRS" response-stream '{"model":"llama","input":"negative [[usage-negative]]","max_output_tokens":5}'
+ok_call "$KRS" model '{"model":"llama"}'
+assert_eq "$(jout '[.id, .object, .owned_by] | join(" ")')" "llama model red" "one model"
+ok_call "$KRS" model '{"model":"pub"}'
+err_call "$KRS" model '{"model":"secret-b"}' 404 model_not_found
+err_call "$KRS" model '{"model":"nope"}' 404 model_not_found
+sleep 0.5
+R=$(records "$KRS_ID")
+assert_eq "$(jq '[.[] | select(.kind == "response")] | length' <<<"$R")" 8 "a record per forwarded response"
+assert_eq "$(jq -c '[.[] | select(.kind == "response" and .status == 200 and .stream == false and .clipped == false)] | map([.prompt_tokens, .completion_tokens]) | sort' <<<"$R")" \
+    "[[1,1],[4,2],[6,3]]" "records hold the response's usage"
+assert_eq "$(jq -c '[.[] | select(.kind == "response" and .stream and .status == 200 and .clipped == false)] | map([.prompt_tokens, .completion_tokens])' <<<"$R")" \
+    "[[4,3]]" "the streamed response's record"
+assert_eq "$(jq '[.[] | select(.kind == "response" and .clipped)] | length' <<<"$R")" 2 "hostile usage clipped"
+assert_eq "$(jq '[.[] | select(.kind == "response" and .clipped) | .prompt_tokens >= 0 and .prompt_tokens < 200 and .completion_tokens <= 100] | all' <<<"$R")" \
+    true "clipped to what the response could have used"
+assert_eq "$(jq '[.[] | select(.kind == "response" and .status == 502 and .stream)] | length' <<<"$R")" 1 "the cut response stream"
+
 # ---------------------------------------------------------------- errors
 note "error classes"
 err_call sk-nope chat '{"model":"llama","content":"x"}' 401 invalid_api_key
@@ -220,6 +307,7 @@ KA=$KEY
 ok_call "$KA" models
 assert_eq "$(jout '.ids | join(",")')" pub "the allow-list limits the model list"
 err_call "$KA" chat '{"model":"llama","content":"x"}' 404 model_not_found
+err_call "$KA" model '{"model":"llama"}' 404 model_not_found
 newkey kexp --tenant red --project train --ttl 2
 KE=$KEY
 ok_call "$KE" chat '{"model":"llama","content":"before expiry"}'
@@ -258,6 +346,83 @@ done
 assert_eq "$N" 4 "requests within 20 tokens a minute"
 assert_eq "$(jout '[.status, .code] | map(tostring) | join(" ")')" "429 rate_limit_exceeded" "the tpm refusal"
 assert_contains "$(jout .message)" "tokens per minute of this key" "which limit"
+
+note "limits before work: a refused request queries no knowledge base"
+gp app create ragbot --tenant red --project train
+assert_rc 0
+printf 'The hydraulic pump pressure must stay between 150 and 180 bar.\n' >"$E2E_TMP/pump.txt"
+gp kb create manual --tenant red
+assert_rc 0
+gp kb upload manual "$E2E_TMP/pump.txt" --tenant red
+assert_rc 0
+gp app bind ragbot --tenant red --project train --model llama --kbs manual --k 2
+assert_rc 0
+# retrievals: gpupool_gateway_retrievals_total (knowledge-base queries made for requests)
+retrievals() {
+    api GET /metrics
+    awk '/^gpupool_gateway_retrievals_total /{print $2}' "$BODY_FILE"
+}
+newkey krag --tenant red --project train --app ragbot --rpm 2
+KRAG=$KEY
+B0=$(retrievals)
+ok_call "$KRAG" chat-sources '{"model":"llama","content":"hydraulic pump pressure"}'
+assert_eq "$(jout '.sources[0].document')" pump.txt "chat retrieval"
+assert_eq "$(retrievals)" $((B0 + 1)) "one KB query for an admitted request"
+curl -s -X DELETE "http://127.0.0.1:$UP1/_log" >/dev/null
+curl -s -X DELETE "http://127.0.0.1:$UP2/_log" >/dev/null
+ok_call "$KRAG" response '{"model":"llama","input":"hydraulic pump pressure","instructions":"Be short."}'
+assert_eq "$(jout '.sources[0].document')" pump.txt "responses retrieval: sources on the response"
+upstream_log "$UP1" >"$E2E_TMP/l1"
+upstream_log "$UP2" >"$E2E_TMP/l2"
+assert_eq "$(jq -s -r 'add | map(select(.path == "/v1/responses"))[0].body.instructions | (contains("[1] manual / pump.txt") and contains("150 and 180 bar") and endswith("Be short."))' "$E2E_TMP/l1" "$E2E_TMP/l2")" \
+    true "the context goes ahead of the instructions"
+assert_eq "$(retrievals)" $((B0 + 2)) "a KB query for the admitted response"
+# over its rpm: refused before retrieval
+err_call "$KRAG" chat '{"model":"llama","content":"hydraulic pump pressure"}' 429 rate_limit_exceeded
+err_call "$KRAG" response '{"model":"llama","input":"hydraulic pump pressure"}' 429 rate_limit_exceeded
+assert_eq "$(retrievals)" $((B0 + 2)) "no KB query for requests over the rate limit"
+# over its monthly quota: refused before retrieval too
+newkey kragq --tenant red --project train --app ragbot --tokens-month 50
+KRAGQ=$KEY
+err_call "$KRAGQ" chat '{"model":"llama","content":"hydraulic pump pressure"}' 429 insufficient_quota
+assert_eq "$(retrievals)" $((B0 + 2)) "no KB query for requests over the quota"
+newkey kragr --tenant red --project train --app ragbot
+ok_call "$KEY" response-stream '{"model":"llama","input":"hydraulic pump pressure"}'
+assert_eq "$(jout '[.first_sources[0].document, .events_with_sources] | map(tostring) | join(" ")')" "pump.txt 1" \
+    "a streamed response carries the sources on its first event"
+assert_eq "$(jout .text)" "echo:hydraulic pump pressure" "the streamed response after retrieval"
+
+note "requests in flight per key (max_parallel)"
+newkey kpar --tenant red --project train --max-parallel 2
+KPAR=$KEY
+gp -o json key show "$KEY_ID" --tenant red --project train
+assert_eq "$(jout .max_parallel)" 2 "the key shows its max_parallel"
+call "$KPAR" concurrent-responses '{"model":"llama","input":"wait [[slow-800]]","n":6}'
+assert_eq "$(jout '[.outcomes.ok, .outcomes["429"]] | map(tostring) | join(" ")')" "2 4" \
+    "two in flight at once, the rest refused ($(jout .outcomes))"
+ok_call "$KPAR" chat '{"model":"llama","content":"after they ended"}'
+call "$KPAR" concurrent '{"model":"llama","content":"wait [[slow-800]]","n":5}'
+assert_eq "$(jout '[.outcomes.ok, .outcomes["429"]] | map(tostring) | join(" ")')" "2 3" \
+    "chat too ($(jout .outcomes))"
+gp key create kbad --tenant red --project train --max-parallel -1
+assert_denied 400
+
+note "the Responses API against a monthly quota"
+newkey kqresp --tenant red --project train --tokens-month 10
+KQR=$KEY
+# reserves ceil(8/4) + 5 = 7, uses 2 + 2 = 4; then 4 + 7 > 10
+ok_call "$KQR" response '{"model":"llama","input":"hi there","max_output_tokens":5}'
+assert_eq "$(jout .usage.total_tokens)" 4 "the first response fits"
+err_call "$KQR" response '{"model":"llama","input":"hi there","max_output_tokens":5}' 429 insufficient_quota
+assert_eq "$(jout '[.type, .class] | join(" ")')" "insufficient_quota RateLimitError" "the quota refusal, as the SDK sees it"
+newkey kqresp2 --tenant red --project train --tokens-month 60
+call "$KEY" concurrent-responses '{"model":"llama","input":"hi there","max_output_tokens":5,"n":20}'
+assert_eq "$(jout '.outcomes | keys | map(select(. != "ok" and . != "429")) | length')" 0 \
+    "only successes and 429s ($(jout .outcomes))"
+[ "$(jout .total_tokens)" -le 60 ] || fail "the quota was overspent by responses: $(jout .total_tokens)"
+_pass
+[ "$(jout '.outcomes["429"] // 0')" -ge 1 ] || fail "20 x 4 tokens fit a quota of 60: $(jout .outcomes)"
+_pass
 
 note "monthly quota under 30 concurrent requests"
 newkey kq --tenant red --project train --tokens-month 100
@@ -330,7 +495,58 @@ poll 6 ep_unhealthy || fail "the dead endpoint was not marked unhealthy"
 _pass
 gp -o json model show secret-b --tenant blue
 assert_eq "$(jout '.endpoints[0].state')" unhealthy "blue's endpoint on the dead upstream"
-err_call "$KB" chat '{"model":"secret-b","content":"x"}' 503 no_healthy_endpoint
+# metric NAME: a gateway counter of the server's /metrics
+metric() {
+    api GET /metrics
+    awk -v m="$1" '$1 == m {print $2}' "$BODY_FILE"
+}
+# panic mode: every endpoint of secret-b is unhealthy, so it is tried anyway (and is dead)
+P0=$(metric gpupool_gateway_panic_total)
+err_call "$KB" chat '{"model":"secret-b","content":"x"}' 502 upstream_unreachable
+assert_eq "$(metric gpupool_gateway_panic_total)" $((P0 + 1)) "routed in panic mode"
+
+note "outlier ejection after consecutive failures, panic mode"
+upstream up3 llama
+UP3=$UP_PORT
+gp model create flaky --tenant red
+assert_rc 0
+# one endpoint answers every request with 503 (the switch rides on its upstream model name),
+# the other one serves; both pass their health checks
+gp endpoint add --tenant red --model flaky --url "http://127.0.0.1:$UP3/v1" --upstream-model "bad [[error-503]]"
+assert_rc 0
+gp endpoint add --tenant red --model flaky --url "http://127.0.0.1:$UP3/v1" --upstream-model llama
+assert_rc 0
+newkey kflaky --tenant red --project train
+KFL=$KEY
+E0=$(metric gpupool_gateway_ejections_total)
+N503=0
+NOK=0
+for ((i = 0; i < 12; i++)); do
+    call "$KFL" chat '{"model":"flaky","content":"x"}'
+    [ "$(jout .ok)" == true ] && NOK=$((NOK + 1))
+    [ "$(jout .status)" == 503 ] && N503=$((N503 + 1))
+done
+assert_eq "$N503 $NOK" "3 9" "three failures in a row eject the failing endpoint, not one"
+assert_eq "$(metric gpupool_gateway_ejections_total)" $((E0 + 1)) "one ejection"
+# an endpoint whose checks fail (its health path answers 404) is unhealthy after three checks
+# in a row; the model's only endpoint, so requests try it anyway and it serves
+gp model create sick --tenant red
+assert_rc 0
+gp endpoint add --tenant red --model sick --url "http://127.0.0.1:$UP3/v1" --health-path /nope
+assert_rc 0
+newkey ksick --tenant red --project train
+KSI=$KEY
+ok_call "$KSI" chat '{"model":"sick","content":"before any check"}'
+sick_unhealthy() {
+    gp -o json model show sick --tenant red
+    [ "$(jout '.endpoints[0].state')" == unhealthy ]
+}
+poll 8 sick_unhealthy || fail "the endpoint failing its checks was not marked unhealthy"
+_pass
+P0=$(metric gpupool_gateway_panic_total)
+ok_call "$KSI" chat '{"model":"sick","content":"in panic mode"}'
+assert_eq "$(jout .content)" "echo:in panic mode" "served in panic mode"
+assert_eq "$(metric gpupool_gateway_panic_total)" $((P0 + 1)) "counted as panic routing"
 
 # ---------------------------------------------------------------- a model served by a job
 note "a model served by a job"
@@ -380,7 +596,7 @@ pkill -f -- "--name job1 --model jm" 2>/dev/null
 
 # ---------------------------------------------------------------- the gateway alone
 note "gpupool gateway alone, on the same store"
-"$GPUPOOL_BIN" gateway --data "$DATA" $(store_flag "$DATA") --listen 127.0.0.1:0 >"$E2E_TMP/gw.out" 2>"$E2E_TMP/gw.err" </dev/null &
+"$GPUPOOL_BIN" gateway --data "$DATA" $(store_flag "$DATA") --listen 127.0.0.1:0 --endpoint-allow 127.0.0.0/8 >"$E2E_TMP/gw.out" 2>"$E2E_TMP/gw.err" </dev/null &
 GWPID=$!
 E2E_PIDS+=("$GWPID")
 gw_up() { [ -s "$DATA/gateway.url" ] && curl -sf "$(cat "$DATA/gateway.url")/healthz" >/dev/null; }
@@ -405,6 +621,23 @@ BASE=$SAVE
 sleep 2.5
 err_call "$KSH" chat '{"model":"llama","content":"s3"}' 429 rate_limit_exceeded
 assert_contains "$(jout .message)" "requests per minute of this key" "which limit (server)"
+note "requests in flight hold across the server and the gateway (~1 s behind)"
+newkey kpar1 --tenant red --project train --max-parallel 1
+KP1=$KEY
+timeout 60 node "$GW/client.mjs" "$BASE" "$KP1" response '{"model":"llama","input":"long [[slow-5000]]"}' \
+    >"$E2E_TMP/slow.json" 2>&1 &
+SLOW=$!
+sleep 2.5
+BASE=$GWURL/v1
+err_call "$KP1" response '{"model":"llama","input":"meanwhile"}' 429 rate_limit_exceeded
+assert_contains "$(jout .message)" "max_parallel" "which limit (in flight on the server)"
+BASE=$SAVE
+wait "$SLOW"
+assert_eq "$(jq -r .ok "$E2E_TMP/slow.json")" true "the long request ended well"
+sleep 2.5
+BASE=$GWURL/v1
+ok_call "$KP1" response '{"model":"llama","input":"once it ended"}'
+BASE=$SAVE
 assert_eq "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $ADMIN" "$GWURL/api/v1/tenants")" 404 \
     "the gateway serves no management API"
 kill -TERM "$GWPID"
@@ -419,7 +652,7 @@ N_BEFORE=$(jq length <<<"$R")
 note "clean stop keeps every record"
 for i in 1 2 3 4 5; do ok_call "$K1" chat "{\"model\":\"llama\",\"content\":\"last $i\"}"; done
 stop_server
-start_server --health-interval 1
+start_server --health-interval 1 --endpoint-allow 127.0.0.0/8  # the fake upstreams are on loopback
 R=$(records "$K1_ID")
 assert_eq "$(jq length <<<"$R")" $((N_BEFORE + 5)) "records after the restart"
 stop_server

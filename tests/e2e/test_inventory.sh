@@ -213,7 +213,8 @@ ADMIN=$TOKEN
 gp member grant admin ops-engineer
 assert_rc 0
 assert_file_lacks "$OUT_FILE" "pending"
-gp -o json jointoken create --ttl 3600
+# three uses: sim-0 and sim-1, and one left for the imposter below to be refused (409)
+gp -o json jointoken create --ttl 3600 --uses 3
 assert_rc 0
 JT=$(jout .token)
 JT_ID=$(jout .id)
@@ -665,17 +666,25 @@ note "join tokens"
 run_cli --server "$URL" agent --once --join-token "$JT" --inventory "$E2E_TMP/fleet.json" \
     --simulate 2 --state-dir "$E2E_TMP/imposter-state"
 assert_ne "$RC" 0 "exit code of an agent claiming live nodes"
+# a token not bound to them takes over no registered node (401); one bound to a live node
+# is still refused while its agent is alive (409)
+assert_file_contains "$ERR_FILE" "status=401"
+gp -o json jointoken create --ttl 600 --node sim-0
+assert_rc 0
+run_cli --server "$URL" agent --once --join-token "$(jout .token)" --inventory "$E2E_TMP/fleet.json" \
+    --simulate 2 --state-dir "$E2E_TMP/imposter-state"
+assert_ne "$RC" 0 "exit code of an agent claiming a live node with a token bound to it"
 assert_file_contains "$ERR_FILE" "status=409"
 assert_eq "$(find "$E2E_TMP/imposter-state" -name '*.token' 2>/dev/null | wc -l)" 0 "credentials stored by the imposter"
-gp -o json jointoken create --ttl 600
+gp -o json jointoken create --ttl 600 --uses 4 # solo, solo again, gpu-box and drift
 assert_rc 0
 JT2=$(jout .token)
 JT2_ID=$(jout .id)
 gp jointoken list
 assert_rc 0
-assert_eq "$(head -n 1 "$OUT_FILE" | tr -s ' ')" "ID STATE USES CREATED_BY EXPIRES_AT" "jointoken list header"
-assert_match "$(grep -F "$JT_ID" "$OUT_FILE")" "^$JT_ID +active +2 +admin +20" "jointoken list row"
-assert_match "$(grep -F "$JT2_ID" "$OUT_FILE")" "^$JT2_ID +active +0 +admin +20" "jointoken list row of the second token"
+assert_eq "$(head -n 1 "$OUT_FILE" | tr -s ' ')" "ID STATE USES MAX_USES NODE CREATED_BY EXPIRES_AT" "jointoken list header"
+assert_match "$(grep -F "$JT_ID" "$OUT_FILE")" "^$JT_ID +active +2 +3 +- +admin +20" "jointoken list row"
+assert_match "$(grep -F "$JT2_ID" "$OUT_FILE")" "^$JT2_ID +active +0 +4 +- +admin +20" "jointoken list row of the second token"
 assert_file_lacks "$OUT_FILE" "$JT"
 gp -o json jointoken list
 assert_json '[.items[] | select(has("token") or has("hash"))] | length' 0 "$OUT_FILE"
@@ -727,9 +736,16 @@ poll 10 all_unreachable || fail "sim-0/sim-1/solo not unreachable within 10 s of
 _pass
 gp -o json alarm list
 assert_json '[.items[] | select(.kind == "node" and .severity == "critical" and .gpu == "" and (.message | contains("unreachable"))) | .node] | sort | join(",")' "sim-0,sim-1,solo" "$OUT_FILE"
-# a silent node may be joined again (new hardware, new state folder): a card it no longer
-# reports is failed
+# a silent node may be joined again (new hardware, new state folder), with a token bound to
+# it (a token for new nodes takes over no node's identity): a card it no longer reports is failed
 run_cli --server "$URL" agent --once --join-token "$JT2" --inventory "$E2E_TMP/solo1.json" \
+    --state-dir "$E2E_TMP/solo-state2"
+assert_ne "$RC" 0 "exit code of joining solo again with a token not bound to it"
+assert_file_contains "$ERR_FILE" "status=401"
+gp -o json jointoken create --ttl 600 --node solo
+assert_rc 0
+JT_SOLO=$(jout .token)
+run_cli --server "$URL" agent --once --join-token "$JT_SOLO" --inventory "$E2E_TMP/solo1.json" \
     --state-dir "$E2E_TMP/solo-state2"
 assert_rc 0
 gp -o json node show solo

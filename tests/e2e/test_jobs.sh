@@ -191,7 +191,7 @@ ADMIN=$TOKEN
 gp member grant admin ops-engineer
 assert_rc 0
 assert_file_lacks "$OUT_FILE" "pending"
-gp -o json jointoken create --ttl 3600
+gp -o json jointoken create --ttl 3600 --uses 4 # nodes a, b, c and d
 assert_rc 0
 JT=$(jout .token)
 start_agent fleet --join-token "$JT" --inventory "$E2E_TMP/fleet.json" --state-dir "$STATE" --interval 1
@@ -439,14 +439,14 @@ gp quota set --tenant blue --card-hours 100
 assert_rc 0
 wait_state blue "$CH" running
 cancel blue "$CH"
-gp quota set --tenant blue
+gp quota set --tenant blue --replace
 assert_rc 0
 # lift the ceilings: the tenant's first (a project's may not exceed it)
-as "$RA" quota set --tenant red --project train
+as "$RA" quota set --tenant red --project train --replace
 assert_denied 400
-gp quota set --tenant red
+gp quota set --tenant red --replace
 assert_rc 0
-as "$RA" -o json quota set --tenant red --project train
+as "$RA" -o json quota set --tenant red --project train --replace
 assert_rc 0
 assert_json .gpus null "$OUT_FILE"
 

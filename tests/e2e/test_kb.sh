@@ -98,7 +98,7 @@ run_cli --server http://127.0.0.1:1 --token x kb create x --ops --project p
 assert_rc 2
 
 # ---------------------------------------------------------------- setup
-start_server
+start_server --endpoint-allow 127.0.0.0/8  # the fake upstream is on loopback
 ADMIN=$TOKEN
 grant admin ops-engineer
 for t in red blue green; do

@@ -93,7 +93,7 @@ run_cli "${NS[@]}" model frobnicate
 assert_usage_error "unknown command"
 
 # ---------------------------------------------------------------- setup
-start_server
+start_server --endpoint-allow 127.0.0.0/8  # endpoints on loopback in examples
 note "server at $URL"
 ADMIN=$TOKEN
 DB=$DATA/gpupool.db

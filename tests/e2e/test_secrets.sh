@@ -28,7 +28,7 @@ secret() { SECRETS+=("$1=$2"); }
 keep_resp() { cat "$BODY_FILE" >>"$OBS/error-responses"; echo >>"$OBS/error-responses"; }
 keep_err() { cat "$ERR_FILE" >>"$OBS/cli-errors"; }
 
-start_server
+start_server --endpoint-allow 127.0.0.0/8  # the fake upstream is on loopback
 ADMIN=$TOKEN
 secret admin-token "$ADMIN"
 MONTH=$(date -u +%Y-%m)

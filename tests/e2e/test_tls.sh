@@ -105,7 +105,8 @@ assert_one_line_error "cannot read --upstream-ca"
 # ---------------------------------------------------------------- the server
 note "the server over HTTPS"
 launch_tls server "$DATA" server.url --data "$DATA" $(store_flag "$DATA") --listen 127.0.0.1:0 \
-    --tls-cert "$PKI/server.pem" --tls-key "$PKI/server.key" --upstream-ca "$CA"
+    --tls-cert "$PKI/server.pem" --tls-key "$PKI/server.key" --upstream-ca "$CA" \
+    --endpoint-allow 127.0.0.0/8
 TOKEN=$(head -n 1 "$DATA/admin.token")
 assert_match "$URL" '^https://127\.0\.0\.1:[0-9]+$' "server.url is https"
 assert_file_contains "$SERVER_OUT" "listening on $URL"
@@ -220,7 +221,7 @@ note "gpupool gateway over HTTPS"
 SERVER_PID_MAIN=$SERVER_PID
 URL_MAIN=$URL
 launch_tls gateway "$DATA" gateway.url --data "$DATA" $(store_flag "$DATA") --listen 127.0.0.1:0 \
-    --tls-cert "$PKI/server.pem" --tls-key "$PKI/server.key"
+    --tls-cert "$PKI/server.pem" --tls-key "$PKI/server.key" --endpoint-allow 127.0.0.0/8
 assert_match "$URL" '^https://127\.0\.0\.1:[0-9]+$' "gateway.url is https"
 NODE_EXTRA_CA_CERTS=$CA call "$URL/v1" chat '{"model":"llama","content":"via the gateway"}'
 assert_json .ok true "$OUT_FILE"

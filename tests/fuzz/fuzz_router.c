@@ -11,7 +11,10 @@
  *     at the place of its {name} segment: substituting the values into the
  *     pattern gives back the path exactly;
  *   - router_param(name) returns the first value of that name;
- *   - no match leaves route -1 and no parameters.
+ *   - no match leaves route -1 and no parameters;
+ *   - router_check_target() on the raw input (NULs included) as the target
+ *     and its text as the path: a NUL, "%00", "%2F" or "%5C" before any '?'
+ *     is always refused, and an accepted path holds no control character.
  */
 #include "../../src/api/api.h"
 #include "../../src/api/router.h"
@@ -102,11 +105,26 @@ static void check(const char *const *methods, const char *const *patterns, size_
     free(m);
 }
 
+/* The target checks: what must be refused is refused; what passes is clean. */
+static void check_target(const char *raw, size_t len, const char *path) {
+    const char *why = router_check_target(raw, len, path);
+    if (memchr(raw, '\0', len)) assert(why);
+    const char *q = memchr(raw, '?', len);
+    size_t plen = q ? (size_t)(q - raw) : len;
+    for (size_t i = 0; i + 2 < plen; i++)
+        if (raw[i] == '%' && (raw[i + 1] == '2' || raw[i + 1] == '5' || raw[i + 1] == '0') &&
+            strchr(raw[i + 1] == '0' ? "0" : raw[i + 1] == '2' ? "fF" : "cC", raw[i + 2]))
+            assert(why);
+    if (!why)
+        for (const char *p = path; *p; p++) assert((unsigned char)*p >= 0x20 && *p != 0x7f);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *text = malloc(size + 1);
     assert(text);
     memcpy(text, data, size);
     text[size] = '\0'; /* C strings: stop at the first NUL, like the HTTP layer */
+    check_target(text, size, text);
     if (text[0] == '#') {
         /* fuzzer-made table: lines until an empty one, then METHOD, PATH */
         const char *pats[MAX_ROWS], *meths[MAX_ROWS];

@@ -23,6 +23,12 @@
 //   chat-sources  {model,content,max_tokens}      -> like chat, plus {sources} (the gateway's extra
 //                 field for retrieval-augmented applications; null when absent)
 //   chat-stream-sources {model,content}           -> {content,chunks,first_sources,chunks_with_sources}
+//   model         {model}                         -> {id,object,owned_by} (GET /v1/models/{id})
+//   response      {model,input,instructions,max_output_tokens}
+//                 -> {id,model,status,output_text,usage,sources} (client.responses.create)
+//   response-stream {model,input,instructions,max_output_tokens}
+//                 -> {text,events,types,usage,status,first_sources,events_with_sources}
+//   concurrent-responses {model,input,max_output_tokens,n} -> like concurrent
 // Any scenario also takes timeout_ms (default 30000).
 import OpenAI from 'openai';
 
@@ -48,6 +54,31 @@ function errorResult(err) {
     class: err.constructor.name,
     headers: { 'retry-after': err.headers?.get?.('retry-after') ?? null },
   };
+}
+
+const responseBody = (a) => ({
+  model: a.model ?? model,
+  input: a.input ?? 'hello',
+  ...(a.instructions !== undefined && { instructions: a.instructions }),
+  ...(a.max_output_tokens !== undefined && { max_output_tokens: a.max_output_tokens }),
+});
+
+// Tally of settled promises: {ok, n, outcomes, total_tokens, ...}; tokens(v) reads a success's.
+function tally(settled, tokens) {
+  const r = { ok: true, n: settled.length, outcomes: {}, total_tokens: 0, prompt_tokens: 0, completion_tokens: 0, retry_after: [] };
+  for (const s of settled) {
+    const key = s.status === 'fulfilled' ? 'ok' : String(s.reason?.status ?? s.reason?.constructor?.name ?? 'error');
+    r.outcomes[key] = (r.outcomes[key] ?? 0) + 1;
+    if (s.status === 'fulfilled') {
+      const t = tokens(s.value);
+      r.total_tokens += t.total;
+      r.prompt_tokens += t.prompt;
+      r.completion_tokens += t.completion;
+    } else if (s.reason?.headers?.get?.('retry-after')) {
+      r.retry_after.push(s.reason.headers.get('retry-after'));
+    }
+  }
+  return r;
 }
 
 const chatBody = (a) => ({
@@ -131,6 +162,40 @@ const scenarios = {
       for (const c of chunk.choices ?? []) r.content += c.delta?.content ?? '';
     }
     return r;
+  },
+  async model(a) {
+    const m = await client.models.retrieve(a.model ?? model);
+    return { ok: true, id: m.id, object: m.object, owned_by: m.owned_by };
+  },
+  async response(a) {
+    const r = await client.responses.create(responseBody(a));
+    return { ok: true, id: r.id, model: r.model, status: r.status, output_text: r.output_text, usage: r.usage ?? null, sources: r.sources ?? null };
+  },
+  async 'response-stream'(a) {
+    const stream = await client.responses.create({ ...responseBody(a), stream: true });
+    const r = { text: '', events: 0, types: [], usage: null, status: null, first_sources: null, events_with_sources: 0 };
+    try {
+      for await (const ev of stream) {
+        if (r.events === 0) r.first_sources = ev.sources ?? null;
+        if (ev.sources) r.events_with_sources++;
+        r.events++;
+        if (!r.types.includes(ev.type)) r.types.push(ev.type);
+        if (ev.type === 'response.output_text.delta') r.text += ev.delta;
+        if (ev.type === 'response.completed' || ev.type === 'response.incomplete') {
+          r.usage = ev.response?.usage ?? null;
+          r.status = ev.response?.status ?? null;
+        }
+        if (ev.type === 'error') throw Object.assign(new Error(ev.message), { code: ev.code });
+      }
+    } catch (err) {
+      return { ...errorResult(err), code: err?.code ?? errorResult(err).code, partial: r };
+    }
+    return { ok: true, ...r };
+  },
+  async 'concurrent-responses'(a) {
+    const n = a.n ?? 10;
+    const settled = await Promise.allSettled(Array.from({ length: n }, () => client.responses.create(responseBody(a))));
+    return tally(settled, (v) => ({ total: v.usage?.total_tokens ?? 0, prompt: v.usage?.input_tokens ?? 0, completion: v.usage?.output_tokens ?? 0 }));
   },
   async concurrent(a) {
     const n = a.n ?? 10;

@@ -9,9 +9,15 @@
 //   POST /v1/chat/completions  content "echo:" + last user message, stream or not
 //   POST /v1/completions       text "echo:" + prompt, stream or not
 //   POST /v1/embeddings        8-dim vectors derived from the text; float or base64
+//   POST /v1/responses         the Responses API: output_text "echo:" + the input (a
+//                              string, or its last user item), stream (`event:` +
+//                              `data:` response.* events, no [DONE]) or not; usage
+//                              {input_tokens, output_tokens}
 //   GET  /_log                 every request so far: [{method,path,headers,body}]
 //   DELETE /_log               clears it
-// Token counts: prompt_tokens = ceil(characters of all message contents / 4),
+// Token counts (Responses: input_tokens = ceil(characters of instructions and
+// every input item's content / 4), output_tokens = words; max_output_tokens caps):
+// prompt_tokens = ceil(characters of all message contents / 4),
 // at least 1; completion_tokens = words (whitespace-separated) of the reply;
 // max_tokens (or max_completion_tokens) caps the reply to that many words.
 // Switches, written as [[tag]] anywhere in the messages/prompt/input or in the
@@ -23,6 +29,12 @@
 //   [[cut]]           stream: role chunk, two content chunks, then the socket
 //                     is destroyed (no finish, no usage, no [DONE])
 //   [[stream-error]]  stream: two content chunks, then `data: {"error":…}`, end
+// Hostile switches (tests/security/test_gateway.sh):
+//   [[usage-negative]] usage says prompt_tokens -1000000 (and a negative total)
+//   [[usage-huge]]     usage says 10^15 prompt and completion tokens
+//   [[redirect]]       answer 302 to http://169.254.169.254/… with a body that must not leak
+//   [[pad-N]]          chat: N bytes of padding in the answer (an SSE comment in a stream,
+//                      a long system_fingerprint otherwise) that carry no generated text
 // Each response id carries --name (e.g. chatcmpl-NAME-3), so tests can tell
 // which upstream answered.
 import http from 'node:http';
@@ -58,14 +70,19 @@ function textOf(content) {
 
 // [[tag]] switches found in the given strings.
 function switches(strings) {
-  const s = { noUsage: false, error: 0, slow: 0, cut: false, streamError: false };
+  const s = { noUsage: false, error: 0, slow: 0, cut: false, streamError: false,
+    usageNegative: false, usageHuge: false, redirect: false, pad: 0 };
   for (const m of strings.join('\n').matchAll(/\[\[([a-z0-9-]+)\]\]/g)) {
     const t = m[1];
     if (t === 'no-usage') s.noUsage = true;
     else if (t === 'cut') s.cut = true;
     else if (t === 'stream-error') s.streamError = true;
+    else if (t === 'usage-negative') s.usageNegative = true;
+    else if (t === 'usage-huge') s.usageHuge = true;
+    else if (t === 'redirect') s.redirect = true;
     else if (/^error-\d{3}$/.test(t)) s.error = Number(t.slice(6));
     else if (/^slow-\d+$/.test(t)) s.slow = Number(t.slice(5));
+    else if (/^pad-\d+$/.test(t)) s.pad = Number(t.slice(4));
   }
   return s;
 }
@@ -83,6 +100,31 @@ function sendJson(res, status, obj, headers = {}) {
 
 function sendError(res, status, message, type, code) {
   sendJson(res, status, { error: { message, type, param: null, code } });
+}
+
+// The usage a hostile upstream would report instead of the real one.
+function hostile(sw, usage) {
+  if (sw.usageNegative) {
+    usage.prompt_tokens = -1000000;
+    usage.total_tokens = usage.prompt_tokens + (usage.completion_tokens ?? 0);
+  }
+  if (sw.usageHuge) {
+    usage.prompt_tokens = 1e15;
+    if ('completion_tokens' in usage) usage.completion_tokens = 1e15;
+    usage.total_tokens = 2e15;
+  }
+  return usage;
+}
+
+function redirect(res) {
+  const body = JSON.stringify({ secret: 'redirect-body-must-not-leak' });
+  res.writeHead(302, {
+    Location: 'http://169.254.169.254/latest/meta-data/',
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(body),
+    'X-Upstream': opts.name,
+  });
+  res.end(body);
 }
 
 function upstreamError(res, status) {
@@ -125,6 +167,7 @@ async function stream(res, body, sw, pieces, finish, usage, mk) {
     res.end();
     return;
   }
+  if (sw.pad) res.write(`: ${' '.repeat(sw.pad)}\n\n`);
   send(mk(null, finish));
   if (wantUsage) send({ ...mk(null, null), choices: [], usage });
   res.write('data: [DONE]\n\n');
@@ -137,10 +180,11 @@ async function chat(req, res, body) {
   const sw = switches([String(body.model ?? ''), ...texts]);
   if (sw.slow) await sleep(sw.slow);
   if (sw.error) return upstreamError(res, sw.error);
+  if (sw.redirect) return redirect(res);
   const lastUser = [...msgs].reverse().find((m) => m.role === 'user');
   const r = reply('echo:' + textOf(lastUser?.content), body.max_tokens ?? body.max_completion_tokens);
   const prompt = countTokens(texts.reduce((n, t) => n + t.length, 0));
-  const usage = { prompt_tokens: prompt, completion_tokens: r.n, total_tokens: prompt + r.n };
+  const usage = hostile(sw, { prompt_tokens: prompt, completion_tokens: r.n, total_tokens: prompt + r.n });
   const id = `chatcmpl-${opts.name}-${++seq}`;
   const created = Math.floor(Date.now() / 1000);
   const model = body.model;
@@ -150,6 +194,7 @@ async function chat(req, res, body) {
       choices: [{ index: 0, message: { role: 'assistant', content: r.text }, logprobs: null, finish_reason: r.finish_reason }],
     };
     if (!sw.noUsage) out.usage = usage;
+    if (sw.pad) out.system_fingerprint = ' '.repeat(sw.pad);
     return sendJson(res, 200, out);
   }
   const w = words(r.text);
@@ -167,10 +212,11 @@ async function completions(req, res, body) {
   const sw = switches([String(body.model ?? ''), ...prompts]);
   if (sw.slow) await sleep(sw.slow);
   if (sw.error) return upstreamError(res, sw.error);
+  if (sw.redirect) return redirect(res);
   const rs = prompts.map((p) => reply('echo:' + p, body.max_tokens));
   const prompt = prompts.reduce((n, p) => n + countTokens(p.length), 0);
   const completion = rs.reduce((n, r) => n + r.n, 0);
-  const usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  const usage = hostile(sw, { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion });
   const id = `cmpl-${opts.name}-${++seq}`;
   const created = Math.floor(Date.now() / 1000);
   const model = body.model;
@@ -220,8 +266,70 @@ async function embeddings(req, res, body) {
   });
   const prompt = inputs.reduce((n, t) => n + countTokens(t.length), 0);
   const out = { object: 'list', data, model: body.model };
-  if (!sw.noUsage) out.usage = { prompt_tokens: prompt, total_tokens: prompt };
+  if (!sw.noUsage) out.usage = hostile(sw, { prompt_tokens: prompt, total_tokens: prompt });
   sendJson(res, 200, out);
+}
+
+// The Responses API.  A response object; `text` its output, `usage` or null.
+function responseObject(body, id, status, text, usage) {
+  const out = {
+    id, object: 'response', created_at: Math.floor(Date.now() / 1000), status,
+    model: body.model, instructions: body.instructions ?? null,
+    max_output_tokens: body.max_output_tokens ?? null, error: null,
+    incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
+    output: text === null ? [] : [{
+      type: 'message', id: `msg_${id}`, status: 'completed', role: 'assistant',
+      content: [{ type: 'output_text', text, annotations: [] }],
+    }],
+    usage,
+  };
+  return out;
+}
+
+async function responses(req, res, body) {
+  const items = typeof body.input === 'string' ? [{ role: 'user', content: body.input }]
+    : Array.isArray(body.input) ? body.input : [];
+  const texts = [String(body.instructions ?? ''), ...items.map((m) => textOf(m.content))];
+  const sw = switches([String(body.model ?? ''), ...texts]);
+  if (sw.slow) await sleep(sw.slow);
+  if (sw.error) return upstreamError(res, sw.error);
+  if (sw.redirect) return redirect(res);
+  const lastUser = [...items].reverse().find((m) => (m.role ?? 'user') === 'user');
+  const r = reply('echo:' + textOf(lastUser?.content), body.max_output_tokens);
+  const input = countTokens(texts.reduce((n, t) => n + t.length, 0));
+  const u = { prompt_tokens: input, completion_tokens: r.n };
+  hostile(sw, u);
+  const usage = sw.noUsage ? null : {
+    input_tokens: u.prompt_tokens, input_tokens_details: { cached_tokens: 0 },
+    output_tokens: u.completion_tokens, output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: u.prompt_tokens + u.completion_tokens,
+  };
+  const id = `resp_${opts.name}_${++seq}`;
+  const status = r.finish_reason === 'length' ? 'incomplete' : 'completed';
+  if (!body.stream) return sendJson(res, 200, responseObject(body, id, status, r.text, usage));
+  res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Upstream': opts.name });
+  let n = 0;
+  const ev = (type, fields) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: n++, ...fields })}\n\n`);
+  const item = `msg_${id}`;
+  ev('response.created', { response: responseObject(body, id, 'in_progress', null, null) });
+  ev('response.in_progress', { response: responseObject(body, id, 'in_progress', null, null) });
+  ev('response.output_item.added', { output_index: 0, item: { type: 'message', id: item, status: 'in_progress', role: 'assistant', content: [] } });
+  ev('response.content_part.added', { item_id: item, output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } });
+  const w = words(r.text);
+  for (let i = 0; i < w.length; i++) {
+    if ((sw.cut || sw.streamError) && i === 2) break;
+    ev('response.output_text.delta', { item_id: item, output_index: 0, content_index: 0, delta: (i ? ' ' : '') + w[i], logprobs: [] });
+  }
+  if (sw.cut) { await sleep(20); res.socket.destroy(); return; }
+  if (sw.streamError) {
+    ev('error', { code: 'stream_error', message: 'upstream failed mid-stream', param: null });
+    return res.end();
+  }
+  ev('response.output_text.done', { item_id: item, output_index: 0, content_index: 0, text: r.text, logprobs: [] });
+  ev('response.content_part.done', { item_id: item, output_index: 0, content_index: 0, part: { type: 'output_text', text: r.text, annotations: [] } });
+  ev('response.output_item.done', { output_index: 0, item: responseObject(body, id, status, r.text, null).output[0] });
+  ev(status === 'completed' ? 'response.completed' : 'response.incomplete', { response: responseObject(body, id, status, r.text, usage) });
+  res.end();
 }
 
 function models(req, res) {
@@ -236,6 +344,7 @@ const routes = {
   'POST /v1/chat/completions': chat,
   'POST /v1/completions': completions,
   'POST /v1/embeddings': embeddings,
+  'POST /v1/responses': responses,
 };
 
 const server = http.createServer((req, res) => {

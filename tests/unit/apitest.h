@@ -57,7 +57,8 @@ static inline void at_sql(apitest *t, const char *sql) {
 
 /*
  * Create user `name` (no password) holding `role` at a scope (role NULL: no
- * role; tenant/project by name) and a token for it.
+ * role; tenant/project by name) and a token for it.  The user is homed in
+ * `tenant` (the platform when NULL).
  */
 static inline void at_user(apitest *t, const char *name, const char *role, const char *scope,
                            const char *tenant, const char *project, char token[RND_SECRET_LEN]) {
@@ -66,9 +67,12 @@ static inline void at_user(apitest *t, const char *name, const char *role, const
     char uid[RND_ID_LEN], tid[RND_ID_LEN];
     rnd_id(uid);
     assert_int_equal(store_begin(t->st, STORE_WRITE, &tx, &err), GP_OK);
+    /* homed in the tenant of its role (the platform for a global role or none) */
     assert_int_equal(store_exec(tx, NULL, &err,
-                                "INSERT INTO users (id, name, created_at) VALUES (?,?,0)", "ss",
-                                uid, name),
+                                "INSERT INTO users (id, name, created_at, home_tenant_id)"
+                                " VALUES (?,?,0,COALESCE((SELECT id FROM tenants WHERE name = ?),"
+                                " ''))",
+                                "sss", uid, name, tenant),
                      GP_OK);
     if (role)
         assert_int_equal(

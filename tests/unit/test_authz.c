@@ -292,17 +292,118 @@ static void grants_and_user_admin(void **state) {
     assert_false(authz_role_fits_scope(ROLE_VIEWER, SCOPE_GLOBAL));
     assert_false(authz_role_fits_scope(ROLE_PLATFORM_ADMIN, SCOPE_TENANT));
     assert_false(authz_role_fits_scope(ROLE_TENANT_ADMIN, SCOPE_PROJECT));
-    /* administering users */
-    authz_binding in_a[2] = {tenant(ROLE_VIEWER, "A"), project(ROLE_PROJECT_USER, "A", "p")};
-    authz_binding in_ab[2] = {tenant(ROLE_VIEWER, "A"), tenant(ROLE_VIEWER, "B")};
-    assert_true(authz_can_admin_user(&tadm, 1, in_a, 2, NOW));
-    assert_false(authz_can_admin_user(&tadm, 1, in_ab, 2, NOW));
-    assert_false(authz_can_admin_user(&tadm, 1, NULL, 0, NOW));
-    assert_false(authz_can_admin_user(&tadm, 1, &plat, 1, NOW));
-    assert_true(authz_can_admin_user(&plat, 1, in_ab, 2, NOW));
-    assert_false(authz_can_admin_user(&plat, 1, &sec, 1, NOW));
-    assert_true(authz_can_admin_user(&sec, 1, &sec, 1, NOW));
-    assert_false(authz_can_admin_user(&padm, 1, in_a, 2, NOW));
+    /* administering users: see user_ownership below */
+}
+
+static int admin_of(const authz_binding *caller, int nc, const authz_binding *tb, int nt,
+                    const char *home, int node) {
+    authz_user u = {tb, nt, home, node};
+    return authz_can_admin_user(caller, nc, &u, NOW);
+}
+
+/* The ownership model, exhaustively: every caller role at every scope, against users homed
+ * on the platform, in A or in B, with bindings in their home, in another tenant, globally. */
+static void user_ownership(void **state) {
+    (void)state;
+    const char *homes[] = {NULL, "", "A", "B"};
+    authz_binding shapes[][2] = {
+        {tenant(ROLE_VIEWER, "A"), project(ROLE_PROJECT_USER, "A", "p")}, /* all in A */
+        {tenant(ROLE_VIEWER, "A"), tenant(ROLE_VIEWER, "B")},             /* A and B */
+        {tenant(ROLE_VIEWER, "B"), project(ROLE_PROJECT_ADMIN, "B", "q")}, /* all in B */
+        {global(ROLE_OPS_ENGINEER), tenant(ROLE_VIEWER, "A")},            /* a global role */
+        {global(ROLE_SECURITY_ADMIN), tenant(ROLE_VIEWER, "A")},          /* security-admin */
+        {global(ROLE_PLATFORM_ADMIN), global(ROLE_PLATFORM_ADMIN)},
+        {{ROLE_VENDOR, SCOPE_VENDOR, NULL, NULL, 0}, tenant(ROLE_VIEWER, "A")},
+    };
+    int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
+    for (int r = 0; r < ROLE__COUNT; r++) {
+        for (int sc = SCOPE_GLOBAL; sc <= SCOPE_VENDOR; sc++) {
+            if (!authz_role_fits_scope((authz_role)r, (authz_scope)sc)) continue;
+            authz_binding c = {(authz_role)r, (authz_scope)sc, sc == SCOPE_TENANT || sc == SCOPE_PROJECT ? "A" : NULL,
+                               sc == SCOPE_PROJECT ? "p" : NULL, 0};
+            for (size_t h = 0; h < sizeof homes / sizeof homes[0]; h++) {
+                for (int k = 0; k <= nshapes; k++) {
+                    const authz_binding *tb = k < nshapes ? shapes[k] : NULL;
+                    int nt = k < nshapes ? 2 : 0;
+                    int sec_target = k == 4;
+                    int global_target = k == 3 || k == 4 || k == 5 || k == 6;
+                    int expect;
+                    if (sec_target) expect = r == ROLE_SECURITY_ADMIN;
+                    else if (r == ROLE_PLATFORM_ADMIN) expect = 1;
+                    else if (r == ROLE_TENANT_ADMIN)
+                        expect = homes[h] && strcmp(homes[h], "A") == 0 && !global_target;
+                    else expect = 0;
+                    int got = admin_of(&c, 1, tb, nt, homes[h], 0);
+                    if (got != expect)
+                        fail_msg("role %s at %s, home %s, shape %d: got %d, want %d",
+                                 authz_role_name((authz_role)r), authz_scope_name((authz_scope)sc),
+                                 homes[h] ? homes[h] : "(null)", k, got, expect);
+                    /* a node account: nobody, whoever asks */
+                    assert_false(admin_of(&c, 1, tb, nt, homes[h], 1));
+                }
+            }
+        }
+    }
+    /* the attack of issue 18: B's admin granted a role in B to A's (or the platform's) user */
+    authz_binding tadm_b = tenant(ROLE_TENANT_ADMIN, "B"), tadm_a = tenant(ROLE_TENANT_ADMIN, "A");
+    authz_binding only_b[1] = {tenant(ROLE_VIEWER, "B")};
+    assert_false(admin_of(&tadm_b, 1, only_b, 1, "A", 0));
+    assert_false(admin_of(&tadm_b, 1, only_b, 1, "", 0));
+    assert_false(admin_of(&tadm_b, 1, NULL, 0, "A", 0)); /* role-less user of A */
+    /* ... and A's admin is not locked out of its own user */
+    assert_true(admin_of(&tadm_a, 1, only_b, 1, "A", 0));
+    /* expired roles count for nothing, on either side */
+    authz_binding old_a = tadm_a, old_plat = global(ROLE_PLATFORM_ADMIN);
+    old_a.expires_us = NOW;
+    old_plat.expires_us = NOW - 1;
+    assert_false(admin_of(&old_a, 1, NULL, 0, "A", 0));
+    assert_false(admin_of(&old_plat, 1, NULL, 0, "", 0));
+    authz_binding old_ops = global(ROLE_OPS_ENGINEER);
+    old_ops.expires_us = NOW;
+    assert_true(admin_of(&tadm_a, 1, &old_ops, 1, "A", 0));
+    authz_binding old_sec = global(ROLE_SECURITY_ADMIN);
+    old_sec.expires_us = NOW;
+    assert_true(admin_of(&tadm_a, 1, &old_sec, 1, "A", 0));
+    /* several caller bindings add up: admin of B and of A administers A's user */
+    authz_binding both[2] = {tadm_b, tadm_a};
+    assert_true(admin_of(both, 2, only_b, 1, "A", 0));
+    /* no target at all */
+    assert_false(authz_can_admin_user(&tadm_a, 1, NULL, NOW));
+}
+
+/* Who decides for a home, and which grants need an invitation. */
+static void homes_and_invitations(void **state) {
+    (void)state;
+    const char *homes[] = {NULL, "", "A", "B"};
+    for (int r = 0; r < ROLE__COUNT; r++) {
+        for (int sc = SCOPE_GLOBAL; sc <= SCOPE_VENDOR; sc++) {
+            if (!authz_role_fits_scope((authz_role)r, (authz_scope)sc)) continue;
+            authz_binding c = {(authz_role)r, (authz_scope)sc,
+                               sc == SCOPE_TENANT || sc == SCOPE_PROJECT ? "A" : NULL,
+                               sc == SCOPE_PROJECT ? "p" : NULL, 0};
+            for (size_t h = 0; h < sizeof homes / sizeof homes[0]; h++) {
+                int platform = r == ROLE_PLATFORM_ADMIN;
+                int home_a = homes[h] && strcmp(homes[h], "A") == 0;
+                int decides = platform || (r == ROLE_TENANT_ADMIN && home_a);
+                assert_int_equal(authz_decides_home(&c, 1, homes[h], NOW), decides);
+                /* a grant in A: direct for A's own users, else only for who decides */
+                assert_int_equal(authz_grant_needs_invitation(&c, 1, homes[h], "A", NOW),
+                                 !(home_a || decides));
+                /* a grant in B: B's own users need none */
+                int home_b = homes[h] && strcmp(homes[h], "B") == 0;
+                assert_int_equal(authz_grant_needs_invitation(&c, 1, homes[h], "B", NOW),
+                                 !(home_b || decides));
+                c.expires_us = NOW; /* expired: decides nothing */
+                assert_false(authz_decides_home(&c, 1, homes[h], NOW));
+                c.expires_us = 0;
+            }
+        }
+    }
+    /* a platform user is decided by platform-admins only */
+    authz_binding tadm = tenant(ROLE_TENANT_ADMIN, "A");
+    assert_false(authz_decides_home(&tadm, 1, "", NOW));
+    assert_true(authz_grant_needs_invitation(&tadm, 1, "", "A", NOW));
+    assert_false(authz_decides_home(NULL, 0, "A", NOW));
 }
 
 int main(void) {
@@ -318,6 +419,8 @@ int main(void) {
         cmocka_unit_test(nothing_without_bindings),
         cmocka_unit_test(several_bindings_add_up),
         cmocka_unit_test(names_roundtrip),
+        cmocka_unit_test(user_ownership),
+        cmocka_unit_test(homes_and_invitations),
         cmocka_unit_test(exhaustive_matrix),
         cmocka_unit_test(grants_and_user_admin),
     };

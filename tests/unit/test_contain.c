@@ -3,14 +3,19 @@
  * or a failed GPU ends the bindings of the jobs on it (node_lost /
  * gpu_failed), each job is requeued or failed per its recovery policy, the
  * alarm names the tenants hit (and only they see it), and ops can release a
- * binding by hand.
+ * binding by hand.  And join tokens: single-use by default, bound to a
+ * node name, or good for N registrations (issue 18, finding 10).
  */
 #include "apitest.h"
+
+#include "../../src/inventory/inventory.h"
+#include "../../src/sched/jobs.h"
 
 typedef struct {
     apitest t;
     char ops[RND_SECRET_LEN], red[RND_SECRET_LEN], blue[RND_SECRET_LEN];
     char node_token[RND_SECRET_LEN];
+    char join[RND_SECRET_LEN]; /* the join token n1 registered with */
 } cx;
 
 #define CALL(f, tok, m, p, b, out) at_call(&(f)->t, tok, m, p, b, out)
@@ -34,6 +39,7 @@ static int setup(void **state) {
              "\"gpus\":[{\"uuid\":\"GPU-a\",\"index\":0,\"model\":\"A100-80GB\",\"memory_mib\":81920},"
              "{\"uuid\":\"GPU-b\",\"index\":1,\"model\":\"A100-80GB\",\"memory_mib\":81920}]}}",
              at_str(resp, "token"));
+    snprintf(f->join, sizeof f->join, "%s", at_str(resp, "token"));
     json_decref(resp);
     assert_int_equal(CALL(f, NULL, "POST", "/api/v1/agent/register", body, &resp), 201);
     snprintf(f->node_token, sizeof f->node_token, "%s", at_str(resp, "token"));
@@ -64,8 +70,15 @@ static const char *submit(cx *f, const char *tok, const char *tenant, const char
     snprintf(body, sizeof body, "{\"name\":\"j\",\"class\":\"a100.1x\",\"recovery\":\"%s\"}",
              recovery);
     assert_int_equal(CALL(f, tok, "POST", path, body, &resp), 201);
-    assert_string_equal(at_str(resp, "state"), "running");
     snprintf(id, sizeof id, "%s", at_str(resp, "id"));
+    json_decref(resp);
+    /* a submit only wakes the leader's scheduler loop (none runs here): run its round */
+    round_stats rs;
+    gp_err err = GP_ERR_INIT;
+    assert_int_equal(sched_run(f->t.st, &rs, &err), GP_OK);
+    snprintf(path, sizeof path, "/api/v1/tenants/%s/projects/%s/jobs/%s", tenant, proj, id);
+    assert_int_equal(CALL(f, tok, "GET", path, NULL, &resp), 200);
+    assert_string_equal(at_str(resp, "state"), "running");
     snprintf(gpu_out, 16, "%s", at_str(json_array_get(json_object_get(resp, "bindings"), 0), "gpu"));
     json_decref(resp);
     return id;
@@ -156,11 +169,84 @@ static void node_loss_and_release(void **state) {
     json_decref(resp);
 }
 
+/* Register node `name` (no GPUs) with join token `jt`: the HTTP status; OUT: error message. */
+static int reg(cx *f, const char *jt, const char *name, char msg[200]) {
+    char body[400];
+    json_t *resp = NULL;
+    snprintf(body, sizeof body,
+             "{\"join_token\":\"%s\",\"node\":{\"name\":\"%s\",\"cpus\":1,\"memory_gib\":1,"
+             "\"gpus\":[]}}",
+             jt, name);
+    int st = CALL(f, NULL, "POST", "/api/v1/agent/register", body, &resp);
+    const char *m = json_string_value(json_object_get(json_object_get(resp, "error"), "message"));
+    snprintf(msg, 200, "%s", m ? m : "");
+    json_decref(resp);
+    return st;
+}
+
+/* Make a join token with body `b`: its secret (static buffer). */
+static const char *mkjoin(cx *f, const char *b) {
+    static char tok[RND_SECRET_LEN];
+    json_t *resp;
+    assert_int_equal(CALL(f, f->ops, "POST", "/api/v1/join-tokens", b, &resp), 201);
+    snprintf(tok, sizeof tok, "%s", at_str(resp, "token"));
+    json_decref(resp);
+    return tok;
+}
+
+static void join_token_single_use(void **state) {
+    cx *f = *state;
+    char msg[200], jt[RND_SECRET_LEN];
+    /* n1's token (made with {}) is spent: no second node, not even n1 again */
+    assert_int_equal(reg(f, f->join, "n2", msg), 401);
+    assert_non_null(strstr(msg, "already used"));
+    assert_int_equal(reg(f, f->join, "n1", msg), 401);
+    /* bound to a name */
+    snprintf(jt, sizeof jt, "%s", mkjoin(f, "{\"node\":\"n3\"}"));
+    assert_int_equal(reg(f, jt, "n4", msg), 401);
+    assert_non_null(strstr(msg, "bound to another node"));
+    assert_int_equal(reg(f, jt, "n3", msg), 201);
+    /* a token for new nodes takes over no registered one, not even one gone silent (its
+     * identity would bring it the workloads placed there); a token bound to it does */
+    at_sql(&f->t, "UPDATE nodes SET state = 'unreachable' WHERE name = 'n1'");
+    snprintf(jt, sizeof jt, "%s", mkjoin(f, "{}"));
+    assert_int_equal(reg(f, jt, "n1", msg), 401);
+    assert_non_null(strstr(msg, "needs a join token bound to it"));
+    assert_int_equal(reg(f, jt, "n9", msg), 201); /* the refusal spent no use */
+    snprintf(jt, sizeof jt, "%s", mkjoin(f, "{\"node\":\"n1\"}"));
+    assert_int_equal(reg(f, jt, "n1", msg), 201);
+    /* N uses */
+    snprintf(jt, sizeof jt, "%s", mkjoin(f, "{\"max_uses\":2}"));
+    assert_int_equal(reg(f, jt, "n5", msg), 201);
+    assert_int_equal(reg(f, jt, "n6", msg), 201);
+    assert_int_equal(reg(f, jt, "n7", msg), 401);
+    assert_non_null(strstr(msg, "used up"));
+    /* bad bodies make nothing */
+    static const char *const bad[] = {"{\"max_uses\":0}", "{\"max_uses\":10001}",
+                                      "{\"max_uses\":\"2\"}", "{\"node\":\"N 1\"}",
+                                      "{\"node\":\"n8\",\"max_uses\":2}", "{\"node\":7}", NULL};
+    for (int i = 0; bad[i]; i++)
+        assert_int_equal(CALL(f, f->ops, "POST", "/api/v1/join-tokens", bad[i], NULL), 400);
+    json_t *resp;
+    assert_int_equal(CALL(f, f->ops, "GET", "/api/v1/join-tokens", NULL, &resp), 200);
+    assert_int_equal(json_array_size(json_object_get(resp, "items")), 5);
+    json_decref(resp);
+    /* the rule itself (pure) */
+    assert_null(inv_join_refusal(10, 20, 0, 0, 1, "", "a"));
+    assert_non_null(inv_join_refusal(10, 20, 1, 0, 1, "", "a"));  /* revoked */
+    assert_non_null(inv_join_refusal(20, 20, 0, 0, 1, "", "a"));  /* expired */
+    assert_non_null(inv_join_refusal(10, 20, 0, 1, 1, "", "a"));  /* spent */
+    assert_non_null(inv_join_refusal(10, 20, 0, 0, 1, "b", "a")); /* another name */
+    assert_null(inv_join_refusal(10, 20, 0, 0, 1, "a", "a"));
+    assert_null(inv_join_refusal(10, 20, 0, 2, 3, "", "a"));
+}
+
 int main(void) {
     assert_int_equal(rnd_init(), 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(gpu_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(node_loss_and_release, setup, teardown),
+        cmocka_unit_test_setup_teardown(join_token_single_use, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,8 +4,23 @@
  * reservations never let concurrent requests pass a quota, settling moves a
  * hold into `used` exactly once, stale holds are released, and the ledger's
  * invariant (reserved = the sum of open holds) holds throughout.
+ *
+ * Issue 22: the Responses API's requests (ranges, prompt size) and events
+ * (usage from response.completed, text from deltas, the end, an error
+ * event), and requests in flight per key (max_parallel) in one process and
+ * across two sharing a store; routing order with outlier ejection and panic
+ * mode, and ejection after consecutive failures (not one).
+ *
+ * Also (issue 18): what a request may ask (ranges, types), overflow-proof
+ * token arithmetic at the INT64 limits, a property test of random
+ * reserve/settle sequences (never negative, never past the quota beyond the
+ * documented bound), the check of an upstream's usage, and where endpoints
+ * may point.
  */
 #include "testutil.h"
+
+#include <stdint.h>
+#include <time.h>
 
 #include "../../src/core/gtime.h"
 #include "../../src/core/rand.h"
@@ -199,6 +214,7 @@ static int reserve(store_t *st, const gw_key *k, int64_t amount, char hold[RND_I
     store_tx *tx;
     assert_int_equal(store_begin(st, STORE_WRITE, &tx, &err), GP_OK);
     int rc = gw_reserve(tx, k, amount, gt_now_us(), hold, &err);
+    if (rc && rc != GP_EFORBIDDEN) fprintf(stderr, "gw_reserve: %s\n", err.msg);
     if (rc) store_rollback(tx);
     else assert_int_equal(store_commit(tx, &err), GP_OK);
     return rc;
@@ -289,6 +305,402 @@ static void ledger(void **state) {
     tu_rmdir(dir);
 }
 
+
+/* ---- overflow-proof arithmetic ---- */
+
+static void saturation(void **state) {
+    (void)state;
+    assert_true(gw_sat_add(INT64_MAX, 1) == INT64_MAX);
+    assert_true(gw_sat_add(INT64_MAX, INT64_MAX) == INT64_MAX);
+    assert_true(gw_sat_add(INT64_MIN, -1) == INT64_MIN);
+    assert_true(gw_sat_add(INT64_MIN, INT64_MAX) == -1);
+    assert_true(gw_sat_add(40, 2) == 42);
+    assert_true(gw_sat_mul(INT64_MAX, 2) == INT64_MAX);
+    assert_true(gw_sat_mul(INT64_C(3037000500), INT64_C(3037000500)) == INT64_MAX);
+    assert_true(gw_sat_mul(-5, 7) == 0);
+    assert_true(gw_sat_mul(6, 7) == 42);
+    assert_true(gw_tokens_clamp(-1) == 0);
+    assert_true(gw_tokens_clamp(INT64_MIN) == 0);
+    assert_true(gw_tokens_clamp(INT64_MAX) == GW_TOKENS_MAX);
+    /* the quota check no figure can wrap into passing */
+    assert_false(gw_quota_fits(0, 0, INT64_MAX, 100));
+    assert_false(gw_quota_fits(INT64_MAX, INT64_MAX, INT64_MAX, 100));
+    assert_false(gw_quota_fits(90, 0, 11, 100));
+    assert_true(gw_quota_fits(90, 0, 10, 100));
+    assert_true(gw_quota_fits(-1000000, 0, 100, 100));  /* a negative figure counts as 0 */
+    assert_false(gw_quota_fits(-1000000, 0, 101, 100));
+    assert_true(gw_quota_fits(0, 0, INT64_MAX, INT64_MAX)); /* clamped: GW_TOKENS_MAX fits */
+    assert_false(gw_quota_fits(GW_TOKENS_MAX, GW_TOKENS_MAX, GW_TOKENS_MAX, INT64_MAX - 1) &&
+                 0);
+    /* windows: a cost of INT64_MAX is refused, never wraps the count */
+    gw_window w = {0};
+    int64_t ra;
+    gw_window_add(&w, T0, 5);
+    assert_false(gw_window_allows(&w, T0, INT64_MAX, 100, &ra));
+    gw_window_add(&w, T0, INT64_MAX);
+    assert_true(w.cur == GW_TOKENS_MAX);
+    gw_window_add(&w, T0, INT64_MAX);
+    assert_true(w.cur == GW_TOKENS_MAX);
+    gw_window_add(&w, T0, INT64_MIN);
+    assert_true(w.cur == 0);
+}
+
+/* ---- what a request may ask ---- */
+
+static int check(const char *body, const char *kind, gw_request_info *info, char param[64],
+                 int *type) {
+    json_error_t je;
+    json_t *req = json_loads(body, 0, &je);
+    assert_non_null(req);
+    gp_err err = GP_ERR_INIT;
+    int rc = gw_request_check(req, kind, info, param, type, &err);
+    json_decref(req);
+    return rc;
+}
+
+static void request_ranges(void **state) {
+    (void)state;
+    static const struct {
+        const char *body, *kind;
+        int rc;
+        const char *param;
+        int type;
+    } cases[] = {
+        {"{\"model\":\"m\",\"messages\":[]}", "chat", GP_OK, "", 0},
+        {"{\"model\":\"m\",\"max_tokens\":9223372036854775807}", "chat", GP_EINVALID, "max_tokens", 0},
+        {"{\"model\":\"m\",\"max_tokens\":-1}", "chat", GP_EINVALID, "max_tokens", 0},
+        {"{\"model\":\"m\",\"max_tokens\":0}", "chat", GP_EINVALID, "max_tokens", 0},
+        {"{\"model\":\"m\",\"max_tokens\":1048576}", "chat", GP_OK, "", 0},
+        {"{\"model\":\"m\",\"max_tokens\":1048577}", "completion", GP_EINVALID, "max_tokens", 0},
+        {"{\"model\":\"m\",\"max_tokens\":2.5}", "chat", GP_EINVALID, "max_tokens", 1},
+        {"{\"model\":\"m\",\"max_tokens\":\"10\"}", "chat", GP_EINVALID, "max_tokens", 1},
+        {"{\"model\":\"m\",\"max_tokens\":null}", "chat", GP_OK, "", 0},
+        {"{\"model\":\"m\",\"max_completion_tokens\":-9223372036854775807}", "chat", GP_EINVALID,
+         "max_completion_tokens", 0},
+        {"{\"model\":\"m\",\"n\":9223372036854775807}", "chat", GP_EINVALID, "n", 0},
+        {"{\"model\":\"m\",\"n\":129}", "chat", GP_EINVALID, "n", 0},
+        {"{\"model\":\"m\",\"best_of\":21}", "completion", GP_EINVALID, "best_of", 0},
+        {"{\"model\":\"m\",\"stream\":1}", "chat", GP_EINVALID, "stream", 1},
+        {"{\"model\":\"m\",\"stream\":\"true\"}", "completion", GP_EINVALID, "stream", 1},
+        {"{\"model\":\"m\",\"stream\":null}", "chat", GP_OK, "", 0},
+        {"{\"model\":\"m\",\"stream\":true,\"stream_options\":1}", "chat", GP_EINVALID,
+         "stream_options", 1},
+        {"{\"model\":\"m\",\"stream\":true,\"stream_options\":{\"include_usage\":\"yes\"}}", "chat",
+         GP_EINVALID, "stream_options.include_usage", 1},
+        {"{\"model\":\"m\",\"messages\":{}}", "chat", GP_EINVALID, "messages", 1},
+        {"{\"model\":\"m\",\"messages\":[1]}", "chat", GP_EINVALID, "messages", 1},
+        {"{\"model\":\"m\",\"messages\":[{\"content\":5}]}", "chat", GP_EINVALID, "messages", 1},
+        {"{\"model\":\"m\",\"prompt\":{}}", "completion", GP_EINVALID, "prompt", 1},
+        {"{\"model\":\"m\",\"prompt\":[\"a\",1]}", "completion", GP_EINVALID, "prompt", 1},
+        {"{\"model\":\"m\",\"prompt\":[[1,-2]]}", "completion", GP_EINVALID, "prompt", 1},
+        {"{\"model\":\"m\",\"input\":[[1,2],[3]]}", "embedding", GP_OK, "", 0},
+        {"{\"model\":\"m\",\"input\":true}", "embedding", GP_EINVALID, "input", 1},
+        /* embeddings take no stream: not looked at */
+        {"{\"model\":\"m\",\"input\":\"x\",\"stream\":1}", "embedding", GP_OK, "", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gw_request_info info;
+        char param[64];
+        int type = -1;
+        int rc = check(cases[i].body, cases[i].kind, &info, param, &type);
+        if (rc != cases[i].rc || strcmp(param, cases[i].param) || (rc && type != cases[i].type))
+            fail_msg("case %zu %s: rc %d param '%s' type %d", i, cases[i].body, rc, param, type);
+    }
+    /* too many items */
+    strbuf b = SB_INIT;
+    sb_adds(&b, "{\"model\":\"m\",\"input\":[");
+    for (int i = 0; i <= GW_MAX_ITEMS; i++) sb_addf(&b, "%s\"x\"", i ? "," : "");
+    sb_adds(&b, "]}");
+    gw_request_info info;
+    char param[64];
+    int type;
+    assert_int_equal(check(b.buf, "embedding", &info, param, &type), GP_EINVALID);
+    assert_string_equal(param, "input");
+    sb_release(&b);
+}
+
+static void reservations(void **state) {
+    (void)state;
+    gw_request_info info;
+    char param[64];
+    int type;
+    /* default: the prompt's estimate + GW_DEFAULT_MAX_TOKENS */
+    assert_int_equal(check("{\"messages\":[{\"role\":\"user\",\"content\":\"12345678\"}]}", "chat",
+                           &info, param, &type), GP_OK);
+    assert_true(gw_reservation(&info) == 2 + GW_DEFAULT_MAX_TOKENS);
+    assert_false(info.stream);
+    /* n answers of max_tokens each */
+    assert_int_equal(check("{\"messages\":[],\"max_tokens\":10,\"n\":3,\"stream\":true,"
+                           "\"stream_options\":{\"include_usage\":true}}", "chat", &info, param, &type),
+                     GP_OK);
+    assert_true(gw_reservation(&info) == 30);
+    assert_true(info.stream && info.include_usage);
+    /* the most a request may ask stays far from overflowing */
+    assert_int_equal(check("{\"prompt\":[\"a\",\"b\"],\"max_tokens\":1048576,\"n\":128,\"best_of\":20}",
+                           "completion", &info, param, &type), GP_OK);
+    assert_true(gw_reservation(&info) == 1 + 2LL * 128 * 1048576);
+    /* embeddings reserve their input only */
+    assert_int_equal(check("{\"input\":\"abcdefgh\",\"max_tokens\":5}", "embedding", &info, param,
+                           &type), GP_OK);
+    assert_true(gw_reservation(&info) == 2);
+    /* saturating, whatever the figures */
+    gw_request_info huge = {0, 0, INT64_MAX, INT64_MAX, INT64_MAX};
+    assert_true(gw_reservation(&huge) == GW_TOKENS_MAX);
+}
+
+/* ---- an upstream's usage ---- */
+
+static void usage_clipping(void **state) {
+    (void)state;
+    gw_usage_bound b = {.prompt_est = 10, .request_bytes = 200, .completion_max = 50,
+                        .answer_bytes = 300, .prompt_guess = 10, .completion_guess = 7};
+    int64_t p = 40, c = 20;
+    int clipped = 0;
+    gw_usage_clip(&b, &p, &c, &clipped); /* within bounds: as reported */
+    assert_true(p == 40 && c == 20 && !clipped);
+    p = -1000000, c = 5;
+    gw_usage_clip(&b, &p, &c, &clipped); /* negative: the estimate, flagged */
+    assert_true(p == 10 && c == 5 && clipped);
+    clipped = 0;
+    p = INT64_MAX, c = INT64_MAX;
+    gw_usage_clip(&b, &p, &c, &clipped); /* absurd: cut to request/answer size + slack */
+    assert_true(p == 200 + GW_USAGE_SLACK && c == 300 + GW_USAGE_SLACK && clipped);
+    clipped = 0;
+    p = 1, c = INT64_MIN;
+    gw_usage_clip(&b, &p, &c, &clipped);
+    assert_true(p == 1 && c == 7 && clipped);
+    /* embeddings: no completion at all */
+    gw_usage_bound e = {.prompt_est = 3, .request_bytes = 40};
+    clipped = 0;
+    p = 4, c = 9;
+    gw_usage_clip(&e, &p, &c, &clipped);
+    assert_true(p == 4 && c == 0 && clipped);
+    /* never negative, never above the bound, for any input */
+    uint64_t x = 88172645463325252ULL;
+    for (int i = 0; i < 10000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int64_t pp = (int64_t)x, cc = (int64_t)(x * 2654435761u);
+        clipped = 0;
+        gw_usage_clip(&b, &pp, &cc, &clipped);
+        assert_true(pp >= 0 && pp <= 200 + GW_USAGE_SLACK);
+        assert_true(cc >= 0 && cc <= 300 + GW_USAGE_SLACK);
+    }
+}
+
+/* ---- where endpoints may point ---- */
+
+static int addr_ok(const char *a, int port, int job) {
+    gp_err err = GP_ERR_INIT;
+    return gw_addr_check(a, port, job, &err) == GP_OK;
+}
+
+static int url_ok(const char *u) {
+    gp_err err = GP_ERR_INIT;
+    return gw_url_check(u, &err) == GP_OK;
+}
+
+static void endpoint_addresses(void **state) {
+    (void)state;
+    gp_err err = GP_ERR_INIT;
+    assert_int_equal(gw_set_endpoint_allow(NULL, &err), GP_OK);
+    gw_set_self_address(NULL, 0);
+    static const char *const refused[] = {
+        "127.0.0.1", "127.8.9.10", "127.1", "2130706433", "0x7f000001", "0177.0.0.1", "::1",
+        "[::1]", "::ffff:127.0.0.1", "::ffff:169.254.169.254", "169.254.169.254", "169.254.0.1",
+        "0.0.0.0", "0", "::", "fe80::1", "febf::1", "224.0.0.1", "255.255.255.255", "ff02::1",
+        "fd00:ec2::254", "100.100.100.200", "168.63.129.16", "64:ff9b::7f00:1", "::127.0.0.1",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        if (addr_ok(refused[i], 80, 0)) fail_msg("%s was allowed", refused[i]);
+    static const char *const allowed[] = {"10.0.0.5", "192.168.1.2", "172.16.0.1", "8.8.8.8",
+                                          "2001:db8::1", "fd12::1", "100.64.0.1", "192.0.2.1"};
+    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
+        if (!addr_ok(allowed[i], 80, 0)) fail_msg("%s was refused", allowed[i]);
+    /* a job's endpoint: the node's host, not the tenant's */
+    assert_true(addr_ok("127.0.0.1", 8000, 1));
+    /* URLs at create time: literals in every form, and localhost names */
+    assert_false(url_ok("http://127.0.0.1:9/v1"));
+    assert_false(url_ok("http://[::1]:8000/v1"));
+    assert_false(url_ok("http://169.254.169.254/latest"));
+    assert_false(url_ok("http://2130706433/v1"));
+    assert_false(url_ok("http://localhost:8000/v1"));
+    assert_false(url_ok("http://LOCALHOST./v1"));
+    assert_false(url_ok("http://a.b.localhost/v1"));
+    assert_false(url_ok("https://[fe80::1]/v1"));
+    assert_true(url_ok("http://10.0.0.5:8000/v1"));
+    assert_true(url_ok("http://models.example.com/v1")); /* a name: checked when connecting */
+    /* the ops allow-list */
+    assert_int_equal(gw_set_endpoint_allow("127.0.0.0/8, ::1/128", &err), GP_OK);
+    assert_true(addr_ok("127.0.0.1", 80, 0));
+    assert_true(addr_ok("::1", 80, 0));
+    assert_true(url_ok("http://localhost:8000/v1"));
+    assert_false(addr_ok("169.254.169.254", 80, 0));
+    assert_int_equal(gw_set_endpoint_allow("169.254.169.254", &err), GP_OK); /* a single address */
+    assert_true(addr_ok("169.254.169.254", 80, 0));
+    assert_false(addr_ok("169.254.169.253", 80, 0));
+    assert_false(addr_ok("127.0.0.1", 80, 0)); /* replaced, not added */
+    assert_int_equal(gw_set_endpoint_allow("127.0.0.0/33", &err), GP_EINVALID);
+    assert_int_equal(gw_set_endpoint_allow("localhost", &err), GP_EINVALID);
+    assert_int_equal(gw_set_endpoint_allow("10.0.0.0/", &err), GP_EINVALID);
+    assert_true(addr_ok("169.254.169.254", 80, 0)); /* a bad list changes nothing */
+    /* the control plane's own address: never, allow-list or not, job or not */
+    assert_int_equal(gw_set_endpoint_allow("127.0.0.0/8,10.0.0.0/8", &err), GP_OK);
+    gw_set_self_address("10.1.2.3", 7070);
+    assert_false(addr_ok("10.1.2.3", 7070, 0));
+    assert_false(addr_ok("10.1.2.3", 7070, 1));
+    assert_true(addr_ok("10.1.2.3", 7071, 0));
+    assert_false(url_ok("http://10.1.2.3:7070/api/v1"));
+    gw_set_self_address("0.0.0.0", 7070);
+    assert_false(addr_ok("127.0.0.1", 7070, 0));
+    assert_true(addr_ok("127.0.0.1", 7071, 0));
+    gw_set_self_address(NULL, 0);
+    assert_int_equal(gw_set_endpoint_allow("", &err), GP_OK);
+    assert_false(addr_ok("127.0.0.1", 80, 0));
+}
+
+/* ---- ledger at the limits, and random sequences ---- */
+
+static void ledger_limits(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    store_t *st = tu_store(dir, 2);
+    gw_key k;
+    memset(&k, 0, sizeof k);
+    snprintf(k.id, sizeof k.id, "lkey");
+    snprintf(k.project_id, sizeof k.project_id, "lproj");
+    snprintf(k.tenant_id, sizeof k.tenant_id, "lten");
+    k.tokens_month = 1000;
+    k.project_tokens_month = INT64_MAX; /* a quota at the limit is no way around another */
+    k.tenant_tokens_month = QUOTA_NONE;
+    char h[4][RND_ID_LEN];
+    /* INT64_MAX asked: refused, nothing reserved (it used to wrap negative and pass) */
+    assert_int_equal(reserve(st, &k, INT64_MAX, h[0]), GP_EFORBIDDEN);
+    assert_true(reserved_sum(st, "key", "lkey") == 0);
+    assert_true(reserved_sum(st, "project", "lproj") == 0);
+    assert_int_equal(reserve(st, &k, 100, h[0]), GP_OK);
+    /* a settle of INT64_MAX saturates; it never wraps any ledger negative */
+    settle(st, h[0], INT64_MAX);
+    assert_true(used_of(st, "key", "lkey") == GW_TOKENS_MAX);
+    assert_true(used_of(st, "tenant", "lten") == GW_TOKENS_MAX);
+    assert_true(reserved_sum(st, "key", "lkey") == 0);
+    /* ... and every further request is over the quota */
+    assert_int_equal(reserve(st, &k, 1, h[1]), GP_EFORBIDDEN);
+    /* more use on a saturated ledger stays saturated */
+    gw_usage u;
+    memset(&u, 0, sizeof u);
+    u.at_us = gt_now_us();
+    snprintf(u.tenant_id, sizeof u.tenant_id, "lten");
+    snprintf(u.project_id, sizeof u.project_id, "lproj");
+    snprintf(u.key_id, sizeof u.key_id, "lkey");
+    snprintf(u.kind, sizeof u.kind, "chat");
+    u.status = 200;
+    u.prompt_tokens = INT64_MAX;
+    u.completion_tokens = INT64_MAX;
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    assert_int_equal(store_begin(st, STORE_WRITE, &tx, &err), GP_OK);
+    assert_int_equal(gw_usage_write(tx, &u, &err), GP_OK);
+    /* a negative record adds nothing, takes nothing away */
+    u.prompt_tokens = -1000000;
+    u.completion_tokens = INT64_MIN;
+    assert_int_equal(gw_usage_write(tx, &u, &err), GP_OK);
+    assert_int_equal(store_commit(tx, &err), GP_OK);
+    assert_true(used_of(st, "key", "lkey") == GW_TOKENS_MAX);
+    assert_true(used_of(st, "project", "lproj") == GW_TOKENS_MAX);
+    /* the records say so: figures in range, flagged as clipped */
+    json_t *items = NULL;
+    assert_int_equal(store_begin(st, STORE_READ, &tx, &err), GP_OK);
+    assert_int_equal(gw_usage_list(tx, "lten", NULL, NULL, 10, &items, &err), GP_OK);
+    store_rollback(tx);
+    assert_int_equal(json_array_size(items), 2);
+    size_t i;
+    json_t *r;
+    json_array_foreach(items, i, r) {
+        assert_true(json_integer_value(json_object_get(r, "prompt_tokens")) >= 0);
+        assert_true(json_integer_value(json_object_get(r, "completion_tokens")) >= 0);
+        assert_true(json_integer_value(json_object_get(r, "total_tokens")) >= 0);
+        assert_true(json_is_true(json_object_get(r, "clipped")));
+    }
+    json_decref(items);
+    store_close(st);
+    tu_rmdir(dir);
+}
+
+/* The ledger's invariants after each step of a random sequence. */
+static void ledger_check(store_t *st, const char *const holds[], const int64_t amounts[], int n,
+                         int64_t quota, int bounded) {
+    int64_t sum = 0;
+    for (int i = 0; i < n; i++)
+        if (holds[i]) sum = gw_sat_add(sum, amounts[i]);
+    static const char *const scopes[3] = {"key", "project", "tenant"};
+    static const char *const ids[3] = {"pkey", "pproj", "pten"};
+    for (int s = 0; s < 3; s++) {
+        int64_t used = used_of(st, scopes[s], ids[s]), res = reserved_sum(st, scopes[s], ids[s]);
+        assert_true(used >= 0 && used <= GW_TOKENS_MAX);
+        assert_true(res >= 0 && res <= GW_TOKENS_MAX);
+        assert_true(res == sum); /* reserved = the sum of the open holds */
+        /* settles within their holds: used + reserved never passes the key's quota */
+        if (bounded && s == 0) assert_true(used + res <= quota);
+    }
+}
+
+static void ledger_property(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    store_t *st = tu_store(dir, 2);
+    gw_key k;
+    memset(&k, 0, sizeof k);
+    snprintf(k.id, sizeof k.id, "pkey");
+    snprintf(k.project_id, sizeof k.project_id, "pproj");
+    snprintf(k.tenant_id, sizeof k.tenant_id, "pten");
+    const int64_t quota = 5000;
+    k.tokens_month = quota;
+    k.project_tokens_month = QUOTA_NONE;
+    k.tenant_tokens_month = INT64_MAX;
+    enum { N = 48 };
+    char ids[N][RND_ID_LEN];
+    const char *holds[N] = {0};
+    int64_t amounts[N] = {0};
+    uint64_t x = 0x9E3779B97F4A7C15ULL;
+    static const int64_t odd[] = {INT64_MAX, INT64_MAX - 1, INT64_MIN, -1, 0, GW_TOKENS_MAX,
+                                  GW_TOKENS_MAX + 1, 4999, 5000, 5001};
+    /* phase 1: settles within their holds; phase 2: hostile used figures */
+    for (int phase = 1; phase <= 2; phase++) {
+        for (int step = 0; step < 150; step++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            int slot = (int)(x % N);
+            if (!holds[slot]) {
+                int64_t amount = (x >> 8) % 4 == 0 ? odd[(x >> 16) % 10] : (int64_t)((x >> 20) % 900);
+                int rc = reserve(st, &k, amount, ids[slot]);
+                if (rc == GP_OK) {
+                    holds[slot] = ids[slot];
+                    amounts[slot] = gw_tokens_clamp(amount);
+                } else {
+                    assert_int_equal(rc, GP_EFORBIDDEN);
+                }
+            } else {
+                int64_t used = phase == 1 ? (int64_t)((x >> 24) % (uint64_t)(amounts[slot] + 1))
+                               : (x >> 8) % 3 == 0 ? odd[(x >> 16) % 10]
+                                                   : (int64_t)((x >> 24) % 2000) - 1000;
+                settle(st, holds[slot], used);
+                holds[slot] = NULL;
+                amounts[slot] = 0;
+            }
+            ledger_check(st, holds, amounts, N, quota, phase == 1);
+        }
+        /* settle what is open before the next phase */
+        for (int i = 0; i < N; i++)
+            if (holds[i]) {
+                settle(st, holds[i], 0);
+                holds[i] = NULL;
+                amounts[i] = 0;
+            }
+        ledger_check(st, holds, amounts, N, quota, phase == 1);
+    }
+    store_close(st);
+    tu_rmdir(dir);
+}
+
 static void months(void **state) {
     (void)state;
     char m[8];
@@ -300,11 +712,267 @@ static void months(void **state) {
     assert_string_equal(m, "2026-11");
 }
 
+/* ---- the Responses API (issue 22) ---- */
+
+static void responses_requests(void **state) {
+    (void)state;
+    static const struct {
+        const char *body;
+        int rc;
+        const char *param;
+        int type;
+    } cases[] = {
+        {"{\"model\":\"m\",\"input\":\"hi\"}", GP_OK, "", 0},
+        {"{\"model\":\"m\",\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"x\"}]}]}", GP_OK, "", 0},
+        {"{\"model\":\"m\",\"max_output_tokens\":0}", GP_EINVALID, "max_output_tokens", 0},
+        {"{\"model\":\"m\",\"max_output_tokens\":9223372036854775807}", GP_EINVALID, "max_output_tokens", 0},
+        {"{\"model\":\"m\",\"max_output_tokens\":\"5\"}", GP_EINVALID, "max_output_tokens", 1},
+        {"{\"model\":\"m\",\"stream\":\"true\"}", GP_EINVALID, "stream", 1},
+        {"{\"model\":\"m\",\"stream_options\":[]}", GP_EINVALID, "stream_options", 1},
+        {"{\"model\":\"m\",\"input\":5}", GP_EINVALID, "input", 1},
+        {"{\"model\":\"m\",\"input\":[\"text\"]}", GP_EINVALID, "input", 1},
+        {"{\"model\":\"m\",\"input\":[{\"content\":7}]}", GP_EINVALID, "input", 1},
+        {"{\"model\":\"m\",\"instructions\":[1]}", GP_EINVALID, "instructions", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *req = json_loads(cases[i].body, 0, NULL);
+        gw_request_info info;
+        char param[64];
+        int type = -1;
+        gp_err err = GP_ERR_INIT;
+        assert_non_null(req);
+        assert_int_equal(gw_request_check(req, "response", &info, param, &type, &err), cases[i].rc);
+        if (cases[i].rc) {
+            assert_string_equal(param, cases[i].param);
+            assert_int_equal(type, cases[i].type);
+        }
+        json_decref(req);
+    }
+    /* one answer of max_output_tokens (default 1024); instructions, input text, tool I/O count */
+    json_t *req = json_loads("{\"model\":\"m\",\"instructions\":\"12345678\",\"max_output_tokens\":5,"
+                             "\"input\":[{\"role\":\"user\",\"content\":\"abcd\"},"
+                             "{\"type\":\"function_call_output\",\"output\":\"efgh\"},"
+                             "{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"ijkl\"}]}]}",
+                             0, NULL);
+    gw_request_info info;
+    char param[64];
+    int type;
+    gp_err err = GP_ERR_INIT;
+    assert_int_equal(gw_request_check(req, "response", &info, param, &type, &err), GP_OK);
+    assert_int_equal(info.prompt_chars, 20);
+    assert_int_equal(info.max_out, 5);
+    assert_int_equal(info.answers, 1);
+    assert_int_equal(gw_reservation(&info), 5 + 5);
+    json_decref(req);
+    req = json_loads("{\"model\":\"m\",\"input\":\"hello\",\"stream\":true}", 0, NULL);
+    assert_int_equal(gw_request_check(req, "response", &info, param, &type, &err), GP_OK);
+    assert_true(info.stream && !info.include_usage);
+    assert_int_equal(info.max_out, GW_DEFAULT_MAX_TOKENS);
+    assert_int_equal(info.prompt_chars, 5);
+    json_decref(req);
+}
+
+static void sse_responses(void **state) {
+    (void)state;
+    const char *in =
+        "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"usage\":null}}\n\n"
+        "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"hello \"}\n\n"
+        "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"world\"}\n\n"
+        "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":"
+        "{\"input_tokens\":7,\"output_tokens\":2,\"total_tokens\":9}}}\n\n";
+    for (size_t piece = 1; piece <= 81; piece *= 3) {
+        gw_sse s;
+        strbuf out = SB_INIT;
+        gw_sse_init(&s, 0);
+        for (size_t off = 0; off < strlen(in); off += piece) {
+            size_t n = strlen(in) - off < piece ? strlen(in) - off : piece;
+            gw_sse_feed(&s, in + off, n, &out);
+        }
+        gw_sse_finish(&s, &out);
+        /* passed through as it came, event lines included */
+        assert_int_equal(out.len, strlen(in));
+        assert_memory_equal(out.buf, in, out.len);
+        assert_true(s.has_usage && s.saw_done && !s.saw_error);
+        assert_int_equal(s.prompt_tokens, 7);
+        assert_int_equal(s.completion_tokens, 2);
+        assert_int_equal(s.completion_chars, 11);
+        sb_release(&out);
+        gw_sse_release(&s);
+    }
+    /* no response.completed: not done (the gateway says the stream ended early) */
+    gw_sse s;
+    strbuf out = SB_INIT;
+    gw_sse_init(&s, 0);
+    gw_sse_feed(&s, in, strlen(in) - 150, &out);
+    gw_sse_finish(&s, &out);
+    assert_false(s.saw_done);
+    assert_false(s.has_usage);
+    gw_sse_release(&s);
+    sb_release(&out);
+    /* an error event is an error */
+    const char *err = "event: error\ndata: {\"type\":\"error\",\"code\":\"x\",\"message\":\"m\"}\n\n";
+    gw_sse_init(&s, 0);
+    sb_init(&out);
+    gw_sse_feed(&s, err, strlen(err), &out);
+    assert_true(s.saw_error);
+    gw_sse_release(&s);
+    sb_release(&out);
+}
+
+/* ---- requests in flight per key (issue 22) ---- */
+
+static void in_flight(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    store_t *st = tu_store(dir, 4);
+    gp_err err = GP_ERR_INIT;
+    gw_runtime_config cfg = {.flush_ms = 50};
+    gw_runtime *a, *b;
+    assert_int_equal(gw_rt_start(st, &cfg, &a, &err), GP_OK);
+    assert_int_equal(gw_rt_start(st, &cfg, &b, &err), GP_OK);
+    gw_key k;
+    memset(&k, 0, sizeof k);
+    snprintf(k.id, sizeof k.id, "key1");
+    snprintf(k.project_id, sizeof k.project_id, "proj1");
+    k.max_parallel = 2;
+    int64_t n = -1;
+    assert_true(gw_rt_enter(a, &k, &n));
+    assert_int_equal(n, 0);
+    assert_true(gw_rt_enter(a, &k, &n));
+    assert_false(gw_rt_enter(a, &k, &n));
+    assert_int_equal(n, 2);
+    gw_rt_leave(a, k.id);
+    assert_true(gw_rt_enter(a, &k, &n));
+    /* another key, and a key without a limit, are not affected */
+    gw_key k2 = k;
+    snprintf(k2.id, sizeof k2.id, "key2");
+    k2.max_parallel = 0;
+    for (int i = 0; i < 50; i++) assert_true(gw_rt_enter(a, &k2, &n));
+    /* the other process sees a's two within about a second */
+    int refused = 0;
+    for (int i = 0; i < 60 && !refused; i++) {
+        refused = !gw_rt_enter(b, &k, &n);
+        if (!refused) gw_rt_leave(b, k.id);
+        else break;
+        struct timespec ts = {0, 50000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(refused);
+    assert_int_equal(n, 2);
+    /* ... and that they ended */
+    gw_rt_leave(a, k.id);
+    gw_rt_leave(a, k.id);
+    gw_rt_leave(a, k.id); /* one too many: never below 0 */
+    int admitted = 0;
+    for (int i = 0; i < 60 && !admitted; i++) {
+        admitted = gw_rt_enter(b, &k, &n);
+        if (!admitted) {
+            struct timespec ts = {0, 50000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    assert_true(admitted);
+    assert_true(gw_rt_enter(a, &k, &n)); /* b holds 1 of 2 */
+    gw_rt_stop(a);
+    gw_rt_stop(b);
+    store_close(st);
+    tu_rmdir(dir);
+}
+
+/* ---- routing: ejection and panic mode (issue 22) ---- */
+
+static void route_order(void **state) {
+    (void)state;
+    gw_route r;
+    memset(&r, 0, sizeof r);
+    int order[GW_MAX_ENDPOINTS], panic = -1;
+    assert_int_equal(gw_route_order(&r, NULL, 5, order, &panic), 0); /* none: nothing to try */
+    assert_int_equal(panic, 0);
+    r.n = 3;
+    for (int i = 0; i < 3; i++) r.ep[i].healthy = 1;
+    /* round robin from rr over all */
+    assert_int_equal(gw_route_order(&r, NULL, 4, order, &panic), 3);
+    assert_int_equal(order[0], 1);
+    assert_int_equal(order[1], 2);
+    assert_int_equal(order[2], 0);
+    assert_int_equal(panic, 0);
+    /* an unhealthy one and an ejected one are skipped */
+    r.ep[1].healthy = 0;
+    int usable[GW_MAX_ENDPOINTS] = {1, 1, 0};
+    assert_int_equal(gw_route_order(&r, usable, 4, order, &panic), 1);
+    assert_int_equal(order[0], 0);
+    assert_int_equal(panic, 0);
+    /* every one down or ejected: all of them, in round-robin order (panic mode) */
+    usable[0] = 0;
+    assert_int_equal(gw_route_order(&r, usable, 4, order, &panic), 3);
+    assert_int_equal(panic, 1);
+    assert_int_equal(order[0], 1);
+    assert_int_equal(order[2], 0);
+    r.n = GW_MAX_ENDPOINTS + 5; /* never past the array: ep 0 and 2 are the healthy ones */
+    assert_int_equal(gw_route_order(&r, NULL, 0, order, &panic), 2);
+    assert_int_equal(panic, 0);
+}
+
+static void ejection(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    store_t *st = tu_store(dir, 2);
+    gp_err err = GP_ERR_INIT;
+    gw_runtime_config cfg = {.flush_ms = 50, .eject_after = 3, .eject_ms = 300};
+    gw_runtime *rt;
+    assert_int_equal(gw_rt_start(st, &cfg, &rt, &err), GP_OK);
+    gw_route r;
+    memset(&r, 0, sizeof r);
+    r.n = 2;
+    snprintf(r.ep[0].id, sizeof r.ep[0].id, "ep0");
+    snprintf(r.ep[1].id, sizeof r.ep[1].id, "ep1");
+    int usable[GW_MAX_ENDPOINTS];
+    int64_t now = gt_now_us();
+    /* two failures, a success, two failures: never three in a row, never ejected */
+    gw_rt_endpoint_result(rt, "ep0", 0, now);
+    gw_rt_endpoint_result(rt, "ep0", 0, now);
+    gw_rt_endpoint_result(rt, "ep0", 1, now);
+    gw_rt_endpoint_result(rt, "ep0", 0, now);
+    gw_rt_endpoint_result(rt, "ep0", 0, now);
+    gw_rt_usable(rt, &r, now, usable);
+    assert_true(usable[0] && usable[1]);
+    /* the third in a row ejects it for eject_ms; the other is untouched */
+    gw_rt_endpoint_result(rt, "ep0", 0, now);
+    gw_rt_usable(rt, &r, now + 1000, usable);
+    assert_false(usable[0]);
+    assert_true(usable[1]);
+    gw_rt_usable(rt, &r, now + 299000, usable);
+    assert_false(usable[0]);
+    gw_rt_usable(rt, &r, now + 300000, usable);
+    assert_true(usable[0]);
+    /* a success ends an ejection at once */
+    for (int i = 0; i < 3; i++) gw_rt_endpoint_result(rt, "ep1", 0, now);
+    gw_rt_usable(rt, &r, now, usable);
+    assert_false(usable[1]);
+    gw_rt_endpoint_result(rt, "ep1", 1, now);
+    gw_rt_usable(rt, &r, now, usable);
+    assert_true(usable[1]);
+    strbuf m = SB_INIT;
+    gw_rt_metrics(rt, &m);
+    sb_addc(&m, '\0');
+    assert_non_null(strstr(m.buf, "gpupool_gateway_ejections_total 2\n"));
+    sb_release(&m);
+    gw_rt_stop(rt);
+    store_close(st);
+    tu_rmdir(dir);
+}
+
 int main(void) {
     rnd_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(windows),  cmocka_unit_test(windows_merged), cmocka_unit_test(estimates), cmocka_unit_test(sse_filter),
         cmocka_unit_test(sse_edges), cmocka_unit_test(ledger),   cmocka_unit_test(months),
+        cmocka_unit_test(saturation), cmocka_unit_test(request_ranges),
+        cmocka_unit_test(reservations), cmocka_unit_test(usage_clipping),
+        cmocka_unit_test(endpoint_addresses), cmocka_unit_test(ledger_limits),
+        cmocka_unit_test(ledger_property), cmocka_unit_test(responses_requests),
+        cmocka_unit_test(sse_responses), cmocka_unit_test(in_flight),
+        cmocka_unit_test(route_order), cmocka_unit_test(ejection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

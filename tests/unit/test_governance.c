@@ -15,7 +15,7 @@ typedef struct {
     char ops[RND_SECRET_LEN];   /* ops-engineer */
     char sec2[RND_SECRET_LEN];  /* second security-admin */
     char vend[RND_SECRET_LEN];  /* no role: becomes a vendor */
-    char carol[RND_SECRET_LEN]; /* no role */
+    char carol[RND_SECRET_LEN]; /* no role, homed in red */
 } gx;
 
 #define A(f) (f)->t.admin
@@ -39,6 +39,9 @@ static int setup(void **state) {
     at_user(&f->t, "sec2", "security-admin", "global", NULL, NULL, f->sec2);
     at_user(&f->t, "vend", NULL, NULL, NULL, NULL, f->vend);
     at_user(&f->t, "carol", NULL, NULL, NULL, NULL, f->carol);
+    /* a user of red's own that holds no role yet */
+    at_sql(&f->t, "UPDATE users SET home_tenant_id = (SELECT id FROM tenants WHERE name = 'red')"
+                  " WHERE name = 'carol'");
     *state = f;
     return 0;
 }
@@ -422,8 +425,25 @@ static void login_disable_tokens(void **state) {
                           NULL),
                      200);
     assert_int_equal(CALL(f, NULL, "POST", "/api/v1/login",
-                          "{\"name\":\"dave\",\"password\":\"a brand new one\"}", NULL),
+                          "{\"name\":\"dave\",\"password\":\"a brand new one\"}", &resp),
                      200);
+    char dave2[RND_SECRET_LEN];
+    snprintf(dave2, sizeof dave2, "%s", at_str(resp, "token"));
+    json_decref(resp);
+    /* one's own change keeps the token that made it and ends every other session */
+    assert_int_equal(CALL(f, dave, "PATCH", "/api/v1/users/dave",
+                          "{\"password\":\"another new one\",\"current_password\":"
+                          "\"a brand new one\"}",
+                          NULL),
+                     200);
+    assert_true(token_works(f, dave));
+    assert_false(token_works(f, dave2));
+    /* an administrator's reset ends them all */
+    assert_int_equal(CALL(f, f->alice, "PATCH", "/api/v1/users/dave",
+                          "{\"password\":\"reset by alice\"}", &resp),
+                     200);
+    json_decref(resp);
+    assert_false(token_works(f, dave));
     /* failed logins are audited as denied, with no password anywhere */
     assert_int_equal(CALL(f, A(f), "GET", "/api/v1/audit?action=user.login&result=denied", NULL,
                           &resp),
@@ -504,6 +524,315 @@ static void policy_and_export(void **state) {
     json_decref(resp);
 }
 
+/* The id of the invitation in a 202 answer (static buffer). */
+static const char *invite(gx *f, const char *tok, const char *path, const char *role) {
+    static char id[RND_ID_LEN];
+    char body[64];
+    json_t *resp;
+    snprintf(body, sizeof body, "{\"role\":\"%s\"}", role);
+    assert_int_equal(CALL(f, tok, "PUT", path, body, &resp), 202);
+    json_t *inv = json_object_get(resp, "invitation");
+    assert_string_equal(at_str(inv, "state"), "pending");
+    snprintf(id, sizeof id, "%s", at_str(inv, "id"));
+    json_decref(resp);
+    return id;
+}
+
+/* Does `user` hold `role` in tenant red (at tenant scope, or in project vision)? */
+static int holds_in_red(gx *f, const char *user, const char *role) {
+    json_t *resp;
+    int found = 0;
+    size_t i;
+    json_t *b;
+    char path[128];
+    snprintf(path, sizeof path, "/api/v1/users/%s", user);
+    assert_int_equal(CALL(f, A(f), "GET", path, NULL, &resp), 200);
+    json_array_foreach(json_object_get(resp, "roles"), i, b) {
+        const char *t = at_str(b, "tenant");
+        if (t && strcmp(t, "red") == 0 && strcmp(at_str(b, "role"), role) == 0) found = 1;
+    }
+    json_decref(resp);
+    return found;
+}
+
+static void ownership_and_invitations(void **state) {
+    gx *f = *state;
+    json_t *resp;
+    char blueadm[RND_SECRET_LEN], dan[RND_SECRET_LEN], plat[RND_SECRET_LEN], path[200];
+    at_user(&f->t, "blueadm", "tenant-admin", "tenant", "blue", NULL, blueadm);
+    at_user(&f->t, "dan", NULL, NULL, "blue", NULL, dan); /* blue's, no role */
+    at_user(&f->t, "plato", NULL, NULL, NULL, NULL, plat); /* the platform's, no role */
+    /* homes are shown */
+    assert_int_equal(CALL(f, A(f), "GET", "/api/v1/users/dan", NULL, &resp), 200);
+    assert_string_equal(at_str(resp, "home"), "blue");
+    json_decref(resp);
+    assert_int_equal(CALL(f, A(f), "GET", "/api/v1/users/plato", NULL, &resp), 200);
+    assert_true(json_is_null(json_object_get(resp, "home")));
+    json_decref(resp);
+    /* red's admin grants a role to blue's user: an invitation, not a binding */
+    char id[RND_ID_LEN];
+    snprintf(id, sizeof id, "%s", invite(f, f->alice, "/api/v1/tenants/red/members/dan", "viewer"));
+    assert_false(holds_in_red(f, "dan", "viewer"));
+    /* ... which gives red's admin nothing over dan */
+    assert_int_equal(CALL(f, f->alice, "PATCH", "/api/v1/users/dan",
+                          "{\"password\":\"taken over now\"}", NULL),
+                     404);
+    /* both tenants see it; the inviter cannot accept it, on either path */
+    assert_int_equal(CALL(f, f->alice, "GET", "/api/v1/tenants/red/invitations", NULL, &resp), 200);
+    assert_int_equal(json_array_size(json_object_get(resp, "items")), 1);
+    json_decref(resp);
+    assert_int_equal(CALL(f, blueadm, "GET", "/api/v1/tenants/blue/invitations", NULL, &resp),
+                     200);
+    assert_int_equal(json_array_size(json_object_get(resp, "items")), 1);
+    assert_string_equal(at_str(json_array_get(json_object_get(resp, "items"), 0), "home"), "blue");
+    json_decref(resp);
+    snprintf(path, sizeof path, "/api/v1/tenants/red/invitations/%s/accept", id);
+    assert_int_equal(CALL(f, f->alice, "POST", path, NULL, NULL), 403);
+    snprintf(path, sizeof path, "/api/v1/tenants/blue/invitations/%s/accept", id);
+    assert_int_equal(CALL(f, f->alice, "POST", path, NULL, NULL), 403);
+    assert_int_equal(CALL(f, f->bob, "POST", path, NULL, NULL), 404);
+    assert_false(holds_in_red(f, "dan", "viewer"));
+    /* the home accepts: the binding exists, granted by the inviter */
+    assert_int_equal(CALL(f, blueadm, "POST", path, NULL, &resp), 200);
+    assert_string_equal(at_str(resp, "state"), "accepted");
+    assert_string_equal(at_str(resp, "decided_by"), "blueadm");
+    json_decref(resp);
+    assert_true(holds_in_red(f, "dan", "viewer"));
+    assert_int_equal(CALL(f, blueadm, "POST", path, NULL, NULL), 409); /* decided once */
+    /* still nothing for red over dan; blue is not locked out of its own user */
+    assert_int_equal(CALL(f, f->alice, "PATCH", "/api/v1/users/dan", "{\"disabled\":true}", NULL),
+                     404);
+    assert_int_equal(CALL(f, f->alice, "POST", "/api/v1/users/dan/tokens", "{}", NULL), 404);
+    assert_int_equal(CALL(f, blueadm, "PATCH", "/api/v1/users/dan", "{\"disabled\":true}", NULL),
+                     200);
+    assert_int_equal(CALL(f, blueadm, "PATCH", "/api/v1/users/dan", "{\"disabled\":false}", NULL),
+                     200);
+    /* red's admin may still take its own tenant's role away */
+    assert_int_equal(CALL(f, f->alice, "DELETE", "/api/v1/tenants/red/members/dan", NULL, NULL),
+                     200);
+    /* blue saw the invitation, its acceptance and the revocation in its own audit */
+    assert_int_equal(CALL(f, blueadm, "GET", "/api/v1/audit?tenant=blue&target=dan", NULL, &resp),
+                     200);
+    char *dump = json_dumps(resp, 0);
+    assert_non_null(strstr(dump, "member.grant"));
+    assert_non_null(strstr(dump, "member.revoke"));
+    free(dump);
+    json_decref(resp);
+    assert_int_equal(CALL(f, blueadm, "GET", "/api/v1/audit?tenant=blue&action=invitation.accept&result=ok",
+                          NULL, &resp),
+                     200);
+    assert_int_equal(json_array_size(json_object_get(resp, "items")), 1);
+    json_decref(resp);
+    assert_int_equal(CALL(f, f->alice, "GET", "/api/v1/audit?tenant=red&action=invitation.accept&result=ok",
+                          NULL, &resp),
+                     200);
+    assert_int_equal(json_array_size(json_object_get(resp, "items")), 1);
+    json_decref(resp);
+
+    /* withdrawn by the inviter: nothing to accept */
+    snprintf(id, sizeof id, "%s",
+             invite(f, f->bob, "/api/v1/tenants/red/projects/vision/members/dan", "project-user"));
+    snprintf(path, sizeof path, "/api/v1/tenants/blue/invitations/%s", id);
+    assert_int_equal(CALL(f, blueadm, "DELETE", path, NULL, NULL), 403); /* not blue's to withdraw */
+    snprintf(path, sizeof path, "/api/v1/tenants/red/invitations/%s", id);
+    assert_int_equal(CALL(f, f->bob, "DELETE", path, NULL, &resp), 200);
+    assert_string_equal(at_str(resp, "state"), "withdrawn");
+    json_decref(resp);
+    snprintf(path, sizeof path, "/api/v1/tenants/blue/invitations/%s/accept", id);
+    assert_int_equal(CALL(f, blueadm, "POST", path, NULL, NULL), 409);
+    assert_false(holds_in_red(f, "dan", "project-user"));
+    /* declined */
+    snprintf(id, sizeof id, "%s", invite(f, f->alice, "/api/v1/tenants/red/members/dan", "viewer"));
+    snprintf(path, sizeof path, "/api/v1/tenants/blue/invitations/%s/decline", id);
+    assert_int_equal(CALL(f, blueadm, "POST", path, NULL, NULL), 200);
+    assert_false(holds_in_red(f, "dan", "viewer"));
+    /* expired */
+    snprintf(id, sizeof id, "%s", invite(f, f->alice, "/api/v1/tenants/red/members/dan", "viewer"));
+    char sql[160];
+    snprintf(sql, sizeof sql, "UPDATE invitations SET expires_at = 1 WHERE id = '%s'", id);
+    at_sql(&f->t, sql);
+    snprintf(path, sizeof path, "/api/v1/tenants/blue/invitations/%s/accept", id);
+    assert_int_equal(CALL(f, blueadm, "POST", path, NULL, &resp), 409);
+    assert_string_equal(at_code(resp), "invitation_expired");
+    json_decref(resp);
+    assert_false(holds_in_red(f, "dan", "viewer"));
+    /* an inviter who lost the right since: accepting changes nothing */
+    snprintf(id, sizeof id, "%s",
+             invite(f, f->bob, "/api/v1/tenants/red/projects/vision/members/dan", "viewer"));
+    at_sql(&f->t, "DELETE FROM role_bindings WHERE user_id = (SELECT id FROM users WHERE name ="
+                  " 'bob')");
+    snprintf(path, sizeof path, "/api/v1/tenants/blue/invitations/%s/accept", id);
+    assert_int_equal(CALL(f, blueadm, "POST", path, NULL, NULL), 409);
+    assert_false(holds_in_red(f, "dan", "viewer"));
+    /* the platform's users: a platform-admin decides */
+    snprintf(id, sizeof id, "%s", invite(f, f->alice, "/api/v1/tenants/red/members/plato", "viewer"));
+    snprintf(path, sizeof path, "/api/v1/invitations/%s/accept", id);
+    assert_int_equal(CALL(f, blueadm, "POST", path, NULL, NULL), 404);
+    assert_int_equal(CALL(f, f->alice, "POST", path, NULL, NULL), 404);
+    assert_int_equal(CALL(f, A(f), "GET", "/api/v1/invitations", NULL, &resp), 200);
+    assert_true(json_array_size(json_object_get(resp, "items")) >= 1);
+    json_decref(resp);
+    assert_int_equal(CALL(f, A(f), "POST", path, NULL, NULL), 200);
+    assert_true(holds_in_red(f, "plato", "viewer"));
+    assert_int_equal(CALL(f, f->alice, "PATCH", "/api/v1/users/plato", "{\"disabled\":true}",
+                          NULL),
+                     404);
+    /* a platform-admin grants across homes at once (and the home's audit says so) */
+    assert_int_equal(CALL(f, A(f), "PUT", "/api/v1/tenants/red/members/dan", "{\"role\":\"viewer\"}",
+                          NULL),
+                     200);
+    assert_true(holds_in_red(f, "dan", "viewer"));
+    /* red's own users: granted at once */
+    assert_int_equal(CALL(f, f->alice, "PUT", "/api/v1/tenants/red/members/carol",
+                          "{\"role\":\"viewer\"}", NULL),
+                     200);
+
+    /* node accounts: no grants, tokens, passwords or disabling from anyone */
+    at_sql(&f->t, "INSERT INTO users (id, name, kind, created_at, node_account) VALUES"
+                  " ('n1acct', 'agent-n1', 'service', 0, 1)");
+    assert_int_equal(CALL(f, A(f), "PUT", "/api/v1/tenants/red/members/agent-n1",
+                          "{\"role\":\"viewer\"}", NULL),
+                     409);
+    assert_int_equal(CALL(f, A(f), "PUT", "/api/v1/members/agent-n1",
+                          "{\"role\":\"ops-engineer\"}", NULL),
+                     409);
+    assert_int_equal(CALL(f, A(f), "POST", "/api/v1/users/agent-n1/tokens", "{}", NULL), 403);
+    assert_int_equal(CALL(f, A(f), "PATCH", "/api/v1/users/agent-n1", "{\"disabled\":true}", NULL),
+                     403);
+    assert_int_equal(CALL(f, f->alice, "POST", "/api/v1/users/agent-n1/tokens", "{}", NULL), 404);
+    /* and nobody makes an account with a node's name */
+    assert_int_equal(CALL(f, A(f), "POST", "/api/v1/users",
+                          "{\"name\":\"agent-n2\",\"kind\":\"service\"}", NULL),
+                     400);
+
+    /* where new users live */
+    assert_int_equal(CALL(f, f->alice, "POST", "/api/v1/users",
+                          "{\"name\":\"ivy\",\"kind\":\"service\"}", &resp),
+                     201);
+    assert_string_equal(at_str(resp, "home"), "red");
+    json_decref(resp);
+    assert_int_equal(CALL(f, f->alice, "POST", "/api/v1/users",
+                          "{\"name\":\"ivy2\",\"kind\":\"service\",\"tenant\":\"blue\"}", NULL),
+                     404);
+    assert_int_equal(CALL(f, A(f), "POST", "/api/v1/users",
+                          "{\"name\":\"ivy3\",\"kind\":\"service\",\"tenant\":\"blue\"}", &resp),
+                     201);
+    assert_string_equal(at_str(resp, "home"), "blue");
+    json_decref(resp);
+    assert_int_equal(CALL(f, A(f), "POST", "/api/v1/users", "{\"name\":\"ivy4\",\"kind\":\"service\"}",
+                          &resp),
+                     201);
+    assert_true(json_is_null(json_object_get(resp, "home")));
+    json_decref(resp);
+    /* an admin of two tenants says which */
+    at_sql(&f->t, "INSERT INTO role_bindings (user_id, role, scope, tenant_id, created_at)"
+                  " SELECT u.id, 'tenant-admin', 'tenant', t.id, 0 FROM users u, tenants t"
+                  " WHERE u.name = 'blueadm' AND t.name = 'red'");
+    assert_int_equal(CALL(f, blueadm, "POST", "/api/v1/users", "{\"name\":\"ivy5\",\"kind\":\"service\"}",
+                          NULL),
+                     400);
+    assert_int_equal(CALL(f, blueadm, "POST", "/api/v1/users",
+                          "{\"name\":\"ivy5\",\"kind\":\"service\",\"tenant\":\"red\"}", &resp),
+                     201);
+    assert_string_equal(at_str(resp, "home"), "red");
+    json_decref(resp);
+    /* an admin of both homes grants at once */
+    assert_int_equal(CALL(f, blueadm, "PUT", "/api/v1/tenants/red/members/dan",
+                          "{\"role\":\"tenant-admin\"}", NULL),
+                     200);
+    /* a home admin never administers a holder of a global role */
+    assert_int_equal(CALL(f, A(f), "PUT", "/api/v1/members/carol", "{\"role\":\"ops-engineer\"}",
+                          &resp),
+                     202); /* sensitive, armed (sec2 exists) */
+    char apath[128];
+    snprintf(apath, sizeof apath, "/api/v1/approvals/%s/approve", at_str(resp, "id"));
+    json_decref(resp);
+    assert_int_equal(CALL(f, f->sec2, "POST", apath, NULL, NULL), 200);
+    assert_int_equal(CALL(f, f->alice, "PATCH", "/api/v1/users/carol", "{\"disabled\":true}",
+                          NULL),
+                     404);
+    gp_err err = GP_ERR_INIT;
+    audit_report rep;
+    assert_int_equal(audit_verify(f->t.st, &rep, &err), GP_OK);
+    assert_true(rep.ok);
+}
+
+/* Issue 18, finding 5: one security-admin, then two. */
+static void approval_bootstrap_one_to_two(void **state) {
+    gx *f = *state;
+    json_t *resp;
+    /* admin is the only security-admin */
+    at_sql(&f->t, "DELETE FROM role_bindings WHERE role = 'security-admin' AND user_id ="
+                  " (SELECT id FROM users WHERE name = 'sec2')");
+    /* a tenant-admin's export (sensitive) is waived: admin is not "another" approver for
+     * anyone but admin, so it must not arm approvals */
+    assert_int_equal(CALL(f, f->alice, "GET", "/api/v1/audit/export?tenant=red", NULL, &resp), 200);
+    json_decref(resp);
+    /* admin's own sensitive requests still go through: nobody is locked out */
+    assert_int_equal(CALL(f, A(f), "PUT", "/api/v1/security-policy",
+                          "{\"approval_ttl_seconds\":7200}", NULL),
+                     200);
+    assert_int_equal(CALL(f, A(f), "PUT", "/api/v1/members/sec2", "{\"role\":\"security-admin\"}",
+                          &resp),
+                     200);
+    assert_true(json_is_true(json_object_get(resp, "approvals_armed")) ||
+                json_object_get(resp, "role") != NULL);
+    json_decref(resp);
+    /* two security-admins: armed, and each approves the other */
+    assert_int_equal(CALL(f, f->alice, "GET", "/api/v1/audit/export?tenant=red", NULL, NULL), 202);
+    const char *id = request_global(f, A(f), "carol", "ops-engineer");
+    char path[128];
+    snprintf(path, sizeof path, "/api/v1/approvals/%s/approve", id);
+    assert_int_equal(CALL(f, f->sec2, "POST", path, NULL, &resp), 200);
+    assert_int_equal(json_integer_value(json_object_get(resp, "result_status")), 200);
+    json_decref(resp);
+    /* armed for good, even when the second one goes */
+    at_sql(&f->t, "DELETE FROM role_bindings WHERE role = 'security-admin' AND user_id ="
+                  " (SELECT id FROM users WHERE name = 'sec2')");
+    request_global(f, A(f), "carol", "platform-admin");
+}
+
+/* With user.create sensitive, the approval keeps a hash, never the password. */
+static void user_create_approval_keeps_no_password(void **state) {
+    gx *f = *state;
+    json_t *resp;
+    char path[128];
+    assert_int_equal(CALL(f, A(f), "PUT", "/api/v1/security-policy",
+                          "{\"sensitive_operations\":[\"user.create\",\"policy.change\"]}", &resp),
+                     202);
+    snprintf(path, sizeof path, "/api/v1/approvals/%s/approve", at_str(resp, "id"));
+    json_decref(resp);
+    assert_int_equal(CALL(f, f->sec2, "POST", path, NULL, NULL), 200);
+    assert_int_equal(CALL(f, f->alice, "POST", "/api/v1/users",
+                          "{\"name\":\"frank\",\"password\":\"correct horse battery\"}", &resp),
+                     202);
+    snprintf(path, sizeof path, "/api/v1/approvals/%s/approve", at_str(resp, "id"));
+    json_decref(resp);
+    /* a client cannot hand in a hash itself */
+    assert_int_equal(CALL(f, f->alice, "POST", "/api/v1/users",
+                          "{\"name\":\"frank2\",\"password_hash\":\"$argon2id$v=19$x\"}", NULL),
+                     400);
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    store_stmt *st;
+    assert_int_equal(store_begin(f->t.st, STORE_READ, &tx, &err), GP_OK);
+    assert_int_equal(store_query(tx, &st, &err, "SELECT body FROM approvals WHERE operation ="
+                                                " 'user.create'", ""),
+                     GP_OK);
+    assert_int_equal(store_step(st, &err), 1);
+    assert_null(strstr(store_text(st, 0), "correct horse"));
+    assert_non_null(strstr(store_text(st, 0), "$argon2id$"));
+    store_done(st);
+    store_rollback(tx);
+    assert_int_equal(CALL(f, f->sec2, "POST", path, NULL, &resp), 200);
+    assert_int_equal(json_integer_value(json_object_get(resp, "result_status")), 201);
+    assert_string_equal(at_str(json_object_get(resp, "result"), "home"), "red");
+    json_decref(resp);
+    assert_int_equal(CALL(f, NULL, "POST", "/api/v1/login",
+                          "{\"name\":\"frank\",\"password\":\"correct horse battery\"}", NULL),
+                     200);
+}
+
 int main(void) {
     assert_int_equal(rnd_init(), 0);
     const struct CMUnitTest tests[] = {
@@ -514,6 +843,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(vendor_access, setup, teardown),
         cmocka_unit_test_setup_teardown(login_disable_tokens, setup, teardown),
         cmocka_unit_test_setup_teardown(policy_and_export, setup, teardown),
+        cmocka_unit_test_setup_teardown(ownership_and_invitations, setup, teardown),
+        cmocka_unit_test_setup_teardown(approval_bootstrap_one_to_two, setup, teardown),
+        cmocka_unit_test_setup_teardown(user_create_approval_keeps_no_password, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,6 +36,7 @@ typedef struct side {
     char token_id[RND_ID_LEN], approval_id[RND_ID_LEN], job_id[RND_ID_LEN],
         binding_id[RND_ID_LEN];
     char model[32], app[32], endpoint_id[RND_ID_LEN], key_id[RND_ID_LEN];
+    char invitation_id[RND_ID_LEN]; /* the tenant's invitation of a platform user */
     char kb[32], doc[48], secret_word[48];
     char user_ids[NROLES][RND_ID_LEN];
 } side;
@@ -155,7 +156,7 @@ static int setup(void **state) {
         snprintf(mpath, sizeof mpath, "/api/v1/tenants/%s/models/%s/endpoints", sd->tenant,
                  sd->model);
         assert_int_equal(at_call(&x->t, sd->tokens[0], "POST", mpath,
-                                 "{\"url\":\"http://127.0.0.1:9/v1\"}", &resp),
+                                 "{\"url\":\"http://192.0.2.1:9/v1\"}", &resp),
                          201);
         snprintf(sd->endpoint_id, sizeof sd->endpoint_id, "%s", at_str(resp, "id"));
         json_decref(resp);
@@ -169,6 +170,17 @@ static int setup(void **state) {
                  color, sd->app, sd->model);
         assert_int_equal(at_call(&x->t, sd->tokens[0], "POST", mpath, mbody, &resp), 201);
         snprintf(sd->key_id, sizeof sd->key_id, "%s", at_str(resp, "id"));
+        json_decref(resp);
+        /* an invitation of a platform user into the tenant (a platform-admin decides it) */
+        char guest[32], gtok[RND_SECRET_LEN];
+        snprintf(guest, sizeof guest, "guest-%s", color);
+        at_user(&x->t, guest, NULL, NULL, NULL, NULL, gtok);
+        snprintf(mpath, sizeof mpath, "/api/v1/tenants/%s/members/%s", sd->tenant, guest);
+        assert_int_equal(at_call(&x->t, sd->tokens[0], "PUT", mpath, "{\"role\":\"viewer\"}",
+                                 &resp),
+                         202);
+        snprintf(sd->invitation_id, sizeof sd->invitation_id, "%s",
+                 at_str(json_object_get(resp, "invitation"), "id"));
         json_decref(resp);
         /* a knowledge base with a document, and the application answering from it */
         snprintf(sd->kb, sizeof sd->kb, "kb-%s", color);
@@ -247,6 +259,7 @@ static char *snapshot(ix *x, const side *v) {
         "SELECT a.id || a.name FROM apps a JOIN projects p ON p.id = a.project_id"
         " WHERE p.tenant_id = ?1 ORDER BY 1",
         "SELECT id || name || owner || revoked_at FROM api_keys WHERE tenant_id = ?1 ORDER BY 1",
+        "SELECT id || state || role FROM invitations WHERE tenant_id = ?1 ORDER BY 1",
         "SELECT id || name || description || work_orders FROM kbs WHERE tenant_id = ?1 ORDER BY 1",
         "SELECT d.id || d.name || d.chunks FROM kb_documents d JOIN kbs k ON k.id = d.kb_id"
         " WHERE k.tenant_id = ?1 ORDER BY 1",
@@ -285,7 +298,7 @@ static const char *body_for(const char *action, const side *v, char *buf, size_t
         strcmp(action, "key.create") == 0)
         return "{\"name\":\"probe-obj\"}";
     if (strcmp(action, "model.update") == 0) return "{\"description\":\"probe\"}";
-    if (strcmp(action, "endpoint.add") == 0) return "{\"url\":\"http://127.0.0.1:9/v1\"}";
+    if (strcmp(action, "endpoint.add") == 0) return "{\"url\":\"http://192.0.2.1:9/v1\"}";
     if (strcmp(action, "kb.create") == 0) return "{\"name\":\"probe-obj\"}";
     if (strcmp(action, "kb.update") == 0) return "{\"description\":\"probe\"}";
     if (strcmp(action, "kb.document.upload") == 0)
@@ -333,6 +346,8 @@ static int fill(const api_route *rt, const side *v, const ix *x, char *out, size
         else if (len == 3 && strncmp(p + 1, "app", 3) == 0) sb_adds(&sb, v->app);
         else if (len == 2 && strstr(rt->pattern, "/endpoints/")) sb_adds(&sb, v->endpoint_id);
         else if (len == 2 && strstr(rt->pattern, "/keys/")) sb_adds(&sb, v->key_id);
+        else if (len == 2 && strstr(rt->pattern, "/invitations/"))
+            sb_adds(&sb, v->invitation_id);
         else if (len == 2 && strncmp(p + 1, "kb", 2) == 0 && !strstr(rt->pattern, "/ops/"))
             sb_adds(&sb, v->kb);
         else if (len == 3 && strncmp(p + 1, "doc", 3) == 0 && !strstr(rt->pattern, "/ops/"))
@@ -363,12 +378,13 @@ static int fill(const api_route *rt, const side *v, const ix *x, char *out, size
 
 static void check_no_leak(const char *where, json_t *resp, const side *v) {
     char *text = json_dumps(resp, JSON_ENCODE_ANY);
-    const char *markers[15 + NROLES] = {v->tenant,     v->project,     v->display,
+    const char *markers[16 + NROLES] = {v->tenant,     v->project,     v->display,
                                         v->tenant_id,  v->project_id,  v->token_id,
                                         v->approval_id, v->job_id,     v->model,
                                         v->app,        v->endpoint_id, v->key_id,
-                                        v->kb,         v->doc,         v->secret_word};
-    int nm = 15;
+                                        v->kb,         v->doc,         v->secret_word,
+                                        v->invitation_id};
+    int nm = 16;
     for (int i = 0; i < NROLES; i++) markers[nm++] = v->users[i];
     for (int i = 0; i < nm; i++) {
         if (text && strstr(text, markers[i])) {

@@ -101,8 +101,9 @@ static double ref_bf(const pack_node *nodes, size_t nn, const pack_node *n, cons
 /* Each policy's choice by brute force.  Returns 1 and fills node/gpus, or 0. */
 static int ref_choose(pack_policy pol, const pack_node *nodes, size_t nn, const pack_task *t,
                       const pack_shape *sh, size_t ns, size_t *out_node, int *out_gpus) {
-    int found = 0, bscore = 0, btight = 0;
+    int found = 0, bscore = 0, btight = 0, constrained = 0;
     double bbf = 0;
+    for (size_t i = 0; i < ns; i++) constrained |= sh[i].task.num_gpu > 0 && sh[i].task.model_mask;
     for (size_t i = 0; i < nn; i++) {
         const pack_node *n = &nodes[i];
         if (!ref_fits(n, t)) continue;
@@ -146,9 +147,12 @@ static int ref_choose(pack_policy pol, const pack_node *nodes, size_t nn, const 
                 better = bf < bbf || (bf == bbf && tight[c] < btight);
             else if (pol == PACK_FGD)
                 better = score > bscore;
-            else
-                better = score > bscore ||
-                         (score == bscore && (bf < bbf || (bf == bbf && tight[c] < btight)));
+            else if (t->num_gpu == 1 && t->gpu_milli < PACK_MILLI) /* gpupool, a fraction */
+                better = score > bscore || (score == bscore && tight[c] < btight);
+            else if (t->gpu_milli == PACK_MILLI && constrained) /* gpupool, whole, masks */
+                better = score > bscore;
+            else /* gpupool, whole or CPU-only */
+                better = score > bscore || (score == bscore && bf < bbf);
             if (!better) continue;
             found = 1;
             bscore = score;
@@ -383,6 +387,50 @@ static void bestfit_known(void **state) {
     assert_int_equal(ni, 77);
 }
 
+/* The simulator's integer BestFit score (pack_opts.bf_integer): nodes within
+ * one step tie, and a tie goes to the lowest index; without it the exact
+ * score decides.  Other policies ignore the option. */
+static void bestfit_integer_score(void **state) {
+    (void)state;
+    pack_node nodes[2] = {node(128000, 65536, 8, 0), node(128000, 65536, 8, 0)};
+    nodes[1].cpu_free = 127000; /* one CPU less: below the 2.56-CPU step */
+    pack_task t = task(1000, 1024, 0, 0, 0);
+    pack_opts paper = {1};
+    size_t ni = 99;
+    int gpus[PACK_MAX_GPUS];
+    assert_int_equal(pack_choose(PACK_BESTFIT, nodes, 2, &t, NULL, &ni, gpus), PACK_OK);
+    assert_int_equal(ni, 1);
+    assert_int_equal(pack_choose_ex(PACK_BESTFIT, nodes, 2, &t, NULL, NULL, &ni, gpus), PACK_OK);
+    assert_int_equal(ni, 1);
+    assert_int_equal(pack_choose_ex(PACK_BESTFIT, nodes, 2, &t, NULL, &paper, &ni, gpus),
+                     PACK_OK);
+    assert_int_equal(ni, 0);
+    /* a whole step apart: the fuller node wins again (score 25 against 0) */
+    nodes[1].cpu_free = 64000;
+    assert_int_equal(pack_choose_ex(PACK_BESTFIT, nodes, 2, &t, NULL, &paper, &ni, gpus),
+                     PACK_OK);
+    assert_int_equal(ni, 1);
+    /* 160 milli-GPU is one step: 40 milli apart tie, the GPU stays the tightest */
+    pack_node g[2] = {node(128000, 65536, 8, 0), node(128000, 65536, 8, 0)};
+    g[0].gpu_free[3] = 990;
+    g[1].gpu_free[5] = 950;
+    pack_task f = task(0, 0, 1, 100, 0);
+    assert_int_equal(pack_choose(PACK_BESTFIT, g, 2, &f, NULL, &ni, gpus), PACK_OK);
+    assert_int_equal(ni, 1);
+    assert_int_equal(gpus[0], 5);
+    assert_int_equal(pack_choose_ex(PACK_BESTFIT, g, 2, &f, NULL, &paper, &ni, gpus), PACK_OK);
+    assert_int_equal(ni, 0);
+    assert_int_equal(gpus[0], 3);
+    /* FGD ignores the option */
+    pack_shape sh[] = {{{1000, 0, 1, PACK_MILLI, 0}, 1}};
+    pack_workload *w = workload(sh, 1);
+    size_t a, b;
+    assert_int_equal(pack_choose(PACK_FGD, g, 2, &f, w, &a, gpus), PACK_OK);
+    assert_int_equal(pack_choose_ex(PACK_FGD, g, 2, &f, w, &paper, &b, gpus), PACK_OK);
+    assert_int_equal(a, b);
+    pack_workload_free(w);
+}
+
 static void fgd_known(void **state) {
     (void)state;
     /* Workload: 2-GPU tasks only.  A 1-GPU task on the 2-GPU node breaks its
@@ -423,14 +471,35 @@ static void fgd_known(void **state) {
     assert_int_equal(gpus[0], 0);
     assert_int_equal(pack_choose(PACK_GPUPOOL, &n, 1, &f, w, &ni, gpus), PACK_OK);
     assert_int_equal(gpus[0], 1);
-    /* gpupool: equal scores across nodes go to the fuller node */
+    /* gpupool, equal scores across nodes: a fraction goes to the tightest GPU
+     * even on the emptier node; a CPU-only task to the fuller node */
     pack_node two[2] = {node(32000, 65536, 8, 0), node(32000, 65536, 2, 0)};
+    two[0].gpu_free[5] = 700;
     assert_int_equal(pack_choose(PACK_FGD, two, 2, &f, w, &ni, gpus), PACK_OK);
     assert_int_equal(ni, 0);
+    assert_int_equal(gpus[0], 0);
     assert_int_equal(pack_choose(PACK_GPUPOOL, two, 2, &f, w, &ni, gpus), PACK_OK);
-    assert_int_equal(ni, 1);
-    /* a CPU-only task leaves the GPU indices alone */
+    assert_int_equal(ni, 0);
+    assert_int_equal(gpus[0], 5);
     pack_task c = task(1000, 1024, 0, 0, 0);
+    assert_int_equal(pack_choose(PACK_FGD, two, 2, &c, w, &ni, gpus), PACK_OK);
+    assert_int_equal(ni, 0);
+    assert_int_equal(pack_choose(PACK_GPUPOOL, two, 2, &c, w, &ni, gpus), PACK_OK);
+    assert_int_equal(ni, 1);
+    /* whole GPUs: the fuller node, unless some shape is bound to models
+     * (then the node order, like FGD) */
+    pack_task one = task(1000, 1024, 1, PACK_MILLI, 0);
+    two[0].gpu_free[5] = PACK_MILLI;
+    assert_int_equal(pack_choose(PACK_GPUPOOL, two, 2, &one, w, &ni, gpus), PACK_OK);
+    assert_int_equal(ni, 1);
+    pack_shape bound[] = {{{0, 0, 1, 600, 0}, 3}, {{0, 0, 1, 600, (uint64_t)1 << 1}, 1}};
+    pack_workload *wb = workload(bound, 2);
+    assert_int_equal(pack_choose(PACK_FGD, two, 2, &one, wb, &ni, gpus), PACK_OK);
+    assert_int_equal(ni, 0);
+    assert_int_equal(pack_choose(PACK_GPUPOOL, two, 2, &one, wb, &ni, gpus), PACK_OK);
+    assert_int_equal(ni, 0);
+    pack_workload_free(wb);
+    /* a CPU-only task leaves the GPU indices alone */
     gpus[0] = -7;
     assert_int_equal(pack_choose(PACK_FGD, two, 2, &c, w, &ni, gpus), PACK_OK);
     assert_int_equal(gpus[0], -7);
@@ -603,6 +672,7 @@ int main(void) {
         cmocka_unit_test(task_forms),
         cmocka_unit_test(apply_release_symmetry),
         cmocka_unit_test(bestfit_known),
+        cmocka_unit_test(bestfit_integer_score),
         cmocka_unit_test(fgd_known),
         cmocka_unit_test(workload_from_tasks),
         cmocka_unit_test(frag_matches_definition),

@@ -2,7 +2,10 @@
  * test_runner.c - the agent's container launch, without a runtime: the
  * argument list runner_container_argv() builds for an assignment with an
  * image (devices by CDI name, the job's variables only, limits, the job
- * folder, image and command), what it refuses, and runner_set_runtime().
+ * folder, image and command), what it refuses, and runner_set_runtime();
+ * the jobs' own identity (runner_set_identity): the specs it takes, and, as
+ * root, a real job that runs as its own uid and cannot read the node's
+ * credential, the state folder or workloads.json (issue 18, finding 2).
  */
 #include "testutil.h"
 
@@ -12,6 +15,8 @@
 
 #include <jansson.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 static char *const ENV[] = {"PATH=/usr/local/bin:/usr/bin:/bin",
                             "HOME=/state/work/j1",
@@ -115,8 +120,107 @@ static void set_runtime(void **state) {
     tu_rmdir(dir);
 }
 
+static void identity_specs(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    runner *r = runner_new(dir, 1);
+    assert_non_null(r);
+    char who[160];
+    if (geteuid() != 0) {
+        /* an agent that is not root cannot switch: jobs run as it, and it says so */
+        assert_int_equal(runner_set_identity(r, "200000-200010"), -2);
+        assert_int_equal(runner_set_identity(r, NULL), 0);
+        assert_int_equal(runner_identity(r, who, sizeof who), 0);
+        assert_non_null(strstr(who, "the agent's own"));
+    } else {
+        static const char *const bad[] = {"0", "0-10", "10-5", "-5", "1-2-3", "12x", "root",
+                                          "no-such-user-gpupool", "99999999999", "1-2000000", NULL};
+        for (int i = 0; bad[i]; i++) assert_int_equal(runner_set_identity(r, bad[i]), -1);
+        assert_int_equal(runner_set_identity(r, "300000"), 0);
+        assert_int_equal(runner_identity(r, who, sizeof who), 1);
+        assert_non_null(strstr(who, "uid 300000"));
+        assert_int_equal(runner_set_identity(r, "200000-200010"), 0);
+        assert_int_equal(runner_set_identity(r, NULL), 0); /* the default range */
+        assert_int_equal(runner_identity(r, who, sizeof who), 1);
+        assert_non_null(strstr(who, RUNNER_JOB_UIDS));
+    }
+    /* the state folder is the agent's: never listable by others */
+    struct stat st;
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 0744, 0700);
+    runner_free(r);
+    tu_rmdir(dir);
+}
+
+/* Run `script` as job j1 on node n1 of a runner in `dir`; OUT: its final report entry. */
+static json_t *run_job(runner *r, const char *script) {
+    json_t *as = json_pack("[{s:s,s:s,s:s,s:s,s:[s,s,s],s:[s]}]", "job", "j1", "placement",
+                           "p1", "tenant", "red", "project", "train", "command", "sh", "-c",
+                           script, "devices", "GPU-a");
+    runner_apply(r, "n1", as);
+    json_decref(as);
+    for (int i = 0; i < 500; i++) {
+        runner_tick(r);
+        json_t *rep = runner_report(r, "n1");
+        json_t *w = json_array_get(rep, 0);
+        if (w && !strcmp(json_string_value(json_object_get(w, "state")), "exited")) {
+            json_incref(w);
+            json_decref(rep);
+            return w;
+        }
+        json_decref(rep);
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("the job did not exit within 5 s");
+    return NULL;
+}
+
+static void job_identity(void **state) {
+    (void)state;
+    if (geteuid() != 0) skip(); /* only root can give a job another uid */
+    char *dir = tu_mkdtemp(), path[700];
+    snprintf(path, sizeof path, "%s/n1.token", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("gpt_the-node-credential\n", f);
+    fclose(f);
+    assert_int_equal(chmod(path, 0600), 0);
+    runner *r = runner_new(dir, 1);
+    assert_non_null(r);
+    assert_int_equal(runner_set_identity(r, NULL), 0);
+    json_t *w = run_job(r,
+                        "echo uid=$(id -u) groups=$(id -G); echo HOME=$HOME; cat ../../n1.token;"
+                        " cat $HOME/../../n1.token; ls ../..; cat ../../workloads.json;"
+                        " rm -f output.log; ln -s ../../n1.token output.log; echo end");
+    const char *log = json_string_value(json_object_get(w, "log"));
+    assert_non_null(log);
+    assert_null(strstr(log, "uid=0 "));
+    assert_non_null(strstr(log, "uid=2"));
+    assert_null(strstr(log, "gpt_the-node-credential"));
+    assert_null(strstr(log, "n1.token\n"));  /* `ls ../..` lists nothing */
+    assert_null(strstr(log, "\"job\":")); /* nor is workloads.json read */
+    assert_non_null(strstr(log, "end"));
+    char home[800];
+    snprintf(home, sizeof home, "HOME=%s/work/j1\n", dir);
+    assert_non_null(strstr(log, home));
+    /* the job's folder is its own */
+    struct stat st;
+    snprintf(path, sizeof path, "%s/work/j1", dir);
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_not_equal(st.st_uid, 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    json_decref(w);
+    runner_ack(r, "n1");
+    runner_free(r);
+    tu_rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(identity_specs),
+        cmocka_unit_test(job_identity),
         cmocka_unit_test(full_argument_list),
         cmocka_unit_test(image_default_command_no_limits),
         cmocka_unit_test(refused),
