@@ -26,9 +26,14 @@ ln -s "$(command -v sleep)" "$BIN/mssleep"
 
 # dead_port: a loopback port nobody listens on (a connection to it is refused).
 dead_port() {
-    local p i
+    # Below the kernel's ephemeral range: servers of other tests listen on port 0 and
+    # every client connection takes a local port from that range, so a port picked
+    # there may be taken before this test binds it (CI lost a run to that).
+    local p i lo=32768
+    read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
+    [ "$lo" -gt 12000 ] || lo=32768
     for ((i = 0; i < 200; i++)); do
-        p=$((20000 + RANDOM % 40000))
+        p=$((10000 + RANDOM % (lo - 10000)))
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
             echo "$p"
             return 0
