@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "runner.h"
+#include "ports.h"
 
 #include "../core/gtime.h"
 #include "../core/log.h"
@@ -50,6 +51,8 @@ typedef struct wl {
     long long uid;        /* the identity it runs as; -1: the agent's own */
     unsigned long long log_dev, log_ino; /* the output file the runner made (0: unknown) */
     int rfd;              /* that file, open for reading (-1: reopen it by path) */
+    int nports;           /* the TCP ports its processes listen on (ports.h) */
+    int ports[PORTS_MAX];
 } wl;
 
 struct runner {
@@ -63,7 +66,38 @@ struct runner {
     int ns;               /* 1: jobs get a private mount namespace hiding the state folder */
     wl *w;
     int n;
+    int64_t ports_at_us;  /* when the workloads' ports were last read from /proc */
 };
+
+#define PORTS_EVERY_US 1000000 /* ports are read again at most once a second */
+
+/* Refresh every running workload's listening ports (one pass over /proc, at most once a second). */
+static void refresh_ports(runner *r) {
+    int64_t now = gt_now_us();
+    if (r->ports_at_us && now - r->ports_at_us < PORTS_EVERY_US) return;
+    r->ports_at_us = now;
+    ports_owner *o = calloc((size_t)(r->n ? r->n : 1), sizeof *o);
+    int *idx = calloc((size_t)(r->n ? r->n : 1), sizeof *idx), n = 0;
+    if (!o || !idx) {
+        free(o);
+        free(idx);
+        return;
+    }
+    for (int i = 0; i < r->n; i++) {
+        r->w[i].nports = 0;
+        if (r->w[i].done || r->w[i].pid <= 0) continue;
+        o[n].sid = r->w[i].pid; /* a session leader */
+        o[n].uid = r->w[i].uid;
+        idx[n++] = i;
+    }
+    ports_of_owners("/proc", o, n);
+    for (int k = 0; k < n; k++) {
+        r->w[idx[k]].nports = o[k].n;
+        memcpy(r->w[idx[k]].ports, o[k].port, sizeof o[k].port);
+    }
+    free(o);
+    free(idx);
+}
 
 /*
  * Read /proc/<pid>/stat: OUT *state (field 3: 'R', 'S', 'Z'...) and *start
@@ -833,6 +867,7 @@ static char *new_output(const wl *w, long long from, long long cap, int final, l
 json_t *runner_report(runner *r, const char *node) {
     json_t *arr = json_array();
     long long budget = LOG_BUDGET;
+    refresh_ports(r);
     for (int i = 0; i < r->n; i++) {
         wl *w = &r->w[i];
         if (strcmp(w->node, node) != 0) continue;
@@ -853,6 +888,10 @@ json_t *runner_report(runner *r, const char *node) {
             w->reported = 1;
             json_object_set_new(o, "exit_code", json_integer(w->exit_code));
             json_object_set_new(o, "reason", json_string(w->reason));
+        } else {
+            json_t *ports = json_array();
+            for (int k = 0; k < w->nports; k++) json_array_append_new(ports, json_integer(w->ports[k]));
+            json_object_set_new(o, "ports", ports);
         }
         json_array_append_new(arr, o);
     }

@@ -11,6 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* SQL: job j listens on endpoint e's port (jobs.listen_ports, "p1,p2,...", kept from its node's
+ * reports by jobs_node_report): a job endpoint routes only there, so one tenant's endpoint never
+ * reaches another tenant's job server on a shared node */
+#define GW_PORT_OF_JOB "(',' || j.listen_ports || ',') LIKE ('%,' || CAST(e.port AS TEXT) || ',%')"
+
 static int visibility_arg(json_t *spec, int may_publish, const char **out, gp_err *err) {
     int rc = jx_get_str(spec, "visibility", 0, out, err);
     if (rc) return rc;
@@ -427,6 +432,8 @@ int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, 
                      " MIN(COALESCE(n.hostname, '')), MIN(COALESCE(n.name, '')), e.state"
                      " FROM endpoints e"
                      " LEFT JOIN jobs j ON j.id = e.job_id AND j.state = 'running'"
+                     /* only a port the job's own processes listen on (never another job's) */
+                     " AND " GW_PORT_OF_JOB
                      " LEFT JOIN bindings b ON b.job_id = j.id AND b.end_us IS NULL"
                      " LEFT JOIN nodes n ON n.name = b.node"
                      " WHERE e.model_id = ?"
@@ -500,7 +507,8 @@ int gw_endpoint_targets(store_tx *tx, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
                          "SELECT e.id, e.url, e.port, e.health_path, e.job_id,"
-                         " MIN(COALESCE(j.state, '')), MIN(COALESCE(n.hostname, '')), MIN(COALESCE(n.name, ''))"
+                         " MIN(COALESCE(j.state, '')), MIN(COALESCE(n.hostname, '')), MIN(COALESCE(n.name, '')),"
+                         " MIN(CASE WHEN " GW_PORT_OF_JOB " THEN 1 ELSE 0 END)"
                          " FROM endpoints e LEFT JOIN jobs j ON j.id = e.job_id"
                          " LEFT JOIN bindings b ON b.job_id = j.id AND b.end_us IS NULL"
                          " LEFT JOIN nodes n ON n.name = b.node GROUP BY e.id ORDER BY e.id",
@@ -508,17 +516,26 @@ int gw_endpoint_targets(store_tx *tx, json_t **items, gp_err *err) {
     if (rc) return rc;
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0) {
-        char base[600];
+        char base[600], why[160] = "";
         const char *job = store_text(s, 4);
         if (*job) {
             const char *host = *store_text(s, 6) ? store_text(s, 6) : store_text(s, 7);
-            if (strcmp(store_text(s, 5), "running") || !*host) base[0] = '\0';
-            else snprintf(base, sizeof base, "http://%s:%lld/v1", host, (long long)store_int(s, 2));
+            if (strcmp(store_text(s, 5), "running") || !*host) {
+                base[0] = '\0';
+            } else if (!store_int(s, 8)) {
+                base[0] = '\0';
+                snprintf(why, sizeof why, "job %.40s does not listen on port %lld (yet)", job,
+                         (long long)store_int(s, 2));
+            } else {
+                snprintf(base, sizeof base, "http://%s:%lld/v1", host, (long long)store_int(s, 2));
+            }
         } else {
             snprintf(base, sizeof base, "%s", store_text(s, 1));
         }
-        json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s}", "id", store_text(s, 0), "base",
-                                             base, "health_path", store_text(s, 3), "job", job));
+        json_t *t = json_pack("{s:s,s:s,s:s,s:s}", "id", store_text(s, 0), "base", base,
+                              "health_path", store_text(s, 3), "job", job);
+        if (*why) json_object_set_new(t, "why", json_string(why));
+        json_array_append_new(arr, t);
     }
     store_done(s);
     if (rc < 0) {

@@ -530,7 +530,11 @@ static void check_endpoints(gw_runtime *rt) {
         /* tenants see a generic reason (no port-scan oracle); ops see the detail */
         const char *generic = "";
         char why[300] = "";
-        if (!*base) {
+        const char *tw = json_string_value(json_object_get(t, "why"));
+        if (!*base && tw) {
+            generic = "job port not open";
+            snprintf(why, sizeof why, "%s", tw);
+        } else if (!*base) {
             generic = "job not running";
             snprintf(why, sizeof why, "its job is not running");
         } else {

@@ -549,6 +549,59 @@ static int report_standing(store_tx *tx, const char *node, const char *job, cons
     return GP_OK;
 }
 
+int jobs_ports_text(json_t *ports, char *out, size_t len) {
+    int seen[JOBS_PORTS_MAX], n = 0;
+    size_t i;
+    json_t *p;
+    if (len) out[0] = '\0';
+    if (!json_is_array(ports) || json_array_size(ports) > JOBS_PORTS_MAX) return -1;
+    json_array_foreach(ports, i, p) {
+        if (!json_is_integer(p) || json_integer_value(p) < 1 || json_integer_value(p) > 65535) return -1;
+        int v = (int)json_integer_value(p), k = 0;
+        while (k < n && seen[k] < v) k++;
+        if (k < n && seen[k] == v) continue;
+        memmove(seen + k + 1, seen + k, (size_t)(n - k) * sizeof *seen);
+        seen[k] = v;
+        n++;
+    }
+    size_t at = 0;
+    for (int k = 0; k < n; k++) {
+        int w = snprintf(out + at, len - at, "%s%d", k ? "," : "", seen[k]);
+        if (w < 0 || (size_t)w >= len - at) return -1;
+        at += (size_t)w;
+    }
+    return n;
+}
+
+int jobs_port_listed(const char *ports, long long port) {
+    if (!ports || port < 1 || port > 65535) return 0;
+    char want[16];
+    snprintf(want, sizeof want, "%lld", port);
+    size_t wl = strlen(want);
+    for (const char *p = ports; *p;) {
+        const char *c = strchr(p, ',');
+        size_t l = c ? (size_t)(c - p) : strlen(p);
+        if (l == wl && !memcmp(p, want, wl)) return 1;
+        if (!c) break;
+        p = c + 1;
+    }
+    return 0;
+}
+
+/* A running job's listening ports, as its node reports them: stored when they change.  A
+ * malformed list (hostile or broken agent) changes nothing. */
+static int record_ports(store_tx *tx, const char *node, const char *job, json_t *ports,
+                        gp_err *err) {
+    char text[JOBS_PORTS_MAX * 6 + 1];
+    if (!ports || jobs_ports_text(ports, text, sizeof text) < 0) return GP_OK;
+    /* a job on several nodes serves endpoints from its first node (by name): that node's ports */
+    return store_exec(tx, NULL, err,
+                      "UPDATE jobs SET listen_ports = ? WHERE id = ? AND listen_ports <> ?"
+                      " AND ? = (SELECT MIN(b.node) FROM bindings b WHERE b.job_id = ?"
+                      " AND b.end_us IS NULL)",
+                      "sssss", text, job, text, node, job);
+}
+
 int jobs_node_report(store_tx *tx, const char *node, json_t *workloads, int *ended,
                      json_t **events, gp_err *err) {
     size_t i;
@@ -589,6 +642,11 @@ int jobs_node_report(store_tx *tx, const char *node, json_t *workloads, int *end
                              " THEN substr(log || ?1, CAST(length(log || ?1) - ?2 + 1 AS INTEGER))"
                              " ELSE log || ?1 END WHERE id = ?3", "sis",
                              tail_of(log), (int64_t)JOBS_LOG_MAX, job))) {
+            json_decref(ev);
+            return rc;
+        }
+        if (st == 2 && !strcmp(state, "running") &&
+            (rc = record_ports(tx, node, job, json_object_get(w, "ports"), err))) {
             json_decref(ev);
             return rc;
         }

@@ -121,9 +121,25 @@ int jobs_interference(store_tx *tx, const char *node, json_t *hb, const health_p
  */
 int jobs_node_assignments(store_tx *tx, const char *node, json_t **out, gp_err *err);
 
+#define JOBS_PORTS_MAX 16 /* listening ports kept per running job */
+
+/*
+ * The canonical text of a job's listening ports ("p1,p2,...": ascending,
+ * distinct) from the JSON array an agent reports, into out[len].  Returns how
+ * many ports, or -1 (nothing written) when `ports` is not an array of at most
+ * JOBS_PORTS_MAX integers 1-65535: every number from a node is bounded.
+ * Pure.
+ */
+int jobs_ports_text(json_t *ports, char *out, size_t len);
+
+/* Is `port` in the list `ports` (as jobs_ports_text writes it)?  Pure. */
+int jobs_port_listed(const char *ports, long long port);
+
 /*
  * Apply the agent's workload report [{job, placement, state:"running"|"exited",
- * exit_code, reason, log}] for node `node`.  Only the node holding a job's
+ * exit_code, reason, log, ports}] for node `node`.  A running job's `ports`
+ * (the TCP ports its own processes listen on) are kept for the gateway, which
+ * routes a job endpoint only to one of them.  Only the node holding a job's
  * current placement speaks for it: an exit counts when `placement` is an open
  * binding of the job on that node (its bindings end completed / failed /
  * time_limit, the job becomes succeeded (exit 0) or failed); output counts

@@ -612,6 +612,9 @@ static const char *const migrations[] = {
     /* records with clipped usage, per hour (/metrics); detail of an endpoint check for ops */
     "ALTER TABLE usage_hourly ADD COLUMN clipped BIGINT NOT NULL DEFAULT 0;"
     "ALTER TABLE endpoints ADD COLUMN last_error_detail TEXT COLLATE \"C\" NOT NULL DEFAULT '';"
+    /* the TCP ports a running job's own processes listen on, as its node reports them
+     * ("p1,p2,...": a job endpoint routes only to one of them) */
+    "ALTER TABLE jobs ADD COLUMN listen_ports TEXT COLLATE \"C\" NOT NULL DEFAULT '';"
     /* requests of one API key in flight at once (0 = no limit) */
     "ALTER TABLE api_keys ADD COLUMN max_parallel BIGINT NOT NULL DEFAULT 0;",
 };

@@ -5,11 +5,15 @@
  * folder, image and command), what it refuses, and runner_set_runtime();
  * the jobs' own identity (runner_set_identity): the specs it takes, and, as
  * root, a real job that runs as its own uid and cannot read the node's
- * credential, the state folder or workloads.json (issue 18, finding 2).
+ * credential, the state folder or workloads.json (issue 18, finding 2);
+ * the ports a workload listens on (ports.h, from a /proc tree made here)
+ * and the server's bounded form of them (jobs_ports_text).
  */
 #include "testutil.h"
 
+#include "../../src/agent/ports.h"
 #include "../../src/agent/runner.h"
+#include "../../src/sched/jobs.h"
 
 #include "../../src/core/strbuf.h"
 
@@ -217,6 +221,127 @@ static void job_identity(void **state) {
     tu_rmdir(dir);
 }
 
+static const char TCP[] =
+    "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    "   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 111 1 0 100 0 0 10 0\n"
+    "   1: 00000000:2382 00000000:0000 0A 00000000:00000000 00:00000000 00000000  2000        0 222 1 0 100 0 0 10 0\n"
+    "   2: 0100007F:1F90 0100007F:A000 01 00000000:00000000 00:00000000 00000000  1000        0 333 1 0 100 0 0 10 0\n"
+    "   3: garbage line\n"
+    "   4: 0100007F:0000 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 444 1\n";
+static const char TCP6[] =
+    "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    "   0: 00000000000000000000000000000000:1F91 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  3000        0 555 1 0 100 0 0 10 0";
+
+static void ports_parse(void **state) {
+    (void)state;
+    ports_sock s[8];
+    int n = 0;
+    /* listening sockets only; a connected one, a port 0 and a broken line are skipped */
+    assert_int_equal(ports_parse_listen(TCP, s, &n, 8), 2);
+    assert_int_equal(s[0].port, 8080);
+    assert_int_equal(s[0].uid, 1000);
+    assert_true(s[0].inode == 111);
+    assert_int_equal(s[1].port, 9090);
+    assert_int_equal(ports_parse_listen(TCP6, s, &n, 8), 1);
+    assert_int_equal(n, 3);
+    assert_int_equal(s[2].port, 8081);
+    assert_true(s[2].inode == 555);
+    /* the capacity holds */
+    n = 0;
+    assert_int_equal(ports_parse_listen(TCP, s, &n, 1), 1);
+    assert_int_equal(ports_parse_listen("", s, &n, 8), 0);
+}
+
+static void ports_list(void **state) {
+    (void)state;
+    int p[PORTS_MAX], n = 0;
+    ports_add(p, &n, 9000);
+    ports_add(p, &n, 80);
+    ports_add(p, &n, 9000);
+    ports_add(p, &n, 443);
+    assert_int_equal(n, 3);
+    assert_int_equal(p[0], 80);
+    assert_int_equal(p[1], 443);
+    assert_int_equal(p[2], 9000);
+    for (int i = 0; i < 40; i++) ports_add(p, &n, 20000 - i);
+    assert_int_equal(n, PORTS_MAX); /* full: the lowest are kept */
+    assert_int_equal(p[0], 80);
+    assert_int_equal(p[PORTS_MAX - 1], 20000 - 40 + PORTS_MAX - 3);
+    ports_add(p, &n, 30000); /* higher than all kept: dropped */
+    assert_int_equal(p[PORTS_MAX - 1], 20000 - 40 + PORTS_MAX - 3);
+}
+
+static void put(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void ports_owners(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp(), path[600];
+    snprintf(path, sizeof path, "%s/net", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/net/tcp", dir);
+    put(path, TCP);
+    snprintf(path, sizeof path, "%s/net/tcp6", dir);
+    put(path, TCP6);
+    /* process 42 leads session 42 and holds socket 111 (8080); 43 is in session 99 with 222 */
+    const char *procs[][3] = {{"42", "42 (my (job) x) S 1 42 42 0", "socket:[111]"},
+                              {"43", "43 (other) S 1 43 99 0", "socket:[222]"},
+                              {"44", "44 (sh) S 42 42 42 0", "pipe:[9]"}};
+    for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, procs[i][0]);
+        assert_int_equal(mkdir(path, 0700), 0);
+        snprintf(path, sizeof path, "%s/%s/stat", dir, procs[i][0]);
+        put(path, procs[i][1]);
+        snprintf(path, sizeof path, "%s/%s/fd", dir, procs[i][0]);
+        assert_int_equal(mkdir(path, 0700), 0);
+        snprintf(path, sizeof path, "%s/%s/fd/3", dir, procs[i][0]);
+        assert_int_equal(symlink(procs[i][2], path), 0);
+    }
+    ports_owner o[3] = {{.sid = 42, .uid = -1}, {.sid = 7, .uid = 3000}, {.sid = 5, .uid = -1}};
+    ports_of_owners(dir, o, 3);
+    assert_int_equal(o[0].n, 1); /* by session: 8080, never session 99's 9090 */
+    assert_int_equal(o[0].port[0], 8080);
+    assert_int_equal(o[1].n, 1); /* by its own uid: 8081 */
+    assert_int_equal(o[1].port[0], 8081);
+    assert_int_equal(o[2].n, 0);
+    /* no /proc: nothing */
+    o[0].n = 5;
+    ports_of_owners("/nonexistent-proc", o, 1);
+    assert_int_equal(o[0].n, 0);
+    tu_rmdir(dir);
+}
+
+static void ports_server_side(void **state) {
+    (void)state;
+    char t[128];
+    json_t *a = json_loads("[9000, 80, 9000, 443]", 0, NULL);
+    assert_int_equal(jobs_ports_text(a, t, sizeof t), 3);
+    assert_string_equal(t, "80,443,9000");
+    assert_true(jobs_port_listed(t, 443));
+    assert_true(jobs_port_listed(t, 9000));
+    assert_false(jobs_port_listed(t, 44));
+    assert_false(jobs_port_listed(t, 900));
+    assert_false(jobs_port_listed("", 80));
+    json_decref(a);
+    /* hostile lists change nothing */
+    const char *bad[] = {"[0]", "[65536]", "[\"80\"]", "[1.5]", "{}", "[-1]",
+                         "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        a = json_loads(bad[i], JSON_DECODE_ANY, NULL);
+        assert_non_null(a);
+        assert_int_equal(jobs_ports_text(a, t, sizeof t), -1);
+        json_decref(a);
+    }
+    a = json_array();
+    assert_int_equal(jobs_ports_text(a, t, sizeof t), 0);
+    assert_string_equal(t, "");
+    json_decref(a);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(identity_specs),
@@ -225,6 +350,10 @@ int main(void) {
         cmocka_unit_test(image_default_command_no_limits),
         cmocka_unit_test(refused),
         cmocka_unit_test(set_runtime),
+        cmocka_unit_test(ports_parse),
+        cmocka_unit_test(ports_list),
+        cmocka_unit_test(ports_owners),
+        cmocka_unit_test(ports_server_side),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
