@@ -55,6 +55,8 @@ typedef struct api_config {
                            * the previous response on the connection (10) */
     int body_timeout_s;   /* a request body within this plus 1 s per 64 KiB declared (30) */
     int idle_timeout_s;   /* a connection silent this long is closed (30) */
+    int send_min_rate;    /* bytes a second a client must take of an answer it is sent, judged
+                           * over 10 s while bytes wait for it (1024; negative: not judged) */
 } api_config;
 
 #define API_CONFIG_DEFAULTS                                                                \

@@ -48,6 +48,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -69,6 +72,8 @@ typedef struct conn_slot {
     int64_t deadline_us; /* 0: none */
     int dropped;         /* its socket was shut down */
     int64_t body_got;    /* body bytes received in PHASE_BODY */
+    int64_t win_us;      /* slow readers: when the client last had nothing waiting (0: unset) */
+    uint64_t win_acked;  /* ... and the bytes it had acknowledged then */
     char addr[64];
 } conn_slot;
 
@@ -102,6 +107,7 @@ struct api_server {
 #define PRESSURE_HEAD_US 2000000 /* under pressure, headers must come within 2 s */
 #define BODY_RATE 65536          /* the body deadline grows 1 s per 64 KiB declared */
 #define NOISE_PER_SEC 10         /* log lines a second for each kind of client noise */
+#define SEND_WINDOW_US 10000000  /* slow readers: the window their rate is judged over */
 
 /* the log limiters: anonymous refusals, malformed requests, cut connections, MHD */
 static api_ratelog rl_refusal = API_RATELOG_INIT, rl_malformed = API_RATELOG_INIT,
@@ -216,6 +222,7 @@ static int slot_phase(api_server *srv, conn_slot *sl, int phase, int64_t limit_u
     sl->since_us = now;
     sl->deadline_us = limit_us > 0 ? now + limit_us : 0;
     sl->body_got = 0;
+    sl->win_us = 0;
     int dropped = sl->dropped;
     pthread_mutex_unlock(&srv->conn_mu);
     return dropped;
@@ -273,23 +280,70 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 /* Shut a connection down (conn_mu held): MHD's thread sees EOF and closes it. */
 static void slot_drop(conn_slot *sl, const char *reason, int64_t now) {
     sl->dropped = 1;
+    if (sl->fd >= 0 && !strcmp(reason, "slow_reader")) {
+        /* what waits in the send queue is thrown away (a reset when MHD closes it), or the
+         * kernel would go on trickling megabytes to the client on the server's behalf */
+        struct linger lg = {1, 0};
+        setsockopt(sl->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    }
     if (sl->fd >= 0) shutdown(sl->fd, SHUT_RDWR);
     api__metrics_conn_dropped(reason);
     if (ratelog_ok(&rl_drop, "connection dropped")) {
         char secs[32];
         snprintf(secs, sizeof secs, "%.1f", (double)(now - sl->since_us) / 1e6);
-        log_kv(LOG_WARN, "connection dropped: request not complete in time", "src", sl->addr,
-               "waiting_for", reason, "after_s", secs, (char *)NULL);
+        if (!strcmp(reason, "slow_reader"))
+            log_kv(LOG_WARN, "connection dropped: the client takes its answer too slowly", "src",
+                   sl->addr, "after_s", secs, (char *)NULL);
+        else
+            log_kv(LOG_WARN, "connection dropped: request not complete in time", "src", sl->addr,
+                   "waiting_for", reason, "after_s", secs, (char *)NULL);
     }
+}
+
+/*
+ * A slow reader (conn_mu held, once a second, for a connection whose answer
+ * is being written): one whose kernel send queue has held unacknowledged
+ * bytes for a whole window while the client acknowledged fewer than
+ * send_min_rate bytes a second of it.  A client that keeps up, however slow
+ * the answer itself is (a stream of tokens: the queue empties between
+ * them), is never one.  1 when `sl` is one.
+ */
+static int slow_reader(const api_server *srv, conn_slot *sl, int64_t now) {
+    if (srv->cfg.send_min_rate <= 0 || sl->fd < 0) return 0;
+    int outq = 0;
+    struct tcp_info ti;
+    socklen_t tl = sizeof ti;
+    memset(&ti, 0, sizeof ti);
+    if (ioctl(sl->fd, SIOCOUTQ, &outq) != 0 ||
+        getsockopt(sl->fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) != 0 ||
+        tl < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof ti.tcpi_bytes_acked)
+        return 0; /* not TCP, or a kernel that cannot tell: never judged */
+    if (outq <= 0 || !sl->win_us) {
+        /* nothing waiting for the client: it keeps up; a window starts from here */
+        sl->win_us = now;
+        sl->win_acked = ti.tcpi_bytes_acked;
+        return 0;
+    }
+    if (now - sl->win_us < SEND_WINDOW_US) return 0;
+    uint64_t got = ti.tcpi_bytes_acked - sl->win_acked;
+    int64_t want = (int64_t)srv->cfg.send_min_rate * (now - sl->win_us) / 1000000;
+    if ((int64_t)got >= want) {
+        sl->win_us = now;
+        sl->win_acked = ti.tcpi_bytes_acked;
+        return 0;
+    }
+    return 1;
 }
 
 /* The watcher: five times a second, cut connections past their deadlines. */
 static void *guard_main(void *arg) {
     api_server *srv = arg;
+    unsigned tick = 0;
     while (!atomic_load(&srv->guard_stop)) {
         struct timespec ts = {0, 200 * 1000000L};
         nanosleep(&ts, NULL);
         int64_t now = gt_mono_us();
+        int rate_tick = ++tick % 5 == 0; /* slow readers: judged once a second */
         pthread_mutex_lock(&srv->conn_mu);
         /* three quarters full: headers within 2 s; nine tenths: within 0.5 s */
         int64_t head_us = srv->nconns * 10 >= srv->cfg.max_conns * 9   ? PRESSURE_HEAD_US / 4
@@ -306,6 +360,8 @@ static void *guard_main(void *arg) {
             else if (head_us && sl->phase == PHASE_BODY && now - sl->since_us > head_us &&
                      sl->body_got < (now - sl->since_us - head_us) * BODY_RATE / 1000000)
                 slot_drop(sl, "pressure", now);
+            else if (rate_tick && sl->phase == PHASE_BUSY && slow_reader(srv, sl, now))
+                slot_drop(sl, "slow_reader", now);
         }
         pthread_mutex_unlock(&srv->conn_mu);
         ratelog_flush_all();
@@ -772,6 +828,7 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
     if (srv->cfg.max_conns <= 0) srv->cfg.max_conns = 1000;
     if (srv->cfg.max_conns_per_ip < 0) srv->cfg.max_conns_per_ip = 0;
     if (srv->cfg.header_timeout_s <= 0) srv->cfg.header_timeout_s = 10;
+    if (srv->cfg.send_min_rate == 0) srv->cfg.send_min_rate = 1024;
     if (srv->cfg.body_timeout_s <= 0) srv->cfg.body_timeout_s = 30;
     if (srv->cfg.idle_timeout_s <= 0) srv->cfg.idle_timeout_s = 30;
     fit_open_files(&srv->cfg.max_conns);

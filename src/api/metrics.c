@@ -39,7 +39,7 @@ static series *head;
 static const char *const refusal_reasons[] = {"missing", "malformed", "invalid", "credentials"};
 #define NREFUSAL (sizeof refusal_reasons / sizeof refusal_reasons[0])
 static atomic_ullong refusals[NREFUSAL];
-static const char *const drop_reasons[] = {"headers", "body", "pressure"};
+static const char *const drop_reasons[] = {"headers", "body", "pressure", "slow_reader"};
 #define NDROP (sizeof drop_reasons / sizeof drop_reasons[0])
 static atomic_ullong drops[NDROP];
 static atomic_ullong malformed;

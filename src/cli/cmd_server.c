@@ -52,6 +52,8 @@ static const char usage[] =
     "                      connection or of the previous answer on it (default 10)\n"
     "  --body-timeout S    a request body within S seconds plus 1 per 64 KiB (default 30)\n"
     "  --idle-timeout S    close a connection silent S seconds (default 30)\n"
+    "  --send-min-rate B   cut a client taking an answer slower than B bytes a second over\n"
+    "                      10 s while bytes wait for it (default 1024; 0: never)\n"
     "  --node-timeout S    a node silent S seconds is unreachable (default 30)\n"
     "  --health-interval S seconds between checks of model endpoints (default 10)\n"
     "  --lead-timeout S    PostgreSQL: a leading server silent S seconds (frozen, cut off)\n"
@@ -94,6 +96,8 @@ static const char gateway_usage[] =
     "                      connection or of the previous answer on it (default 10)\n"
     "  --body-timeout S    a request body within S seconds plus 1 per 64 KiB (default 30)\n"
     "  --idle-timeout S    close a connection silent S seconds (default 30)\n"
+    "  --send-min-rate B   cut a client taking an answer slower than B bytes a second over\n"
+    "                      10 s while bytes wait for it (default 1024; 0: never)\n"
     "  --health-interval S seconds between checks of model endpoints (default 10)\n"
     "  --log-level LEVEL   debug|info|warn|error (default info)\n"
     "  --tls-cert FILE     serve HTTPS with this PEM certificate (chain); needs --tls-key\n"
@@ -111,6 +115,7 @@ typedef struct server_opts {
     char *endpoint_allow;                   /* --endpoint-allow CIDRs, or NULL */
     long threads, max_body, max_depth, node_timeout, health_interval, lead_timeout;
     long max_conns, max_conns_ip, header_timeout, body_timeout, idle_timeout; /* api_config */
+    long send_min_rate;                   /* api_config; 0: never judged */
     int gateway; /* `gpupool gateway` */
     char *audit_key;                      /* --audit-key FILE, or NULL: DIR/audit-signing.key */
     long audit_cp_interval, audit_cp_events; /* seconds; events (0: no bound) */
@@ -127,9 +132,10 @@ static long *conn_opt(server_opts *o, const char *key) {
                                            {"max-connections-per-ip", "max_connections_per_ip"},
                                            {"header-timeout", "header_timeout"},
                                            {"body-timeout", "body_timeout"},
-                                           {"idle-timeout", "idle_timeout"}};
+                                           {"idle-timeout", "idle_timeout"},
+                                           {"send-min-rate", "send_min_rate"}};
     long *dst[] = {&o->max_conns, &o->max_conns_ip, &o->header_timeout, &o->body_timeout,
-                   &o->idle_timeout};
+                   &o->idle_timeout, &o->send_min_rate};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(key, names[i][0]) == 0 || strcmp(key, names[i][1]) == 0) return dst[i];
     return NULL;
@@ -172,7 +178,9 @@ static int set_opt(server_opts *o, const char *key, const char *val) {
     else if (conn_opt(o, key) != NULL) {
         long v = strtol(val, &end, 10), *dst = conn_opt(o, key);
         int per_ip = dst == &o->max_conns_ip, conns = dst == &o->max_conns;
-        long lo = per_ip ? 0 : 1, hi = conns || per_ip ? 100000 : 86400;
+        int rate = dst == &o->send_min_rate;
+        long lo = per_ip || rate ? 0 : 1,
+             hi = rate ? 1L << 30 : conns || per_ip ? 100000 : 86400;
         if (!*val || *end || v < lo || v > hi)
             return cli_error(CLI_USAGE, "server: %s must be an integer from %ld to %ld, got '%s'",
                              key, lo, hi, val);
@@ -391,6 +399,7 @@ static int run_server_with(server_opts *o, const char *cert_pem, const char *key
     cfg.header_timeout_s = (int)o->header_timeout;
     cfg.body_timeout_s = (int)o->body_timeout;
     cfg.idle_timeout_s = (int)o->idle_timeout;
+    cfg.send_min_rate = o->send_min_rate ? (int)o->send_min_rate : -1;
     if (o->upstream_ca) gw_set_upstream_ca(o->upstream_ca);
     /* signed audit checkpoints (docs/audit.md): the key and the file live outside the store */
     audit_signer *signer = NULL;
@@ -490,6 +499,7 @@ static int serve(int argc, char **argv, int gateway) {
         {"header-timeout", required_argument, 0, 0x202},
         {"body-timeout", required_argument, 0, 0x203},
         {"idle-timeout", required_argument, 0, 0x204},
+        {"send-min-rate", required_argument, 0, 0x205},
         {"audit-key", required_argument, 0, 0x100},
         {"audit-checkpoint-interval", required_argument, 0, 0x101},
         {"audit-checkpoint-events", required_argument, 0, 0x102},
@@ -510,6 +520,7 @@ static int serve(int argc, char **argv, int gateway) {
     o.header_timeout = 10;
     o.body_timeout = 30;
     o.idle_timeout = 30;
+    o.send_min_rate = 1024;
     o.audit_cp_interval = 60;
     o.audit_cp_events = 1000;
     int rc = 0, c;
@@ -548,6 +559,7 @@ static int serve(int argc, char **argv, int gateway) {
         case 0x202: rc = set_opt(&o, "header-timeout", optarg); break;
         case 0x203: rc = set_opt(&o, "body-timeout", optarg); break;
         case 0x204: rc = set_opt(&o, "idle-timeout", optarg); break;
+        case 0x205: rc = set_opt(&o, "send-min-rate", optarg); break;
         case 'c': break;
         case 'h':
             fputs(gateway ? gateway_usage : usage, stdout);

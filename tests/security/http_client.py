@@ -18,6 +18,10 @@ Every mode prints one JSON object on stdout; every loop is bounded in time.
                             how many did the server refuse (close at once)?
   slowbody PORT TOKEN LEN   send complete headers declaring a LEN-byte body,
                             then trickle the body: when is it cut?
+  slowread PORT PATH RATE   GET PATH ten times, pipelined, with a small
+                            receive buffer, then take the answers at RATE
+                            bytes a second (0: at once): how many arrived
+                            whole, when was the connection cut? (60 s at most)
 """
 import http.client
 import json
@@ -250,6 +254,52 @@ def mode_slowbody(port, token, length, wait=20.0):
             "sent": sent, "statuses": statuses(answered)}
 
 
+def mode_slowread(port, path, rate, wait=60.0):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if rate > 0:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    # ten requests pipelined: ten answers are more than the kernel's buffers hold
+    # (an answer that fits in them frees the server at once; only a bigger one waits)
+    one = "GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path
+    s.sendall((one * 9 + one.replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n")).encode())
+    t0 = time.monotonic()
+    data = b""
+    closed_after = None
+    step = 0.25
+    while time.monotonic() - t0 < wait:
+        try:
+            if rate > 0:
+                time.sleep(step)
+                chunk = s.recv(max(1, int(rate * step)))
+            else:
+                chunk = s.recv(65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            closed_after = time.monotonic() - t0
+            break
+        data += chunk
+    s.close()
+    # the answers: how many arrived whole
+    whole, rest = 0, data
+    while True:
+        head, sep, body = rest.partition(b"\r\n\r\n")
+        if not sep:
+            break
+        length = None
+        for line in head.split(b"\r\n")[1:]:
+            k, _, v = line.partition(b":")
+            if k.strip().lower() == b"content-length":
+                length = int(v.strip())
+        if length is None or len(body) < length:
+            break
+        whole += 1
+        rest = body[length:]
+    return {"bytes": len(data), "answers": whole, "complete": whole == 10,
+            "closed_after": None if closed_after is None else round(closed_after, 2)}
+
+
 def main(argv):
     mode = argv[1]
     if mode == "raw":
@@ -265,6 +315,8 @@ def main(argv):
         out = mode_perip(int(argv[2]), argv[3], int(argv[4]))
     elif mode == "slowbody":
         out = mode_slowbody(int(argv[2]), argv[3], int(argv[4]))
+    elif mode == "slowread":
+        out = mode_slowread(int(argv[2]), argv[3], float(argv[4]))
     else:
         raise SystemExit("unknown mode " + mode)
     print(json.dumps(out))

@@ -9,7 +9,7 @@
 # headers neither stop the server answering others nor outlive --header-timeout;
 # a trickled body is cut at --body-timeout; a full connection table empties
 # itself long before the header deadline, filled with trickled headers or trickled
-# bodies alike.  The hostile client is
+# bodies alike; a client taking its answer slower than --send-min-rate is cut.  The hostile client is
 # tests/security/http_client.py.  Runs in about 30 s.
 #
 #   GPUPOOL_BIN=/path/to/gpupool bash tests/security/test_http.sh
@@ -156,6 +156,19 @@ assert_status 200
 # a keep-alive connection serves several requests (the deadline restarts after each answer)
 codes=$(curl -s --max-time 20 -w '%{http_code}' -o /dev/null "$URL/healthz" -o /dev/null "$URL/readyz")
 assert_eq "$codes" 200200 "two requests on one kept-alive connection"
+
+# ---------------------------------------------------------------- slow reader
+note "a client taking its answer at 200 bytes a second is cut (--send-min-rate 1024, 10 s)"
+hc slowread "$(port)" /api/v1/openapi.json 200
+hc_json '.complete' false "ten pipelined 600 KB answers were not all taken"
+hc_json '.closed_after != null and .closed_after >= 9 and .closed_after <= 45' true \
+    "cut after the 10 s window"
+assert_ge "$(metric 'gpupool_http_connections_dropped_total{reason="slow_reader"}')" 1 "counted"
+assert_file_contains "$SERVER_LOG" "the client takes its answer too slowly"
+hc slowread "$(port)" /api/v1/openapi.json 0
+hc_json '.complete' true "a client that keeps up gets all ten"
+api GET /healthz
+assert_status 200
 stop_server
 
 # ---------------------------------------------------------------- full table
@@ -191,5 +204,8 @@ assert_rc 2
 assert_one_line_error "header-timeout"
 run_cli gateway --data "$E2E_TMP/x" --max-connections-per-ip -1
 assert_rc 2
+run_cli server --data "$E2E_TMP/x" --send-min-rate -5
+assert_rc 2
+assert_one_line_error "send-min-rate"
 
 done_testing
