@@ -19,7 +19,10 @@
 #     (400), answered at once for a version from another run;
 #  5. on PostgreSQL, two servers: a job submitted through the server that does
 #     not lead, to a node whose agent waits on that server, runs and ends at
-#     once (the wake and the node's event cross servers by LISTEN/NOTIFY).
+#     once (the wake and the node's event cross servers by LISTEN/NOTIFY);
+#     then the leader is killed while the agent waits on its long poll: the
+#     agent moves to the other server, which takes the lead, and jobs
+#     submitted meanwhile each run once and succeed.
 #
 #   GPUPOOL_BIN=/path/to/gpupool bash tests/e2e/test_sched_events.sh
 . "$(dirname "$0")/lib.sh"
@@ -246,7 +249,7 @@ if [ -n "${GP_TEST_PG:-}" ]; then
     PID_A=$SERVER_PID
     LOG_A=$SERVER_LOG
     launch_server "$E2E_TMP/data-b" --data "$E2E_TMP/data-b" --listen 127.0.0.1:0 \
-        --store "$(store_url "$DATA")"
+        --store "$(store_url "$DATA")" --lead-timeout 2
     URL_B=$URL
     PID_B=$SERVER_PID
     LOG_B=$SERVER_LOG
@@ -279,13 +282,51 @@ if [ -n "${GP_TEST_PG:-}" ]; then
         _pass
     done
     assert_file_lacks "$LOG_B" "cannot listen for other servers' events"
+
+    note "leader failover while the agent waits on the leader's long poll"
+    kill -TERM "$AGENT_PID"
+    _wait_exit "$AGENT_PID" 10 || fail "agent did not stop within 10 s"
+    _forget_pid "$AGENT_PID"
+    AGENT_ERR=$E2E_TMP/agent.ab.err
+    "$GPUPOOL_BIN" --server "$URL_A,$URL_B" agent --inventory "$E2E_TMP/node.json" \
+        --state-dir "$E2E_TMP/agent-state" --interval 5 >"$E2E_TMP/agent.ab.out" \
+        2>"$AGENT_ERR" </dev/null &
+    AGENT_PID=$!
+    E2E_PIDS+=("$AGENT_PID")
+    poll 10 node_ready || fail "the node is not ready with its agent on server A"
+    _pass
+    read -r st id <<<"$(submit_raw y0 true)"
+    assert_eq "$st" 201 "submit y0 through B"
+    poll 15 job_is "$id" succeeded || fail "y0 did not succeed within 15 s"
+    _pass
+    sleep 1 # the agent's long poll is open on A, the leader
+    kill -KILL "$PID_A"
+    _wait_exit "$PID_A" 10 || fail "server A did not die"
+    _forget_pid "$PID_A"
+    note "server A (the leader) killed; B takes the lead after --lead-timeout 2"
+    ids=()
+    for k in 1 2 3; do
+        read -r st id <<<"$(submit_raw "y$k" true)"
+        assert_eq "$st" 201 "submit y$k through B after the leader died"
+        ids+=("$id")
+    done
+    for id in "${ids[@]}"; do
+        poll 40 job_is "$id" succeeded ||
+            { _show "agent stderr" "$AGENT_ERR"; fail "job $id did not succeed after the failover"; }
+        _pass
+    done
+    assert_file_contains "$AGENT_ERR" "switched to another server\" from=$URL_A to=$URL_B"
+    # each job ran once: one binding each, and the store is consistent
+    for id in "${ids[@]}"; do
+        assert_eq "$(db_sql "$DATA" "SELECT COUNT(*) FROM bindings WHERE job_id = '$id'")" 1 \
+            "bindings of $id (started once)"
+    done
+    run_cli check --store "$(store_url "$DATA")"
+    [ "$RC" == 0 ] || note "gpupool check said: $(head -c 300 "$OUT_FILE") $(head -c 300 "$ERR_FILE")"
+    assert_rc 0
+    URL=$URL_B
     SERVER_PID=$PID_B
     SERVER_LOG=$LOG_B
-    stop_server
-    URL=$URL_A
-    TOKEN=$TOKEN_A
-    SERVER_PID=$PID_A
-    SERVER_LOG=$LOG_A
 fi
 
 kill -TERM "$AGENT_PID"
