@@ -412,8 +412,12 @@ int api__sched_round(store_t *st, gp_err *err);
 /* Apply the card-hour ceilings' policy to running jobs (jobs_card_hours_enforce). */
 int api__card_hours_enforce(store_t *st, gp_err *err);
 
-/* Mark silent nodes unreachable and audit it (the server's reachability loop). */
-int api__sweep_nodes(store_t *st, int64_t timeout_us, gp_err *err);
+/* Mark silent nodes unreachable and audit it (the server's reachability loop; inv_sweep has
+ * the rules: observed_since_us, mass silences, *held).  A sweep that waited more than a
+ * quarter of the timeout for the store's write lock judges nothing (heartbeats waited as
+ * long) and sets *stalled (optional): the caller then starts watching afresh. */
+int api__sweep_nodes(store_t *st, int64_t timeout_us, int64_t observed_since_us, int *held,
+                     int *stalled, gp_err *err);
 
 /* Metering (h_usage.c). */
 void h_usage_report(api_req *r);

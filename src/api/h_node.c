@@ -828,13 +828,23 @@ void h_alarm_ack(api_req *r) {
 
 /* ---- the reachability sweep (server loop) ---- */
 
-int api__sweep_nodes(store_t *st, int64_t timeout_us, gp_err *err) {
+int api__sweep_nodes(store_t *st, int64_t timeout_us, int64_t observed_since_us, int *held,
+                     int *stalled, gp_err *err) {
     store_tx *tx;
     inv_transition *tr;
     int ntr;
+    if (stalled) *stalled = 0;
+    if (held) *held = 0;
+    int64_t t0 = gt_mono_us();
     int rc = store_begin(st, STORE_WRITE, &tx, err);
     if (rc) return rc;
-    rc = inv_sweep(tx, timeout_us, &tr, &ntr, err);
+    if (gt_mono_us() - t0 > timeout_us / 4) {
+        /* heartbeats waited for the lock as long as we did: their silence proves nothing */
+        store_rollback(tx);
+        if (stalled) *stalled = 1;
+        return GP_OK;
+    }
+    rc = inv_sweep(tx, timeout_us, observed_since_us, &tr, &ntr, held, err);
     if (!rc) {
         api_req sys;
         memset(&sys, 0, sizeof sys);

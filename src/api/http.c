@@ -166,6 +166,10 @@ static int server_leads(void *arg) { return atomic_load(&((api_server *)arg)->le
  */
 static void *loop_main(void *arg) {
     api_server *srv = arg;
+    const int64_t timeout_us = (int64_t)srv->cfg.node_timeout_s * 1000000;
+    /* liveness (docs/inventory.md): since when this server has watched heartbeats (wall
+     * clock; 0: it does not lead), and when the loop last came round (monotonic) */
+    int64_t observed_since = 0, last_round = 0, held_logged = 0;
     check_lead(srv);
     pthread_mutex_lock(&srv->loop_mu);
     while (!srv->stopping) {
@@ -176,13 +180,33 @@ static void *loop_main(void *arg) {
         if (srv->stopping) break;
         pthread_mutex_unlock(&srv->loop_mu);
         gp_err err = GP_ERR_INIT;
+        int64_t mono = gt_mono_us();
+        /* the loop itself was held up (a paused process, an overloaded host): not watching */
+        int stalled = last_round && mono - last_round > timeout_us / 4 + 1000000;
+        last_round = mono;
         if (!check_lead(srv)) {
+            observed_since = 0;
             pthread_mutex_lock(&srv->loop_mu);
             continue;
         }
-        if (api__sweep_nodes(srv->store, (int64_t)srv->cfg.node_timeout_s * 1000000, &err))
+        if (!observed_since || stalled) observed_since = gt_now_us();
+        int held = 0, sweep_stalled = 0;
+        if (api__sweep_nodes(srv->store, timeout_us, observed_since, &held, &sweep_stalled, &err))
             log_kv(LOG_WARN, "node sweep failed", "detail", err.msg, (char *)NULL);
         gp_err_clear(&err);
+        if (sweep_stalled) observed_since = gt_now_us();
+        if (stalled || sweep_stalled)
+            log_kv(LOG_WARN, "server stalled: every node gets a whole --node-timeout again before "
+                             "it is judged silent", (char *)NULL);
+        if (held && mono - held_logged >= 60000000) {
+            char n[16];
+            snprintf(n, sizeof n, "%d", held);
+            held_logged = mono;
+            log_kv(LOG_WARN, "most nodes fell silent at once: not marked unreachable until "
+                             "silent for 5 node timeouts (the control plane or its network is "
+                             "the likelier cause)",
+                   "nodes", n, (char *)NULL);
+        }
         if (api__card_hours_enforce(srv->store, &err))
             log_kv(LOG_WARN, "card-hour quota check failed", "detail", err.msg, (char *)NULL);
         gp_err_clear(&err);

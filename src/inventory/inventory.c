@@ -601,22 +601,51 @@ fail:
     return rc;
 }
 
-int inv_sweep(store_tx *tx, int64_t timeout_us, inv_transition **tr, int *ntr, gp_err *err) {
+int inv_mass_silence(int ready, int due) {
+    return due >= INV_MASS_MIN && due * 2 > ready;
+}
+
+int inv_sweep(store_tx *tx, int64_t timeout_us, int64_t observed_since_us, inv_transition **tr,
+              int *ntr, int *held, gp_err *err) {
     store_stmt *s;
     int64_t now = gt_now_us();
     *tr = NULL;
     *ntr = 0;
+    if (held) *held = 0;
+    /* not watched for a whole timeout yet: no node can be judged */
+    if (now - observed_since_us < timeout_us) return GP_OK;
+    int ready = 0, due = 0;
     int rc = store_query(tx, &s, err,
-                         "SELECT name, last_heartbeat FROM nodes WHERE state = 'ready'"
-                         " AND last_heartbeat < ?",
+                         "SELECT COUNT(*), COALESCE(SUM(CASE WHEN last_heartbeat < ? THEN 1 ELSE 0"
+                         " END), 0) FROM nodes WHERE state = 'ready'",
                          "i", now - timeout_us);
+    if (rc) return rc;
+    if ((rc = store_step(s, err)) > 0) {
+        ready = (int)store_int(s, 0);
+        due = (int)store_int(s, 1);
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    if (!due) return GP_OK;
+    /* in a mass silence, only the long silent (and only once watched that long) */
+    int mass = inv_mass_silence(ready, due);
+    int64_t limit = mass ? timeout_us * INV_MASS_HOLD : timeout_us;
+    if (mass && now - observed_since_us < limit) {
+        if (held) *held = due;
+        return GP_OK;
+    }
+    rc = store_query(tx, &s, err,
+                     "SELECT name, last_heartbeat FROM nodes WHERE state = 'ready'"
+                     " AND last_heartbeat < ?",
+                     "i", now - limit);
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
         inv_transition t;
-        char cause[120];
-        snprintf(cause, sizeof cause, "no heartbeat for %lld s (timeout %lld s)",
+        char cause[160];
+        snprintf(cause, sizeof cause, "no heartbeat for %lld s (timeout %lld s%s)",
                  (long long)((now - store_int(s, 1)) / 1000000),
-                 (long long)(timeout_us / 1000000));
+                 (long long)(timeout_us / 1000000),
+                 mass ? "; held while most nodes fell silent at once" : "");
         tr_set(&t, store_text(s, 0), NULL, "node", "ready", "unreachable", cause);
         if (push(tr, ntr, &t)) {
             rc = gp_err_set(err, GP_ENOMEM, NULL);
@@ -624,6 +653,7 @@ int inv_sweep(store_tx *tx, int64_t timeout_us, inv_transition **tr, int *ntr, g
         }
     }
     store_done(s);
+    if (held && rc >= 0) *held = due - *ntr;
     for (int i = 0; rc >= 0 && i < *ntr; i++) {
         rc = store_exec(tx, NULL, err, "UPDATE nodes SET state = 'unreachable' WHERE name = ?",
                         "s", (*tr)[i].node);

@@ -104,8 +104,31 @@ typedef struct inv_transition {
 int inv_heartbeat(store_tx *tx, const char *node_name, const char *agent_user_id, json_t *hb,
                   const health_policy *pol, inv_transition **tr, int *ntr, gp_err *err);
 
-/* Mark nodes unreachable whose last heartbeat is older than `timeout_us`. OUT: transitions. */
-int inv_sweep(store_tx *tx, int64_t timeout_us, inv_transition **tr, int *ntr, gp_err *err);
+#define INV_MASS_MIN 3  /* nodes falling silent at once, at least, for a mass silence */
+#define INV_MASS_HOLD 5 /* a node in a mass silence is held this many timeouts at most */
+
+/*
+ * Is it a mass silence when `due` of the `ready` nodes fell silent at once?
+ * At least INV_MASS_MIN of them and more than half: the control plane, its
+ * store or its network is then the likelier cause than that many machines
+ * failing together (Kubernetes stops evicting in a "full disruption" for the
+ * same reason).  Pure.
+ */
+int inv_mass_silence(int ready, int due);
+
+/*
+ * Mark nodes unreachable whose heartbeats stopped (docs/inventory.md,
+ * "Liveness"): a ready node silent for `timeout_us`, counted from its last
+ * heartbeat or from `observed_since_us` (wall clock: since when this server
+ * has been able to watch heartbeats - it leads, it is not stalled),
+ * whichever is later; so a server that starts, takes the lead or comes out
+ * of a stall gives every node a whole timeout before judging it.  In a mass
+ * silence (inv_mass_silence) only nodes silent for INV_MASS_HOLD timeouts
+ * are marked; *held (optional) says how many were spared.  OUT:
+ * transitions.
+ */
+int inv_sweep(store_tx *tx, int64_t timeout_us, int64_t observed_since_us, inv_transition **tr,
+              int *ntr, int *held, gp_err *err);
 
 /* Set a node's or GPU's admin state ("none"|"cordoned"|"draining"). OUT: the transition. */
 int inv_node_admin(store_tx *tx, const char *node, const char *state, const char *actor,

@@ -4,10 +4,13 @@
  * gpu_failed), each job is requeued or failed per its recovery policy, the
  * alarm names the tenants hit (and only they see it), and ops can release a
  * binding by hand.  And join tokens: single-use by default, bound to a
- * node name, or good for N registrations (issue 18, finding 10).
+ * node name, or good for N registrations (issue 18, finding 10).  And
+ * liveness: a node is judged silent only after a whole timeout this server
+ * watched, and a mass silence is held (inv_mass_silence, inv_sweep).
  */
 #include "apitest.h"
 
+#include "../../src/core/gtime.h"
 #include "../../src/inventory/inventory.h"
 #include "../../src/sched/jobs.h"
 
@@ -149,7 +152,7 @@ static void node_loss_and_release(void **state) {
     /* the node goes silent: the sweep marks it unreachable and contains its jobs */
     at_sql(&f->t, "UPDATE nodes SET last_heartbeat = 1");
     gp_err err = GP_ERR_INIT;
-    assert_int_equal(api__sweep_nodes(f->t.st, 1000000, &err), GP_OK);
+    assert_int_equal(api__sweep_nodes(f->t.st, 1000000, 0, NULL, NULL, &err), GP_OK);
     j = job(f, f->blue, "blue", "q", bid);
     assert_string_equal(at_str(j, "state"), "failed"); /* recovery: fail */
     assert_string_equal(at_str(json_array_get(json_object_get(j, "bindings"), 0), "end_reason"),
@@ -241,12 +244,85 @@ static void join_token_single_use(void **state) {
     assert_null(inv_join_refusal(10, 20, 0, 2, 3, "", "a"));
 }
 
+/* How many nodes are in `state`. */
+static int nodes_in(cx *f, const char *state) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    store_stmt *q;
+    assert_int_equal(store_begin(f->t.st, STORE_READ, &tx, &err), GP_OK);
+    assert_int_equal(store_query(tx, &q, &err, "SELECT COUNT(*) FROM nodes WHERE state = ?", "s",
+                                 state),
+                     GP_OK);
+    assert_int_equal(store_step(q, &err), 1);
+    int n = (int)store_int(q, 0);
+    store_done(q);
+    store_rollback(tx);
+    return n;
+}
+
+static void heard(cx *f, const char *names, int64_t ago_us) {
+    char sql[300];
+    snprintf(sql, sizeof sql, "UPDATE nodes SET last_heartbeat = %lld WHERE name IN (%s)",
+             (long long)(gt_now_us() - ago_us), names);
+    at_sql(&f->t, sql);
+}
+
+static void mass_silence_rule(void **state) {
+    (void)state;
+    const int cases[][3] = {{0, 0, 0},   {1, 1, 0},    {2, 2, 0},    {3, 3, 1},  {4, 2, 0},
+                            {5, 3, 1},   {100, 3, 0},  {100, 50, 0}, {100, 51, 1}, {6, 4, 1},
+                            {10000, 5001, 1}, {10000, 5000, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_int_equal(inv_mass_silence(cases[i][0], cases[i][1]), cases[i][2]);
+}
+
+static void liveness(void **state) {
+    cx *f = *state;
+    gp_err err = GP_ERR_INIT;
+    int held = -1, stalled = -1;
+    const int64_t S = 1000000;
+    /* four ready nodes: n1 and three more of the same agent */
+    at_sql(&f->t, "INSERT INTO nodes (id, name, agent_user_id, registered_at, last_heartbeat)"
+                  " SELECT 'x' || k.k, 'n' || k.k, agent_user_id, registered_at, last_heartbeat"
+                  " FROM nodes, (SELECT 2 AS k UNION ALL SELECT 3 UNION ALL SELECT 4) k"
+                  " WHERE name = 'n1'");
+    assert_int_equal(nodes_in(f, "ready"), 4);
+    /* all silent 3 s (timeout 1 s), but this server has watched for only 0.5 s: nothing */
+    heard(f, "'n1','n2','n3','n4'", 3 * S);
+    assert_int_equal(api__sweep_nodes(f->t.st, S, gt_now_us() - S / 2, &held, &stalled, &err), GP_OK);
+    assert_int_equal(nodes_in(f, "ready"), 4);
+    assert_int_equal(held, 0);
+    assert_int_equal(stalled, 0);
+    /* watched long enough: all four at once is a mass silence, held (under 5 timeouts) */
+    assert_int_equal(api__sweep_nodes(f->t.st, S, 0, &held, NULL, &err), GP_OK);
+    assert_int_equal(nodes_in(f, "ready"), 4);
+    assert_int_equal(held, 4);
+    /* ... but not for ever: n2, silent for 10 timeouts, is marked */
+    heard(f, "'n2'", 10 * S);
+    assert_int_equal(api__sweep_nodes(f->t.st, S, 0, &held, NULL, &err), GP_OK);
+    assert_int_equal(nodes_in(f, "unreachable"), 1);
+    assert_int_equal(held, 3);
+    /* watched for under 5 timeouts: a mass silence holds even the long silent */
+    heard(f, "'n3'", 10 * S);
+    assert_int_equal(api__sweep_nodes(f->t.st, S, gt_now_us() - 2 * S, &held, NULL, &err), GP_OK);
+    assert_int_equal(nodes_in(f, "unreachable"), 1);
+    assert_int_equal(held, 3);
+    /* the others heartbeat again: one silent node of three is no mass silence, it is marked */
+    heard(f, "'n3','n4'", 0);
+    assert_int_equal(api__sweep_nodes(f->t.st, S, 0, &held, NULL, &err), GP_OK);
+    assert_int_equal(nodes_in(f, "unreachable"), 2);
+    assert_int_equal(held, 0);
+    assert_int_equal(nodes_in(f, "ready"), 2);
+}
+
 int main(void) {
     assert_int_equal(rnd_init(), 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(gpu_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(node_loss_and_release, setup, teardown),
         cmocka_unit_test_setup_teardown(join_token_single_use, setup, teardown),
+        cmocka_unit_test(mass_silence_rule),
+        cmocka_unit_test_setup_teardown(liveness, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
