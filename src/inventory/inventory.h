@@ -104,7 +104,7 @@ typedef struct inv_transition {
 int inv_heartbeat(store_tx *tx, const char *node_name, const char *agent_user_id, json_t *hb,
                   const health_policy *pol, inv_transition **tr, int *ntr, gp_err *err);
 
-#define INV_MASS_MIN 3  /* nodes falling silent at once, at least, for a mass silence */
+#define INV_MASS_MIN 10 /* nodes falling silent at once, at least, for a mass silence */
 #define INV_MASS_HOLD 5 /* a node in a mass silence is held this many timeouts at most */
 
 /*

@@ -7,7 +7,7 @@
 #     grow old in the store) and comes back: the nodes are not marked unreachable
 #     by its first sweep, the job running there keeps running (before, every node
 #     was marked lost and its jobs failed a second after the start);
-#  2. most nodes falling silent at once (an agent with 4 simulated nodes frozen,
+#  2. most nodes falling silent at once (an agent with 12 simulated nodes frozen,
 #     one real node heartbeating) is held: not marked unreachable, the log says
 #     why; once the agent is gone for good they are marked after 5 timeouts.
 #
@@ -31,7 +31,7 @@ ADMIN=$TOKEN
 DATA_DIR=$DATA
 gp member grant admin ops-engineer
 assert_rc 0
-gp -o json jointoken create --ttl 600 --uses 5
+gp -o json jointoken create --ttl 600 --uses 13
 assert_rc 0
 JT=$(jout .token)
 GPUPOOL_JOIN_TOKEN=$JT "$GPUPOOL_BIN" --server "$URL" agent --inventory "$E2E_TMP/one.json" \
@@ -83,18 +83,18 @@ assert_eq "$(jq '[.items[]? | select(.to == "unreachable")] | length' "$OUT_FILE
 assert_eq "$(job_state)" running "the job on node real kept running"
 
 # ---------------------------------------------------------------- 2. a mass silence
-note "4 simulated nodes of 5 fall silent at once: held"
+note "12 simulated nodes of 13 fall silent at once: held"
 GPUPOOL_JOIN_TOKEN=$JT "$GPUPOOL_BIN" --server "$URL" agent --inventory "$E2E_TMP/sim.json" \
-    --simulate 4 --state-dir "$E2E_TMP/a2" --interval 1 >"$E2E_TMP/a2.out" 2>"$E2E_TMP/a2.err" </dev/null &
+    --simulate 12 --state-dir "$E2E_TMP/a2" --interval 1 >"$E2E_TMP/a2.out" 2>"$E2E_TMP/a2.err" </dev/null &
 A2=$!
 E2E_PIDS+=("$A2")
-poll 15 ready_count 5 || { _show "agent stderr" "$E2E_TMP/a2.err"; fail "the simulated nodes did not register"; }
+poll 20 ready_count 13 || { _show "agent stderr" "$E2E_TMP/a2.err"; fail "the simulated nodes did not register"; }
 _pass
 kill -STOP "$A2"
 sleep $((T * 2 + 1))
 gp -o json node list
-assert_eq "$(jout '[.items[] | select(.state == "ready")] | length')" 5 \
-    "all five still ready after $((T * 2 + 1)) s (timeout $T s)"
+assert_eq "$(jout '[.items[] | select(.state == "ready")] | length')" 13 \
+    "all thirteen still ready after $((T * 2 + 1)) s (timeout $T s)"
 assert_file_contains "$SERVER_LOG" "most nodes fell silent at once"
 kill -CONT "$A2"
 sleep 2
@@ -102,7 +102,7 @@ note "the simulated nodes' agent is gone for good: marked after 5 timeouts"
 kill -KILL "$A2"
 _wait_exit "$A2" 10
 _forget_pid "$A2"
-poll $((T * 5 + 20)) ready_count 1 || fail "the 4 silent nodes were not marked unreachable after 5 timeouts"
+poll $((T * 5 + 20)) ready_count 1 || fail "the 12 silent nodes were not marked unreachable after 5 timeouts"
 _pass
 gp -o json node show sim-0
 assert_json .state unreachable "$OUT_FILE"
