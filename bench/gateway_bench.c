@@ -2,7 +2,8 @@
  * gateway_bench.c - `gpupool-bench gateway`: what the /v1 gateway adds to a
  * request, against the same upstream reached directly, in one run.
  *
- *   gpupool-bench gateway [--seconds S] [--concurrency C] [--requests N]
+ *   gpupool-bench gateway [--seconds S] [--concurrency C] [--requests N] [--store URL]
+ *                         [--tokens-month T]
  *
  * In one process: an upstream (libmicrohttpd, answering at once: a chat
  * completion with usage, or a stream of 8 chunks plus the usage chunk), a
@@ -13,6 +14,9 @@
  *   - latency: N sequential requests, direct then through the gateway:
  *     p50/p99 of each, and the difference (what the gateway adds);
  *   - throughput: C threads for S seconds, direct then through the gateway.
+ * --tokens-month gives the key a monthly token quota (the admission path that
+ * leases budget from the store); each mode reports the store write
+ * transactions per gateway request under load (write_tx_per_request).
  * Ends with `direct_rps=N gateway_rps=N added_p50_us=N added_p99_us=N`
  * (non-streaming).  Usage records are written in batches while it runs;
  * they and the token ledger are checked afterwards: one record per request.
@@ -248,6 +252,8 @@ typedef struct fixture {
 } fixture;
 
 /* `store`: a PostgreSQL URI of an empty database, or NULL for a fresh SQLite file */
+static int64_t key_tokens_month; /* --tokens-month: the bench key's monthly quota (0: none) */
+
 static int fixture_start(fixture *fx, const char *who, const char *store) {
     memset(fx, 0, sizeof *fx);
     rnd_init();
@@ -308,7 +314,8 @@ static int fixture_start(fixture *fx, const char *who, const char *store) {
         rc = call(base, "/api/v1/tenants/bench/models", token, json_pack("{s:s}", "name", "bench"), NULL) ||
              call(base, "/api/v1/tenants/bench/models/bench/endpoints", token,
                   json_pack("{s:s,s:s}", "url", upurl, "accelerator", "H100-80GB"), NULL) ||
-             call(base, "/api/v1/tenants/bench/projects/p/keys", token, json_pack("{s:s}", "name", "k"), &k);
+             call(base, "/api/v1/tenants/bench/projects/p/keys", token,
+                  json_pack("{s:s,s:I}", "name", "k", "tokens_month", (json_int_t)key_tokens_month), &k);
     if (rc) return 1;
     snprintf(fx->key, sizeof fx->key, "%s", json_string_value(json_object_get(k, "key")));
     json_decref(k);
@@ -349,13 +356,14 @@ int bench_gateway(int argc, char **argv) {
         else if (!strcmp(argv[i], "--store")) store = argv[i + 1];
         else if (!strcmp(argv[i], "--concurrency")) conc = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--requests")) count = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--tokens-month")) key_tokens_month = atoll(argv[i + 1]);
         else {
-            fprintf(stderr, "usage: gpupool-bench gateway [--seconds S] [--concurrency C] [--requests N] [--store URL]\n");
+            fprintf(stderr, "usage: gpupool-bench gateway [--seconds S] [--concurrency C] [--requests N] [--store URL] [--tokens-month T]\n");
             return 2;
         }
     }
-    if (argc % 2 == 0 || seconds < 1 || conc < 1 || count < 10) {
-        fprintf(stderr, "usage: gpupool-bench gateway [--seconds S] [--concurrency C] [--requests N] [--store URL]\n");
+    if (argc % 2 == 0 || seconds < 1 || conc < 1 || count < 10 || key_tokens_month < 0) {
+        fprintf(stderr, "usage: gpupool-bench gateway [--seconds S] [--concurrency C] [--requests N] [--store URL] [--tokens-month T]\n");
         return 2;
     }
     fixture fx;
@@ -373,21 +381,25 @@ int bench_gateway(int argc, char **argv) {
     printf("# upstream answers at once; %ld sequential requests for latency, %d threads x %d s for "
            "throughput\n", count, conc, seconds);
     result lat[2][2], thr[2][2]; /* [stream][direct=0, gateway=1] */
+    double wtx[2] = {0, 0};      /* store write transactions per gateway request, under load */
     for (int s = 0; s < 2; s++) {
         const char *body = s ? streamed : plain;
         for (int g = 0; g < 2; g++) {
             const char *u = g ? gwurl : direct_chat;
             run(u, key, body, 1, 0, 50); /* warm up */
             lat[s][g] = run(u, key, body, 1, 0, count);
+            unsigned long long w0 = store_write_tx_total();
             thr[s][g] = run(u, key, body, conc, seconds, 0);
+            if (g && thr[s][g].n > 0)
+                wtx[s] = (double)(store_write_tx_total() - w0) / (double)thr[s][g].n;
         }
         printf("mode=%s direct_p50_us=%lld direct_p99_us=%lld gateway_p50_us=%lld "
                "gateway_p99_us=%lld added_p50_us=%lld added_p99_us=%lld direct_rps=%.0f "
-               "gateway_rps=%.0f failures=%ld\n",
+               "gateway_rps=%.0f write_tx_per_request=%.4f failures=%ld\n",
                s ? "stream" : "plain", (long long)lat[s][0].p50, (long long)lat[s][0].p99,
                (long long)lat[s][1].p50, (long long)lat[s][1].p99,
                (long long)(lat[s][1].p50 - lat[s][0].p50), (long long)(lat[s][1].p99 - lat[s][0].p99),
-               thr[s][0].rps, thr[s][1].rps,
+               thr[s][0].rps, thr[s][1].rps, wtx[s],
                lat[s][0].failures + lat[s][1].failures + thr[s][0].failures + thr[s][1].failures);
     }
     long through = 0;

@@ -6,9 +6,12 @@
  *
  * The cluster: N nodes x 8 GPUs - 70 % A100-80GB whole cards, 15 %
  * H100-80GB in MIG mode (1g.10gb x 7), 15 % L40S shared - in two pools; T
- * tenants with GPU ceilings; M queued jobs of mixed classes, sizes and
- * priorities (a few gang jobs).  Prints the round's figures and ends with
- * `placements_per_s=N round_ms=N rss_mib=N`.
+ * tenants with GPU ceilings (but the first); M queued jobs of mixed classes,
+ * sizes and priorities (a few gang jobs).  Times a full round on the idle
+ * cluster, then on the settled cluster one submit and one exit, each as a
+ * full round and as a delta (sch_delta, which must agree), and ends with
+ * `placements_per_s=N round_ms=N submit_round_ms=N exit_round_ms=N rss_mib=N`
+ * (the two delta times).
  */
 #include "../src/sched/sched.h"
 
@@ -44,7 +47,17 @@ static long rss_mib(void) {
 int bench_sched(int argc, char **argv);
 int bench_sched(int argc, char **argv) {
     int nodes = 5000, njobs = 50000, ntenants = 100;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: gpupool-bench sched [--nodes N] [--jobs M] [--tenants T] [--seed S]\n"
+                   "  a full round on an idle cluster, then one submit and one exit on the settled one:\n"
+                   "  each timed as a full round and as a delta (sch_delta, sched.h)\n");
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "usage: gpupool-bench sched [--nodes N] [--jobs M] [--tenants T] [--seed S]\n");
+            return 2;
+        }
         if (!strcmp(argv[i], "--nodes")) nodes = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--jobs")) njobs = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--tenants")) ntenants = atoi(argv[i + 1]);
@@ -96,7 +109,8 @@ int bench_sched(int argc, char **argv) {
         snprintf(tnames[t], 16, "t%d", t);
         tn[t].name = tnames[t];
         quota_unlimited(&tn[t].quota);
-        tn[t].quota.v[QD_GPU_MILLI] = (int64_t)ngpus * 1000 * 2 / ntenants; /* oversubscribed */
+        /* oversubscribed, but the first tenant has no GPU ceiling (so a submit can be placed) */
+        if (t > 0 || ntenants == 1) tn[t].quota.v[QD_GPU_MILLI] = (int64_t)ngpus * 1000 * 2 / ntenants;
         tn[t].pool_ok = pools;
         for (int p = 0; p < 2; p++) {
             pj[t * 2 + p].name = tnames[t];
@@ -131,8 +145,99 @@ int bench_sched(int argc, char **argv) {
     printf("cluster: %d nodes, %d GPUs, %d tenants; queue: %d jobs\n", nodes, ngpus, ntenants, njobs);
     printf("round: %.1f ms, %d jobs placed (%ld units), %d left waiting, check %s\n", ms, r.placed,
            units, njobs - r.placed, okc ? "ok" : why);
-    printf("placements_per_s=%.0f round_ms=%.0f rss_mib=%ld\n", r.placed / (ms / 1000.0), ms,
-           rss_mib());
+    /* the steady state: the round's placements run, its admissions hold quota */
+    sch_job *j1 = calloc((size_t)njobs + 1, sizeof *j1);
+    for (int j = 0; j < njobs; j++) j1[j] = jobs[j];
+    for (int i = 0; i < r.n; i++) {
+        sch_job *j = &j1[r.d[i].job];
+        if (r.d[i].action == SCH_DO_PLACE) {
+            j->state = SCH_RUNNING;
+            j->place = r.d[i].units;
+        } else if (r.d[i].action == SCH_DO_ADMIT || r.d[i].action == SCH_DO_WAIT_PREEMPT) {
+            j->state = SCH_ADMITTED;
+        }
+    }
+    sch_snapshot s1 = s;
+    s1.jobs = j1;
+    /* the delta holds the settled state (built once, as the leader would keep it) */
+    sch_delta *dl = NULL;
+    double t1 = now_ms();
+    if (sch_delta_new(&s1, &dl) != 0) return 1;
+    double delta_new_ms = now_ms() - t1;
+    /* one submit, a shared slice, for the tenant with the most GPU quota left (most are at
+     * their ceiling): a full round and the delta must agree */
+    int64_t *left = calloc((size_t)ntenants, sizeof *left);
+    for (int t = 0; t < ntenants; t++)
+        left[t] = tn[t].quota.v[QD_GPU_MILLI] == QUOTA_NONE ? INT64_MAX / 2 : tn[t].quota.v[QD_GPU_MILLI];
+    for (int j = 0; j < njobs; j++)
+        if (j1[j].state != SCH_PENDING) left[pj[j1[j].project].tenant] -= cls[j1[j].cls].gpu_milli * j1[j].units;
+    int roomy = 0;
+    for (int t = 1; t < ntenants; t++)
+        if (left[t] > left[roomy]) roomy = t;
+    free(left);
+    j1[njobs] = (sch_job){"new", roomy * 2, 4, 1, 300, 1, 0, (int64_t)njobs, 0, SCH_PENDING, NULL};
+    s1.njobs = njobs + 1;
+    sch_result r1, r2;
+    t1 = now_ms();
+    if (sch_round(&s1, &r1) != 0) return 1;
+    double submit_ms = now_ms() - t1;
+    int ok1 = sch_check(&s1, &r1, why, sizeof why) == 0;
+    t1 = now_ms();
+    if (sch_delta_submit(dl, &s1, njobs, &r2) != 0) return 1;
+    double submit_delta_ms = now_ms() - t1;
+    int agree = r2.n == 1;
+    for (int i = 0; i < r1.n && agree; i++)
+        if (r1.d[i].job == njobs)
+            agree = r1.d[i].action == r2.d[0].action && !strcmp(r1.d[i].reason, r2.d[0].reason) &&
+                    (r2.d[0].action != SCH_DO_PLACE ||
+                     !memcmp(r1.d[i].units, r2.d[0].units, sizeof *r2.d[0].units));
+    char submitted[220];
+    snprintf(submitted, sizeof submitted, "%s", r2.n ? r2.d[0].reason : "?");
+    if (agree && r2.d[0].action == SCH_DO_PLACE) { /* the next snapshot runs it */
+        j1[njobs].state = SCH_RUNNING;
+        j1[njobs].place = r2.d[0].units;
+    } else if (agree && r2.d[0].action == SCH_DO_ADMIT) {
+        j1[njobs].state = SCH_ADMITTED;
+    }
+    sch_result_free(&r1);
+    /* one exit: the first running whole-card job */
+    int ex = -1;
+    for (int j = 0; j < njobs && ex < 0; j++)
+        if (j1[j].state == SCH_RUNNING && j1[j].cls == 0) ex = j;
+    sch_job keep = j1[ex];
+    j1[ex] = j1[njobs];
+    s1.njobs = njobs;
+    t1 = now_ms();
+    if (sch_round(&s1, &r1) != 0) return 1;
+    double exit_ms = now_ms() - t1;
+    ok1 &= sch_check(&s1, &r1, why, sizeof why) == 0;
+    sch_result r3;
+    t1 = now_ms();
+    if (sch_delta_exit(dl, &s1, &keep, &r3) != 0) return 1;
+    double exit_delta_ms = now_ms() - t1;
+    int nfull = 0;
+    for (int i = 0; i < r1.n; i++) nfull += r1.d[i].action == SCH_DO_PLACE || r1.d[i].action == SCH_DO_ADMIT;
+    agree &= nfull == r3.n;
+    for (int i = 0; i < r1.n && agree; i++) {
+        if (r1.d[i].action != SCH_DO_PLACE && r1.d[i].action != SCH_DO_ADMIT) continue;
+        int found = 0;
+        for (int k = 0; k < r3.n; k++)
+            found |= r3.d[k].job == r1.d[i].job && r3.d[k].action == r1.d[i].action;
+        agree &= found;
+    }
+    printf("after one submit (%s): full round %.2f ms, delta %.3f ms\n"
+           "after one exit (%d placed or admitted): full round %.2f ms, delta %.3f ms\n"
+           "delta state built in %.1f ms; check %s, delta %s the full rounds\n",
+           submitted, submit_ms, submit_delta_ms, nfull, exit_ms, exit_delta_ms, delta_new_ms,
+           ok1 ? "ok" : why, agree ? "agrees" : "DISAGREES");
+    printf("placements_per_s=%.0f round_ms=%.0f submit_round_ms=%.3f exit_round_ms=%.3f "
+           "rss_mib=%ld\n",
+           r.placed / (ms / 1000.0), ms, submit_delta_ms, exit_delta_ms, rss_mib());
+    sch_result_free(&r1);
+    sch_result_free(&r2);
+    sch_result_free(&r3);
+    sch_delta_free(dl);
+    free(j1);
     sch_result_free(&r);
     free(nd);
     free(gp);
@@ -141,5 +246,5 @@ int bench_sched(int argc, char **argv) {
     free(pj);
     free(jobs);
     free(ids);
-    return okc ? 0 : 1;
+    return okc && ok1 && agree ? 0 : 1;
 }

@@ -15,6 +15,8 @@ PKGS=(
   openssl         # throw-away CA and certificates in tests/e2e/test_tls.sh
   poppler-utils   # pdftotext: text of PDF documents in knowledge bases
   chromium        # the web console's browser tests (tests/e2e/test_console.sh)
+  systemd         # systemd-analyze verify on the packaged units (tests/e2e/test_package.sh)
+  prometheus      # promtool and a scraping Prometheus (tests/e2e/test_metrics.sh)
 )
 
 missing=()

@@ -65,6 +65,8 @@ typedef struct anode {
     json_t *overrides; /* simulated: index -> signal overrides (owned) */
     json_t *pending_xids; /* simulated: index -> [xids] to send next */
     json_t *procs;     /* simulated: index -> [{job|pid, memory_mib, sm_pct}] on that GPU */
+    json_t *xid_totals; /* simulated: index -> Xid events injected since the agent started */
+    unsigned beats;    /* simulated: heartbeats built, the phase of the varying samples */
     int reported;      /* the server has this run's hardware report */
     /* events (see the top) */
     int64_t next_beat_us;  /* monotonic: the interval's next heartbeat */
@@ -225,10 +227,40 @@ static json_t *nvml_signals(const nvml_gpu *g) {
     for (int i = 0; i < g->nxids; i++) json_array_append_new(x, json_integer(g->xids[i]));
     json_object_set_new(s, "xids", x);
     json_object_set_new(s, "lost", json_boolean(g->lost));
+    /* telemetry (inventory/telemetry.h) */
+    if (g->memory_used_bytes >= 0)
+        json_object_set_new(s, "memory_used_mib", json_integer(g->memory_used_bytes / 1048576));
+    if (g->power_mw >= 0) json_object_set_new(s, "power_mw", json_integer(g->power_mw));
+    json_object_set_new(s, "xid_total", json_integer(g->xid_total));
     return s;
 }
 
 /* ---- simulated signals and injected faults ---- */
+
+/*
+ * Simulated telemetry: deterministic but varying with the node, the GPU and the heartbeat
+ * (utilisation 20-80 %, memory in use in step with it, 40-55 C, 60-300 W); an injected
+ * "set" overrides any of it.
+ */
+static void sim_telemetry(anode *nd, const char *idx, json_t *s) {
+    unsigned h = 2166136261u;
+    for (const char *p = nd->name; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+    unsigned k = (unsigned)strtoul(idx, NULL, 10);
+    unsigned util = 20 + (h % 13 + 17 * k + 7 * nd->beats) % 61;
+    json_int_t mem = 0;
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(nd->report, "gpus"), i, g)
+        if ((unsigned)json_integer_value(json_object_get(g, "index")) == k)
+            mem = json_integer_value(json_object_get(g, "memory_mib"));
+    json_object_set_new(json_object_get(s, "utilization"), "gpu", json_integer(util));
+    json_object_set_new(json_object_get(s, "utilization"), "memory", json_integer(util / 2));
+    json_object_set_new(s, "temperature_c", json_integer(40 + util / 5));
+    json_object_set_new(s, "memory_used_mib", json_integer(mem * util / 100));
+    json_object_set_new(s, "power_mw", json_integer(60000 + util * 3000));
+    json_t *x = json_object_get(nd->xid_totals, idx);
+    json_object_set_new(s, "xid_total", json_integer(x ? json_integer_value(x) : 0));
+}
 
 static json_t *sim_signals(anode *nd, const char *idx) {
     json_t *s = json_pack("{s:{s:i,s:i,s:i,s:i},s:{s:i,s:i,s:b,s:b},s:i,s:i,s:i,s:{s:i,s:i},"
@@ -238,6 +270,7 @@ static json_t *sim_signals(anode *nd, const char *idx) {
                           "correctable", 0, "uncorrectable", 0, "pending", 0, "failure", 0,
                           "retired_pages_pending", 0, "temperature_c", 40, "slowdown_c", 90,
                           "utilization", "gpu", 0, "memory", 0, "lost", 0);
+    sim_telemetry(nd, idx, s);
     json_t *ov = json_object_get(nd->overrides, idx);
     const char *k;
     json_t *v;
@@ -332,6 +365,10 @@ static void consume_faults(agent *a, anode *nd) {
                     json_t *cur = json_object_get(nd->pending_xids, idx);
                     if (!cur) json_object_set_new(nd->pending_xids, idx, cur = json_array());
                     json_array_extend(cur, x);
+                    json_t *t = json_object_get(nd->xid_totals, idx);
+                    json_object_set_new(nd->xid_totals, idx,
+                                        json_integer((t ? json_integer_value(t) : 0) +
+                                                     (json_int_t)json_array_size(x)));
                 }
                 log_kv(LOG_INFO, "fault injected", "node", nd->name, "gpu", gpu, (char *)NULL);
             } else if (f) {
@@ -453,6 +490,7 @@ static int heartbeat(agent *a, anode *nd) {
         }
     } else {
         consume_faults(a, nd);
+        nd->beats++;
         json_array_foreach(json_object_get(nd->report, "gpus"), i, g) {
             char idx[16];
             snprintf(idx, sizeof idx, "%lld", (long long)json_integer_value(json_object_get(g, "index")));
@@ -656,6 +694,7 @@ static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
         nd->overrides = json_object();
         nd->pending_xids = json_object();
         nd->procs = json_object();
+        nd->xid_totals = json_object();
     }
     json_decref(reports);
     char count[16];
@@ -743,6 +782,7 @@ static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
         json_decref(a.nodes[i].overrides);
         json_decref(a.nodes[i].pending_xids);
         json_decref(a.nodes[i].procs);
+        json_decref(a.nodes[i].xid_totals);
         free(a.nodes[i].token);
     }
     free(a.nodes);

@@ -19,6 +19,7 @@
 #include "nvml.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +151,7 @@ enum { NVML__TEMPERATURE_THRESHOLD_SLOWDOWN = 1 };
     X(0, int, nvmlDeviceGetTemperature, (nvml__device, int, unsigned *))                     \
     X(0, int, nvmlDeviceGetTemperatureThreshold, (nvml__device, int, unsigned *))            \
     X(0, int, nvmlDeviceGetUtilizationRates, (nvml__device, nvml__util *))                   \
+    X(0, int, nvmlDeviceGetPowerUsage, (nvml__device, unsigned *))                          \
     X(0, int, nvmlEventSetCreate, (nvml__evset *))                                           \
     X(0, int, nvmlDeviceGetSupportedEventTypes, (nvml__device, unsigned long long *))        \
     X(0, int, nvmlDeviceRegisterEvents, (nvml__device, unsigned long long, nvml__evset))     \
@@ -261,6 +263,8 @@ static void nvml__health_unknown(nvml_gpu *g) {
     g->temperature_c = -1;
     g->slowdown_c = 0;
     g->util_gpu = g->util_memory = -1;
+    g->memory_used_bytes = -1;
+    g->power_mw = -1;
     g->nxids = 0;
     g->lost = 0;
 }
@@ -523,6 +527,12 @@ static void nvml__signals(nvml *h, nvml__device d, nvml_gpu *g) {
         g->util_gpu = (int)u.gpu;
         g->util_memory = (int)u.memory;
     }
+    nvml__memory mem;
+    if (!g->lost && h->nvmlDeviceGetMemoryInfo && nvml__ok(g, h->nvmlDeviceGetMemoryInfo(d, &mem)))
+        g->memory_used_bytes = mem.used > (unsigned long long)LLONG_MAX ? LLONG_MAX : (long long)mem.used;
+    unsigned mw;
+    if (!g->lost && h->nvmlDeviceGetPowerUsage && nvml__ok(g, h->nvmlDeviceGetPowerUsage(d, &mw)))
+        g->power_mw = mw > (unsigned)INT_MAX ? INT_MAX : (int)mw;
 }
 
 /* Index into gpus[] of the card an event names (its own handle or one of its MIG devices); -1. */
@@ -561,6 +571,7 @@ int nvml_health(nvml *h, nvml_gpu *gpus, int n, gp_err *err) {
         int i = nvml__event_gpu(h, ev.device, gpus, n);
         if (i < 0) continue;
         nvml_gpu *g = &gpus[i];
+        if (ev.eventType & NVML__EVENT_XID) g->xid_total++;
         if ((ev.eventType & NVML__EVENT_XID) && g->nxids < NVML_MAX_XIDS)
             g->xids[g->nxids++] = (int)ev.eventData;
         if (ev.eventType & NVML__EVENT_GPU_UNAVAILABLE) g->lost = 1;

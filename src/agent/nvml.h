@@ -12,7 +12,7 @@
  *
  * What it does: discovery (identity, MIG layout, NUMA, pairwise topology),
  * health signals (ECC, row remapping, retired pages, temperature,
- * utilisation), draining of NVML events (Xid, double-bit ECC, GPU
+ * utilisation, memory in use, power draw), draining of NVML events (Xid, double-bit ECC, GPU
  * unavailable) and per-process sampling (GPU memory, SM utilisation).
  * What it does not do: judge health (inventory/health.c does), change MIG
  * mode, or launch anything.
@@ -59,6 +59,10 @@ typedef struct nvml_gpu {
     int temperature_c;               /* -1 unknown */
     int slowdown_c;                  /* 0 unknown */
     int util_gpu, util_memory;       /* percent; -1 unsupported (e.g. MIG enabled) */
+    long long memory_used_bytes;     /* framebuffer in use; -1 unknown */
+    int power_mw;                    /* board power draw, milliwatts; -1 unsupported */
+    long long xid_total;             /* Xid events drained since nvml_discover (never reset by
+                                        nvml_health; counts those beyond NVML_MAX_XIDS too) */
     int xids[NVML_MAX_XIDS];         /* Xid events drained by the last nvml_health() */
     int nxids;
     int lost;                        /* GPU_IS_LOST returned, or a GPU-unavailable event */

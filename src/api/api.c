@@ -428,6 +428,9 @@ void api__dispatch(api_req *r) {
         }
     }
     r->route->handler(r);
+    /* deferred (a read: nothing to audit): its answer is made, and sent, elsewhere */
+    assert(!r->deferred || !(r->route->flags & ROUTE_MUTATES));
+    if (r->deferred) return;
     if (!r->status) {
         gp_err err;
         gp_err_set(&err, GP_EINTERNAL, "handler set no response");
@@ -442,6 +445,17 @@ void api_header(api_req *r, const char *name, const char *value) {
     r->headers[r->nheaders].key = strdup(name);
     r->headers[r->nheaders].value = strdup(value);
     r->nheaders++;
+}
+
+int api_defer(api_req *r) {
+    if (!r->resume) return 0;
+    r->deferred = 1;
+    return 1;
+}
+
+void api_resume(api_req *r) {
+    assert(r->deferred && r->resume);
+    r->resume(r);
 }
 
 void api_stream(api_req *r, int status, const char *content_type,

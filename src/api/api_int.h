@@ -84,6 +84,10 @@ struct api_req {
     long (*stream_read)(void *cls, char *buf, size_t max); /* > 0 bytes, 0 end, < 0 abort */
     void (*stream_free)(void *cls);
     void *stream_cls;
+    /* a deferred answer (api_defer): the HTTP layer's hook to send it once made, NULL where
+     * requests are dispatched without one (unit tests): handlers then wait in place */
+    void (*resume)(api_req *r);
+    int deferred;
     /* the gateway's run-time state, NULL when this server does not serve /v1 */
     struct gw_runtime *gw;
     /* failed-login throttling, NULL: none (h_user.c) */
@@ -108,7 +112,8 @@ void api_header(api_req *r, const char *name, const char *value);
  * Answer `status` with a body produced as it comes: `read` fills buf with
  * the next bytes (returns how many, 0 at the end, < 0 to cut the
  * connection); `release` is called once when the response is done or the
- * client went away.  Both run on the connection's thread.
+ * client went away.  Both run on the worker thread that ran the handler,
+ * one after the other (the HTTP layer sends what `read` made meanwhile).
  */
 void api_stream(api_req *r, int status, const char *content_type,
                 long (*read)(void *cls, char *buf, size_t max), void (*release)(void *cls),
@@ -118,11 +123,36 @@ void api_stream(api_req *r, int status, const char *content_type,
 extern const api_route api_routes[];
 extern const size_t api_nroutes;
 
+/*
+ * Deferred answers.  A handler that would wait for an event (an agent's long
+ * poll) calls api_defer(r) and returns without a reply; later, on any
+ * thread, it sets the reply (api_reply...) and calls api_resume(r) exactly
+ * once.  No thread waits meanwhile.  Only where r->resume is set (the HTTP
+ * server); api_defer() returns 0 where it is not, and the handler then waits
+ * in place.  api_defer() returns 1 once the request is deferred.
+ */
+int api_defer(api_req *r);
+void api_resume(api_req *r);
+
 /* Route, authenticate, run the handler and audit; fills r's output. */
 void api__dispatch(api_req *r);
 
 /* Release everything the request owns (not the struct itself). */
 void api__req_release(api_req *r);
+
+/*
+ * Worker pool (workers.c): the threads that run handlers, so that the HTTP
+ * layer's few event threads never block and a waiting connection holds no
+ * thread.  At least `min` workers, at most `max` (started as tasks find
+ * none idle; those beyond `min` end after 10 s idle); `stack` bytes of stack
+ * each (0: the default).  api__pool_submit() queues fn(arg): 0, or -1 (out
+ * of memory, or stopping).  api__pool_free() lets queued tasks run, waits
+ * for every worker to end, and frees the pool (NULL-safe).
+ */
+typedef struct api_pool api_pool;
+api_pool *api__pool_new(int min, int max, size_t stack);
+int api__pool_submit(api_pool *p, void (*fn)(void *), void *arg);
+void api__pool_free(api_pool *p);
 
 /* Path parameter by name (never NULL for names in the route's pattern). */
 const char *api_param(api_req *r, const char *name);
@@ -235,6 +265,8 @@ void api__metrics_conn_dropped(const char *reason);
 void api__metrics_malformed(void);
 /* Open connections now (+1 accepted, -1 closed): gpupool_http_connections_open. */
 void api__metrics_conn_open(int delta);
+/* Handler threads started/ended (dall) and busy/free (dbusy): gpupool_http_workers. */
+void api__metrics_workers(int dall, int dbusy);
 
 /*
  * A log limiter: at most `per_sec` lines a second from one source of noise.
@@ -412,10 +444,13 @@ int api__sched_round(store_t *st, gp_err *err);
 /* Apply the card-hour ceilings' policy to running jobs (jobs_card_hours_enforce). */
 int api__card_hours_enforce(store_t *st, gp_err *err);
 
+/* A stall of the server, for node liveness: a quarter of the node timeout, 2 s at least. */
+#define API_STALL_US(timeout_us) ((timeout_us) / 4 > 2000000 ? (timeout_us) / 4 : 2000000)
+
 /* Mark silent nodes unreachable and audit it (the server's reachability loop; inv_sweep has
- * the rules: observed_since_us, mass silences, *held).  A sweep that waited more than a
- * quarter of the timeout for the store's write lock judges nothing (heartbeats waited as
- * long) and sets *stalled (optional): the caller then starts watching afresh. */
+ * the rules: observed_since_us, mass silences, *held).  A sweep that waited more than
+ * API_STALL_US for the store's write lock judges nothing (heartbeats waited as long) and
+ * sets *stalled (optional): the caller then starts watching afresh. */
 int api__sweep_nodes(store_t *st, int64_t timeout_us, int64_t observed_since_us, int *held,
                      int *stalled, gp_err *err);
 

@@ -12,13 +12,15 @@
  * key's tenant or among public models (anything else: 404 model_not_found)
  * -> every limit before any work: the key's requests in flight (429
  * rate_limit_exceeded beyond max_parallel), per-minute windows of key and
- * project (429 rate_limit_exceeded), a reservation of the request's most
- * tokens against the monthly quotas of key, project and tenant (429
- * insufficient_quota) -> retrieval, when its application binds the model to
+ * project (429 rate_limit_exceeded), the request's most tokens taken from
+ * this process's lease of the monthly quotas of key, project and tenant
+ * (429 insufficient_quota; no store write unless the lease must grow) -> retrieval, when its application binds the model to
  * knowledge bases (never for a refused request) -> forward to an endpoint
  * (round robin; a connect failure tries the next) -> answer as the
  * upstream answered, streaming as it arrives -> one usage record, queued
- * and written in a batch with the settlement of the reservation.
+ * and written in a batch that consumes the lease.  The key and the route
+ * come from the runtime's read cache (gw_cache_*): a request of a key and
+ * model seen lately reads nothing from the store, and writes nothing.
  *
  * The request body is passed on as it came, unless the gateway must add
  * stream_options.include_usage (the client did not ask for usage; its
@@ -58,6 +60,7 @@
 #include "../core/jsonx.h"
 #include "../core/log.h"
 #include "../gateway/gateway.h"
+#include "../gateway/gw_metrics.h"
 #include "../kb/kb.h"
 #include "../quota/quota.h"
 
@@ -148,31 +151,32 @@ static void audit_refusal(api_req *r, const gw_key *k, int kind, const char *mod
     if (rc) log_kv(LOG_WARN, "gateway refusal not audited", "detail", err.msg, (char *)NULL);
 }
 
-/* The key from "Authorization: Bearer sk-…"; 0, or -1 with a 401 set. */
 /*
- * The key from "Authorization: Bearer sk-…"; 0, or -1 with a 401 set.
- * With `keep`, the read transaction stays open for the caller's next reads
- * (one transaction per request instead of two); *keep is NULL on failure.
+ * The key from "Authorization: Bearer sk-…" (through the runtime's read
+ * cache: no store access for a key seen lately); 0, or -1 with a 401 set.
  */
-static int authenticate(api_req *r, gw_key *k, store_tx **keep) {
+static int authenticate(api_req *r, gw_key *k) {
     gp_err err = GP_ERR_INIT;
-    if (keep) *keep = NULL;
     const char *a = gw_bearer_key(r->authorization);
     if (!a) {
         oai_error(r, 401, "invalid_request_error", "invalid_api_key",
                   "You didn't provide an API key. Send it as 'Authorization: Bearer sk-…'.");
         return -1;
     }
-    store_tx *tx;
-    if (store_begin(r->store, STORE_READ, &tx, &err)) {
+    int rc;
+    if (r->gw) {
+        rc = gw_cache_key(gw_rt_cache(r->gw), a, gt_now_us(), k, &err);
+    } else {
+        store_tx *tx;
+        if ((rc = store_begin(r->store, STORE_READ, &tx, &err)) == GP_OK) {
+            rc = gw_key_auth(tx, a, gt_now_us(), k, &err);
+            store_rollback(tx);
+        }
+    }
+    if (rc == GP_EBUSY) {
         oai_error(r, 503, "server_error", "store_unavailable", "%s", err.msg);
         return -1;
     }
-    int rc = gw_key_auth(tx, a, gt_now_us(), k, &err);
-    /* from here the transaction sees the key's tenant only (row-level security) */
-    if (!rc && keep && (rc = store_set_tenant(tx, k->tenant_id, &err))) gw_key_release(k);
-    if (rc || !keep) store_rollback(tx);
-    else *keep = tx;
     if (rc == GP_EUNAUTH) {
         oai_error(r, 401, "invalid_request_error", "invalid_api_key", "%s", err.msg);
         return -1;
@@ -215,6 +219,7 @@ typedef struct gwreq {
     gw_key key;          /* models released once the request is set up */
     gw_usage u;
     int64_t start_mono, reserved;
+    int64_t leased;      /* taken from the key's lease (the reservation before retrieval) */
     gw_request_info info;
     int64_t request_bytes; /* the body as sent upstream */
     int entered;         /* counted in flight (gw_rt_enter): left when recorded */
@@ -265,9 +270,14 @@ static void record(gwreq *g, int status, int have_usage, int64_t pt, int64_t ct,
             u->estimated = 1;
         }
     }
+    gw_metrics_request(u->model, u->tenant, status, u->prompt_tokens, u->completion_tokens,
+                       u->latency_us, u->endpoint_id[0] != '\0');
     gw_rt_adjust(g->rt, &g->key,
                  gw_sat_add(gw_sat_add(u->prompt_tokens, u->completion_tokens), -g->reserved),
                  gt_now_us());
+    if (u->lease) /* what it did not use goes back to the lease; the record settles the rest */
+        gw_rt_lease_end(g->rt, g->key.id, u->hold, g->leased,
+                        gw_sat_add(u->prompt_tokens, u->completion_tokens));
     if (g->entered) gw_rt_leave(g->rt, g->key.id);
     g->entered = 0;
     if (gw_rt_record(g->rt, u))
@@ -376,6 +386,7 @@ static void stream_release(void *cls) {
         gw_rt_endpoint_result(s->g.rt, s->g.u.endpoint_id, 0, gt_now_us());
     record(&s->g, status, s->sse.has_usage, s->sse.prompt_tokens, s->sse.completion_tokens,
            s->sse.completion_chars);
+    gw_metrics_ttft(s->g.u.model, s->g.start_mono, gw_call_first_byte_mono(s->call));
     gw_call_free(s->call);
     json_decref(s->sources);
     gw_sse_release(&s->sse);
@@ -556,18 +567,15 @@ static void forward(api_req *r, const char *kind, const char *path) {
     memset(&g, 0, sizeof g);
     g.rt = r->gw;
     g.start_mono = gt_mono_us();
-    store_tx *tx; /* the key's read transaction, kept for resolving the model */
-    if (authenticate(r, &g.key, &tx)) return;
+    if (authenticate(r, &g.key)) return;
     json_t *req = NULL;
     if (jx_parse(r->body, r->body_len, r->cfg->max_depth, 1, &req, &err)) {
-        store_rollback(tx);
         gw_key_release(&g.key);
         oai_error(r, 400, "invalid_request_error", "invalid_json", "%s", err.msg);
         return;
     }
     const char *model = json_string_value(json_object_get(req, "model"));
     if (!model || !*model) {
-        store_rollback(tx);
         gw_key_release(&g.key);
         json_decref(req);
         oai_error(r, 400, "invalid_request_error", "missing_model",
@@ -578,7 +586,6 @@ static void forward(api_req *r, const char *kind, const char *path) {
     char param[64];
     int invalid_type = 0;
     if (gw_request_check(req, kind, &g.info, param, &invalid_type, &err)) {
-        store_rollback(tx);
         gw_key_release(&g.key);
         json_decref(req);
         oai_error_param(r, 400, invalid_type ? "invalid_type" : "invalid_value", param, "%s",
@@ -589,9 +596,10 @@ static void forward(api_req *r, const char *kind, const char *path) {
     int asked_usage = g.info.include_usage;
     int response = !strcmp(kind, "response"); /* the Responses API: usage always in its events */
     g.reserved = gw_reservation(&g.info);
-    /* which model, where */
+    /* which model, where (from the read cache: no store access for a route seen lately) */
     gw_route route;
-    int rc = gw_resolve(tx, &g.key, model, &route, &err);
+    int rc = r->gw ? gw_cache_route(gw_rt_cache(r->gw), &g.key, model, &route, &err)
+                   : GP_EINTERNAL;
     /* a stored response or conversation lives on the upstream: through another tenant's public
      * model that upstream is shared, so only the model's own tenant may refer to one */
     if (!rc && response && strcmp(route.model_tenant, g.key.tenant) != 0) {
@@ -599,7 +607,6 @@ static void forward(api_req *r, const char *kind, const char *path) {
         for (int i = 0; refs[i]; i++) {
             json_t *v = json_object_get(req, refs[i]);
             if (!v || json_is_null(v)) continue;
-            store_rollback(tx);
             gw_key_release(&g.key);
             json_decref(req);
             oai_error_param(r, 400, "unsupported_parameter", refs[i],
@@ -610,8 +617,17 @@ static void forward(api_req *r, const char *kind, const char *path) {
     }
     /* whether retrieval applies (a read; the KBs are queried once every limit admitted it) */
     rag_plan plan = {NULL, 0};
-    if (!rc) rag_lookup(tx, &g.key, model, kind, req, &plan);
-    store_rollback(tx);
+    if (!rc && g.key.app[0]) { /* only a key of an application reads the store here */
+        store_tx *tx;
+        if (store_begin(r->store, STORE_READ, &tx, &err) == GP_OK) {
+            if (store_set_tenant(tx, g.key.tenant_id, &err) == GP_OK)
+                rag_lookup(tx, &g.key, model, kind, req, &plan);
+            store_rollback(tx);
+        } else {
+            log_kv(LOG_WARN, "retrieval skipped", "detail", err.msg, (char *)NULL);
+        }
+        gp_err_clear(&err);
+    }
     if (rc) {
         if (rc == GP_ENOTFOUND) {
             audit_refusal(r, &g.key, GW_REFUSE_MODEL, model, 404, err.msg);
@@ -673,16 +689,14 @@ static void forward(api_req *r, const char *kind, const char *path) {
                   "Rate limit reached for %s. Please try again in %llds.", why, (long long)retry);
         return;
     }
-    /* the monthly quotas: reserve the most this request may use (a write; skipped when
-     * no quota applies, which keeps a plain request free of write transactions) */
+    /* the monthly quotas: the most this request may use, taken from this process's lease
+     * of the key's month (in memory; a write transaction only when the lease must grow;
+     * skipped when no quota applies) */
     int quota = g.key.tokens_month > 0 || g.key.project_tokens_month != QUOTA_NONE ||
                 g.key.tenant_tokens_month != QUOTA_NONE;
-    rc = quota ? store_begin(r->store, STORE_WRITE, &tx, &err) : GP_OK;
-    if (!rc && quota) {
-        rc = gw_reserve(tx, &g.key, g.reserved, gt_now_us(), u->hold, &err);
-        if (rc) store_rollback(tx);
-        else rc = store_commit(tx, &err);
-    }
+    rc = quota ? gw_rt_lease_take(r->gw, &g.key, g.reserved, gt_now_us(), u->hold, &err) : GP_OK;
+    u->lease = quota && !rc;
+    g.leased = g.reserved;
     if (rc) {
         gw_rt_adjust(r->gw, &g.key, -g.reserved, gt_now_us());
         gw_rt_leave(r->gw, g.key.id);
@@ -794,6 +808,7 @@ static void forward(api_req *r, const char *kind, const char *path) {
     /* a whole answer: passed on as it came; its usage read (or estimated) */
     strbuf out = SB_INIT;
     rc = gw_call_body(call, &out, MAX_UPSTREAM_BODY, &err);
+    gw_metrics_ttft(u->model, g.start_mono, gw_call_first_byte_mono(call));
     gw_call_free(call);
     if (rc) {
         json_decref(sources);
@@ -833,7 +848,7 @@ void h_gw_responses(api_req *r) { forward(r, "response", "/responses"); }
 void h_gw_models(api_req *r) {
     gp_err err = GP_ERR_INIT;
     gw_key k;
-    if (authenticate(r, &k, NULL)) return;
+    if (authenticate(r, &k)) return;
     store_tx *tx;
     json_t *data = NULL;
     int rc = store_begin(r->store, STORE_READ, &tx, &err);
@@ -854,7 +869,7 @@ void h_gw_models(api_req *r) {
 void h_gw_model(api_req *r) {
     gp_err err = GP_ERR_INIT;
     gw_key k;
-    if (authenticate(r, &k, NULL)) return;
+    if (authenticate(r, &k)) return;
     const char *id = api_param(r, "model");
     store_tx *tx;
     json_t *data = NULL;

@@ -15,6 +15,7 @@
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
 #include "../inventory/inventory.h"
+#include "../inventory/telemetry.h"
 #include "../sched/jobs.h"
 #include "../sched/loop.h"
 #include "../tenancy/tenancy.h"
@@ -371,6 +372,8 @@ void h_agent_heartbeat(api_req *r) {
     /* an agent that (re)starts sends its hardware once with the first heartbeat */
     json_t *report = json_object_get(body, "report");
     int rc = report ? inv_node_report(tx, node, r->who->user_id, report, &err) : GP_OK;
+    /* the GPU samples bounded before they are stored (at most the node's GPUs, each figure) */
+    if (!rc) rc = telemetry_bound_node(tx, node, r->who->user_id, json_object_get(body, "gpus"), &err);
     if (!rc) rc = inv_heartbeat(tx, node, r->who->user_id, body, &pol, &tr, &ntr, &err);
     else tr = NULL, ntr = 0;
     /* what the node's workloads did (exits, output), then what it must run now */
@@ -413,6 +416,16 @@ void h_agent_heartbeat(api_req *r) {
     api_reply(r, 200, json_pack("{s:s,s:o}", "status", "ok", "assignments", assignments));
 }
 
+/* A deferred long poll's answer (sched_node_watch's callback). */
+static void wait_done(void *arg, int result, int64_t v) {
+    api_req *r = arg;
+    if (result < 0) api_reply(r, 200, json_pack("{s:b,s:b}", "changed", 0, "events", 0));
+    else
+        api_reply(r, 200, json_pack("{s:I,s:b,s:b}", "version", (json_int_t)v, "changed",
+                                    result == 1, "events", 1));
+    api_resume(r);
+}
+
 /*
  * POST /api/v1/agent/wait {"node", "seen", "timeout_s"}: the agent's long
  * poll.  Answers {"version", "changed"} as soon as a commit changed the
@@ -420,8 +433,9 @@ void h_agent_heartbeat(api_req *r) {
  * (1-25, default 20) with changed false; {"changed": false, "events": false}
  * at once when this server has no notifier (the agent then keeps to its
  * heartbeat interval).  Only the node's own agent (404 for anyone else).  No
- * store transaction is held while it waits; the agent fetches the
- * assignments with its next heartbeat.
+ * store transaction is held while it waits, and no thread: the answer is
+ * deferred (api_defer) until the notifier, its timer or the quiesce makes it;
+ * the agent fetches the assignments with its next heartbeat.
  */
 void h_agent_wait(api_req *r) {
     static const char *const fields[] = {"node", "seen", "timeout_s", NULL};
@@ -466,6 +480,16 @@ void h_agent_wait(api_req *r) {
         return;
     }
     int64_t v;
+    if (api_defer(r)) {
+        /* no thread waits: answered from the notifier, its timer or the quiesce */
+        int rc = sched_node_watch(r->store, node, since, timeout_s * 1000, wait_done, r, &v);
+        if (rc == 0) return;
+        r->deferred = 0;
+        if (rc < 0) api_reply(r, 200, json_pack("{s:b,s:b}", "changed", 0, "events", 0));
+        else api_reply(r, 200, json_pack("{s:I,s:b,s:b}", "version", (json_int_t)v, "changed", 1,
+                                         "events", 1));
+        return;
+    }
     int rc = sched_node_wait(r->store, node, since, timeout_s * 1000, &v);
     if (rc < 0) {
         api_reply(r, 200, json_pack("{s:b,s:b}", "changed", 0, "events", 0));
@@ -838,7 +862,7 @@ int api__sweep_nodes(store_t *st, int64_t timeout_us, int64_t observed_since_us,
     int64_t t0 = gt_mono_us();
     int rc = store_begin(st, STORE_WRITE, &tx, err);
     if (rc) return rc;
-    if (gt_mono_us() - t0 > timeout_us / 4) {
+    if (gt_mono_us() - t0 > API_STALL_US(timeout_us)) {
         /* heartbeats waited for the lock as long as we did: their silence proves nothing */
         store_rollback(tx);
         if (stalled) *stalled = 1;

@@ -15,7 +15,8 @@
  * Allocation ("used" per quota dimension) is what the scope's admitted and
  * running jobs reserve: GPU-equivalents and GPU memory from their open
  * bindings (as placed; an admitted job not yet placed counts by its class,
- * with whole cards of 80 GiB), CPUs, memory and class units from the
+ * on the class's card, as admission counts it: sch_unit_demand and
+ * sch_class_card_gib, src/sched/sched.h), CPUs, memory and class units from the
  * class x units, concurrent jobs by count; card-hours are this calendar
  * month's (UTC), like admission counts them.  "available" is the ceiling
  * minus the use, and for a project also bounded by what its tenant has left
@@ -30,6 +31,7 @@
 #include "../meter/meter.h"
 #include "../quota/quota.h"
 #include "../sched/jobs.h"
+#include "../sched/sched.h"
 #include "../tenancy/tenancy.h"
 
 #include <stdlib.h>
@@ -53,10 +55,59 @@ static int caller_may(api_req *r, int action, const char *tenant_id, const char 
            AUTHZ_ALLOW;
 }
 
-/* GiB of a MIG profile "3g.40gb" (0 when unparsable). */
-static int64_t mig_gib(const char *profile) {
-    const char *dot = strchr(profile, '.');
-    return dot ? atoi(dot + 1) : 0;
+/* A unit of form text `form` ("whole", "mig:3g.40gb", "shared:24/10") on a card of `card_gib`:
+ * GPU-equivalents (milli) and GPU memory by the demand formula.  -1 when unparsable. */
+static int form_demand(const char *form, int gpus, int card_gib, int64_t *milli, int64_t *gib) {
+    inv_form f;
+    if (inv_form_parse(form, &f, NULL)) return -1;
+    sch_unit_demand(f.kind == FORM_MIG ? SCH_MIG : f.kind == FORM_SHARED ? SCH_SHARED : SCH_WHOLE,
+                    gpus, f.profile, f.memory_gib, f.percent, card_gib, milli, gib);
+    return 0;
+}
+
+/* Each GPU model and its largest card (GiB), for the card a class is counted on. */
+typedef struct ov_cards {
+    int n;
+    char (*model)[96];
+    const char **names;
+    int *gib;
+} ov_cards;
+
+static void cards_free(ov_cards *c) {
+    free(c->model);
+    free(c->names);
+    free(c->gib);
+}
+
+static int cards_load(store_tx *tx, ov_cards *c, gp_err *err) {
+    store_stmt *s;
+    int cap = 0;
+    memset(c, 0, sizeof *c);
+    int rc = store_query(tx, &s, err,
+                         "SELECT model, MAX(memory_mib) FROM gpus GROUP BY model ORDER BY model", "");
+    if (rc) return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        if (c->n == cap) {
+            int nc = cap ? cap * 2 : 16;
+            void *a = realloc(c->model, sizeof *c->model * (size_t)nc);
+            if (a) c->model = a;
+            void *b = realloc(c->gib, sizeof *c->gib * (size_t)nc);
+            if (b) c->gib = b;
+            if (!a || !b) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
+            }
+            cap = nc;
+        }
+        snprintf(c->model[c->n], sizeof c->model[0], "%s", store_text(s, 0));
+        c->gib[c->n++] = (int)(store_int(s, 1) / 1024);
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    c->names = calloc((size_t)c->n + 1, sizeof *c->names);
+    if (!c->names) return gp_err_set(err, GP_ENOMEM, NULL);
+    for (int i = 0; i < c->n; i++) c->names[i] = c->model[i];
+    return GP_OK;
 }
 
 static void add_class(ov_use *u, const char *cls, int64_t units) {
@@ -74,37 +125,42 @@ static void add_class(ov_use *u, const char *cls, int64_t units) {
 static int load_use(store_tx *tx, const char *tenant_id, const char *project_id, int64_t now,
                     ov_use *u, gp_err *err) {
     store_stmt *s;
+    ov_cards cards;
     memset(u, 0, sizeof *u);
-    int rc = store_query(tx, &s, err,
-                         "SELECT j.class, j.units, j.state, COALESCE(c.form, 'whole'),"
-                         " COALESCE(c.gpus, 0), COALESCE(c.cpus, 0), COALESCE(c.memory_gib, 0)"
-                         " FROM jobs j LEFT JOIN classes c ON c.name = j.class"
-                         " WHERE j.tenant_id = ? AND (? IS NULL OR j.project_id = ?)"
-                         " AND j.state IN ('admitted', 'running')",
-                         "sss", tenant_id, project_id, project_id);
-    if (rc) return rc;
+    int rc = cards_load(tx, &cards, err);
+    if (rc) {
+        cards_free(&cards);
+        return rc;
+    }
+    rc = store_query(tx, &s, err,
+                     "SELECT j.class, j.units, j.state, COALESCE(c.form, 'whole'),"
+                     " COALESCE(c.gpus, 0), COALESCE(c.cpus, 0), COALESCE(c.memory_gib, 0),"
+                     " COALESCE(c.gpu_models, '[]')"
+                     " FROM jobs j LEFT JOIN classes c ON c.name = j.class"
+                     " WHERE j.tenant_id = ? AND (? IS NULL OR j.project_id = ?)"
+                     " AND j.state IN ('admitted', 'running')",
+                     "sss", tenant_id, project_id, project_id);
+    if (rc) {
+        cards_free(&cards);
+        return rc;
+    }
     while ((rc = store_step(s, err)) > 0) {
-        int64_t units = store_int(s, 1), gpus = store_int(s, 4);
+        int64_t units = store_int(s, 1), milli, gib;
         u->v[QD_CPUS] += store_int(s, 5) * units;
         u->v[QD_MEM] += store_int(s, 6) * units;
         u->v[QD_JOBS] += 1;
         add_class(u, store_text(s, 0), units);
         if (strcmp(store_text(s, 2), "admitted") != 0) continue; /* running: its bindings below */
-        inv_form f;
-        if (inv_form_parse(store_text(s, 3), &f, NULL)) continue;
-        if (f.kind == FORM_WHOLE) {
-            u->v[QD_GPU_MILLI] += 1000 * gpus * units;
-            u->v[QD_GPU_MEM] += 80 * gpus * units;
-        } else if (f.kind == FORM_MIG) {
-            u->v[QD_GPU_MILLI] += (f.profile[0] - '0') * 1000 / 7 * units;
-            u->v[QD_GPU_MEM] += mig_gib(f.profile) * units;
-        } else {
-            int64_t by_mem = (int64_t)f.memory_gib * 1000 / 80, by_pct = (int64_t)f.percent * 10;
-            u->v[QD_GPU_MILLI] += (by_mem > by_pct ? by_mem : by_pct) * units;
-            u->v[QD_GPU_MEM] += f.memory_gib * units;
-        }
+        /* not placed yet: on the class's card, as admission counted it */
+        json_t *models = json_loads(store_text(s, 7), 0, NULL);
+        int card = sch_class_card_gib(models, cards.names, cards.gib, cards.n);
+        json_decref(models);
+        if (form_demand(store_text(s, 3), (int)store_int(s, 4), card, &milli, &gib)) continue;
+        u->v[QD_GPU_MILLI] += milli * units;
+        u->v[QD_GPU_MEM] += gib * units;
     }
     store_done(s);
+    cards_free(&cards);
     if (rc < 0) return rc;
     rc = store_query(tx, &s, err,
                      "SELECT b.weight_milli, b.form, b.shared_mem_gib, COALESCE(g.memory_mib, 0)"
@@ -114,11 +170,13 @@ static int load_use(store_tx *tx, const char *tenant_id, const char *project_id,
                      "sss", tenant_id, project_id, project_id);
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
+        /* as placed: the weight metering charges, the memory on its own card */
+        int64_t milli, gib, card = store_int(s, 3) / 1024;
         const char *form = store_text(s, 1);
         u->v[QD_GPU_MILLI] += store_int(s, 0);
-        if (!strncmp(form, "mig:", 4)) u->v[QD_GPU_MEM] += mig_gib(form + 4);
-        else if (!strncmp(form, "shared", 6)) u->v[QD_GPU_MEM] += store_int(s, 2);
-        else u->v[QD_GPU_MEM] += store_int(s, 3) / 1024;
+        if ((card > 0 || strncmp(form, "whole", 5) != 0) &&
+            !form_demand(form, 1, (int)card, &milli, &gib))
+            u->v[QD_GPU_MEM] += gib; /* (a whole card no longer listed: unknown, 0) */
     }
     store_done(s);
     if (rc < 0) return rc;

@@ -12,8 +12,20 @@
  * dispatched; once those answers are out, MHD_stop_daemon().  So every request
  * that was dispatched gets its answer (within the drain time).
  *
- * Slow clients (docs/server.md, "Connections"): a thread per connection, so
- * every connection is tracked in a list (MHD_OPTION_NOTIFY_CONNECTION) with
+ * Threads (docs/server.md, "Connections"): `threads` event threads of
+ * libmicrohttpd (epoll) read requests and write answers and never block; a
+ * request whose body is in is handed to a worker (workers.c) while its
+ * connection is suspended, and resumed once the worker has the answer.  A
+ * streamed answer is produced on that worker into a pump the event thread
+ * drains (suspending the connection while it is empty, resumed by the
+ * worker).  A deferred answer (api_defer: an agent's long poll) parks the
+ * request with no thread at all until api_resume.  So an idle keep-alive
+ * connection or a waiting long poll costs a descriptor and some memory, not
+ * a thread; the workers grow with the handlers actually running.  At stop,
+ * the workers finish first (no connection may stay suspended when MHD stops).
+ *
+ * Slow clients (docs/server.md, "Connections"): every connection is tracked
+ * in a list (MHD_OPTION_NOTIFY_CONNECTION) with
  * its phase and deadline: HEAD (waiting for the request line and headers:
  * header_timeout_s from the accept or the previous response), BODY (the
  * declared body: body_timeout_s + 1 s per 64 KiB), BUSY (the handler and the
@@ -102,6 +114,7 @@ struct api_server {
     pthread_t guard;
     int guard_running;
     atomic_int guard_stop;
+    api_pool *pool; /* the workers that run handlers (workers.c) */
 };
 
 #define PRESSURE_HEAD_US 2000000 /* under pressure, headers must come within 2 s */
@@ -167,6 +180,7 @@ static int server_leads(void *arg) { return atomic_load(&((api_server *)arg)->le
 static void *loop_main(void *arg) {
     api_server *srv = arg;
     const int64_t timeout_us = (int64_t)srv->cfg.node_timeout_s * 1000000;
+    const int64_t stall_us = API_STALL_US(timeout_us);
     /* liveness (docs/inventory.md): since when this server has watched heartbeats (wall
      * clock; 0: it does not lead), and when the loop last came round (monotonic) */
     int64_t observed_since = 0, last_round = 0, held_logged = 0;
@@ -182,7 +196,7 @@ static void *loop_main(void *arg) {
         gp_err err = GP_ERR_INIT;
         int64_t mono = gt_mono_us();
         /* the loop itself was held up (a paused process, an overloaded host): not watching */
-        int stalled = last_round && mono - last_round > timeout_us / 4 + 1000000;
+        int stalled = last_round && mono - last_round > stall_us + 1000000;
         last_round = mono;
         if (!check_lead(srv)) {
             observed_since = 0;
@@ -227,7 +241,126 @@ typedef struct conn_ctx {
     const char *raw_at; /* where MHD had the target when it logged it (compared, never read) */
     char *raw;          /* the target as received, before decoding (NUL ends it early) */
     conn_slot *slot;
+    /* dispatch on a worker (see "Threads" at the top) */
+    struct MHD_Connection *conn;
+    int queued;          /* handed to a worker (the connection is suspended meanwhile) */
+    atomic_int ready;    /* the worker is done: the answer, or its stream, can go out */
+    atomic_int park;     /* a deferred answer: 0 handler running, 1 parked, 2 answered early */
+    struct pump *pump;   /* a streamed answer's bytes, from the worker to MHD */
 } conn_ctx;
+
+/* ---- streamed answers: a worker produces, MHD's event thread sends ---- */
+
+#define PUMP_CAP (64 * 1024)
+
+typedef struct pump {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* room in buf, or cancelled */
+    struct MHD_Connection *conn;
+    size_t off, len;   /* bytes [off, len) of buf wait to be sent */
+    int ended;         /* 1: the stream ended; -1: it broke (cut the connection) */
+    int cancelled;     /* MHD let go of the response: the client is gone, or it is done */
+    int waiting;       /* MHD's reader found nothing and suspended the connection */
+    int refs;          /* the worker's and the response's */
+    char buf[PUMP_CAP];
+} pump;
+
+static pump *pump_new(struct MHD_Connection *c) {
+    pump *p = malloc(sizeof *p);
+    if (!p) return NULL;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    p->conn = c;
+    p->off = p->len = 0;
+    p->ended = p->cancelled = p->waiting = 0;
+    p->refs = 2;
+    return p;
+}
+
+static void pump_unref(pump *p) {
+    pthread_mutex_lock(&p->mu);
+    int left = --p->refs;
+    pthread_mutex_unlock(&p->mu);
+    if (left) return;
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p);
+}
+
+/* Wake MHD's reader if it suspended the connection for want of bytes (mu held). */
+static void pump_kick(pump *p) {
+    if (p->waiting && !p->cancelled) {
+        p->waiting = 0;
+        MHD_resume_connection(p->conn);
+    }
+}
+
+/* The worker: queue n bytes (waits for room).  0, or -1 once the response is gone. */
+static int pump_push(pump *p, const char *data, size_t n) {
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        if (p->cancelled) {
+            pthread_mutex_unlock(&p->mu);
+            return -1;
+        }
+        if (p->off && p->len + n > PUMP_CAP) {
+            memmove(p->buf, p->buf + p->off, p->len - p->off);
+            p->len -= p->off;
+            p->off = 0;
+        }
+        if (p->len + n <= PUMP_CAP) break;
+        pthread_cond_wait(&p->cv, &p->mu);
+    }
+    memcpy(p->buf + p->len, data, n);
+    p->len += n;
+    pump_kick(p);
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+static void pump_end(pump *p, int how) {
+    pthread_mutex_lock(&p->mu);
+    p->ended = how;
+    pump_kick(p);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* MHD's content reader: what the worker queued; nothing yet: suspend until it kicks. */
+static ssize_t pump_reader(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    pump *p = cls;
+    pthread_mutex_lock(&p->mu);
+    if (p->len > p->off) {
+        size_t n = p->len - p->off;
+        if (n > max) n = max;
+        memcpy(buf, p->buf + p->off, n);
+        p->off += n;
+        if (p->off == p->len) p->off = p->len = 0;
+        pthread_cond_signal(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        return (ssize_t)n;
+    }
+    if (p->ended) {
+        ssize_t r = p->ended > 0 ? MHD_CONTENT_READER_END_OF_STREAM
+                                 : MHD_CONTENT_READER_END_WITH_ERROR;
+        pthread_mutex_unlock(&p->mu);
+        return r;
+    }
+    p->waiting = 1;
+    MHD_suspend_connection(p->conn);
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+/* The response is gone (sent, or the client left): the worker stops producing. */
+static void pump_released(void *cls) {
+    pump *p = cls;
+    pthread_mutex_lock(&p->mu);
+    p->cancelled = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    pump_unref(p);
+}
 
 /* ---- connection deadlines ---- */
 
@@ -508,27 +641,6 @@ static void client_addr(struct MHD_Connection *c, char *out, size_t n) {
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out, (socklen_t)n);
 }
 
-/* A streamed body, owned by MHD's response once queued. */
-typedef struct stream_ctx {
-    long (*read)(void *cls, char *buf, size_t max);
-    void (*release)(void *cls);
-    void *cls;
-} stream_ctx;
-
-static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
-    (void)pos;
-    stream_ctx *sc = cls;
-    long n = sc->read(sc->cls, buf, max);
-    if (n > 0) return (ssize_t)n;
-    return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
-}
-
-static void stream_done(void *cls) {
-    stream_ctx *sc = cls;
-    if (sc->release) sc->release(sc->cls);
-    free(sc);
-}
-
 static void common_headers(struct MHD_Response *resp, api_req *r) {
     MHD_add_response_header(resp, "Content-Type",
                             r->content_type ? r->content_type : "application/json");
@@ -540,27 +652,23 @@ static void common_headers(struct MHD_Response *resp, api_req *r) {
             MHD_add_response_header(resp, r->headers[i].key, r->headers[i].value);
 }
 
-static MHD_Result send_stream(struct MHD_Connection *c, api_req *r) {
-    stream_ctx *sc = malloc(sizeof *sc);
-    if (!sc) return MHD_NO; /* api__req_release frees the stream */
-    sc->read = r->stream_read;
-    sc->release = r->stream_free;
-    sc->cls = r->stream_cls;
+/* Queue the streamed answer whose bytes the worker pumps (it holds the other reference). */
+static MHD_Result send_pumped(struct MHD_Connection *c, conn_ctx *cx) {
+    pump *p = cx->pump;
+    cx->pump = NULL;
     struct MHD_Response *resp =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader, sc, stream_done);
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, pump_reader, p, pump_released);
     if (!resp) {
-        free(sc);
+        pump_released(p); /* the worker stops; the connection is cut */
         return MHD_NO;
     }
-    r->stream_free = NULL; /* the response owns it now */
-    common_headers(resp, r);
-    MHD_Result ret = MHD_queue_response(c, (unsigned)r->status, resp);
+    common_headers(resp, &cx->req);
+    MHD_Result ret = MHD_queue_response(c, (unsigned)cx->req.status, resp);
     MHD_destroy_response(resp);
     return ret;
 }
 
 static MHD_Result send_reply(struct MHD_Connection *c, api_req *r) {
-    if (r->stream_read) return send_stream(c, r);
     char *text = NULL;
     const char *body;
     if (r->resp) {
@@ -638,6 +746,74 @@ static void finish_log(api_req *r) {
            ms, "actor", r->who ? r->who->name : "-", (char *)NULL);
 }
 
+/* The worker's side of a connection done with: its answer can go out.  cx may be gone after. */
+static void mark_ready(conn_ctx *cx) {
+    struct MHD_Connection *c = cx->conn;
+    atomic_store(&cx->ready, 1);
+    MHD_resume_connection(c);
+}
+
+/*
+ * On a worker: run the request's handler, then let MHD send the answer.  A
+ * streamed answer is produced right here, the worker reading the handler's
+ * stream into the pump while MHD's event thread sends it (the stream's read
+ * and release both run on this worker, one after the other).
+ */
+/* api_resume's hook: the deferred answer is made; whoever comes last sends it. */
+static void resume_request(api_req *r) {
+    conn_ctx *cx = (conn_ctx *)(void *)r; /* req is conn_ctx's first member */
+    if (atomic_exchange(&cx->park, 2) == 1) {
+        finish_log(r);
+        mark_ready(cx);
+    } /* else the worker is still in the handler: it sends it on its way out */
+}
+
+static void run_request(void *arg) {
+    conn_ctx *cx = arg;
+    api_req *r = &cx->req;
+    r->resume = resume_request;
+    api__dispatch(r);
+    if (r->deferred) {
+        /* parked: no thread waits; api_resume sends it (or did already) */
+        if (atomic_exchange(&cx->park, 1) == 2) {
+            finish_log(r);
+            mark_ready(cx);
+        }
+        return;
+    }
+    finish_log(r);
+    if (!r->stream_read) {
+        mark_ready(cx);
+        return;
+    }
+    long (*rd)(void *, char *, size_t) = r->stream_read;
+    void (*rel)(void *) = r->stream_free;
+    void *cls = r->stream_cls;
+    pump *p = pump_new(cx->conn);
+    if (!p) {
+        /* the handler's stream is released with the request; a plain 500 goes out */
+        api_error(r, 500, "out_of_memory", "out of memory");
+        mark_ready(cx);
+        return;
+    }
+    r->stream_read = NULL; /* this worker owns the stream now */
+    r->stream_free = NULL;
+    r->stream_cls = NULL;
+    cx->pump = p;
+    mark_ready(cx); /* from here cx belongs to MHD again */
+    char tmp[16384];
+    for (;;) {
+        long n = rd(cls, tmp, sizeof tmp);
+        if (n <= 0) {
+            pump_end(p, n == 0 ? 1 : -1);
+            break;
+        }
+        if (pump_push(p, tmp, (size_t)n)) break; /* the client is gone */
+    }
+    if (rel) rel(cls);
+    pump_unref(p);
+}
+
 static MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                              const char *method, const char *version, const char *upload,
                              size_t *upload_size, void **con_cls) {
@@ -705,6 +881,11 @@ static MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *ur
         return MHD_YES;
     }
     api_req *r = &cx->req;
+    if (cx->queued) {
+        /* resumed: the worker is done */
+        if (!atomic_load(&cx->ready)) return MHD_YES;
+        return cx->pump ? send_pumped(c, cx) : send_reply(c, r);
+    }
     if (*upload_size) {
         slot_body(srv, cx->slot, *upload_size);
         if (!cx->too_large) {
@@ -725,9 +906,18 @@ static MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *ur
     } else if (!sb_ok(&cx->body)) {
         api_error(r, 500, "out_of_memory", "out of memory");
     } else {
+        /* the handler runs on a worker; the connection waits, suspended, holding no thread */
         r->body = cx->body.buf;
         r->body_len = cx->body.len;
-        api__dispatch(r);
+        cx->conn = c;
+        cx->queued = 1;
+        MHD_suspend_connection(c);
+        if (api__pool_submit(srv->pool, run_request, cx) == 0) return MHD_YES;
+        api_error(r, 503, "unavailable", "the server cannot take more work now; retry");
+        finish_log(r);
+        atomic_store(&cx->ready, 1);
+        MHD_resume_connection(c);
+        return MHD_YES;
     }
     finish_log(r);
     return send_reply(c, r);
@@ -879,9 +1069,17 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
     }
     pthread_mutex_init(&srv->conn_mu, NULL);
     atomic_init(&srv->guard_stop, 0);
-    /* a thread per connection: a gateway request waits on its upstream and streams */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                     MHD_USE_ITC | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
+    /* a few event threads move the bytes (epoll); handlers run on the workers */
+    srv->pool = api__pool_new(srv->cfg.threads, srv->cfg.max_conns + 16, (size_t)1 << 20);
+    if (!srv->pool) {
+        pthread_mutex_destroy(&srv->conn_mu);
+        gw_rt_stop(srv->gw);
+        api__login_guard_free(srv->login_guard);
+        free(srv);
+        return gp_err_set(err, GP_ENOMEM, "cannot start the HTTP workers");
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ITC | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
     if (tls) flags |= MHD_USE_TLS;
     /* the TLS options go last: with plain HTTP they are cut off by the first END */
@@ -889,7 +1087,7 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
     srv->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
                               MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
                               MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                              MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1 << 20),
+                              MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.threads,
                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
                               MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
                               MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
@@ -908,6 +1106,7 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
         snprintf(srv->start_err, sizeof srv->start_err, "cannot start the connection watcher");
     }
     if (!srv->d) {
+        api__pool_free(srv->pool);
         pthread_mutex_destroy(&srv->conn_mu);
         gw_rt_stop(srv->gw);
         api__login_guard_free(srv->login_guard);
@@ -961,6 +1160,9 @@ void api_server_stop(api_server *srv) {
      * ones that counted themselves before seeing `closing` are waited for. */
     atomic_store(&srv->closing, 1);
     while (atomic_load(&srv->inflight) > 0 && gt_mono_us() < deadline) usleep(20000);
+    /* every handler and stream still on a worker finishes first (MHD may stop only once no
+     * connection waits suspended for a worker) */
+    api__pool_free(srv->pool);
     MHD_stop_daemon(srv->d);
     atomic_store(&srv->guard_stop, 1);
     if (srv->guard_running) pthread_join(srv->guard, NULL);

@@ -10,10 +10,14 @@
  * credential by reason, connections cut for their deadlines, requests refused
  * for their framing, and a gauge of open connections.  Their label sets are
  * fixed, so they are plain atomics.  And the log limiter (api__ratelog_*).
+ * The scheduler's round histogram (sched_metrics.h) follows them; series that
+ * name tenants come only with a bearer token (h_metrics, meter_prometheus).
  */
 #include "api_int.h"
 
 #include "../core/strbuf.h"
+#include "../gateway/gw_metrics.h"
+#include "../sched/sched_metrics.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -44,6 +48,7 @@ static const char *const drop_reasons[] = {"headers", "body", "pressure", "slow_
 static atomic_ullong drops[NDROP];
 static atomic_ullong malformed;
 static atomic_llong conns_open;
+static atomic_llong workers_all, workers_busy;
 
 void api__metrics_auth_refusal(const char *reason) {
     for (size_t i = 0; i < NREFUSAL; i++)
@@ -58,6 +63,11 @@ void api__metrics_conn_dropped(const char *reason) {
 void api__metrics_malformed(void) { atomic_fetch_add(&malformed, 1); }
 
 void api__metrics_conn_open(int delta) { atomic_fetch_add(&conns_open, delta); }
+
+void api__metrics_workers(int dall, int dbusy) {
+    atomic_fetch_add(&workers_all, dall);
+    atomic_fetch_add(&workers_busy, dbusy);
+}
 
 int api__ratelog_take(api_ratelog *rl, int per_sec, int64_t now_us, long *report) {
     int ok;
@@ -160,6 +170,14 @@ char *api__metrics_render(void) {
                  "# TYPE gpupool_http_connections_open gauge\n"
                  "gpupool_http_connections_open %lld\n",
             (long long)atomic_load(&conns_open));
+    sb_addf(&sb, "# HELP gpupool_http_workers Threads that run request handlers, by state (a "
+                 "parked long poll or an idle connection holds none).\n"
+                 "# TYPE gpupool_http_workers gauge\n"
+                 "gpupool_http_workers{state=\"busy\"} %lld\n"
+                 "gpupool_http_workers{state=\"idle\"} %lld\n",
+            (long long)atomic_load(&workers_busy),
+            (long long)(atomic_load(&workers_all) - atomic_load(&workers_busy)));
+    sched_metrics_render_rounds(&sb); /* no tenant names: for anyone */
     return sb_detach(&sb);
 }
 
@@ -168,6 +186,8 @@ void api__metrics_free(void) {
     for (size_t i = 0; i < NDROP; i++) atomic_store(&drops[i], 0);
     atomic_store(&malformed, 0);
     atomic_store(&conns_open, 0);
+    sched_metrics_reset();
+    gw_metrics_reset();
     pthread_mutex_lock(&mu);
     while (head) {
         series *n = head->next;

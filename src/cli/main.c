@@ -27,7 +27,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define GPUPOOL_VERSION "0.1.0"
+#ifndef GPUPOOL_VERSION /* from CMake: project(gpupool VERSION ...) */
+#define GPUPOOL_VERSION "unknown"
+#endif
 
 enum { NEEDS_CLIENT = 1, HAS_VERBS = 2 /* dispatches with cli_dispatch(): `noun verb` */ };
 

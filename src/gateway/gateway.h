@@ -155,6 +155,32 @@ int gw_route_order(const gw_route *r, const int *usable, unsigned long rr,
  */
 int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, gp_err *err);
 
+/* Is `model` on the key's allow-list ([] = anything it can see)?  Pure. */
+int gw_key_allows(const gw_key *k, const char *model);
+
+/* ---- the read cache of the request path (cache.c) ---- */
+
+/*
+ * Keys and routes the gateway reads on every request, held in memory and
+ * dropped whenever the store's gw_epoch changes (bumped by triggers with
+ * every change to keys, owners, roles, quotas, models, endpoints, jobs; read
+ * about once a second by the runtime), or, for GW_CACHE_DISTRUST_US (2 s),
+ * after a change made by this process (gw_cache_changed).  Thread-safe.
+ */
+typedef struct gw_cache gw_cache;
+int gw_cache_new(store_t *st, gw_cache **out, gp_err *err);
+void gw_cache_free(gw_cache *c);
+/* Read the store's epoch; a change (or a failed read: nothing is trusted then) drops everything. */
+int gw_cache_poll(gw_cache *c, gp_err *err);
+/* This process changed a key, model or endpoint: bypass every cache here for a moment. */
+void gw_cache_changed(void);
+/* gw_key_auth through the cache (errors as gw_key_auth's; only successes are kept). */
+int gw_cache_key(gw_cache *c, const char *secret, int64_t now_us, gw_key *out, gp_err *err);
+/* gw_resolve through the cache (a route found or not is kept per tenant and model name). */
+int gw_cache_route(gw_cache *c, const gw_key *k, const char *model, gw_route *out, gp_err *err);
+/* Hit, miss and invalidation counters in Prometheus text. */
+void gw_cache_metrics(gw_cache *c, strbuf *out);
+
 /* OpenAI's model list for key `k`: [{id, object:"model", created, owned_by}]. */
 int gw_models_for_key(store_tx *tx, const gw_key *k, json_t **data, gp_err *err);
 
@@ -197,6 +223,33 @@ int gw_expire_holds(store_tx *tx, int64_t older_than_us, int *count, gp_err *err
 int gw_ledger_get(store_tx *tx, const char *scope, const char *id, int64_t now_us, int64_t *used,
                   int64_t *reserved, gp_err *err);
 
+/*
+ * Leases (issue 22): a gateway process does not reserve per request.  It holds,
+ * per key and month, one hold in token_holds (a lease) reserved against the
+ * key's, project's and tenant's quotas like any hold, grows it in one short
+ * write transaction when its requests need more (gw_quota_room, gw_hold_grow),
+ * lets usage batches consume it (gw_usage_write with `lease` set) and gives it
+ * back when idle or at stop (gw_hold_release).  The invariant above holds:
+ * reserved = the sum of the holds' amounts.
+ */
+typedef struct gw_room {
+    int64_t room;          /* tokens the three quotas still allow (GW_TOKENS_MAX: no quota) */
+    const char *what;      /* the scope that allows least ("this key's" ...), NULL: none */
+    int64_t used, reserved, quota; /* that scope's figures, for the refusal */
+} gw_room;
+/* What this month's quotas of key `k` still allow: min over scopes of quota - used - reserved. */
+int gw_quota_room(store_tx *tx, const gw_key *k, int64_t now_us, gw_room *out, gp_err *err);
+/*
+ * Add `amount` to hold `hold` of key `k` for the month of `now_us` (made when
+ * missing) and to the reserved figure of key, project and tenant; its time is
+ * set to now (a live lease is never released as stale).  The caller checked
+ * the room (gw_quota_room) in the same transaction.
+ */
+int gw_hold_grow(store_tx *tx, const gw_key *k, const char *hold, int64_t amount, int64_t now_us,
+                 gp_err *err);
+/* Give back hold `hold` entirely (gone already: nothing to do). */
+int gw_hold_release(store_tx *tx, const char *hold, gp_err *err);
+
 /* ---- usage records (ledger.c) ---- */
 
 typedef struct gw_usage {
@@ -209,14 +262,22 @@ typedef struct gw_usage {
     int clipped;            /* the upstream's usage was refused or cut down (gw_usage_clip) */
     int64_t prompt_tokens, completion_tokens, latency_us;
     char hold[RND_ID_LEN];  /* the reservation to settle ("" none) */
+    int lease;              /* `hold` is a lease: the record consumes its tokens from it */
 } gw_usage;
 
 /*
- * Insert the record and settle its hold (no hold: add its tokens to the month's use).
+ * Insert the record and settle its hold (no hold: add its tokens to the month's use;
+ * a lease: its tokens move from the lease's amount, at most all of it, into used).
  * Token figures are clamped to [0, GW_TOKENS_MAX] (a record that needed it is
  * stored clipped, as one with u->clipped set); the hourly rollup counts clipped records.
  */
 int gw_usage_write(store_tx *tx, const gw_usage *u, gp_err *err);
+/*
+ * gw_usage_write for n records in one transaction, with the same result, but
+ * one statement per record plus one per hourly rollup row, per lease and per
+ * key's month touched (what a usage batch does).
+ */
+int gw_usage_write_many(store_tx *tx, const gw_usage *u, size_t n, gp_err *err);
 
 /*
  * Usage records of a project (or a whole tenant when project_id is NULL),
@@ -352,6 +413,48 @@ typedef struct gw_usage_bound {
 } gw_usage_bound;
 void gw_usage_clip(const gw_usage_bound *b, int64_t *prompt, int64_t *completion, int *clipped);
 
+/* ---- token leases (lease.c; pure) ---- */
+
+/* How big a lease grows (docs/gateway.md, "Admission"). */
+typedef struct gw_lease_policy {
+    int64_t horizon_ms;  /* a lease covers about this much of its recent rate (5000) */
+    int64_t min_tokens;  /* at least this much ... (4096) */
+    int64_t max_tokens;  /* ... and at most this (2^24; a request needing more gets what it needs) */
+    int64_t share_div;   /* never more than 1/share_div of what the quotas leave (4), unless a
+                          * request needs more: several processes share a small quota */
+} gw_lease_policy;
+#define GW_LEASE_POLICY_DEFAULT {5000, 4096, 16777216, 4}
+
+/* One lease as a process sees it (under the caller's lock). */
+typedef struct gw_lease {
+    int64_t avail;       /* tokens granted and not taken by a request; < 0: requests used more
+                          * than they reserved (owed, taken from the next grant) */
+    int64_t inflight;    /* requests that took from it and have not ended */
+    int64_t unsettled;   /* ended requests whose usage record is not written yet */
+    int64_t rate_tokens, rate_since_us; /* tokens taken since then: the recent rate */
+    int64_t last_us;     /* when a request last took from it */
+} gw_lease;
+
+/* Take `amount` for a request at `now_us`: 1 taken (counted in flight), 0 too little is left. */
+int gw_lease_take(gw_lease *l, int64_t amount, int64_t now_us);
+/* A request that took `reserved` ended having used `used` (its record is then queued). */
+void gw_lease_end(gw_lease *l, int64_t reserved, int64_t used);
+/* The usage record of a request that ended was written. */
+void gw_lease_settled(gw_lease *l);
+/* Tokens per second taken lately (over about the last 10 s; a first second counts as one). */
+int64_t gw_lease_rate(const gw_lease *l, int64_t now_us);
+/*
+ * How much to add to a lease that cannot cover `amount` (avail < amount) when
+ * the quotas leave `room`: about horizon_ms of its rate within [min, max],
+ * at most room / share_div, but at least what the request needs (amount -
+ * avail: what is owed too) and never more than room.  0: refuse (room is
+ * less than what the request needs; or the lease covers it already).
+ */
+int64_t gw_lease_size(const gw_lease_policy *p, const gw_lease *l, int64_t amount, int64_t room,
+                      int64_t now_us);
+/* May the lease be given back: nothing in flight or unwritten, untouched for idle_us. */
+int gw_lease_idle(const gw_lease *l, int64_t now_us, int64_t idle_us);
+
 /* ---- where endpoints may point (proxy.c) ---- */
 
 /*
@@ -479,6 +582,7 @@ typedef struct gw_runtime_config {
      * (the server that leads, among several sharing one store) */
     int (*leads)(void *arg);
     void *leads_arg;
+    gw_lease_policy lease; /* token leases (zero: GW_LEASE_POLICY_DEFAULT) */
 } gw_runtime_config;
 
 int gw_rt_start(store_t *st, const gw_runtime_config *cfg, gw_runtime **out, gp_err *err);
@@ -504,6 +608,22 @@ void gw_rt_adjust(gw_runtime *rt, const gw_key *k, int64_t token_delta, int64_t 
 int gw_rt_enter(gw_runtime *rt, const gw_key *k, int64_t *in_flight);
 /* A request admitted by gw_rt_enter has ended. */
 void gw_rt_leave(gw_runtime *rt, const char *key_id);
+/*
+ * Take `amount` tokens (a request's reservation) for key `k` from this
+ * process's lease of the key's month, growing the lease in one write
+ * transaction when it has too little (gw_lease_size; the quotas' room read in
+ * that transaction).  Call only when a monthly quota applies to the key.
+ * GP_EFORBIDDEN with the quota it would pass, in the words of gw_reserve; a
+ * store error otherwise.  OUT: hold, the lease (the usage record's `hold`,
+ * with `lease` set).
+ */
+int gw_rt_lease_take(gw_runtime *rt, const gw_key *k, int64_t amount, int64_t now_us,
+                     char hold[RND_ID_LEN], gp_err *err);
+/* A request that took `reserved` from lease `hold` ended having used `used` (once, before gw_rt_record). */
+void gw_rt_lease_end(gw_runtime *rt, const char *key_id, const char *hold, int64_t reserved,
+                     int64_t used);
+/* The runtime's read cache (keys and routes of the request path). */
+gw_cache *gw_rt_cache(gw_runtime *rt);
 /* Count a knowledge-base query made for a request (/metrics: gpupool_gateway_retrievals_total). */
 void gw_rt_count_retrieval(gw_runtime *rt);
 

@@ -211,6 +211,7 @@ int gw_key_get(store_tx *tx, const char *project_id, const char *id, json_t **ou
 }
 
 int gw_key_revoke(store_tx *tx, const char *project_id, const char *id, gp_err *err) {
+    gw_cache_changed(); /* the read caches of this process: refused at once */
     int changes = 0;
     int rc = store_exec(tx, &changes, err,
                         "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND project_id = ?"

@@ -9,6 +9,11 @@
  *
  * Invariant: for every scope and month, reserved = the sum of the amounts
  * of the open holds that name it.
+ *
+ * A gateway's leases are holds too (gw_hold_grow / gw_hold_release, sized in
+ * lease.c, kept in runtime.c): one per key and month and process, grown in
+ * one write transaction when its requests need more, consumed by the usage
+ * batches that record what they used.
  */
 #include "gateway.h"
 
@@ -17,6 +22,7 @@
 #include "../quota/quota.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -109,6 +115,94 @@ int gw_reserve(store_tx *tx, const gw_key *k, int64_t amount, int64_t now_us,
     return rc;
 }
 
+int gw_quota_room(store_tx *tx, const gw_key *k, int64_t now_us, gw_room *out, gp_err *err) {
+    char month[8];
+    gw_month(now_us, month);
+    struct {
+        const char *scope, *id, *what;
+        int64_t quota;
+    } lv[3] = {{"key", k->id, "this key's", k->tokens_month ? k->tokens_month : QUOTA_NONE},
+               {"project", k->project_id, "the project's", k->project_tokens_month},
+               {"tenant", k->tenant_id, "the tenant's", k->tenant_tokens_month}};
+    memset(out, 0, sizeof *out);
+    out->room = GW_TOKENS_MAX;
+    for (int i = 0; i < 3; i++) {
+        if (lv[i].quota == QUOTA_NONE) continue;
+        int64_t used, reserved;
+        int rc = ledger_row(tx, lv[i].scope, lv[i].id, month, &used, &reserved, err);
+        if (rc) return rc;
+        int64_t q = gw_tokens_clamp(lv[i].quota);
+        int64_t taken = gw_tokens_clamp(gw_sat_add(gw_tokens_clamp(used), gw_tokens_clamp(reserved)));
+        int64_t room = q > taken ? q - taken : 0;
+        if (!out->what || room < out->room) {
+            out->room = room;
+            out->what = lv[i].what;
+            out->used = used;
+            out->reserved = reserved;
+            out->quota = lv[i].quota;
+        }
+    }
+    return GP_OK;
+}
+
+int gw_hold_grow(store_tx *tx, const gw_key *k, const char *hold, int64_t amount, int64_t now_us,
+                 gp_err *err) {
+    amount = gw_tokens_clamp(amount);
+    char month[8];
+    gw_month(now_us, month);
+    int changes = 0;
+    int rc = store_exec(tx, &changes, err,
+                        "UPDATE token_holds SET amount = CASE WHEN amount + ? > ? THEN ?"
+                        " ELSE amount + ? END, at = ? WHERE id = ?",
+                        "iiiiis", amount, (int64_t)GW_TOKENS_MAX, (int64_t)GW_TOKENS_MAX, amount,
+                        now_us, hold);
+    if (!rc && !changes)
+        rc = store_exec(tx, NULL, err,
+                        "INSERT INTO token_holds (id, key_id, project_id, tenant_id, month, amount,"
+                        " at) VALUES (?,?,?,?,?,?,?)",
+                        "sssssii", hold, k->id, k->project_id, k->tenant_id, month, amount, now_us);
+    static const char *const scopes[3] = {"key", "project", "tenant"};
+    const char *ids[3] = {k->id, k->project_id, k->tenant_id};
+    for (int i = 0; i < 3 && !rc; i++) rc = ledger_add(tx, scopes[i], ids[i], month, 0, amount, err);
+    return rc;
+}
+
+/*
+ * A lease's usage: `used` into the month's use of its key, project and
+ * tenant; as much of it as the lease still holds out of `reserved` and the
+ * lease.  OUT: *found, 0 when the lease was gone (released as stale).
+ */
+static int lease_consume(store_tx *tx, const char *hold, int64_t used, int64_t now_us, int *found,
+                         gp_err *err) {
+    *found = 0;
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT key_id, project_id, tenant_id, month, amount FROM token_holds"
+                         " WHERE id = ?",
+                         "s", hold);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc <= 0) {
+        store_done(s);
+        return rc < 0 ? rc : GP_OK;
+    }
+    *found = 1;
+    char ids[3][RND_ID_LEN], month[8];
+    for (int i = 0; i < 3; i++) snprintf(ids[i], RND_ID_LEN, "%s", store_text(s, i));
+    snprintf(month, sizeof month, "%s", store_text(s, 3));
+    int64_t amount = gw_tokens_clamp(store_int(s, 4));
+    store_done(s);
+    used = gw_tokens_clamp(used);
+    int64_t take = used < amount ? used : amount;
+    static const char *const scopes[3] = {"key", "project", "tenant"};
+    rc = GP_OK;
+    for (int i = 0; i < 3 && !rc; i++) rc = ledger_add(tx, scopes[i], ids[i], month, used, -take, err);
+    if (!rc)
+        rc = store_exec(tx, NULL, err, "UPDATE token_holds SET amount = ?, at = ? WHERE id = ?",
+                        "iis", amount - take, now_us, hold);
+    return rc;
+}
+
 /*
  * Move a hold's amount out of `reserved`, `used` into used, and drop the
  * hold.  OUT (optional): *found, 0 when the hold was gone (settled already,
@@ -147,6 +241,10 @@ int gw_settle(store_tx *tx, const char *hold, int64_t used, gp_err *err) {
     return settle(tx, hold, gw_tokens_clamp(used), 1, NULL, err);
 }
 
+int gw_hold_release(store_tx *tx, const char *hold, gp_err *err) {
+    return settle(tx, hold, 0, 0, NULL, err);
+}
+
 int gw_expire_holds(store_tx *tx, int64_t older_than_us, int *count, gp_err *err) {
     store_stmt *s;
     *count = 0;
@@ -165,53 +263,161 @@ int gw_expire_holds(store_tx *tx, int64_t older_than_us, int *count, gp_err *err
     return GP_OK;
 }
 
-int gw_usage_write(store_tx *tx, const gw_usage *u, gp_err *err) {
+/* A record's figures, clamped: never negative or overflowing, whoever filled it. */
+typedef struct rec_fig {
+    const gw_usage *u;
+    int64_t pt, ct, used;
+    int clipped;
+} rec_fig;
+
+static rec_fig figures(const gw_usage *u) {
+    rec_fig f = {u, gw_tokens_clamp(u->prompt_tokens), gw_tokens_clamp(u->completion_tokens), 0, 0};
+    f.clipped = u->clipped || f.pt != u->prompt_tokens || f.ct != u->completion_tokens;
+    f.used = gw_tokens_clamp(gw_sat_add(f.pt, f.ct));
+    return f;
+}
+
+static int record_insert(store_tx *tx, const rec_fig *f, gp_err *err) {
+    const gw_usage *u = f->u;
     char id[RND_ID_LEN];
     rnd_id(id);
-    /* never a negative or overflowing figure, whoever filled the record */
-    int64_t pt = gw_tokens_clamp(u->prompt_tokens), ct = gw_tokens_clamp(u->completion_tokens);
-    int clipped = u->clipped || pt != u->prompt_tokens || ct != u->completion_tokens;
-    int rc = store_exec(tx, NULL, err,
-                        "INSERT INTO usage_records (id, at, tenant_id, project_id, tenant, project,"
-                        " app, key_id, model, model_tenant, endpoint_id, accelerator, kind, stream,"
-                        " prompt_tokens, completion_tokens, estimated, latency_us, status, clipped)"
-                        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                        "sisssssssssssiiiiiii", id, u->at_us, u->tenant_id, u->project_id, u->tenant,
-                        u->project, u->app, u->key_id, u->model, u->model_tenant, u->endpoint_id,
-                        u->accelerator, u->kind, (int64_t)u->stream, pt, ct, (int64_t)u->estimated,
-                        u->latency_us, (int64_t)u->status, (int64_t)clipped);
-    /* the hourly rollup reports read (meter.h), in the same transaction */
-    if (!rc)
-        rc = store_exec(tx, NULL, err,
-                        "INSERT INTO usage_hourly (hour, tenant_id, project_id, tenant, project,"
-                        " key_id, model, accelerator, requests, prompt_tokens, completion_tokens, clipped)"
-                        " VALUES (?,?,?,?,?,?,?,?,1,?,?,?) ON CONFLICT (hour, tenant_id, project_id,"
-                        " key_id, model, accelerator) DO UPDATE SET"
-                        " requests = usage_hourly.requests + 1,"
-                        " prompt_tokens = CASE WHEN usage_hourly.prompt_tokens"
-                        " + excluded.prompt_tokens > ? THEN ? ELSE usage_hourly.prompt_tokens"
-                        " + excluded.prompt_tokens END,"
-                        " completion_tokens = CASE WHEN usage_hourly.completion_tokens"
-                        " + excluded.completion_tokens > ? THEN ? ELSE usage_hourly.completion_tokens"
-                        " + excluded.completion_tokens END,"
-                        " clipped = usage_hourly.clipped + excluded.clipped",
-                        "isssssssiiiiiii", u->at_us - u->at_us % 3600000000LL, u->tenant_id,
-                        u->project_id, u->tenant, u->project, u->key_id, u->model, u->accelerator,
-                        pt, ct, (int64_t)clipped, (int64_t)GW_TOKENS_MAX, (int64_t)GW_TOKENS_MAX,
-                        (int64_t)GW_TOKENS_MAX, (int64_t)GW_TOKENS_MAX);
-    int64_t used = gw_tokens_clamp(gw_sat_add(pt, ct));
-    int held = 0;
-    if (!rc && u->hold[0]) rc = settle(tx, u->hold, used, 1, &held, err);
-    if (rc || held) return rc;
-    /* nothing reserved (no quota applied), or the hold was released as stale while the
-     * request ran: the month's use still counts */
-    if (used > 0) {
-        char month[8];
-        gw_month(u->at_us, month);
-        rc = ledger_add(tx, "key", u->key_id, month, used, 0, err);
-        if (!rc) rc = ledger_add(tx, "project", u->project_id, month, used, 0, err);
-        if (!rc) rc = ledger_add(tx, "tenant", u->tenant_id, month, used, 0, err);
+    return store_exec(tx, NULL, err,
+                      "INSERT INTO usage_records (id, at, tenant_id, project_id, tenant, project,"
+                      " app, key_id, model, model_tenant, endpoint_id, accelerator, kind, stream,"
+                      " prompt_tokens, completion_tokens, estimated, latency_us, status, clipped)"
+                      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                      "sisssssssssssiiiiiii", id, u->at_us, u->tenant_id, u->project_id, u->tenant,
+                      u->project, u->app, u->key_id, u->model, u->model_tenant, u->endpoint_id,
+                      u->accelerator, u->kind, (int64_t)u->stream, f->pt, f->ct,
+                      (int64_t)u->estimated, u->latency_us, (int64_t)u->status, (int64_t)f->clipped);
+}
+
+/* `requests` records of u's hour, key, model and accelerator into the hourly rollup (meter.h). */
+static int hourly_add(store_tx *tx, const gw_usage *u, int64_t requests, int64_t pt, int64_t ct,
+                      int64_t clipped, gp_err *err) {
+    return store_exec(tx, NULL, err,
+                      "INSERT INTO usage_hourly (hour, tenant_id, project_id, tenant, project,"
+                      " key_id, model, accelerator, requests, prompt_tokens, completion_tokens, clipped)"
+                      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (hour, tenant_id, project_id,"
+                      " key_id, model, accelerator) DO UPDATE SET"
+                      " requests = usage_hourly.requests + excluded.requests,"
+                      " prompt_tokens = CASE WHEN usage_hourly.prompt_tokens"
+                      " + excluded.prompt_tokens > ? THEN ? ELSE usage_hourly.prompt_tokens"
+                      " + excluded.prompt_tokens END,"
+                      " completion_tokens = CASE WHEN usage_hourly.completion_tokens"
+                      " + excluded.completion_tokens > ? THEN ? ELSE usage_hourly.completion_tokens"
+                      " + excluded.completion_tokens END,"
+                      " clipped = usage_hourly.clipped + excluded.clipped",
+                      "isssssssiiiiiiii", u->at_us - u->at_us % 3600000000LL, u->tenant_id,
+                      u->project_id, u->tenant, u->project, u->key_id, u->model, u->accelerator,
+                      requests, pt, ct, clipped, (int64_t)GW_TOKENS_MAX, (int64_t)GW_TOKENS_MAX,
+                      (int64_t)GW_TOKENS_MAX, (int64_t)GW_TOKENS_MAX);
+}
+
+/* `used` into the month of `at_us` of a key, its project and tenant (no hold held them). */
+static int account_plain(store_tx *tx, const gw_usage *u, int64_t used, gp_err *err) {
+    if (used <= 0) return GP_OK;
+    char month[8];
+    gw_month(u->at_us, month);
+    int rc = ledger_add(tx, "key", u->key_id, month, used, 0, err);
+    if (!rc) rc = ledger_add(tx, "project", u->project_id, month, used, 0, err);
+    if (!rc) rc = ledger_add(tx, "tenant", u->tenant_id, month, used, 0, err);
+    return rc;
+}
+
+int gw_usage_write(store_tx *tx, const gw_usage *u, gp_err *err) {
+    return gw_usage_write_many(tx, u, 1, err);
+}
+
+/* Orders of a batch's records: by rollup row; by lease; by the month of a key. */
+static int by_hour(const void *a, const void *b) {
+    const gw_usage *x = ((const rec_fig *)a)->u, *y = ((const rec_fig *)b)->u;
+    int64_t hx = x->at_us - x->at_us % 3600000000LL, hy = y->at_us - y->at_us % 3600000000LL;
+    int c = hx < hy ? -1 : hx > hy;
+    if (!c) c = strcmp(x->tenant_id, y->tenant_id);
+    if (!c) c = strcmp(x->project_id, y->project_id);
+    if (!c) c = strcmp(x->key_id, y->key_id);
+    if (!c) c = strcmp(x->model, y->model);
+    if (!c) c = strcmp(x->accelerator, y->accelerator);
+    return c;
+}
+
+static int by_hold(const void *a, const void *b) {
+    return strcmp(((const rec_fig *)a)->u->hold, ((const rec_fig *)b)->u->hold);
+}
+
+static int by_month(const void *a, const void *b) {
+    const gw_usage *x = ((const rec_fig *)a)->u, *y = ((const rec_fig *)b)->u;
+    char mx[8], my[8];
+    gw_month(x->at_us, mx);
+    gw_month(y->at_us, my);
+    int c = strcmp(mx, my);
+    if (!c) c = strcmp(x->key_id, y->key_id);
+    if (!c) c = strcmp(x->project_id, y->project_id);
+    if (!c) c = strcmp(x->tenant_id, y->tenant_id);
+    return c;
+}
+
+int gw_usage_write_many(store_tx *tx, const gw_usage *u, size_t n, gp_err *err) {
+    if (!n) return GP_OK;
+    rec_fig *all = malloc(n * sizeof *all);
+    rec_fig *lease = malloc(n * sizeof *lease), *plain = malloc(n * sizeof *plain);
+    size_t nl = 0, np = 0;
+    int rc = all && lease && plain ? GP_OK : gp_err_set(err, GP_ENOMEM, NULL);
+    /* each record, then its hold: a request's own (settled), a lease (below), or none */
+    for (size_t i = 0; i < n && !rc; i++) {
+        all[i] = figures(&u[i]);
+        rc = record_insert(tx, &all[i], err);
+        int held = 0;
+        if (rc) break;
+        if (u[i].hold[0] && u[i].lease) {
+            lease[nl++] = all[i];
+            continue;
+        }
+        if (u[i].hold[0]) rc = settle(tx, u[i].hold, all[i].used, 1, &held, err);
+        /* nothing reserved (no quota applied), or the hold was released as stale while the
+         * request ran: the month's use still counts */
+        if (!rc && !held && all[i].used > 0) plain[np++] = all[i];
     }
+    /* the hourly rollup: one row change per hour, key, model and accelerator */
+    if (!rc) qsort(all, n, sizeof *all, by_hour);
+    for (size_t i = 0; i < n && !rc;) {
+        size_t j = i;
+        int64_t pt = 0, ct = 0, clipped = 0;
+        for (; j < n && !by_hour(&all[i], &all[j]); j++) {
+            pt = gw_tokens_clamp(gw_sat_add(pt, all[j].pt));
+            ct = gw_tokens_clamp(gw_sat_add(ct, all[j].ct));
+            clipped += all[j].clipped;
+        }
+        rc = hourly_add(tx, all[i].u, (int64_t)(j - i), pt, ct, clipped, err);
+        i = j;
+    }
+    /* each lease consumed once for all its records (the same as one by one) */
+    if (!rc && nl) qsort(lease, nl, sizeof *lease, by_hold);
+    int64_t now = gt_now_us();
+    for (size_t i = 0; i < nl && !rc;) {
+        size_t j = i;
+        int64_t total = 0;
+        for (; j < nl && !by_hold(&lease[i], &lease[j]); j++)
+            total = gw_tokens_clamp(gw_sat_add(total, lease[j].used));
+        int held = 0;
+        rc = lease_consume(tx, lease[i].u->hold, total, now, &held, err);
+        for (size_t k = i; k < j && !rc && !held; k++) plain[np++] = lease[k]; /* it was released */
+        i = j;
+    }
+    /* the rest into the month's use of each key, project and tenant, once per key */
+    if (!rc && np) qsort(plain, np, sizeof *plain, by_month);
+    for (size_t i = 0; i < np && !rc;) {
+        size_t j = i;
+        int64_t total = 0;
+        for (; j < np && !by_month(&plain[i], &plain[j]); j++)
+            total = gw_tokens_clamp(gw_sat_add(total, plain[j].used));
+        rc = account_plain(tx, plain[i].u, total, err);
+        i = j;
+    }
+    free(all);
+    free(lease);
+    free(plain);
     return rc;
 }
 

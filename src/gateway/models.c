@@ -53,6 +53,7 @@ static int public_name_free(store_tx *tx, const char *tenant_id, const char *nam
 
 int gw_model_create(store_tx *tx, const char *tenant_id, json_t *spec, const char *created_by,
                     int may_publish, char id[RND_ID_LEN], gp_err *err) {
+    gw_cache_changed(); /* the read caches of this process: refused at once */
     static const char *const fields[] = {"name", "visibility", "description", NULL};
     const char *name, *vis = NULL, *desc = NULL;
     int rc = jx_only_fields(spec, fields, err);
@@ -89,6 +90,7 @@ static int model_id(store_tx *tx, const char *tenant_id, const char *name, char 
 
 int gw_model_update(store_tx *tx, const char *tenant_id, const char *name, json_t *spec,
                     int may_publish, gp_err *err) {
+    gw_cache_changed(); /* the read caches of this process: refused at once */
     static const char *const fields[] = {"visibility", "description", NULL};
     const char *vis = NULL, *desc = NULL;
     char id[RND_ID_LEN];
@@ -206,6 +208,7 @@ int gw_model_get(store_tx *tx, const char *tenant_id, const char *name, json_t *
 }
 
 int gw_model_delete(store_tx *tx, const char *tenant_id, const char *name, gp_err *err) {
+    gw_cache_changed(); /* the read caches of this process: refused at once */
     char id[RND_ID_LEN];
     int rc = model_id(tx, tenant_id, name, id, err);
     if (!rc) rc = store_exec(tx, NULL, err, "DELETE FROM endpoints WHERE model_id = ?", "s", id);
@@ -254,6 +257,7 @@ static int short_text(json_t *spec, const char *key, size_t max, const char **ou
 
 int gw_endpoint_add(store_tx *tx, const char *tenant_id, const char *model_id, json_t *spec,
                     char id[RND_ID_LEN], gp_err *err) {
+    gw_cache_changed(); /* the read caches of this process: refused at once */
     static const char *const fields[] = {"url", "job", "port", "accelerator", "upstream_model",
                                          "health_path", NULL};
     const char *url = NULL, *job = NULL, *acc = NULL, *um = NULL, *hp = NULL;
@@ -314,6 +318,7 @@ int gw_endpoint_add(store_tx *tx, const char *tenant_id, const char *model_id, j
 }
 
 int gw_endpoint_remove(store_tx *tx, const char *model_id, const char *id, gp_err *err) {
+    gw_cache_changed(); /* the read caches of this process: refused at once */
     int changes = 0;
     int rc = store_exec(tx, &changes, err, "DELETE FROM endpoints WHERE id = ? AND model_id = ?",
                         "ss", id, model_id);
@@ -367,6 +372,7 @@ int gw_app_list(store_tx *tx, const char *project_id, json_t **items, gp_err *er
 }
 
 int gw_app_delete(store_tx *tx, const char *project_id, const char *name, gp_err *err) {
+    gw_cache_changed(); /* the read caches of this process: refused at once */
     store_stmt *s;
     int rc = store_query(tx, &s, err,
                          "SELECT a.id, (SELECT COUNT(*) FROM api_keys k WHERE k.app_id = a.id"
@@ -393,8 +399,7 @@ int gw_app_delete(store_tx *tx, const char *project_id, const char *name, gp_err
 
 /* ---- routing ---- */
 
-/* Is `model` on the key's allow-list ([] = anything it can see)? */
-static int allowed(const gw_key *k, const char *model) {
+int gw_key_allows(const gw_key *k, const char *model) {
     if (!json_array_size(k->models)) return 1;
     size_t i;
     json_t *v;
@@ -404,7 +409,7 @@ static int allowed(const gw_key *k, const char *model) {
 
 int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, gp_err *err) {
     memset(out, 0, sizeof *out);
-    if (!model || !allowed(k, model))
+    if (!model || !gw_key_allows(k, model))
         return gp_err_set(err, GP_ENOTFOUND, "The model '%.100s' does not exist or you do not have "
                                              "access to it.", model ? model : "");
     store_stmt *s;
@@ -488,7 +493,7 @@ int gw_models_for_key(store_tx *tx, const gw_key *k, json_t **data, gp_err *err)
     char last[128] = "";
     while ((rc = store_step(s, err)) > 0) {
         const char *name = store_text(s, 0);
-        if (!strcmp(name, last) || !allowed(k, name)) continue; /* own model shadows a public one */
+        if (!strcmp(name, last) || !gw_key_allows(k, name)) continue; /* own model shadows a public one */
         snprintf(last, sizeof last, "%s", name);
         json_array_append_new(arr, json_pack("{s:s,s:s,s:I,s:s}", "id", name, "object", "model",
                                              "created", (json_int_t)(store_int(s, 1) / 1000000),

@@ -8,15 +8,20 @@
  * sends it - which is what streaming needs - all on the caller's thread.
  * Every socket is checked against the address rules once resolved
  * (open_socket), no redirect is followed and no proxy used.
- * Connections are kept in a cache shared by every call (CURLSH), so
- * consecutive requests to one upstream reuse their TCP connections; and
- * each thread keeps its last multi and easy handles for its next call
- * (a connection's thread serves its keep-alive requests one after another),
- * freed when the thread ends.
+ * Each thread keeps its last multi and easy handles for its next call, and
+ * with them the multi handle's connection cache, so consecutive requests a
+ * worker thread makes to one upstream reuse their TCP connections; freed
+ * when the thread ends.  Job endpoints and URL endpoints have handles of
+ * their own (see "where endpoints may point").  Only the DNS cache is
+ * shared between threads (CURLSH): libcurl 7.x cannot share a connection
+ * cache between concurrent threads safely (its documented known bug; a
+ * gateway bench crashed in curl_multi_perform with one shared).
  */
 #include "gateway.h"
 
+#include "../core/gtime.h"
 #include "../core/strbuf.h"
+#include "gw_metrics.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -43,8 +48,10 @@ struct gw_call {
     long status;
     char content_type[128];
     char error[CURL_ERROR_SIZE];
-    int job;             /* a job's endpoint (gateway.h, "where endpoints may point") */
+    int job;             /* a job's endpoint (gateway.h, "where endpoints may point"): the
+                          * thread's handles of that kind, never the other's connections */
     char refused[200];   /* why a connection was refused by the address rules */
+    int64_t first_mono;  /* monotonic time of the first body byte (0: none yet), gw_metrics.h */
 };
 
 /* CA file for https upstreams (--upstream-ca), or NULL: the system's store */
@@ -337,8 +344,7 @@ static curl_socket_t open_socket(void *ud, curlsocktype purpose, struct curl_soc
 
 /* ---- the shared connection cache ---- */
 
-/* [0] URL endpoints, [1] job endpoints: a connection the address rules let a job's endpoint
- * open (its node may be this host) is never reused for a tenant's URL to the same name */
+/* the DNS cache, [0] for URL endpoints, [1] for job endpoints */
 static CURLSH *shares[2];
 static pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
 static pthread_once_t share_once = PTHREAD_ONCE_INIT;
@@ -354,9 +360,11 @@ static void unlock_cb(CURL *h, curl_lock_data d, void *u) {
 
 /* ---- per-thread handles ---- */
 
+/* [0] URL endpoints, [1] job endpoints: a connection the address rules let a job's endpoint
+ * open (its node may be this host) is never reused for a tenant's URL to the same name */
 typedef struct handles {
-    CURLM *multi;
-    CURL *easy;
+    CURLM *multi[2];
+    CURL *easy[2];
 } handles;
 
 static pthread_key_t handles_key;
@@ -364,8 +372,10 @@ static pthread_key_t handles_key;
 static void handles_free(void *p) {
     handles *h = p;
     if (!h) return;
-    if (h->easy) curl_easy_cleanup(h->easy);
-    if (h->multi) curl_multi_cleanup(h->multi);
+    for (int i = 0; i < 2; i++) {
+        if (h->easy[i]) curl_easy_cleanup(h->easy[i]);
+        if (h->multi[i]) curl_multi_cleanup(h->multi[i]);
+    }
     free(h);
 }
 
@@ -377,7 +387,6 @@ static void share_init(void) {
         if (!share) continue;
         curl_share_setopt(share, CURLSHOPT_LOCKFUNC, lock_cb);
         curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, unlock_cb);
-        curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
         curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
     }
 }
@@ -387,6 +396,7 @@ static void share_init(void) {
 static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
     gw_call *c = ud;
     c->headers_done = 1;
+    if (!c->first_mono && sz && n) c->first_mono = gt_mono_us();
     /* drop what the reader has consumed before growing */
     if (c->off && c->off == c->in.len) {
         sb_setlen(&c->in, 0);
@@ -446,13 +456,15 @@ int gw_call_start(const gw_endpoint *ep, const char *path, const char *body, siz
     gw_call *c = calloc(1, sizeof *c);
     if (!c) return gp_err_set(err, GP_ENOMEM, NULL);
     sb_init(&c->in);
+    c->job = ep->job;
+    int k = ep->job ? 1 : 0;
     handles *h = pthread_getspecific(handles_key);
-    if (h && h->multi && h->easy) {
-        /* this thread's handles from its previous call, options cleared */
-        c->multi = h->multi;
-        c->easy = h->easy;
-        h->multi = NULL;
-        h->easy = NULL;
+    if (h && h->multi[k] && h->easy[k]) {
+        /* this thread's handles from its previous call of this kind, options cleared */
+        c->multi = h->multi[k];
+        c->easy = h->easy[k];
+        h->multi[k] = NULL;
+        h->easy[k] = NULL;
         curl_easy_reset(c->easy);
     } else {
         c->multi = curl_multi_init();
@@ -464,7 +476,6 @@ int gw_call_start(const gw_endpoint *ep, const char *path, const char *body, siz
     }
     char url[768];
     snprintf(url, sizeof url, "%s%s", ep->base, path);
-    c->job = ep->job;
     c->hdrs = curl_slist_append(c->hdrs, body ? "Content-Type: application/json" : "Accept: */*");
     c->hdrs = curl_slist_append(c->hdrs, "Expect:");
     CURL *e = c->easy;
@@ -513,6 +524,8 @@ int gw_call_start(const gw_endpoint *ep, const char *path, const char *body, siz
 
 long gw_call_status(const gw_call *c) { return c->status; }
 
+int64_t gw_call_first_byte_mono(const gw_call *c) { return c ? c->first_mono : 0; }
+
 const char *gw_call_content_type(const gw_call *c) {
     return c->content_type[0] ? c->content_type : "application/json";
 }
@@ -554,12 +567,13 @@ void gw_call_free(gw_call *c) {
         free(h);
         h = NULL;
     }
-    if (h && !h->multi && !h->easy && c->multi && c->easy) {
+    int k = c->job ? 1 : 0;
+    if (h && !h->multi[k] && !h->easy[k] && c->multi && c->easy) {
         /* the request's header list and error buffer go with the call */
         curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, NULL);
         curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, NULL);
-        h->multi = c->multi;
-        h->easy = c->easy;
+        h->multi[k] = c->multi;
+        h->easy[k] = c->easy;
         c->multi = NULL;
         c->easy = NULL;
     }

@@ -21,6 +21,18 @@
  * eject_ms (gw_rt_usable); when every endpoint of a model is down or
  * ejected, requests try them anyway (gw_route_order's panic mode).
  *
+ * Token leases (issue 22: no store write per request): each process keeps,
+ * per key and month, a lease of the quotas (a hold, gw_hold_grow) and
+ * admits requests against it in memory (gw_rt_lease_take); a lease that
+ * cannot cover a request grows in one short write transaction, sized by
+ * lease.c from its recent rate; usage batches consume it (gw_usage_write);
+ * a lease untouched for LEASE_IDLE_US with nothing in flight or unwritten is
+ * given back, and at stop every lease is.  Leases grow one at a time per
+ * process (lease_mu), never while holding `mu`.
+ *
+ * The read cache (cache.c) is polled here: the store's epoch about once a
+ * second.
+ *
  * Nothing acknowledged is lost: gw_rt_record() only queues, but the
  * flusher writes at least every flush_ms, gw_rt_stop() flushes what is
  * left, and a batch that fails to commit stays queued for the next try.
@@ -40,6 +52,19 @@
 #define HOLD_STALE_US (15LL * 60 * 1000000) /* a request in flight this long has died */
 #define SHARE_US 1000000LL                  /* rate windows written and read this often */
 #define MINUTE_US 60000000LL
+#define EPOCH_US 1000000LL                  /* the read cache's epoch is read this often */
+#define LEASE_IDLE_US (5LL * 1000000)       /* an unused lease is given back after this */
+#define REFUSED_US 250000LL                 /* a refused growth is believed this long */
+
+/* This process's lease of one key's month (see above). */
+typedef struct lease_ent {
+    struct lease_ent *next;
+    char key_id[RND_ID_LEN], month[8], hold[RND_ID_LEN];
+    gw_lease l;
+    int growing;             /* requests between the steps of growing it: kept */
+    int64_t refused_until_us; /* the quotas refused a growth: believed until then ... */
+    gw_room refused;          /* ... with what they left */
+} lease_ent;
 
 typedef struct rate_ent {
     struct rate_ent *next;
@@ -84,6 +109,12 @@ struct gw_runtime {
     uint64_t retrievals;     /* knowledge-base queries made for requests */
     ep_ent *eps[NBUCKETS];   /* endpoints' failure counts (under mu) */
     uint64_t ejections, panics;
+    lease_ent *leases[NBUCKETS]; /* under mu */
+    lease_ent *releasing;    /* unlinked, to give back (under lease_mu) */
+    pthread_mutex_t lease_mu; /* one growth or release at a time; taken before mu */
+    uint64_t lease_grows, lease_releases, lease_refusals;
+    int64_t next_epoch_us;
+    gw_cache *cache;
 };
 
 static unsigned hash(char scope, const char *id) {
@@ -178,6 +209,163 @@ void gw_rt_leave(gw_runtime *rt, const char *key_id) {
     rate_ent *ke = ent(rt, 'k', key_id);
     if (ke && ke->inflight > 0) ke->inflight--, ke->parallel_dirty = 1;
     pthread_mutex_unlock(&rt->mu);
+}
+
+/* ---- leases ---- */
+
+/* The lease of (key, month), created on first use; NULL when out of memory. Locked. */
+static lease_ent *lease_get(gw_runtime *rt, const char *key_id, const char *month) {
+    unsigned h = hash('l', key_id);
+    for (lease_ent *e = rt->leases[h]; e; e = e->next)
+        if (!strcmp(e->key_id, key_id) && !strcmp(e->month, month)) return e;
+    lease_ent *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    snprintf(e->key_id, sizeof e->key_id, "%s", key_id);
+    snprintf(e->month, sizeof e->month, "%s", month);
+    rnd_id(e->hold);
+    e->next = rt->leases[h];
+    rt->leases[h] = e;
+    return e;
+}
+
+/* The lease that hold `hold` of key `key_id` is, or NULL. Locked. */
+static lease_ent *lease_find(gw_runtime *rt, const char *key_id, const char *hold) {
+    for (lease_ent *e = rt->leases[hash('l', key_id)]; e; e = e->next)
+        if (!strcmp(e->hold, hold)) return e;
+    return NULL;
+}
+
+/* The refusal of a request asking `amount` when the quotas left `r` (the same text as ever). */
+static int quota_refusal(gp_err *err, const gw_room *r, int64_t amount) {
+    return gp_err_set(err, GP_EFORBIDDEN,
+                      "You exceeded %s monthly token quota (%lld used, %lld reserved by requests "
+                      "in flight, %lld asked, quota %lld).",
+                      r->what ? r->what : "a", (long long)r->used, (long long)r->reserved,
+                      (long long)amount, (long long)r->quota);
+}
+
+int gw_rt_lease_take(gw_runtime *rt, const gw_key *k, int64_t amount, int64_t now_us,
+                     char hold[RND_ID_LEN], gp_err *err) {
+    char month[8];
+    gw_month(now_us, month);
+    amount = gw_tokens_clamp(amount);
+    pthread_mutex_lock(&rt->mu);
+    lease_ent *e = lease_get(rt, k->id, month);
+    if (!e) {
+        pthread_mutex_unlock(&rt->mu);
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    }
+    if (gw_lease_take(&e->l, amount, now_us)) { /* the common case: no store at all */
+        snprintf(hold, RND_ID_LEN, "%s", e->hold);
+        pthread_mutex_unlock(&rt->mu);
+        return GP_OK;
+    }
+    if (now_us < e->refused_until_us && gw_sat_add(amount, -e->l.avail) > e->refused.room) {
+        gw_room r = e->refused; /* refused a moment ago, and nothing came back since */
+        rt->lease_refusals++;
+        pthread_mutex_unlock(&rt->mu);
+        return quota_refusal(err, &r, amount);
+    }
+    e->growing++;
+    pthread_mutex_unlock(&rt->mu);
+    pthread_mutex_lock(&rt->lease_mu);
+    int rc = GP_OK, done = 0;
+    for (int tries = 0; tries < 4 && !done && !rc; tries++) {
+        pthread_mutex_lock(&rt->mu);
+        done = gw_lease_take(&e->l, amount, now_us); /* another request grew it meanwhile */
+        pthread_mutex_unlock(&rt->mu);
+        if (done) break;
+        store_tx *tx;
+        if ((rc = store_begin(rt->store, STORE_WRITE, &tx, err))) break;
+        gw_room room;
+        int64_t grant = 0;
+        rc = gw_quota_room(tx, k, now_us, &room, err);
+        if (!rc) {
+            pthread_mutex_lock(&rt->mu);
+            grant = gw_lease_size(&rt->cfg.lease, &e->l, amount, room.room, now_us);
+            if (!grant) {
+                e->refused_until_us = now_us + REFUSED_US;
+                e->refused = room;
+                rt->lease_refusals++;
+            }
+            pthread_mutex_unlock(&rt->mu);
+            if (!grant) {
+                store_rollback(tx);
+                rc = quota_refusal(err, &room, amount);
+                break;
+            }
+            rc = gw_hold_grow(tx, k, e->hold, grant, now_us, err);
+        }
+        if (!rc) rc = store_commit(tx, err);
+        else store_rollback(tx);
+        if (rc) break;
+        pthread_mutex_lock(&rt->mu);
+        e->l.avail = gw_sat_add(e->l.avail, grant);
+        e->refused_until_us = 0;
+        rt->lease_grows++;
+        done = gw_lease_take(&e->l, amount, now_us);
+        pthread_mutex_unlock(&rt->mu);
+    }
+    pthread_mutex_unlock(&rt->lease_mu);
+    pthread_mutex_lock(&rt->mu);
+    e->growing--;
+    pthread_mutex_unlock(&rt->mu);
+    if (!rc && !done) rc = gp_err_set(err, GP_EBUSY, "the token lease is in demand; try again");
+    if (!rc) snprintf(hold, RND_ID_LEN, "%s", e->hold);
+    return rc;
+}
+
+void gw_rt_lease_end(gw_runtime *rt, const char *key_id, const char *hold, int64_t reserved,
+                     int64_t used) {
+    pthread_mutex_lock(&rt->mu);
+    lease_ent *e = lease_find(rt, key_id, hold);
+    if (e) gw_lease_end(&e->l, reserved, used);
+    pthread_mutex_unlock(&rt->mu);
+}
+
+/*
+ * Give back the leases idle for LEASE_IDLE_US, or of a past month with
+ * nothing in flight (all of them: `all`, at stop), in one write transaction.
+ * A failed one is tried again next time.
+ */
+static int release_leases(gw_runtime *rt, int all, gp_err *err) {
+    int64_t now = gt_now_us();
+    char month[8];
+    gw_month(now, month);
+    pthread_mutex_lock(&rt->lease_mu);
+    pthread_mutex_lock(&rt->mu);
+    for (int b = 0; b < NBUCKETS; b++)
+        for (lease_ent **pp = &rt->leases[b]; *pp;) {
+            lease_ent *e = *pp;
+            int old = strcmp(e->month, month) != 0;
+            if (all || (!e->growing && (gw_lease_idle(&e->l, now, LEASE_IDLE_US) ||
+                                        (old && gw_lease_idle(&e->l, now, 0))))) {
+                *pp = e->next;
+                e->next = rt->releasing;
+                rt->releasing = e;
+            } else {
+                pp = &e->next;
+            }
+        }
+    pthread_mutex_unlock(&rt->mu);
+    int rc = GP_OK;
+    if (rt->releasing) {
+        store_tx *tx = NULL;
+        rc = store_begin(rt->store, STORE_WRITE, &tx, err);
+        for (lease_ent *e = rt->releasing; e && !rc; e = e->next) rc = gw_hold_release(tx, e->hold, err);
+        if (!rc) rc = store_commit(tx, err);
+        else if (tx) store_rollback(tx);
+        if (!rc) {
+            for (lease_ent *e = rt->releasing, *n; e; e = n) {
+                n = e->next;
+                free(e);
+                rt->lease_releases++;
+            }
+            rt->releasing = NULL;
+        }
+    }
+    pthread_mutex_unlock(&rt->lease_mu);
+    return rc;
 }
 
 /* The failure counts of endpoint `id`, created on first use; NULL when out of memory. Locked. */
@@ -297,7 +485,27 @@ void gw_rt_metrics(gw_runtime *rt, strbuf *out) {
                  "gpupool_gateway_panic_total %llu\n",
             (unsigned long long)rt->ejections, (unsigned long long)rt->panics);
     pthread_mutex_unlock(&rt->mu);
+    pthread_mutex_lock(&rt->mu);
+    sb_addf(out, "# HELP gpupool_gateway_lease_grows_total times this process grew a token lease"
+                 " (a write transaction each)\n# TYPE gpupool_gateway_lease_grows_total counter\n"
+                 "gpupool_gateway_lease_grows_total %llu\n"
+                 "# HELP gpupool_gateway_lease_releases_total token leases given back (idle, or"
+                 " at stop)\n# TYPE gpupool_gateway_lease_releases_total counter\n"
+                 "gpupool_gateway_lease_releases_total %llu\n"
+                 "# HELP gpupool_gateway_lease_refusals_total requests the monthly quotas"
+                 " refused\n# TYPE gpupool_gateway_lease_refusals_total counter\n"
+                 "gpupool_gateway_lease_refusals_total %llu\n",
+            (unsigned long long)rt->lease_grows, (unsigned long long)rt->lease_releases,
+            (unsigned long long)rt->lease_refusals);
+    pthread_mutex_unlock(&rt->mu);
+    gw_cache_metrics(rt->cache, out);
+    sb_addf(out, "# HELP gpupool_store_write_tx_total store write transactions begun by this"
+                 " process (all of it, not only the gateway)\n"
+                 "# TYPE gpupool_store_write_tx_total counter\n"
+                 "gpupool_store_write_tx_total %llu\n", store_write_tx_total());
 }
+
+gw_cache *gw_rt_cache(gw_runtime *rt) { return rt->cache; }
 
 int gw_rt_timeout(const gw_runtime *rt) {
     return rt->cfg.upstream_timeout_s > 0 ? rt->cfg.upstream_timeout_s : 300;
@@ -339,11 +547,19 @@ int gw_rt_flush(gw_runtime *rt, gp_err *err) {
     pthread_mutex_unlock(&rt->mu);
     if (!n) return GP_OK;
     if (!batch) return gp_err_set(err, GP_ENOMEM, NULL);
-    store_tx *tx;
+    store_tx *tx = NULL;
     int rc = store_begin(rt->store, STORE_WRITE, &tx, err);
-    for (size_t i = 0; i < n && !rc; i++) rc = gw_usage_write(tx, &batch[i], err);
+    if (!rc) rc = gw_usage_write_many(tx, batch, n, err);
     if (!rc) rc = store_commit(tx, err);
     else store_rollback(tx);
+    if (!rc) { /* the leases those records consumed are settled */
+        pthread_mutex_lock(&rt->mu);
+        for (size_t i = 0; i < n; i++) {
+            lease_ent *e = batch[i].lease ? lease_find(rt, batch[i].key_id, batch[i].hold) : NULL;
+            if (e) gw_lease_settled(&e->l);
+        }
+        pthread_mutex_unlock(&rt->mu);
+    }
     if (rc) {
         /* keep them for the next try, ahead of newer ones */
         pthread_mutex_lock(&rt->mu);
@@ -594,20 +810,27 @@ static void expire_holds(gw_runtime *rt) {
 
 static void *rt_main(void *arg) {
     gw_runtime *rt = arg;
+    int64_t next_flush = gt_mono_us() + (int64_t)rt->cfg.flush_ms * 1000;
     pthread_mutex_lock(&rt->mu);
     while (!rt->stopping) {
+        /* wake for the next flush, or sooner for the once-a-second work (epoch, shares) */
+        int wait_ms = rt->cfg.flush_ms < 250 ? rt->cfg.flush_ms : 250;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t ns = ts.tv_nsec + (int64_t)rt->cfg.flush_ms * 1000000;
+        int64_t ns = ts.tv_nsec + (int64_t)wait_ms * 1000000;
         ts.tv_sec += ns / 1000000000;
         ts.tv_nsec = ns % 1000000000;
         if (rt->nq < (size_t)rt->cfg.batch) pthread_cond_timedwait(&rt->cv, &rt->mu, &ts);
         if (rt->stopping) break;
+        int flush = rt->nq >= (size_t)rt->cfg.batch || gt_mono_us() >= next_flush;
         pthread_mutex_unlock(&rt->mu);
         gp_err err = GP_ERR_INIT;
-        if (gw_rt_flush(rt, &err))
-            log_kv(LOG_WARN, "usage records not written yet; will retry", "detail", err.msg,
-                   (char *)NULL);
+        if (flush) {
+            if (gw_rt_flush(rt, &err))
+                log_kv(LOG_WARN, "usage records not written yet; will retry", "detail", err.msg,
+                       (char *)NULL);
+            next_flush = gt_mono_us() + (int64_t)rt->cfg.flush_ms * 1000;
+        }
         int64_t now = gt_mono_us();
         if (now >= rt->next_share_us) {
             gp_err_clear(&err);
@@ -615,6 +838,17 @@ static void *rt_main(void *arg) {
                 log_kv(LOG_WARN, "rate windows not shared this time", "detail", err.msg,
                        (char *)NULL);
             rt->next_share_us = now + SHARE_US;
+            gp_err_clear(&err);
+            if (release_leases(rt, 0, &err))
+                log_kv(LOG_WARN, "token leases not given back yet; will retry", "detail", err.msg,
+                       (char *)NULL);
+        }
+        if (now >= rt->next_epoch_us) {
+            gp_err_clear(&err);
+            if (gw_cache_poll(rt->cache, &err))
+                log_kv(LOG_WARN, "the gateway's read cache cannot check for changes", "detail",
+                       err.msg, (char *)NULL);
+            rt->next_epoch_us = now + EPOCH_US;
         }
         if (rt->cfg.leads && !rt->cfg.leads(rt->cfg.leads_arg)) {
             pthread_mutex_lock(&rt->mu);
@@ -644,7 +878,22 @@ int gw_rt_start(store_t *st, const gw_runtime_config *cfg, gw_runtime **out, gp_
     if (rt->cfg.batch <= 0) rt->cfg.batch = 256;
     if (rt->cfg.eject_after <= 0) rt->cfg.eject_after = 3;
     if (rt->cfg.eject_ms <= 0) rt->cfg.eject_ms = 30000;
+    /* tuning for tests and benchmarks (docs/gateway.md): how often usage is written */
+    const char *fm = getenv("GPUPOOL_GATEWAY_FLUSH_MS");
+    if (fm && atoi(fm) > 0 && atoi(fm) <= 60000) rt->cfg.flush_ms = atoi(fm);
+    if (rt->cfg.lease.horizon_ms <= 0) rt->cfg.lease = (gw_lease_policy)GW_LEASE_POLICY_DEFAULT;
+    int crc = gw_cache_new(st, &rt->cache, err);
+    if (crc) {
+        free(rt);
+        return crc;
+    }
+    gp_err perr = GP_ERR_INIT;
+    if (gw_cache_poll(rt->cache, &perr)) /* not fatal: the cache is bypassed until it can */
+        log_kv(LOG_WARN, "the gateway's read cache cannot check for changes", "detail", perr.msg,
+               (char *)NULL);
+    rt->next_epoch_us = gt_mono_us() + EPOCH_US;
     pthread_mutex_init(&rt->mu, NULL);
+    pthread_mutex_init(&rt->lease_mu, NULL);
     pthread_cond_init(&rt->cv, NULL);
     rt->running = pthread_create(&rt->thread, NULL, rt_main, rt) == 0;
     if (!rt->running) {
@@ -676,6 +925,19 @@ void gw_rt_stop(gw_runtime *rt) {
         snprintf(c, sizeof c, "%zu", rt->nq);
         log_kv(LOG_ERROR, "usage records could not be written", "count", c, (char *)NULL);
     }
+    /* every lease goes back (what the records above consumed is settled already) */
+    for (int i = 0; i < 20; i++) {
+        gp_err err = GP_ERR_INIT;
+        if (release_leases(rt, 1, &err) == 0) break;
+        log_kv(LOG_WARN, "token leases not given back at stop; retrying", "detail", err.msg,
+               (char *)NULL);
+        struct timespec ts = {0, 100000000};
+        nanosleep(&ts, NULL);
+    }
+    for (lease_ent *e = rt->releasing, *n; e; e = n) { /* the leader releases them as stale */
+        n = e->next;
+        free(e);
+    }
     for (int i = 0; i < NBUCKETS; i++) {
         for (rate_ent *e = rt->buckets[i], *n; e; e = n) {
             n = e->next;
@@ -685,9 +947,15 @@ void gw_rt_stop(gw_runtime *rt) {
             n = e->next;
             free(e);
         }
+        for (lease_ent *e = rt->leases[i], *n; e; e = n) {
+            n = e->next;
+            free(e);
+        }
     }
+    gw_cache_free(rt->cache);
     free(rt->q);
     pthread_mutex_destroy(&rt->mu);
+    pthread_mutex_destroy(&rt->lease_mu);
     pthread_cond_destroy(&rt->cv);
     free(rt);
 }

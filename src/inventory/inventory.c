@@ -627,13 +627,9 @@ int inv_sweep(store_tx *tx, int64_t timeout_us, int64_t observed_since_us, inv_t
     store_done(s);
     if (rc < 0) return rc;
     if (!due) return GP_OK;
-    /* in a mass silence, only the long silent (and only once watched that long) */
+    /* in a mass silence, only the long silent */
     int mass = inv_mass_silence(ready, due);
     int64_t limit = mass ? timeout_us * INV_MASS_HOLD : timeout_us;
-    if (mass && now - observed_since_us < limit) {
-        if (held) *held = due;
-        return GP_OK;
-    }
     rc = store_query(tx, &s, err,
                      "SELECT name, last_heartbeat FROM nodes WHERE state = 'ready'"
                      " AND last_heartbeat < ?",

@@ -124,8 +124,8 @@ int inv_mass_silence(int ready, int due);
  * whichever is later; so a server that starts, takes the lead or comes out
  * of a stall gives every node a whole timeout before judging it.  In a mass
  * silence (inv_mass_silence) only nodes silent for INV_MASS_HOLD timeouts
- * are marked; *held (optional) says how many were spared.  OUT:
- * transitions.
+ * (since their last heartbeat) are marked; *held (optional) says how many
+ * were spared.  OUT: transitions.
  */
 int inv_sweep(store_tx *tx, int64_t timeout_us, int64_t observed_since_us, inv_transition **tr,
               int *ntr, int *held, gp_err *err);

@@ -141,7 +141,10 @@ int meter_serving_cost(store_tx *tx, const char *tenant_id, const char *model, i
 /*
  * Platform gauges in Prometheus text, appended to `out`: GPUs by health and
  * mode (`gpus`), and when `tenants` is set allocation by tenant and class,
- * queued jobs by reason, and this month's card-hours and tokens by tenant.
+ * queued jobs by reason, and this month's card-hours and tokens by tenant;
+ * the per-GPU samples (telemetry.h: with their holders only when `tenants`),
+ * and with `tenants` the scheduler's (sched_metrics.h) and gateway's
+ * (gw_metrics.h) tenant-labelled series.
  */
 int meter_prometheus(store_tx *tx, int64_t now_us, int gpus, int tenants, strbuf *out,
                      gp_err *err);

@@ -19,6 +19,9 @@
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
 #include "../core/strbuf.h"
+#include "../gateway/gw_metrics.h"
+#include "../inventory/telemetry.h"
+#include "../sched/sched_metrics.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -977,16 +980,21 @@ int meter_prometheus(store_tx *tx, int64_t now_us, int gpus, int tenants, strbuf
                              " WHERE state IN ('queued', 'admitted') GROUP BY 1 ORDER BY 1"),
                    "", 0, 0, err);
     if (!rc && tenants)
-        rc = gauge(tx, out, "gpupool_card_hours_month", "card-hours used this calendar month, by tenant",
+        rc = gauge(tx, out, "gpupool_card_seconds_month",
+                   "card-seconds used this calendar month, by tenant (/ 3600: card-hours)",
                    te, 1,
                    store_sql(tx,
                              "SELECT tenant, printf('%.6f', SUM(weight_milli * (COALESCE(end_us, ?1) -"
-                             " MAX(start_us, ?2)) / 1000.0 / 3600000000.0)) FROM bindings"
+                             " MAX(start_us, ?2)) / 1000.0 / 1000000.0)) FROM bindings"
                              " WHERE COALESCE(end_us, ?1) > ?2 GROUP BY 1 ORDER BY 1",
                              "SELECT tenant, round(SUM(weight_milli * (COALESCE(end_us, ?1) -"
-                             " GREATEST(start_us, ?2)) / 1000.0 / 3600000000.0), 6) FROM bindings"
+                             " GREATEST(start_us, ?2)) / 1000.0 / 1000000.0), 6) FROM bindings"
                              " WHERE COALESCE(end_us, ?1) > ?2 GROUP BY 1 ORDER BY 1"),
                    "ii", now_us, m0, err);
+    /* per-GPU samples (holders with tenant names only for usage readers), scheduler, gateway */
+    if (!rc && gpus) rc = telemetry_prometheus(tx, tenants, out, err);
+    if (!rc && tenants) rc = sched_metrics_prometheus(tx, out, err);
+    if (!rc && tenants) gw_metrics_render(out);
     if (!rc && tenants) {
         store_stmt *s;
         rc = store_query(tx, &s, err,

@@ -12,6 +12,7 @@
 #include "../core/gtime.h"
 #include "../core/log.h"
 #include "jobs.h"
+#include "sched_metrics.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +49,12 @@ struct sched_loop {
     int64_t base, epoch;
     int nquiesce; /* under nmu: quiescing */
     int nwaiters; /* under nmu */
+    /* watches (sched_node_watch), under nmu; the timer thread fires the expired ones */
+    struct nwatch *watches;
+    int nwatches, capwatches;
+    pthread_t wth;
+    int wrunning, wstop;
+    pthread_cond_t wcv;
     /* the leader proof: when a leading wake last came (under mu) */
     int64_t lead_seen_us;
     /* PostgreSQL events (sched_loop_listen): under `fmu`, what to send; `pipe` wakes the
@@ -140,12 +147,93 @@ static void touch_locked(sched_loop *l, const char *node) {
     else l->epoch++; /* out of memory: wake everyone rather than lose the event */
 }
 
-/* Touch `node` (NULL: all) here and wake its waiters. */
+/* A long poll that holds no thread: its callback runs once (see sched_node_watch). */
+typedef struct nwatch {
+    char node[64];
+    int64_t seen;
+    int64_t deadline_us; /* monotonic */
+    sched_node_cb cb;
+    void *arg;
+} nwatch;
+
+/* A watch taken off the list, with what its callback is told. */
+typedef struct nfired {
+    sched_node_cb cb;
+    void *arg;
+    int result;
+    int64_t version;
+} nfired;
+
+/*
+ * Take off the list (nmu held) the watches that are due: of `node` (NULL:
+ * every node), or with `now_us` > 0 those past their deadline, or with
+ * `result` -1 all of them.  Appends them to *out (heap, *n of them).
+ */
+static void take_due(sched_loop *l, const char *node, int64_t now_us, int result, nfired **out,
+                     int *n) {
+    for (int i = 0; i < l->nwatches;) {
+        nwatch *w = &l->watches[i];
+        int due = result < 0 || (now_us > 0 ? w->deadline_us <= now_us
+                                            : !node || !strncmp(w->node, node, sizeof w->node - 1));
+        int64_t v = version_locked(l, w->node);
+        if (due && result >= 0 && now_us <= 0 && v == w->seen) due = 0; /* no change for it */
+        if (!due) {
+            i++;
+            continue;
+        }
+        nfired *nf = realloc(*out, sizeof *nf * (size_t)(*n + 1));
+        if (!nf) { /* out of memory: it fires with the next sweep */
+            i++;
+            continue;
+        }
+        *out = nf;
+        nf[*n].cb = w->cb;
+        nf[*n].arg = w->arg;
+        nf[*n].version = v;
+        nf[*n].result = result < 0 ? -1 : v != w->seen;
+        (*n)++;
+        l->watches[i] = l->watches[--l->nwatches];
+    }
+}
+
+static void fire(nfired *f, int n) {
+    for (int i = 0; i < n; i++) f[i].cb(f[i].arg, f[i].result, f[i].version);
+    free(f);
+}
+
+/* The timer: fires watches past their deadline, four times a second at most apart. */
+static void *watch_main(void *arg) {
+    sched_loop *l = arg;
+    pthread_mutex_lock(&l->nmu);
+    while (!l->wstop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t ns = ts.tv_nsec + 250 * 1000000LL;
+        ts.tv_sec += ns / 1000000000;
+        ts.tv_nsec = ns % 1000000000;
+        pthread_cond_timedwait(&l->wcv, &l->nmu, &ts);
+        if (l->wstop) break;
+        nfired *f = NULL;
+        int n = 0;
+        take_due(l, NULL, gt_mono_us(), 0, &f, &n);
+        pthread_mutex_unlock(&l->nmu);
+        fire(f, n);
+        pthread_mutex_lock(&l->nmu);
+    }
+    pthread_mutex_unlock(&l->nmu);
+    return NULL;
+}
+
+/* Touch `node` (NULL: all) here and wake its waiters and watches. */
 static void touch_local(sched_loop *l, const char *node) {
+    nfired *f = NULL;
+    int n = 0;
     pthread_mutex_lock(&l->nmu);
     touch_locked(l, node);
     pthread_cond_broadcast(&l->ncv);
+    if (l->nwatches) take_due(l, node, 0, 0, &f, &n);
     pthread_mutex_unlock(&l->nmu);
+    fire(f, n);
 }
 
 static void poke(sched_loop *l) {
@@ -218,6 +306,7 @@ static void *loop_main(void *arg) {
         int64_t t0 = gt_mono_us();
         int rc = sched_run(l->st, &rs, &err);
         int64_t took = gt_mono_us() - t0;
+        sched_metrics_round(took, rc != 0);
         if (rc) log_kv(LOG_WARN, "scheduler round failed", "detail", err.msg, (char *)NULL);
         else if (rs.placed || rs.preempted) {
             if (rs.nodes_overflow) node_event(l, NULL);
@@ -249,6 +338,7 @@ int sched_loop_start(store_t *st, sched_loop **out, gp_err *err) {
     pthread_cond_init(&l->cv, NULL);
     pthread_mutex_init(&l->nmu, NULL);
     pthread_cond_init(&l->ncv, NULL);
+    pthread_cond_init(&l->wcv, NULL);
     pthread_mutex_init(&l->fmu, NULL);
     l->pipefd[0] = l->pipefd[1] = -1;
     atomic_init(&l->lstop, 0);
@@ -260,6 +350,7 @@ int sched_loop_start(store_t *st, sched_loop **out, gp_err *err) {
         pthread_cond_destroy(&l->cv);
         pthread_mutex_destroy(&l->nmu);
         pthread_cond_destroy(&l->ncv);
+        pthread_cond_destroy(&l->wcv);
         pthread_mutex_destroy(&l->fmu);
         free(l);
         return gp_err_set(err, GP_ECONFLICT, "this store already has a scheduler loop");
@@ -270,6 +361,7 @@ int sched_loop_start(store_t *st, sched_loop **out, gp_err *err) {
         pthread_cond_destroy(&l->cv);
         pthread_mutex_destroy(&l->nmu);
         pthread_cond_destroy(&l->ncv);
+        pthread_cond_destroy(&l->wcv);
         pthread_mutex_destroy(&l->fmu);
         free(l);
         return gp_err_set(err, GP_EIO, "cannot start the scheduler thread");
@@ -287,10 +379,14 @@ void sched_loop_quiesce(sched_loop *l) {
     pthread_mutex_lock(&l->mu);
     l->quiescing = 1;
     pthread_mutex_unlock(&l->mu);
+    nfired *f = NULL;
+    int n = 0;
     pthread_mutex_lock(&l->nmu);
     l->nquiesce = 1;
     pthread_cond_broadcast(&l->ncv);
+    take_due(l, NULL, 0, -1, &f, &n); /* every watch is answered "no events" */
     pthread_mutex_unlock(&l->nmu);
+    fire(f, n);
 }
 
 void sched_loop_stop(sched_loop *l) {
@@ -308,6 +404,13 @@ void sched_loop_stop(sched_loop *l) {
     pthread_cond_signal(&l->cv);
     pthread_mutex_unlock(&l->mu);
     if (l->running) pthread_join(l->th, NULL);
+    pthread_mutex_lock(&l->nmu);
+    l->wstop = 1;
+    pthread_cond_signal(&l->wcv);
+    pthread_mutex_unlock(&l->nmu);
+    if (l->wrunning) pthread_join(l->wth, NULL);
+    free(l->watches);
+    pthread_cond_destroy(&l->wcv);
     atomic_store(&l->lstop, 1);
     if (l->lrunning) {
         poke(l);
@@ -513,6 +616,49 @@ int sched_loop_listen(sched_loop *l, const char *pg_url, gp_err *err) {
         return gp_err_set(err, GP_EIO, "cannot start the events thread");
     l->lrunning = 1;
     return GP_OK;
+}
+
+int sched_node_watch(store_t *st, const char *node, int64_t seen, int timeout_ms,
+                     sched_node_cb cb, void *arg, int64_t *version) {
+    *version = 0;
+    sched_loop *l = find(st);
+    if (!l) return -1;
+    pthread_mutex_lock(&l->nmu);
+    if (l->nquiesce) {
+        pthread_mutex_unlock(&l->nmu);
+        return -1;
+    }
+    if (!l->wrunning) {
+        if (pthread_create(&l->wth, NULL, watch_main, l) != 0) {
+            pthread_mutex_unlock(&l->nmu);
+            return -1;
+        }
+        l->wrunning = 1;
+    }
+    int64_t v = version_locked(l, node);
+    if (v != seen) { /* changed already: answered at once */
+        pthread_mutex_unlock(&l->nmu);
+        *version = v;
+        return 1;
+    }
+    if (l->nwatches == l->capwatches) {
+        int ncap = l->capwatches ? l->capwatches * 2 : 64;
+        nwatch *nw = realloc(l->watches, sizeof *nw * (size_t)ncap);
+        if (!nw) {
+            pthread_mutex_unlock(&l->nmu);
+            return -1;
+        }
+        l->watches = nw;
+        l->capwatches = ncap;
+    }
+    nwatch *w = &l->watches[l->nwatches++];
+    snprintf(w->node, sizeof w->node, "%s", node);
+    w->seen = seen;
+    w->deadline_us = gt_mono_us() + (int64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000;
+    w->cb = cb;
+    w->arg = arg;
+    pthread_mutex_unlock(&l->nmu);
+    return 0;
 }
 
 int sched_node_wait(store_t *st, const char *node, int64_t seen, int timeout_ms, int64_t *version) {

@@ -96,4 +96,17 @@ void sched_node_touch(store_t *st, const char *node);
  */
 int sched_node_wait(store_t *st, const char *node, int64_t seen, int timeout_ms, int64_t *version);
 
+/*
+ * sched_node_wait without a thread waiting.  Returns 1 when `node`'s version
+ * already differs from `seen` (*version is it; cb never runs), -1 when st
+ * has no loop, it is quiescing or out of memory (cb never runs), or 0: then
+ * cb(arg, result, version) runs exactly once, later, on another thread, with
+ * no lock of the loop's held - result 1 when the version changed (on the
+ * thread that touched the node), 0 after timeout_ms (the loop's timer
+ * thread, within 250 ms of the deadline), -1 when the loop quiesces.
+ */
+typedef void (*sched_node_cb)(void *arg, int result, int64_t version);
+int sched_node_watch(store_t *st, const char *node, int64_t seen, int timeout_ms,
+                     sched_node_cb cb, void *arg, int64_t *version);
+
 #endif

@@ -620,7 +620,7 @@ static void eval_node(pk_best *b, pack_policy policy, const pack_opts *o, const 
                       size_t i, const pack_task *t, const pack_workload *w, double cmax,
                       double gmax) {
     double bf = bestfit_score(node, t, cmax, gmax);
-    int gpus[PACK_MAX_GPUS];
+    int gpus[PACK_MAX_GPUS] = {0};
     b->fraction = t->num_gpu == 1 && t->gpu_milli < PACK_MILLI;
     b->spread = policy == PACK_GPUPOOL && t->gpu_milli == PACK_MILLI && w->constrained;
 
@@ -727,6 +727,27 @@ int pack_choose_ex(pack_policy policy, const pack_node *nodes, size_t n, const p
 int pack_choose(pack_policy policy, const pack_node *nodes, size_t n, const pack_task *task,
                 const pack_workload *w, size_t *node_index, int gpu_indices[PACK_MAX_GPUS]) {
     return pack_choose_ex(policy, nodes, n, task, w, NULL, node_index, gpu_indices);
+}
+
+int pack_node_best(pack_policy policy, const pack_node *node, const pack_task *task,
+                   const pack_workload *w, int *score, int *tight, int *gpu) {
+    if (!node || !score || !tight || !gpu || !w || pack_task_check(task) != PACK_OK ||
+        (policy != PACK_FGD && policy != PACK_GPUPOOL) || task->num_gpu != 1 ||
+        task->gpu_milli >= PACK_MILLI)
+        return PACK_EINVAL;
+    assert(pack_node_valid(node));
+    if (node->cpu_free < task->cpu_milli || node->mem_free < task->memory_mib ||
+        !gpus_fit(node, task))
+        return PACK_NOFIT;
+    /* the normalisation only enters BestFit keys, which a fraction under FGD does not use */
+    pk_best nb = {0};
+    eval_node(&nb, policy, NULL, node, 0, task, w, (double)(node->cpu_cap > 1 ? node->cpu_cap : 1),
+              (double)(node->ngpu > 0 ? node->ngpu * PACK_MILLI : 1));
+    if (!nb.found) return PACK_NOFIT;
+    *score = nb.score;
+    *tight = policy == PACK_GPUPOOL ? nb.tight : 0;
+    *gpu = nb.gpus[0];
+    return PACK_OK;
 }
 
 /* ------------------------------------------------------------------ */

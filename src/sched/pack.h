@@ -214,6 +214,18 @@ int pack_choose(pack_policy policy, const pack_node *nodes, size_t n, const pack
                 const pack_workload *w, size_t *node_index, int gpu_indices[PACK_MAX_GPUS]);
 
 /*
+ * One node's best placement of a fraction of one GPU (num_gpu 1, gpu_milli
+ * < PACK_MILLI) under PACK_FGD or PACK_GPUPOOL, as pack_choose ranks it
+ * against other nodes: pack_choose over several nodes picks the highest
+ * *score, then (PACK_GPUPOOL) the lowest *tight, then the lowest node index.
+ * So a caller can keep each node's key and update it when only that node
+ * changes.  OUT: *score, *tight (0 under PACK_FGD), *gpu.  Returns PACK_OK,
+ * PACK_NOFIT (does not fit on the node; outputs untouched) or PACK_EINVAL.
+ */
+int pack_node_best(pack_policy policy, const pack_node *node, const pack_task *task,
+                   const pack_workload *w, int *score, int *tight, int *gpu);
+
+/*
  * Options of pack_choose_ex: what the FGD paper's simulator does that
  * gpupool's scheduler does not, so that the bench replays the published
  * experiment exactly.

@@ -9,6 +9,7 @@
 #include "../core/jsonx.h"
 #include "../core/strbuf.h"
 #include "../inventory/inventory.h"
+#include "sched_metrics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,17 @@ typedef char name64[64];
 typedef char id33[RND_ID_LEN];
 typedef char uuid96[96];
 
+/* The snapshot's memory: chunks carved in order, all freed at once (snap_free). */
+typedef struct ar_chunk {
+    struct ar_chunk *next;
+    size_t used, cap;
+    max_align_t data[];
+} ar_chunk;
+
+#define AR_CHUNK ((size_t)1 << 20)
+
 typedef struct snap {
+    ar_chunk *arena;
     sch_snapshot s;
     health_policy pol;
     char month[16];
@@ -29,6 +40,7 @@ typedef struct snap {
     name64 *node_names;
     sch_gpu *gpus;
     uuid96 *gpu_uuids;
+    id33 *gpu_ids;       /* the store's ids, for their slices */
     uuid96 *slice_uuids; /* [gpu * SCH_MAX_SLICES + k] */
     char (*slice_prof)[24];
     char (*models)[96];
@@ -56,37 +68,32 @@ typedef struct snap {
     sch_unit *places;
 } snap;
 
+/* Zeroed room for cnt x size bytes in the snapshot's arena, or NULL. */
+static void *ar_alloc(snap *n, size_t cnt, size_t size) {
+    if (size && cnt > ((size_t)-1 / 2) / size) return NULL;
+    size_t need = (cnt * size + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+    ar_chunk *c = n->arena;
+    if (!c || c->cap - c->used < need) {
+        size_t cap = need > AR_CHUNK ? need : AR_CHUNK;
+        if (!(c = malloc(sizeof *c + cap))) return NULL;
+        c->next = n->arena;
+        c->used = 0;
+        c->cap = cap;
+        n->arena = c;
+    }
+    void *p = (char *)c->data + c->used;
+    c->used += need;
+    memset(p, 0, need);
+    return p;
+}
+
+/* Free everything build() allocated: the arena, in one go. */
 static void snap_free(snap *n) {
-    free(n->nodes);
-    free(n->node_names);
-    free(n->gpus);
-    free(n->gpu_uuids);
-    free(n->slice_uuids);
-    free(n->slice_prof);
-    free(n->models);
-    free(n->gpu_order);
-    free(n->pools);
-    free(n->classes);
-    free(n->cnames);
-    free(n->cprof);
-    free(n->cforms);
-    free(n->model_ok);
-    free(n->gpu_ok);
-    free(n->gpu_driver);
-    free(n->gpu_cc);
-    free(n->ppool_ok);
-    free(n->tenants);
-    free(n->tnames);
-    free(n->tids);
-    free(n->pool_ok);
-    free(n->projects);
-    free(n->pnames);
-    free(n->pids);
-    free(n->jobs);
-    free(n->jids);
-    free(n->jrecovery);
-    free(n->places);
-    memset(n, 0, sizeof *n);
+    for (ar_chunk *c = n->arena, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    n->arena = NULL;
 }
 
 static int count(store_tx *tx, const char *sql, int *out, gp_err *err) {
@@ -141,7 +148,7 @@ static int model_index(snap *n, const char *model) {
     return n->s.nmodels++;
 }
 
-#define ALLOC(p, cnt) ((p) = calloc((size_t)(cnt) + 1, sizeof *(p)))
+#define ALLOC(p, cnt) ((p) = ar_alloc(n, (size_t)(cnt) + 1, sizeof *(p)))
 
 static int build(store_tx *tx, snap *n, gp_err *err) {
     store_stmt *s;
@@ -168,8 +175,9 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
                     err)))
         return rc;
     if (!ALLOC(n->nodes, nn) || !ALLOC(n->node_names, nn) || !ALLOC(n->gpus, ng) ||
-        !ALLOC(n->gpu_uuids, ng) || !(n->slice_uuids = calloc((size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_uuids)) ||
-        !(n->slice_prof = calloc((size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_prof)) ||
+        !ALLOC(n->gpu_uuids, ng) || !(n->slice_uuids = ar_alloc(n, (size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_uuids)) ||
+        !(n->slice_prof = ar_alloc(n, (size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_prof)) ||
+        !ALLOC(n->gpu_ids, ng) ||
         !ALLOC(n->models, ng) || !ALLOC(n->gpu_order, ng) || !ALLOC(n->pools, np) ||
         !ALLOC(n->gpu_driver, ng) || !ALLOC(n->gpu_cc, ng) ||
         !ALLOC(n->classes, nc) || !ALLOC(n->cnames, nc) || !ALLOC(n->cprof, nc) ||
@@ -205,7 +213,7 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     }
     store_done(s);
     if (rc < 0) return rc;
-    int *usable = calloc((size_t)S->nnodes + 1, sizeof *usable);
+    int *usable = ar_alloc(n, (size_t)S->nnodes + 1, sizeof *usable);
     if (!usable) return gp_err_set(err, GP_ENOMEM, NULL);
     for (int i = 0; i < S->nnodes; i++) usable[i] = n->nodes[i].gpu0;
     if ((rc = store_query(tx, &s, err,
@@ -214,7 +222,6 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
                           " g.compute_cap FROM gpus g"
                           " JOIN nodes n ON n.id = g.node_id ORDER BY n.name, g.idx",
                           ""))) {
-        free(usable);
         return rc;
     }
     int cur = -1;
@@ -254,40 +261,56 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
             }
         }
         json_decref(topo);
-        /* slices */
-        store_stmt *q;
-        if ((rc = store_query(tx, &q, err,
-                              "SELECT uuid, profile, memory_mib FROM slices WHERE gpu_id = ?"
-                              " ORDER BY idx",
-                              "s", store_text(s, 9))))
-            break;
-        while (store_step(q, err) > 0 && gp->nslices < SCH_MAX_SLICES) {
-            int k = gp->nslices++;
-            size_t at = (size_t)g * SCH_MAX_SLICES + (size_t)k;
-            snprintf(n->slice_uuids[at], 96, "%s", store_text(q, 0));
-            snprintf(n->slice_prof[at], 24, "%s", store_text(q, 1));
-            gp->slices[k].profile = n->slice_prof[at];
-            gp->slices[k].mem_gib = (int)(store_int(q, 2) / 1024);
-        }
-        store_done(q);
+        snprintf(n->gpu_ids[g], RND_ID_LEN, "%s", store_text(s, 9));
     }
     store_done(s);
-    free(usable);
+    /* slices: one query for all, each to its GPU by id (ids in order, then a search) */
+    if (rc >= 0) {
+        uuid_pair *ids = ar_alloc(n, (size_t)S->ngpus + 1, sizeof *ids);
+        if (!ids) return gp_err_set(err, GP_ENOMEM, NULL);
+        for (int g = 0; g < S->ngpus; g++) ids[g] = (uuid_pair){n->gpu_ids[g], g};
+        qsort(ids, (size_t)S->ngpus, sizeof *ids, by_uuid);
+        if ((rc = store_query(tx, &s, err,
+                              "SELECT gpu_id, uuid, profile, memory_mib FROM slices"
+                              " ORDER BY gpu_id, idx",
+                              "")))
+            return rc;
+        while ((rc = store_step(s, err)) > 0) {
+            uuid_pair key = {store_text(s, 0), -1};
+            const uuid_pair *hit = bsearch(&key, ids, (size_t)S->ngpus, sizeof *ids, by_uuid);
+            if (!hit) continue;
+            sch_gpu *gp = &n->gpus[hit->g];
+            if (gp->nslices >= SCH_MAX_SLICES) continue;
+            int k = gp->nslices++;
+            size_t at = (size_t)hit->g * SCH_MAX_SLICES + (size_t)k;
+            snprintf(n->slice_uuids[at], 96, "%s", store_text(s, 1));
+            snprintf(n->slice_prof[at], 24, "%s", store_text(s, 2));
+            gp->slices[k].profile = n->slice_prof[at];
+            gp->slices[k].mem_gib = (int)(store_int(s, 3) / 1024);
+        }
+        store_done(s);
+    }
     for (int i = 0; i < S->nnodes; i++)
         if (!n->nodes[i].ngpus) n->nodes[i].gpu0 = 0;
     if (rc < 0) return rc;
     {
-        uuid_pair *pairs = calloc((size_t)S->ngpus + 1, sizeof *pairs);
+        uuid_pair *pairs = ar_alloc(n, (size_t)S->ngpus + 1, sizeof *pairs);
         if (!pairs) return gp_err_set(err, GP_ENOMEM, NULL);
         for (int g = 0; g < S->ngpus; g++) pairs[g] = (uuid_pair){n->gpu_uuids[g], g};
         qsort(pairs, (size_t)S->ngpus, sizeof *pairs, by_uuid);
         for (int g = 0; g < S->ngpus; g++) n->gpu_order[g] = pairs[g].g;
-        free(pairs);
     }
     /* classes */
-    if (!(n->model_ok = calloc((size_t)(nc + 1) * (size_t)(S->nmodels + 1), 1)) ||
-        !(n->gpu_ok = calloc((size_t)(nc + 1) * (size_t)(S->ngpus + 1), 1)))
+    if (!(n->model_ok = ar_alloc(n, (size_t)(nc + 1) * (size_t)(S->nmodels + 1), 1)) ||
+        !(n->gpu_ok = ar_alloc(n, (size_t)(nc + 1) * (size_t)(S->ngpus + 1), 1)))
         return gp_err_set(err, GP_ENOMEM, NULL);
+    /* each model's largest card: the card a class is counted on before placement */
+    const char **mnames = ar_alloc(n, (size_t)S->nmodels + 1, sizeof *mnames);
+    int *mgib = ar_alloc(n, (size_t)S->nmodels + 1, sizeof *mgib);
+    if (!mnames || !mgib) return gp_err_set(err, GP_ENOMEM, NULL);
+    for (int m = 0; m < S->nmodels; m++) mnames[m] = n->models[m];
+    for (int g = 0; g < S->ngpus; g++)
+        if (n->gpus[g].mem_gib > mgib[n->gpus[g].model]) mgib[n->gpus[g].model] = n->gpus[g].mem_gib;
     if ((rc = store_query(tx, &s, err,
                           "SELECT name, form, gpus, cpus, memory_gib, gpu_models, topology,"
                           " COALESCE(pool, ''), min_driver, min_compute_cap FROM classes"
@@ -319,15 +342,12 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
                        : -1;
         unsigned char *ok = &n->model_ok[(size_t)c * (size_t)(S->nmodels + 1)];
         json_t *models = json_loads(store_text(s, 5), 0, NULL);
-        int ref_mem = 0;
         for (int m = 0; m < S->nmodels; m++) {
             size_t i;
             json_t *v;
             json_array_foreach(models, i, v) if (inv_model_matches(json_string_value(v), n->models[m])) ok[m] = 1;
         }
-        for (int g = 0; g < S->ngpus; g++)
-            if (ok[n->gpus[g].model] && n->gpus[g].mem_gib > ref_mem) ref_mem = n->gpus[g].mem_gib;
-        if (!ref_mem) ref_mem = 80;
+        int ref_mem = sch_class_card_gib(models, mnames, mgib, S->nmodels);
         json_decref(models);
         cl->model_ok = ok;
         /* driver and compute capability minimums, card by card */
@@ -336,22 +356,13 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
             gok[g] = (unsigned char)(inv_version_at_least(n->gpu_driver[g], store_text(s, 8)) &&
                                      inv_version_at_least(n->gpu_cc[g], store_text(s, 9)));
         cl->gpu_ok = gok;
-        if (cl->form == SCH_WHOLE) {
-            cl->gpu_milli = 1000LL * cl->gpus;
-            cl->gpu_mem_gib = (int64_t)ref_mem * cl->gpus;
-        } else if (cl->form == SCH_MIG) {
-            cl->gpu_milli = (f.profile[0] - '0') * 1000LL / 7;
-            cl->gpu_mem_gib = atoi(strchr(f.profile, '.') ? strchr(f.profile, '.') + 1 : "0");
-        } else {
-            int64_t by_mem = (int64_t)f.memory_gib * 1000 / ref_mem, by_pct = (int64_t)f.percent * 10;
-            cl->gpu_milli = by_mem > by_pct ? by_mem : by_pct;
-            cl->gpu_mem_gib = f.memory_gib;
-        }
+        sch_unit_demand(cl->form, cl->gpus, f.profile, f.memory_gib, f.percent, ref_mem,
+                        &cl->gpu_milli, &cl->gpu_mem_gib);
     }
     store_done(s);
     if (rc < 0) return rc;
     /* tenants and projects */
-    if (!(n->pool_ok = calloc((size_t)(nt + 1) * (size_t)(S->npools + 1), 1)))
+    if (!(n->pool_ok = ar_alloc(n, (size_t)(nt + 1) * (size_t)(S->npools + 1), 1)))
         return gp_err_set(err, GP_ENOMEM, NULL);
     if ((rc = store_query(tx, &s, err, "SELECT id, name FROM tenants ORDER BY id", ""))) return rc;
     while ((rc = store_step(s, err)) > 0 && S->ntenants < nt) {
@@ -387,7 +398,7 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     }
     store_done(s);
     if (rc < 0) return rc;
-    if (!(n->ppool_ok = calloc((size_t)(npj + 1) * (size_t)(S->npools + 1), 1)))
+    if (!(n->ppool_ok = ar_alloc(n, (size_t)(npj + 1) * (size_t)(S->npools + 1), 1)))
         return gp_err_set(err, GP_ENOMEM, NULL);
     if ((rc = store_query(tx, &s, err,
                           "SELECT id, tenant_id, name, class FROM projects ORDER BY id", "")))
@@ -519,12 +530,13 @@ static void touched(round_stats *st, const char *node) {
     snprintf(st->nodes[st->nnodes++], sizeof st->nodes[0], "%s", node);
 }
 
+/* A binding's weight (metering: card-hours = weight x time): one card, or the unit's share of
+ * its own card, by the demand formula. */
 static int weight_of(const snap *n, const sch_class *c, const sch_unit *u) {
-    if (c->form == SCH_WHOLE) return 1000;
-    if (c->form == SCH_MIG) return (c->profile[0] - '0') * 1000 / 7;
-    int mem = n->gpus[u->gpu[0]].mem_gib ? n->gpus[u->gpu[0]].mem_gib : 1;
-    int by_mem = c->shared_mem_gib * 1000 / mem, by_pct = c->shared_pct * 10;
-    return by_mem > by_pct ? by_mem : by_pct;
+    int64_t milli, gib;
+    sch_unit_demand(c->form, 1, c->profile, c->shared_mem_gib, c->shared_pct,
+                    n->gpus[u->gpu[0]].mem_gib, &milli, &gib);
+    return (int)milli;
 }
 
 static int audit_job(store_tx *tx, const snap *n, int ji, const char *action, json_t *sum,
@@ -580,6 +592,7 @@ static int commit_place(store_tx *tx, const snap *n, const sch_decision *d, roun
                         "UPDATE jobs SET state = 'running', reason = ?, started_at = ? WHERE id = ?",
                         "sis", reason, n->now, j->id);
     if (!rc) rc = jobs__event(tx, j->id, "placed", reason, err);
+    if (!rc) sched_metrics_placed(tx, j->id, n->tnames[p->tenant], n->now - j->submit_us);
     if (!rc)
         rc = audit_job(tx, n, d->job, "job.place",
                        json_pack("{s:s,s:s,s:i}", "class", c->name, "nodes", nodes.buf, "units",
@@ -618,6 +631,7 @@ static int commit_preempt(store_tx *tx, const snap *n, const sch_decision *d, ro
                                   " preemptions = preemptions + 1 WHERE id = ?",
                                   "sis", reason, n->now, j->id);
     if (!rc) rc = jobs__event(tx, j->id, "preempted", reason, err);
+    if (!rc) sched_metrics_preempted(tx, j->id, n->tnames[n->projects[j->project].tenant]);
     if (!rc)
         rc = audit_job(tx, n, d->job, "job.preempt",
                        json_pack("{s:s,s:i,s:i,s:b}", "why", d->reason, "victim_priority",

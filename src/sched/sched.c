@@ -5,7 +5,10 @@
  * whole cards, MIG slices and shared capacity are taken, node CPUs and
  * memory, and the quota usage of every project and tenant.  take_unit() and
  * release_unit() are the only functions that change it, and they are exact
- * inverses, so trial placements (preemption search) can be undone.
+ * inverses, so trial placements (preemption search) can be undone.  Each of
+ * them re-keys the one node it touched in every class's tree of best nodes
+ * (see `key` below), so placing a unit never scans the nodes.  The same
+ * state, kept across calls, is the round after one change (sch_delta).
  */
 #include "sched.h"
 
@@ -26,21 +29,68 @@ typedef struct st {
     int64_t *pcls, *tcls;/* per project / tenant x class: units */
     unsigned gen;        /* bumped whenever capacity is released */
     unsigned *failgen;   /* per class x tenant: gen+1 at the last failure to place one unit */
-    /* per class: nodes that may still fit a unit (capacity only shrinks between releases, so
-     * a node that cannot fit a unit is dropped until the next release rebuilds the list) */
-    int **cand;
-    int *ncand;
-    unsigned *candgen; /* gen+1 when the list was built */
-    /* per class x tenant: free units for reasons, valid while `ops` is unchanged */
+    /*
+     * The best node for a unit of each class, without a scan: per class and key kind
+     * (KEY_FIT: best_on_node's tightest fit; KEY_FGD: the fragmentation gradient of a shared
+     * slice) every node's key, lower better (KEY_NONE: no unit fits there), in a min-tree
+     * over the nodes grouped by pool, so a unit costs one query per allowed pool and a take
+     * or release re-keys only its node.  Built when a class first places; NULL before.
+     */
+    int npools;          /* pools as nodes name them (>= snapshot npools) */
+    int *porder;         /* position -> node, nodes grouped by pool, in node order */
+    int *ppos;           /* node -> position */
+    int *pstart;         /* pool -> first position; [npools + 1] */
+    int M;               /* tree leaves: a power of two >= nnodes */
+    int64_t **key;       /* [class * 2 + kind]: per node */
+    int **tree;          /* [class * 2 + kind]: 2 * M entries, a node index or -1 */
+    int *built, nbuilt;  /* which trees exist, to re-key a node in each */
+    int oom;             /* an allocation failed mid-round */
+    /* per class: free units by pool for reasons, valid while `ops` is unchanged */
     unsigned long ops;   /* bumped by every take and release */
     unsigned long *fuops;
-    int64_t *fuval;
-    int *fumatch;
+    int64_t *fuval;      /* [class * npools] */
+    unsigned char *fumatch; /* [class * npools]: an eligible GPU there */
+    unsigned char *pool_used; /* per pool: has a node */
     /* fragmentation-aware packing of shared slices (pack.h), when the models fit its ids */
     pack_workload *wl;
-    pack_node *pn;  /* scratch: candidate nodes as pack sees them */
-    int *pn_node;
+    int64_t *wweight;    /* per class: the units it was built with */
+    /* reasons already written, by what decides them (see rc_find) */
+    unsigned long charges; /* bumped by every charge */
+    struct rcache *rc;
 } st;
+
+/*
+ * A queue of 50,000 jobs holds few kinds of waiting job: the reason of one is the reason of
+ * every job of the same project, class and units while nothing it depends on changed (quota
+ * use: `charges`; free capacity: `ops`), so it is written once (a direct-mapped cache).
+ */
+#define RC_SLOTS 4096
+typedef struct rcache {
+    int used, kind, project, cls, units, by;
+    unsigned long gen;
+    char reason[200];
+} rcache;
+
+static rcache *rc_find(st *t, int kind, const sch_job *j, int by, unsigned long gen, int *hit) {
+    unsigned h = (unsigned)kind * 2654435761u ^ (unsigned)j->project * 40503u ^
+                 (unsigned)j->cls * 9973u ^ (unsigned)j->units * 131u ^ (unsigned)(by + 1) * 7919u;
+    rcache *e = t->rc ? &t->rc[h % RC_SLOTS] : NULL;
+    *hit = e && e->used && e->kind == kind && e->project == j->project && e->cls == j->cls &&
+           e->units == j->units && e->by == by && e->gen == gen;
+    return e;
+}
+
+static void rc_keep(rcache *e, int kind, const sch_job *j, int by, unsigned long gen,
+                    const char *reason) {
+    if (!e) return;
+    *e = (rcache){1, kind, j->project, j->cls, j->units, by, gen, ""};
+    snprintf(e->reason, sizeof e->reason, "%s", reason);
+}
+
+enum { KEY_FIT = 0, KEY_FGD = 1 };
+#define KEY_NONE INT64_MAX
+
+static void touch(st *t, int node);
 
 #define SL(s, g, k) ((s)->slice[(size_t)(g)*SCH_MAX_SLICES + (k)])
 
@@ -61,6 +111,7 @@ int64_t sch_demand(const sch_snapshot *s, const sch_job *j, int d) {
 static void charge(st *t, const sch_job *j, int sign) {
     const sch_snapshot *s = t->s;
     int p = j->project, tn = s->projects[p].tenant;
+    t->charges++;
     for (int d = 0; d < QD__N; d++) {
         int64_t v = sch_demand(s, j, d) * sign;
         t->puse[(size_t)p * QD__N + d] += v;
@@ -88,6 +139,7 @@ static void take_unit(st *t, const sch_class *c, const sch_unit *u) {
         t->shm[u->gpu[0]] += c->shared_mem_gib;
         t->spct[u->gpu[0]] += c->shared_pct;
     }
+    touch(t, node);
 }
 
 static void release_unit(st *t, const sch_class *c, const sch_unit *u) {
@@ -105,6 +157,7 @@ static void release_unit(st *t, const sch_class *c, const sch_unit *u) {
         t->spct[u->gpu[0]] -= c->shared_pct;
     }
     t->gen++;
+    touch(t, node);
 }
 
 /* ---- placement ---- */
@@ -113,14 +166,6 @@ static int gpu_eligible(const sch_snapshot *s, const sch_class *c, int g) {
     const sch_gpu *gp = &s->gpus[g];
     return gp->allocatable && gp->mode == c->form && c->model_ok[gp->model] &&
            (!c->gpu_ok || c->gpu_ok[g]);
-}
-
-/* May work of `project` (and its tenant) run on node n?  (pools: tenants and project classes) */
-static int node_allowed(const sch_snapshot *s, const sch_class *c, int project, int n) {
-    int pool = s->nodes[n].pool;
-    const sch_project *p = &s->projects[project];
-    return (c->pool < 0 || c->pool == pool) && s->tenants[p->tenant].pool_ok[pool] &&
-           (!p->pool_ok || p->pool_ok[pool]);
 }
 
 /*
@@ -241,19 +286,30 @@ static void unit_task(const sch_snapshot *s, const sch_class *c, pack_task *t) {
     }
 }
 
-/* The typical shapes of this round's queue (MIG units have no place in pack's model). */
-static void build_workload(st *t) {
-    const sch_snapshot *s = t->s;
-    if (s->nmodels * 3 > PACK_MAX_MODELS || s->nclasses == 0) return;
-    pack_shape *shapes = calloc((size_t)s->nclasses, sizeof *shapes);
-    if (!shapes) return;
-    for (int c = 0; c < s->nclasses; c++) unit_task(s, &s->classes[c], &shapes[c].task);
+/* Units of each class waiting in the snapshot's queue (MIG units have no place in pack's
+ * model): the weights of its typical shapes.  1 if a shared class waits. */
+static int queue_weights(const sch_snapshot *s, int64_t *w) {
     int any_shared = 0;
+    memset(w, 0, sizeof *w * (size_t)(s->nclasses + 1));
     for (int i = 0; i < s->njobs; i++) {
         const sch_job *j = &s->jobs[i];
         if (j->state == SCH_RUNNING || s->classes[j->cls].form == SCH_MIG) continue;
-        shapes[j->cls].weight += j->units;
+        w[j->cls] += j->units;
         any_shared |= s->classes[j->cls].form == SCH_SHARED;
+    }
+    return any_shared;
+}
+
+/* The typical shapes of this round's queue, weighted by t->wweight. */
+static void build_workload(st *t) {
+    const sch_snapshot *s = t->s;
+    int any_shared = queue_weights(s, t->wweight);
+    if (s->nmodels * 3 > PACK_MAX_MODELS || s->nclasses == 0) return;
+    pack_shape *shapes = calloc((size_t)s->nclasses, sizeof *shapes);
+    if (!shapes) return;
+    for (int c = 0; c < s->nclasses; c++) {
+        unit_task(s, &s->classes[c], &shapes[c].task);
+        shapes[c].weight = t->wweight[c];
     }
     if (any_shared && pack_workload_new(shapes, (size_t)s->nclasses, &t->wl) != PACK_OK) t->wl = NULL;
     free(shapes);
@@ -286,76 +342,129 @@ static void to_pack(const st *t, int n, pack_node *pn) {
     }
 }
 
-/* Shared slice by fragmentation gradient (ties: best fit). 0 with *u chosen, or -1. */
-static int choose_shared(st *t, const sch_class *c, int project, sch_unit *u) {
+/*
+ * Key of node n for a unit of class ci (lower better; KEY_NONE: nothing fits) and that unit.
+ * KEY_FIT: best_on_node's score.  KEY_FGD: pack's fragmentation-gradient choice on the node
+ * (score higher better, then the tighter card), kept only when the card it picks really
+ * holds the slice (pack sees one dimension; memory, compute and the node's CPU and memory
+ * are all checked) - else the node is left to KEY_FIT.
+ */
+static int64_t node_key(st *t, int ci, int kind, int n, sch_unit *u) {
     const sch_snapshot *s = t->s;
-    int ci = (int)(c - s->classes), m = 0;
-    for (int i = 0; i < t->ncand[ci]; i++) {
-        int n = t->cand[ci][i];
-        if (!node_allowed(s, c, project, n)) continue;
-        to_pack(t, n, &t->pn[m]);
-        t->pn_node[m++] = n;
+    const sch_class *c = &s->classes[ci];
+    if (kind == KEY_FIT) {
+        long long sc = best_on_node(t, c, n, u);
+        return sc < 0 ? KEY_NONE : (int64_t)sc;
     }
+    pack_node pn;
     pack_task task;
-    size_t at;
-    int gi[PACK_MAX_GPUS];
+    int score, tight, gi;
+    to_pack(t, n, &pn);
     unit_task(s, c, &task);
-    if (!m || pack_choose(PACK_GPUPOOL, t->pn, (size_t)m, &task, t->wl, &at, gi) != PACK_OK) return -1;
-    int n = t->pn_node[at], g = s->nodes[n].gpu0 + gi[0];
-    /* pack sees one dimension: confirm memory and compute both fit, and the node's CPU/memory */
+    if (pack_node_best(PACK_GPUPOOL, &pn, &task, t->wl, &score, &tight, &gi) != PACK_OK)
+        return KEY_NONE;
+    int g = s->nodes[n].gpu0 + gi;
     if (!gpu_eligible(s, c, g) || s->gpus[g].mem_gib - t->shm[g] < c->shared_mem_gib ||
         100 - t->spct[g] < c->shared_pct || s->nodes[n].cpus - t->ncpu[n] < c->cpus ||
         s->nodes[n].mem_gib - t->nmem[n] < c->mem_gib)
-        return -1;
+        return KEY_NONE;
     u->gpu[0] = g;
     u->slice = -1;
+    return (int64_t)(100 - score) * 4096 + tight;
+}
+
+/* The better of two nodes in tree `k`: the lower key, then the lower node index. */
+static int better(const int64_t *key, int a, int b) {
+    if (a < 0) return b;
+    if (b < 0) return a;
+    return key[a] < key[b] || (key[a] == key[b] && a < b) ? a : b;
+}
+
+static int tree_build(st *t, int idx) {
+    const sch_snapshot *s = t->s;
+    int ci = idx / 2, kind = idx % 2, M = t->M;
+    t->key[idx] = malloc(sizeof **t->key * (size_t)(s->nnodes + 1));
+    t->tree[idx] = malloc(sizeof **t->tree * (size_t)(2 * M));
+    if (!t->key[idx] || !t->tree[idx]) {
+        free(t->key[idx]);
+        free(t->tree[idx]);
+        t->key[idx] = NULL;
+        t->tree[idx] = NULL;
+        t->oom = 1;
+        return -1;
+    }
+    int64_t *key = t->key[idx];
+    int *tr = t->tree[idx];
+    sch_unit u;
+    for (int n = 0; n < s->nnodes; n++) key[n] = node_key(t, ci, kind, n, &u);
+    for (int i = 0; i < M; i++) tr[M + i] = i < s->nnodes ? t->porder[i] : -1;
+    for (int i = M - 1; i >= 1; i--) tr[i] = better(key, tr[2 * i], tr[2 * i + 1]);
+    t->built[t->nbuilt++] = idx;
     return 0;
 }
 
-static int place_unit(st *t, const sch_class *c, int project, sch_unit *u) {
-    const sch_snapshot *s = t->s;
-    int ci = (int)(c - s->classes);
-    int *list = t->cand[ci];
-    if (t->candgen[ci] != t->gen + 1) {
-        /* (re)build: every node with at least one GPU this class could use */
-        int m = 0;
-        for (int n = 0; n < s->nnodes; n++) {
-            const sch_node *nd = &s->nodes[n];
-            if (c->pool >= 0 && nd->pool != c->pool) continue;
-            for (int g = nd->gpu0; g < nd->gpu0 + nd->ngpus; g++)
-                if (gpu_eligible(s, c, g)) {
-                    list[m++] = n;
-                    break;
-                }
-        }
-        t->ncand[ci] = m;
-        t->candgen[ci] = t->gen + 1;
+/* Node n changed: re-key it in every tree built. */
+static void touch(st *t, int n) {
+    sch_unit u;
+    for (int b = 0; b < t->nbuilt; b++) {
+        int idx = t->built[b];
+        int64_t *key = t->key[idx];
+        int *tr = t->tree[idx];
+        key[n] = node_key(t, idx / 2, idx % 2, n, &u);
+        for (int i = (t->M + t->ppos[n]) / 2; i >= 1; i /= 2)
+            tr[i] = better(key, tr[2 * i], tr[2 * i + 1]);
     }
-    if (c->form == SCH_SHARED && t->wl && choose_shared(t, c, project, u) == 0) {
+}
+
+/* Best node in positions [lo, hi) of tree idx, or -1. */
+static int tree_query(const st *t, int idx, int lo, int hi) {
+    const int64_t *key = t->key[idx];
+    const int *tr = t->tree[idx];
+    int best = -1;
+    for (lo += t->M, hi += t->M; lo < hi; lo /= 2, hi /= 2) {
+        if (lo & 1) best = better(key, best, tr[lo++]);
+        if (hi & 1) best = better(key, best, tr[--hi]);
+    }
+    return best;
+}
+
+/* May work of `project` use pool p for class c? */
+static int pool_allowed(const sch_snapshot *s, const sch_class *c, int project, int p) {
+    const sch_project *pj = &s->projects[project];
+    return (c->pool < 0 || c->pool == p) && p < s->npools && s->tenants[pj->tenant].pool_ok[p] &&
+           (!pj->pool_ok || pj->pool_ok[p]);
+}
+
+/* The best node for a unit of class ci by key kind, among the pools the project may use, with
+ * its unit in *u; -1 when none fits. */
+static int best_node(st *t, int ci, int kind, int project, sch_unit *u) {
+    const sch_snapshot *s = t->s;
+    int idx = ci * 2 + kind;
+    if (!t->tree[idx] && tree_build(t, idx)) return -1;
+    int best = -1;
+    for (int p = 0; p < t->npools; p++) {
+        if (t->pstart[p] == t->pstart[p + 1] || !pool_allowed(s, &s->classes[ci], project, p))
+            continue;
+        best = better(t->key[idx], best, tree_query(t, idx, t->pstart[p], t->pstart[p + 1]));
+    }
+    if (best < 0 || t->key[idx][best] == KEY_NONE) return -1;
+    node_key(t, ci, kind, best, u);
+    return best;
+}
+
+/*
+ * One unit of class c for the project's work: a shared slice where the fragmentation
+ * gradient says (else by best fit), whole cards and MIG slices by the tightest fit; ties to
+ * the lowest node index.  0 with *u taken, or -1.
+ */
+static int place_unit(st *t, const sch_class *c, int project, sch_unit *u) {
+    int ci = (int)(c - t->s->classes);
+    if ((c->form == SCH_SHARED && t->wl && best_node(t, ci, KEY_FGD, project, u) >= 0) ||
+        best_node(t, ci, KEY_FIT, project, u) >= 0) {
         take_unit(t, c, u);
         return 0;
     }
-    long long best = -1;
-    sch_unit cand, chosen;
-    for (int i = 0; i < t->ncand[ci]; i++) {
-        int n = list[i];
-        if (!node_allowed(s, c, project, n)) continue;
-        long long sc = best_on_node(t, c, n, &cand);
-        if (sc < 0) {
-            /* no room here for this class until something is released: forget the node */
-            list[i--] = list[--t->ncand[ci]];
-            continue;
-        }
-        if (best < 0 || sc < best) {
-            best = sc;
-            chosen = cand;
-            if (sc < 100000) break; /* a perfect fit on the GPUs: nothing can be tighter */
-        }
-    }
-    if (best < 0) return -1;
-    *u = chosen;
-    take_unit(t, c, u);
-    return 0;
+    return -1;
 }
 
 /* Place every unit of job j (gang: all or none). 0 with units[] taken, or -1. */
@@ -435,33 +544,52 @@ static int admissible(const st *t, const sch_job *j, char *why, size_t n) {
 
 /* ---- ordering ---- */
 
-/* Stable bottom-up merge sort of the queue (qsort has no context argument). */
-static void sort_queue(const sch_snapshot *s, const double *share, int *q, int nq) {
-    int *tmp = malloc(sizeof *tmp * (size_t)(nq ? nq : 1));
-    if (!tmp) return;
+/* A queued job's place in the order, gathered once so the sort reads no other array. */
+typedef struct qkey {
+    int prio;
+    double share;
+    int64_t submit;
+    const char *id;
+    int job;
+} qkey;
+
+/* 1 if x goes before y: higher priority, lower tenant share, earlier submit, then the id. */
+static int q_before(const qkey *x, const qkey *y) {
+    if (x->prio != y->prio) return x->prio > y->prio;
+    if (x->share != y->share) return x->share < y->share;
+    if (x->submit != y->submit) return x->submit < y->submit;
+    return strcmp(x->id, y->id) <= 0;
+}
+
+/* Stable bottom-up merge sort of the queue by q_before (a total order: ids are unique).
+ * -1 when out of memory. */
+static int sort_queue(const sch_snapshot *s, const double *share, int *q, int nq) {
+    qkey *k = malloc(sizeof *k * (size_t)(nq ? nq : 1)), *tmp = malloc(sizeof *tmp * (size_t)(nq ? nq : 1));
+    if (!k || !tmp) {
+        free(k);
+        free(tmp);
+        return -1;
+    }
+    for (int i = 0; i < nq; i++) {
+        const sch_job *j = &s->jobs[q[i]];
+        k[i] = (qkey){j->priority, share[s->projects[j->project].tenant], j->submit_us, j->id, q[i]};
+    }
     for (int width = 1; width < nq; width *= 2) {
         for (int lo = 0; lo < nq; lo += 2 * width) {
             int mid = lo + width < nq ? lo + width : nq, hi = lo + 2 * width < nq ? lo + 2 * width : nq;
             int a = lo, b = mid, o = lo;
-            while (a < mid || b < hi) {
-                int take_a;
-                if (a >= mid) take_a = 0;
-                else if (b >= hi) take_a = 1;
-                else {
-                    const sch_job *x = &s->jobs[q[a]], *y = &s->jobs[q[b]];
-                    double sx = share[s->projects[x->project].tenant];
-                    double sy = share[s->projects[y->project].tenant];
-                    if (x->priority != y->priority) take_a = x->priority > y->priority;
-                    else if (sx != sy) take_a = sx < sy;
-                    else if (x->submit_us != y->submit_us) take_a = x->submit_us < y->submit_us;
-                    else take_a = strcmp(x->id, y->id) <= 0;
-                }
-                tmp[o++] = take_a ? q[a++] : q[b++];
-            }
+            while (a < mid && b < hi) tmp[o++] = q_before(&k[a], &k[b]) ? k[a++] : k[b++];
+            while (a < mid) tmp[o++] = k[a++];
+            while (b < hi) tmp[o++] = k[b++];
         }
-        memcpy(q, tmp, sizeof *q * (size_t)nq);
+        qkey *x = k;
+        k = tmp;
+        tmp = x;
     }
+    for (int i = 0; i < nq; i++) q[i] = k[i].job;
+    free(k);
     free(tmp);
+    return 0;
 }
 
 /* Dominant share of each tenant: its largest used/ceiling; without ceilings, GPU share. */
@@ -489,39 +617,49 @@ static void shares(const st *t, double *share) {
 
 /* ---- reasons for jobs that did not get a place ---- */
 
+/* Free units of class c the project's work may use now; *matching: 1 an eligible GPU in a pool
+ * it may use, 2 one in a pool it may not.  Counted once per class and pool while nothing is
+ * taken or released, then summed over the pools. */
 static int64_t free_units(st *t, const sch_class *c, int project, int *matching) {
     const sch_snapshot *s = t->s;
-    size_t key = (size_t)(c - s->classes) * (size_t)s->nprojects + (size_t)project;
-    if (t->fuops[key] == t->ops + 1) {
-        *matching = t->fumatch[key];
-        return t->fuval[key];
+    int ci = (int)(c - s->classes), P = t->npools;
+    int64_t *byp = &t->fuval[(size_t)ci * (size_t)P];
+    unsigned char *elig = &t->fumatch[(size_t)ci * (size_t)P];
+    if (t->fuops[ci] != t->ops + 1) {
+        memset(byp, 0, sizeof *byp * (size_t)P);
+        memset(elig, 0, (size_t)P);
+        for (int n = 0; n < s->nnodes; n++) {
+            const sch_node *nd = &s->nodes[n];
+            int64_t on_node = 0;
+            for (int g = nd->gpu0; g < nd->gpu0 + nd->ngpus; g++) {
+                if (!gpu_eligible(s, c, g)) continue;
+                elig[nd->pool] = 1;
+                if (c->form == SCH_WHOLE) on_node += !t->whole[g];
+                else if (c->form == SCH_MIG) {
+                    for (int k = 0; k < s->gpus[g].nslices; k++)
+                        on_node += !SL(t, g, k) && strcmp(s->gpus[g].slices[k].profile, c->profile) == 0;
+                } else {
+                    int a = (s->gpus[g].mem_gib - t->shm[g]) / (c->shared_mem_gib ? c->shared_mem_gib : 1);
+                    int b = (100 - t->spct[g]) / (c->shared_pct ? c->shared_pct : 1);
+                    on_node += a < b ? a : b;
+                }
+            }
+            if (c->form == SCH_WHOLE) on_node /= c->gpus;
+            byp[nd->pool] += on_node;
+        }
+        t->fuops[ci] = t->ops + 1;
     }
     int64_t units = 0;
     *matching = 0;
-    for (int n = 0; n < s->nnodes; n++) {
-        const sch_node *nd = &s->nodes[n];
-        int allowed = node_allowed(s, c, project, n);
-        int64_t on_node = 0;
-        for (int g = nd->gpu0; g < nd->gpu0 + nd->ngpus; g++) {
-            if (!gpu_eligible(s, c, g)) continue;
-            *matching |= allowed ? 1 : 2;
-            if (!allowed) continue;
-            if (c->form == SCH_WHOLE) on_node += !t->whole[g];
-            else if (c->form == SCH_MIG) {
-                for (int k = 0; k < s->gpus[g].nslices; k++)
-                    on_node += !SL(t, g, k) && strcmp(s->gpus[g].slices[k].profile, c->profile) == 0;
-            } else {
-                int a = (s->gpus[g].mem_gib - t->shm[g]) / (c->shared_mem_gib ? c->shared_mem_gib : 1);
-                int b = (100 - t->spct[g]) / (c->shared_pct ? c->shared_pct : 1);
-                on_node += a < b ? a : b;
-            }
+    for (int p = 0; p < P; p++) {
+        if (!elig[p]) continue;
+        if (pool_allowed(s, c, project, p)) {
+            *matching |= 1;
+            units += byp[p];
+        } else {
+            *matching |= 2;
         }
-        if (c->form == SCH_WHOLE) on_node /= c->gpus;
-        units += on_node;
     }
-    t->fuops[key] = t->ops + 1;
-    t->fuval[key] = units;
-    t->fumatch[key] = *matching;
     return units;
 }
 
@@ -537,11 +675,10 @@ static void no_place_reason(st *t, const sch_job *j, int blocker, char *why, siz
             static const char *const pcn[] = {"production", "development", "research"};
             const sch_project *pj = &s->projects[j->project];
             int tenant_ok_somewhere = 0;
-            for (int nd = 0; nd < s->nnodes && !tenant_ok_somewhere; nd++) {
-                int pool = s->nodes[nd].pool;
-                if ((c->pool < 0 || c->pool == pool) && s->tenants[tenant].pool_ok[pool])
+            for (int pool = 0; pool < t->npools && !tenant_ok_somewhere; pool++)
+                if (t->pool_used[pool] && (c->pool < 0 || c->pool == pool) &&
+                    s->tenants[tenant].pool_ok[pool])
                     tenant_ok_somewhere = 1;
-            }
             if (tenant_ok_somewhere && pj->pool_ok)
                 snprintf(why, n, "no_allowed_pool: GPUs of class %s exist only in pools closed to "
                                  "%s projects",
@@ -659,17 +796,23 @@ static void st_free(st *t) {
     free(t->pcls);
     free(t->tcls);
     free(t->failgen);
-    if (t->cand)
-        for (int c = 0; c < t->s->nclasses; c++) free(t->cand[c]);
-    free(t->cand);
-    free(t->ncand);
-    free(t->candgen);
+    for (int i = 0; i < t->nbuilt; i++) {
+        free(t->key[t->built[i]]);
+        free(t->tree[t->built[i]]);
+    }
+    free(t->key);
+    free(t->tree);
+    free(t->built);
+    free(t->porder);
+    free(t->ppos);
+    free(t->pstart);
     free(t->fuops);
     free(t->fuval);
     free(t->fumatch);
+    free(t->pool_used);
+    free(t->rc);
+    free(t->wweight);
     pack_workload_free(t->wl);
-    free(t->pn);
-    free(t->pn_node);
 }
 
 static int st_init(st *t, const sch_snapshot *s) {
@@ -688,23 +831,48 @@ static int st_init(st *t, const sch_snapshot *s) {
     t->pcls = calloc(P * C, sizeof *t->pcls);
     t->tcls = calloc(T * C, sizeof *t->tcls);
     t->failgen = calloc(C * P, sizeof *t->failgen);
-    t->cand = calloc(C, sizeof *t->cand);
-    t->ncand = calloc(C, sizeof *t->ncand);
-    t->candgen = calloc(C, sizeof *t->candgen);
-    t->fuops = calloc(C * P, sizeof *t->fuops);
-    t->fuval = calloc(C * P, sizeof *t->fuval);
-    t->fumatch = calloc(C * P, sizeof *t->fumatch);
-    t->pn = calloc(N, sizeof *t->pn);
-    t->pn_node = calloc(N, sizeof *t->pn_node);
-    for (int c = 0; t->cand && c < s->nclasses; c++)
-        if (!(t->cand[c] = malloc(sizeof **t->cand * N))) {
-            st_free(t);
-            return -1;
-        }
-    if (!t->pn || !t->pn_node || !t->fuops || !t->fuval || !t->fumatch || !t->cand || !t->ncand || !t->candgen || !t->whole || !t->shm || !t->spct || !t->slice || !t->ncpu || !t->nmem || !t->puse ||
+    /* pools: as many as the snapshot names, or its nodes use */
+    t->npools = s->npools;
+    for (int n = 0; n < s->nnodes; n++)
+        if (s->nodes[n].pool >= t->npools) t->npools = s->nodes[n].pool + 1;
+    size_t NP = (size_t)t->npools + 1;
+    for (t->M = 1; t->M < s->nnodes; t->M *= 2) {
+    }
+    t->key = calloc(C * 2, sizeof *t->key);
+    t->tree = calloc(C * 2, sizeof *t->tree);
+    t->built = calloc(C * 2, sizeof *t->built);
+    t->porder = calloc(N, sizeof *t->porder);
+    t->ppos = calloc(N, sizeof *t->ppos);
+    t->pstart = calloc(NP + 1, sizeof *t->pstart);
+    t->fuops = calloc(C, sizeof *t->fuops);
+    t->fuval = calloc(C * NP, sizeof *t->fuval);
+    t->fumatch = calloc(C * NP, sizeof *t->fumatch);
+    t->pool_used = calloc(NP, sizeof *t->pool_used);
+    /* (a small queue writes its reasons faster than it clears a cache) */
+    t->rc = s->njobs >= 1024 ? calloc(RC_SLOTS, sizeof *t->rc) : NULL;
+    t->wweight = calloc(C, sizeof *t->wweight);
+    if (!t->wweight || (s->njobs >= 1024 && !t->rc) || !t->key || !t->tree || !t->built || !t->porder || !t->ppos || !t->pstart ||
+        !t->pool_used || !t->fuops || !t->fuval || !t->fumatch || !t->whole || !t->shm || !t->spct || !t->slice || !t->ncpu || !t->nmem || !t->puse ||
         !t->tuse || !t->pcls || !t->tcls || !t->failgen) {
         st_free(t);
         return -1;
+    }
+    /* nodes grouped by pool (a counting sort: node order within a pool) */
+    for (int n = 0; n < s->nnodes; n++) t->pstart[s->nodes[n].pool + 1]++;
+    for (int p = 0; p < t->npools; p++) t->pstart[p + 1] += t->pstart[p];
+    for (int p = 0; p < t->npools; p++) t->pool_used[p] = t->pstart[p + 1] > t->pstart[p];
+    {
+        int *at = calloc(NP, sizeof *at);
+        if (!at) {
+            st_free(t);
+            return -1;
+        }
+        for (int n = 0; n < s->nnodes; n++) {
+            int p = s->nodes[n].pool, pos = t->pstart[p] + at[p]++;
+            t->porder[pos] = n;
+            t->ppos[n] = pos;
+        }
+        free(at);
     }
     for (int i = 0; i < s->njobs; i++) {
         const sch_job *j = &s->jobs[i];
@@ -752,17 +920,22 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
     int nq = 0;
     for (int i = 0; i < s->njobs; i++)
         if (s->jobs[i].state != SCH_RUNNING) q[nq++] = i;
-    sort_queue(s, share, q, nq);
+    if (sort_queue(s, share, q, nq)) goto out;
+    if (nq && !(r->d = malloc(sizeof *r->d * (size_t)nq))) goto out; /* one per queued job */
+    cap = nq;
     for (int qi = 0; qi < nq; qi++) {
         int ji = q[qi];
         const sch_job *j = &s->jobs[ji];
         char why[200];
         int admitted = j->state == SCH_ADMITTED;
         if (!admitted) {
-            if (!admissible(&t, j, why, sizeof why)) {
+            int hit;
+            rcache *e = rc_find(&t, 0, j, -1, t.charges, &hit);
+            if (hit || !admissible(&t, j, why, sizeof why)) {
+                if (!hit) rc_keep(e, 0, j, -1, t.charges, why);
                 sch_decision *d = add(r, &cap, ji, SCH_DO_NOTHING);
                 if (!d) goto out;
-                snprintf(d->reason, sizeof d->reason, "%s", why);
+                memcpy(d->reason, hit ? e->reason : why, sizeof d->reason);
                 continue;
             }
             charge(&t, j, +1);
@@ -816,10 +989,17 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
     for (int i = 0; i < r->n; i++) {
         sch_decision *d = &r->d[i];
         if (d->reason[0] || d->action == SCH_DO_PREEMPT) continue;
-        no_place_reason(&t, &s->jobs[d->job], d->by, d->reason, sizeof d->reason);
+        int hit;
+        rcache *e = rc_find(&t, 1, &s->jobs[d->job], d->by, t.ops, &hit);
+        if (!hit) {
+            no_place_reason(&t, &s->jobs[d->job], d->by, d->reason, sizeof d->reason);
+            rc_keep(e, 1, &s->jobs[d->job], d->by, t.ops, d->reason);
+        } else {
+            memcpy(d->reason, e->reason, sizeof d->reason);
+        }
         d->by = -1;
     }
-    rc = 0;
+    rc = t.oom ? -1 : 0;
 out:
     if (rc) sch_result_free(r);
     free(share);
@@ -828,6 +1008,251 @@ out:
     free(gone);
     free(waiting);
     st_free(&t);
+    return rc;
+}
+
+/* ---- a round after one change (sched.h: sch_delta) ---- */
+
+struct sch_delta {
+    st t;
+    int nnodes, ngpus, nclasses, nprojects, ntenants, npools; /* the tables it was built for */
+};
+
+int sch_delta_new(const sch_snapshot *s, sch_delta **out) {
+    *out = NULL;
+    sch_delta *d = calloc(1, sizeof *d);
+    if (!d) return -1;
+    if (st_init(&d->t, s)) {
+        free(d);
+        return -1;
+    }
+    d->nnodes = s->nnodes;
+    d->ngpus = s->ngpus;
+    d->nclasses = s->nclasses;
+    d->nprojects = s->nprojects;
+    d->ntenants = s->ntenants;
+    d->npools = s->npools;
+    *out = d;
+    return 0;
+}
+
+void sch_delta_free(sch_delta *d) {
+    if (!d) return;
+    st_free(&d->t);
+    free(d);
+}
+
+/* Point the state at the next snapshot (same tables, other jobs); refresh the typical shapes
+ * when the queue's changed (FGD keys depend on them).  0, 1 (tables differ) or -1. */
+static int delta_follow(sch_delta *d, const sch_snapshot *s) {
+    st *t = &d->t;
+    if (s->nnodes != d->nnodes || s->ngpus != d->ngpus || s->nclasses != d->nclasses ||
+        s->nprojects != d->nprojects || s->ntenants != d->ntenants || s->npools != d->npools)
+        return 1;
+    t->s = s;
+    int64_t *w = calloc((size_t)s->nclasses + 1, sizeof *w);
+    if (!w) return -1;
+    queue_weights(s, w);
+    int same = memcmp(w, t->wweight, sizeof *w * (size_t)s->nclasses) == 0;
+    free(w);
+    if (same) return 0;
+    /* new shapes: drop the FGD trees (rebuilt on first use) and the workload */
+    int m = 0;
+    for (int b = 0; b < t->nbuilt; b++) {
+        int idx = t->built[b];
+        if (idx % 2 == KEY_FGD) {
+            free(t->key[idx]);
+            free(t->tree[idx]);
+            t->key[idx] = NULL;
+            t->tree[idx] = NULL;
+        } else {
+            t->built[m++] = idx;
+        }
+    }
+    t->nbuilt = m;
+    pack_workload_free(t->wl);
+    t->wl = NULL;
+    build_workload(t);
+    return 0;
+}
+
+/* The first waiting job of class c before job `ji` in the queue order: admitted in the
+ * snapshot and not placed now (placed[]), or admitted now and unplaced (extra[]). */
+static int first_waiting(const st *t, const double *share, int c, const unsigned char *placed,
+                         const int *extra, int nextra) {
+    const sch_snapshot *s = t->s;
+    int best = -1;
+    qkey kb = {0}, k;
+    for (int i = 0; i < s->njobs + nextra; i++) {
+        int ji = i < s->njobs ? i : extra[i - s->njobs];
+        const sch_job *j = &s->jobs[ji];
+        if (j->cls != c) continue;
+        if (i < s->njobs && (j->state != SCH_ADMITTED || (placed && placed[ji]))) continue;
+        k = (qkey){j->priority, share[s->projects[j->project].tenant], j->submit_us, j->id, ji};
+        if (best < 0 || q_before(&k, &kb)) {
+            best = ji;
+            kb = k;
+        }
+    }
+    return best;
+}
+
+/*
+ * The loop of sch_round over the jobs that may change (q, in queue order).  waitprio[c]: the
+ * highest priority of a job of class c that waits ahead of them (INT32_MIN: none).  Decisions
+ * that change something (placed, admitted) go to r.  0, or -1 when out of memory.
+ */
+static int delta_run(st *t, const double *share, const int *q, int nq, int *waitprio,
+                     unsigned char *placed, sch_result *r) {
+    const sch_snapshot *s = t->s;
+    int cap = 0, nextra = 0, rc = -1;
+    int *extra = malloc(sizeof *extra * (size_t)(nq + 1)); /* admitted now, not placed */
+    if (!extra) goto out;
+    for (int qi = 0; qi < nq; qi++) {
+        int ji = q[qi];
+        const sch_job *j = &s->jobs[ji];
+        char why[200];
+        int admitted = j->state == SCH_ADMITTED;
+        if (!admitted) {
+            if (!admissible(t, j, why, sizeof why)) continue; /* stays as it was */
+            charge(t, j, +1);
+        }
+        sch_unit *units = calloc((size_t)j->units, sizeof *units);
+        if (!units) goto out;
+        int may_jump = waitprio[j->cls] <= j->priority;
+        if (may_jump && place_job(t, j, units) == 0) {
+            sch_decision *d = add(r, &cap, ji, SCH_DO_PLACE);
+            if (!d) {
+                free(units);
+                goto out;
+            }
+            d->units = units;
+            snprintf(d->reason, sizeof d->reason, "placed");
+            r->placed++;
+            if (placed) placed[ji] = 1;
+            continue;
+        }
+        free(units);
+        if (waitprio[j->cls] < j->priority) waitprio[j->cls] = j->priority;
+        if (!admitted) {
+            sch_decision *d = add(r, &cap, ji, SCH_DO_ADMIT);
+            if (!d) goto out;
+            d->by = may_jump ? -1 : -2; /* -2: name the blocker below */
+            extra[nextra++] = ji;
+        }
+    }
+    /* reasons against the final state, as sch_round writes them */
+    for (int i = 0; i < r->n; i++) {
+        sch_decision *d = &r->d[i];
+        if (d->action != SCH_DO_ADMIT) continue;
+        int by = d->by == -2 ? first_waiting(t, share, s->jobs[d->job].cls, placed, extra, nextra) : -1;
+        no_place_reason(t, &s->jobs[d->job], by, d->reason, sizeof d->reason);
+        d->by = -1;
+    }
+    rc = t->oom ? -1 : 0;
+out:
+    free(extra);
+    return rc;
+}
+
+int sch_delta_submit(sch_delta *d, const sch_snapshot *s, int job, sch_result *out) {
+    memset(out, 0, sizeof *out);
+    if (job < 0 || job >= s->njobs || s->jobs[job].state != SCH_PENDING || s->jobs[job].may_preempt)
+        return 1;
+    int rc = delta_follow(d, s);
+    if (rc) return rc;
+    st *t = &d->t;
+    const sch_job *j = &s->jobs[job];
+    double *share = calloc((size_t)s->ntenants + 1, sizeof *share);
+    int *waitprio = malloc(sizeof *waitprio * (size_t)(s->nclasses + 1));
+    if (!share || !waitprio) {
+        free(share);
+        free(waitprio);
+        return -1;
+    }
+    shares(t, share);
+    for (int c = 0; c < s->nclasses; c++) waitprio[c] = INT32_MIN;
+    for (int i = 0; i < s->njobs; i++)
+        if (s->jobs[i].state == SCH_ADMITTED && s->jobs[i].cls == j->cls &&
+            s->jobs[i].priority > waitprio[j->cls])
+            waitprio[j->cls] = s->jobs[i].priority;
+    int q[1] = {job};
+    rc = delta_run(t, share, q, 1, waitprio, NULL, out);
+    if (rc == 0 && out->n == 0) {
+        /* not admissible: the reason a full round gives it */
+        int cap = 0;
+        sch_decision *dd = add(out, &cap, job, SCH_DO_NOTHING);
+        if (!dd) rc = -1;
+        else (void)admissible(t, j, dd->reason, sizeof dd->reason);
+    }
+    if (rc) sch_result_free(out);
+    free(share);
+    free(waitprio);
+    return rc;
+}
+
+int sch_delta_exit(sch_delta *d, const sch_snapshot *s, const sch_job *gone, sch_result *out) {
+    memset(out, 0, sizeof *out);
+    if (!gone || gone->state != SCH_RUNNING || !gone->place) return 1;
+    st *t = &d->t;
+    if (gone->cls < 0 || gone->cls >= s->nclasses || gone->project < 0 ||
+        gone->project >= s->nprojects)
+        return 1;
+    /* the classes a unit of which fits on a node it frees, once freed (any other node only
+     * lost room since their jobs last failed), and the tenant whose quota it frees */
+    int tenant = s->projects[gone->project].tenant;
+    unsigned char *uses = calloc((size_t)s->nclasses + 1, 1);
+    if (!uses) return -1;
+    {
+        const sch_class *c = &s->classes[gone->cls];
+        for (int k = 0; k < gone->units; k++) release_unit(t, c, &gone->place[k]);
+        for (int k = 0; k < gone->units; k++) {
+            int node = s->gpus[gone->place[k].gpu[0]].node;
+            for (int ci = 0; ci < s->nclasses; ci++) {
+                sch_unit u;
+                uses[ci] |= best_on_node(t, &s->classes[ci], node, &u) >= 0;
+            }
+        }
+        for (int k = 0; k < gone->units; k++) take_unit(t, c, &gone->place[k]);
+    }
+    /* the jobs that may move: admitted ones of those classes, queued ones of that tenant */
+    int *q = malloc(sizeof *q * (size_t)(s->njobs + 1));
+    int *waitprio = malloc(sizeof *waitprio * (size_t)(s->nclasses + 1));
+    double *share = calloc((size_t)s->ntenants + 1, sizeof *share);
+    unsigned char *placed = calloc((size_t)s->njobs + 1, 1);
+    int nq = 0, rc = -1;
+    if (!q || !waitprio || !share || !placed) goto out;
+    for (int c = 0; c < s->nclasses; c++) waitprio[c] = INT32_MIN;
+    for (int i = 0; i < s->njobs; i++) {
+        const sch_job *j = &s->jobs[i];
+        if (j->state == SCH_RUNNING) continue;
+        int cand = (j->state == SCH_ADMITTED && uses[j->cls]) ||
+                   (j->state == SCH_PENDING && s->projects[j->project].tenant == tenant);
+        if (cand && j->may_preempt) {
+            rc = 1; /* preemption: a full round */
+            goto out;
+        }
+        if (cand) q[nq++] = i;
+        else if (j->state == SCH_ADMITTED && j->priority > waitprio[j->cls])
+            waitprio[j->cls] = j->priority; /* waits ahead of (or behind) them, unchanged */
+    }
+    if ((rc = delta_follow(d, s)) != 0) goto out;
+    rc = -1;
+    {
+        const sch_class *c = &s->classes[gone->cls];
+        for (int k = 0; k < gone->units; k++) release_unit(t, c, &gone->place[k]);
+        charge(t, gone, -1);
+    }
+    shares(t, share);
+    if (sort_queue(s, share, q, nq)) goto out;
+    rc = delta_run(t, share, q, nq, waitprio, placed, out);
+out:
+    if (rc) sch_result_free(out);
+    free(uses);
+    free(q);
+    free(waitprio);
+    free(share);
+    free(placed);
     return rc;
 }
 

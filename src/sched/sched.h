@@ -166,6 +166,60 @@ void sch_result_free(sch_result *r);
  */
 int sch_check(const sch_snapshot *s, const sch_result *r, char *why, size_t n);
 
+/*
+ * A round after one change, at the cost of the change (pure, like sch_round).
+ *
+ * A sch_delta holds the usage of a "settled" snapshot: one whose last round's decisions are
+ * applied (placed jobs running with their units, admitted ones admitted), so that a full
+ * round on it would place, admit and preempt nothing.  After one submit or one exit it
+ * decides what a full round on the changed snapshot would: the same placements and
+ * admissions (and the submitted job's reason), without visiting every node or job again -
+ * a tree of each class's best node answers a unit in O(pools x log nodes), and only the jobs
+ * the change can move are tried (the new one; after an exit, admitted jobs of the classes
+ * that can use the freed node and queued jobs of the tenant whose quota it frees).  The
+ * result holds only decisions that change something (PLACE, ADMIT; for a submit that is not
+ * admitted, its NOTHING with the reason); the reasons of jobs that stay waiting are left to
+ * the next full round.  The delta then follows its own decisions: apply them to the next
+ * snapshot, and pass that one to the next call.
+ *
+ * Returns 0 with *out, 1 when the change needs a full round (a job that may preempt is
+ * involved, or the tables - nodes, GPUs, classes, projects, tenants, pools - differ; *out is
+ * empty and the delta unchanged; rebuild it after that round), or -1 when out of memory
+ * (the delta must then be rebuilt).  The snapshots keep the tables and indexes of the one
+ * the delta was made from; only the jobs differ.  Owned by the caller; one thread at a time.
+ */
+typedef struct sch_delta sch_delta;
+int sch_delta_new(const sch_snapshot *settled, sch_delta **out);
+void sch_delta_free(sch_delta *d);
+/* `s`: the settled snapshot plus jobs[job], queued (SCH_PENDING). */
+int sch_delta_submit(sch_delta *d, const sch_snapshot *s, int job, sch_result *out);
+/* `s`: the settled snapshot without `gone`, a running job that ended (as it was, with its
+ * units; its storage is only read during the call). */
+int sch_delta_exit(sch_delta *d, const sch_snapshot *s, const sch_job *gone, sch_result *out);
+
+/*
+ * The demand formula (demand.c; admission, the overview and metering all use it): one unit
+ * of a class of `form` (SCH_WHOLE: `gpus` cards; SCH_MIG: MIG `profile` "3g.40gb"; SCH_SHARED:
+ * `shared_mem_gib` GiB and `shared_pct` % of a card) on a card of `card_mem_gib` GiB counts
+ *   whole   *milli = 1000 x gpus, *mem_gib = card_mem_gib x gpus
+ *   MIG     *milli = 1000 x compute slices / 7 (3g: 428), *mem_gib = the profile's memory
+ *   shared  *milli = max(1000 x shared_mem_gib / card_mem_gib, 10 x shared_pct),
+ *           *mem_gib = shared_mem_gib
+ * A binding counts on its own card; a unit not placed yet (admission, an admitted job in the
+ * overview) on the class's card, sch_class_card_gib.  card_mem_gib <= 0: 80 GiB.
+ */
+#define SCH_DEFAULT_CARD_GIB 80
+void sch_unit_demand(int form, int gpus, const char *profile, int shared_mem_gib,
+                     int shared_pct, int card_mem_gib, int64_t *milli, int64_t *mem_gib);
+
+/*
+ * The card a class is counted on before placement: the largest memory (GiB) among the cards
+ * models[i] / mem_gib[i] (i < n) whose model satisfies one of `class_models` (a JSON array
+ * of model names, inv_model_matches); 80 when none does.
+ */
+int sch_class_card_gib(json_t *class_models, const char *const *models, const int *mem_gib,
+                       int n);
+
 /* Quota demand of a job in one dimension (pure). */
 int64_t sch_demand(const sch_snapshot *s, const sch_job *j, int dim);
 

@@ -3,7 +3,10 @@
  */
 #include "store_int.h"
 
+#include "schema_int.h"
+
 #include <assert.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -12,12 +15,21 @@ int store_url_is_pg(const char *url) {
 }
 
 int store_open(const char *url, int pool_size, store_t **out, gp_err *err) {
+    return store_open_to(url, pool_size, 0, out, err);
+}
+
+int store_schema_known(void) { return schema__sqlite_count(); }
+
+int store_open_to(const char *url, int pool_size, int target, store_t **out, gp_err *err) {
     *out = NULL;
     if (pool_size < 1) pool_size = 1;
-    if (store_url_is_pg(url)) return store__pg_open(url, pool_size, out, err);
+    if (target < 0 || target > store_schema_known())
+        return gp_err_set(err, GP_EINVALID, "schema version %d is not one this gpupool knows (1-%d)",
+                          target, store_schema_known());
+    if (store_url_is_pg(url)) return store__pg_open(url, pool_size, target, out, err);
     if (strncmp(url, "sqlite:", 7) == 0) url += 7;
     if (!*url) return gp_err_set(err, GP_EINVALID, "empty store path");
-    return store__sqlite_open(url, pool_size, out, err);
+    return store__sqlite_open(url, pool_size, target, out, err);
 }
 
 int store_open_readonly(const char *url, store_t **out, gp_err *err) {
@@ -80,12 +92,32 @@ int store_ping(store_t *st, gp_err *err) {
     return store_schema_version(st, &v, err);
 }
 
+/* write transactions begun in this process (store_write_tx_total) */
+static _Atomic unsigned long long write_tx_total;
+
 int store_begin(store_t *st, int mode, store_tx **out, gp_err *err) {
     assert(mode == STORE_READ || mode == STORE_WRITE);
-    return st->ops->begin(st, mode, out, err);
+    int rc = st->ops->begin(st, mode, out, err);
+    if (!rc && mode == STORE_WRITE) atomic_fetch_add_explicit(&write_tx_total, 1, memory_order_relaxed);
+    return rc;
 }
 
-int store_commit(store_tx *tx, gp_err *err) { return tx->ops->commit(tx, err); }
+unsigned long long store_write_tx_total(void) {
+    return atomic_load_explicit(&write_tx_total, memory_order_relaxed);
+}
+
+/* transactions committed in this process (store_commit_total) */
+static _Atomic unsigned long long commit_total;
+
+int store_commit(store_tx *tx, gp_err *err) {
+    int rc = tx->ops->commit(tx, err);
+    if (!rc) atomic_fetch_add_explicit(&commit_total, 1, memory_order_release);
+    return rc;
+}
+
+unsigned long long store_commit_total(void) {
+    return atomic_load_explicit(&commit_total, memory_order_acquire);
+}
 
 void store_rollback(store_tx *tx) {
     if (tx) tx->ops->rollback(tx);

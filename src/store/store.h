@@ -47,6 +47,20 @@ enum { STORE_READ = 0, STORE_WRITE = 1 };
 int store_open(const char *url, int pool_size, store_t **out, gp_err *err);
 
 /*
+ * store_open, but apply migrations only up to schema version `target`
+ * (1..store_schema_known(); 0 = all, as store_open).  For `gpupool migrate
+ * --to N` (staged upgrades, and tests that need a store of an earlier
+ * release): a store opened short of the latest version is good for
+ * store_schema_version(), store_grant() and store_close() only.  Migrations
+ * are never undone: a store already past `target` is refused (GP_ESCHEMA);
+ * a `target` out of range is GP_EINVALID.  OUT: *out, freed with store_close().
+ */
+int store_open_to(const char *url, int pool_size, int target, store_t **out, gp_err *err);
+
+/* Highest schema version this binary knows (the same for both backends). */
+int store_schema_known(void);
+
+/*
  * Open an existing store read-only, for inspection (`gpupool check`): no
  * migrations run and write transactions fail.  GP_ENOTFOUND when there is
  * no database there; GP_ESCHEMA when its schema is newer than this binary
@@ -123,6 +137,19 @@ int store_schema_latest(const store_t *st);
 
 /* Begin a READ or WRITE transaction. OUT: *out, ended by commit or rollback. */
 int store_begin(store_t *st, int mode, store_tx **out, gp_err *err);
+
+/*
+ * WRITE transactions begun by this process so far, on every store it opened
+ * (/metrics: gpupool_store_write_tx_total; the gateway's "write transactions
+ * per request" figure).  Thread-safe.
+ */
+unsigned long long store_write_tx_total(void);
+/*
+ * Transactions this process committed so far (counted once each commit has
+ * succeeded): a cache of store data knows a change of its own may have
+ * landed when this moved.  Thread-safe.
+ */
+unsigned long long store_commit_total(void);
 
 /* Commit and release; on failure the transaction is rolled back and released. */
 int store_commit(store_tx *tx, gp_err *err);

@@ -74,16 +74,16 @@ void store__pool_free(store_pool *p);
  */
 int store__schema_exact(int have, int latest, gp_err *err);
 
-/* SQLite backend: open `path` (pool of `pool_size`). */
-int store__sqlite_open(const char *path, int pool_size, store_t **out, gp_err *err);
+/* SQLite backend: open `path` (pool of `pool_size`), migrated to `target` (0: latest). */
+int store__sqlite_open(const char *path, int pool_size, int target, store_t **out, gp_err *err);
 /* SQLite backend, read-only, one connection, no migrations (store_open_readonly). */
 int store__sqlite_open_ro(const char *path, store_t **out, gp_err *err);
 /* SQLite backend: store_backup() of the database at `path`. */
 int store__sqlite_backup(const char *path, const char *dest_path, int *schema_version,
                          gp_err *err);
 
-/* PostgreSQL backend: `conninfo` is a libpq URI or key=value string. */
-int store__pg_open(const char *conninfo, int pool_size, store_t **out, gp_err *err);
+/* PostgreSQL backend: `conninfo` is a libpq URI or key=value string; `target` as SQLite's. */
+int store__pg_open(const char *conninfo, int pool_size, int target, store_t **out, gp_err *err);
 /* PostgreSQL backend, read-only (store_open_readonly). */
 int store__pg_open_ro(const char *conninfo, store_t **out, gp_err *err);
 

@@ -204,13 +204,14 @@ static int has_schema(PGconn *c) {
 }
 
 /*
- * Bring the schema to this binary's version.  A current schema needs no
+ * Bring the schema to this binary's version (to `target` when > 0: `gpupool
+ * migrate --to N`).  A current schema needs no
  * privilege beyond reading it, so servers may connect as a role that owns
  * nothing (and so cannot switch row-level security off); only a change
  * needs the owner, and then the error says how (`gpupool migrate`).
  */
-static int migrate(PGconn *c, gp_err *err) {
-    int have = 0, latest = schema__pg_count();
+static int migrate(PGconn *c, int target, gp_err *err) {
+    int have = 0, known = schema__pg_count(), latest = target > 0 ? target : known;
     if (has_schema(c) == 1 && read_version(c, &have, err) == GP_OK && have == latest)
         return GP_OK;
     char sql[128];
@@ -225,6 +226,12 @@ static int migrate(PGconn *c, gp_err *err) {
         goto fail; /* a ROLLBACK outside a transaction is harmless */
     if ((rc = exec_plain(c, "BEGIN", err))) goto out;
     if ((rc = read_version(c, &have, err))) goto fail;
+    if (have > latest && have <= known) {
+        rc = gp_err_set(err, GP_ESCHEMA,
+                        "database schema version %d is past %d: migrations are never undone",
+                        have, latest);
+        goto fail;
+    }
     if (have > latest) {
         rc = gp_err_set(err, GP_ESCHEMA,
                         "database schema version %d is newer than this gpupool knows (%d); "
@@ -297,14 +304,15 @@ static void store_free(pg_store *st) {
     free(st);
 }
 
-int store__pg_open(const char *conninfo, int pool_size, store_t **out, gp_err *err) {
+int store__pg_open(const char *conninfo, int pool_size, int target, store_t **out,
+                   gp_err *err) {
     pg_store *st = store_alloc(conninfo, pool_size);
     if (!st) return gp_err_set(err, GP_ENOMEM, NULL);
     int rc = GP_OK;
     for (int i = 0; i < pool_size; i++) {
         if ((rc = connect_one(conninfo, 0, &st->conns[i], err))) break;
         st->n++;
-        if (i == 0 && (rc = migrate(st->conns[0], err))) break;
+        if (i == 0 && (rc = migrate(st->conns[0], target, err))) break;
         store__pool_put(&st->pool, i);
     }
     if (rc) {

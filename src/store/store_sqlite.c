@@ -124,15 +124,22 @@ static int read_version(sqlite3 *db, int *out, gp_err *err) {
     return GP_OK;
 }
 
-static int migrate(sqlite3 *db, gp_err *err) {
+/* Apply the migrations after the store's version up to `target` (0: all). */
+static int migrate(sqlite3 *db, int target, gp_err *err) {
     int rc = exec_plain(db,
                         "CREATE TABLE IF NOT EXISTS schema_migrations ("
                         " version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
                         err);
     if (rc) return rc;
-    int have, latest = schema__sqlite_count();
+    int have, known = schema__sqlite_count(), latest = target > 0 ? target : known;
     if ((rc = exec_plain(db, "BEGIN IMMEDIATE", err))) return rc;
     if ((rc = read_version(db, &have, err))) goto fail;
+    if (have > latest && have <= known) {
+        rc = gp_err_set(err, GP_ESCHEMA,
+                        "database schema version %d is past %d: migrations are never undone",
+                        have, latest);
+        goto fail;
+    }
     if (have > latest) {
         rc = gp_err_set(err, GP_ESCHEMA,
                         "database schema version %d is newer than this gpupool knows (%d); "
@@ -184,14 +191,15 @@ static void store_free(sq_store *st) {
     free(st);
 }
 
-int store__sqlite_open(const char *path, int pool_size, store_t **out, gp_err *err) {
+int store__sqlite_open(const char *path, int pool_size, int target, store_t **out,
+                       gp_err *err) {
     sq_store *st = store_alloc(pool_size);
     if (!st) return gp_err_set(err, GP_ENOMEM, NULL);
     int rc = GP_OK;
     for (int i = 0; i < pool_size; i++) {
         if ((rc = open_conn(path, &st->dbs[i], err))) break;
         st->n++;
-        if (i == 0 && (rc = migrate(st->dbs[0], err))) break;
+        if (i == 0 && (rc = migrate(st->dbs[0], target, err))) break;
         store__pool_put(&st->pool, i);
     }
     if (rc) {

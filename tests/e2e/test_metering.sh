@@ -219,7 +219,7 @@ assert_file_contains "$BODY_FILE" 'gpupool_gpus{health="healthy",mode="whole"} 2
 assert_file_contains "$BODY_FILE" 'gpupool_gpus{health="healthy",mode="shared"} 1'
 assert_file_contains "$BODY_FILE" 'gpupool_allocated_gpus{tenant="red",class="l40s.q"} 0.250'
 assert_file_contains "$BODY_FILE" 'gpupool_tokens_month{tenant="blue",direction="input"}'
-assert_file_contains "$BODY_FILE" 'gpupool_card_hours_month{tenant="red"}'
+assert_file_contains "$BODY_FILE" 'gpupool_card_seconds_month{tenant="red"}'
 assert_file_contains "$BODY_FILE" '# TYPE gpupool_queued_jobs gauge'
 AUTH_HEADER= api GET /metrics
 assert_status 200

@@ -102,7 +102,7 @@ note "the simulated nodes' agent is gone for good: marked after 5 timeouts"
 kill -KILL "$A2"
 _wait_exit "$A2" 10
 _forget_pid "$A2"
-poll $((T * 5 + 20)) ready_count 1 || fail "the 12 silent nodes were not marked unreachable after 5 timeouts"
+poll $((T * 5 + 45)) ready_count 1 || fail "the 12 silent nodes were not marked unreachable after 5 timeouts"
 _pass
 gp -o json node show sim-0
 assert_json .state unreachable "$OUT_FILE"

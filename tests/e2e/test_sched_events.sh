@@ -16,7 +16,8 @@
 #     long poll learns each placement at once and it reports each exit at
 #     once) - heartbeat-paced, the same work took three intervals or more;
 #  4. the long poll's own rules: only the node's agent (404), bounded timeout
-#     (400), answered at once for a version from another run;
+#     (400), answered at once for a version from another run; 100 of them
+#     waiting at once keep no handler thread busy (gpupool_http_workers);
 #  5. on PostgreSQL, two servers: a job submitted through the server that does
 #     not lead, to a node whose agent waits on that server, runs and ends at
 #     once (the wake and the node's event cross servers by LISTEN/NOTIFY);
@@ -236,6 +237,22 @@ if [ -n "$ATOK" ]; then
     T1=$(_now_ms)
     [ $((T1 - T0)) -ge 900 ] || fail "a wait without a change answered after $((T1 - T0)) ms (want ~1 s)"
     _pass
+    note "100 long polls waiting at once hold no thread"
+    lp_pids=()
+    for i in $(seq 100); do
+        curl -s --max-time 30 -o "$E2E_TMP/lp.$i.json" -H "Authorization: Bearer $ATOK" \
+            -H 'Content-Type: application/json' \
+            -d "{\"node\":\"n8\",\"seen\":$V,\"timeout_s\":6}" "$URL/api/v1/agent/wait" &
+        lp_pids+=($!)
+    done
+    workers() { metric "gpupool_http_workers{state=\"$1\"}"; }
+    lp_open() { [ "$(metric gpupool_http_connections_open)" -ge 100 ] && [ "$(workers busy)" -le 2 ]; }
+    poll 15 lp_open || fail "100 long polls: $(metric gpupool_http_connections_open) open, $(workers busy) workers busy"
+    _pass
+    note "with 100 long polls open: $(workers busy) workers busy, $(workers idle) idle"
+    for p in "${lp_pids[@]}"; do wait "$p" || fail "a long poll failed (curl exit $?)"; done
+    assert_eq "$(cat "$E2E_TMP"/lp.*.json | jq -s '[.[] | select(.changed == false and .events == true)] | length')" \
+        100 "every long poll answered at its timeout"
     TOKEN=$TOKEN_SAVE
 else
     note "no agent credential file found: the agent-side checks are skipped"

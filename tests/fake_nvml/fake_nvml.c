@@ -12,6 +12,10 @@
  *   driver 550.54.15; topology level 10 (one PCIe switch) between the two;
  *   45 C with a 90 C slowdown threshold; ECC counters and remapped rows zero;
  *   utilisation 12 % / 3 % on GPU 0, "not supported" on the MIG-enabled GPU 1;
+ *   memory in use 512 MiB + (k mod 8) GiB on the k-th nvmlDeviceGetMemoryInfo call of a
+ *   physical GPU (counted across GPUs), 0 on a MIG device; power 70 W + (k mod 5) x 10 W
+ *   on GPU 0 and 300 W + (k mod 5) x 10 W on GPU 1 on the k-th nvmlDeviceGetPowerUsage call
+ *   (deterministic, varying samples);
  *   pending page retirement 0 on GPU 0, "not supported" on GPU 1.
  *
  * Faults, read from the environment at each call:
@@ -215,8 +219,9 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m
     int rc = dev_check(d);
     if (rc) return rc;
     if (!m) return INVALID_ARGUMENT;
+    static unsigned calls; /* memory in use varies from one call to the next */
     m->total = d->mem;
-    m->used = d->mig < 0 ? 512ULL * 1024 * 1024 : 0;
+    m->used = d->mig < 0 ? 512ULL * 1024 * 1024 + (calls++ % 8) * GIB : 0;
     m->free = m->total - m->used;
     return OK;
 }
@@ -348,6 +353,15 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtili
     if (d->migmode) return NOT_SUPPORTED;
     u->gpu = 12;
     u->memory = 3;
+    return OK;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned *mw) {
+    static unsigned calls;
+    int rc = dev_check(d);
+    if (rc) return rc;
+    if (d->mig >= 0 || !mw) return INVALID_ARGUMENT;
+    *mw = (d->gpu == 0 ? 70000u : 300000u) + (calls++ % 5) * 10000u;
     return OK;
 }
 

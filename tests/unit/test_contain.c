@@ -304,11 +304,13 @@ static void liveness(void **state) {
     assert_int_equal(api__sweep_nodes(f->t.st, S, 0, &held, NULL, &err), GP_OK);
     assert_int_equal(nodes_in(f, "unreachable"), 1);
     assert_int_equal(held, 11);
-    /* watched for under 5 timeouts: a mass silence holds even the long silent */
+    /* watched for under a timeout (a restart, a stall): nothing is judged, not even the long
+     * silent */
     heard(f, "'n3'", 10 * S);
-    assert_int_equal(api__sweep_nodes(f->t.st, S, gt_now_us() - 2 * S, &held, NULL, &err), GP_OK);
+    assert_int_equal(api__sweep_nodes(f->t.st, S, gt_now_us() - S / 2, &held, NULL, &err), GP_OK);
     assert_int_equal(nodes_in(f, "unreachable"), 1);
-    assert_int_equal(held, 11);
+    assert_int_equal(held, 0);
+    heard(f, "'n3'", 3 * S);
     /* the others heartbeat again: one silent node of eleven is no mass silence, it is marked */
     heard(f, "SELECT name FROM nodes WHERE name <> 'n1'", 0);
     assert_int_equal(api__sweep_nodes(f->t.st, S, 0, &held, NULL, &err), GP_OK);

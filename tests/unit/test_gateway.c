@@ -9,7 +9,9 @@
  * (usage from response.completed, text from deltas, the end, an error
  * event), and requests in flight per key (max_parallel) in one process and
  * across two sharing a store; routing order with outlier ejection and panic
- * mode, and ejection after consecutive failures (not one).
+ * mode, and ejection after consecutive failures (not one); token leases: the
+ * pure sizing and accounting, and two processes leasing one small quota
+ * (never passed, the usual refusal, no write per admission, all given back).
  *
  * Also (issue 18): what a request may ask (ranges, types), overflow-proof
  * token arithmetic at the INT64 limits, a property test of random
@@ -962,6 +964,219 @@ static void ejection(void **state) {
     tu_rmdir(dir);
 }
 
+
+/* ---- token leases (issue 22: no store write per request) ---- */
+
+/* The pure accounting and sizing of one lease. */
+static void lease_sizing(void **state) {
+    (void)state;
+    gw_lease_policy p = GW_LEASE_POLICY_DEFAULT;
+    gw_lease l;
+    memset(&l, 0, sizeof l);
+    int64_t t = 1000000000000LL;
+    /* an empty lease covers nothing; a first grant is the minimum, within a share of the room */
+    assert_false(gw_lease_take(&l, 10, t));
+    assert_int_equal(gw_lease_size(&p, &l, 10, 1000000, t), 4096);
+    assert_int_equal(gw_lease_size(&p, &l, 10, 1000, t), 250);  /* 1000 / 4 */
+    assert_int_equal(gw_lease_size(&p, &l, 600, 1000, t), 600); /* what the request needs */
+    assert_int_equal(gw_lease_size(&p, &l, 10, 10, t), 10);     /* all that is left */
+    assert_int_equal(gw_lease_size(&p, &l, 11, 10, t), 0);      /* refused */
+    assert_int_equal(gw_lease_size(&p, &l, 10, -5, t), 0);
+    /* taking and ending: unused tokens come back, an overuse is owed */
+    l.avail = 100;
+    assert_true(gw_lease_take(&l, 30, t));
+    assert_int_equal(l.avail, 70);
+    assert_int_equal(l.inflight, 1);
+    assert_int_equal(gw_lease_size(&p, &l, 30, 1000, t), 0); /* it still covers one */
+    assert_false(gw_lease_idle(&l, t + 60000000, 5000000));
+    gw_lease_end(&l, 30, 12);
+    assert_int_equal(l.avail, 88);
+    assert_int_equal(l.inflight, 0);
+    assert_int_equal(l.unsettled, 1);
+    assert_false(gw_lease_idle(&l, t + 60000000, 5000000)); /* its record is not written */
+    gw_lease_settled(&l);
+    assert_false(gw_lease_idle(&l, t + 1000, 5000000));     /* used a moment ago */
+    assert_true(gw_lease_idle(&l, t + 5000000, 5000000));
+    assert_true(gw_lease_take(&l, 88, t));
+    gw_lease_end(&l, 88, 100); /* used 12 more than it reserved */
+    assert_int_equal(l.avail, -12);
+    assert_false(gw_lease_take(&l, 0, t));
+    /* the next grant covers the debt too: 5 + 12 */
+    assert_int_equal(gw_lease_size(&p, &l, 5, 17, t), 17);
+    assert_int_equal(gw_lease_size(&p, &l, 5, 16, t), 0);
+    /* hostile figures saturate */
+    gw_lease_end(&l, INT64_MAX, INT64_MIN);
+    assert_true(l.avail <= GW_TOKENS_MAX);
+    gw_lease_end(&l, 0, INT64_MAX);
+    assert_true(l.avail >= -GW_TOKENS_MAX);
+    /* the rate: about 5 s of it, within [min, max] */
+    memset(&l, 0, sizeof l);
+    l.avail = 1LL << 40;
+    for (int i = 0; i < 100; i++) assert_true(gw_lease_take(&l, 10000, t + i * 10000)); /* 1e6 in 1 s */
+    int64_t rate = gw_lease_rate(&l, t + 1000000);
+    assert_true(rate >= 900000 && rate <= 1000000);
+    l.avail = 0;
+    int64_t g = gw_lease_size(&p, &l, 100, GW_TOKENS_MAX, t + 1000000);
+    assert_true(g >= 4500000 && g <= 5000000);
+    p.max_tokens = 1000000;
+    assert_int_equal(gw_lease_size(&p, &l, 100, GW_TOKENS_MAX, t + 1000000), 1000000);
+    assert_int_equal(gw_lease_size(&p, &l, 2000000, GW_TOKENS_MAX, t + 1000000), 2000000);
+    /* the rate fades: 30 s later, with nothing taken, it is a fraction */
+    l.avail = 1LL << 40;
+    assert_true(gw_lease_take(&l, 1, t + 31000000));
+    assert_true(gw_lease_rate(&l, t + 31000000) < rate / 4);
+}
+
+/* What the store holds: the holds' amounts add up to every scope's `reserved`. */
+static int64_t holds_sum(store_t *st) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    store_stmt *q;
+    int64_t n = 0;
+    assert_int_equal(store_begin(st, STORE_READ, &tx, &err), GP_OK);
+    assert_int_equal(store_query(tx, &q, &err, "SELECT COALESCE(SUM(amount), 0) FROM token_holds", ""),
+                     GP_OK);
+    assert_true(store_step(q, &err) > 0);
+    n = store_int(q, 0);
+    store_done(q);
+    store_rollback(tx);
+    return n;
+}
+
+/* The holds' amounts less the projects' `reserved`, read in one statement (one snapshot: the
+ * runtimes' flushes commit meanwhile).  0 while the ledger's invariant holds. */
+static int64_t holds_gap(store_t *st) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    store_stmt *q;
+    assert_int_equal(store_begin(st, STORE_READ, &tx, &err), GP_OK);
+    assert_int_equal(store_query(tx, &q, &err,
+                                 "SELECT (SELECT COALESCE(SUM(amount), 0) FROM token_holds)"
+                                 " - (SELECT COALESCE(SUM(reserved), 0) FROM token_ledger"
+                                 " WHERE scope = 'project')", ""),
+                     GP_OK);
+    assert_true(store_step(q, &err) > 0);
+    int64_t n = store_int(q, 0);
+    store_done(q);
+    store_rollback(tx);
+    return n;
+}
+
+/*
+ * Two processes (runtimes) lease one small quota under random requests: what
+ * they admit never passes it, refusals say which quota in the usual words,
+ * each admission costs no write once leased, and at stop every lease is back.
+ */
+static void lease_store(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    store_t *st = tu_store(dir, 4);
+    gp_err err = GP_ERR_INIT;
+    gw_runtime_config cfg = {.flush_ms = 20};
+    gw_runtime *rt[2];
+    assert_int_equal(gw_rt_start(st, &cfg, &rt[0], &err), GP_OK);
+    assert_int_equal(gw_rt_start(st, &cfg, &rt[1], &err), GP_OK);
+    gw_key k;
+    memset(&k, 0, sizeof k);
+    snprintf(k.id, sizeof k.id, "key1");
+    snprintf(k.project_id, sizeof k.project_id, "proj1");
+    snprintf(k.tenant_id, sizeof k.tenant_id, "ten1");
+    k.tokens_month = 0;
+    k.project_tokens_month = 1000;
+    k.tenant_tokens_month = QUOTA_NONE;
+    /* a big quota first: one grant, then admissions in memory only */
+    gw_key big = k;
+    snprintf(big.id, sizeof big.id, "key-big");
+    snprintf(big.project_id, sizeof big.project_id, "proj-big");
+    big.project_tokens_month = 1000000000;
+    char hold[RND_ID_LEN];
+    assert_int_equal(gw_rt_lease_take(rt[0], &big, 10, gt_now_us(), hold, &err), GP_OK);
+    unsigned long long w0 = store_write_tx_total();
+    for (int i = 0; i < 300; i++) {
+        char h2[RND_ID_LEN];
+        assert_int_equal(gw_rt_lease_take(rt[0], &big, 10, gt_now_us(), h2, &err), GP_OK);
+        assert_string_equal(h2, hold);
+        gw_rt_lease_end(rt[0], big.id, h2, 10, 10);
+    }
+    assert_true(store_write_tx_total() - w0 <= 2); /* 3000 tokens: the first lease (4096) covers them */
+    gw_rt_lease_end(rt[0], big.id, hold, 10, 0);
+    /* the small one: random requests from both until it refuses */
+    unsigned seed = 7;
+    int64_t admitted = 0, used_total = 0;
+    int refusals = 0;
+    struct { int rt; char hold[RND_ID_LEN]; int64_t r; } open[64];
+    int nopen = 0;
+    for (int i = 0; i < 2000 && refusals < 50; i++) {
+        seed = seed * 1103515245u + 12345u;
+        int which = (int)(seed >> 16) & 1;
+        if (nopen == 64 || (nopen && (seed >> 8) % 3 == 0)) { /* one ends, using at most its reservation */
+            int j = (int)((seed >> 4) % (unsigned)nopen);
+            int64_t used = open[j].r ? (int64_t)((seed >> 12) % (unsigned)(open[j].r + 1)) : 0;
+            gw_rt_lease_end(rt[open[j].rt], k.id, open[j].hold, open[j].r, used);
+            gw_usage u;
+            memset(&u, 0, sizeof u);
+            u.at_us = gt_now_us();
+            snprintf(u.tenant_id, sizeof u.tenant_id, "ten1");
+            snprintf(u.project_id, sizeof u.project_id, "proj1");
+            snprintf(u.key_id, sizeof u.key_id, "key1");
+            snprintf(u.kind, sizeof u.kind, "chat");
+            snprintf(u.hold, sizeof u.hold, "%s", open[j].hold);
+            u.lease = 1;
+            u.status = 200;
+            u.prompt_tokens = used / 2;
+            u.completion_tokens = used - used / 2;
+            assert_int_equal(gw_rt_record(rt[open[j].rt], &u), GP_OK);
+            used_total += used;
+            open[j] = open[--nopen];
+            continue;
+        }
+        int64_t r = 1 + (int64_t)((seed >> 10) % 40);
+        char h[RND_ID_LEN];
+        gp_err e2 = GP_ERR_INIT;
+        int rc = gw_rt_lease_take(rt[which], &k, r, gt_now_us(), h, &e2);
+        if (rc == GP_EFORBIDDEN) {
+            refusals++;
+            assert_non_null(strstr(e2.msg, "You exceeded the project's monthly token quota ("));
+            assert_non_null(strstr(e2.msg, "quota 1000)."));
+            continue;
+        }
+        assert_int_equal(rc, GP_OK);
+        admitted += r;
+        open[nopen].rt = which;
+        open[nopen].r = r;
+        snprintf(open[nopen].hold, sizeof open[nopen].hold, "%s", h);
+        nopen++;
+        /* never more in flight and used than the quota */
+        int64_t inflight = 0;
+        for (int j = 0; j < nopen; j++) inflight += open[j].r;
+        assert_true(used_total + inflight <= 1000);
+        assert_int_equal(holds_gap(st), 0);
+    }
+    assert_true(refusals > 0);
+    assert_true(admitted > 0 && admitted >= used_total);
+    for (int j = 0; j < nopen; j++) {
+        gw_rt_lease_end(rt[open[j].rt], k.id, open[j].hold, open[j].r, 0);
+        gw_usage u;
+        memset(&u, 0, sizeof u);
+        u.at_us = gt_now_us();
+        snprintf(u.tenant_id, sizeof u.tenant_id, "ten1");
+        snprintf(u.project_id, sizeof u.project_id, "proj1");
+        snprintf(u.key_id, sizeof u.key_id, "key1");
+        snprintf(u.hold, sizeof u.hold, "%s", open[j].hold);
+        u.lease = 1;
+        assert_int_equal(gw_rt_record(rt[open[j].rt], &u), GP_OK);
+    }
+    gw_rt_stop(rt[0]);
+    gw_rt_stop(rt[1]);
+    /* every lease given back; the month's use is exactly what the records said */
+    assert_int_equal(holds_sum(st), 0);
+    assert_int_equal(reserved_sum(st, "project", "proj1"), 0);
+    assert_int_equal(used_of(st, "project", "proj1"), used_total);
+    assert_true(used_total <= 1000);
+    store_close(st);
+    tu_rmdir(dir);
+}
+
 int main(void) {
     rnd_init();
     const struct CMUnitTest tests[] = {
@@ -973,6 +1188,7 @@ int main(void) {
         cmocka_unit_test(ledger_property), cmocka_unit_test(responses_requests),
         cmocka_unit_test(sse_responses), cmocka_unit_test(in_flight),
         cmocka_unit_test(route_order), cmocka_unit_test(ejection),
+        cmocka_unit_test(lease_sizing), cmocka_unit_test(lease_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -174,6 +174,46 @@ static void health_xid_once(void **state) {
     nvml_close(h);
 }
 
+/* Memory in use, power draw (both varying from call to call) and the running Xid count. */
+static void health_telemetry(void **state) {
+    (void)state;
+    nvml_gpu *g = NULL;
+    int n = 0;
+    char driver[80];
+    gp_err err = GP_ERR_INIT;
+    nvml *h = open_discover(&g, &n, driver);
+    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    long long mem0 = g[0].memory_used_bytes;
+    int pw0 = g[0].power_mw;
+    assert_true(mem0 >= 512LL * 1024 * 1024 && mem0 < 9LL * 1024 * 1024 * 1024);
+    assert_true(pw0 >= 70000 && pw0 <= 110000);
+    assert_true(g[1].power_mw >= 300000 && g[1].power_mw <= 340000);
+    assert_true(g[1].memory_used_bytes >= 512LL * 1024 * 1024);
+    assert_true(g[0].xid_total == 0 && g[1].xid_total == 0);
+    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    assert_true(g[0].memory_used_bytes != mem0);
+    assert_true(g[0].power_mw != pw0);
+    /* Xids: counted as they are drained, and the count survives the refreshes after */
+    setenv("FAKE_NVML_XID", "31", 1);
+    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    assert_true(g[1].xid_total == 1);
+    setenv("FAKE_NVML_XID", "43", 1);
+    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    assert_true(g[1].xid_total == 2);
+    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    assert_int_equal(g[1].nxids, 0);
+    assert_true(g[1].xid_total == 2);
+    assert_true(g[0].xid_total == 0);
+    /* a lost card: unknown, not zero */
+    setenv("FAKE_NVML_LOST", "1", 1);
+    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    assert_true(g[0].memory_used_bytes == -1);
+    assert_int_equal(g[0].power_mw, -1);
+    unsetenv("FAKE_NVML_LOST");
+    free(g);
+    nvml_close(h);
+}
+
 static void health_dbe(void **state) {
     (void)state;
     nvml_gpu *g = NULL;
@@ -330,6 +370,8 @@ static void minimal_library(void **state) {
     assert_int_equal(g[0].temperature_c, -1);
     assert_int_equal(g[0].slowdown_c, 0);
     assert_int_equal(g[0].util_gpu, -1);
+    assert_true(g[0].memory_used_bytes == -1);
+    assert_int_equal(g[0].power_mw, -1);
     assert_int_equal(g[1].nxids, 0);
     assert_int_equal(g[0].lost, 0);
     free(g);
@@ -578,6 +620,7 @@ int main(void) {
         cmocka_unit_test_setup(discover_identity, clear_faults),
         cmocka_unit_test_setup(health_baseline, clear_faults),
         cmocka_unit_test_setup(health_xid_once, clear_faults),
+        cmocka_unit_test_setup(health_telemetry, clear_faults),
         cmocka_unit_test_setup(health_dbe, clear_faults),
         cmocka_unit_test_setup(health_lost, clear_faults),
         cmocka_unit_test_setup(discover_lost, clear_faults),

@@ -63,6 +63,40 @@ static void migrations_apply_once(void **state) {
     tu_rmdir(dir);
 }
 
+/* store_open_to: stops at a version, the next open goes on from there, never back */
+static void migrations_stop_at_a_version(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char url[600];
+    gp_err err = GP_ERR_INIT;
+    store_t *st = NULL;
+    int known = store_schema_known(), v = -1;
+    assert_true(known >= 2);
+    if (tu_pg()) tu_pg_database(url, sizeof url);
+    else snprintf(url, sizeof url, "%s/gpupool.db", dir);
+    assert_int_equal(store_open_to(url, 1, known - 1, &st, &err), GP_OK);
+    assert_int_equal(store_schema_version(st, &v, &err), GP_OK);
+    assert_int_equal(v, known - 1);
+    store_close(st);
+    /* out of range: nothing opened */
+    assert_int_equal(store_open_to(url, 1, known + 1, &st, &err), GP_EINVALID);
+    assert_null(st);
+    assert_int_equal(store_open_to(url, 1, -1, &st, &err), GP_EINVALID);
+    /* the same version again: nothing to do */
+    assert_int_equal(store_open_to(url, 1, known - 1, &st, &err), GP_OK);
+    store_close(st);
+    /* never back */
+    assert_int_equal(store_open_to(url, 1, known - 2 > 0 ? known - 2 : 1, &st, &err), GP_ESCHEMA);
+    assert_non_null(strstr(err.msg, "never undone"));
+    assert_null(st);
+    /* a plain open applies the rest, once */
+    assert_int_equal(store_open(url, 1, &st, &err), GP_OK);
+    assert_int_equal(store_schema_version(st, &v, &err), GP_OK);
+    assert_int_equal(v, known);
+    store_close(st);
+    tu_rmdir(dir);
+}
+
 static void newer_schema_is_refused(void **state) {
     (void)state;
     char *dir = tu_mkdtemp();
@@ -627,6 +661,7 @@ static void servers_role_owns_nothing(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(migrations_apply_once),
+        cmocka_unit_test(migrations_stop_at_a_version),
         cmocka_unit_test(servers_role_owns_nothing),
         cmocka_unit_test(newer_schema_is_refused),
         cmocka_unit_test(bad_locations),

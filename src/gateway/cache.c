@@ -1,0 +1,317 @@
+/*
+ * cache.c - what a gateway request reads, from memory (see gateway.h,
+ * "the read cache"): the key a secret authenticates (with its owner's
+ * standing, its project's and tenant's ceilings), and the route of a model
+ * name within a tenant (the model's tenant and its endpoints).
+ *
+ * Invalidation: every change to what these depend on bumps gw_epoch in the
+ * store, in the same transaction (triggers of migration 15 on keys, users,
+ * role bindings, tenants, projects, apps, quotas, models, endpoints, jobs,
+ * bindings).  The runtime reads that row about once a second
+ * (gw_cache_poll); a new value drops every entry.  After any commit of
+ * this process (store_commit_total moved) the next lookup reads the epoch
+ * first, so a change made here - a key revoked, an owner disabled, a role
+ * removed - is seen by the very next request.  A change through this
+ * process's own key and model functions (gw_cache_changed) also bypasses
+ * the cache for GW_CACHE_DISTRUST_US.  A key entry also ends when the key expires or
+ * when the last role binding that lets its owner hold it does.
+ *
+ * Only successes are cached for keys (an unknown or revoked secret reads
+ * the store each time); routes are cached found or not.
+ */
+#include "gateway.h"
+
+#include "../core/gtime.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CACHE_BUCKETS 1024
+#define CACHE_MAX 20000                 /* entries of each kind: beyond, everything is dropped */
+#define GW_CACHE_DISTRUST_US 2000000LL  /* after a local change: read the store for this long */
+
+typedef struct key_ent {
+    struct key_ent *next;
+    char hash[RND_HASH_LEN];
+    gw_key key;              /* models owned here */
+    int64_t until_us;        /* 0: no end but invalidation */
+} key_ent;
+
+typedef struct route_ent {
+    struct route_ent *next;
+    char tenant_id[RND_ID_LEN];
+    char model[128];
+    int found;
+    gw_route route;
+} route_ent;
+
+struct gw_cache {
+    store_t *store;
+    pthread_mutex_t mu;
+    key_ent *keys[CACHE_BUCKETS];
+    route_ent *routes[CACHE_BUCKETS];
+    size_t nkeys, nroutes;
+    int64_t epoch;           /* the store's, as last read; -1: not read yet */
+    unsigned long long commits; /* store_commit_total() before that read */
+    uint64_t hits, misses, drops;
+};
+
+/* local changes (any cache of this process): the wall clock until which not to trust one */
+static _Atomic int64_t distrust_until;
+
+void gw_cache_changed(void) {
+    atomic_store(&distrust_until, gt_now_us() + GW_CACHE_DISTRUST_US);
+}
+
+static unsigned hash2(const char *a, const char *b) {
+    unsigned h = 2166136261u;
+    for (; *a; a++) h = (h ^ (unsigned char)*a) * 16777619u;
+    h = (h ^ 0xffu) * 16777619u;
+    for (; b && *b; b++) h = (h ^ (unsigned char)*b) * 16777619u;
+    return h % CACHE_BUCKETS;
+}
+
+/* Drop every entry. Locked. */
+static void drop_all(gw_cache *c) {
+    for (int i = 0; i < CACHE_BUCKETS; i++) {
+        for (key_ent *e = c->keys[i], *n; e; e = n) {
+            n = e->next;
+            gw_key_release(&e->key);
+            free(e);
+        }
+        for (route_ent *e = c->routes[i], *n; e; e = n) {
+            n = e->next;
+            free(e);
+        }
+        c->keys[i] = NULL;
+        c->routes[i] = NULL;
+    }
+    c->nkeys = c->nroutes = 0;
+    c->drops++;
+}
+
+int gw_cache_new(store_t *st, gw_cache **out, gp_err *err) {
+    gw_cache *c = calloc(1, sizeof *c);
+    if (!c) return gp_err_set(err, GP_ENOMEM, NULL);
+    c->store = st;
+    c->epoch = -1;
+    pthread_mutex_init(&c->mu, NULL);
+    *out = c;
+    return GP_OK;
+}
+
+void gw_cache_free(gw_cache *c) {
+    if (!c) return;
+    drop_all(c);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+int gw_cache_poll(gw_cache *c, gp_err *err) {
+    unsigned long long commits = store_commit_total(); /* before the read: it sees them */
+    store_tx *tx;
+    int rc = store_begin(c->store, STORE_READ, &tx, err);
+    if (rc) return rc;
+    store_stmt *s;
+    int64_t n = 0;
+    rc = store_query(tx, &s, err, "SELECT n FROM gw_epoch WHERE id = 1", "");
+    if (!rc) {
+        int st = store_step(s, err);
+        if (st > 0) n = store_int(s, 0);
+        if (st < 0) rc = st;
+        store_done(s);
+    }
+    store_rollback(tx);
+    if (rc) {
+        /* cannot tell what changed: trust nothing until it can be read again */
+        pthread_mutex_lock(&c->mu);
+        drop_all(c);
+        c->epoch = -1;
+        pthread_mutex_unlock(&c->mu);
+        return rc;
+    }
+    pthread_mutex_lock(&c->mu);
+    if (n != c->epoch) {
+        drop_all(c);
+        c->epoch = n;
+    }
+    if (commits > c->commits) c->commits = commits;
+    pthread_mutex_unlock(&c->mu);
+    return GP_OK;
+}
+
+/*
+ * Did this process commit a transaction since the epoch was last read?  Then
+ * read it now (a change of its own - a key revoked, an owner disabled - is
+ * seen by the very next request).  Not locked.
+ */
+static void recheck(gw_cache *c) {
+    pthread_mutex_lock(&c->mu);
+    int stale = store_commit_total() != c->commits;
+    pthread_mutex_unlock(&c->mu);
+    gp_err err = GP_ERR_INIT;
+    if (stale) (void)gw_cache_poll(c, &err); /* a failure drops everything: nothing trusted */
+}
+
+/* May entries be used (and made) now?  Locked. */
+static int trusted(const gw_cache *c, int64_t now_us) {
+    return c->epoch >= 0 && now_us >= atomic_load(&distrust_until);
+}
+
+/* A copy of `k` whose models the caller owns. */
+static void key_copy(gw_key *dst, const gw_key *src) {
+    *dst = *src;
+    dst->models = src->models ? json_deep_copy(src->models) : json_array();
+}
+
+/*
+ * When the key read stops being valid by itself: its expiry, or the latest
+ * end of the role bindings that let its owner hold it (0: neither ends).
+ */
+static int key_until(store_tx *tx, const gw_key *k, int64_t now_us, int64_t *until, gp_err *err) {
+    store_stmt *s;
+    *until = 0;
+#define GRANTS                                                                             \
+    " FROM role_bindings b JOIN users u ON u.id = b.user_id WHERE u.name = k.owner"            \
+    " AND ((b.scope = 'tenant' AND b.tenant_id = k.tenant_id AND b.role = 'tenant-admin')"    \
+    " OR (b.scope = 'project' AND b.project_id = k.project_id"                                \
+    " AND b.role IN ('project-admin', 'project-user')))"
+    int rc = store_query(tx, &s, err,
+                         "SELECT k.expires_at, (SELECT COUNT(*)" GRANTS " AND b.expires_at IS NULL),"
+                         " (SELECT MAX(b.expires_at)" GRANTS " AND b.expires_at > ?)"
+                         " FROM api_keys k WHERE k.id = ?",
+                         "is", now_us, k->id);
+#undef GRANTS
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc > 0) {
+        int64_t exp = store_int(s, 0);
+        int forever = store_int(s, 1) > 0; /* a binding without an end */
+        int64_t bind = store_isnull(s, 2) ? 0 : store_int(s, 2);
+        int64_t u = exp;
+        if (!forever && bind > 0 && (u == 0 || bind < u)) u = bind;
+        *until = u;
+    }
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+int gw_cache_key(gw_cache *c, const char *secret, int64_t now_us, gw_key *out, gp_err *err) {
+    memset(out, 0, sizeof *out);
+    char h[RND_HASH_LEN] = "";
+    int usable = secret && strlen(secret) <= 200;
+    if (usable) rnd_hash_secret(secret, h);
+    recheck(c);
+    pthread_mutex_lock(&c->mu);
+    int trust = usable && trusted(c, now_us);
+    int64_t epoch = c->epoch;
+    if (trust) {
+        for (key_ent *e = c->keys[hash2(h, NULL)]; e; e = e->next)
+            if (!strcmp(e->hash, h) && (!e->until_us || e->until_us > now_us)) {
+                key_copy(out, &e->key);
+                c->hits++;
+                pthread_mutex_unlock(&c->mu);
+                return GP_OK;
+            }
+    }
+    c->misses++;
+    pthread_mutex_unlock(&c->mu);
+    store_tx *tx;
+    int rc = store_begin(c->store, STORE_READ, &tx, err);
+    if (rc) return rc;
+    rc = gw_key_auth(tx, secret, now_us, out, err);
+    int64_t until = 0;
+    int keep = !rc && trust && key_until(tx, out, now_us, &until, err) == GP_OK;
+    store_rollback(tx);
+    if (!keep) return rc;
+    key_ent *e = calloc(1, sizeof *e);
+    if (!e) return GP_OK;
+    snprintf(e->hash, sizeof e->hash, "%s", h);
+    key_copy(&e->key, out);
+    e->until_us = until;
+    pthread_mutex_lock(&c->mu);
+    /* not when the epoch moved meanwhile: what was read may be older than the change */
+    if (c->epoch == epoch && trusted(c, gt_now_us())) {
+        if (c->nkeys >= CACHE_MAX) drop_all(c);
+        unsigned b = hash2(h, NULL);
+        e->next = c->keys[b];
+        c->keys[b] = e;
+        c->nkeys++;
+        e = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (e) {
+        gw_key_release(&e->key);
+        free(e);
+    }
+    return GP_OK;
+}
+
+static const char not_found[] = "The model '%.100s' does not exist or you do not have access to it.";
+
+int gw_cache_route(gw_cache *c, const gw_key *k, const char *model, gw_route *out, gp_err *err) {
+    memset(out, 0, sizeof *out);
+    if (!model || !gw_key_allows(k, model) || strlen(model) >= sizeof ((route_ent *)0)->model)
+        return gp_err_set(err, GP_ENOTFOUND, not_found, model ? model : "");
+    int64_t now = gt_now_us();
+    recheck(c);
+    pthread_mutex_lock(&c->mu);
+    int trust = trusted(c, now);
+    int64_t epoch = c->epoch;
+    if (trust) {
+        for (route_ent *e = c->routes[hash2(k->tenant_id, model)]; e; e = e->next)
+            if (!strcmp(e->tenant_id, k->tenant_id) && !strcmp(e->model, model)) {
+                int found = e->found;
+                if (found) *out = e->route;
+                c->hits++;
+                pthread_mutex_unlock(&c->mu);
+                return found ? GP_OK : gp_err_set(err, GP_ENOTFOUND, not_found, model);
+            }
+    }
+    c->misses++;
+    pthread_mutex_unlock(&c->mu);
+    store_tx *tx;
+    int rc = store_begin(c->store, STORE_READ, &tx, err);
+    if (rc) return rc;
+    /* the key's tenant only (row-level security), as the request would read it */
+    rc = store_set_tenant(tx, k->tenant_id, err);
+    if (!rc) rc = gw_resolve(tx, k, model, out, err);
+    store_rollback(tx);
+    if ((rc && rc != GP_ENOTFOUND) || !trust) return rc;
+    route_ent *e = calloc(1, sizeof *e);
+    if (!e) return rc;
+    snprintf(e->tenant_id, sizeof e->tenant_id, "%s", k->tenant_id);
+    snprintf(e->model, sizeof e->model, "%s", model);
+    e->found = rc == GP_OK;
+    if (e->found) e->route = *out;
+    pthread_mutex_lock(&c->mu);
+    if (c->epoch == epoch && trusted(c, gt_now_us())) {
+        if (c->nroutes >= CACHE_MAX) drop_all(c);
+        unsigned b = hash2(k->tenant_id, model);
+        e->next = c->routes[b];
+        c->routes[b] = e;
+        c->nroutes++;
+        e = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
+    free(e);
+    return rc;
+}
+
+void gw_cache_metrics(gw_cache *c, strbuf *out) {
+    pthread_mutex_lock(&c->mu);
+    sb_addf(out, "# HELP gpupool_gateway_cache_lookups_total gateway reads of keys and routes, by"
+                 " whether memory answered them\n# TYPE gpupool_gateway_cache_lookups_total counter\n"
+                 "gpupool_gateway_cache_lookups_total{result=\"hit\"} %llu\n"
+                 "gpupool_gateway_cache_lookups_total{result=\"miss\"} %llu\n"
+                 "# HELP gpupool_gateway_cache_invalidations_total times the gateway's read cache was"
+                 " dropped (a change in the store)\n"
+                 "# TYPE gpupool_gateway_cache_invalidations_total counter\n"
+                 "gpupool_gateway_cache_invalidations_total %llu\n",
+            (unsigned long long)c->hits, (unsigned long long)c->misses,
+            (unsigned long long)c->drops);
+    pthread_mutex_unlock(&c->mu);
+}

@@ -1,0 +1,223 @@
+/*
+ * sched_metrics.c - the scheduler's counters and histograms (see sched_metrics.h).
+ *
+ * The registry is a flat array of (tenant, priority class) entries searched
+ * linearly: it holds at most SCHED_METRICS_MAX_PAIRS + a few overflow
+ * entries, and is touched once per placement or preemption, never per job
+ * per round.  Round figures are plain fields under the same mutex.
+ */
+#include "sched_metrics.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const double round_buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                       0.1,   0.25,   0.5,   1,    2.5,   5, 10};
+#define NRB (sizeof round_buckets / sizeof *round_buckets)
+static const double wait_buckets[] = {1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400};
+#define NWB (sizeof wait_buckets / sizeof *wait_buckets)
+
+typedef struct pair {
+    char tenant[64], pclass[64];
+    uint64_t placed, preempted;
+    uint64_t wait_bucket[NWB];
+    double wait_sum;
+} pair;
+
+/* The overflow entries: (other, class) for each class seen, then (other, other). */
+#define MAX_ENTRIES (SCHED_METRICS_MAX_PAIRS + 64)
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pair *pairs;
+static int npairs;
+static uint64_t rounds, rounds_failed, round_bucket[NRB];
+static double round_sum;
+
+void sched_metrics_round(int64_t took_us, int failed) {
+    double sec = took_us > 0 ? (double)took_us / 1e6 : 0;
+    pthread_mutex_lock(&mu);
+    rounds++;
+    if (failed) rounds_failed++;
+    round_sum += sec;
+    for (size_t i = 0; i < NRB; i++)
+        if (sec <= round_buckets[i]) round_bucket[i]++;
+    pthread_mutex_unlock(&mu);
+}
+
+/* The entry for (tenant, pclass), created when there is room; with mu held. NULL: no memory. */
+static pair *entry(const char *tenant, const char *pclass) {
+    for (int i = 0; i < npairs; i++)
+        if (!strcmp(pairs[i].tenant, tenant) && !strcmp(pairs[i].pclass, pclass)) return &pairs[i];
+    if (!pairs && !(pairs = calloc(MAX_ENTRIES, sizeof *pairs))) return NULL;
+    if (npairs >= MAX_ENTRIES) return NULL;
+    pair *p = &pairs[npairs++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->tenant, sizeof p->tenant, "%s", tenant);
+    snprintf(p->pclass, sizeof p->pclass, "%s", pclass);
+    return p;
+}
+
+/* The entry a new observation goes to: its own, or an overflow one once the cap is reached. */
+static pair *slot(const char *tenant, const char *pclass) {
+    for (int i = 0; i < npairs; i++)
+        if (!strcmp(pairs[i].tenant, tenant) && !strcmp(pairs[i].pclass, pclass)) return &pairs[i];
+    int own = 0;
+    for (int i = 0; i < npairs; i++) own += strcmp(pairs[i].tenant, "other") != 0;
+    if (own < SCHED_METRICS_MAX_PAIRS && strcmp(tenant, "other") != 0) return entry(tenant, pclass);
+    if (npairs < MAX_ENTRIES - 1) return entry("other", pclass);
+    return entry("other", "other");
+}
+
+void sched_metrics_observe_place(const char *tenant, const char *pclass, int64_t wait_us) {
+    double sec = wait_us > 0 ? (double)wait_us / 1e6 : 0;
+    pthread_mutex_lock(&mu);
+    pair *p = slot(tenant ? tenant : "", pclass ? pclass : "");
+    if (p) {
+        p->placed++;
+        p->wait_sum += sec;
+        for (size_t i = 0; i < NWB; i++)
+            if (sec <= wait_buckets[i]) p->wait_bucket[i]++;
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+void sched_metrics_observe_preempt(const char *tenant, const char *pclass) {
+    pthread_mutex_lock(&mu);
+    pair *p = slot(tenant ? tenant : "", pclass ? pclass : "");
+    if (p) p->preempted++;
+    pthread_mutex_unlock(&mu);
+}
+
+/* The job's priority class, "" when it cannot be read. */
+static void job_class(store_tx *tx, const char *job_id, char out[64]) {
+    store_stmt *s;
+    out[0] = '\0';
+    if (store_query(tx, &s, NULL, "SELECT priority_class FROM jobs WHERE id = ?", "s", job_id))
+        return;
+    if (store_step(s, NULL) > 0) snprintf(out, 64, "%s", store_text(s, 0));
+    store_done(s);
+}
+
+void sched_metrics_placed(store_tx *tx, const char *job_id, const char *tenant, int64_t wait_us) {
+    char pc[64];
+    job_class(tx, job_id, pc);
+    sched_metrics_observe_place(tenant, pc, wait_us);
+}
+
+void sched_metrics_preempted(store_tx *tx, const char *job_id, const char *tenant) {
+    char pc[64];
+    job_class(tx, job_id, pc);
+    sched_metrics_observe_preempt(tenant, pc);
+}
+
+static void label(strbuf *sb, const char *v) {
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '"') sb_addc(sb, '\\');
+        if (*v == '\n') sb_adds(sb, "\\n");
+        else sb_addc(sb, *v);
+    }
+}
+
+static void pair_labels(strbuf *sb, const char *tenant, const char *pclass) {
+    sb_adds(sb, "tenant=\"");
+    label(sb, tenant);
+    sb_adds(sb, "\",priority_class=\"");
+    label(sb, pclass);
+    sb_addc(sb, '"');
+}
+
+void sched_metrics_render_rounds(strbuf *out) {
+    pthread_mutex_lock(&mu);
+    sb_adds(out, "# HELP gpupool_sched_round_duration_seconds How long scheduling rounds took.\n"
+                 "# TYPE gpupool_sched_round_duration_seconds histogram\n");
+    for (size_t i = 0; i < NRB; i++)
+        sb_addf(out, "gpupool_sched_round_duration_seconds_bucket{le=\"%g\"} %llu\n",
+                round_buckets[i], (unsigned long long)round_bucket[i]);
+    sb_addf(out,
+            "gpupool_sched_round_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+            "gpupool_sched_round_duration_seconds_sum %.6f\n"
+            "gpupool_sched_round_duration_seconds_count %llu\n"
+            "# HELP gpupool_sched_rounds_failed_total Scheduling rounds rolled back.\n"
+            "# TYPE gpupool_sched_rounds_failed_total counter\n"
+            "gpupool_sched_rounds_failed_total %llu\n",
+            (unsigned long long)rounds, round_sum, (unsigned long long)rounds,
+            (unsigned long long)rounds_failed);
+    pthread_mutex_unlock(&mu);
+}
+
+int sched_metrics_prometheus(store_tx *tx, strbuf *out, gp_err *err) {
+    pthread_mutex_lock(&mu);
+    sb_adds(out, "# HELP gpupool_sched_placements_total Jobs placed, by tenant and priority "
+                 "class.\n# TYPE gpupool_sched_placements_total counter\n");
+    for (int i = 0; i < npairs; i++) {
+        sb_adds(out, "gpupool_sched_placements_total{");
+        pair_labels(out, pairs[i].tenant, pairs[i].pclass);
+        sb_addf(out, "} %llu\n", (unsigned long long)pairs[i].placed);
+    }
+    sb_adds(out, "# HELP gpupool_sched_preemptions_total Jobs preempted, by the victim's tenant "
+                 "and priority class.\n# TYPE gpupool_sched_preemptions_total counter\n");
+    for (int i = 0; i < npairs; i++) {
+        sb_adds(out, "gpupool_sched_preemptions_total{");
+        pair_labels(out, pairs[i].tenant, pairs[i].pclass);
+        sb_addf(out, "} %llu\n", (unsigned long long)pairs[i].preempted);
+    }
+    sb_adds(out, "# HELP gpupool_sched_queue_wait_seconds Time placed jobs waited in the queue, "
+                 "by tenant and priority class.\n"
+                 "# TYPE gpupool_sched_queue_wait_seconds histogram\n");
+    for (int i = 0; i < npairs; i++) {
+        const pair *p = &pairs[i];
+        for (size_t b = 0; b < NWB; b++) {
+            sb_adds(out, "gpupool_sched_queue_wait_seconds_bucket{");
+            pair_labels(out, p->tenant, p->pclass);
+            sb_addf(out, ",le=\"%g\"} %llu\n", wait_buckets[b], (unsigned long long)p->wait_bucket[b]);
+        }
+        sb_adds(out, "gpupool_sched_queue_wait_seconds_bucket{");
+        pair_labels(out, p->tenant, p->pclass);
+        sb_addf(out, ",le=\"+Inf\"} %llu\n", (unsigned long long)p->placed);
+        sb_adds(out, "gpupool_sched_queue_wait_seconds_sum{");
+        pair_labels(out, p->tenant, p->pclass);
+        sb_addf(out, "} %.6f\n", p->wait_sum);
+        sb_adds(out, "gpupool_sched_queue_wait_seconds_count{");
+        pair_labels(out, p->tenant, p->pclass);
+        sb_addf(out, "} %llu\n", (unsigned long long)p->placed);
+    }
+    pthread_mutex_unlock(&mu);
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT t.name, p.name, COALESCE(q.n, 0) FROM tenants t"
+                         " CROSS JOIN priority_classes p LEFT JOIN"
+                         " (SELECT tenant_id, priority_class, COUNT(*) AS n FROM jobs"
+                         "  WHERE state IN ('queued', 'admitted') GROUP BY tenant_id, priority_class) q"
+                         " ON q.tenant_id = t.id AND q.priority_class = p.name ORDER BY 1, 2",
+                         "");
+    if (rc) return rc;
+    sb_adds(out, "# HELP gpupool_sched_queue_depth Jobs queued or admitted now, by tenant and "
+                 "priority class.\n# TYPE gpupool_sched_queue_depth gauge\n");
+    while ((rc = store_step(s, err)) > 0) {
+        sb_adds(out, "gpupool_sched_queue_depth{");
+        pair_labels(out, store_text(s, 0), store_text(s, 1));
+        sb_addf(out, "} %lld\n", (long long)store_int(s, 2));
+    }
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+int sched_metrics_pairs(void) {
+    pthread_mutex_lock(&mu);
+    int n = npairs;
+    pthread_mutex_unlock(&mu);
+    return n;
+}
+
+void sched_metrics_reset(void) {
+    pthread_mutex_lock(&mu);
+    free(pairs);
+    pairs = NULL;
+    npairs = 0;
+    rounds = rounds_failed = 0;
+    round_sum = 0;
+    memset(round_bucket, 0, sizeof round_bucket);
+    pthread_mutex_unlock(&mu);
+}

@@ -1,0 +1,62 @@
+/*
+ * sched_metrics.h - the scheduler's Prometheus series (docs/operations.md,
+ * "Metrics"): round durations, placements, preemptions and queue waits,
+ * counted in this process (the leader's scheduler), and queue depth read from
+ * the store at scrape time.
+ *
+ * Label sets are bounded: (tenant, priority class) pairs are at most the
+ * tenants and classes that exist, and a registry never holds more than
+ * SCHED_METRICS_MAX_PAIRS of them (further pairs count under tenant="other"
+ * with their class, then priority_class="other" too).  No job ids.
+ * Thread-safe: one mutex around the registry.
+ */
+#ifndef GP_SCHED_METRICS_H
+#define GP_SCHED_METRICS_H
+
+#include "../core/err.h"
+#include "../core/strbuf.h"
+#include "../store/store.h"
+
+#include <stdint.h>
+
+#define SCHED_METRICS_MAX_PAIRS 1000
+
+/* A round ended after `took_us` (failed: it was rolled back). */
+void sched_metrics_round(int64_t took_us, int failed);
+
+/*
+ * Job `job_id` of tenant `tenant` was placed after waiting `wait_us` in the
+ * queue; its priority class is read in `tx` (the round's transaction).
+ * Counts a placement and observes the wait.  Never fails the round.
+ */
+void sched_metrics_placed(store_tx *tx, const char *job_id, const char *tenant, int64_t wait_us);
+
+/* Job `job_id` of tenant `tenant` was preempted (its class read in `tx`). */
+void sched_metrics_preempted(store_tx *tx, const char *job_id, const char *tenant);
+
+/* The same, with the priority class already known (pure registry updates; used by tests). */
+void sched_metrics_observe_place(const char *tenant, const char *pclass, int64_t wait_us);
+void sched_metrics_observe_preempt(const char *tenant, const char *pclass);
+
+/*
+ * Append the series without tenant names: gpupool_sched_round_duration_seconds
+ * (histogram) and gpupool_sched_rounds_failed_total.
+ */
+void sched_metrics_render_rounds(strbuf *out);
+
+/*
+ * Append the tenant-labelled series: gpupool_sched_placements_total,
+ * gpupool_sched_preemptions_total (counters) and
+ * gpupool_sched_queue_wait_seconds (histogram), each by {tenant,
+ * priority_class}; and gpupool_sched_queue_depth{tenant,priority_class}
+ * (jobs queued or admitted now, every tenant x class, from `tx`).
+ */
+int sched_metrics_prometheus(store_tx *tx, strbuf *out, gp_err *err);
+
+/* Pairs held in the registry now (tests). */
+int sched_metrics_pairs(void);
+
+/* Forget every figure (tests; server shutdown). */
+void sched_metrics_reset(void);
+
+#endif
