@@ -103,7 +103,7 @@ int sched_node_wait(store_t *st, const char *node, int64_t seen, int timeout_ms,
  * cb(arg, result, version) runs exactly once, later, on another thread, with
  * no lock of the loop's held - result 1 when the version changed (on the
  * thread that touched the node), 0 after timeout_ms (the loop's timer
- * thread, within 250 ms of the deadline), -1 when the loop quiesces.
+ * thread, at the deadline or up to 5 ms before), -1 when the loop quiesces.
  */
 typedef void (*sched_node_cb)(void *arg, int result, int64_t version);
 int sched_node_watch(store_t *st, const char *node, int64_t seen, int timeout_ms,
