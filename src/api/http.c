@@ -6,7 +6,7 @@
  * Content-Length above it is answered 413 at once, an undeclared one that
  * grows past it is drained and then answered 413.
  *
- * Graceful stop: MHD_quiesce_daemon() closes the listening socket, then we
+ * Graceful stop: MHD_quiesce_daemon() and shutdown() stop the listening socket, then we
  * wait (bounded) until no request is in flight; from then on a request that
  * starts on a connection accepted earlier is answered 503 shutting_down, never
  * dispatched; once those answers are out, MHD_stop_daemon().  So every request
@@ -1151,8 +1151,11 @@ void api_server_stop(api_server *srv) {
     if (srv->loop_running) pthread_join(srv->loop, NULL);
     pthread_mutex_destroy(&srv->loop_mu);
     pthread_cond_destroy(&srv->loop_cv);
+    /* no new connections: the listening socket stops listening at once (clients with another
+     * server to try are refused, not left in the backlog); it is closed only after MHD stops,
+     * since its event threads take it out of their epoll sets on their own time */
     MHD_socket fd = MHD_quiesce_daemon(srv->d);
-    if (fd != MHD_INVALID_SOCKET) close(fd);
+    if (fd != MHD_INVALID_SOCKET) shutdown(fd, SHUT_RDWR);
     int64_t deadline = gt_mono_us() + (int64_t)srv->cfg.drain_seconds * 1000000;
     while (atomic_load(&srv->inflight) > 0 && gt_mono_us() < deadline) usleep(20000);
     /* A connection accepted before the quiesce may start a request after the wait saw
@@ -1164,6 +1167,7 @@ void api_server_stop(api_server *srv) {
      * connection waits suspended for a worker) */
     api__pool_free(srv->pool);
     MHD_stop_daemon(srv->d);
+    if (fd != MHD_INVALID_SOCKET) close(fd);
     atomic_store(&srv->guard_stop, 1);
     if (srv->guard_running) pthread_join(srv->guard, NULL);
     pthread_mutex_destroy(&srv->conn_mu);

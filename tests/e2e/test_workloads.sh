@@ -14,7 +14,7 @@
 # time limits; cancel with a grace period (a TERM trap runs; a process ignoring
 # TERM is killed after the grace); preemption (the victim's process stops, it
 # is requeued, the preemptor runs, then the victim runs again); node loss
-# (kill -9 of an agent: --node-timeout 3, requeue/fail per --recovery, bindings
+# (kill -9 of an agent: --node-timeout 5, requeue/fail per --recovery, bindings
 # end node_lost, and what happens when the agent comes back); an agent restart
 # (processes re-adopted, never started twice; one that died meanwhile is
 # reported with exit 255).
@@ -245,7 +245,8 @@ EOF
 for u in ru bu; do printf '%s-Secret-9\n' "$u" >"$E2E_TMP/pw.$u"; done
 
 # ---------------------------------------------------------------- setup
-start_server --node-timeout 3
+# 5 s: an agent restart (stop, a kill, a start under ASan) stays well inside it
+start_server --node-timeout 5
 note "server at $URL"
 ADMIN=$TOKEN
 gp member grant admin ops-engineer
@@ -561,10 +562,10 @@ wait_procs 304 0 5
 
 # ---------------------------------------------------------------- node loss
 note "node loss: z unreachable, jobs requeued or failed"
-poll 10 node_is z unreachable || fail "node z is '$(node_state z)' 10 s after its agent was killed"
+poll 15 node_is z unreachable || fail "node z is '$(node_state z)' 15 s after its agent was killed"
 _pass
 T_UNREACH=$(_now_ms)
-[ $((T_UNREACH - T_ZED_KILLED)) -ge 1900 ] || fail "node z was unreachable $((T_UNREACH - T_ZED_KILLED)) ms after the kill (timeout 3 s)"
+[ $((T_UNREACH - T_ZED_KILLED)) -ge 3900 ] || fail "node z was unreachable $((T_UNREACH - T_ZED_KILLED)) ms after the kill (timeout 5 s)"
 _pass
 wait_state "$ZF" failed 3
 job red show "$ZF"
