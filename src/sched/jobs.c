@@ -573,21 +573,6 @@ int jobs_ports_text(json_t *ports, char *out, size_t len) {
     return n;
 }
 
-int jobs_port_listed(const char *ports, long long port) {
-    if (!ports || port < 1 || port > 65535) return 0;
-    char want[16];
-    snprintf(want, sizeof want, "%lld", port);
-    size_t wl = strlen(want);
-    for (const char *p = ports; *p;) {
-        const char *c = strchr(p, ',');
-        size_t l = c ? (size_t)(c - p) : strlen(p);
-        if (l == wl && !memcmp(p, want, wl)) return 1;
-        if (!c) break;
-        p = c + 1;
-    }
-    return 0;
-}
-
 /* A running job's listening ports, as its node reports them: stored when they change.  A
  * malformed list (hostile or broken agent) changes nothing. */
 static int record_ports(store_tx *tx, const char *node, const char *job, json_t *ports,

@@ -132,9 +132,6 @@ int jobs_node_assignments(store_tx *tx, const char *node, json_t **out, gp_err *
  */
 int jobs_ports_text(json_t *ports, char *out, size_t len);
 
-/* Is `port` in the list `ports` (as jobs_ports_text writes it)?  Pure. */
-int jobs_port_listed(const char *ports, long long port);
-
 /*
  * Apply the agent's workload report [{job, placement, state:"running"|"exited",
  * exit_code, reason, log, ports}] for node `node`.  A running job's `ports`
