@@ -13,7 +13,7 @@
  * that was dispatched gets its answer (within the drain time).
  *
  * Threads (docs/server.md, "Connections"): `threads` event threads of
- * libmicrohttpd (epoll) read requests and write answers and never block; a
+ * libmicrohttpd (poll) read requests and write answers and never block; a
  * request whose body is in is handed to a worker (workers.c) while its
  * connection is suspended, and resumed once the worker has the answer.  A
  * streamed answer is produced on that worker into a pump the event thread
@@ -953,6 +953,17 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
     sb_release(&sb);
 }
 
+/* libmicrohttpd's fatal errors: said in the log (file, line, reason) before the abort, so a
+ * crash report names its cause. */
+static void mhd_panic(void *cls, const char *file, unsigned int line, const char *reason) {
+    (void)cls;
+    char ln[16];
+    snprintf(ln, sizeof ln, "%u", line);
+    log_kv(LOG_ERROR, "libmicrohttpd fatal error", "file", file ? file : "?", "line", ln,
+           "reason", reason ? reason : "?", (char *)NULL);
+    abort();
+}
+
 /* Parse "HOST:PORT" / "[V6]:PORT" into a socket address. */
 static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len, gp_err *err) {
     char host[128];
@@ -1069,7 +1080,7 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
     }
     pthread_mutex_init(&srv->conn_mu, NULL);
     atomic_init(&srv->guard_stop, 0);
-    /* a few event threads move the bytes (epoll); handlers run on the workers */
+    /* a few event threads move the bytes (poll); handlers run on the workers */
     srv->pool = api__pool_new(srv->cfg.threads, srv->cfg.max_conns + 16, (size_t)1 << 20);
     if (!srv->pool) {
         pthread_mutex_destroy(&srv->conn_mu);
@@ -1078,11 +1089,16 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
         free(srv);
         return gp_err_set(err, GP_ENOMEM, "cannot start the HTTP workers");
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME |
+    /* poll(), not epoll: MHD_quiesce_daemon() on an epoll daemon with a thread pool races with
+     * MHD's own loop over the listening socket and now and then aborts the process ("Failed to
+     * remove listen FD from epoll set", an open defect of libmicrohttpd 0.9.x); with poll() the
+     * quiesce is a flag and a wake-up.  Each event thread polls only its own connections. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ITC | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
     if (tls) flags |= MHD_USE_TLS;
     /* the TLS options go last: with plain HTTP they are cut off by the first END */
+    MHD_set_panic_func(mhd_panic, NULL);
     srv->starting = 1;
     srv->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
                               MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
@@ -1153,7 +1169,7 @@ void api_server_stop(api_server *srv) {
     pthread_cond_destroy(&srv->loop_cv);
     /* no new connections: the listening socket stops listening at once (clients with another
      * server to try are refused, not left in the backlog); it is closed only after MHD stops,
-     * since its event threads take it out of their epoll sets on their own time */
+     * since an event thread may poll it once more before it sees the quiesce */
     MHD_socket fd = MHD_quiesce_daemon(srv->d);
     if (fd != MHD_INVALID_SOCKET) shutdown(fd, SHUT_RDWR);
     int64_t deadline = gt_mono_us() + (int64_t)srv->cfg.drain_seconds * 1000000;

@@ -417,8 +417,11 @@ stop_server() {
     _forget_pid "$pid"
     SERVER_PID=""
     if [ "$_EXIT" != 0 ]; then
-        echo "    --- server stderr (last 60 lines):" >&2
-        tail -n 60 "$SERVER_LOG" | sed 's/^/    | /' >&2
+        # the cause is rarely in the access log: what else it said first, then its last lines
+        echo "    --- server stderr, other than the access log (last 40 lines):" >&2
+        grep -v 'msg=access' "$SERVER_LOG" | tail -n 40 | sed 's/^/    | /' >&2
+        echo "    --- server stderr (last 20 lines):" >&2
+        tail -n 20 "$SERVER_LOG" | sed 's/^/    | /' >&2
         fail "server exited with code $_EXIT after SIGTERM (expected 0; a crash or a sanitizer report?)"
     fi
     _pass
