@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 #
 # scale_sim.sh - one server under a large simulated fleet (issue 25): NODES
-# simulated 8-GPU nodes heartbeating from one `agent --simulate`, TENANTS
+# simulated 8-GPU nodes heartbeating from `agent --simulate` (1,000 each), TENANTS
 # tenants each capped at QUOTA GPUs, QUEUED jobs waiting behind those caps,
 # then RATE submits a second for SECONDS while the heartbeats go on.  Not part
 # of CI (bench/README.md).
@@ -10,6 +10,7 @@
 #   # last line: nodes=.. submit_p50_ms=.. submit_p99_ms=.. heartbeat_p99_ms=..
 #   #            server_cpu_cores=.. server_rss_mib=.. unreachable=0 failed=0 ...
 #
+# KEEP=1 keeps the temporary folder (logs, the store).
 # What it checks, and exits 1 on: every node ready before the measure, no node
 # ever unreachable, no job failed, every submit answered 201.  What it
 # measures: submit latency (open loop, RATE a second over 4 keep-alive
@@ -34,7 +35,7 @@ cleanup() {
     for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
     pkill -f 'sleep 3599[.]77' 2>/dev/null || true # the jobs (an agent's stop leaves them running)
-    rm -rf "$T"
+    if [ "${KEEP:-0}" == 1 ]; then echo "scale_sim: kept $T" >&2; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
 export NO_PROXY='*' no_proxy='*'
@@ -52,10 +53,6 @@ gp() { "$BIN" --server "$URL" --token "$ADMIN" "$@" >/dev/null; }
 for _ in $(seq 50); do curl -sf "$URL/healthz" >/dev/null && break; sleep 0.1; done
 gp member grant admin ops-engineer
 JT=$("$BIN" --server "$URL" --token "$ADMIN" -o json jointoken create --ttl 3600 --uses "$NODES" | jq -r .token)
-cat >"$T/node.json" <<'EOF'
-{"nodes":[{"name":"n","cpus":64,"memory_gib":512,
-  "gpus":[{"model":"A100-80GB","memory_gib":80,"count":8,"mode":"whole"}]}]}
-EOF
 gp class create gpu1 --form whole --models A100-80GB --cpus 1 --memory 1
 printf 'bench-Secret-9\n' >"$T/pw"
 "$BIN" --server "$URL" --token "$ADMIN" user create bu <"$T/pw" >/dev/null
@@ -66,17 +63,27 @@ for ((t = 1; t <= TENANTS; t++)); do
     gp member grant bu project-user --tenant "t$t" --project p
 done
 TOK=$("$BIN" --server "$URL" login bu <"$T/pw" | head -n 1)
-say "server $URL: starting an agent simulating $NODES nodes (${INTERVAL}s heartbeats)"
-"$BIN" --server "$URL" agent --join-token "$JT" --inventory "$T/node.json" --simulate "$NODES" \
-    --state-dir "$T/agent" --interval "$INTERVAL" >"$T/agent.out" 2>"$T/agent.err" </dev/null &
-PIDS+=($!)
+# one agent simulates at most 1,000 nodes: as many agents as that takes, nodes a<K>-<I>
+AGENTS=$(((NODES + 999) / 1000))
+say "server $URL: starting $AGENTS agent(s) simulating $NODES nodes (${INTERVAL}s heartbeats)"
+for ((a = 1; a <= AGENTS; a++)); do
+    n=$((a < AGENTS ? 1000 : NODES - 1000 * (AGENTS - 1)))
+    cat >"$T/node$a.json" <<EOF
+{"nodes":[{"name":"a$a","cpus":64,"memory_gib":512,
+  "gpus":[{"model":"A100-80GB","memory_gib":80,"count":8,"mode":"whole"}]}]}
+EOF
+    "$BIN" --server "$URL" agent --join-token "$JT" --inventory "$T/node$a.json" --simulate "$n" \
+        --state-dir "$T/agent$a" --interval "$INTERVAL" >"$T/agent$a.out" 2>"$T/agent$a.err" </dev/null &
+    PIDS+=($!)
+done
 metric() { curl -s --max-time 10 "$URL/metrics" | awk -v k="$1" '$1 == k && !n++ {print $2}'; }
 # counts read from the store itself (SQLite; read-only, while the server runs)
 db() { sqlite3 -readonly "file:$T/data/gpupool.db?mode=ro" ".timeout 5000" "$1" 2>/dev/null | tail -n 1; }
 ready() { db "SELECT count(*) FROM nodes WHERE state = 'ready'"; }
 t0=$(date +%s)
 while :; do
-    r=$(ready || echo 0)
+    r=$(ready)
+    r=${r:-0}
     [ "$r" -ge "$NODES" ] && break
     [ $(($(date +%s) - t0)) -gt $((60 + NODES / 50)) ] && { say "only $r of $NODES nodes ready"; exit 1; }
     sleep 1
@@ -130,7 +137,8 @@ hb_p99=$(p99 h)
 round_p99=$(p99 r)
 unreach=$(db "SELECT count(*) FROM health_events WHERE kind = 'node' AND to_state = 'unreachable'")
 failed=$(db "SELECT count(*) FROM jobs WHERE state = 'failed'")
-notready=$(($(ready || echo 0) < NODES ? 1 : 0))
+r=$(ready)
+notready=$((${r:-0} < NODES ? 1 : 0))
 read -r p50 p99 ok bad <<<"$(jq -r '"\(.p50_ms) \(.p99_ms) \(.ok) \(.bad)"' "$T/rate.json")"
 printf 'nodes=%s queued=%s rate=%s submit_p50_ms=%s submit_p99_ms=%s submits_ok=%s submits_bad=%s heartbeat_p99_ms=%s rounds=%s round_p99_ms=%s server_cpu_cores=%.2f server_rss_mib=%d unreachable=%s failed=%s\n' \
     "$NODES" "$QUEUED" "$RATE" "$p50" "$p99" "$ok" "$bad" "$hb_p99" "$((r1 - r0))" "$round_p99" "$cores" \
