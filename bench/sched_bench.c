@@ -126,7 +126,7 @@ int bench_sched(int argc, char **argv) {
         snprintf(ids[j], 16, "j%d", j);
         jobs[j] = (sch_job){ids[j], (int)(next() % (unsigned)(ntenants * 2)), c,
                             c == 2 ? 1 + (int)(next() % 4) : 1 + (int)(next() % 2) /* gangs */,
-                            (int)(next() % 4) * 100, 1, 0, (int64_t)j, 0, SCH_PENDING, NULL};
+                            (int)(next() % 4) * 100, 1, 0, (int64_t)j, 0, SCH_PENDING, NULL, 0};
     }
     sch_snapshot s = {nd, nodes, gp, ngpus, cls, 5, tn, ntenants, pj, ntenants * 2, jobs, njobs,
                       3, 2, "2026-12"};
@@ -175,7 +175,7 @@ int bench_sched(int argc, char **argv) {
     for (int t = 1; t < ntenants; t++)
         if (left[t] > left[roomy]) roomy = t;
     free(left);
-    j1[njobs] = (sch_job){"new", roomy * 2, 4, 1, 300, 1, 0, (int64_t)njobs, 0, SCH_PENDING, NULL};
+    j1[njobs] = (sch_job){"new", roomy * 2, 4, 1, 300, 1, 0, (int64_t)njobs, 0, SCH_PENDING, NULL, 0};
     s1.njobs = njobs + 1;
     sch_result r1, r2;
     t1 = now_ms();

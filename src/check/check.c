@@ -10,6 +10,7 @@
 
 #include "../audit/audit.h"
 #include "../inventory/inventory.h"
+#include "../sched/sched.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -355,9 +356,9 @@ static int load_jobs(store_tx *tx, spool *p, check_job **out, int *n, gp_err *er
 }
 
 /*
- * Per-unit quota demand of class `name`, as the scheduler counts it
- * (src/sched/round.c): whole cards at the largest matching card's memory,
- * MIG profiles by compute slices of 7, shared slices by the larger share.
+ * Per-unit quota demand of class `name`, as the scheduler counts it: the demand
+ * formula (sch_unit_demand, src/sched/demand.c) on the class's card (the largest
+ * matching one, sch_class_card_gib).
  */
 static int class_demand(store_tx *tx, const char *name, const check_gpu *gpus,
                         const char *const *models, int ngpus, int64_t d[QD__N], gp_err *err) {
@@ -379,29 +380,18 @@ static int class_demand(store_tx *tx, const char *name, const check_gpu *gpus,
     d[QD_MEM] = store_int(s, 3);
     json_t *ms = json_loads(store_text(s, 4), 0, NULL);
     store_done(s);
-    int ref_mem = 0;
-    for (int g = 0; g < ngpus; g++) {
-        size_t i;
-        json_t *v;
-        json_array_foreach(ms, i, v) {
-            if (inv_model_matches(json_string_value(v), models[g]) && gpus[g].mem_gib > ref_mem)
-                ref_mem = gpus[g].mem_gib;
-        }
+    int *mem = malloc(sizeof *mem * (size_t)(ngpus > 0 ? ngpus : 1));
+    if (!mem) {
+        json_decref(ms);
+        return gp_err_set(err, GP_ENOMEM, NULL);
     }
+    for (int g = 0; g < ngpus; g++) mem[g] = gpus[g].mem_gib;
+    int ref_mem = sch_class_card_gib(ms, models, mem, ngpus);
+    free(mem);
     json_decref(ms);
-    if (!ref_mem) ref_mem = 80;
-    if (f.kind == FORM_WHOLE) {
-        d[QD_GPU_MILLI] = 1000LL * ngpu;
-        d[QD_GPU_MEM] = (int64_t)ref_mem * ngpu;
-    } else if (f.kind == FORM_MIG) {
-        d[QD_GPU_MILLI] = (f.profile[0] - '0') * 1000LL / 7;
-        const char *dot = strchr(f.profile, '.');
-        d[QD_GPU_MEM] = atoi(dot ? dot + 1 : "0");
-    } else {
-        int64_t by_mem = (int64_t)f.memory_gib * 1000 / ref_mem, by_pct = (int64_t)f.percent * 10;
-        d[QD_GPU_MILLI] = by_mem > by_pct ? by_mem : by_pct;
-        d[QD_GPU_MEM] = f.memory_gib;
-    }
+    int form = f.kind == FORM_MIG ? SCH_MIG : f.kind == FORM_SHARED ? SCH_SHARED : SCH_WHOLE;
+    sch_unit_demand(form, (int)ngpu, f.profile, f.memory_gib, f.percent, ref_mem,
+                    &d[QD_GPU_MILLI], &d[QD_GPU_MEM]);
     return 1;
 }
 

@@ -150,6 +150,68 @@ static int model_index(snap *n, const char *model) {
 
 #define ALLOC(p, cnt) ((p) = ar_alloc(n, (size_t)(cnt) + 1, sizeof *(p)))
 
+/* The project of `project_id` if it belongs to tenant index `t`, else -1. */
+static int project_of(const snap *n, int t, const char *project_id) {
+    int p = find_str(n->pids, sizeof *n->pids, n->s.nprojects, project_id);
+    return p >= 0 && n->projects[p].tenant == t ? p : -1;
+}
+
+/* Every tenant's and project's ceilings, as quota_load reads one scope's (unlimited when none
+ * is stored; a stored spec that does not parse fails the round), in one query for all. */
+static int load_quotas(store_tx *tx, snap *n, gp_err *err) {
+    store_stmt *s;
+    for (int i = 0; i < n->s.ntenants; i++) quota_unlimited(&n->tenants[i].quota);
+    for (int i = 0; i < n->s.nprojects; i++) quota_unlimited(&n->projects[i].quota);
+    int rc = store_query(tx, &s, err, "SELECT tenant_id, project_id, spec FROM quotas", "");
+    if (rc) return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        int t = find_str(n->tids, sizeof *n->tids, n->s.ntenants, store_text(s, 0));
+        const char *pid = store_text(s, 1);
+        int p = t >= 0 && pid[0] ? project_of(n, t, pid) : -1;
+        quota_set *q = t < 0 ? NULL : !pid[0] ? &n->tenants[t].quota
+                                 : p >= 0 ? &n->projects[p].quota : NULL;
+        json_t *j = q ? json_loads(store_text(s, 2), 0, NULL) : NULL;
+        if (j) {
+            rc = quota_parse(j, q, err);
+            json_decref(j);
+            if (rc) break;
+        }
+    }
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+/* Card-hours (milli) used this month by every tenant and project: bind_card_hours's sum
+ * (jobs.c), grouped by scope in one query; a tenant's is the sum of its groups. */
+static int load_card_hours(store_tx *tx, snap *n, gp_err *err) {
+    store_stmt *s;
+    int64_t m0 = jobs__month_start(n->now, NULL);
+    for (int i = 0; i < n->s.ntenants; i++) n->tenants[i].card_hours_used = 0;
+    for (int i = 0; i < n->s.nprojects; i++) n->projects[i].card_hours_used = 0;
+    /* weight (milli-card) x microseconds held this month / 1e6, summed (/ 3600 below) */
+    int rc = store_query(tx, &s, err,
+                         "SELECT tenant_id, project_id, COALESCE(SUM(weight_milli * ((CASE WHEN"
+                         " COALESCE(end_us, ?1) < ?1 THEN COALESCE(end_us, ?1) ELSE ?1 END)"
+                         " - (CASE WHEN start_us > ?2 THEN start_us ELSE ?2 END)) / 1000000), 0)"
+                         " FROM bindings WHERE COALESCE(end_us, ?1) > ?2"
+                         " GROUP BY tenant_id, project_id",
+                         "ii", n->now, m0);
+    if (rc) return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        int t = find_str(n->tids, sizeof *n->tids, n->s.ntenants, store_text(s, 0));
+        if (t < 0) continue;
+        int64_t v = store_int(s, 2);
+        n->tenants[t].card_hours_used += v;
+        int p = project_of(n, t, store_text(s, 1));
+        if (p >= 0) n->projects[p].card_hours_used += v;
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    for (int i = 0; i < n->s.ntenants; i++) n->tenants[i].card_hours_used /= 3600;
+    for (int i = 0; i < n->s.nprojects; i++) n->projects[i].card_hours_used /= 3600;
+    return GP_OK;
+}
+
 static int build(store_tx *tx, snap *n, gp_err *err) {
     store_stmt *s;
     int rc, nn, ng, np, nc, nt, npj, nj, nu;
@@ -373,14 +435,8 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     }
     store_done(s);
     if (rc < 0) return rc;
-    for (int i = 0; i < S->ntenants; i++) {
-        sch_tenant *t = &n->tenants[i];
-        if ((rc = quota_load(tx, n->tids[i], NULL, &t->quota, err)) ||
-            (rc = bind_card_hours(tx, n->tids[i], NULL, n->now, &t->card_hours_used, err)))
-            return rc;
-        unsigned char *ok = &n->pool_ok[(size_t)i * (size_t)(S->npools + 1)];
-        t->pool_ok = ok;
-    }
+    for (int i = 0; i < S->ntenants; i++)
+        n->tenants[i].pool_ok = &n->pool_ok[(size_t)i * (size_t)(S->npools + 1)];
     /* which tenants may use which pool */
     if ((rc = store_query(tx, &s, err, "SELECT name, tenants FROM pools ORDER BY name", "")))
         return rc;
@@ -435,17 +491,12 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     if (rc < 0) return rc;
     for (int i = 0; i < S->nprojects; i++)
         n->projects[i].pool_ok = &n->ppool_ok[(size_t)i * (size_t)(S->npools + 1)];
-    for (int i = 0; i < S->nprojects; i++) {
-        sch_project *p = &n->projects[i];
-        const char *tid = n->tids[p->tenant];
-        if ((rc = quota_load(tx, tid, n->pids[i], &p->quota, err)) ||
-            (rc = bind_card_hours(tx, tid, n->pids[i], n->now, &p->card_hours_used, err)))
-            return rc;
-    }
+    if ((rc = load_quotas(tx, n, err)) || (rc = load_card_hours(tx, n, err))) return rc;
     /* live jobs, and where the running ones are */
     if ((rc = store_query(tx, &s, err,
                           "SELECT id, project_id, class, units, priority, preemptible, may_preempt,"
-                          " queued_at, COALESCE(started_at, 0), state, recovery FROM jobs"
+                          " queued_at, COALESCE(started_at, 0), state, recovery, preempt_credit"
+                          " FROM jobs"
                           " WHERE state IN ('queued','admitted','running') ORDER BY id",
                           "")))
         return rc;
@@ -470,6 +521,7 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         const char *st = store_text(s, 9);
         j->state = !strcmp(st, "running") ? SCH_RUNNING : !strcmp(st, "admitted") ? SCH_ADMITTED
                                                                                   : SCH_PENDING;
+        j->credited = j->state == SCH_ADMITTED && store_int(s, 11) != 0;
         if (j->state == SCH_RUNNING) {
             if (used_units + j->units > nu) j->state = SCH_ADMITTED; /* cannot happen; be safe */
             else {
@@ -589,7 +641,8 @@ static int commit_place(store_tx *tx, const snap *n, const sch_decision *d, roun
     snprintf(reason, sizeof reason, "running on %s", nodes.buf);
     if (!rc)
         rc = store_exec(tx, NULL, err,
-                        "UPDATE jobs SET state = 'running', reason = ?, started_at = ? WHERE id = ?",
+                        "UPDATE jobs SET state = 'running', reason = ?, started_at = ?,"
+                        " preempt_credit = 0 WHERE id = ?",
                         "sis", reason, n->now, j->id);
     if (!rc) rc = jobs__event(tx, j->id, "placed", reason, err);
     if (!rc) sched_metrics_placed(tx, j->id, n->tnames[p->tenant], n->now - j->submit_us);
@@ -673,9 +726,11 @@ int sched_run(store_t *st, round_stats *stats, gp_err *err) {
             break;
         case SCH_DO_ADMIT:
         case SCH_DO_WAIT_PREEMPT:
+            /* waiting for its victims: credited for what they free (sched.h, step 5) */
             rc = store_exec(tx, NULL, err,
-                            "UPDATE jobs SET state = 'admitted', reason = ? WHERE id = ?", "ss",
-                            d->reason, id);
+                            "UPDATE jobs SET state = 'admitted', reason = ?, preempt_credit = ?"
+                            " WHERE id = ?",
+                            "sis", d->reason, (int64_t)(d->action == SCH_DO_WAIT_PREEMPT), id);
             if (!rc && n.jobs[d->job].state == SCH_PENDING)
                 rc = jobs__event(tx, id, "admitted", d->reason, err);
             stats->queued++;
@@ -684,6 +739,10 @@ int sched_run(store_t *st, round_stats *stats, gp_err *err) {
             rc = store_exec(tx, NULL, err,
                             "UPDATE jobs SET reason = ? WHERE id = ? AND reason <> ?", "sss",
                             d->reason, id, d->reason);
+            /* credited, and still no place: a waiting job like any other again */
+            if (!rc && n.jobs[d->job].credited)
+                rc = store_exec(tx, NULL, err, "UPDATE jobs SET preempt_credit = 0 WHERE id = ?",
+                                "s", id);
             stats->queued++;
         }
     }

@@ -546,6 +546,7 @@ static int admissible(const st *t, const sch_job *j, char *why, size_t n) {
 
 /* A queued job's place in the order, gathered once so the sort reads no other array. */
 typedef struct qkey {
+    int credit; /* sch_job.credited */
     int prio;
     double share;
     int64_t submit;
@@ -553,8 +554,10 @@ typedef struct qkey {
     int job;
 } qkey;
 
-/* 1 if x goes before y: higher priority, lower tenant share, earlier submit, then the id. */
+/* 1 if x goes before y: credited for its victims (sched.h, step 5), higher priority, lower
+ * tenant share, earlier submit, then the id. */
 static int q_before(const qkey *x, const qkey *y) {
+    if (x->credit != y->credit) return x->credit > y->credit;
     if (x->prio != y->prio) return x->prio > y->prio;
     if (x->share != y->share) return x->share < y->share;
     if (x->submit != y->submit) return x->submit < y->submit;
@@ -572,7 +575,8 @@ static int sort_queue(const sch_snapshot *s, const double *share, int *q, int nq
     }
     for (int i = 0; i < nq; i++) {
         const sch_job *j = &s->jobs[q[i]];
-        k[i] = (qkey){j->priority, share[s->projects[j->project].tenant], j->submit_us, j->id, q[i]};
+        k[i] = (qkey){j->state == SCH_ADMITTED && j->credited, j->priority,
+                      share[s->projects[j->project].tenant], j->submit_us, j->id, q[i]};
     }
     for (int width = 1; width < nq; width *= 2) {
         for (int lo = 0; lo < nq; lo += 2 * width) {
@@ -722,7 +726,8 @@ static int victim_cmp(const void *a, const void *b) {
 /*
  * Find the fewest, lowest victims whose release lets j fit.  On success the
  * victims stay released (and uncharged), j is placed into `units`, and the
- * chosen victims are listed in out[0..*nout).  On failure nothing changes.
+ * chosen victims (one at least) are listed in out[0..*nout).  On failure
+ * (also when j fits with no victim) nothing changes.
  */
 static int preempt_for(st *t, const sch_job *j, const unsigned char *gone, sch_unit *units,
                        int *out, int *nout) {
@@ -775,6 +780,12 @@ static int preempt_for(st *t, const sch_job *j, const unsigned char *gone, sch_u
     for (int i = 0; i < nchosen; i++)
         if (out[i] >= 0) out[m++] = out[i];
     *nout = m;
+    if (m == 0) {
+        /* it fits as things are: only a waiting job of higher priority keeps it (no jumping
+         * it), and stopping nobody is no preemption (sched.h, step 5) */
+        free(cand);
+        return -1;
+    }
     /* the place is reserved for j now */
     int rc = place_job(t, j, units);
     assert(rc == 0);
@@ -942,9 +953,10 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
         }
         sch_unit *units = calloc((size_t)j->units, sizeof *units);
         if (!units) goto out;
-        /* a lower-priority job does not jump a waiting higher-priority one of its class */
+        /* a lower-priority job does not jump a waiting higher-priority one of its class (a
+         * credited one, tried first, blocks only the jobs below its own priority) */
         int blocker = waiting[j->cls];
-        int may_jump = blocker < 0 || s->jobs[blocker].priority == j->priority;
+        int may_jump = blocker < 0 || s->jobs[blocker].priority <= j->priority;
         if (may_jump && place_job(&t, j, units) == 0) {
             sch_decision *d = add(r, &cap, ji, SCH_DO_PLACE);
             if (!d) {
@@ -984,7 +996,8 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
         /* the reason is written after the round, against its final state */
         d->by = may_jump ? -1 : blocker;
         d->reason[0] = '\0';
-        if (waiting[j->cls] < 0) waiting[j->cls] = ji;
+        if (waiting[j->cls] < 0 || s->jobs[waiting[j->cls]].priority < j->priority)
+            waiting[j->cls] = ji;
     }
     for (int i = 0; i < r->n; i++) {
         sch_decision *d = &r->d[i];
@@ -1088,7 +1101,8 @@ static int first_waiting(const st *t, const double *share, int c, const unsigned
         const sch_job *j = &s->jobs[ji];
         if (j->cls != c) continue;
         if (i < s->njobs && (j->state != SCH_ADMITTED || (placed && placed[ji]))) continue;
-        k = (qkey){j->priority, share[s->projects[j->project].tenant], j->submit_us, j->id, ji};
+        k = (qkey){j->state == SCH_ADMITTED && j->credited, j->priority,
+                   share[s->projects[j->project].tenant], j->submit_us, j->id, ji};
         if (best < 0 || q_before(&k, &kb)) {
             best = ji;
             kb = k;
@@ -1159,6 +1173,9 @@ int sch_delta_submit(sch_delta *d, const sch_snapshot *s, int job, sch_result *o
     memset(out, 0, sizeof *out);
     if (job < 0 || job >= s->njobs || s->jobs[job].state != SCH_PENDING || s->jobs[job].may_preempt)
         return 1;
+    for (int i = 0; i < s->njobs; i++)
+        if (s->jobs[i].state == SCH_ADMITTED && s->jobs[i].credited)
+            return 1; /* a credited job goes first, whatever its class: a full round */
     int rc = delta_follow(d, s);
     if (rc) return rc;
     st *t = &d->t;
@@ -1228,8 +1245,8 @@ int sch_delta_exit(sch_delta *d, const sch_snapshot *s, const sch_job *gone, sch
         if (j->state == SCH_RUNNING) continue;
         int cand = (j->state == SCH_ADMITTED && uses[j->cls]) ||
                    (j->state == SCH_PENDING && s->projects[j->project].tenant == tenant);
-        if (cand && j->may_preempt) {
-            rc = 1; /* preemption: a full round */
+        if ((cand && j->may_preempt) || (j->state == SCH_ADMITTED && j->credited)) {
+            rc = 1; /* preemption, or a job credited for its victims: a full round */
             goto out;
         }
         if (cand) q[nq++] = i;

@@ -17,9 +17,16 @@
  *      which keeps whole cards whole and fractional cards full.
  *   5. If it cannot be placed and may preempt, the fewest, lowest-priority,
  *      newest preemptible jobs of strictly lower priority that free a fitting
- *      place are chosen; their resources are reserved for it and it waits for
- *      them to stop.  Strictly lower priority only: two jobs can never
- *      preempt each other in a loop.
+ *      place are chosen (at least one: a free place it may not take because a
+ *      job of higher priority waits for its class is not a reason to stop
+ *      anyone); their resources are reserved for it and it waits for them to
+ *      stop.  Strictly lower priority only: two jobs can never preempt each
+ *      other in a loop.  What the victims release is the preemptor's: in the
+ *      next rounds a credited job (sch_job.credited) is tried before every job
+ *      that is not, so the jobs ahead of it that may not preempt cannot take
+ *      it and make it stop one more victim each round.  A credited job that
+ *      still finds no place (the freed cards went unhealthy, say) is a job
+ *      like any other again.
  *
  * Invariant (checked by sch_check, asserted in debug builds): no GPU, slice
  * or node is ever over-committed and no quota exceeded by a round's result.
@@ -114,6 +121,9 @@ typedef struct sch_job {
     int64_t start_us;   /* running jobs: when they started (newest are preempted first) */
     int state;          /* SCH_PENDING / SCH_ADMITTED / SCH_RUNNING */
     const sch_unit *place; /* SCH_RUNNING: [units] */
+    int credited;       /* SCH_ADMITTED: an earlier round stopped victims for it (its decision
+                           was SCH_DO_WAIT_PREEMPT) and they are gone: what they released is
+                           its own, see step 5 */
 } sch_job;
 
 typedef struct sch_snapshot {
@@ -183,7 +193,7 @@ int sch_check(const sch_snapshot *s, const sch_result *r, char *why, size_t n);
  * snapshot, and pass that one to the next call.
  *
  * Returns 0 with *out, 1 when the change needs a full round (a job that may preempt is
- * involved, or the tables - nodes, GPUs, classes, projects, tenants, pools - differ; *out is
+ * involved, a job is credited for its victims, or the tables - nodes, GPUs, classes, projects, tenants, pools - differ; *out is
  * empty and the delta unchanged; rebuild it after that round), or -1 when out of memory
  * (the delta must then be rebuilt).  The snapshots keep the tables and indexes of the one
  * the delta was made from; only the jobs differ.  Owned by the caller; one thread at a time.

@@ -677,7 +677,9 @@ static const char *const migrations[] = {
     "CREATE TRIGGER gw_epoch_bindings_i AFTER INSERT ON bindings FOR EACH STATEMENT"
     " EXECUTE PROCEDURE gw_epoch_bump();"
     "CREATE TRIGGER gw_epoch_bindings_u AFTER UPDATE ON bindings FOR EACH ROW WHEN (OLD.end_us IS DISTINCT FROM NEW.end_us OR OLD.node IS DISTINCT FROM NEW.node)"
-    " EXECUTE PROCEDURE gw_epoch_bump();",
+    " EXECUTE PROCEDURE gw_epoch_bump();"
+    /* an admitted job whose victims a round stopped: what they freed is its own (sched.h) */
+    "ALTER TABLE jobs ADD COLUMN preempt_credit BIGINT NOT NULL DEFAULT 0;",
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

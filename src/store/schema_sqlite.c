@@ -627,7 +627,9 @@ static const char *const migrations[] = {
     "CREATE TRIGGER gw_epoch_bindings_i AFTER INSERT ON bindings"
     " BEGIN UPDATE gw_epoch SET n = n + 1 WHERE id = 1; END;"
     "CREATE TRIGGER gw_epoch_bindings_u AFTER UPDATE ON bindings WHEN OLD.end_us IS NOT NEW.end_us OR OLD.node IS NOT NEW.node"
-    " BEGIN UPDATE gw_epoch SET n = n + 1 WHERE id = 1; END;",
+    " BEGIN UPDATE gw_epoch SET n = n + 1 WHERE id = 1; END;"
+    /* an admitted job whose victims a round stopped: what they freed is its own (sched.h) */
+    "ALTER TABLE jobs ADD COLUMN preempt_credit INTEGER NOT NULL DEFAULT 0;",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -2,10 +2,12 @@
  * test_demand.c - the demand formula (sch_unit_demand, sch_class_card_gib) and the places
  * that count with it agreeing: a shared-slice class on a 48 GiB card is admitted by the
  * scheduler against a project ceiling, and the tenant and project overviews show the same
- * use as admission counted (they used to count every card as 80 GiB).
+ * use as admission counted (they used to count every card as 80 GiB), and so does
+ * `gpupool check` (its quota check has no formula of its own).
  */
 #include "apitest.h"
 
+#include "../../src/check/check.h"
 #include "../../src/sched/jobs.h"
 #include "../../src/sched/sched.h"
 
@@ -93,6 +95,20 @@ static double used_gpus(apitest *t, const char *path) {
     return v;
 }
 
+static check_report rep;
+
+/* Run gpupool check's checks on the store; its quota result (the report is `rep`). */
+static const check_result *quota_check(apitest *t) {
+    gp_err err = GP_ERR_INIT;
+    check_report_release(&rep);
+    memset(&rep, 0, sizeof rep);
+    assert_int_equal(check_run(t->st, &rep, &err), GP_OK);
+    for (int i = 0; i < rep.n; i++)
+        if (!strcmp(rep.r[i].name, "quota")) return &rep.r[i];
+    fail_msg("no quota check");
+    return NULL;
+}
+
 static void overview_agrees_with_admission(void **state) {
     (void)state;
     apitest t;
@@ -127,6 +143,20 @@ static void overview_agrees_with_admission(void **state) {
     /* and the overviews count the same (not 2 x 24/80 = 0.6) */
     assert_true(used_gpus(&t, "/api/v1/tenants/red/projects/train/overview") == 1.0);
     assert_true(used_gpus(&t, "/api/v1/tenants/red/overview") == 1.0);
+    /* gpupool check counts the same: the two admitted slices fill the ceiling, no more ... */
+    const check_result *q = quota_check(&t);
+    assert_true(q->ok);
+    /* ... and a third one admitted behind the scheduler's back is 1.5 of 1 (not 0.9) */
+    at_sql(&t, "UPDATE jobs SET state = 'admitted' WHERE id = 'j3'");
+    at_sql(&t, "INSERT INTO job_events (id, job_id, at, kind, message) VALUES"
+               " ('e3', 'j3', 9000000000000000, 'admitted', 'by hand')");
+    q = quota_check(&t);
+    assert_false(q->ok);
+    assert_int_equal(json_array_size(q->problems), 1);
+    const char *why = json_string_value(json_array_get(q->problems, 0));
+    if (!strstr(why, "gpus 1.5 held by 3 admitted/running job(s), ceiling 1"))
+        fail_msg("quota problem: %s", why);
+    check_report_release(&rep);
     at_close(&t);
 }
 

@@ -141,11 +141,13 @@ static int preempted(const sch_result *r, int job) {
     return 0;
 }
 
-/* Apply a round: placed jobs run, victims go back to pending. */
+/* Apply a round as round.c commits it: placed jobs run, victims go back to pending, a job
+ * waiting for its victims is credited for them until its next decision. */
 static void w_apply(world *w, const sch_result *r) {
     for (int i = 0; i < r->n; i++) {
         const sch_decision *d = &r->d[i];
         sch_job *j = &w->jobs[d->job];
+        j->credited = d->action == SCH_DO_WAIT_PREEMPT;
         if (d->action == SCH_DO_PLACE) {
             memcpy(w->places[d->job], d->units, sizeof(sch_unit) * (size_t)j->units);
             j->state = SCH_RUNNING;
@@ -511,6 +513,57 @@ static void no_preemption_loops(void **state) {
     assert_int_equal(w.jobs[b].state, SCH_RUNNING);
 }
 
+/*
+ * A job that may preempt stops victims once, and what they release is its own: jobs ahead of
+ * it in the queue that may not preempt (same priority and older, or higher priority) do not
+ * take it in the next round, which would make it stop another victim every round (one per
+ * such job).  Victims are requeued, as round.c commits a preemption (bindings ended at once).
+ */
+static void preemptor_keeps_what_its_victims_free(void **state) {
+    (void)state;
+    for (int variant = 0; variant < 3; variant++) {
+        world w;
+        sch_result r;
+        w_init(&w);
+        w_node(&w, 4, 0, SCH_WHOLE, 64, 512, 0);
+        int c = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+        int v[4];
+        for (int i = 0; i < 4; i++) {
+            v[i] = w_job(&w, 1, c, 1, 10, i);
+            w.jobs[v[i]].state = SCH_RUNNING;
+            w.jobs[v[i]].start_us = 100 + i;
+            w.places[v[i]][0].gpu[0] = i;
+            w.places[v[i]][0].slice = -1;
+        }
+        /* ahead of the preemptor: three jobs that may not preempt - of its priority and
+         * older (0), of a higher priority (1), or both kinds (2) */
+        int ahead[3];
+        for (int k = 0; k < 3; k++)
+            ahead[k] = w_job(&w, 0, c, 1, variant == 1 || (variant == 2 && k == 1) ? 200 : 100,
+                             10 + k);
+        int p = w_job(&w, 0, c, 1, 100, 50);
+        w.jobs[p].may_preempt = 1;
+        int preemptions = 0;
+        for (int round = 0; round < 8; round++) {
+            round_ok(&w, &r);
+            preemptions += r.preempted;
+            if (round == 0) {
+                assert_int_equal(r.preempted, 1);
+                assert_int_equal(dec(&r, p)->action, SCH_DO_WAIT_PREEMPT);
+            }
+            w_apply(&w, &r);
+            sch_result_free(&r);
+        }
+        if (preemptions != 1)
+            fail_msg("variant %d: %d jobs preempted for one 1-GPU job", variant, preemptions);
+        assert_int_equal(w.jobs[p].state, SCH_RUNNING);
+        for (int k = 0; k < 3; k++) assert_int_not_equal(w.jobs[ahead[k]].state, SCH_RUNNING);
+        int running = 0;
+        for (int i = 0; i < 4; i++) running += w.jobs[v[i]].state == SCH_RUNNING;
+        assert_int_equal(running, 3);
+    }
+}
+
 static unsigned rnd(unsigned *s) {
     *s ^= *s << 13;
     *s ^= *s >> 17;
@@ -571,6 +624,7 @@ int main(void) {
         cmocka_unit_test(driver_and_project_class_rules),
         cmocka_unit_test(preemption_choices),
         cmocka_unit_test(no_preemption_loops),
+        cmocka_unit_test(preemptor_keeps_what_its_victims_free),
         cmocka_unit_test(property_random_clusters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -45,7 +45,7 @@ static void new_job(world *w, int state) {
     int c = (int)rnd(w, 6);
     snprintf(w->ids[i], sizeof w->ids[i], "j%04d", w->next_id++);
     *j = (sch_job){w->ids[i], (int)rnd(w, 6), c, c == 2 ? 1 : 1 + (int)rnd(w, 3),
-                   (int)rnd(w, 4) * 100, 1, 0, (int64_t)w->next_id, 0, state, NULL};
+                   (int)rnd(w, 4) * 100, 1, 0, (int64_t)w->next_id, 0, state, NULL, 0};
 }
 
 static void make_world(world *w, unsigned long long seed, int preempting) {
@@ -136,6 +136,7 @@ static void apply(world *w, const sch_result *r) {
     for (int i = 0; i < r->n; i++) {
         const sch_decision *d = &r->d[i];
         sch_job *j = &w->jobs[d->job];
+        j->credited = d->action == SCH_DO_WAIT_PREEMPT; /* as round.c commits it */
         if (d->action == SCH_DO_PLACE) {
             memcpy(w->places[d->job], d->units, sizeof(sch_unit) * (size_t)j->units);
             j->place = w->places[d->job];
@@ -200,12 +201,10 @@ static void chain(unsigned long long seed, int preempting, int *deltas, int *fal
                   int *moves) {
     static world w;
     make_world(&w, seed, preempting);
-    /* (a job that may preempt preempts a victim each round while it waits behind one of
-     * higher priority, so such a world may take a round per running job to settle) */
-    if (settle(&w)) {
-        assert_true(preempting);
-        return;
-    }
+    /* every world settles, preemption included: a job that may preempt stops its victims
+     * once and gets what they free (a job ahead of it used to take that, and it stopped one
+     * more victim each round: 15 of the 40 preempting worlds never settled) */
+    assert_int_equal(settle(&w), 0);
     sch_delta *d;
     assert_int_equal(sch_delta_new(&w.s, &d), 0);
     for (int step = 0; step < 40; step++) {
@@ -239,7 +238,7 @@ static void chain(unsigned long long seed, int preempting, int *deltas, int *fal
             apply(&w, &full);
             sch_result_free(&full);
             sch_delta_free(d);
-            if (settle(&w)) return;
+            assert_int_equal(settle(&w), 0);
             assert_int_equal(sch_delta_new(&w.s, &d), 0);
             continue;
         }
