@@ -705,7 +705,8 @@ int sched_run(store_t *st, round_stats *stats, gp_err *err) {
     snap n;
     sch_result r;
     memset(stats, 0, sizeof *stats);
-    int rc = store_begin(st, STORE_WRITE, &tx, err);
+    /* alone: a round holds the writer long; it never keeps a shared commit waiting */
+    int rc = store_begin(st, STORE_WRITE_ALONE, &tx, err);
     if (rc) return rc;
     if ((rc = build(tx, &n, err))) goto fail;
     if (sch_round(&n.s, &r) != 0) {

@@ -35,7 +35,17 @@ typedef struct store store_t;
 typedef struct store_tx store_tx;
 typedef struct store_stmt store_stmt;
 
-enum { STORE_READ = 0, STORE_WRITE = 1 };
+/*
+ * Transaction modes.  STORE_WRITE transactions of one process may share a
+ * commit (SQLite: group commit, store_sqlite.c): each runs alone, in turn,
+ * inside one outer transaction, its own changes under a savepoint (its
+ * rollback undoes only them); store_commit() returns once the commit that
+ * holds them is durable, so what a caller acknowledges is never lost.  A
+ * transaction that knows it holds the writer long (a scheduling round) begins
+ * STORE_WRITE_ALONE: it never waits behind, nor makes others wait for, a
+ * shared commit.  On PostgreSQL both are plain write transactions.
+ */
+enum { STORE_READ = 0, STORE_WRITE = 1, STORE_WRITE_ALONE = 2 };
 
 /*
  * Open the store at `url`: "postgres://…" or "postgresql://…" (a libpq URI),

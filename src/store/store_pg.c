@@ -365,7 +365,7 @@ static void release_conn(pg_store *st, int idx) { store__pool_put(&st->pool, idx
 
 static int pg_begin(store_t *base, int mode, store_tx **out, gp_err *err) {
     pg_store *st = (pg_store *)base;
-    if (mode == STORE_WRITE && st->readonly)
+    if (mode != STORE_READ && st->readonly)
         return gp_err_set(err, GP_EINVALID, "the store is open read-only");
     pg_tx *tx = calloc(1, sizeof *tx);
     if (!tx) return gp_err_set(err, GP_ENOMEM, NULL);
@@ -375,7 +375,7 @@ static int pg_begin(store_t *base, int mode, store_tx **out, gp_err *err) {
     PGconn *c = st->conns[tx->idx];
     tx->c = c;
     char sql[160];
-    if (mode == STORE_WRITE)
+    if (mode != STORE_READ)
         snprintf(sql, sizeof sql,
                  "BEGIN; SET LOCAL idle_in_transaction_session_timeout = %d;"
                  " SELECT pg_advisory_xact_lock(%d)",
