@@ -65,8 +65,18 @@ typedef struct snap {
     sch_job *jobs;
     id33 *jids;
     char (*jrecovery)[8];
+    uint64_t *jreason; /* a hash of each job's reason as read: a round rewrites only changed ones */
     sch_unit *places;
 } snap;
+
+/* FNV-1a, 64 bits: a job's reason as a number (an equal hash skips an UPDATE; a collision, at
+ * worst, leaves the older reason shown until the next change). */
+static uint64_t reason_hash(const char *t) {
+    uint64_t h = 14695981039346656037ull;
+    for (const unsigned char *p = (const unsigned char *)(t ? t : ""); *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return h;
+}
 
 /* Zeroed room for cnt x size bytes in the snapshot's arena, or NULL. */
 static void *ar_alloc(snap *n, size_t cnt, size_t size) {
@@ -246,7 +256,7 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         !ALLOC(n->cforms, nc) || !ALLOC(n->tenants, nt) || !ALLOC(n->tnames, nt) ||
         !ALLOC(n->tids, nt) || !ALLOC(n->projects, npj) || !ALLOC(n->pnames, npj) ||
         !ALLOC(n->pids, npj) || !ALLOC(n->jobs, nj) || !ALLOC(n->jids, nj) ||
-        !ALLOC(n->jrecovery, nj) || !ALLOC(n->places, nu))
+        !ALLOC(n->jrecovery, nj) || !ALLOC(n->jreason, nj) || !ALLOC(n->places, nu))
         return gp_err_set(err, GP_ENOMEM, NULL);
     sch_snapshot *S = &n->s;
     S->month = n->month;
@@ -495,7 +505,8 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     /* live jobs, and where the running ones are */
     if ((rc = store_query(tx, &s, err,
                           "SELECT id, project_id, class, units, priority, preemptible, may_preempt,"
-                          " queued_at, COALESCE(started_at, 0), state, recovery, preempt_credit"
+                          " queued_at, COALESCE(started_at, 0), state, recovery, preempt_credit,"
+                          " COALESCE(reason, '')"
                           " FROM jobs"
                           " WHERE state IN ('queued','admitted','running') ORDER BY id",
                           "")))
@@ -509,6 +520,7 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         sch_job *j = &n->jobs[i];
         snprintf(n->jids[i], RND_ID_LEN, "%s", store_text(s, 0));
         snprintf(n->jrecovery[i], 8, "%s", store_text(s, 10));
+        n->jreason[i] = reason_hash(store_text(s, 12));
         j->id = n->jids[i];
         j->project = prj;
         j->cls = cls;
@@ -727,6 +739,12 @@ int sched_run(store_t *st, round_stats *stats, gp_err *err) {
             break;
         case SCH_DO_ADMIT:
         case SCH_DO_WAIT_PREEMPT:
+            stats->queued++;
+            /* admitted already, for the same reason and credit: nothing to write */
+            if (n.jobs[d->job].state == SCH_ADMITTED &&
+                n.jobs[d->job].credited == (d->action == SCH_DO_WAIT_PREEMPT) &&
+                n.jreason[d->job] == reason_hash(d->reason))
+                break;
             /* waiting for its victims: credited for what they free (sched.h, step 5) */
             rc = store_exec(tx, NULL, err,
                             "UPDATE jobs SET state = 'admitted', reason = ?, preempt_credit = ?"
@@ -734,12 +752,13 @@ int sched_run(store_t *st, round_stats *stats, gp_err *err) {
                             "sis", d->reason, (int64_t)(d->action == SCH_DO_WAIT_PREEMPT), id);
             if (!rc && n.jobs[d->job].state == SCH_PENDING)
                 rc = jobs__event(tx, id, "admitted", d->reason, err);
-            stats->queued++;
             break;
         default:
-            rc = store_exec(tx, NULL, err,
-                            "UPDATE jobs SET reason = ? WHERE id = ? AND reason <> ?", "sss",
-                            d->reason, id, d->reason);
+            /* most waiting jobs wait for the same reason round after round: written once */
+            if (n.jreason[d->job] != reason_hash(d->reason))
+                rc = store_exec(tx, NULL, err,
+                                "UPDATE jobs SET reason = ? WHERE id = ? AND reason <> ?", "sss",
+                                d->reason, id, d->reason);
             /* credited, and still no place: a waiting job like any other again */
             if (!rc && n.jobs[d->job].credited)
                 rc = store_exec(tx, NULL, err, "UPDATE jobs SET preempt_credit = 0 WHERE id = ?",
