@@ -59,6 +59,9 @@ int gw_ledger_get(store_tx *tx, const char *scope, const char *id, int64_t now_u
     return ledger_row(tx, scope, id, month, used, reserved, err);
 }
 
+/* the three scopes a hold counts in, in the order of its ids */
+static const char *const hold_scopes[3] = {"key", "project", "tenant"};
+
 /*
  * Add `used` and `reserved` (either may be negative) to a ledger row,
  * saturating within [0, GW_TOKENS_MAX]: the deltas are clamped to
@@ -161,10 +164,36 @@ int gw_hold_grow(store_tx *tx, const gw_key *k, const char *hold, int64_t amount
                         "INSERT INTO token_holds (id, key_id, project_id, tenant_id, month, amount,"
                         " at) VALUES (?,?,?,?,?,?,?)",
                         "sssssii", hold, k->id, k->project_id, k->tenant_id, month, amount, now_us);
-    static const char *const scopes[3] = {"key", "project", "tenant"};
     const char *ids[3] = {k->id, k->project_id, k->tenant_id};
-    for (int i = 0; i < 3 && !rc; i++) rc = ledger_add(tx, scopes[i], ids[i], month, 0, amount, err);
+    for (int i = 0; i < 3 && !rc; i++) rc = ledger_add(tx, hold_scopes[i], ids[i], month, 0, amount, err);
     return rc;
+}
+
+/* A hold's row: its key, project and tenant ids, month and amount.  OUT: *found, 0 when the
+ * hold is gone (settled already, or released as stale). */
+typedef struct hold_row {
+    char ids[3][RND_ID_LEN]; /* key, project, tenant */
+    char month[8];
+    int64_t amount;
+} hold_row;
+
+static int hold_read(store_tx *tx, const char *hold, hold_row *h, int *found, gp_err *err) {
+    *found = 0;
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT key_id, project_id, tenant_id, month, amount FROM token_holds"
+                         " WHERE id = ?",
+                         "s", hold);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc > 0) {
+        *found = 1;
+        for (int i = 0; i < 3; i++) snprintf(h->ids[i], RND_ID_LEN, "%s", store_text(s, i));
+        snprintf(h->month, sizeof h->month, "%s", store_text(s, 3));
+        h->amount = gw_tokens_clamp(store_int(s, 4));
+    }
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
 }
 
 /*
@@ -174,32 +203,16 @@ int gw_hold_grow(store_tx *tx, const gw_key *k, const char *hold, int64_t amount
  */
 static int lease_consume(store_tx *tx, const char *hold, int64_t used, int64_t now_us, int *found,
                          gp_err *err) {
-    *found = 0;
-    store_stmt *s;
-    int rc = store_query(tx, &s, err,
-                         "SELECT key_id, project_id, tenant_id, month, amount FROM token_holds"
-                         " WHERE id = ?",
-                         "s", hold);
-    if (rc) return rc;
-    rc = store_step(s, err);
-    if (rc <= 0) {
-        store_done(s);
-        return rc < 0 ? rc : GP_OK;
-    }
-    *found = 1;
-    char ids[3][RND_ID_LEN], month[8];
-    for (int i = 0; i < 3; i++) snprintf(ids[i], RND_ID_LEN, "%s", store_text(s, i));
-    snprintf(month, sizeof month, "%s", store_text(s, 3));
-    int64_t amount = gw_tokens_clamp(store_int(s, 4));
-    store_done(s);
+    hold_row h;
+    int rc = hold_read(tx, hold, &h, found, err);
+    if (rc || !*found) return rc;
     used = gw_tokens_clamp(used);
-    int64_t take = used < amount ? used : amount;
-    static const char *const scopes[3] = {"key", "project", "tenant"};
-    rc = GP_OK;
-    for (int i = 0; i < 3 && !rc; i++) rc = ledger_add(tx, scopes[i], ids[i], month, used, -take, err);
+    int64_t take = used < h.amount ? used : h.amount;
+    for (int i = 0; i < 3 && !rc; i++)
+        rc = ledger_add(tx, hold_scopes[i], h.ids[i], h.month, used, -take, err);
     if (!rc)
         rc = store_exec(tx, NULL, err, "UPDATE token_holds SET amount = ?, at = ? WHERE id = ?",
-                        "iis", amount - take, now_us, hold);
+                        "iis", h.amount - take, now_us, hold);
     return rc;
 }
 
@@ -210,29 +223,15 @@ static int lease_consume(store_tx *tx, const char *hold, int64_t used, int64_t n
  */
 static int settle(store_tx *tx, const char *hold, int64_t used, int count_used, int *found,
                   gp_err *err) {
-    if (found) *found = 0;
-    store_stmt *s;
-    int rc = store_query(tx, &s, err,
-                         "SELECT key_id, project_id, tenant_id, month, amount FROM token_holds"
-                         " WHERE id = ?",
-                         "s", hold);
-    if (rc) return rc;
-    rc = store_step(s, err);
-    if (rc <= 0) {
-        store_done(s);
-        return rc < 0 ? rc : GP_OK; /* settled already (or released as stale) */
-    }
-    if (found) *found = 1;
-    char ids[3][RND_ID_LEN], month[8];
-    for (int i = 0; i < 3; i++) snprintf(ids[i], RND_ID_LEN, "%s", store_text(s, i));
-    snprintf(month, sizeof month, "%s", store_text(s, 3));
-    int64_t amount = gw_tokens_clamp(store_int(s, 4));
-    store_done(s);
+    int have;
+    hold_row h;
+    int rc = hold_read(tx, hold, &h, &have, err);
+    if (found) *found = have;
+    if (rc || !have) return rc;
     used = gw_tokens_clamp(used);
-    rc = GP_OK;
-    static const char *const scopes[3] = {"key", "project", "tenant"};
     for (int i = 0; i < 3 && !rc; i++)
-        rc = ledger_add(tx, scopes[i], ids[i], month, count_used ? used : 0, -amount, err);
+        rc = ledger_add(tx, hold_scopes[i], h.ids[i], h.month, count_used ? used : 0, -h.amount,
+                        err);
     if (!rc) rc = store_exec(tx, NULL, err, "DELETE FROM token_holds WHERE id = ?", "s", hold);
     return rc;
 }

@@ -55,6 +55,21 @@ static inline void at_sql(apitest *t, const char *sql) {
     assert_int_equal(store_commit(tx, &err), GP_OK);
 }
 
+/* A job's state and reason as the store has them (st: 32 bytes, reason: 240). */
+static inline void at_job_state(apitest *t, const char *id, char st[32], char reason[240]) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    store_stmt *s;
+    assert_int_equal(store_begin(t->st, STORE_READ, &tx, &err), GP_OK);
+    assert_int_equal(store_query(tx, &s, &err, "SELECT state, reason FROM jobs WHERE id = ?", "s", id),
+                     GP_OK);
+    assert_true(store_step(s, &err) > 0);
+    snprintf(st, 32, "%s", store_text(s, 0));
+    snprintf(reason, 240, "%s", store_text(s, 1));
+    store_done(s);
+    store_rollback(tx);
+}
+
 /*
  * Create user `name` (no password) holding `role` at a scope (role NULL: no
  * role; tenant/project by name) and a token for it.  The user is homed in

@@ -71,20 +71,6 @@ static void job(apitest *t, const char *id, int at) {
     at_sql(t, sql);
 }
 
-static void state_of(apitest *t, const char *id, char *st, char *reason) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    store_stmt *s;
-    assert_int_equal(store_begin(t->st, STORE_READ, &tx, &err), GP_OK);
-    assert_int_equal(store_query(tx, &s, &err, "SELECT state, reason FROM jobs WHERE id = ?", "s", id),
-                     GP_OK);
-    assert_true(store_step(s, &err) > 0);
-    snprintf(st, 32, "%s", store_text(s, 0));
-    snprintf(reason, 200, "%s", store_text(s, 1));
-    store_done(s);
-    store_rollback(tx);
-}
-
 static double used_gpus(apitest *t, const char *path) {
     json_t *resp = NULL;
     assert_int_equal(at_call(t, t->admin, "GET", path, NULL, &resp), 200);
@@ -131,12 +117,12 @@ static void overview_agrees_with_admission(void **state) {
     round_stats stats;
     gp_err err = GP_ERR_INIT;
     assert_int_equal(sched_run(t.st, &stats, &err), GP_OK);
-    char st[32], reason[200];
-    state_of(&t, "j1", st, reason);
+    char st[32], reason[240];
+    at_job_state(&t, "j1", st, reason);
     assert_string_equal(st, "admitted");
-    state_of(&t, "j2", st, reason);
+    at_job_state(&t, "j2", st, reason);
     assert_string_equal(st, "admitted");
-    state_of(&t, "j3", st, reason);
+    at_job_state(&t, "j3", st, reason);
     assert_string_equal(st, "queued");
     /* admission counted 0.5 a slice: two in use, the third needs 0.5 more */
     assert_non_null(strstr(reason, "quota_exceeded: project train gpus 1/1 in use (needs 0.5 more)"));

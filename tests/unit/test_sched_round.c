@@ -76,20 +76,6 @@ static int64_t one_int(apitest *t, const char *sql, const char *arg) {
     return v;
 }
 
-static void state_of(apitest *t, const char *id, char *st, char *reason) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    store_stmt *s;
-    assert_int_equal(store_begin(t->st, STORE_READ, &tx, &err), GP_OK);
-    assert_int_equal(store_query(tx, &s, &err, "SELECT state, reason FROM jobs WHERE id = ?", "s", id),
-                     GP_OK);
-    assert_true(store_step(s, &err) > 0);
-    snprintf(st, 32, "%s", store_text(s, 0));
-    snprintf(reason, 240, "%s", store_text(s, 1));
-    store_done(s);
-    store_rollback(tx);
-}
-
 static void round_once(apitest *t) {
     round_stats stats;
     gp_err err = GP_ERR_INIT;
@@ -119,13 +105,13 @@ static void preempts_once_through_the_store(void **state) {
     job(&t, "p", "t1", "p1", 100, 1, "queued", now + 10);
     round_once(&t);
     char st[32], reason[240];
-    state_of(&t, "p", st, reason);
+    at_job_state(&t, "p", st, reason);
     assert_string_equal(st, "admitted");
     assert_non_null(strstr(reason, "waiting_for_preemption: 1 lower-priority job being stopped"));
     assert_int_equal(one_int(&t, "SELECT preempt_credit FROM jobs WHERE id = ?", "p"), 1);
     assert_int_equal(one_int(&t, "SELECT SUM(preemptions) FROM jobs", NULL), 1);
     for (int r = 0; r < 4; r++) round_once(&t);
-    state_of(&t, "p", st, reason);
+    at_job_state(&t, "p", st, reason);
     assert_string_equal(st, "running");
     /* one victim in all; blue's jobs still wait; every GPU bound once */
     assert_int_equal(one_int(&t, "SELECT SUM(preemptions) FROM jobs", NULL), 1);
@@ -163,7 +149,7 @@ static void set_quota(apitest *t, const char *tenant, const char *project, int d
 
 static void expect_reason(apitest *t, const char *id, const char *state, const char *text) {
     char st[32], reason[240];
-    state_of(t, id, st, reason);
+    at_job_state(t, id, st, reason);
     if (strcmp(st, state) || !strstr(reason, text))
         fail_msg("job %s: %s \"%s\", expected %s \"%s\"", id, st, reason, state, text);
 }
