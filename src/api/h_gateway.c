@@ -378,6 +378,12 @@ static long stream_read(void *cls, char *buf, size_t max) {
     return (long)n;
 }
 
+/* An upstream call is over: free it and give back its endpoint's slot (gw_rt_ep_enter). */
+static void call_end(gw_runtime *rt, gw_call *call, const char *ep_id) {
+    gw_call_free(call);
+    gw_rt_ep_leave(rt, ep_id);
+}
+
 static void stream_release(void *cls) {
     gwstream *s = cls;
     /* a client that went away before the end: 499, what it got is still counted */
@@ -387,7 +393,7 @@ static void stream_release(void *cls) {
     record(&s->g, status, s->sse.has_usage, s->sse.prompt_tokens, s->sse.completion_tokens,
            s->sse.completion_chars);
     gw_metrics_ttft(s->g.u.model, s->g.start_mono, gw_call_first_byte_mono(s->call));
-    gw_call_free(s->call);
+    call_end(s->g.rt, s->call, s->g.u.endpoint_id);
     json_decref(s->sources);
     gw_sse_release(&s->sse);
     sb_release(&s->out);
@@ -739,8 +745,17 @@ static void forward(api_req *r, const char *kind, const char *path) {
         log_kv(LOG_WARN, "every endpoint is down or ejected: trying them anyway (panic mode)",
                "model", model, (char *)NULL);
     }
+    /* an endpoint with a free slot (max_concurrency); when every one is full, the line of the
+     * last one tried (first come, first served; at most its max_queue, for queue_wait_ms) */
+    int busy = 0;
     for (int i = 0; i < ntry && !call; i++) {
         const gw_endpoint *ep = &route.ep[order[i]];
+        if (!gw_rt_ep_enter(r->gw, ep->id, ep->max_concurrency, ep->max_queue,
+                            i == ntry - 1 && busy == i)) {
+            busy++;
+            snprintf(last, sizeof last, "every slot of endpoint %s is taken", ep->id);
+            continue;
+        }
         size_t len;
         char *b = body_for(r, req, ep, stream && !asked_usage && !response, changed, &len);
         gp_err e2 = GP_ERR_INIT;
@@ -748,6 +763,7 @@ static void forward(api_req *r, const char *kind, const char *path) {
         free(b);
         g.request_bytes = (int64_t)len;
         if (rc) {
+            gw_rt_ep_leave(r->gw, ep->id);
             gw_rt_endpoint_result(r->gw, ep->id, 0, gt_now_us());
             snprintf(last, sizeof last, "%s", e2.msg);
             log_kv(LOG_WARN, "endpoint unreachable; trying the next", "endpoint", ep->id, "detail",
@@ -760,6 +776,16 @@ static void forward(api_req *r, const char *kind, const char *path) {
     }
     json_decref(req); /* `model` pointed into it: u->model from here */
     model = NULL;
+    if (!call && busy && busy == ntry) {
+        /* every endpoint at its bound and no room to wait: the caller should retry shortly */
+        json_decref(sources);
+        record(&g, 503, 0, 0, 0, 0);
+        api_header(r, "Retry-After", "1");
+        oai_error(r, 503, "server_error", "upstream_busy",
+                  "every endpoint of model '%s' is at its concurrency limit; retry shortly",
+                  u->model);
+        return;
+    }
     if (!call) {
         json_decref(sources);
         int st = route.n ? 502 : 503;
@@ -780,7 +806,7 @@ static void forward(api_req *r, const char *kind, const char *path) {
         log_kv(LOG_WARN, "upstream answered a redirect; refused", "endpoint", u->endpoint_id,
                (char *)NULL);
         json_decref(sources);
-        gw_call_free(call);
+        call_end(r->gw, call, u->endpoint_id);
         record(&g, 502, 0, 0, 0, 0);
         oai_error(r, 502, "server_error", "upstream_redirect",
                   "the model's endpoint answered with a redirect (HTTP %ld), which is not followed",
@@ -791,7 +817,7 @@ static void forward(api_req *r, const char *kind, const char *path) {
         gwstream *s = calloc(1, sizeof *s);
         if (!s) {
             json_decref(sources);
-            gw_call_free(call);
+            call_end(r->gw, call, u->endpoint_id);
             record(&g, 500, 0, 0, 0, 0);
             oai_error(r, 500, "server_error", "out_of_memory", "out of memory");
             return;
@@ -809,7 +835,7 @@ static void forward(api_req *r, const char *kind, const char *path) {
     strbuf out = SB_INIT;
     rc = gw_call_body(call, &out, MAX_UPSTREAM_BODY, &err);
     gw_metrics_ttft(u->model, g.start_mono, gw_call_first_byte_mono(call));
-    gw_call_free(call);
+    call_end(r->gw, call, u->endpoint_id);
     if (rc) {
         json_decref(sources);
         sb_release(&out);

@@ -14,12 +14,14 @@ static const char usage[] =
     "usage: gpupool endpoint <command> --tenant T --model M\n"
     "\n"
     "  add (--url URL | --job ID --port N) [--accelerator A] [--upstream-model NAME]\n"
-    "      [--health-path P]      serve the model from a base URL or a running job\n"
+    "      [--health-path P] [--max-concurrency N [--max-queue Q]]\n"
+    "                             serve the model from a base URL or a running job; at most N\n"
+    "                             requests in flight to it per gateway process, Q more waiting\n"
     "  list                       the model's endpoints and their health\n"
     "  remove ID                  stop routing to an endpoint\n";
 
 typedef struct eopts {
-    const char *tenant, *model, *url, *job, *port, *acc, *um, *hp;
+    const char *tenant, *model, *url, *job, *port, *acc, *um, *hp, *mc, *mq;
 } eopts;
 
 static int parse(int argc, char **argv, const char *verb, eopts *o, int nargs) {
@@ -28,6 +30,7 @@ static int parse(int argc, char **argv, const char *verb, eopts *o, int nargs) {
         {"url", required_argument, 0, 'u'},         {"job", required_argument, 0, 'j'},
         {"port", required_argument, 0, 'p'},        {"accelerator", required_argument, 0, 'a'},
         {"upstream-model", required_argument, 0, 'U'}, {"health-path", required_argument, 0, 'h'},
+        {"max-concurrency", required_argument, 0, 'C'}, {"max-queue", required_argument, 0, 'Q'},
         {0, 0, 0, 0}};
     int c, rc = 0;
     memset(o, 0, sizeof *o);
@@ -43,6 +46,8 @@ static int parse(int argc, char **argv, const char *verb, eopts *o, int nargs) {
         case 'a': o->acc = optarg; break;
         case 'U': o->um = optarg; break;
         case 'h': o->hp = optarg; break;
+        case 'C': o->mc = optarg; break;
+        case 'Q': o->mq = optarg; break;
         }
     }
     if (!o->tenant || !o->model)
@@ -50,7 +55,7 @@ static int parse(int argc, char **argv, const char *verb, eopts *o, int nargs) {
     if (argc - optind != nargs)
         return cli_error(CLI_USAGE, "%s: expected %s", verb, nargs ? "one ID" : "no arguments");
     if (nargs == 0 && strcmp(verb, "endpoint add") != 0 &&
-        (o->url || o->job || o->port || o->acc || o->um || o->hp))
+        (o->url || o->job || o->port || o->acc || o->um || o->hp || o->mc || o->mq))
         return cli_error(CLI_USAGE, "%s: only --tenant and --model apply here", verb);
     return 0;
 }
@@ -84,6 +89,18 @@ static int e_add(cli_ctx *ctx, int argc, char **argv) {
     if (o.acc) json_object_set_new(body, "accelerator", json_string(o.acc));
     if (o.um) json_object_set_new(body, "upstream_model", json_string(o.um));
     if (o.hp) json_object_set_new(body, "health_path", json_string(o.hp));
+    const char *nums[2][2] = {{"max_concurrency", o.mc}, {"max_queue", o.mq}};
+    for (int i = 0; i < 2; i++) {
+        if (!nums[i][1]) continue;
+        char *end;
+        long long v = strtoll(nums[i][1], &end, 10);
+        if (!*nums[i][1] || *end) {
+            json_decref(body);
+            return cli_error(CLI_USAGE, "endpoint add: --%s must be a number, got '%s'",
+                             i ? "max-queue" : "max-concurrency", nums[i][1]);
+        }
+        json_object_set_new(body, nums[i][0], json_integer(v));
+    }
     strbuf p = SB_INIT;
     model_path(&p, &o);
     sb_adds(&p, "/endpoints");
@@ -95,7 +112,8 @@ static int e_add(cli_ctx *ctx, int argc, char **argv) {
 
 static int e_list(cli_ctx *ctx, int argc, char **argv) {
     static const char *const cols[] = {"id", "url", "job", "port", "accelerator", "upstream_model",
-                                       "state", "checked_at", "last_error", NULL};
+                                       "max_concurrency", "state", "checked_at", "last_error",
+                                       NULL};
     eopts o;
     int rc = parse(argc, argv, "endpoint list", &o, 0);
     if (rc) return rc;

@@ -120,6 +120,10 @@ void gw_key_release(gw_key *k);
 
 /* ---- routing ---- */
 
+#define GW_MAX_CONCURRENCY 100000 /* an endpoint's max_concurrency at most */
+#define GW_MAX_QUEUE 100000       /* ... and its max_queue */
+#define GW_DEFAULT_QUEUE 100      /* max_queue when not given */
+
 typedef struct gw_endpoint {
     char id[RND_ID_LEN];
     char base[512];         /* base URL ending in /v1 (no trailing slash) */
@@ -127,6 +131,8 @@ typedef struct gw_endpoint {
     char upstream_model[128]; /* "" = the model's own name */
     int job;                /* a job's endpoint: its host is the node's, not the tenant's */
     int healthy;            /* its last checks passed (or it was not checked yet) */
+    int max_concurrency;    /* requests in flight to it per process; 0: no bound */
+    int max_queue;          /* requests that may wait for a slot (with max_concurrency) */
 } gw_endpoint;
 
 typedef struct gw_route {
@@ -577,6 +583,7 @@ typedef struct gw_runtime_config {
     int health_interval_s; /* endpoint checks; 0: none */
     int eject_after;       /* consecutive failures that eject an endpoint / mark it unhealthy (3) */
     int eject_ms;          /* how long an endpoint stays ejected from routing (30000) */
+    int queue_wait_ms;     /* longest wait in an endpoint's line for a slot (30000) */
     int upstream_timeout_s;/* whole upstream call (300) */
     /* when set: endpoint checks and stale-hold release run only while it returns 1
      * (the server that leads, among several sharing one store) */
@@ -639,6 +646,20 @@ void gw_rt_usable(gw_runtime *rt, const gw_route *r, int64_t now_us, int usable[
 void gw_rt_endpoint_result(gw_runtime *rt, const char *ep_id, int ok, int64_t now_us);
 /* Count a request routed in panic mode (every endpoint unhealthy or ejected). */
 void gw_rt_count_panic(gw_runtime *rt);
+/*
+ * Take one of endpoint ep_id's `limit` slots (its max_concurrency) in this
+ * process for a request: at once when one is free and nobody waits; else,
+ * when `wait` and fewer than `queue` requests wait, in the endpoint's line
+ * (first come, first served) for at most the config's queue_wait_ms.  A slot
+ * given back goes straight to the first in line.  limit <= 0: no bound (the
+ * request is still counted).
+ * RET 1: a slot is held (gw_rt_ep_leave once, when the upstream call ends);
+ *     0: none (the line was full, waiting was not asked, or the wait ran out;
+ *     counted in gpupool_gateway_endpoint_busy_total).
+ */
+int gw_rt_ep_enter(gw_runtime *rt, const char *ep_id, int limit, int queue, int wait);
+/* Give back a slot taken by gw_rt_ep_enter (to the first in line, if any). */
+void gw_rt_ep_leave(gw_runtime *rt, const char *ep_id);
 /* Round-robin counter. */
 unsigned long gw_rt_next(gw_runtime *rt);
 /* Queue a usage record (written, with its hold settled, by the next flush). */

@@ -124,7 +124,8 @@ static int endpoints_of(store_tx *tx, const char *model_id, json_t **out, gp_err
     store_stmt *s;
     int rc = store_query(tx, &s, err,
                          "SELECT id, url, job_id, port, accelerator, upstream_model, health_path,"
-                         " state, checked_at, last_error, created_at FROM endpoints"
+                         " state, checked_at, last_error, created_at, max_concurrency, max_queue"
+                         " FROM endpoints"
                          " WHERE model_id = ? ORDER BY created_at, id",
                          "s", model_id);
     if (rc) return rc;
@@ -135,6 +136,8 @@ static int endpoints_of(store_tx *tx, const char *model_id, json_t **out, gp_err
                               "health_path", store_text(s, 6), "state", store_text(s, 7),
                               "last_error", store_text(s, 9), "created_at",
                               jx_time(store_int(s, 10)));
+        json_object_set_new(o, "max_concurrency", json_integer(store_int(s, 11)));
+        json_object_set_new(o, "max_queue", json_integer(store_int(s, 12)));
         if (*store_text(s, 2)) {
             json_object_set_new(o, "job", json_string(store_text(s, 2)));
             json_object_set_new(o, "port", json_integer(store_int(s, 3)));
@@ -259,10 +262,10 @@ int gw_endpoint_add(store_tx *tx, const char *tenant_id, const char *model_id, j
                     char id[RND_ID_LEN], gp_err *err) {
     gw_cache_changed(); /* the read caches of this process: refused at once */
     static const char *const fields[] = {"url", "job", "port", "accelerator", "upstream_model",
-                                         "health_path", NULL};
+                                         "health_path", "max_concurrency", "max_queue", NULL};
     const char *url = NULL, *job = NULL, *acc = NULL, *um = NULL, *hp = NULL;
-    int64_t port = 0;
-    int has_port = 0;
+    int64_t port = 0, mc = 0, mq = GW_DEFAULT_QUEUE;
+    int has_port = 0, has_mc = 0, has_mq = 0;
     char base[512] = "";
     int rc = jx_only_fields(spec, fields, err);
     if (!rc) rc = jx_get_str(spec, "url", 0, &url, err);
@@ -272,7 +275,17 @@ int gw_endpoint_add(store_tx *tx, const char *tenant_id, const char *model_id, j
     if (!rc) rc = short_text(spec, "upstream_model", 127, &um, err);
     if (!rc) rc = jx_get_str(spec, "health_path", 0, &hp, err);
     if (!rc) rc = path_ok(hp, err);
+    if (!rc) rc = jx_get_int(spec, "max_concurrency", 0, &mc, &has_mc, err);
+    if (!rc) rc = jx_get_int(spec, "max_queue", 0, &mq, &has_mq, err);
     if (rc) return rc;
+    if (!has_mq) mq = GW_DEFAULT_QUEUE;
+    if (mc < 0 || mc > GW_MAX_CONCURRENCY)
+        return gp_err_set(err, GP_EINVALID, "max_concurrency must be 0 (no bound) .. %d",
+                          GW_MAX_CONCURRENCY);
+    if (mq < 0 || mq > GW_MAX_QUEUE)
+        return gp_err_set(err, GP_EINVALID, "max_queue must be 0 .. %d", GW_MAX_QUEUE);
+    if (has_mq && !mc)
+        return gp_err_set(err, GP_EINVALID, "max_queue goes with max_concurrency");
     if (!url == !job)
         return gp_err_set(err, GP_EINVALID, "give either url, or job and port");
     if (url && (rc = url_ok(url, base, err))) return rc;
@@ -312,9 +325,10 @@ int gw_endpoint_add(store_tx *tx, const char *tenant_id, const char *model_id, j
     rnd_id(id);
     return store_exec(tx, NULL, err,
                       "INSERT INTO endpoints (id, model_id, url, job_id, port, accelerator,"
-                      " upstream_model, health_path, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-                      "ssssisssi", id, model_id, base, job ? job : "", port, acc ? acc : "",
-                      um ? um : "", hp ? hp : "/models", gt_now_us());
+                      " upstream_model, health_path, created_at, max_concurrency, max_queue)"
+                      " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                      "ssssisssiii", id, model_id, base, job ? job : "", port, acc ? acc : "",
+                      um ? um : "", hp ? hp : "/models", gt_now_us(), mc, mq);
 }
 
 int gw_endpoint_remove(store_tx *tx, const char *model_id, const char *id, gp_err *err) {
@@ -434,7 +448,8 @@ int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, 
                                              "access to it.", model);
     rc = store_query(tx, &s, err,
                      "SELECT e.id, e.url, e.port, e.accelerator, e.upstream_model,"
-                     " MIN(COALESCE(n.hostname, '')), MIN(COALESCE(n.name, '')), e.state"
+                     " MIN(COALESCE(n.hostname, '')), MIN(COALESCE(n.name, '')), e.state,"
+                     " e.max_concurrency, e.max_queue"
                      " FROM endpoints e"
                      " LEFT JOIN jobs j ON j.id = e.job_id AND j.state = 'running'"
                      /* only a port the job's own processes listen on (never another job's) */
@@ -443,7 +458,8 @@ int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, 
                      " LEFT JOIN nodes n ON n.name = b.node"
                      " WHERE e.model_id = ?"
                      " AND (e.job_id = '' OR n.name IS NOT NULL)"
-                     " GROUP BY e.id, e.state ORDER BY e.created_at, e.id",
+                     " GROUP BY e.id, e.state, e.max_concurrency, e.max_queue"
+                     " ORDER BY e.created_at, e.id",
                      "s", mid);
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0 && out->n < GW_MAX_ENDPOINTS) {
@@ -459,6 +475,8 @@ int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, 
         snprintf(e->accelerator, sizeof e->accelerator, "%s", store_text(s, 3));
         snprintf(e->upstream_model, sizeof e->upstream_model, "%s", store_text(s, 4));
         e->healthy = strcmp(store_text(s, 7), "unhealthy") != 0;
+        e->max_concurrency = (int)store_int(s, 8);
+        e->max_queue = (int)store_int(s, 9);
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;

@@ -20,6 +20,11 @@
  * requests in a row here is ejected from this process's routing for
  * eject_ms (gw_rt_usable); when every endpoint of a model is down or
  * ejected, requests try them anyway (gw_route_order's panic mode).
+ * An endpoint's max_concurrency bounds the requests this process has in
+ * flight to it; a request finding every slot taken waits in the endpoint's
+ * line (first come, first served; at most max_queue waiting, each at most
+ * queue_wait_ms), and a slot given back goes straight to the first in line
+ * (gw_rt_ep_enter / gw_rt_ep_leave).
  *
  * Token leases (issue 22: no store write per request): each process keeps,
  * per key and month, a lease of the quotas (a hold, gw_hold_grow) and
@@ -89,7 +94,17 @@ typedef struct ep_ent {
     int fails;               /* requests in a row that failed here */
     int check_fails;         /* health checks in a row that failed (the leader's) */
     int64_t ejected_until;   /* wall clock, us; 0: not ejected */
+    int inflight;            /* requests holding one of its slots here */
+    struct ep_waiter *head, *tail; /* the line for a slot, first come first */
+    int waiting;             /* in the line */
 } ep_ent;
+
+/* A request in an endpoint's line: handed a slot (granted) or gone when its wait ran out. */
+typedef struct ep_waiter {
+    struct ep_waiter *next;
+    pthread_cond_t cv;
+    int granted;
+} ep_waiter;
 
 struct gw_runtime {
     store_t *store;
@@ -109,6 +124,7 @@ struct gw_runtime {
     uint64_t retrievals;     /* knowledge-base queries made for requests */
     ep_ent *eps[NBUCKETS];   /* endpoints' failure counts (under mu) */
     uint64_t ejections, panics;
+    uint64_t ep_queued, ep_busy; /* requests that waited in an endpoint's line / found it full */
     lease_ent *leases[NBUCKETS]; /* under mu */
     lease_ent *releasing;    /* unlinked, to give back (under lease_mu) */
     pthread_mutex_t lease_mu; /* one growth or release at a time; taken before mu */
@@ -415,6 +431,65 @@ void gw_rt_endpoint_result(gw_runtime *rt, const char *ep_id, int ok, int64_t no
     }
 }
 
+int gw_rt_ep_enter(gw_runtime *rt, const char *ep_id, int limit, int queue, int wait) {
+    pthread_mutex_lock(&rt->mu);
+    ep_ent *e = ep(rt, ep_id);
+    int ok = 0;
+    if (!e) {
+        ok = limit <= 0; /* out of memory: unlimited endpoints still go; limited ones refuse */
+    } else if (limit <= 0 || (e->inflight < limit && !e->head)) {
+        e->inflight++;
+        ok = 1;
+    } else if (wait && queue > 0 && e->waiting < queue) {
+        ep_waiter w = {.next = NULL, .granted = 0};
+        pthread_cond_init(&w.cv, NULL);
+        if (e->tail) e->tail->next = &w;
+        else e->head = &w;
+        e->tail = &w;
+        e->waiting++;
+        rt->ep_queued++;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t ns = (int64_t)ts.tv_nsec + (int64_t)rt->cfg.queue_wait_ms * 1000000;
+        ts.tv_sec += (time_t)(ns / 1000000000);
+        ts.tv_nsec = (long)(ns % 1000000000);
+        while (!w.granted && !rt->stopping)
+            if (pthread_cond_timedwait(&w.cv, &rt->mu, &ts)) break;
+        if (!w.granted) {
+            /* the wait ran out: leave the line (a grant never comes to a waiter not in it) */
+            ep_waiter **p = &e->head, *prev = NULL;
+            while (*p && *p != &w) prev = *p, p = &(*p)->next;
+            if (*p) {
+                *p = w.next;
+                if (e->tail == &w) e->tail = prev;
+                e->waiting--;
+            }
+        }
+        pthread_cond_destroy(&w.cv);
+        ok = w.granted; /* a granted slot was counted by whoever handed it on */
+    }
+    if (!ok) rt->ep_busy++;
+    pthread_mutex_unlock(&rt->mu);
+    return ok;
+}
+
+void gw_rt_ep_leave(gw_runtime *rt, const char *ep_id) {
+    pthread_mutex_lock(&rt->mu);
+    ep_ent *e = ep(rt, ep_id);
+    if (e && e->head) {
+        /* the slot goes straight to the first in line: inflight stays */
+        ep_waiter *w = e->head;
+        e->head = w->next;
+        if (!e->head) e->tail = NULL;
+        e->waiting--;
+        w->granted = 1;
+        pthread_cond_signal(&w->cv);
+    } else if (e && e->inflight > 0) {
+        e->inflight--;
+    }
+    pthread_mutex_unlock(&rt->mu);
+}
+
 void gw_rt_count_panic(gw_runtime *rt) {
     pthread_mutex_lock(&rt->mu);
     rt->panics++;
@@ -484,6 +559,15 @@ void gw_rt_metrics(gw_runtime *rt, strbuf *out) {
                  " ejected (tried anyway)\n# TYPE gpupool_gateway_panic_total counter\n"
                  "gpupool_gateway_panic_total %llu\n",
             (unsigned long long)rt->ejections, (unsigned long long)rt->panics);
+    sb_addf(out, "# HELP gpupool_gateway_endpoint_queued_total requests that waited in an"
+                 " endpoint's line for one of its max_concurrency slots\n"
+                 "# TYPE gpupool_gateway_endpoint_queued_total counter\n"
+                 "gpupool_gateway_endpoint_queued_total %llu\n"
+                 "# HELP gpupool_gateway_endpoint_busy_total times an endpoint had no slot for a"
+                 " request (its line full, or the wait ran out)\n"
+                 "# TYPE gpupool_gateway_endpoint_busy_total counter\n"
+                 "gpupool_gateway_endpoint_busy_total %llu\n",
+            (unsigned long long)rt->ep_queued, (unsigned long long)rt->ep_busy);
     pthread_mutex_unlock(&rt->mu);
     pthread_mutex_lock(&rt->mu);
     sb_addf(out, "# HELP gpupool_gateway_lease_grows_total times this process grew a token lease"
@@ -878,6 +962,7 @@ int gw_rt_start(store_t *st, const gw_runtime_config *cfg, gw_runtime **out, gp_
     if (rt->cfg.batch <= 0) rt->cfg.batch = 256;
     if (rt->cfg.eject_after <= 0) rt->cfg.eject_after = 3;
     if (rt->cfg.eject_ms <= 0) rt->cfg.eject_ms = 30000;
+    if (rt->cfg.queue_wait_ms <= 0) rt->cfg.queue_wait_ms = 30000;
     /* tuning for tests and benchmarks (docs/gateway.md): how often usage is written */
     const char *fm = getenv("GPUPOOL_GATEWAY_FLUSH_MS");
     if (fm && atoi(fm) > 0 && atoi(fm) <= 60000) rt->cfg.flush_ms = atoi(fm);
@@ -909,6 +994,10 @@ void gw_rt_stop(gw_runtime *rt) {
     pthread_mutex_lock(&rt->mu);
     rt->stopping = 1;
     pthread_cond_signal(&rt->cv);
+    /* anyone still in an endpoint's line gives up now */
+    for (int i = 0; i < NBUCKETS; i++)
+        for (ep_ent *e = rt->eps[i]; e; e = e->next)
+            for (ep_waiter *w = e->head; w; w = w->next) pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&rt->mu);
     if (rt->running) pthread_join(rt->thread, NULL);
     /* what is still queued goes to the store now; a few tries against a busy store */

@@ -680,6 +680,25 @@ static const char *const migrations[] = {
     " EXECUTE PROCEDURE gw_epoch_bump();"
     /* an admitted job whose victims a round stopped: what they freed is its own (sched.h) */
     "ALTER TABLE jobs ADD COLUMN preempt_credit BIGINT NOT NULL DEFAULT 0;",
+
+    /* 16: accelerators of more than one vendor (docs/inventory.md "Vendors"): each card's
+     * vendor, driver and runtimes (its software stack); a class's accepted vendors, driver
+     * minimum per vendor and stack rules; the stack a job's image needs; the vendor on each
+     * binding (metering and reports split by it).  Cards and bindings before it were NVIDIA's. */
+    "ALTER TABLE gpus ADD COLUMN vendor TEXT COLLATE \"C\" NOT NULL DEFAULT 'nvidia';"
+    "ALTER TABLE gpus ADD COLUMN driver_version TEXT COLLATE \"C\" NOT NULL DEFAULT '';"
+    "ALTER TABLE gpus ADD COLUMN stack TEXT NOT NULL DEFAULT '{}';"       /* {"cuda":"12.4"} */
+    "UPDATE gpus SET driver_version = (SELECT n.driver_version FROM nodes n WHERE n.id = gpus.node_id);"
+    "ALTER TABLE classes ADD COLUMN vendors TEXT NOT NULL DEFAULT '[]';"  /* [] = any vendor */
+    "ALTER TABLE classes ADD COLUMN min_drivers TEXT NOT NULL DEFAULT '{}';" /* vendor -> min */
+    "ALTER TABLE classes ADD COLUMN stack TEXT NOT NULL DEFAULT '{}';"    /* runtime -> min */
+    "UPDATE classes SET min_drivers = jsonb_build_object('nvidia', min_driver)::text WHERE min_driver <> '';"
+    "ALTER TABLE jobs ADD COLUMN stack TEXT NOT NULL DEFAULT '';"         /* "rocm>=6.1" */
+    "ALTER TABLE bindings ADD COLUMN vendor TEXT COLLATE \"C\" NOT NULL DEFAULT 'nvidia';"
+    /* the gateway's per-endpoint concurrency (per process) and the line of requests that
+     * may wait for it (docs/gateway.md "Endpoints under load") */
+    "ALTER TABLE endpoints ADD COLUMN max_concurrency BIGINT NOT NULL DEFAULT 0;"
+    "ALTER TABLE endpoints ADD COLUMN max_queue BIGINT NOT NULL DEFAULT 100;",
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -23,8 +23,19 @@
  * together).  STORE_WRITE_ALONE (a scheduling round: it holds the writer
  * long) waits for the open batch to commit, and commits its own work at once.
  *
+ * Statements: each connection keeps its prepared statements (STMT_CACHE
+ * slots, chosen by a hash of the SQL text, compared in full), so a statement
+ * a server runs again and again (a heartbeat's twenty, a submit's) is parsed
+ * and planned once per connection, not once per call; store_done() resets it
+ * and clears its bindings for the next use, which then behaves as a fresh
+ * one.  A statement already open in the same transaction (a nested query of
+ * the same text), or one whose slot holds another open statement, is
+ * prepared for that call alone.  SQLite re-prepares a cached statement itself
+ * when the schema changed.
+ *
  * Locking: the pool's mutex (pool.c) and gmu (the writer), neither held
- * during SQL; the writer connection is used only by the member holding it.
+ * during SQL; the writer connection is used only by the member holding it,
+ * and a connection's statement cache with it.
  */
 #include "schema_int.h"
 #include "store_int.h"
@@ -36,6 +47,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -46,6 +58,20 @@
 #define BUSY_TIMEOUT_MS 10000
 #define GROUP_MAX 64       /* members of one commit at most */
 #define GROUP_MAX_US 10000 /* a batch older than this commits at the next member's end */
+#define STMT_CACHE 128     /* prepared statements kept per connection */
+
+/* One kept statement: its SQL (the key, compared in full), open (busy) or reset. */
+typedef struct sq_cached {
+    char *sql;
+    uint32_t hash;
+    int busy;
+    sqlite3_stmt *s;
+} sq_cached;
+
+/* The statements one connection keeps; used only by whoever holds the connection. */
+typedef struct sq_cache {
+    sq_cached e[STMT_CACHE];
+} sq_cache;
 
 typedef struct sq_conn sq_conn;
 
@@ -54,6 +80,8 @@ typedef struct sq_store {
     store_pool pool; /* which of dbs[] are idle (readers; the writer is wdb) */
     int n;           /* connections opened into dbs[] */
     sqlite3 **dbs;
+    sq_cache *caches; /* one per dbs[] */
+    sq_cache wcache;  /* the writer's */
     /* the writer and its group commit (see the top), all under gmu */
     sqlite3 *wdb;           /* NULL: a read-only store */
     pthread_mutex_t gmu;
@@ -80,12 +108,14 @@ typedef struct sq_tx {
     int idx;   /* pooled connection; -1: the writer */
     int alone; /* STORE_WRITE_ALONE */
     sqlite3 *db;
+    sq_cache *cache; /* db's statements */
 } sq_tx;
 
 typedef struct sq_stmt {
     struct store_stmt base;
     sq_tx *tx;
     sqlite3_stmt *s;
+    sq_cached *kept; /* s is this cache slot's (reset at done, not finalized); NULL: its own */
 } sq_stmt;
 
 static const store_ops sq_ops;
@@ -220,22 +250,39 @@ static sq_store *store_alloc(int n) {
     pthread_mutex_init(&st->gmu, NULL);
     pthread_cond_init(&st->gcv, NULL);
     st->dbs = calloc((size_t)n, sizeof *st->dbs);
-    if (!st->dbs || store__pool_init(&st->pool, n)) {
+    st->caches = calloc((size_t)n, sizeof *st->caches);
+    if (!st->dbs || !st->caches || store__pool_init(&st->pool, n)) {
         free(st->dbs);
+        free(st->caches);
         free(st);
         return NULL;
     }
     return st;
 }
 
+/* Finalize a connection's kept statements (none may be open: every transaction ended). */
+static void cache_clear(sq_cache *c) {
+    for (int i = 0; i < STMT_CACHE; i++) {
+        assert(!c->e[i].busy);
+        sqlite3_finalize(c->e[i].s);
+        free(c->e[i].sql);
+        memset(&c->e[i], 0, sizeof c->e[i]);
+    }
+}
+
 /* Close every connection opened and free the store (also after a failed open). */
 static void store_free(sq_store *st) {
-    for (int i = 0; i < st->n; i++) sqlite3_close(st->dbs[i]);
+    for (int i = 0; i < st->n; i++) {
+        cache_clear(&st->caches[i]);
+        sqlite3_close(st->dbs[i]);
+    }
+    cache_clear(&st->wcache);
     sqlite3_close(st->wdb);
     pthread_mutex_destroy(&st->gmu);
     pthread_cond_destroy(&st->gcv);
     store__pool_free(&st->pool);
     free(st->dbs);
+    free(st->caches);
     free(st);
 }
 
@@ -530,6 +577,7 @@ static int sq_begin(store_t *base, int mode, store_tx **out, gp_err *err) {
         tx->idx = -1;
         tx->alone = mode == STORE_WRITE_ALONE;
         tx->db = st->wdb;
+        tx->cache = &st->wcache;
         int rc = writer_begin(st, tx, err);
         if (rc) {
             free(tx);
@@ -541,6 +589,7 @@ static int sq_begin(store_t *base, int mode, store_tx **out, gp_err *err) {
     /* reads; and writes on a store opened read-only (refused by SQLite at the first write) */
     tx->idx = store__pool_take(&st->pool);
     tx->db = st->dbs[tx->idx];
+    tx->cache = &st->caches[tx->idx];
     int rc = exec_plain(tx->db, mode != STORE_READ ? "BEGIN IMMEDIATE" : "BEGIN", err);
     if (rc) {
         store__pool_put(&st->pool, tx->idx);
@@ -588,13 +637,70 @@ static int sq_schema_version(store_t *base, int *out, gp_err *err) {
     return rc;
 }
 
+/* FNV-1a of the SQL text: the cache slot's key. */
+static uint32_t sql_hash(const char *sql) {
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)sql; *p; p++) h = (h ^ *p) * 16777619u;
+    return h;
+}
+
+/* Give back a statement: a kept one is reset for its next use, its own one finalized. */
+static void stmt_release(sqlite3_stmt *s, sq_cached *kept) {
+    if (!kept) {
+        sqlite3_finalize(s);
+        return;
+    }
+    assert(kept->busy && kept->s == s);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    kept->busy = 0;
+}
+
+/*
+ * The prepared statement for sql on tx's connection: the kept one when its
+ * slot holds this SQL and it is not open, else a new one, kept in its slot
+ * when that slot is not open (an older statement there is finalized).
+ */
+static int stmt_get(sq_tx *tx, const char *sql, sqlite3_stmt **out, sq_cached **kept,
+                    gp_err *err) {
+    uint32_t h = sql_hash(sql);
+    sq_cached *c = &tx->cache->e[h % STMT_CACHE];
+    *kept = NULL;
+    if (c->s && !c->busy && c->hash == h && strcmp(c->sql, sql) == 0) {
+        c->busy = 1;
+        *out = c->s;
+        *kept = c;
+        return GP_OK;
+    }
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v3(tx->db, sql, -1, c->busy ? 0 : SQLITE_PREPARE_PERSISTENT, &s,
+                                NULL);
+    if (rc != SQLITE_OK) return map_rc(tx->db, rc, err, "prepare");
+    if (!c->busy && s) {
+        char *copy = strdup(sql);
+        if (copy) {
+            sqlite3_finalize(c->s);
+            free(c->sql);
+            c->sql = copy;
+            c->hash = h;
+            c->s = s;
+            c->busy = 1;
+            *kept = c;
+        }
+    }
+    *out = s;
+    return GP_OK;
+}
+
 static int sq_query(store_tx *base, store_stmt **out, gp_err *err, const char *sql,
                     const char *types, va_list ap) {
     sq_tx *tx = (sq_tx *)base;
     sqlite3_stmt *s = NULL;
+    sq_cached *kept = NULL;
     *out = NULL;
-    int rc = sqlite3_prepare_v2(tx->db, sql, -1, &s, NULL);
-    if (rc != SQLITE_OK) return map_rc(tx->db, rc, err, "prepare");
+    int rc = stmt_get(tx, sql, &s, &kept, err);
+    if (rc) return rc;
+    if (!s) return gp_err_set(err, GP_ESTORE, "prepare: empty statement");
     int idx = 1;
     for (const char *t = types ? types : ""; *t; t++, idx++) {
         switch (*t) {
@@ -615,18 +721,19 @@ static int sq_query(store_tx *base, store_stmt **out, gp_err *err, const char *s
         }
         if (rc != SQLITE_OK) {
             int r = map_rc(tx->db, rc, err, "bind");
-            sqlite3_finalize(s);
+            stmt_release(s, kept);
             return r;
         }
     }
     sq_stmt *st = calloc(1, sizeof *st);
     if (!st) {
-        sqlite3_finalize(s);
+        stmt_release(s, kept);
         return gp_err_set(err, GP_ENOMEM, NULL);
     }
     st->base.ops = &sq_ops;
     st->tx = tx;
     st->s = s;
+    st->kept = kept;
     *out = &st->base;
     return GP_OK;
 }
@@ -653,7 +760,7 @@ static int sq_isnull(store_stmt *base, int col) {
 
 static void sq_done(store_stmt *base) {
     sq_stmt *st = (sq_stmt *)base;
-    sqlite3_finalize(st->s);
+    stmt_release(st->s, st->kept);
     free(st);
 }
 

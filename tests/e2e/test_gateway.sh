@@ -528,6 +528,30 @@ for ((i = 0; i < 12; i++)); do
 done
 assert_eq "$N503 $NOK" "3 9" "three failures in a row eject the failing endpoint, not one"
 assert_eq "$(metric gpupool_gateway_ejections_total)" $((E0 + 1)) "one ejection"
+note "an endpoint's concurrency bound: a line, then 503 upstream_busy"
+gp model create bounded --tenant red
+assert_rc 0
+gp endpoint add --tenant red --model bounded --url "http://127.0.0.1:$UP3/v1" --upstream-model llama \
+    --max-concurrency 1 --max-queue 2
+assert_rc 0
+gp -o json endpoint list --tenant red --model bounded
+assert_eq "$(jout '.items[0] | [.max_concurrency, .max_queue] | map(tostring) | join(" ")')" "1 2" \
+    "the endpoint shows its bound and its line"
+gp endpoint add --tenant red --model bounded --url "http://127.0.0.1:$UP3/v1" --max-queue 5
+assert_denied 400
+gp endpoint add --tenant red --model bounded --url "http://127.0.0.1:$UP3/v1" --max-concurrency -1
+assert_denied 400
+gp endpoint add --tenant red --model bounded --url "http://127.0.0.1:$UP3/v1" --max-concurrency x
+assert_rc 2
+newkey kbound --tenant red --project train
+Q0=$(metric gpupool_gateway_endpoint_queued_total)
+# five at once, each answered after 1.5 s: one in flight, two waiting in line, two refused
+call "$KEY" concurrent '{"model":"bounded","content":"wait [[slow-1500]]","n":5}'
+assert_eq "$(jout '[.outcomes.ok, .outcomes["503"]] | map(tostring) | join(" ")')" "3 2" \
+    "one in flight, two served from the line, two refused ($(jout .outcomes))"
+assert_eq "$(metric gpupool_gateway_endpoint_queued_total)" $((Q0 + 2)) "two waited in line"
+ok_call "$KEY" chat '{"model":"bounded","content":"after the line drained"}'
+
 # an endpoint whose checks fail (its health path answers 404) is unhealthy after three checks
 # in a row; the model's only endpoint, so requests try it anyway and it serves
 gp model create sick --tenant red

@@ -21,6 +21,7 @@
  */
 #include "testutil.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -881,6 +882,106 @@ static void in_flight(void **state) {
     tu_rmdir(dir);
 }
 
+/* ---- an endpoint's concurrency bound and its line (issue 22) ---- */
+
+typedef struct {
+    gw_runtime *rt;
+    int id;
+    int got;
+    int *order; /* where the slots went, in turn */
+    int *norder;
+    pthread_mutex_t *mu;
+} slot_arg;
+
+static void *slot_waiter(void *p) {
+    slot_arg *a = p;
+    a->got = gw_rt_ep_enter(a->rt, "ep1", 1, 2, 1);
+    if (a->got) {
+        pthread_mutex_lock(a->mu);
+        a->order[(*a->norder)++] = a->id;
+        pthread_mutex_unlock(a->mu);
+        gw_rt_ep_leave(a->rt, "ep1");
+    }
+    return NULL;
+}
+
+/* wait until `n` requests stand in ep1's line (read from the runtime's metrics) */
+static void until_queued(gw_runtime *rt, unsigned long long n) {
+    for (int i = 0; i < 2000; i++) {
+        strbuf m = SB_INIT;
+        gw_rt_metrics(rt, &m);
+        const char *p = strstr(m.buf, "\ngpupool_gateway_endpoint_queued_total ");
+        unsigned long long v = p ? strtoull(p + 39, NULL, 10) : 0;
+        sb_release(&m);
+        if (v >= n) return;
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("the line never reached %llu", n);
+}
+
+static void endpoint_slots(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    store_t *st = tu_store(dir, 4);
+    gp_err err = GP_ERR_INIT;
+    gw_runtime_config cfg = {.flush_ms = 50, .queue_wait_ms = 200};
+    gw_runtime *rt;
+    assert_int_equal(gw_rt_start(st, &cfg, &rt, &err), GP_OK);
+    /* no bound: always a slot */
+    for (int i = 0; i < 100; i++) assert_true(gw_rt_ep_enter(rt, "free", 0, 0, 0));
+    /* a bound of 2, nobody waits: the third is refused at once */
+    assert_true(gw_rt_ep_enter(rt, "ep2", 2, 0, 0));
+    assert_true(gw_rt_ep_enter(rt, "ep2", 2, 0, 0));
+    assert_false(gw_rt_ep_enter(rt, "ep2", 2, 5, 0));
+    /* waiting with a line of 0 is refused too; a wait runs out after queue_wait_ms */
+    assert_false(gw_rt_ep_enter(rt, "ep2", 2, 0, 1));
+    assert_false(gw_rt_ep_enter(rt, "ep2", 2, 5, 1));
+    gw_rt_ep_leave(rt, "ep2");
+    assert_true(gw_rt_ep_enter(rt, "ep2", 2, 0, 0)); /* the slot given back is free again */
+    /* ep1, bound 1, line of 2: the holder leaves and the slot goes to the first in line,
+     * then the second; a third waiter finds the line full */
+    assert_true(gw_rt_ep_enter(rt, "ep1", 1, 2, 0));
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    int order[3], norder = 0;
+    slot_arg a[3];
+    pthread_t th[3];
+    for (int i = 0; i < 2; i++) {
+        a[i] = (slot_arg){rt, i, -1, order, &norder, &mu};
+        assert_int_equal(pthread_create(&th[i], NULL, slot_waiter, &a[i]), 0);
+        until_queued(rt, (unsigned long long)i + 2); /* after the one that ran out above */
+    }
+    assert_false(gw_rt_ep_enter(rt, "ep1", 1, 2, 1)); /* the line is full: refused at once */
+    /* a newcomer that does not wait cannot jump the line while anyone waits */
+    assert_false(gw_rt_ep_enter(rt, "ep1", 1, 2, 0));
+    gw_rt_ep_leave(rt, "ep1");
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    assert_int_equal(a[0].got, 1);
+    assert_int_equal(a[1].got, 1);
+    assert_int_equal(norder, 2);
+    assert_int_equal(order[0], 0); /* first come, first served */
+    assert_int_equal(order[1], 1);
+    /* all given back: free again, and never below zero */
+    gw_rt_ep_leave(rt, "ep1");
+    assert_true(gw_rt_ep_enter(rt, "ep1", 1, 2, 0));
+    assert_false(gw_rt_ep_enter(rt, "ep1", 1, 2, 0));
+    gw_rt_ep_leave(rt, "ep1");
+    /* a waiter whose wait runs out leaves the line: the next slot goes to whoever is next */
+    assert_true(gw_rt_ep_enter(rt, "ep1", 1, 2, 0));
+    assert_false(gw_rt_ep_enter(rt, "ep1", 1, 2, 1)); /* waits 200 ms, gives up */
+    gw_rt_ep_leave(rt, "ep1");
+    assert_true(gw_rt_ep_enter(rt, "ep1", 1, 2, 0));
+    gw_rt_ep_leave(rt, "ep1");
+    strbuf m = SB_INIT;
+    gw_rt_metrics(rt, &m);
+    assert_non_null(strstr(m.buf, "gpupool_gateway_endpoint_queued_total 4\n"));
+    assert_non_null(strstr(m.buf, "gpupool_gateway_endpoint_busy_total 7\n"));
+    sb_release(&m);
+    gw_rt_stop(rt);
+    store_close(st);
+    tu_rmdir(dir);
+}
+
 /* ---- routing: ejection and panic mode (issue 22) ---- */
 
 static void route_order(void **state) {
@@ -1186,7 +1287,7 @@ int main(void) {
         cmocka_unit_test(reservations), cmocka_unit_test(usage_clipping),
         cmocka_unit_test(endpoint_addresses), cmocka_unit_test(ledger_limits),
         cmocka_unit_test(ledger_property), cmocka_unit_test(responses_requests),
-        cmocka_unit_test(sse_responses), cmocka_unit_test(in_flight),
+        cmocka_unit_test(sse_responses), cmocka_unit_test(in_flight), cmocka_unit_test(endpoint_slots),
         cmocka_unit_test(route_order), cmocka_unit_test(ejection),
         cmocka_unit_test(lease_sizing), cmocka_unit_test(lease_store),
     };
