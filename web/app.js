@@ -312,6 +312,20 @@ async function viewOverview(body) {
     h('div', { class: 'card' }, h('div', { class: 'stat-label' }, l), h('div', { class: 'stat' }, fmt(v))))));
   body.appendChild(h('h3', {}, 'Quota'));
   body.appendChild(h('div', { id: 'ov-quota' }, quotaTable(o.quota)));
+  if (o.accelerators && o.accelerators.length) {
+    body.appendChild(h('h3', {}, 'Held now, by vendor'));
+    body.appendChild(h('div', { id: 'ov-accel' }, table(null, [
+      { label: 'Vendor', get: (a) => a.vendor, cls: () => 'vendor' }, { label: 'Model', get: (a) => a.model },
+      { label: 'Form', get: (a) => a.form }, { label: 'GPUs held', num: true, get: (a) => fmt(a.gpus, 3) },
+      { label: 'Cards', num: true, get: (a) => a.cards }], o.accelerators)));
+  }
+  if (o.usage && o.usage.by_vendor && o.usage.by_vendor.length) {
+    body.appendChild(h('h3', {}, 'Card-hours this month, by vendor'));
+    body.appendChild(h('div', { id: 'ov-vendors' }, table(null, [
+      { label: 'Vendor', get: (v) => v.vendor, cls: () => 'vendor' },
+      { label: 'Card-hours', num: true, get: (v) => fmt(v.card_hours, 3) },
+      { label: 'Cost', num: true, get: (v) => money(v.card_hour_cost, o.usage.currency) }], o.usage.by_vendor)));
+  }
   if (o.projects) {
     body.appendChild(h('h3', {}, 'Projects'));
     body.appendChild(table(null, [
@@ -474,7 +488,8 @@ async function viewUsage(body) {
   const month = new Date().toISOString().slice(0, 7);
   const q = (by) => '/api/v1/usage?tenant=' + enc(S.tenant) + (S.project ? '&project=' + enc(S.project) : '') +
                     '&month=' + month + '&group_by=' + by + '&bucket=day';
-  const [byProject, byModel] = await Promise.all([api('GET', q('project')), api('GET', q('model'))]);
+  const [byProject, byModel, byVendor] = await Promise.all([api('GET', q('project')), api('GET', q('model')),
+    api('GET', q('vendor,accelerator'))]);
   const first = new Date(month + '-01T00:00:00Z');
   const days = [];
   for (let d = new Date(first); d.getUTCMonth() === first.getUTCMonth(); d.setUTCDate(d.getUTCDate() + 1))
@@ -506,6 +521,19 @@ async function viewUsage(body) {
     const p = (per[k] = per[k] || { project: k, card_hours: 0, tokens: 0, cost: 0 });
     p.card_hours += r.card_hours || 0; p.tokens += (r.prompt_tokens || 0) + (r.completion_tokens || 0); p.cost += r.cost || 0;
   }
+  const perV = {};
+  for (const r of byVendor.rows) {
+    if (!r.card_hours) continue; // tokens served off the inventory have no card
+    const k = r.vendor + '\u0000' + r.accelerator + '\u0000' + r.form;
+    const p = (perV[k] = perV[k] || { vendor: r.vendor, accelerator: r.accelerator, form: r.form, card_hours: 0, cost: 0 });
+    p.card_hours += r.card_hours || 0; p.cost += r.card_hour_cost || 0;
+  }
+  body.appendChild(h('h3', {}, 'By vendor and accelerator (table)'));
+  body.appendChild(h('div', { id: 'usage-vendors' }, table(null, [{ label: 'Vendor', get: (r) => r.vendor, cls: () => 'vendor' },
+    { label: 'Accelerator', get: (r) => r.accelerator }, { label: 'Form', get: (r) => r.form },
+    { label: 'Card-hours', num: true, get: (r) => fmt(r.card_hours, 3) },
+    { label: 'Cost' + (byVendor.currency || S.currency ? ' (' + (byVendor.currency || S.currency) + ')' : ''), num: true,
+      get: (r) => fmt(r.cost, 2) }], Object.values(perV))));
   body.appendChild(h('h3', {}, 'By project (table)'));
   body.appendChild(table(null, [{ label: 'Project', get: (r) => r.project },
     { label: 'Card-hours', num: true, get: (r) => fmt(r.card_hours, 3) }, { label: 'Tokens', num: true, get: (r) => r.tokens },
@@ -572,22 +600,32 @@ async function viewCluster(body) {
   const byNode = {};
   for (const g of gpus.items) (byNode[g.node] = byNode[g.node] || []).push(g);
   const counts = { healthy: 0, degraded: 0, failed: 0 };
-  gpus.items.forEach((g) => { counts[g.health] = (counts[g.health] || 0) + 1; });
-  body.appendChild(h('p', {}, `${nodes.items.length} nodes, ${gpus.items.length} GPUs: ${counts.healthy} healthy, ${counts.degraded} degraded, ${counts.failed} failed; ${Object.keys(held).length} held now.`));
+  const vendorOf = (g) => g.vendor || 'nvidia'; // cards recorded before vendors were are NVIDIA's
+  const byVendor = {};
+  gpus.items.forEach((g) => {
+    counts[g.health] = (counts[g.health] || 0) + 1;
+    byVendor[vendorOf(g)] = (byVendor[vendorOf(g)] || 0) + 1;
+  });
+  const vendorText = Object.keys(byVendor).sort().map((v) => `${byVendor[v]} ${v}`).join(', ');
+  body.appendChild(h('p', { id: 'cluster-summary' }, `${nodes.items.length} nodes, ${gpus.items.length} GPUs (${vendorText || 'none'}): ${counts.healthy} healthy, ${counts.degraded} degraded, ${counts.failed} failed; ${Object.keys(held).length} held now.`));
   const map = h('div', { id: 'cluster-map' });
   for (const n of nodes.items) {
     const cells = (byNode[n.name] || []).sort((a, b) => a.index - b.index).map((g) => {
       const hs = held[g.uuid] || [];
       const tenants = [...new Set(hs.map((b) => b.tenant + '/' + b.project))];
-      const label = `GPU ${g.index} ${g.model}, ${g.mode}, ${g.health}` + (tenants.length ? ', held by ' + tenants.join(', ') : ', free');
-      return h('li', { class: 'gpu health-' + g.health + (hs.length ? ' held' : ''), tabindex: '0', 'aria-label': label, title: g.uuid },
+      const label = `GPU ${g.index} ${vendorOf(g)} ${g.model}, ${g.mode}, ${g.health}` + (tenants.length ? ', held by ' + tenants.join(', ') : ', free');
+      return h('li', { class: 'gpu health-' + g.health + (hs.length ? ' held' : ''), tabindex: '0', 'aria-label': label, title: g.uuid,
+                       'data-vendor': vendorOf(g) },
         h('div', { class: 't' }, '#' + g.index + ' ' + g.model),
+        h('div', { class: 'vendor' }, 'vendor: ' + vendorOf(g)),
         h('div', {}, 'form: ' + g.mode + (g.slices && g.slices.length ? ' (' + g.slices.length + ' slices)' : '')),
         h('div', { class: 'health-' + g.health }, g.health + (g.admin_state && g.admin_state !== 'none' ? ' · ' + g.admin_state : '')),
         h('div', {}, tenants.length ? tenants.join(', ') : 'free'));
     });
-    map.appendChild(h('section', { class: 'node card', 'aria-label': 'Node ' + n.name },
-      h('h3', {}, n.name + ' — ' + n.state + (n.admin_state !== 'none' ? ' (' + n.admin_state + ')' : '') + (n.pool ? ' · pool ' + n.pool : '')),
+    const nv = [...new Set((byNode[n.name] || []).map(vendorOf))].sort();
+    map.appendChild(h('section', { class: 'node card', 'aria-label': 'Node ' + n.name, 'data-vendors': nv.join(',') },
+      h('h3', {}, n.name + ' — ' + n.state + (n.admin_state !== 'none' ? ' (' + n.admin_state + ')' : '') + (n.pool ? ' · pool ' + n.pool : '') +
+        (nv.length ? ' · ' + nv.join(', ') : '')),
       h('ul', { class: 'gpus', role: 'list' }, cells)));
   }
   if (!nodes.items.length) map.appendChild(h('p', {}, 'No nodes have joined yet.'));
@@ -600,7 +638,8 @@ async function viewHealth(body) {
     { label: 'Admin', get: (n) => n.admin_state }, { label: 'GPUs', num: true, get: (n) => n.gpu_count },
     { label: 'Last heartbeat', get: (n) => when(n.last_heartbeat) }], nodes.items));
   body.appendChild(h('h3', {}, 'GPUs not healthy'));
-  body.appendChild(table(null, [{ label: 'GPU', get: (g) => g.uuid }, { label: 'Node', get: (g) => g.node },
+  body.appendChild(table(null, [{ label: 'GPU', get: (g) => g.uuid }, { label: 'Vendor', get: (g) => g.vendor || 'nvidia' },
+    { label: 'Model', get: (g) => g.model }, { label: 'Node', get: (g) => g.node },
     { label: 'Health', get: (g) => g.health, cls: (g) => 'health-' + g.health }, { label: 'Cause', get: (g) => g.health_cause || '' }],
   gpus.items.filter((g) => g.health !== 'healthy')));
 }

@@ -2,8 +2,9 @@
  * agent.c - the node agent's loop: join, heartbeat, re-join (see agent.h).
  *
  * Each node is an independent identity: its own report, credential file and
- * injected faults.  Simulated nodes report healthy signals plus whatever was
- * injected; an NVML node reports what the driver says.  On a 401/404 answer
+ * injected faults.  Simulated nodes report healthy signals (in their cards'
+ * vendor's keys) plus whatever was injected; a discovered node reports what
+ * each vendor library in use says (accel.h: NVML, AMD SMI, HLML).  On a 401/404 answer
  * (credential revoked, node record gone) the node joins again with the join
  * token, if one was given.
  *
@@ -40,7 +41,7 @@
 #include "../core/log.h"
 #include "../core/rand.h"
 #include "../core/strbuf.h"
-#include "nvml.h"
+#include "accel.h"
 #include "runner.h"
 
 #include <dirent.h>
@@ -66,6 +67,8 @@ typedef struct anode {
     json_t *pending_xids; /* simulated: index -> [xids] to send next */
     json_t *procs;     /* simulated: index -> [{job|pid, memory_mib, sm_pct}] on that GPU */
     json_t *xid_totals; /* simulated: index -> Xid events injected since the agent started */
+    json_t *pending_crit; /* simulated Gaudi: index -> [event types] to send next */
+    json_t *crit_totals;  /* simulated Gaudi: index -> critical events injected since start */
     unsigned beats;    /* simulated: heartbeats built, the phase of the varying samples */
     int reported;      /* the server has this run's hardware report */
     /* events (see the top) */
@@ -85,15 +88,24 @@ typedef struct waiter {
     httpc_servers servers; /* its own list: httpc_servers is not shared between threads */
 } waiter;
 
+/* One vendor library in use (discovery mode): its cards come first-come in the node's indexes. */
+typedef struct backend {
+    const accel_ops *ops;
+    void *h;
+    accel_gpu *gpus;
+    int n;
+    int base;        /* node-wide index of its first card */
+    char driver[80]; /* the driver version its discovery reported */
+} backend;
+
 typedef struct agent {
     const agent_config *cfg;
     httpc_servers *servers; /* cfg->server parsed; servers->cur answered last */
     runner *run; /* workload processes of every node */
     anode *nodes;
     int n;
-    nvml *nv; /* NVML mode */
-    nvml_gpu *gpus;
-    int ngpus;
+    backend back[3]; /* discovery mode: one per vendor with cards (accel.h) */
+    int nback;
     pthread_mutex_t tok_mu; /* nodes' tokens: the loop writes them, waiters read them */
     pthread_t main_th;      /* woken with SIGUSR1 */
     atomic_int stopping;
@@ -171,39 +183,56 @@ static void host_node_name(const agent_config *cfg, char out[64]) {
     if (!j) snprintf(out, 64, "node");
 }
 
-static json_t *nvml_report(agent *a, const char *name, const char *driver) {
+/* The report entry of one discovered card; node-wide index `idx`. */
+static json_t *card_report(const backend *b, int k, int idx) {
+    const accel_gpu *g = &b->gpus[k];
+    json_t *slices = json_array(), *topo = json_object(), *stack = json_object();
+    for (int j = 0; j < g->nslices && j < ACCEL_MAX_SLICES; j++) {
+        json_t *sl = json_pack("{s:s,s:s,s:I}", "uuid", g->slices[j].uuid, "profile",
+                               g->slices[j].profile, "memory_mib",
+                               (json_int_t)(g->slices[j].memory_bytes >> 20));
+        if (g->slices[j].index >= 0)
+            json_object_set_new(sl, "device_index", json_integer(g->slices[j].index));
+        json_array_append_new(slices, sl);
+    }
+    for (int j = 0; j < b->n && j < ACCEL_MAX_GPUS; j++)
+        if (j != k && g->topology[j] >= 0)
+            json_object_set_new(topo, b->gpus[j].uuid, json_integer(g->topology[j]));
+    if (g->runtime[0] && g->runtime_version[0])
+        json_object_set_new(stack, g->runtime, json_string(g->runtime_version));
+    json_t *e = json_pack("{s:s,s:i,s:s,s:I,s:s,s:i,s:s,s:b,s:s,s:o,s:o,s:s,s:s,s:o}", "uuid",
+                          g->uuid, "index", idx, "model", g->name[0] ? g->name : "unknown",
+                          "memory_mib", (json_int_t)(g->memory_bytes >> 20), "pci_bus", g->pci_bus,
+                          "numa", g->numa, "compute_cap", g->compute_cap, "mig_capable",
+                          g->mig_capable, "mig_mode", g->mig_enabled ? "enabled" : "disabled",
+                          "slices", slices, "topology", topo, "vendor", b->ops->vendor,
+                          "driver_version", g->driver_version, "stack", stack);
+    if (g->module_id >= 0) json_object_set_new(e, "module_id", json_integer(g->module_id));
+    if (idx != (int)g->index) json_object_set_new(e, "vendor_index", json_integer((int)g->index));
+    return e;
+}
+
+/* The node's report from every vendor in use (source and driver: the first vendor's). */
+static json_t *hw_report(agent *a, const char *name) {
     struct sysinfo si;
     long long mem_gib = sysinfo(&si) == 0 ? (long long)si.totalram * si.mem_unit >> 30 : 0;
     char host[256] = "";
     gethostname(host, sizeof host);
     json_t *gpus = json_array();
-    for (int i = 0; i < a->ngpus; i++) {
-        nvml_gpu *g = &a->gpus[i];
-        json_t *slices = json_array(), *topo = json_object();
-        for (int k = 0; k < g->nslices; k++)
-            json_array_append_new(slices, json_pack("{s:s,s:s,s:I}", "uuid", g->slices[k].uuid,
-                                                    "profile", g->slices[k].profile, "memory_mib",
-                                                    (json_int_t)(g->slices[k].memory_bytes >> 20)));
-        for (int k = 0; k < a->ngpus && k < NVML_MAX_GPUS; k++)
-            if (k != i && g->topology[k] >= 0)
-                json_object_set_new(topo, a->gpus[k].uuid, json_integer(g->topology[k]));
-        json_array_append_new(
-            gpus, json_pack("{s:s,s:i,s:s,s:I,s:s,s:i,s:s,s:b,s:s,s:o,s:o}", "uuid", g->uuid,
-                            "index", (int)g->index, "model", g->name, "memory_mib",
-                            (json_int_t)(g->memory_bytes >> 20), "pci_bus", g->pci_bus, "numa",
-                            g->numa, "compute_cap", g->compute_cap, "mig_capable", g->mig_capable,
-                            "mig_mode", g->mig_enabled ? "enabled" : "disabled", "slices", slices,
-                            "topology", topo));
-    }
+    for (int v = 0; v < a->nback; v++)
+        for (int k = 0; k < a->back[v].n; k++)
+            if (a->back[v].gpus[k].uuid[0]) /* lost before it told its UUID: not reported */
+                json_array_append_new(gpus, card_report(&a->back[v], k, a->back[v].base + k));
     return json_pack("{s:s,s:s,s:I,s:I,s:{},s:s,s:s,s:o}", "name", name, "hostname", host, "cpus",
                      (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "memory_gib",
-                     (json_int_t)mem_gib, "labels", "driver_version", driver, "source", "nvml",
-                     "gpus", gpus);
+                     (json_int_t)mem_gib, "labels", "driver_version",
+                     a->nback ? a->back[0].driver : "", "source",
+                     a->nback ? a->back[0].ops->source : "nvml", "gpus", gpus);
 }
 
 static json_t *num_or_skip(long long v) { return v < 0 ? NULL : json_integer(v); }
 
-static json_t *nvml_signals(const nvml_gpu *g) {
+static json_t *nvml_signals(const accel_gpu *g) {
     json_t *s = json_object(), *ecc = json_object(), *rr = json_object(), *ut = json_object();
     json_t *v;
     if ((v = num_or_skip(g->ecc_volatile_corrected))) json_object_set_new(ecc, "volatile_corrected", v);
@@ -235,6 +264,63 @@ static json_t *nvml_signals(const nvml_gpu *g) {
     return s;
 }
 
+/* AMD: ECC totals, deferred errors and bad pages from AMD SMI (VENDORS.md). */
+static json_t *amd_signals(const accel_gpu *g) {
+    json_t *s = json_object(), *ecc = json_object(), *ut = json_object(), *v;
+    if ((v = num_or_skip(g->ecc_aggregate_corrected))) json_object_set_new(ecc, "aggregate_corrected", v);
+    if ((v = num_or_skip(g->ecc_aggregate_uncorrected))) json_object_set_new(ecc, "aggregate_uncorrected", v);
+    if ((v = num_or_skip(g->ecc_deferred))) json_object_set_new(ecc, "deferred", v);
+    if (g->util_gpu >= 0) json_object_set_new(ut, "gpu", json_integer(g->util_gpu));
+    if (g->util_memory >= 0) json_object_set_new(ut, "memory", json_integer(g->util_memory));
+    json_object_set_new(s, "ecc", ecc);
+    json_object_set_new(s, "utilization", ut);
+    if ((v = num_or_skip(g->bad_pages))) json_object_set_new(s, "bad_pages", v);
+    json_t *ras = json_object();
+    for (int b = 0; b < ACCEL_RAS_BLOCKS; b++)
+        if ((v = num_or_skip(g->ras_uncorrectable[b])))
+            json_object_set_new(ras, accel_ras_blocks[b].name, v);
+    if (json_object_size(ras)) json_object_set_new(s, "ras", ras);
+    else json_decref(ras);
+    json_object_set_new(s, "temperature_c", json_integer(g->temperature_c));
+    json_object_set_new(s, "slowdown_c", json_integer(g->slowdown_c));
+    json_object_set_new(s, "lost", json_boolean(g->lost));
+    if (g->memory_used_bytes >= 0)
+        json_object_set_new(s, "memory_used_mib", json_integer(g->memory_used_bytes / 1048576));
+    if (g->power_mw >= 0) json_object_set_new(s, "power_mw", json_integer(g->power_mw));
+    return s;
+}
+
+/* Intel Gaudi: ECC from HLML, critical events of this refresh and their running total. */
+static json_t *intel_signals(const accel_gpu *g) {
+    json_t *s = json_object(), *ecc = json_object(), *ut = json_object(), *v;
+    if ((v = num_or_skip(g->ecc_volatile_corrected))) json_object_set_new(ecc, "volatile_corrected", v);
+    if ((v = num_or_skip(g->ecc_volatile_uncorrected))) json_object_set_new(ecc, "volatile_uncorrected", v);
+    if ((v = num_or_skip(g->ecc_aggregate_corrected))) json_object_set_new(ecc, "aggregate_corrected", v);
+    if ((v = num_or_skip(g->ecc_aggregate_uncorrected))) json_object_set_new(ecc, "aggregate_uncorrected", v);
+    if (g->util_gpu >= 0) json_object_set_new(ut, "gpu", json_integer(g->util_gpu));
+    json_object_set_new(s, "ecc", ecc);
+    json_object_set_new(s, "utilization", ut);
+    json_object_set_new(s, "temperature_c", json_integer(g->temperature_c));
+    json_object_set_new(s, "slowdown_c", json_integer(g->slowdown_c));
+    json_t *c = json_array();
+    for (int i = 0; i < g->ncritical && i < ACCEL_MAX_EVENTS; i++)
+        json_array_append_new(c, json_integer(g->critical[i]));
+    json_object_set_new(s, "critical_events", c);
+    json_object_set_new(s, "critical_total", json_integer(g->critical_total));
+    json_object_set_new(s, "lost", json_boolean(g->lost));
+    if (g->memory_used_bytes >= 0)
+        json_object_set_new(s, "memory_used_mib", json_integer(g->memory_used_bytes / 1048576));
+    if (g->power_mw >= 0) json_object_set_new(s, "power_mw", json_integer(g->power_mw));
+    return s;
+}
+
+/* A discovered card's heartbeat signals, in its vendor's keys. */
+static json_t *card_signals(const char *vendor, const accel_gpu *g) {
+    if (strcmp(vendor, "amd") == 0) return amd_signals(g);
+    if (strcmp(vendor, "intel") == 0) return intel_signals(g);
+    return nvml_signals(g);
+}
+
 /* ---- simulated signals and injected faults ---- */
 
 /*
@@ -258,19 +344,48 @@ static void sim_telemetry(anode *nd, const char *idx, json_t *s) {
     json_object_set_new(s, "temperature_c", json_integer(40 + util / 5));
     json_object_set_new(s, "memory_used_mib", json_integer(mem * util / 100));
     json_object_set_new(s, "power_mw", json_integer(60000 + util * 3000));
-    json_t *x = json_object_get(nd->xid_totals, idx);
-    json_object_set_new(s, "xid_total", json_integer(x ? json_integer_value(x) : 0));
 }
 
+/* The vendor of simulated GPU `idx` (its index as text) from the node's report; "nvidia". */
+static const char *sim_vendor(anode *nd, const char *idx) {
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(nd->report, "gpus"), i, g) {
+        char buf[16];
+        snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(json_object_get(g, "index")));
+        const char *v = json_string_value(json_object_get(g, "vendor"));
+        if (strcmp(buf, idx) == 0) return v ? v : "nvidia";
+    }
+    return "nvidia";
+}
+
+/*
+ * A simulated GPU's healthy signals in its vendor's keys (VENDORS.md), the
+ * varying telemetry, then the injected overrides; events (Xids, Gaudi
+ * critical events) pending since the last answered heartbeat.
+ */
 static json_t *sim_signals(anode *nd, const char *idx) {
-    json_t *s = json_pack("{s:{s:i,s:i,s:i,s:i},s:{s:i,s:i,s:b,s:b},s:i,s:i,s:i,s:{s:i,s:i},"
-                          "s:b}",
-                          "ecc", "volatile_corrected", 0, "volatile_uncorrected", 0,
-                          "aggregate_corrected", 0, "aggregate_uncorrected", 0, "remapped_rows",
-                          "correctable", 0, "uncorrectable", 0, "pending", 0, "failure", 0,
-                          "retired_pages_pending", 0, "temperature_c", 40, "slowdown_c", 90,
-                          "utilization", "gpu", 0, "memory", 0, "lost", 0);
+    const char *vendor = sim_vendor(nd, idx);
+    json_t *s;
+    if (strcmp(vendor, "amd") == 0) {
+        s = json_pack("{s:{s:i,s:i,s:i},s:i,s:i,s:i,s:{s:i,s:i},s:b}", "ecc",
+                      "aggregate_corrected", 0, "aggregate_uncorrected", 0, "deferred", 0,
+                      "bad_pages", 0, "temperature_c", 40, "slowdown_c", 100, "utilization",
+                      "gpu", 0, "memory", 0, "lost", 0);
+    } else if (strcmp(vendor, "intel") == 0) {
+        s = json_pack("{s:{s:i,s:i,s:i},s:i,s:i,s:{s:i},s:b}", "ecc", "volatile_uncorrected", 0,
+                      "aggregate_uncorrected", 0, "aggregate_corrected", 0, "temperature_c", 40,
+                      "slowdown_c", 95, "utilization", "gpu", 0, "lost", 0);
+    } else {
+        s = json_pack("{s:{s:i,s:i,s:i,s:i},s:{s:i,s:i,s:b,s:b},s:i,s:i,s:i,s:{s:i,s:i},s:b}",
+                      "ecc", "volatile_corrected", 0, "volatile_uncorrected", 0,
+                      "aggregate_corrected", 0, "aggregate_uncorrected", 0, "remapped_rows",
+                      "correctable", 0, "uncorrectable", 0, "pending", 0, "failure", 0,
+                      "retired_pages_pending", 0, "temperature_c", 40, "slowdown_c", 90,
+                      "utilization", "gpu", 0, "memory", 0, "lost", 0);
+    }
     sim_telemetry(nd, idx, s);
+    if (strcmp(vendor, "intel") == 0) json_object_del(json_object_get(s, "utilization"), "memory");
     json_t *ov = json_object_get(nd->overrides, idx);
     const char *k;
     json_t *v;
@@ -279,8 +394,15 @@ static json_t *sim_signals(anode *nd, const char *idx) {
         if (json_is_object(cur) && json_is_object(v)) json_object_update(cur, v);
         else json_object_set(s, k, v);
     }
-    json_t *x = json_object_get(nd->pending_xids, idx);
-    json_object_set_new(s, "xids", x ? json_deep_copy(x) : json_array());
+    if (strcmp(vendor, "nvidia") == 0) {
+        json_t *x = json_object_get(nd->pending_xids, idx), *t = json_object_get(nd->xid_totals, idx);
+        json_object_set_new(s, "xids", x ? json_deep_copy(x) : json_array());
+        json_object_set_new(s, "xid_total", json_integer(t ? json_integer_value(t) : 0));
+    } else if (strcmp(vendor, "intel") == 0) {
+        json_t *c = json_object_get(nd->pending_crit, idx), *t = json_object_get(nd->crit_totals, idx);
+        json_object_set_new(s, "critical_events", c ? json_deep_copy(c) : json_array());
+        json_object_set_new(s, "critical_total", json_integer(t ? json_integer_value(t) : 0));
+    }
     return s;
 }
 
@@ -329,6 +451,39 @@ static const char *gpu_index(anode *nd, const char *gpu, char buf[16]) {
     return NULL;
 }
 
+const char *agent_fault_misfit(const char *vendor, json_t *fault) {
+    int nv = vendor && strcmp(vendor, "nvidia") == 0, amd = vendor && strcmp(vendor, "amd") == 0,
+        intel = vendor && strcmp(vendor, "intel") == 0;
+    json_t *set = json_object_get(fault, "set"), *x = json_object_get(fault, "xids");
+    if (!nv && json_array_size(x)) return "--xid";
+    if (!nv && json_object_get(set, "remapped_rows")) return "--remap-pending/--remap-failure";
+    if (!nv && json_object_get(set, "retired_pages_pending")) return "--retired-pending";
+    if (!amd && json_object_get(set, "bad_pages")) return "--bad-pages";
+    if (!intel && json_object_get(fault, "critical")) return "--critical";
+    return NULL;
+}
+
+/* <state>/cards/<node>.json: the simulated node's cards, so `agent inject` can check a fault. */
+static void write_cards(const char *state_dir, anode *nd) {
+    char dir[4096], path[4200], tmp[4300];
+    snprintf(dir, sizeof dir, "%s/cards", state_dir);
+    if (mkdir_p(dir) != 0) return;
+    snprintf(path, sizeof path, "%s/%s.json", dir, nd->name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    json_t *list = json_array();
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(nd->report, "gpus"), i, g) {
+        const char *v = json_string_value(json_object_get(g, "vendor"));
+        json_array_append_new(list, json_pack("{s:O,s:O,s:s}", "index", json_object_get(g, "index"),
+                                              "uuid", json_object_get(g, "uuid"), "vendor",
+                                              v ? v : "nvidia"));
+    }
+    json_t *doc = json_pack("{s:o}", "gpus", list);
+    if (json_dump_file(doc, tmp, JSON_COMPACT) != 0 || rename(tmp, path) != 0) unlink(tmp);
+    json_decref(doc);
+}
+
 /* Consume the .json files of <state>/inject/<node>/ in name order. */
 static void consume_faults(agent *a, anode *nd) {
     char dir[4096];
@@ -345,7 +500,12 @@ static void consume_faults(agent *a, anode *nd) {
             unlink(path);
             const char *gpu = json_string_value(json_object_get(f, "gpu"));
             const char *idx = gpu ? gpu_index(nd, gpu, buf) : NULL;
-            if (f && idx) {
+            const char *vendor = idx ? sim_vendor(nd, idx) : "nvidia";
+            const char *misfit = f && idx ? agent_fault_misfit(vendor, f) : NULL;
+            if (misfit) {
+                log_kv(LOG_WARN, "injected fault does not fit the card's vendor; dropped", "node",
+                       nd->name, "gpu", gpu, "vendor", vendor, "option", misfit, (char *)NULL);
+            } else if (f && idx) {
                 if (json_is_true(json_object_get(f, "clear"))) {
                     json_object_del(nd->overrides, idx);
                     /* the GPU keeps reporting, now without processes, so strikes reset */
@@ -358,7 +518,25 @@ static void consume_faults(agent *a, anode *nd) {
                 if (json_is_object(set)) {
                     json_t *cur = json_object_get(nd->overrides, idx);
                     if (!cur) json_object_set_new(nd->overrides, idx, cur = json_object());
+                    json_t *ecc = json_object_get(set, "ecc"), *vu;
+                    /* AMD SMI counts only totals: a double-bit error lands there */
+                    if (strcmp(vendor, "amd") == 0 && json_is_object(ecc) &&
+                        (vu = json_object_get(ecc, "volatile_uncorrected"))) {
+                        json_object_set(ecc, "aggregate_uncorrected", vu);
+                        json_object_del(ecc, "volatile_uncorrected");
+                    }
                     json_object_update(cur, set);
+                }
+                json_t *crit = json_object_get(f, "critical");
+                if (json_is_integer(crit) && json_integer_value(crit) > 0) {
+                    json_int_t nc = json_integer_value(crit);
+                    json_t *cur = json_object_get(nd->pending_crit, idx);
+                    if (!cur) json_object_set_new(nd->pending_crit, idx, cur = json_array());
+                    for (json_int_t c = 0; c < nc && json_array_size(cur) < 16; c++)
+                        json_array_append_new(cur, json_integer(2)); /* HLML_EVENT_CRITICAL_ERR */
+                    json_t *t = json_object_get(nd->crit_totals, idx);
+                    json_object_set_new(nd->crit_totals, idx,
+                                        json_integer((t ? json_integer_value(t) : 0) + nc));
                 }
                 json_t *x = json_object_get(f, "xids");
                 if (json_is_array(x) && json_array_size(x)) {
@@ -385,6 +563,32 @@ static void consume_faults(agent *a, anode *nd) {
 int agent_inject(const char *state_dir, const char *node, const char *gpu, json_t *fault,
                  gp_err *err) {
     char dir[4096], tmp[8192], path[8192], id[RND_ID_LEN];
+    /* the card's vendor, where a simulating agent recorded its cards (write_cards) */
+    snprintf(dir, sizeof dir, "%s/cards/%s.json", state_dir, node);
+    json_t *cards = json_load_file(dir, 0, NULL);
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(cards, "gpus"), i, c) {
+        char ix[32];
+        snprintf(ix, sizeof ix, "%lld", (long long)json_integer_value(json_object_get(c, "index")));
+        const char *uuid = json_string_value(json_object_get(c, "uuid"));
+        if (strcmp(gpu, ix) != 0 && !(uuid && strcmp(gpu, uuid) == 0)) continue;
+        const char *vendor = json_string_value(json_object_get(c, "vendor"));
+        const char *misfit = agent_fault_misfit(vendor, fault);
+        if (misfit) {
+            int r = gp_err_set(err, GP_EINVALID,
+                               "gpu %s of node %s is %s %s card: %s does not apply to it", gpu,
+                               node, vendor && strcmp(vendor, "amd") == 0 ? "an" : "a",
+                               vendor && strcmp(vendor, "amd") == 0     ? "AMD"
+                               : vendor && strcmp(vendor, "intel") == 0 ? "Intel Gaudi"
+                                                                        : "NVIDIA",
+                               misfit);
+            json_decref(cards);
+            return r;
+        }
+        break;
+    }
+    json_decref(cards);
     snprintf(dir, sizeof dir, "%s/inject/%s", state_dir, node);
     if (mkdir_p(dir) != 0)
         return gp_err_set(err, GP_EIO, "cannot create %s: %s", dir, strerror(errno));
@@ -470,23 +674,27 @@ static int heartbeat(agent *a, anode *nd) {
     long status;
     size_t i;
     json_t *g;
-    if (a->nv) {
-        nvml_health(a->nv, a->gpus, a->ngpus, &err);
-        for (int k = 0; k < a->ngpus; k++) {
-            json_t *e = json_pack("{s:s,s:o}", "uuid", a->gpus[k].uuid, "signals",
-                                  nvml_signals(&a->gpus[k]));
-            /* who uses the card, for the server's interference judgement */
-            nvml_proc *pr = NULL;
-            int np = 0;
-            if (nvml_processes(a->nv, &a->gpus[k], &pr, &np, &err) == GP_OK) {
-                json_t *list = json_array();
-                for (int p = 0; p < np; p++)
-                    json_array_append_new(list, process_entry(a, nd->name, (pid_t)pr[p].pid,
-                                                              pr[p].memory_mib, pr[p].sm_pct));
-                json_object_set_new(e, "processes", list);
+    if (a->nback) {
+        for (int v = 0; v < a->nback; v++) {
+            backend *b = &a->back[v];
+            b->ops->health(b->h, b->gpus, b->n, &err);
+            for (int k = 0; k < b->n; k++) {
+                if (!b->gpus[k].uuid[0]) continue; /* not in the report (hw_report) */
+                json_t *e = json_pack("{s:s,s:o}", "uuid", b->gpus[k].uuid, "signals",
+                                      card_signals(b->ops->vendor, &b->gpus[k]));
+                /* who uses the card, for the server's interference judgement */
+                accel_proc *pr = NULL;
+                int np = 0;
+                if (b->ops->processes(b->h, &b->gpus[k], &pr, &np, &err) == GP_OK) {
+                    json_t *list = json_array();
+                    for (int p = 0; p < np; p++)
+                        json_array_append_new(list, process_entry(a, nd->name, (pid_t)pr[p].pid,
+                                                                  pr[p].memory_mib, pr[p].sm_pct));
+                    json_object_set_new(e, "processes", list);
+                }
+                free(pr);
+                json_array_append_new(gpus, e);
             }
-            free(pr);
-            json_array_append_new(gpus, e);
         }
     } else {
         consume_faults(a, nd);
@@ -515,6 +723,7 @@ static int heartbeat(agent *a, anode *nd) {
         /* the server has our exits; run what it assigns, stop what it no longer does */
         runner_ack(a->run, nd->name);
         json_t *as = json_object_get(resp, "assignments");
+        if (json_is_array(as)) runner_localize(as, nd->report); /* its devices' numbers here */
         if (json_is_array(as) && runner_apply(a->run, nd->name, as) > 0)
             nd->dirty = 1; /* report the start at once */
     }
@@ -538,8 +747,9 @@ static int heartbeat(agent *a, anode *nd) {
     }
     if (status != 200) return -1;
     nd->reported = 1;
-    /* Xids are events: sent once */
+    /* Xids and critical events are events: sent once */
     json_object_clear(nd->pending_xids);
+    json_object_clear(nd->pending_crit);
     return 0;
 }
 
@@ -611,6 +821,86 @@ static void *waiter_main(void *arg) {
     return NULL;
 }
 
+/* Close every vendor library in use and free its cards. */
+static void close_all(agent *a) {
+    for (int v = 0; v < a->nback; v++) {
+        free(a->back[v].gpus);
+        a->back[v].ops->close(a->back[v].h);
+    }
+    a->nback = 0;
+}
+
+/*
+ * Open the vendor libraries cfg->vendor names ("auto": NVML, AMD SMI, HLML in
+ * turn, keeping each that finds cards; a vendor's own name: that one alone,
+ * its failure an error) and discover their cards into a->back.
+ */
+static int discover_all(const agent_config *cfg, agent *a, gp_err *err) {
+    static const accel_ops *const order[] = {&accel_nvml_ops, &accel_amdsmi_ops, &accel_hlml_ops};
+    const char *want = cfg->vendor && *cfg->vendor ? cfg->vendor : "auto";
+    int any = strcmp(want, "auto") == 0;
+    int first_rc = GP_OK, opened_empty = -1;
+    for (int v = 0; v < 3; v++) {
+        const accel_ops *ops = order[v];
+        if (!any && strcmp(want, ops->vendor) != 0) continue;
+        const char *path = v == 0 ? cfg->nvml_path : v == 1 ? cfg->amdsmi_path : cfg->hlml_path;
+        gp_err e = GP_ERR_INIT;
+        void *h = NULL;
+        int rc = ops->open(path, &h, &e);
+        if (rc == GP_OK) {
+            backend *b = &a->back[a->nback];
+            memset(b, 0, sizeof *b);
+            b->ops = ops;
+            b->h = h;
+            rc = ops->discover(h, &b->gpus, &b->n, b->driver, &e);
+            if (rc == GP_OK && (b->n > 0 || !any)) {
+                b->base = a->nback ? a->back[a->nback - 1].base + a->back[a->nback - 1].n : 0;
+                a->nback++;
+                continue;
+            }
+            if (rc == GP_OK && opened_empty < 0) {
+                opened_empty = v; /* kept only if no vendor finds a card (as before: 0 GPUs) */
+                ops->close(h);
+                continue;
+            }
+            ops->close(h);
+            if (rc == GP_OK) continue;
+            free(b->gpus);
+            b->gpus = NULL;
+        }
+        if (!any) {
+            close_all(a);
+            return gp_err_set(err, rc, "%.150s; on a machine without %s cards declare them "
+                                       "with --inventory FILE (or simulate with --simulate N)",
+                              e.msg, v == 0 ? "NVIDIA" : v == 1 ? "AMD" : "Intel Gaudi");
+        }
+        log_kv(LOG_DEBUG, "accelerator library not usable", "library", ops->label, "detail",
+               e.msg, (char *)NULL);
+        if (!first_rc) first_rc = rc;
+    }
+    if (a->nback) return GP_OK;
+    if (opened_empty >= 0) { /* a library answered but found no card: report none, as before */
+        backend *b = &a->back[0];
+        memset(b, 0, sizeof *b);
+        b->ops = order[opened_empty];
+        const char *path = opened_empty == 0 ? cfg->nvml_path
+                           : opened_empty == 1 ? cfg->amdsmi_path : cfg->hlml_path;
+        int rc = b->ops->open(path, &b->h, err);
+        if (rc == GP_OK) rc = b->ops->discover(b->h, &b->gpus, &b->n, b->driver, err);
+        if (rc != GP_OK) {
+            if (b->h) b->ops->close(b->h);
+            return rc;
+        }
+        a->nback = 1;
+        return GP_OK;
+    }
+    /* each library's reason was logged at debug level */
+    return gp_err_set(err, first_rc ? first_rc : GP_EUNSUPPORTED,
+                      "no NVIDIA (NVML), AMD (AMD SMI) or Intel Gaudi (HLML) library could be "
+                      "loaded (--log-level debug says why); on a machine without such cards "
+                      "declare them with --inventory FILE (or simulate with --simulate N)");
+}
+
 static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
     agent a;
     memset(&a, 0, sizeof a);
@@ -621,35 +911,32 @@ static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
     /* no process of our user (a job, where jobs run as the agent) reads our memory or
      * /proc/<pid>/environ, where a join token may be */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    if (mkdir_p(cfg->state_dir) != 0)
+    if (!cfg->print_report && mkdir_p(cfg->state_dir) != 0)
         return gp_err_set(err, GP_EIO, "cannot create state folder %s: %s", cfg->state_dir,
                           strerror(errno));
     if (cfg->inventory || cfg->simulate > 0) {
         if ((rc = agent_inventory_reports(cfg->inventory, cfg->simulate, &reports, err))) return rc;
     } else {
-        char driver[80] = "", name[64];
-        if ((rc = nvml_open(cfg->nvml_path, &a.nv, err))) {
-            char msg[sizeof err->msg];
-            snprintf(msg, sizeof msg, "%s", err->msg);
-            return gp_err_set(err, rc, "%s; on a machine without NVIDIA GPUs declare them with "
-                                       "--inventory FILE (or simulate with --simulate N)",
-                              msg);
-        }
-        if ((rc = nvml_discover(a.nv, &a.gpus, &a.ngpus, driver, err))) {
-            nvml_close(a.nv);
-            return rc;
-        }
+        char name[64];
+        if ((rc = discover_all(cfg, &a, err))) return rc;
         host_node_name(cfg, name);
         reports = json_array();
-        json_array_append_new(reports, nvml_report(&a, name, driver));
+        json_array_append_new(reports, hw_report(&a, name));
+    }
+    if (cfg->print_report) { /* what would be registered, and nothing else */
+        json_dumpf(reports, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+        fputc('\n', stdout);
+        fflush(stdout);
+        json_decref(reports);
+        close_all(&a);
+        return GP_OK;
     }
     a.run = runner_new(cfg->state_dir, cfg->grace_s);
     int cg = a.run ? runner_set_cgroup(a.run, cfg->cgroup_root) : 0;
     if (a.run && cg == 0 && runner_set_runtime(a.run, cfg->runtime) != 0) {
         runner_free(a.run);
         json_decref(reports);
-        nvml_close(a.nv);
-        free(a.gpus);
+        close_all(&a);
         return gp_err_set(err, GP_EINVALID,
                           "--runtime %s: no executable file of that name (on PATH, or that path)",
                           cfg->runtime);
@@ -658,8 +945,7 @@ static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
     if (id != 0) {
         runner_free(a.run);
         json_decref(reports);
-        nvml_close(a.nv);
-        free(a.gpus);
+        close_all(&a);
         return id == -2   ? gp_err_set(err, GP_EINVALID,
                                        "--job-uids %s: only an agent running as root can run jobs "
                                        "as other users",
@@ -673,8 +959,7 @@ static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
     if (!a.run || cg != 0) {
         runner_free(a.run);
         json_decref(reports);
-        nvml_close(a.nv);
-        free(a.gpus);
+        close_all(&a);
         if (!a.run) return gp_err_set(err, GP_ENOMEM, NULL);
         return cg == -1 ? gp_err_set(err, GP_EINVALID, "--cgroup %s is not a writable folder",
                                      cfg->cgroup_root)
@@ -695,12 +980,28 @@ static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
         nd->pending_xids = json_object();
         nd->procs = json_object();
         nd->xid_totals = json_object();
+        nd->pending_crit = json_object();
+        nd->crit_totals = json_object();
+        if (!a.nback) write_cards(cfg->state_dir, nd);
     }
     json_decref(reports);
     char count[16];
     snprintf(count, sizeof count, "%d", a.n);
     log_kv(LOG_INFO, "agent started", "nodes", count, "server", cfg->server, "source",
-           a.nv ? "nvml" : "inventory", (char *)NULL);
+           a.nback ? a.back[0].ops->source : "inventory", (char *)NULL);
+    for (int v = 0; v < a.nback; v++) {
+        char nc[16];
+        snprintf(nc, sizeof nc, "%d", a.back[v].n);
+        log_kv(LOG_INFO, "accelerators discovered", "vendor", a.back[v].ops->vendor, "library",
+               a.back[v].ops->label, "cards", nc, "driver", a.back[v].driver, (char *)NULL);
+        for (int k = 0; k < a.back[v].n; k++) {
+            if (a.back[v].gpus[k].uuid[0]) continue;
+            char ix[16];
+            snprintf(ix, sizeof ix, "%d", a.back[v].base + k);
+            log_kv(LOG_WARN, "card lost before it gave its UUID: not reported", "vendor",
+                   a.back[v].ops->vendor, "index", ix, (char *)NULL);
+        }
+    }
     if (cfg->cgroup_root && *cfg->cgroup_root)
         log_kv(LOG_INFO, "workloads get CPU and memory limits", "cgroup", cfg->cgroup_root,
                (char *)NULL);
@@ -783,11 +1084,12 @@ static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
         json_decref(a.nodes[i].pending_xids);
         json_decref(a.nodes[i].procs);
         json_decref(a.nodes[i].xid_totals);
+        json_decref(a.nodes[i].pending_crit);
+        json_decref(a.nodes[i].crit_totals);
         free(a.nodes[i].token);
     }
     free(a.nodes);
-    free(a.gpus);
-    nvml_close(a.nv);
+    close_all(&a);
     runner_free(a.run); /* workloads keep running; a restarted agent re-adopts them */
     if (cfg->once && failures)
         return gp_err_set(err, GP_EIO, "%d of %d nodes could not join or report", failures, a.n);
@@ -796,6 +1098,7 @@ static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
 
 int agent_run(const agent_config *cfg, gp_err *err) {
     httpc_servers servers = HTTPC_SERVERS_INIT;
+    if (cfg->print_report) return run(cfg, &servers, err); /* no server is called */
     int rc = httpc_servers_parse(cfg->server, &servers, err);
     if (rc) return rc;
     rc = run(cfg, &servers, err);

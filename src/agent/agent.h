@@ -1,13 +1,17 @@
 /*
- * agent.h - the node agent: discovers GPUs (NVML, or a declared inventory
- * file, or simulated nodes), joins the server with a join token, and
- * heartbeats each node's health signals.
+ * agent.h - the node agent: discovers accelerators (NVIDIA through NVML, AMD
+ * through AMD SMI, Intel Gaudi through HLML: the vendor layer of accel.h;
+ * or a declared inventory file, or simulated nodes), joins the server with
+ * a join token, and heartbeats each node's health signals.
  *
  * One process may run many nodes (--simulate N), each with its own identity
  * and credential, kept in the state folder as <node>.token (mode 0600) so a
  * restarted agent does not need the join token again.  Faults for simulated
  * nodes are injected by dropping files into <state>/inject/<node>/ (see
- * agent_inject()); the agent consumes them at its next heartbeat.
+ * agent_inject()); the agent consumes them at its next heartbeat.  A simulating
+ * agent also records each node's cards (index, UUID, vendor) in
+ * <state>/cards/<node>.json, so agent_inject() can refuse a fault that does
+ * not fit a card's vendor.
  *
  * The state folder is the agent's alone (mode 0700): plain jobs run as
  * identities of their own and, where the kernel allows, do not even see it
@@ -31,8 +35,14 @@ typedef struct agent_config {
     const char *state_dir;  /* credentials and injected faults */
     int interval_s;         /* seconds between heartbeats */
     int once;               /* register, send one heartbeat, exit */
+    int print_report;       /* print the node reports (JSON) on stdout and exit: no server,
+                               no state folder written */
     const char *node_name;  /* NVML mode: the node's name (default: host name) */
     const char *nvml_path;  /* NVML mode: library path (default libnvidia-ml.so.1) */
+    const char *vendor;     /* discovery: "auto" (NULL: the same; every library that finds
+                               cards), "nvidia", "amd" or "intel" (that library only) */
+    const char *amdsmi_path;/* AMD SMI library (NULL: $GPUPOOL_AMDSMI_LIBRARY, libamd_smi.so) */
+    const char *hlml_path;  /* HLML library (NULL: $GPUPOOL_HLML_LIBRARY, libhlml.so) */
     int grace_s;            /* seconds between SIGTERM and SIGKILL when stopping a workload */
     const char *cgroup_root;/* delegated cgroup v2 folder for workloads' limits, or NULL */
     const char *runtime;    /* container runtime for jobs with an image (podman, docker, a
@@ -42,12 +52,24 @@ typedef struct agent_config {
                                a user name), or NULL: 200000-265535 when root */
 } agent_config;
 
+/*
+ * The inject option of `fault` that does not fit a card of `vendor`
+ * ("--xid" on a non-NVIDIA card, "--bad-pages" off AMD, "--critical" off
+ * Intel Gaudi, "--retired-pending", "--remap-pending/--remap-failure" off
+ * NVIDIA), or NULL when it fits.  Pure.
+ */
+const char *agent_fault_misfit(const char *vendor, json_t *fault);
+
 /* Run until SIGTERM/SIGINT (the caller blocks them in every thread first), or once. */
 int agent_run(const agent_config *cfg, gp_err *err);
 
 /*
  * Queue a fault for simulated GPU `gpu` (UUID or index) of `node`:
- * `fault` = {"xids":[…], "set":{signal overrides}, "clear":bool}.
+ * `fault` = {"xids":[…], "set":{signal overrides}, "critical":N, "clear":bool}.
+ * Where a simulating agent recorded the node's cards (<state>/cards/<node>.json),
+ * a fault that does not fit the card's vendor (agent_fault_misfit) is refused
+ * with GP_EINVALID and nothing is queued; otherwise the agent drops it when
+ * it consumes it (logged).
  */
 int agent_inject(const char *state_dir, const char *node, const char *gpu, json_t *fault,
                  gp_err *err);

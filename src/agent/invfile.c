@@ -2,7 +2,14 @@
  * invfile.c - the declared inventory (for machines without NVIDIA GPUs, and
  * for simulated fleets): {"nodes":[{"name","cpus","memory_gib","labels",
  * "gpus":[{"model","memory_gib","count","mode":"whole|mig|shared",
- * "mig":["3g.40gb",…]}]}]} -> the same node reports NVML discovery makes.
+ * "mig":["3g.40gb",…], "vendor":"nvidia|amd|intel", "driver_version":"6.8.5",
+ * "stack":{"rocm":"6.2.0"}}]}]} -> the same node reports discovery makes.
+ *
+ * Vendors: without "vendor" a card is NVIDIA.  An AMD card's "mig" lists its
+ * compute partitions ("cpx.24gb", at most 8: SPX/DPX/TPX/QPX/CPX modes, the
+ * profiles AMD SMI discovery reports); Intel Gaudi cards have no partitions.
+ * "stack" names only its vendor's runtime (cuda, rocm, synapse); versions
+ * are dotted numbers.
  *
  * UUIDs are derived from the node name and GPU index (BLAKE2b), so a
  * restarted agent reports the same cards.
@@ -31,6 +38,35 @@ static void make_uuid(const char *prefix, const char *node, int a, int b, char o
 /* The most memory a declared GPU (or MIG instance) may have, in GiB: keeps MiB sums in range. */
 #define INV_MAX_GIB (1LL << 20)
 
+/* A dotted number "12.4", "6.2.0" (at most 31 characters, 4 parts). */
+static int dotted_ok(const char *v) {
+    if (!v || !*v || strlen(v) > 31) return 0;
+    int digits = 0, parts = 1;
+    for (const char *p = v; *p; p++) {
+        if (*p >= '0' && *p <= '9') digits++;
+        else if (*p == '.' && digits && p[1]) digits = 0, parts++;
+        else return 0;
+    }
+    return digits > 0 && parts <= 4;
+}
+
+/* The runtime a vendor's cards offer. */
+static const char *vendor_runtime(const char *vendor) {
+    return strcmp(vendor, "amd") == 0 ? "rocm" : strcmp(vendor, "intel") == 0 ? "synapse" : "cuda";
+}
+
+/* Memory of an AMD compute partition "cpx.24gb" in MiB; 0 if malformed. */
+static long long amd_profile_mib(const char *p) {
+    static const char *const modes[] = {"spx.", "dpx.", "tpx.", "qpx.", "cpx."};
+    int ok = 0;
+    for (int i = 0; i < 5; i++) ok |= strncmp(p, modes[i], 4) == 0;
+    if (!ok) return 0;
+    char *end;
+    long long gb = strtoll(p + 4, &end, 10);
+    if (p[4] < '1' || p[4] > '9' || gb <= 0 || gb > INV_MAX_GIB || strcmp(end, "gb") != 0) return 0;
+    return gb * 1024;
+}
+
 /* Memory of a MIG profile "3g.40gb" in MiB; 0 if malformed or over INV_MAX_GIB. */
 static long long profile_mib(const char *p) {
     const char *dot = strchr(p, '.');
@@ -58,15 +94,48 @@ static int build_node(json_t *decl, const char *name, json_t **out, gp_err *err)
         json_t *cnt = json_object_get(g, "count");
         json_int_t count = cnt ? json_integer_value(cnt) : 1;
         json_t *mig = json_object_get(g, "mig");
+        json_t *jv = json_object_get(g, "vendor"), *jd = json_object_get(g, "driver_version");
+        json_t *jstack = json_object_get(g, "stack");
+        const char *vendor = jv ? json_string_value(jv) : "nvidia";
+        if (!vendor || (strcmp(vendor, "nvidia") && strcmp(vendor, "amd") && strcmp(vendor, "intel"))) {
+            json_decref(gpus);
+            return gp_err_set(err, GP_EINVALID,
+                              "node %s, gpus[%zu]: vendor must be nvidia, amd or intel", name, gi);
+        }
+        if (jd && !dotted_ok(json_string_value(jd))) {
+            json_decref(gpus);
+            return gp_err_set(err, GP_EINVALID,
+                              "node %s, gpus[%zu]: driver_version must be a dotted number like "
+                              "\"550.54.15\"",
+                              name, gi);
+        }
+        if (jstack) {
+            const char *rt;
+            json_t *ver;
+            int bad = !json_is_object(jstack) || json_object_size(jstack) > 1;
+            json_object_foreach(jstack, rt, ver) {
+                if (strcmp(rt, vendor_runtime(vendor)) != 0 || !dotted_ok(json_string_value(ver)))
+                    bad = 1;
+            }
+            if (bad) {
+                json_decref(gpus);
+                return gp_err_set(err, GP_EINVALID,
+                                  "node %s, gpus[%zu]: stack must be {\"%s\": \"<version>\"} for "
+                                  "%s cards (a dotted version)",
+                                  name, gi, vendor_runtime(vendor), vendor);
+            }
+        }
+        int amd = strcmp(vendor, "amd") == 0;
         if (!mode) mode = "whole";
         if (!model || mem <= 0 || mem > INV_MAX_GIB || count < 1 || count > 16 ||
             (strcmp(mode, "whole") && strcmp(mode, "mig") && strcmp(mode, "shared")) ||
             (strcmp(mode, "mig") == 0 && (!json_is_array(mig) || json_array_size(mig) == 0)) ||
-            idx + count > 64) {
+            (strcmp(mode, "mig") == 0 && strcmp(vendor, "intel") == 0) || idx + count > 64) {
             json_decref(gpus);
             return gp_err_set(err, GP_EINVALID,
                               "node %s, gpus[%zu]: need model, memory_gib 1..1048576, count 1..16, "
-                              "mode whole|mig|shared (mig needs a \"mig\" profile list)",
+                              "mode whole|mig|shared (mig needs a \"mig\" profile list; Intel "
+                              "Gaudi cards have no partitions)",
                               name, gi);
         }
         for (json_int_t c = 0; c < count; c++, idx++) {
@@ -80,13 +149,17 @@ static int build_node(json_t *decl, const char *name, json_t **out, gp_err *err)
                 long long used = 0;
                 json_array_foreach(mig, si, p) {
                     const char *prof = json_string_value(p);
-                    long long mib = prof ? profile_mib(prof) : 0;
-                    if (!mib || si >= 7) {
+                    long long mib = prof ? (amd ? amd_profile_mib(prof) : profile_mib(prof)) : 0;
+                    if (!mib || si >= (amd ? 8u : 7u)) {
                         json_decref(slices);
                         json_decref(gpus);
-                        return gp_err_set(err, GP_EINVALID,
-                                          "node %s: bad MIG profile (like 3g.40gb), at most 7",
-                                          name);
+                        return amd ? gp_err_set(err, GP_EINVALID,
+                                                "node %s: bad AMD partition profile (like "
+                                                "cpx.24gb), at most 8",
+                                                name)
+                                   : gp_err_set(err, GP_EINVALID,
+                                                "node %s: bad MIG profile (like 3g.40gb), at most 7",
+                                                name);
                     }
                     used += mib;
                     char su[64];
@@ -103,13 +176,18 @@ static int build_node(json_t *decl, const char *name, json_t **out, gp_err *err)
                                       name);
                 }
             }
-            json_array_append_new(
-                gpus, json_pack("{s:s,s:i,s:s,s:I,s:s,s:i,s:s,s:b,s:s,s:s,s:o}", "uuid", uuid,
-                                "index", idx, "model", model, "memory_mib",
-                                (json_int_t)mem * 1024, "pci_bus", pci, "numa", idx < 4 ? 0 : 1,
-                                "compute_cap", "", "mig_capable", strcmp(mode, "mig") == 0,
-                                "mig_mode", strcmp(mode, "mig") == 0 ? "enabled" : "disabled",
-                                "declared_mode", mode, "slices", slices));
+            json_t *card = json_pack("{s:s,s:i,s:s,s:I,s:s,s:i,s:s,s:b,s:s,s:s,s:o}", "uuid",
+                                     uuid, "index", idx, "model", model, "memory_mib",
+                                     (json_int_t)mem * 1024, "pci_bus", pci, "numa",
+                                     idx < 4 ? 0 : 1, "compute_cap", "", "mig_capable",
+                                     strcmp(mode, "mig") == 0, "mig_mode",
+                                     strcmp(mode, "mig") == 0 ? "enabled" : "disabled",
+                                     "declared_mode", mode, "slices", slices);
+            /* said only when declared: an old declaration's report stays as it was */
+            if (jv) json_object_set_new(card, "vendor", json_string(vendor));
+            if (jd) json_object_set(card, "driver_version", jd);
+            if (jstack) json_object_set_new(card, "stack", json_deep_copy(jstack));
+            json_array_append_new(gpus, card);
         }
     }
     json_t *labels = json_object_get(decl, "labels");

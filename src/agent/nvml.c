@@ -134,6 +134,7 @@ enum { NVML__TEMPERATURE_THRESHOLD_SLOWDOWN = 1 };
     X(1, int, nvmlDeviceGetHandleByIndex_v2, (unsigned, nvml__device *))                     \
     X(0, const char *, nvmlErrorString, (int))                                               \
     X(0, int, nvmlSystemGetDriverVersion, (char *, unsigned))                                \
+    X(0, int, nvmlSystemGetCudaDriverVersion_v2, (int *))                                    \
     X(0, int, nvmlDeviceGetName, (nvml__device, char *, unsigned))                           \
     X(0, int, nvmlDeviceGetUUID, (nvml__device, char *, unsigned))                           \
     X(0, int, nvmlDeviceGetMemoryInfo, (nvml__device, nvml__memory *))                       \
@@ -198,14 +199,6 @@ static const char *nvml__strerror(const nvml *h, int rc) {
     }
 }
 
-/* Copy a possibly unterminated fixed-size NVML string into dst. */
-static void nvml__copy(char *dst, size_t dstsz, const char *src, size_t srcsz) {
-    size_t n = strnlen(src, srcsz);
-    if (n >= dstsz) n = dstsz - 1;
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
 /* Record a card answer: true on success; a GPU_IS_LOST answer marks the card lost. */
 static int nvml__ok(nvml_gpu *g, int rc) {
     if (rc == NVML__ERROR_GPU_IS_LOST) g->lost = 1;
@@ -227,46 +220,6 @@ static void nvml__profile(const char *name, char *out, size_t outsz) {
     if (n >= outsz) n = outsz - 1;
     memcpy(out, p, n);
     out[n] = '\0';
-}
-
-/*
- * NUMA node from sysfs when NVML cannot tell (drivers without
- * nvmlDeviceGetNumaNodeId).  NVML writes the domain with 8 hex digits
- * ("00000000:07:00.0"); sysfs uses 4 and lower case ("0000:07:00.0").
- */
-static int nvml__sysfs_numa(const char *busid) {
-    char id[32], path[96];
-    size_t len = strlen(busid);
-    if (len >= sizeof id || len < 12) return -1;
-    const char *s = busid;
-    if (len == 16 && strncmp(busid, "0000", 4) == 0) s += 4;
-    size_t i = 0;
-    for (; s[i] && i < sizeof id - 1; i++)
-        id[i] = (s[i] >= 'A' && s[i] <= 'F') ? (char)(s[i] - 'A' + 'a') : s[i];
-    id[i] = '\0';
-    snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/numa_node", id);
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    int node = -1;
-    if (fscanf(f, "%d", &node) != 1) node = -1;
-    fclose(f);
-    return node < 0 ? -1 : node;
-}
-
-/* Set every health field of g to its "unknown" value; xids and lost are cleared. */
-static void nvml__health_unknown(nvml_gpu *g) {
-    g->ecc_volatile_corrected = g->ecc_volatile_uncorrected = -1;
-    g->ecc_aggregate_corrected = g->ecc_aggregate_uncorrected = -1;
-    g->remapped_correctable = g->remapped_uncorrectable = -1;
-    g->remap_pending = g->remap_failure = 0;
-    g->retired_pages_pending = -1;
-    g->temperature_c = -1;
-    g->slowdown_c = 0;
-    g->util_gpu = g->util_memory = -1;
-    g->memory_used_bytes = -1;
-    g->power_mw = -1;
-    g->nxids = 0;
-    g->lost = 0;
 }
 
 /* ---- open / close --------------------------------------------------------- */
@@ -346,20 +299,20 @@ void nvml_close(nvml *h) {
 static void nvml__identity(nvml *h, nvml__device d, nvml_gpu *g) {
     char buf[96];
     if (h->nvmlDeviceGetName && nvml__ok(g, h->nvmlDeviceGetName(d, buf, sizeof buf)))
-        nvml__copy(g->name, sizeof g->name, buf, sizeof buf);
+        accel_copy(g->name, sizeof g->name, buf, sizeof buf);
     if (!g->lost && h->nvmlDeviceGetUUID && nvml__ok(g, h->nvmlDeviceGetUUID(d, buf, sizeof buf)))
-        nvml__copy(g->uuid, sizeof g->uuid, buf, sizeof buf);
+        accel_copy(g->uuid, sizeof g->uuid, buf, sizeof buf);
     nvml__memory mem;
     if (!g->lost && h->nvmlDeviceGetMemoryInfo && nvml__ok(g, h->nvmlDeviceGetMemoryInfo(d, &mem)))
         g->memory_bytes = mem.total;
     nvml__pci pci;
     if (!g->lost && h->nvmlDeviceGetPciInfo_v3 && nvml__ok(g, h->nvmlDeviceGetPciInfo_v3(d, &pci)))
-        nvml__copy(g->pci_bus, sizeof g->pci_bus, pci.busId, sizeof pci.busId);
+        accel_copy(g->pci_bus, sizeof g->pci_bus, pci.busId, sizeof pci.busId);
     unsigned node;
     if (!g->lost && h->nvmlDeviceGetNumaNodeId && nvml__ok(g, h->nvmlDeviceGetNumaNodeId(d, &node)))
         g->numa = (int)node;
     else if (g->pci_bus[0])
-        g->numa = nvml__sysfs_numa(g->pci_bus);
+        g->numa = accel_sysfs_numa(g->pci_bus);
     int major, minor;
     if (!g->lost && h->nvmlDeviceGetCudaComputeCapability &&
         nvml__ok(g, h->nvmlDeviceGetCudaComputeCapability(d, &major, &minor)))
@@ -383,9 +336,10 @@ static void nvml__mig(nvml *h, nvml__device d, unsigned gi, nvml_gpu *g) {
         /* Unused indexes answer NOT_FOUND: skip them. */
         if (!nvml__ok(g, h->nvmlDeviceGetMigDeviceHandleByIndex(d, i, &m)) || !m) continue;
         nvml_slice *s = &g->slices[g->nslices++];
+        s->index = -1;
         char buf[96];
         if (h->nvmlDeviceGetUUID && h->nvmlDeviceGetUUID(m, buf, sizeof buf) == NVML__SUCCESS)
-            nvml__copy(s->uuid, sizeof s->uuid, buf, sizeof buf);
+            accel_copy(s->uuid, sizeof s->uuid, buf, sizeof buf);
         if (h->nvmlDeviceGetName && h->nvmlDeviceGetName(m, buf, sizeof buf) == NVML__SUCCESS) {
             buf[sizeof buf - 1] = '\0';
             nvml__profile(buf, s->profile, sizeof s->profile);
@@ -420,13 +374,19 @@ int nvml_discover(nvml *h, nvml_gpu **gpus, int *n, char driver[80], gp_err *err
     if (!h || !gpus || !n) return gp_err_set(err, GP_EINVALID, "nvml_discover: bad arguments");
     *gpus = NULL;
     *n = 0;
-    if (driver) {
-        driver[0] = '\0';
+    char raw[80] = "", drv[80] = "", cuda[32] = "";
+    {
         char buf[80];
         if (h->nvmlSystemGetDriverVersion &&
             h->nvmlSystemGetDriverVersion(buf, sizeof buf) == NVML__SUCCESS)
-            nvml__copy(driver, 80, buf, sizeof buf);
+            accel_copy(raw, sizeof raw, buf, sizeof buf);
     }
+    if (driver) snprintf(driver, 80, "%s", raw);
+    accel_dotted(raw, drv, sizeof drv);
+    int cv = 0;
+    if (h->nvmlSystemGetCudaDriverVersion_v2 &&
+        h->nvmlSystemGetCudaDriverVersion_v2(&cv) == NVML__SUCCESS && cv > 0)
+        snprintf(cuda, sizeof cuda, "%d.%d", cv / 1000, (cv % 1000) / 10); /* 12040 -> 12.4 */
     unsigned count = 0;
     int rc = h->nvmlDeviceGetCount_v2(&count);
     if (rc != NVML__SUCCESS)
@@ -450,8 +410,15 @@ int nvml_discover(nvml *h, nvml_gpu **gpus, int *n, char driver[80], gp_err *err
         nvml_gpu *gi = &g[i];
         gi->index = i;
         gi->numa = -1;
+        gi->module_id = -1;
+        snprintf(gi->vendor, sizeof gi->vendor, "nvidia");
+        snprintf(gi->driver_version, sizeof gi->driver_version, "%s", drv);
+        if (cuda[0]) {
+            snprintf(gi->runtime, sizeof gi->runtime, "cuda");
+            snprintf(gi->runtime_version, sizeof gi->runtime_version, "%s", cuda);
+        }
         for (int j = 0; j < NVML_MAX_GPUS; j++) gi->topology[j] = -1;
-        nvml__health_unknown(gi);
+        accel_health_unknown(gi);
         h->devs[i] = NULL;
         if (!nvml__ok(gi, h->nvmlDeviceGetHandleByIndex_v2(i, &h->devs[i]))) {
             h->devs[i] = NULL;
@@ -553,7 +520,7 @@ int nvml_health(nvml *h, nvml_gpu *gpus, int n, gp_err *err) {
         return gp_err_set(err, GP_EINVALID, "nvml_health: bad arguments");
     for (int i = 0; i < n; i++) {
         nvml_gpu *g = &gpus[i];
-        nvml__health_unknown(g);
+        accel_health_unknown(g);
         nvml__device d = NULL;
         if (g->index < h->ndevs && h->devs[g->index]) {
             d = h->devs[g->index];
@@ -792,3 +759,40 @@ int nvml_processes(nvml *h, nvml_gpu *g, nvml_proc **procs, int *n, gp_err *err)
     *n = m;
     return GP_OK;
 }
+
+/* ---- the vendor layer's entry points (accel.h) ---------------------------------- */
+
+static int nvml__op_open(const char *path, void **h, gp_err *err) {
+    nvml *n = NULL;
+    int rc = nvml_open(path, &n, err);
+    *h = n;
+    return rc;
+}
+static int nvml__op_discover(void *h, accel_gpu **gpus, int *n, char driver[80], gp_err *err) {
+    return nvml_discover(h, gpus, n, driver, err);
+}
+static int nvml__op_health(void *h, accel_gpu *gpus, int n, gp_err *err) {
+    return nvml_health(h, gpus, n, err);
+}
+static int nvml__op_processes(void *h, accel_gpu *g, accel_proc **procs, int *n, gp_err *err) {
+    return nvml_processes(h, g, procs, n, err);
+}
+
+/* Re-read one card's MIG layout (the MIG handles found earlier stay known for events). */
+static int nvml__op_partitions(void *hv, accel_gpu *g, gp_err *err) {
+    nvml *h = hv;
+    if (!h || !g || g->index >= NVML_MAX_GPUS)
+        return gp_err_set(err, GP_EINVALID, "nvml partitions: bad arguments");
+    nvml__device d = g->index < h->ndevs ? h->devs[g->index] : NULL;
+    if (!d && !nvml__ok(g, h->nvmlDeviceGetHandleByIndex_v2(g->index, &d))) return GP_OK;
+    g->mig_capable = g->mig_enabled = 0;
+    g->nslices = 0;
+    memset(g->slices, 0, sizeof g->slices);
+    nvml__mig(h, d, g->index, g);
+    return GP_OK;
+}
+static void nvml__op_close(void *h) { nvml_close(h); }
+
+const accel_ops accel_nvml_ops = {"nvidia",          "nvml",          "NVML",
+                                  nvml__op_open,     nvml__op_discover, nvml__op_health,
+                                  nvml__op_processes, nvml__op_partitions, nvml__op_close};

@@ -26,50 +26,22 @@
 #define GP_AGENT_NVML_H
 
 #include "../core/err.h"
+#include "accel.h"
 
-#define NVML_MAX_SLICES 7
-#define NVML_MAX_GPUS 16
-#define NVML_MAX_XIDS 16
-#define NVML_MAX_PROCS 512 /* compute-list entries read per GPU by nvml_processes() */
+#define NVML_MAX_SLICES 7              /* MIG devices per card */
+#define NVML_MAX_GPUS ACCEL_MAX_GPUS
+#define NVML_MAX_XIDS ACCEL_MAX_EVENTS
+#define NVML_MAX_PROCS ACCEL_MAX_PROCS /* compute-list entries read per GPU by nvml_processes() */
 
-/* One MIG device (GPU instance + compute instance) of a MIG-enabled card. */
-typedef struct nvml_slice {
-    char uuid[96];                   /* "MIG-..." */
-    char profile[24];                /* "3g.40gb", from the MIG device's name; "" unknown */
-    unsigned long long memory_bytes; /* 0 unknown */
-} nvml_slice;
-
-typedef struct nvml_gpu {
-    unsigned index;                  /* NVML index */
-    char uuid[96];                   /* "GPU-..."; "" unknown */
-    char name[96];                   /* "NVIDIA H100 80GB HBM3"; "" unknown */
-    unsigned long long memory_bytes; /* total framebuffer; 0 unknown */
-    char pci_bus[32];                /* "00000000:07:00.0"; "" unknown */
-    int numa;                        /* -1 unknown */
-    char compute_cap[16];            /* "9.0", "" unknown */
-    int mig_capable, mig_enabled;    /* current MIG mode; 0 when unknown */
-    int nslices;                     /* MIG devices found (mig_enabled only) */
-    nvml_slice slices[NVML_MAX_SLICES];
-    /* health signals, refreshed by nvml_health(); -1 = not supported where noted */
-    long long ecc_volatile_corrected, ecc_volatile_uncorrected; /* -1 unsupported */
-    long long ecc_aggregate_corrected, ecc_aggregate_uncorrected; /* -1 unsupported */
-    long long remapped_correctable, remapped_uncorrectable; /* -1 unsupported */
-    int remap_pending, remap_failure; /* 0 when unsupported */
-    long long retired_pages_pending; /* 0/1 from the pending-retirement status, -1 unsupported */
-    int temperature_c;               /* -1 unknown */
-    int slowdown_c;                  /* 0 unknown */
-    int util_gpu, util_memory;       /* percent; -1 unsupported (e.g. MIG enabled) */
-    long long memory_used_bytes;     /* framebuffer in use; -1 unknown */
-    int power_mw;                    /* board power draw, milliwatts; -1 unsupported */
-    long long xid_total;             /* Xid events drained since nvml_discover (never reset by
-                                        nvml_health; counts those beyond NVML_MAX_XIDS too) */
-    int xids[NVML_MAX_XIDS];         /* Xid events drained by the last nvml_health() */
-    int nxids;
-    int lost;                        /* GPU_IS_LOST returned, or a GPU-unavailable event */
-    int topology[NVML_MAX_GPUS];     /* common-ancestor level to GPU i (0 internal .. 10 one
-                                        PCIe switch .. 30 host bridge, 40 NUMA node, 50 system),
-                                        -1 unknown/self */
-} nvml_gpu;
+/*
+ * NVML's cards are the vendor layer's generic ones (accel.h): vendor "nvidia",
+ * runtime "cuda" (from nvmlSystemGetCudaDriverVersion_v2 where present), the
+ * NVIDIA-only fields (remapped rows, retired pages, Xids, topology) filled,
+ * the other vendors' (ecc_deferred, bad_pages, critical) left unknown.
+ */
+typedef accel_slice nvml_slice;
+typedef accel_gpu nvml_gpu;
+typedef accel_proc nvml_proc;
 
 typedef struct nvml nvml;
 
@@ -109,12 +81,6 @@ int nvml_discover(nvml *h, nvml_gpu **gpus, int *n, char driver[80], gp_err *err
  */
 int nvml_health(nvml *h, nvml_gpu *gpus, int n, gp_err *err);
 
-/* One process using a GPU, from nvml_processes(). */
-typedef struct nvml_proc {
-    unsigned pid;
-    long long memory_mib; /* GPU memory it uses; -1 unknown (e.g. not permitted) */
-    int sm_pct;           /* SM utilisation over the samples since the previous call; -1 unknown */
-} nvml_proc;
 
 /*
  * The compute processes on GPU `g` (as returned by nvml_discover on this handle) with their

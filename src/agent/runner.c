@@ -623,31 +623,357 @@ static int argv_add(char ***v, size_t *n, const char *s) {
     return nv[(*n)++] ? 0 : -1;
 }
 
+/* ---- the devices of an assignment, per vendor (see runner_device_env) ---- */
+
+/* An assignment's devices, checked: what the variables and CDI names are made of. */
+typedef struct devset {
+    const char *vendor;                 /* "nvidia", "amd" or "intel" (static) */
+    size_t n;                           /* devices */
+    const char *dev[RUNNER_DEVICES_MAX];/* their UUIDs (borrowed from the assignment) */
+    int num[RUNNER_DEVICES_MAX];        /* its number on the node: the agent's ("numbers"),
+                                         * else a slice's index, else its card's; -1 where
+                                         * unknown (NVIDIA, which goes by UUID) */
+    size_t nu;                          /* distinct numbers, in order of first appearance */
+    int uniq[RUNNER_DEVICES_MAX];
+    int mod[RUNNER_DEVICES_MAX];        /* Intel Gaudi: each device's module id */
+    size_t nm;                          /* distinct module ids, in order */
+    int umod[RUNNER_DEVICES_MAX];
+} devset;
+
+/* Add v to the distinct list u of *n (v >= 0). */
+static void uniq_add(int *u, size_t *n, int v) {
+    for (size_t k = 0; k < *n; k++)
+        if (u[k] == v) return;
+    if (v >= 0) u[(*n)++] = v;
+}
+
+/* 1 if `s` may name a device: 1-128 characters of [A-Za-z0-9._:/-] (no ',' to split on). */
+static int dev_name_ok(const char *s) {
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > 128) return 0;
+    return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:/-") == n;
+}
+
+/* 1 if `v` is an index: an integer 0..RUNNER_INDEX_MAX. */
+static int index_ok(json_t *v) {
+    return json_is_integer(v) && json_integer_value(v) >= 0 &&
+           json_integer_value(v) <= RUNNER_INDEX_MAX;
+}
+
+/* Check assignment `a`'s vendor, devices, indexes and slice_indexes into *d: 0, or -1 with why. */
+static int devset_parse(json_t *a, devset *d, char *why, size_t len) {
+    static const char *const vendors[] = {"nvidia", "amd", "intel"};
+    json_t *v = json_object_get(a, "vendor");
+    memset(d, 0, sizeof *d);
+    if (!v || json_is_null(v)) d->vendor = "nvidia"; /* an older server: NVIDIA, as always */
+    else if (json_is_string(v))
+        for (size_t k = 0; k < sizeof vendors / sizeof vendors[0]; k++)
+            if (!strcmp(json_string_value(v), vendors[k])) d->vendor = vendors[k];
+    if (!d->vendor) {
+        const char *s = json_string_value(v);
+        if (s && *s && strlen(s) <= 16 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(s))
+            snprintf(why, len, "unknown accelerator vendor \"%s\"", s);
+        else snprintf(why, len, "unknown accelerator vendor");
+        return -1;
+    }
+    int nv = !strcmp(d->vendor, "nvidia"), intel = !strcmp(d->vendor, "intel");
+    json_t *devs = json_object_get(a, "devices");
+    json_t *idx = json_object_get(a, "indexes");
+    json_t *sl = json_object_get(a, "slice_indexes");
+    if (devs && !json_is_array(devs)) {
+        snprintf(why, len, "the assignment's devices are not a list");
+        return -1;
+    }
+    d->n = json_array_size(devs);
+    if (d->n > RUNNER_DEVICES_MAX) {
+        snprintf(why, len, "the assignment names more than %d devices", RUNNER_DEVICES_MAX);
+        return -1;
+    }
+    if (!nv && d->n == 0) {
+        snprintf(why, len, "an %s assignment without devices", d->vendor);
+        return -1;
+    }
+    if ((idx && !json_is_null(idx) && !json_is_array(idx)) ||
+        (sl && !json_is_null(sl) && !json_is_array(sl))) {
+        snprintf(why, len, "the assignment's indexes are not a list");
+        return -1;
+    }
+    if (json_is_null(idx)) idx = NULL;
+    if (json_is_null(sl)) sl = NULL;
+    if (!nv && !idx) {
+        snprintf(why, len, "an %s assignment without device indexes", d->vendor);
+        return -1;
+    }
+    /* the agent's own numbers for this node's devices (runner_localize), where it has them */
+    json_t *lnum = json_object_get(a, "numbers"), *lmod = json_object_get(a, "modules");
+    if ((idx && json_array_size(idx) != d->n) || (sl && json_array_size(sl) != d->n) ||
+        (lnum && (!json_is_array(lnum) || json_array_size(lnum) != d->n)) ||
+        (lmod && (!json_is_array(lmod) || json_array_size(lmod) != d->n))) {
+        snprintf(why, len, "the assignment's devices and indexes differ in length");
+        return -1;
+    }
+    for (size_t i = 0; i < d->n; i++) {
+        d->dev[i] = json_string_value(json_array_get(devs, i));
+        if (!dev_name_ok(d->dev[i])) {
+            snprintf(why, len, "the assignment names a device that is not one");
+            return -1;
+        }
+        json_t *ci = idx ? json_array_get(idx, i) : NULL;
+        json_t *si = sl ? json_array_get(sl, i) : NULL;
+        /* NVIDIA devices go by UUID: an index the server does not know (-1) is no harm there */
+        int unknown = nv && json_is_integer(ci) && json_integer_value(ci) == -1;
+        int sunknown = nv && json_is_integer(si) && json_integer_value(si) == -1;
+        if ((idx && !index_ok(ci) && !unknown) ||
+            (si && !json_is_null(si) && !index_ok(si) && !sunknown)) {
+            snprintf(why, len, "a device index that is not an integer 0..%d", RUNNER_INDEX_MAX);
+            return -1;
+        }
+        if (intel && si && !json_is_null(si)) {
+            snprintf(why, len, "a slice of an Intel Gaudi card (Gaudi has none)");
+            return -1;
+        }
+        json_t *ln = lnum ? json_array_get(lnum, i) : NULL, *lm = lmod ? json_array_get(lmod, i) : NULL;
+        if ((ln && !index_ok(ln)) || (lm && !index_ok(lm))) {
+            snprintf(why, len, "a device index that is not an integer 0..%d", RUNNER_INDEX_MAX);
+            return -1;
+        }
+        d->num[i] = ln                                    ? (int)json_integer_value(ln)
+                    : si && !json_is_null(si) && !sunknown ? (int)json_integer_value(si)
+                    : ci && !unknown                      ? (int)json_integer_value(ci)
+                                                          : -1;
+        d->mod[i] = lm ? (int)json_integer_value(lm) : ci && !unknown ? (int)json_integer_value(ci) : -1;
+        uniq_add(d->uniq, &d->nu, d->num[i]);
+        uniq_add(d->umod, &d->nm, d->mod[i]);
+    }
+    return 0;
+}
+
+/* The report entry of this node's card or slice `uuid`: OUT *card (its card), *slice (the
+ * slice, NULL for a card), *pos (the slice's place on its card).  1 if found. */
+static int find_device(json_t *gpus, const char *uuid, json_t **card, json_t **slice, size_t *pos) {
+    size_t i, k;
+    json_t *g, *sl;
+    json_array_foreach(gpus, i, g) {
+        const char *u = json_string_value(json_object_get(g, "uuid"));
+        if (u && !strcmp(u, uuid)) {
+            *card = g, *slice = NULL, *pos = 0;
+            return 1;
+        }
+        json_array_foreach(json_object_get(g, "slices"), k, sl) {
+            u = json_string_value(json_object_get(sl, "uuid"));
+            if (u && !strcmp(u, uuid)) {
+                *card = g, *slice = sl, *pos = k;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The vendor of report card g ("nvidia" when it says none). */
+static const char *card_vendor(json_t *g) {
+    const char *v = json_string_value(json_object_get(g, "vendor"));
+    return v && *v ? v : "nvidia";
+}
+
+/* The number ROCm gives report card g's first device: AMD cards in index order, one device
+ * each, or one per partition where it is partitioned. */
+static long long rocm_base(json_t *gpus, json_t *g) {
+    long long idx = json_integer_value(json_object_get(g, "index")), n = 0;
+    size_t i;
+    json_t *o;
+    json_array_foreach(gpus, i, o) {
+        if (strcmp(card_vendor(o), "amd") || json_integer_value(json_object_get(o, "index")) >= idx)
+            continue;
+        size_t ns = json_array_size(json_object_get(o, "slices"));
+        n += ns ? (long long)ns : 1;
+    }
+    return n;
+}
+
+void runner_localize(json_t *assignments, json_t *report) {
+    json_t *gpus = json_object_get(report, "gpus"), *a;
+    size_t i, k;
+    json_array_foreach(assignments, i, a) {
+        const char *vendor = json_string_value(json_object_get(a, "vendor"));
+        if (!vendor || (strcmp(vendor, "amd") && strcmp(vendor, "intel"))) continue;
+        int amd = !strcmp(vendor, "amd"), whole = 1;
+        json_t *devs = json_object_get(a, "devices"), *d;
+        json_t *num = json_array(), *mod = json_array();
+        json_array_foreach(devs, k, d) {
+            json_t *card, *slice;
+            size_t pos;
+            const char *u = json_string_value(d);
+            if (!u || !find_device(gpus, u, &card, &slice, &pos) || strcmp(card_vendor(card), vendor)) {
+                whole = 0; /* not this node's (or not that vendor's): the server's indexes stand */
+                break;
+            }
+            json_t *vi = json_object_get(card, "vendor_index");
+            long long idx = json_integer_value(json_object_get(card, "index"));
+            if (amd) {
+                json_t *di = slice ? json_object_get(slice, "device_index") : NULL;
+                json_array_append_new(num, json_integer(json_is_integer(di) ? json_integer_value(di)
+                                                        : rocm_base(gpus, card) + (long long)pos));
+            } else {
+                json_t *mi = json_object_get(card, "module_id");
+                json_array_append_new(num, json_integer(json_is_integer(vi) ? json_integer_value(vi) : idx));
+                json_array_append_new(mod, json_integer(json_is_integer(mi) ? json_integer_value(mi) : idx));
+            }
+        }
+        if (whole && json_array_size(num) == json_array_size(devs)) {
+            json_object_set(a, "numbers", num);
+            if (!amd) json_object_set(a, "modules", mod);
+        }
+        json_decref(num);
+        json_decref(mod);
+    }
+}
+
+/* "VAR=" then the distinct numbers of d (or 0..n-1 when `ordinal`), comma-separated. */
+static char *num_list(const char *var, const devset *d, int ordinal) {
+    strbuf b = SB_INIT;
+    sb_addf(&b, "%s=", var);
+    for (size_t k = 0; k < d->nu; k++) sb_addf(&b, "%s%d", k ? "," : "", ordinal ? (int)k : d->uniq[k]);
+    if (!sb_ok(&b)) {
+        sb_release(&b);
+        return NULL;
+    }
+    return sb_detach(&b);
+}
+
+/* "HABANA_VISIBLE_MODULES=" then the distinct module ids of d, comma-separated. */
+static char *mod_list(const devset *d) {
+    strbuf b = SB_INIT;
+    sb_addf(&b, "HABANA_VISIBLE_MODULES=");
+    for (size_t k = 0; k < d->nm; k++) sb_addf(&b, "%s%d", k ? "," : "", d->umod[k]);
+    return sb_detach(&b);
+}
+
+/* Append `s` (on the heap, taken; NULL: out of memory) to the list *v of *n strings: 0 or -1. */
+static int list_take(char ***v, size_t *n, char *s) {
+    char **nv = s ? realloc(*v, sizeof *nv * (*n + 2)) : NULL;
+    if (!nv) {
+        free(s);
+        return -1;
+    }
+    *v = nv;
+    nv[(*n)++] = s;
+    nv[*n] = NULL;
+    return 0;
+}
+
+int runner_device_env(json_t *a, int container, char ***env, char *why, size_t len) {
+    devset *d = malloc(sizeof *d);
+    char **v = NULL;
+    size_t n = 0;
+    *env = NULL;
+    if (!d) {
+        snprintf(why, len, "out of memory");
+        return -1;
+    }
+    if (devset_parse(a, d, why, len) != 0) {
+        free(d);
+        return -1;
+    }
+    strbuf b = SB_INIT;
+    sb_addf(&b, "GPUPOOL_VENDOR=%s", d->vendor);
+    int bad = list_take(&v, &n, sb_detach(&b));
+    if (!strcmp(d->vendor, "nvidia")) {
+        /* CUDA and the NVIDIA container runtime: the devices' UUIDs (GPU-… or MIG-…) */
+        strbuf devs = SB_INIT;
+        for (size_t i = 0; i < d->n; i++) sb_addf(&devs, "%s%s", i ? "," : "", d->dev[i]);
+        const char *list = devs.buf;
+        sb_reset(&b);
+        sb_addf(&b, "CUDA_VISIBLE_DEVICES=%s", list);
+        bad = bad || list_take(&v, &n, sb_detach(&b));
+        sb_reset(&b);
+        sb_addf(&b, "NVIDIA_VISIBLE_DEVICES=%s", list);
+        bad = bad || list_take(&v, &n, sb_detach(&b));
+        json_t *sh = json_object_get(a, "shared");
+        if (sh) {
+            /* an MPS share of a card: its part of the SMs and of the memory */
+            sb_reset(&b);
+            sb_addf(&b, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%lld",
+                    (long long)json_integer_value(json_object_get(sh, "percent")));
+            bad = bad || list_take(&v, &n, sb_detach(&b));
+            sb_reset(&b);
+            sb_addf(&b, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=%s=%lldG", list,
+                    (long long)json_integer_value(json_object_get(sh, "memory_gib")));
+            bad = bad || list_take(&v, &n, sb_detach(&b));
+        }
+        bad = bad || !sb_ok(&devs);
+        sb_release(&devs);
+    } else if (!strcmp(d->vendor, "amd")) {
+        /*
+         * ROCm: ROCR_VISIBLE_DEVICES selects the devices for every runtime above ROCr, by the
+         * node's numbering; HIP_VISIBLE_DEVICES and GPU_DEVICE_ORDINAL are then applied to
+         * what ROCr exposes (renumbered from 0), so they list 0..n-1, never the node's
+         * numbers.  A container sees only the devices CDI gave it, numbered from 0.
+         */
+        bad = bad || list_take(&v, &n, num_list("ROCR_VISIBLE_DEVICES", d, container));
+        bad = bad || list_take(&v, &n, num_list("HIP_VISIBLE_DEVICES", d, 1));
+        bad = bad || list_take(&v, &n, num_list("GPU_DEVICE_ORDINAL", d, 1));
+    } else {
+        /*
+         * Intel Gaudi: SynapseAI opens the modules HABANA_VISIBLE_MODULES lists; Habana's
+         * container runtime (its OCI hook) mounts the devices HABANA_VISIBLE_DEVICES lists,
+         * and all of them when it is unset, so it is always set.
+         */
+        bad = bad || list_take(&v, &n, mod_list(d));
+        bad = bad || list_take(&v, &n, num_list("HABANA_VISIBLE_DEVICES", d, 0));
+    }
+    sb_release(&b);
+    free(d);
+    if (bad) {
+        runner_argv_free(v);
+        snprintf(why, len, "out of memory");
+        return -1;
+    }
+    *env = v;
+    return 0;
+}
+
 char **runner_container_argv(const char *runtime, json_t *a, const char *work, char *const env[]) {
     const char *image = json_string_value(json_object_get(a, "image"));
     const char *job = json_string_value(json_object_get(a, "job"));
     const char *pl = json_string_value(json_object_get(a, "placement"));
     if (!image || !*image || image[0] == '-' || !job || !runtime || !work) return NULL;
+    /* devices the runner refuses (runner_device_env) start no container */
+    char why[96];
+    devset *ds = malloc(sizeof *ds);
+    if (!ds || devset_parse(a, ds, why, sizeof why) != 0) {
+        free(ds);
+        return NULL;
+    }
     char **v = NULL;
     size_t n = 0, i, k;
-    json_t *d, *c;
+    json_t *c;
     int bad = argv_add(&v, &n, runtime) || argv_add(&v, &n, "run") || argv_add(&v, &n, "--rm") ||
               argv_add(&v, &n, "--name");
     strbuf b = SB_INIT;
     sb_addf(&b, "gpupool-%s%s%s", job, pl && *pl ? "-" : "", pl ? pl : "");
     bad = bad || !sb_ok(&b) || argv_add(&v, &n, b.buf);
     /* its devices by CDI name, each once (shared slices of one card name it twice) */
-    json_t *devs = json_object_get(a, "devices");
-    json_array_foreach(devs, i, d) {
-        const char *dev = json_string_value(d);
-        int seen = !dev || !*dev;
-        for (k = 0; k < i && !seen; k++)
-            seen = json_equal(json_array_get(devs, k), d);
-        if (seen) continue;
-        sb_reset(&b);
-        sb_addf(&b, "nvidia.com/gpu=%s", dev);
-        bad = bad || !sb_ok(&b) || argv_add(&v, &n, "--device") || argv_add(&v, &n, b.buf);
+    if (!strcmp(ds->vendor, "nvidia")) {
+        for (i = 0; i < ds->n; i++) {
+            int seen = 0;
+            for (k = 0; k < i && !seen; k++) seen = !strcmp(ds->dev[k], ds->dev[i]);
+            if (seen) continue;
+            sb_reset(&b);
+            sb_addf(&b, "nvidia.com/gpu=%s", ds->dev[i]);
+            bad = bad || !sb_ok(&b) || argv_add(&v, &n, "--device") || argv_add(&v, &n, b.buf);
+        }
+    } else {
+        /* AMD's container toolkit (amd-ctk cdi generate) names each GPU, or each compute
+         * partition, by its number on the node; Gaudi cards go by theirs */
+        const char *kind = !strcmp(ds->vendor, "amd") ? "amd.com/gpu" : "habana.ai/gaudi";
+        for (i = 0; i < ds->nu; i++) {
+            sb_reset(&b);
+            sb_addf(&b, "%s=%d", kind, ds->uniq[i]);
+            bad = bad || !sb_ok(&b) || argv_add(&v, &n, "--device") || argv_add(&v, &n, b.buf);
+        }
     }
+    free(ds);
     /* the job's variables, and nothing of the node's */
     for (k = 0; env && env[k]; k++) {
         if (!strncmp(env[k], "PATH=", 5) || !strncmp(env[k], "HOME=", 5)) continue;
@@ -944,22 +1270,42 @@ static void launch(runner *r, const char *node, json_t *a) {
     }
     char work[560];
     snprintf(work, sizeof work, "%s/work/%s", r->dir, job);
-    if (mkdir_p(work) != 0) {
+    /* its devices as their vendor's software names them; devices the runner cannot make sense
+     * of (an unknown vendor, a bad index) start nothing: the job exits 126, saying why */
+    char dwhy[64];
+    char **denv = NULL;
+    int refused = runner_device_env(a, image != NULL, &denv, dwhy, sizeof dwhy) != 0;
+    if (refused)
+        log_kv(LOG_ERROR, "refusing an assignment's devices", "job", job, "detail", dwhy,
+               (char *)NULL);
+    else if (mkdir_p(work) != 0) {
         log_kv(LOG_ERROR, "cannot create the job's folder", "job", job, (char *)NULL);
+        runner_argv_free(denv);
         return;
     }
     wl *w = add(r);
-    if (!w) return;
+    if (!w) {
+        runner_argv_free(denv);
+        return;
+    }
     snprintf(w->node, sizeof w->node, "%s", node);
     snprintf(w->job, sizeof w->job, "%s", job);
     snprintf(w->placement, sizeof w->placement, "%s",
              json_string_value(json_object_get(a, "placement")) ? json_string_value(json_object_get(a, "placement")) : "");
     snprintf(w->log, sizeof w->log, "%s/output.log", work);
+    if (refused) {
+        w->log[0] = '\0'; /* no output: nothing ran (an earlier run's output.log is not this one's) */
+        snprintf(w->reason, sizeof w->reason, "%s", dwhy);
+        w->done = 1;
+        w->exit_code = 126;
+        return;
+    }
     if (image && !r->runtime[0]) {
         log_kv(LOG_ERROR, "the job has an image and this node no container runtime", "job", job,
                "image", image, (char *)NULL);
         snprintf(w->reason, sizeof w->reason,
                  "this node has no container runtime (gpupool agent --runtime)");
+        runner_argv_free(denv);
         w->done = 1;
         w->exit_code = 126;
         return;
@@ -982,54 +1328,41 @@ static void launch(runner *r, const char *node, json_t *a) {
             snprintf(w->reason, sizeof w->reason, "cannot set up its cgroup: %.36s", strerror(e));
             rmdir(w->cg);
             w->cg[0] = '\0';
+            runner_argv_free(denv);
             w->done = 1;
             w->exit_code = 126;
             return;
         }
     }
     /* the environment says who the job is, which devices are its, and nothing else */
-    strbuf devs = SB_INIT;
-    size_t i;
-    json_t *d;
-    json_array_foreach(json_object_get(a, "devices"), i, d) {
-        if (devs.len) sb_addc(&devs, ',');
-        sb_adds(&devs, json_string_value(d));
-    }
-    char *env[16];
-    int ne = 0;
-    strbuf e[16];
-    for (int k = 0; k < 16; k++) sb_init(&e[k]);
-    sb_addf(&e[ne], "PATH=/usr/local/bin:/usr/bin:/bin");
-    env[ne] = e[ne].buf, ne++;
-    sb_addf(&e[ne], "HOME=%s", work);
-    env[ne] = e[ne].buf, ne++;
+    char **env = NULL;
+    size_t ne = 0, i;
+    int bad = 0;
+    strbuf eb = SB_INIT;
+    sb_addf(&eb, "PATH=/usr/local/bin:/usr/bin:/bin");
+    bad = bad || list_take(&env, &ne, sb_detach(&eb));
+    sb_addf(&eb, "HOME=%s", work);
+    bad = bad || list_take(&env, &ne, sb_detach(&eb));
     if (!image) {
         /* scratch files in the job's own folder, not in the node's shared /tmp */
-        sb_addf(&e[ne], "TMPDIR=%s/tmp", work);
-        env[ne] = e[ne].buf, ne++;
+        sb_addf(&eb, "TMPDIR=%s/tmp", work);
+        bad = bad || list_take(&env, &ne, sb_detach(&eb));
     }
-    sb_addf(&e[ne], "GPUPOOL_JOB_ID=%s", job);
-    env[ne] = e[ne].buf, ne++;
-    sb_addf(&e[ne], "GPUPOOL_TENANT=%s", json_string_value(json_object_get(a, "tenant")));
-    env[ne] = e[ne].buf, ne++;
-    sb_addf(&e[ne], "GPUPOOL_PROJECT=%s", json_string_value(json_object_get(a, "project")));
-    env[ne] = e[ne].buf, ne++;
-    sb_addf(&e[ne], "CUDA_VISIBLE_DEVICES=%s", devs.buf);
-    env[ne] = e[ne].buf, ne++;
-    sb_addf(&e[ne], "NVIDIA_VISIBLE_DEVICES=%s", devs.buf);
-    env[ne] = e[ne].buf, ne++;
-    json_t *sh = json_object_get(a, "shared");
-    if (sh) {
-        sb_addf(&e[ne], "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%lld",
-                (long long)json_integer_value(json_object_get(sh, "percent")));
-        env[ne] = e[ne].buf, ne++;
-        sb_addf(&e[ne], "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=%s=%lldG", devs.buf,
-                (long long)json_integer_value(json_object_get(sh, "memory_gib")));
-        env[ne] = e[ne].buf, ne++;
+    sb_addf(&eb, "GPUPOOL_JOB_ID=%s", job);
+    bad = bad || list_take(&env, &ne, sb_detach(&eb));
+    sb_addf(&eb, "GPUPOOL_TENANT=%s", json_string_value(json_object_get(a, "tenant")));
+    bad = bad || list_take(&env, &ne, sb_detach(&eb));
+    sb_addf(&eb, "GPUPOOL_PROJECT=%s", json_string_value(json_object_get(a, "project")));
+    bad = bad || list_take(&env, &ne, sb_detach(&eb));
+    for (size_t k = 0; denv[k]; k++) {
+        if (!bad) bad = list_take(&env, &ne, denv[k]); /* taken (freed when it fails) */
+        else free(denv[k]);
     }
-    env[ne] = NULL;
+    free(denv);
     char **argv = NULL, **renv = NULL;
-    if (image) {
+    if (bad) {
+        argv = NULL; /* out of memory */
+    } else if (image) {
         /* the runtime's `run` is the workload's process; the bind mount wants an absolute path */
         char abs[PATH_MAX];
         argv = runner_container_argv(r->runtime, a, realpath(work, abs) ? abs : work, env);
@@ -1046,8 +1379,7 @@ static void launch(runner *r, const char *node, json_t *a) {
                image ? "invalid image reference, or out of memory" : "out of memory", (char *)NULL);
         snprintf(w->reason, sizeof w->reason, image ? "invalid image reference" : "out of memory");
         runner_argv_free(renv);
-        for (int k = 0; k < 16; k++) sb_release(&e[k]);
-        sb_release(&devs);
+        runner_argv_free(env);
         if (w->cg[0]) rmdir(w->cg);
         w->cg[0] = '\0';
         w->done = 1;
@@ -1075,8 +1407,7 @@ static void launch(runner *r, const char *node, json_t *a) {
         if (image) runner_argv_free(argv);
         else free(argv);
         runner_argv_free(renv);
-        for (int k = 0; k < 16; k++) sb_release(&e[k]);
-        sb_release(&devs);
+        runner_argv_free(env);
         if (w->cg[0]) rmdir(w->cg);
         w->cg[0] = '\0';
         w->done = 1;
@@ -1132,8 +1463,7 @@ static void launch(runner *r, const char *node, json_t *a) {
     if (image) runner_argv_free(argv);
     else free(argv);
     runner_argv_free(renv);
-    for (int k = 0; k < 16; k++) sb_release(&e[k]);
-    sb_release(&devs);
+    runner_argv_free(env);
     if (pid < 0) {
         log_kv(LOG_ERROR, "cannot start the workload", "job", job, "detail", strerror(errno),
                (char *)NULL);

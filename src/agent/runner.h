@@ -21,6 +21,12 @@
  * the container runtime's `run` (podman or docker command line, devices named
  * by CDI), with the same session, output capture, stop and time limit as a
  * plain process; see runner_set_runtime() and runner_container_argv().
+ *
+ * Devices are named as their vendor's software expects (runner_device_env):
+ * an assignment's "vendor" (nvidia, amd or intel; absent: nvidia) says which
+ * variables and CDI names, its "indexes" (and "slice_indexes") the numbers
+ * AMD's and Intel Gaudi's take.  An assignment whose devices cannot be trusted
+ * starts nothing: it is reported at once as exited 126 with the reason.
  */
 #ifndef GP_RUNNER_H
 #define GP_RUNNER_H
@@ -93,18 +99,76 @@ int runner_identity(runner *r, char *buf, size_t len);
  */
 int runner_set_runtime(runner *r, const char *runtime);
 
+/* The most devices one assignment may name, and the highest node-local index. */
+#define RUNNER_DEVICES_MAX 256
+#define RUNNER_INDEX_MAX 1023
+
+/*
+ * The device variables of assignment `a`, for a plain process (container 0)
+ * or for a container whose devices CDI gives it (container 1), without I/O.
+ * The assignment names its devices by "devices" (card or slice UUIDs), its
+ * "vendor" ("nvidia", "amd" or "intel"; absent or null: "nvidia"), "indexes"
+ * (each device's card's node-local index, parallel to devices; needed for
+ * amd and intel; NVIDIA's devices go by UUID, and -1 there means unknown)
+ * and "slice_indexes" (parallel; for a slice its index, null for a whole
+ * card); and, where the agent knows them better (runner_localize), "numbers"
+ * (each device's number as its vendor's software has it) and "modules"
+ * (Intel Gaudi module ids), parallel too.  A device's number: its "numbers"
+ * entry, else its slice index where it is a slice, else its card's index; a
+ * Gaudi card's module id: its "modules" entry, else its card's index.  The
+ * variables, in order:
+ *   every vendor: GPUPOOL_VENDOR=<vendor>
+ *   nvidia: CUDA_VISIBLE_DEVICES=<uuids> NVIDIA_VISIBLE_DEVICES=<uuids>, and for
+ *     a shared slice ("shared": {percent, memory_gib}) CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+ *     and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=<uuids>=<N>G (NVIDIA only)
+ *   amd: ROCR_VISIBLE_DEVICES=<numbers> (in a container 0..n-1: it sees only its
+ *     own devices, numbered from 0), HIP_VISIBLE_DEVICES=0..n-1 and
+ *     GPU_DEVICE_ORDINAL=0..n-1 (ROCm applies them to what ROCR_VISIBLE_DEVICES
+ *     exposes, renumbered from 0), no CUDA_* or NVIDIA_* variable
+ *   intel: HABANA_VISIBLE_MODULES=<module ids> (SynapseAI's selection)
+ *     HABANA_VISIBLE_DEVICES=<numbers> (what Habana's container hook mounts:
+ *     all devices when it is unset), no CUDA_* or NVIDIA_* variable
+ * Numbers are distinct, in the order of the devices (shared slices of one
+ * card name it twice).  OUT *env: NULL-terminated "VAR=value" strings on the
+ * heap (runner_argv_free).  Returns 0, or -1 with a one-line reason in `why`
+ * (at most len bytes) and *env NULL for an assignment that is refused: an
+ * unknown vendor, devices that are not a list of UUID-like names (1-128 of
+ * [A-Za-z0-9._:/-]) or more than RUNNER_DEVICES_MAX, an amd or intel one
+ * without devices or indexes, an index that is not an integer
+ * 0..RUNNER_INDEX_MAX, devices and indexes of different lengths, a slice of
+ * an Intel Gaudi card (it has none).
+ */
+int runner_device_env(json_t *a, int container, char ***env, char *why, size_t len);
+
+/*
+ * Give each AMD and Intel Gaudi assignment of `assignments` (the server's
+ * list, changed in place) the numbers its devices have on this node, from
+ * `report` (the node's own report: gpus[] with "uuid", "index", "vendor",
+ * "vendor_index", "module_id", slices[] with "uuid" and "device_index"),
+ * which the server does not keep: "numbers" (AMD: a partition's
+ * "device_index", else the ROCm order of the node's AMD devices: cards by
+ * index, one device each or one per partition; Gaudi: the card's
+ * "vendor_index", else its index) and, for Gaudi, "modules" (its
+ * "module_id", else its index).  An assignment naming a device the report
+ * lacks (or of another vendor) is left as it is.  No I/O.
+ */
+void runner_localize(json_t *assignments, json_t *report);
+
 /*
  * The argument list that runs assignment `a` (its "job", "placement",
  * "devices", "cpus", "memory_gib", "image" and "command") in a container,
  * without I/O:
  *   RUNTIME run --rm --name gpupool-<job>-<placement>
- *     --device nvidia.com/gpu=<device> (each device once: GPU-... / MIG-... UUIDs)
+ *     --device <CDI name> (each device once, by its vendor's CDI kind:
+ *       nvidia.com/gpu=<uuid> (GPU-... / MIG-...), amd.com/gpu=<number> as
+ *       amd-ctk cdi generate names GPUs and partitions, habana.ai/gaudi=<number>;
+ *       numbers as runner_device_env says)
  *     -e VAR=value (each of `env`, NULL-terminated, except PATH= and HOME=)
  *     [--cpus N] [--memory Ng] (when a sets them)
  *     --workdir /work -v WORK:/work IMAGE [COMMAND ARGS...]
  * NULL-terminated, each string and the array on the heap (runner_argv_free).
  * NULL if `a` has no image, an image that starts with '-' (the runtime would
- * read it as an option), or memory runs out.
+ * read it as an option), devices runner_device_env refuses, or memory runs out.
  */
 char **runner_container_argv(const char *runtime, json_t *a, const char *work, char *const env[]);
 void runner_argv_free(char **argv);

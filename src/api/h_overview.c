@@ -21,6 +21,10 @@
  * month's (UTC), like admission counts them.  "available" is the ceiling
  * minus the use, and for a project also bounded by what its tenant has left
  * (then "bounded_by":"tenant"); null when nothing bounds it.
+ *
+ * Accelerators: what the scope holds now split by the cards' vendor, model and
+ * form ("accelerators", with the quota: GPU-equivalents of open bindings), and
+ * this month's card-hours and their cost by vendor ("usage"."by_vendor").
  */
 #include "api_int.h"
 
@@ -240,6 +244,34 @@ static json_t *quota_view(const quota_set *q, const ov_use *u, const quota_set *
     return o;
 }
 
+/* What the scope holds now: [{vendor, model, form, gpus, cards}] from its open bindings. */
+static int accel_view(store_tx *tx, const char *tenant_id, const char *project_id, json_t **out,
+                      gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT vendor, model, CASE WHEN form LIKE 'mig:%' THEN 'mig'"
+                         " WHEN form LIKE 'shared:%' THEN 'shared' ELSE form END,"
+                         " SUM(weight_milli), COUNT(DISTINCT gpu_uuid) FROM bindings"
+                         " WHERE end_us IS NULL AND tenant_id = ? AND (? IS NULL OR project_id = ?)"
+                         " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+                         "sss", tenant_id, project_id, project_id);
+    if (rc) return rc;
+    json_t *items = json_array();
+    while ((rc = store_step(s, err)) > 0)
+        json_array_append_new(items, json_pack("{s:s,s:s,s:s,s:f,s:I}", "vendor",
+                                               *store_text(s, 0) ? store_text(s, 0) : "nvidia",
+                                               "model", store_text(s, 1), "form", store_text(s, 2),
+                                               "gpus", (double)store_int(s, 3) / 1000.0, "cards",
+                                               (json_int_t)store_int(s, 4)));
+    store_done(s);
+    if (rc < 0) {
+        json_decref(items);
+        return rc;
+    }
+    *out = items;
+    return GP_OK;
+}
+
 /* Live jobs (queued, admitted, running) with their reasons, and counts by state. */
 static int jobs_view(store_tx *tx, const char *tenant_id, const char *project_id, json_t **out,
                      gp_err *err) {
@@ -286,9 +318,21 @@ static int usage_view(store_tx *tx, const char *tenant_id, const char *project_i
     q.bucket = METER_BUCKET_NONE;
     q.tenant_id = tenant_id;
     q.project_id = project_id;
+    q.group_by = METER_BY_VENDOR;
     json_t *rep;
     int rc = meter_report(tx, &q, &rep, err);
     if (rc) return rc;
+    /* card-hours by the cards' vendor (rows of tokens served off the inventory have none) */
+    json_t *byv = json_array();
+    size_t i;
+    json_t *row;
+    json_array_foreach(json_object_get(rep, "rows"), i, row) {
+        const char *v = json_string_value(json_object_get(row, "vendor"));
+        if (!v || !*v || json_number_value(json_object_get(row, "card_hours")) <= 0) continue;
+        json_array_append_new(byv, json_pack("{s:s,s:O,s:O}", "vendor", v, "card_hours",
+                                             json_object_get(row, "card_hours"), "card_hour_cost",
+                                             json_object_get(row, "card_hour_cost")));
+    }
     json_t *t = json_object_get(rep, "totals");
     json_int_t pt = json_integer_value(json_object_get(t, "prompt_tokens"));
     json_int_t ct = json_integer_value(json_object_get(t, "completion_tokens"));
@@ -300,6 +344,8 @@ static int usage_view(store_tx *tx, const char *tenant_id, const char *project_i
                      json_object_get(t, "token_cost"), "cost", json_object_get(t, "cost"),
                      "currency", json_object_get(rep, "currency"));
     json_decref(rep);
+    if (*out) json_object_set_new(*out, "by_vendor", byv);
+    else json_decref(byv);
     return *out ? GP_OK : gp_err_set(err, GP_ENOMEM, NULL);
 }
 
@@ -341,9 +387,9 @@ static int alarms_view(store_tx *tx, const char *tenant, json_t **out, gp_err *e
         if (!json_object_get(a, "acked_at")) open++;
         if (json_array_size(items) < OV_MAX_ALARMS) json_array_append(items, a);
     }
+    json_int_t total = (json_int_t)json_array_size(all);
     json_decref(all);
-    *out = json_pack("{s:I,s:I,s:o}", "open", open, "total", (json_int_t)json_array_size(all),
-                     "items", items);
+    *out = json_pack("{s:I,s:I,s:o}", "open", open, "total", total, "items", items);
     return GP_OK;
 }
 
@@ -411,6 +457,10 @@ static void overview(api_req *r) {
     if (!rc && pn) rc = quota_load(tx, t.id, NULL, &tq, &err);
     if (!rc && pn) rc = load_use(tx, t.id, NULL, now, &tu, &err);
     if (!rc) json_object_set_new(o, "quota", quota_view(&q, &u, pn ? &tq : NULL, pn ? &tu : NULL));
+    if (!rc) {
+        rc = accel_view(tx, t.id, pid, &part, &err);
+        if (!rc) json_object_set_new(o, "accelerators", part);
+    }
     /* the other parts, each as its own endpoint would allow */
     if (!rc && !pn) {
         rc = projects_view(tx, &t, &part, &err);

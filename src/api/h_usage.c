@@ -2,9 +2,11 @@
  * h_usage.c - usage and cost reports, rate cards, billing modes, and the
  * serving cost of self-hosted models.  The logic is in src/meter.
  *
- *   GET  /usage?from=&to=|month=&group_by=&bucket=&tenant=&project=&format=json|csv
+ *   GET  /usage?from=&to=|month=&group_by=&bucket=&tenant=&project=&vendor=&accelerator=
+ *        &format=json|csv
  *        platform-/security-admins: everything (with idle capacity when no tenant is
- *        named); tenant readers: ?tenant=T; project members: ?tenant=T&project=P
+ *        named); tenant readers: ?tenant=T; project members: ?tenant=T&project=P.
+ *        vendor= and accelerator= only narrow what the caller's scope already shows.
  *   GET  /rate-cards                        every signed-in user
  *   POST /rate-cards                        platform-admin (ratecard.manage)
  *   GET|PUT /tenants/{t}/billing            tenant readers | platform-admin
@@ -124,6 +126,19 @@ void h_usage_report(api_req *r) {
     if (meter_group_parse(api_query(r, "group_by"), &q.group_by, &err)) {
         store_rollback(tx);
         api_fail(r, &err);
+        return;
+    }
+    /* filters: within the scope decided above, never widening it */
+    q.vendor = api_query(r, "vendor");
+    q.accelerator = api_query(r, "accelerator");
+    if (q.vendor && !meter_vendor_valid(q.vendor)) {
+        store_rollback(tx);
+        api_error(r, 400, "invalid_argument", "vendor must be nvidia, amd or intel");
+        return;
+    }
+    if (q.accelerator && (!*q.accelerator || strlen(q.accelerator) > 63)) {
+        store_rollback(tx);
+        api_error(r, 400, "invalid_argument", "accelerator must be 1..63 characters");
         return;
     }
     json_t *rep;

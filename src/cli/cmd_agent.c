@@ -32,14 +32,23 @@ static const char usage[] =
     "                      need N uses\n"
     "  --join-token T      the same on the command line: every local user sees it in ps\n"
     "                      (the agent warns); prefer the file or the environment\n"
-    "  --inventory FILE    declare GPUs instead of discovering them with NVML\n"
+    "  --inventory FILE    declare GPUs instead of discovering them (any vendor: a gpus entry\n"
+    "                      may name \"vendor\": nvidia|amd|intel, \"driver_version\", \"stack\")\n"
     "  --simulate N        simulate N copies of each declared node (default node: 8x A100)\n"
     "  --state-dir DIR     credentials and injected faults (default ./var/agent)\n"
     "  --ca FILE           verify an https server against these PEM CAs (also the global\n"
     "                      --ca / GPUPOOL_CA); the agent never talks to an unverified server\n"
     "  --interval S        seconds between heartbeats (default 5)\n"
-    "  --node-name NAME    NVML mode: this node's name (default: host name)\n"
-    "  --nvml-library P    NVML mode: library to load (default libnvidia-ml.so.1)\n"
+    "  --vendor V          auto|nvidia|amd|intel: which management libraries discover the\n"
+    "                      cards (default auto: NVML, then AMD SMI, then HLML, using every\n"
+    "                      one that finds cards; a vendor's name: that library only)\n"
+    "  --node-name NAME    discovery mode: this node's name (default: host name)\n"
+    "  --nvml-library P    NVIDIA NVML library (default $GPUPOOL_NVML_LIBRARY, else\n"
+    "                      libnvidia-ml.so.1)\n"
+    "  --amdsmi-library P  AMD SMI library (default $GPUPOOL_AMDSMI_LIBRARY, else\n"
+    "                      libamd_smi.so)\n"
+    "  --hlml-library P    Intel Gaudi HLML library (default $GPUPOOL_HLML_LIBRARY, else\n"
+    "                      libhlml.so)\n"
     "  --grace S           seconds a stopped workload gets between SIGTERM and SIGKILL (10)\n"
     "  --cgroup DIR        run each workload in a child of this delegated cgroup v2 folder,\n"
     "                      with cpu.max and memory.max from its resource class (default: none)\n"
@@ -49,7 +58,9 @@ static const char usage[] =
     "                      --device nvidia.com/gpu=<GPU or MIG UUID>... -e VAR=value...\n"
     "                      [--cpus N --memory Ng] --workdir /work -v <job folder>:/work IMAGE\n"
     "                      [COMMAND...]` (CDI device names: the node needs a CDI spec with UUID\n"
-    "                      names, e.g. nvidia-ctk cdi generate --device-name-strategy=uuid).\n"
+    "                      names, e.g. nvidia-ctk cdi generate --device-name-strategy=uuid;\n"
+    "                      AMD cards go by amd.com/gpu=<number> (amd-ctk cdi generate),\n"
+    "                      Gaudi cards by habana.ai/gaudi=<number>; docs/workloads.md).\n"
     "                      Without it, a job with an image fails on this node (exit 126)\n"
     "  --job-uids SPEC     who plain jobs run as when the agent is root: LO-HI (a uid of its\n"
     "                      own for each job, gid the same; default 200000-265535), a uid, or\n"
@@ -58,11 +69,18 @@ static const char usage[] =
     "                      hiding the state folder.  An agent that is not root cannot\n"
     "                      switch: its jobs run as its user (it warns at start)\n"
     "  --once              join, send one heartbeat, exit (non-zero if a node failed)\n"
+    "  --print-report      print the node report(s) discovery or the inventory makes (JSON)\n"
+    "                      and exit, without calling a server\n"
     "  --log-level LEVEL   error|warn|info|debug (default info)\n"
     "\n"
     "Fault options for inject (simulated nodes; applied at the next heartbeat):\n"
-    "  --xid N (repeatable)  --dbe N  --sbe N  --remap-pending  --remap-failure\n"
-    "  --retired-pending N  --temperature C  --lost  --clear (back to healthy signals)\n"
+    "  every vendor:   --dbe N  --sbe N  --temperature C  --lost  --clear (back to healthy)\n"
+    "  NVIDIA only:    --xid N (repeatable)  --remap-pending  --remap-failure\n"
+    "                  --retired-pending N\n"
+    "  AMD only:       --bad-pages N (retired pages)\n"
+    "  Intel Gaudi:    --critical N (N critical events)\n"
+    "  A flag that does not fit the card's vendor is refused (once the simulating agent has\n"
+    "  recorded its cards in the state folder)\n"
     "  --process JOB|PID:MEMORY_MIB:SM_PCT (repeatable) the processes on that GPU from now on,\n"
     "                      as per-process figures (a job stands for its workload's process;\n"
     "                      '-' for an unknown figure); --clear empties the list\n";
@@ -107,7 +125,8 @@ static int inject(int argc, char **argv, const char *state_dir) {
         {"remap-pending", no_argument, 0, 'p'},   {"remap-failure", no_argument, 0, 'f'},
         {"retired-pending", required_argument, 0, 'r'}, {"temperature", required_argument, 0, 't'},
         {"lost", no_argument, 0, 'l'},            {"clear", no_argument, 0, 'c'},
-        {"process", required_argument, 0, 'P'},   {0, 0, 0, 0}};
+        {"process", required_argument, 0, 'P'},   {"bad-pages", required_argument, 0, 'B'},
+        {"critical", required_argument, 0, 'K'},  {0, 0, 0, 0}};
     const char *node = NULL, *gpu = NULL;
     json_t *fault = json_object(), *set = json_object(), *xids = json_array();
     json_t *procs = NULL;
@@ -132,7 +151,8 @@ static int inject(int argc, char **argv, const char *state_dir) {
         }
         if (optarg && c != 'S' && c != 'n' && c != 'g' && (!*optarg || *end || v < 0)) {
             const char *opt = c == 'x' ? "--xid" : c == 'd' ? "--dbe" : c == 's' ? "--sbe"
-                              : c == 'r' ? "--retired-pending" : "--temperature";
+                              : c == 'r' ? "--retired-pending" : c == 'B' ? "--bad-pages"
+                              : c == 'K' ? "--critical" : "--temperature";
             rc = cli_error(CLI_USAGE, "agent inject: %s needs a non-negative number, got '%s'",
                            opt, optarg);
             goto out;
@@ -149,6 +169,15 @@ static int inject(int argc, char **argv, const char *state_dir) {
         case 'r': json_object_set_new(set, "retired_pages_pending", json_integer(v)); break;
         case 't': json_object_set_new(set, "temperature_c", json_integer(v)); break;
         case 'l': json_object_set_new(set, "lost", json_true()); break;
+        case 'B': json_object_set_new(set, "bad_pages", json_integer(v)); break;
+        case 'K':
+            if (v < 1 || v > 16) {
+                rc = cli_error(CLI_USAGE, "agent inject: --critical wants 1..16 events, got '%s'",
+                               optarg);
+                goto out;
+            }
+            json_object_set_new(fault, "critical", json_integer(v));
+            break;
         case 'c': json_object_set_new(fault, "clear", json_true()); break;
         }
     }
@@ -211,7 +240,10 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
         {"grace", required_argument, 0, 'G'},     {"cgroup", required_argument, 0, 'C'},
         {"runtime", required_argument, 0, 'R'},   {"ca", required_argument, 0, 'A'},
         {"join-token-file", required_argument, 0, 'F'}, {"job-uids", required_argument, 0, 'U'},
-        {"log-level", required_argument, 0, 'V'}, {0, 0, 0, 0}};
+        {"log-level", required_argument, 0, 'V'}, {"vendor", required_argument, 0, 'D'},
+        {"amdsmi-library", required_argument, 0, 'M'}, {"hlml-library", required_argument, 0, 'H'},
+        {"print-report", no_argument, 0, 'P'},
+        {0, 0, 0, 0}};
     if (cli_wants_help(argc, argv)) {
         fputs(usage, stdout);
         return CLI_OK;
@@ -265,6 +297,18 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
         case 'S': cfg.state_dir = optarg; break;
         case 'n': cfg.node_name = optarg; break;
         case 'L': cfg.nvml_path = optarg; break;
+        case 'M': cfg.amdsmi_path = optarg; break;
+        case 'H': cfg.hlml_path = optarg; break;
+        case 'D':
+            if (strcmp(optarg, "auto") && strcmp(optarg, "nvidia") && strcmp(optarg, "amd") &&
+                strcmp(optarg, "intel")) {
+                free(token);
+                return cli_error(CLI_USAGE, "agent: --vendor must be auto, nvidia, amd or intel, "
+                                            "got '%s'",
+                                 optarg);
+            }
+            cfg.vendor = optarg;
+            break;
         case 'C': cfg.cgroup_root = optarg; break;
         case 'R': cfg.runtime = optarg; break;
         case 'A':
@@ -276,6 +320,7 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
             httpc_set_ca(optarg);
             break;
         case 'o': cfg.once = 1; break;
+        case 'P': cfg.print_report = 1; break;
         case 's':
         case 'I':
         case 'G':

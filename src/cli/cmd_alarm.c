@@ -61,7 +61,12 @@ int cli_cmd_alarm(cli_ctx *ctx, int argc, char **argv) {
          "JSON in FILE:\n{\"fatal_xids\":[…],\"ignored_xids\":[…],\"corrected_ecc_rise\":100,\n"
          " \"temperature_margin_c\":0,\"allocatable\":[\"healthy\"],\n"
          " \"interference_action\":\"alert\",\"contention_samples\":3,\n"
-         " \"contention_margin_pct\":10,\"contention_busy_pct\":90}\n"
+         " \"contention_margin_pct\":10,\"contention_busy_pct\":90,\n"
+         " \"vendors\":{\"nvidia\":{\"uncorrectable_ecc\":\"fatal\"},\n"
+         "  \"amd\":{\"uncorrectable_ecc\":\"fatal\",\"deferred_ecc\":\"degraded\",\n"
+         "   \"bad_pages_degraded\":64,\"bad_pages_fatal\":512},\n"
+         "  \"intel\":{\"uncorrectable_ecc\":\"fatal\",\"critical_events\":\"fatal\"}}}\n"
+         "Per vendor: fatal, degraded or ignored; Xid lists are NVIDIA's only.\n"
          "Fields left out take their defaults: edit what `gpupool -o json alarm policy` shows.\n"},
         {NULL, NULL, NULL}};
     return cli_dispatch(ctx, usage, verbs, argc, argv);

@@ -10,7 +10,7 @@ static const char usage[] =
     "usage: gpupool gpu <command>\n"
     "\n"
     "  list [--node N] [--health healthy|degraded|failed]\n"
-    "  show UUID            one GPU with its signals and MIG slices\n"
+    "  show UUID            one GPU with its vendor, driver, stack, signals and slices\n"
     "  history UUID         health and admin transitions, newest first\n"
     "  cordon UUID | drain UUID | uncordon UUID     (ops-engineer)\n"
     "  reset UUID           clear a failed or degraded state after repair (ops-engineer)\n"
@@ -20,8 +20,9 @@ static int g_list(cli_ctx *ctx, int argc, char **argv) {
     static const struct option lo[] = {{"node", required_argument, 0, 'n'},
                                        {"health", required_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-    static const char *const cols[] = {"node", "index", "uuid", "model", "memory_gib", "mode",
-                                       "health", "admin_state", "allocatable", NULL};
+    static const char *const cols[] = {"node", "index", "uuid", "vendor", "model", "memory_gib",
+                                       "mode", "driver_version", "stack", "health",
+                                       "admin_state", "allocatable", NULL};
     const char *node = NULL, *health = NULL;
     int c, rc = 0;
     optind = 0;

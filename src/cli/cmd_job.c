@@ -13,8 +13,8 @@ static const char usage[] =
     "usage: gpupool job <command> --tenant T --project P\n"
     "\n"
     "  submit NAME --class C [--units N] [--priority-class PC] [--no-preempt]\n"
-    "         [--recovery requeue|fail] [--time-limit S] [--image REF] [--wait]\n"
-    "         [-- COMMAND ARGS...]\n"
+    "         [--recovery requeue|fail] [--time-limit S] [--image REF] [--stack RT>=V]\n"
+    "         [--wait] [-- COMMAND ARGS...]\n"
     "  list [--state queued|admitted|running|succeeded|failed|cancelled|preempted]\n"
     "  show ID             state, reason, bindings and events\n"
     "  explain ID          what would start it, and the smallest change that would\n"
@@ -23,7 +23,7 @@ static const char usage[] =
     "  priority ID PRIORITY_CLASS\n";
 
 typedef struct jopts {
-    const char *tenant, *project, *cls, *units, *pc, *recovery, *tl, *state, *image;
+    const char *tenant, *project, *cls, *units, *pc, *recovery, *tl, *state, *image, *stack;
     int no_preempt, follow, wait;
 } jopts;
 
@@ -35,7 +35,7 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         {"time-limit", required_argument, 0, 'l'}, {"state", required_argument, 0, 's'},
         {"no-preempt", no_argument, 0, 'n'},       {"image", required_argument, 0, 'i'},
         {"follow", no_argument, 0, 'f'},           {"wait", no_argument, 0, 'w'},
-        {0, 0, 0, 0}};
+        {"stack", required_argument, 0, 'S'},      {0, 0, 0, 0}};
     int c, rc = 0;
     memset(o, 0, sizeof *o);
     optind = 0;
@@ -52,6 +52,7 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         case 's': o->state = optarg; break;
         case 'n': o->no_preempt = 1; break;
         case 'i': o->image = optarg; break;
+        case 'S': o->stack = optarg; break;
         case 'f': o->follow = 1; break;
         case 'w': o->wait = 1; break;
         }
@@ -141,6 +142,7 @@ static int j_submit(cli_ctx *ctx, int argc, char **argv) {
         }
         json_object_set_new(body, "image", img);
     }
+    if (o.stack) json_object_set_new(body, "stack", json_string(o.stack));
     for (; optind < argc; optind++) json_array_append_new(cmd, json_string(argv[optind]));
     json_object_set(body, "command", cmd);
     strbuf p = SB_INIT;
@@ -364,8 +366,11 @@ int cli_cmd_job(cli_ctx *ctx, int argc, char **argv) {
         {"submit", j_submit,
          "usage: gpupool job submit NAME --tenant T --project P --class C [--units N]\n"
          "       [--priority-class PC] [--no-preempt] [--recovery requeue|fail]\n"
-         "       [--time-limit S] [--image REF] [-- COMMAND ARGS...]\n"
+         "       [--time-limit S] [--image REF] [--stack RUNTIME>=V] [-- COMMAND ARGS...]\n"
          "\n"
+         "  --stack RT>=V   what the image needs, e.g. rocm>=6.1 or cuda>=12.2 (runtimes:\n"
+         "                  cuda, rocm, synapse): it runs only on cards offering that\n"
+         "                  runtime at that version or newer\n"
          "  --image REF     run it in a container of this OCI image (e.g.\n"
          "                  nvcr.io/nvidia/pytorch:24.05-py3) under the node's container\n"
          "                  runtime (gpupool agent --runtime); COMMAND, if given, replaces\n"

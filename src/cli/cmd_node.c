@@ -8,8 +8,8 @@
 static const char usage[] =
     "usage: gpupool node <command>\n"
     "\n"
-    "  list                 nodes with state, pool and GPU count\n"
-    "  show NAME            one node and its GPUs\n"
+    "  list                 nodes with state, pool, vendors and GPU count\n"
+    "  show NAME            one node and its GPUs (vendor, driver, stack of each)\n"
     "  history NAME         its state transitions, newest first\n"
     "  cordon NAME          take no new work (ops-engineer)\n"
     "  drain NAME           finish running work, take no new work\n"
@@ -19,8 +19,9 @@ static const char usage[] =
 static const char *const hist_cols[] = {"at", "kind", "gpu", "from", "to", "cause", "actor", NULL};
 
 static int n_list(cli_ctx *ctx, int argc, char **argv) {
-    static const char *const cols[] = {"name", "state", "admin_state", "pool", "gpu_count",
-                                       "cpus", "memory_gib", "last_heartbeat", NULL};
+    static const char *const cols[] = {"name", "state", "admin_state", "pool", "vendors",
+                                       "gpu_count", "cpus", "memory_gib", "last_heartbeat",
+                                       NULL};
     if (argc > 1) return cli_error(CLI_USAGE, "node list: unexpected argument '%s'", argv[1]);
     return cli_run_call(ctx, "GET", "/api/v1/nodes", NULL, cols);
 }

@@ -2,7 +2,8 @@
  * cmd_overview.c - `gpupool tenant overview T` and `gpupool project overview
  * P --tenant T` print GET …/overview (src/api/h_overview.c): quota and
  * allocation per dimension, live jobs with their queue reasons, this
- * month's usage, model services and alarms.  -o json prints the answer as is.
+ * month's usage (and its card-hours by vendor), what is held now by vendor,
+ * model and form, model services and alarms.  -o json prints the answer as is.
  */
 #include "cli.h"
 
@@ -50,6 +51,16 @@ void cli_print_overview(cli_ctx *ctx, json_t *o) {
     }
     size_t i;
     json_t *x, *j = json_object_get(o, "jobs");
+    json_t *acc = json_object_get(o, "accelerators");
+    if (json_array_size(acc)) {
+        printf("\nheld now, by vendor:\n");
+        json_array_foreach(acc, i, x) {
+            char g[32];
+            num(g, sizeof g, json_object_get(x, "gpus"));
+            printf("  %-8s %-28s %-7s %8s GPUs on %lld cards\n", str(x, "vendor"), str(x, "model"),
+                   str(x, "form"), g, (long long)json_integer_value(json_object_get(x, "cards")));
+        }
+    }
     if (j) {
         printf("\njobs: %lld running, %lld admitted, %lld queued\n",
                (long long)json_integer_value(json_object_get(j, "running")),
@@ -68,6 +79,11 @@ void cli_print_overview(cli_ctx *ctx, json_t *o) {
         printf("\nthis month: %s card-hours, %lld tokens, cost %s %s\n", ch,
                (long long)json_integer_value(json_object_get(u, "tokens")), cost,
                str(u, "currency"));
+        json_array_foreach(json_object_get(u, "by_vendor"), i, x) {
+            num(ch, sizeof ch, json_object_get(x, "card_hours"));
+            num(cost, sizeof cost, json_object_get(x, "card_hour_cost"));
+            printf("  %-8s %s card-hours, cost %s %s\n", str(x, "vendor"), ch, cost, str(u, "currency"));
+        }
     }
     json_t *m = json_object_get(o, "models");
     if (m) {

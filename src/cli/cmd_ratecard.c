@@ -1,5 +1,6 @@
 /*
- * cmd_ratecard.c - `gpupool ratecard list|create FILE` (versioned prices) and
+ * cmd_ratecard.c - `gpupool ratecard list|create FILE` (versioned prices, per
+ * model, vendor or default) and
  * `gpupool billing show|set --tenant T` (showback or chargeback).
  */
 #include "cli.h"
@@ -39,11 +40,16 @@ int cli_cmd_ratecard(cli_ctx *ctx, int argc, char **argv) {
          "A new version, in force from its effective_from until the next version's:\n"
          "{\"effective_from\":\"2026-12-01T00:00:00Z\",\"currency\":\"EUR\",\n"
          " \"card_hour\":[{\"model\":\"A100-80GB\",\"form\":\"whole\",\"price\":2.5},\n"
-         "              {\"model\":\"L40S\",\"form\":\"shared\",\"price\":0.9}],\n"
+         "              {\"model\":\"L40S\",\"form\":\"shared\",\"price\":0.9},\n"
+         "              {\"model\":\"MI300X\",\"vendor\":\"amd\",\"price\":2.8},\n"
+         "              {\"vendor\":\"intel\",\"price\":1.6},{\"price\":1}],\n"
          " \"tokens\":[{\"model\":\"llama-8b\",\"input\":0.2,\"output\":0.6}]}\n"
-         "card_hour prices are per card-hour (form whole, mig, shared or *); tokens per\n"
-         "million (model * for any).  effective_from must be after the latest version's;\n"
-         "every version is in the same currency.\n"},
+         "card_hour prices are per card-hour; each may name a model, a vendor (nvidia,\n"
+         "amd, intel) and a form (whole, mig, shared or *); the most specific that\n"
+         "matches a card wins: model, then vendor, then the default (neither named).\n"
+         "Prices are numbers from 0 to 1000000.  tokens prices are per million (model *\n"
+         "for any).  effective_from must be after the latest version's; every version\n"
+         "is in the same currency.\n"},
         {NULL, NULL, NULL}};
     return cli_dispatch(ctx, rc_usage, verbs, argc, argv);
 }

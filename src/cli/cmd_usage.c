@@ -18,7 +18,8 @@ static const char usage[] =
     "  records --tenant T [--project P] [--key ID] [--limit N]\n"
     "          the gateway's usage records, newest first\n"
     "  report [--tenant T [--project P]] (--month YYYY-MM | --from TIME --to TIME)\n"
-    "         [--group-by tenant,project,model,accelerator,key,user] [--bucket hour|day|month]\n"
+    "         [--group-by tenant,project,model,vendor,accelerator,key,user] [--bucket hour|day|month]\n"
+    "         [--vendor nvidia|amd|intel] [--accelerator MODEL]\n"
     "          card-hours, tokens and their cost (-o csv for a spreadsheet)\n";
 
 static int u_records(cli_ctx *ctx, int argc, char **argv) {
@@ -84,9 +85,10 @@ int cli_usage_report(cli_ctx *ctx, int argc, char **argv, const char *verb,
         {"tenant", required_argument, 0, 't'}, {"project", required_argument, 0, 'p'},
         {"month", required_argument, 0, 'm'},  {"from", required_argument, 0, 'f'},
         {"to", required_argument, 0, 'T'},     {"group-by", required_argument, 0, 'g'},
-        {"bucket", required_argument, 0, 'b'}, {0, 0, 0, 0}};
+        {"bucket", required_argument, 0, 'b'}, {"vendor", required_argument, 0, 'v'},
+        {"accelerator", required_argument, 0, 'a'}, {0, 0, 0, 0}};
     const char *tenant = NULL, *project = NULL, *month = NULL, *from = NULL, *to = NULL;
-    const char *group = default_group, *bucket = NULL;
+    const char *group = default_group, *bucket = NULL, *vendor = NULL, *accel = NULL;
     int c, rc = 0;
     optind = 0;
     while ((c = cli_getopt(argc, argv, lo, verb, &rc)) != -1) {
@@ -99,12 +101,16 @@ int cli_usage_report(cli_ctx *ctx, int argc, char **argv, const char *verb,
         case 'T': to = optarg; break;
         case 'g': group = optarg; break;
         case 'b': bucket = optarg; break;
+        case 'v': vendor = optarg; break;
+        case 'a': accel = optarg; break;
         }
     }
     if (optind < argc) return cli_error(CLI_USAGE, "%s: unexpected argument '%s'", verb, argv[optind]);
     if (month_required && !month) return cli_error(CLI_USAGE, "%s: --month YYYY-MM is required", verb);
     if (month && (from || to)) return cli_error(CLI_USAGE, "%s: give --month, or --from and --to", verb);
     if (project && !tenant) return cli_error(CLI_USAGE, "%s: --project needs --tenant", verb);
+    if (vendor && !meter_vendor_valid(vendor))
+        return cli_error(CLI_USAGE, "%s: --vendor must be nvidia, amd or intel, got '%s'", verb, vendor);
     strbuf p = SB_INIT;
     char sep = '?';
     sb_adds(&p, "/api/v1/usage");
@@ -115,6 +121,8 @@ int cli_usage_report(cli_ctx *ctx, int argc, char **argv, const char *verb,
     add_arg(&p, &sep, "to", to);
     add_arg(&p, &sep, "group_by", group);
     add_arg(&p, &sep, "bucket", bucket);
+    add_arg(&p, &sep, "vendor", vendor);
+    add_arg(&p, &sep, "accelerator", accel);
     json_t *rep;
     rc = cli_call(ctx, "GET", p.buf, NULL, &rep);
     sb_release(&p);
@@ -190,11 +198,14 @@ int cli_cmd_usage(cli_ctx *ctx, int argc, char **argv) {
         {"report", u_report,
          "usage: gpupool usage report [--tenant T [--project P]] (--month YYYY-MM | --from TIME --to TIME)\n"
          "                            [--group-by LIST] [--bucket hour|day|month]\n"
+         "                            [--vendor nvidia|amd|intel] [--accelerator MODEL]\n"
          "\n"
          "Card-hours (from the binding timeline, weighted by slice size) and tokens (from the\n"
          "gateway) with their cost under the rate cards in force, grouped by any of tenant,\n"
-         "project, model, accelerator, key, user.  Without --tenant: everything (platform\n"
-         "admins), with idle capacity as its own line.  Default window: this month.\n"
+         "project, model (the model service), vendor (the cards' vendor), accelerator (the\n"
+         "card model and form), key, user.  --vendor and --accelerator keep only usage on\n"
+         "those cards.  Without --tenant: everything (platform admins), with idle capacity\n"
+         "as its own line.  Default window: this month.\n"
          "-o csv prints CSV, -o json the whole report.\n"},
         {NULL, NULL, NULL}};
     return cli_dispatch(ctx, usage, verbs, argc, argv);

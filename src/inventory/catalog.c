@@ -10,6 +10,7 @@
 
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
+#include "../sched/compat.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -17,21 +18,37 @@
 #include <string.h>
 #include <strings.h>
 
-/* Models known from the research notes, with their memory and MIG profiles. */
+/* Models known from the research notes, with their vendor, memory and hardware partition
+ * profiles (NVIDIA MIG; AMD Instinct compute partitions "<mode>.<GiB>gb"; Gaudi has none). */
 static const struct {
     const char *model;
+    int vendor; /* CP_* */
     int memory_gib;
     const char *const profiles[8];
 } known[] = {
-    {"A100-40GB", 40, {"1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb", NULL}},
-    {"A100-80GB", 80, {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", NULL}},
-    {"H100-80GB", 80, {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", NULL}},
-    {"H200-141GB", 141, {"1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb", NULL}},
-    {"L40S", 48, {NULL}},
-    {"L4", 24, {NULL}},
-    {"A10", 24, {NULL}},
-    {"T4", 16, {NULL}},
+    {"A100-40GB", CP_NVIDIA, 40, {"1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb", NULL}},
+    {"A100-80GB", CP_NVIDIA, 80, {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", NULL}},
+    {"H100-80GB", CP_NVIDIA, 80, {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", NULL}},
+    {"H200-141GB", CP_NVIDIA, 141, {"1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb", NULL}},
+    {"L40S", CP_NVIDIA, 48, {NULL}},
+    {"L4", CP_NVIDIA, 24, {NULL}},
+    {"A10", CP_NVIDIA, 24, {NULL}},
+    {"T4", CP_NVIDIA, 16, {NULL}},
+    {"MI300X", CP_AMD, 192, {"dpx.96gb", "qpx.48gb", "cpx.24gb", NULL}},
+    {"MI325X", CP_AMD, 256, {"dpx.128gb", "qpx.64gb", "cpx.32gb", NULL}},
+    {"MI250X", CP_AMD, 128, {NULL}},
+    {"MI210", CP_AMD, 64, {NULL}},
+    {"HL-225", CP_INTEL, 96, {NULL}},
+    {"HL-325L", CP_INTEL, 128, {NULL}},
 };
+
+/* The vendor of a known model, or -1. */
+static int known_vendor(const char *model) {
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (inv_model_matches(known[i].model, model) || inv_model_matches(model, known[i].model))
+            return known[i].vendor;
+    return -1;
+}
 
 int inv_model_matches(const char *cm, const char *gm) {
     char tok[64];
@@ -75,11 +92,21 @@ int inv_form_parse(const char *s, inv_form *f, gp_err *err) {
         f->kind = FORM_WHOLE;
         return GP_OK;
     }
-    if (strncmp(s, "mig:", 4) == 0) {
-        const char *p = s + 4;
-        if (strlen(p) < 6 || strlen(p) >= sizeof f->profile || p[0] < '1' || p[0] > '7' ||
-            p[1] != 'g' || p[2] != '.' || strcmp(p + strlen(p) - 2, "gb") != 0)
-            return gp_err_set(err, GP_EINVALID, "form mig:<profile> needs a profile like 3g.40gb");
+    /* "partition:<profile>" is the vendor-neutral spelling of "mig:<profile>" */
+    if (strncmp(s, "mig:", 4) == 0 || strncmp(s, "partition:", 10) == 0) {
+        const char *p = s + (s[0] == 'm' ? 4 : 10);
+        size_t pl = strlen(p);
+        /* NVIDIA MIG "3g.40gb", or an AMD compute partition "cpx.24gb" (spx/dpx/tpx/qpx/cpx) */
+        int nv = pl >= 6 && p[0] >= '1' && p[0] <= '7' && p[1] == 'g' && p[2] == '.';
+        int amd = pl >= 7 && strchr("sdtqc", p[0]) && p[0] && p[1] == 'p' && p[2] == 'x' &&
+                  p[3] == '.';
+        size_t d0 = nv ? 3 : 4, nd = 0;
+        while (d0 + nd < pl && isdigit((unsigned char)p[d0 + nd])) nd++;
+        if (pl >= sizeof f->profile || !(nv || amd) || nd < 1 || nd > 4 || d0 + nd + 2 != pl ||
+            strcmp(p + pl - 2, "gb") != 0)
+            return gp_err_set(err, GP_EINVALID,
+                              "form mig:<profile> needs a profile like 3g.40gb (NVIDIA MIG) or"
+                              " cpx.24gb (AMD compute partition)");
         f->kind = FORM_MIG;
         snprintf(f->profile, sizeof f->profile, "%s", p);
         return GP_OK;
@@ -98,21 +125,25 @@ int inv_form_parse(const char *s, inv_form *f, gp_err *err) {
     return gp_err_set(err, GP_EINVALID, "form must be whole, mig:<profile> or shared:<GiB>/<pct>");
 }
 
-/* Registered GPUs' models, memory (GiB) and MIG profiles seen, for validation. */
+/* Registered GPUs' models, memory (GiB), MIG profiles and vendors seen, for validation
+ * (*vendors: bit per CP_* vendor of the matching cards). */
 static int model_seen(store_tx *tx, const char *cm, int *max_mem_gib, const char *profile,
-                      int *profile_seen, gp_err *err) {
+                      int *profile_seen, unsigned *vendors, gp_err *err) {
     store_stmt *s;
     int seen = 0;
     *profile_seen = 0;
     *max_mem_gib = 0;
+    *vendors = 0;
     int rc = store_query(tx, &s, err,
                          "SELECT g.model, g.memory_mib, (SELECT COUNT(*) FROM slices sl"
-                         " WHERE sl.gpu_id = g.id AND sl.profile = ?) FROM gpus g",
+                         " WHERE sl.gpu_id = g.id AND sl.profile = ?), g.vendor FROM gpus g",
                          "s", profile ? profile : "");
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
         if (!inv_model_matches(cm, store_text(s, 0))) continue;
         seen = 1;
+        int v = cp_vendor_parse(store_text(s, 3));
+        if (v >= 0) *vendors |= 1u << v;
         int mem = (int)(store_int(s, 1) / 1024);
         if (mem > *max_mem_gib) *max_mem_gib = mem;
         if (store_int(s, 2) > 0) *profile_seen = 1;
@@ -124,7 +155,8 @@ static int model_seen(store_tx *tx, const char *cm, int *max_mem_gib, const char
 int inv_class_create(store_tx *tx, json_t *c, gp_err *err) {
     static const char *const fields[] = {"name", "form", "gpus", "cpus", "memory_gib",
                                          "gpu_models", "min_driver", "min_compute_cap",
-                                         "topology", "pool", NULL};
+                                         "topology", "pool", "vendors", "min_drivers",
+                                         "stack", NULL};
     const char *name, *form_s, *min_drv, *min_cc, *topo, *pool;
     int64_t gpus = 1, cpus = 0, mem = 0;
     int present;
@@ -160,6 +192,28 @@ int inv_class_create(store_tx *tx, json_t *c, gp_err *err) {
         return gp_err_set(err, GP_EINVALID, "topology must be any, nvlink or same-numa");
     if (strcmp(topo, "any") != 0 && gpus < 2)
         return gp_err_set(err, GP_EINVALID, "topology constraints need gpus >= 2");
+    if (min_drv && *min_drv && !cp_version_valid(min_drv))
+        return gp_err_set(err, GP_EINVALID, "min_driver must be a dotted version like 535.104");
+    /* compatibility rules: vendors, driver minimum per vendor, stack (compat.h) */
+    cp_rules rules;
+    char rwhy[200];
+    json_t *md = json_object_get(c, "min_drivers");
+    json_t *mdrv = md && json_is_object(md) ? json_deep_copy(md) : md ? json_incref(md) : json_object();
+    if (min_drv && *min_drv && json_is_object(mdrv)) {
+        json_t *nv = json_object_get(mdrv, "nvidia");
+        if (nv && (!json_is_string(nv) || strcmp(json_string_value(nv), min_drv))) {
+            json_decref(mdrv);
+            return gp_err_set(err, GP_EINVALID,
+                              "min_driver and min_drivers.nvidia disagree (min_driver is NVIDIA's)");
+        }
+        json_object_set_new(mdrv, "nvidia", json_string(min_drv));
+    }
+    if (cp_rules_parse(json_object_get(c, "vendors"), mdrv, json_object_get(c, "stack"), &rules,
+                       rwhy, sizeof rwhy)) {
+        json_decref(mdrv);
+        return gp_err_set(err, GP_EINVALID, "%s", rwhy);
+    }
+    json_decref(mdrv);
     json_t *models = json_object_get(c, "gpu_models");
     if (!json_is_array(models) || json_array_size(models) == 0 || json_array_size(models) > 32)
         return gp_err_set(err, GP_EINVALID, "gpu_models must list 1..32 models");
@@ -173,13 +227,35 @@ int inv_class_create(store_tx *tx, json_t *c, gp_err *err) {
         if (!model || !*model || strlen(model) > 60)
             return gp_err_set(err, GP_EINVALID, "gpu_models must hold model names");
         int known_mem = 0, seen_mem = 0, prof_seen = 0;
+        unsigned seen_vendors = 0;
         const char *const *profiles = inv_model_mig_profiles(model, &known_mem);
         int seen = model_seen(tx, model, &seen_mem, form.kind == FORM_MIG ? form.profile : NULL,
-                              &prof_seen, err);
+                              &prof_seen, &seen_vendors, err);
         if (seen < 0) return seen;
         if (!profiles && !seen) {
             snprintf(why, sizeof why, "model %s is unknown and no registered GPU matches it",
                      model);
+            continue;
+        }
+        /* the model's vendors (known table, registered cards): one the rules accept, whose
+         * runtime the class's stack rule names when it has one */
+        int kv = known_vendor(model);
+        unsigned mv = seen_vendors | (kv >= 0 ? 1u << kv : 0), okv = 0;
+        int any_stack = 0;
+        for (int r = 0; r < CP_NRUNTIMES; r++) any_stack |= rules.stack.ver[r][0] != 0;
+        for (int v = 0; v < CP_NVENDORS; v++)
+            if ((mv & (1u << v)) && (!rules.vendors || (rules.vendors & (1u << v))) &&
+                (!any_stack || rules.stack.ver[cp_vendor_runtime(v)][0]))
+                okv |= 1u << v;
+        if (mv && !okv) {
+            char vs[32] = "";
+            for (int v = 0; v < CP_NVENDORS; v++)
+                if (mv & (1u << v))
+                    snprintf(vs + strlen(vs), sizeof vs - strlen(vs), "%s%s", vs[0] ? "/" : "",
+                             cp_vendor_name(v));
+            snprintf(why, sizeof why, "model %s (%s) is excluded by the class's %s", model, vs,
+                     rules.vendors && !(rules.vendors & mv) ? "vendors"
+                                                            : "stack rule (no runtime of its vendor)");
             continue;
         }
         int mem_gib = seen_mem > known_mem ? seen_mem : known_mem;
@@ -199,14 +275,34 @@ int inv_class_create(store_tx *tx, json_t *c, gp_err *err) {
         feasible = 1;
     }
     if (!feasible) return gp_err_set(err, GP_EINVALID, "no GPU could ever satisfy this class: %s", why);
-    char *models_text = jx_dump(models);
+    /* the rules, stored canonically: vendors in CP_* order, minimums and stack as parsed */
+    json_t *vj = json_array(), *mj = json_object();
+    for (int v = 0; v < CP_NVENDORS; v++) {
+        if (rules.vendors & (1u << v)) json_array_append_new(vj, json_string(cp_vendor_name(v)));
+        if (rules.min_driver[v][0])
+            json_object_set_new(mj, cp_vendor_name(v), json_string(rules.min_driver[v]));
+    }
+    json_t *sj = cp_stack_json(&rules.stack);
+    char *models_text = jx_dump(models), *vt = jx_dump(vj), *mt = jx_dump(mj), *st = jx_dump(sj);
+    json_decref(vj);
+    json_decref(mj);
+    json_decref(sj);
+    /* "partition:<profile>" is kept as "mig:<profile>", the one spelling the store knows */
+    char form_c[40];
+    snprintf(form_c, sizeof form_c, "%s", form_s);
+    if (form.kind == FORM_MIG) snprintf(form_c, sizeof form_c, "mig:%s", form.profile);
     rc = store_exec(tx, NULL, err,
                     "INSERT INTO classes (name, form, gpus, cpus, memory_gib, gpu_models,"
-                    " min_driver, min_compute_cap, topology, pool, created_at)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    "ssiiisssssi", name, form_s, gpus, cpus, mem, models_text,
-                    min_drv ? min_drv : "", min_cc ? min_cc : "", topo, pool, gt_now_us());
+                    " min_driver, min_compute_cap, topology, pool, created_at, vendors,"
+                    " min_drivers, stack)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "ssiiisssssisss", name, form_c, gpus, cpus, mem, models_text,
+                    rules.min_driver[CP_NVIDIA], min_cc ? min_cc : "", topo, pool, gt_now_us(),
+                    vt ? vt : "[]", mt ? mt : "{}", st ? st : "{}");
     free(models_text);
+    free(vt);
+    free(mt);
+    free(st);
     if (rc == GP_ECONFLICT) return gp_err_set(err, rc, "class '%s' already exists", name);
     if (rc == GP_EINVALID) return gp_err_set(err, rc, "pool '%s' does not exist", pool ? pool : "");
     return rc;
@@ -250,7 +346,8 @@ int inv_class_list(store_tx *tx, const health_policy *pol, const char *only, jso
     store_stmt *s;
     int rc = store_query(tx, &s, err,
                          "SELECT name, form, gpus, cpus, memory_gib, gpu_models, min_driver,"
-                         " min_compute_cap, topology, COALESCE(pool, ''), created_at FROM classes"
+                         " min_compute_cap, topology, COALESCE(pool, ''), created_at, vendors,"
+                         " min_drivers, stack FROM classes"
                          " WHERE (? IS NULL OR name = ?) ORDER BY name",
                          "ss", only, only);
     if (rc) return rc;
@@ -264,6 +361,14 @@ int inv_class_list(store_tx *tx, const health_policy *pol, const char *only, jso
                               models ? models : json_array(), "min_driver", store_text(s, 6),
                               "min_compute_cap", store_text(s, 7), "topology", store_text(s, 8));
         if (store_text(s, 9)[0]) json_object_set_new(o, "pool", json_string(store_text(s, 9)));
+        json_t *vj = json_loads(store_text(s, 11), 0, NULL), *mj = json_loads(store_text(s, 12), 0, NULL),
+               *sj = json_loads(store_text(s, 13), 0, NULL);
+        json_object_set_new(o, "vendors", json_is_array(vj) ? vj : json_array());
+        json_object_set_new(o, "min_drivers", json_is_object(mj) ? mj : json_object());
+        json_object_set_new(o, "stack", json_is_object(sj) ? sj : json_object());
+        if (!json_is_array(vj)) json_decref(vj);
+        if (!json_is_object(mj)) json_decref(mj);
+        if (!json_is_object(sj)) json_decref(sj);
         json_array_append_new(arr, o);
     }
     store_done(s);
@@ -281,12 +386,16 @@ int inv_class_list(store_tx *tx, const health_policy *pol, const char *only, jso
         json_int_t ccpu = json_integer_value(json_object_get(cl, "cpus"));
         json_int_t cmem = json_integer_value(json_object_get(cl, "memory_gib"));
         const char *pool = json_string_value(json_object_get(cl, "pool"));
-        const char *min_drv = json_string_value(json_object_get(cl, "min_driver"));
         const char *min_cc = json_string_value(json_object_get(cl, "min_compute_cap"));
+        cp_rules rules;
+        char rwhy[160];
+        if (cp_rules_parse(json_object_get(cl, "vendors"), json_object_get(cl, "min_drivers"),
+                           json_object_get(cl, "stack"), &rules, rwhy, sizeof rwhy))
+            memset(&rules, 0, sizeof rules);
         json_int_t total = 0;
         /* per node: count qualifying GPUs (or slices), then the units they make */
         rc = store_query(tx, &s, err,
-                         "SELECT n.name, n.cpus, n.memory_gib, n.driver_version, g.model,"
+                         "SELECT n.name, n.cpus, n.memory_gib, g.driver_version, g.model,"
                          " g.memory_mib, g.mode, g.health, g.compute_cap,"
                          " (SELECT COUNT(*) FROM slices sl WHERE sl.gpu_id = g.id"
                          "  AND sl.profile = ?),"
@@ -298,7 +407,8 @@ int inv_class_list(store_tx *tx, const health_policy *pol, const char *only, jso
                          " (SELECT COALESCE(SUM(b.shared_mem_gib), 0) FROM bindings b"
                          "  WHERE b.gpu_uuid = g.uuid AND b.end_us IS NULL),"
                          " (SELECT COALESCE(SUM(b.shared_pct), 0) FROM bindings b"
-                         "  WHERE b.gpu_uuid = g.uuid AND b.end_us IS NULL)"
+                         "  WHERE b.gpu_uuid = g.uuid AND b.end_us IS NULL),"
+                         " g.vendor, g.stack"
                          " FROM gpus g JOIN nodes n ON n.id = g.node_id"
                          " WHERE n.state = 'ready' AND n.admin_state = 'none'"
                          " AND g.admin_state = 'none' AND (? IS NULL OR n.pool = ?)"
@@ -331,9 +441,17 @@ int inv_class_list(store_tx *tx, const health_policy *pol, const char *only, jso
                 node_cpus = store_int(s, 1);
                 node_mem = store_int(s, 2);
             }
+            /* the compatibility rules, as the scheduler applies them (compat.h); the
+             * compute capability minimum is NVIDIA's */
+            cp_stack cst;
+            json_t *gst = json_loads(store_text(s, 15), 0, NULL);
+            if (cp_stack_parse(gst, &cst, rwhy, sizeof rwhy)) memset(&cst, 0, sizeof cst);
+            json_decref(gst);
+            int gv = cp_vendor_parse(store_text(s, 14));
+            cp_card card = {gv < 0 ? CP_NVIDIA : gv, store_text(s, 3), &cst};
             int ok = health_allocatable(pol, health_parse(store_text(s, 7))) &&
-                     inv_version_at_least(store_text(s, 3), min_drv) &&
-                     inv_version_at_least(store_text(s, 8), min_cc);
+                     cp_card_check(&rules, NULL, &card) == CP_OK &&
+                     (card.vendor != CP_NVIDIA || inv_version_at_least(store_text(s, 8), min_cc));
             size_t k;
             json_t *m;
             int model_ok = 0;

@@ -37,6 +37,88 @@ void health_policy_default(health_policy *p) {
     p->contention_samples = 3;
     p->contention_margin_pct = 10;
     p->contention_busy_pct = 90;
+    for (int v = 0; v < HEALTH_NV; v++) p->vendor[v].uncorrectable = HEALTH_ACT_FATAL;
+    p->vendor[HEALTH_V_AMD].deferred = HEALTH_ACT_DEGRADED;
+    p->vendor[HEALTH_V_AMD].bad_pages_degraded = 64;
+    p->vendor[HEALTH_V_AMD].bad_pages_fatal = 512;
+    p->vendor[HEALTH_V_INTEL].critical = HEALTH_ACT_FATAL;
+}
+
+static const char *const vendor_keys[HEALTH_NV] = {"nvidia", "amd", "intel"};
+static const char *const act_names[] = {"ignored", "degraded", "fatal"};
+
+static int act_parse(json_t *v, const char *vendor, const char *key, int *out, gp_err *err) {
+    for (int i = 0; v && json_is_string(v) && i < 3; i++)
+        if (!strcmp(json_string_value(v), act_names[i])) {
+            *out = i;
+            return GP_OK;
+        }
+    return gp_err_set(err, GP_EINVALID, "vendors.%s.%s must be fatal, degraded or ignored",
+                      vendor, key);
+}
+
+/* "vendors": {"amd": {"uncorrectable_ecc": "fatal", ...}}: only the keys a vendor has. */
+static int vendors_parse(json_t *j, health_policy *p, gp_err *err) {
+    static const char *const nv_fields[] = {"uncorrectable_ecc", NULL};
+    static const char *const amd_fields[] = {"uncorrectable_ecc", "deferred_ecc",
+                                             "bad_pages_degraded", "bad_pages_fatal", NULL};
+    static const char *const intel_fields[] = {"uncorrectable_ecc", "critical_events", NULL};
+    static const char *const *const fields[HEALTH_NV] = {nv_fields, amd_fields, intel_fields};
+    if (!json_is_object(j))
+        return gp_err_set(err, GP_EINVALID, "vendors must be an object: nvidia, amd, intel");
+    const char *k;
+    json_t *o;
+    json_object_foreach(j, k, o) {
+        int v = -1;
+        for (int i = 0; i < HEALTH_NV; i++)
+            if (!strcmp(k, vendor_keys[i])) v = i;
+        if (v < 0)
+            return gp_err_set(err, GP_EINVALID, "vendors: unknown vendor '%.32s' (nvidia, amd, intel)", k);
+        if (!json_is_object(o)) return gp_err_set(err, GP_EINVALID, "vendors.%s must be an object", k);
+        int rc;
+        if ((rc = jx_only_fields(o, fields[v], err))) return rc;
+        health_vendor *hv = &p->vendor[v];
+        json_t *a;
+        if ((a = json_object_get(o, "uncorrectable_ecc")) &&
+            (rc = act_parse(a, k, "uncorrectable_ecc", &hv->uncorrectable, err)))
+            return rc;
+        if ((a = json_object_get(o, "deferred_ecc")) &&
+            (rc = act_parse(a, k, "deferred_ecc", &hv->deferred, err)))
+            return rc;
+        if ((a = json_object_get(o, "critical_events")) &&
+            (rc = act_parse(a, k, "critical_events", &hv->critical, err)))
+            return rc;
+        int64_t x;
+        int present;
+        if ((rc = jx_get_int(o, "bad_pages_degraded", 0, &x, &present, err))) return rc;
+        if (present) {
+            if (x < 0 || x > 1000000)
+                return gp_err_set(err, GP_EINVALID, "vendors.amd.bad_pages_degraded must be 0..1000000");
+            hv->bad_pages_degraded = x;
+        }
+        if ((rc = jx_get_int(o, "bad_pages_fatal", 0, &x, &present, err))) return rc;
+        if (present) {
+            if (x < 0 || x > 1000000)
+                return gp_err_set(err, GP_EINVALID, "vendors.amd.bad_pages_fatal must be 0..1000000");
+            hv->bad_pages_fatal = x;
+        }
+    }
+    const health_vendor *a = &p->vendor[HEALTH_V_AMD];
+    if (a->bad_pages_degraded && a->bad_pages_fatal && a->bad_pages_degraded > a->bad_pages_fatal)
+        return gp_err_set(err, GP_EINVALID,
+                          "vendors.amd.bad_pages_degraded must not exceed bad_pages_fatal");
+    return GP_OK;
+}
+
+static json_t *vendors_json(const health_policy *p) {
+    const health_vendor *n = &p->vendor[HEALTH_V_NVIDIA], *a = &p->vendor[HEALTH_V_AMD],
+                        *i = &p->vendor[HEALTH_V_INTEL];
+    return json_pack("{s:{s:s},s:{s:s,s:s,s:I,s:I},s:{s:s,s:s}}", "nvidia", "uncorrectable_ecc",
+                     act_names[n->uncorrectable], "amd", "uncorrectable_ecc",
+                     act_names[a->uncorrectable], "deferred_ecc", act_names[a->deferred],
+                     "bad_pages_degraded", (json_int_t)a->bad_pages_degraded, "bad_pages_fatal",
+                     (json_int_t)a->bad_pages_fatal, "intel", "uncorrectable_ecc",
+                     act_names[i->uncorrectable], "critical_events", act_names[i->critical]);
 }
 
 static int read_ints(json_t *arr, const char *key, int *out, int *n, gp_err *err) {
@@ -57,7 +139,8 @@ int health_policy_parse(json_t *j, health_policy *out, gp_err *err) {
     static const char *const fields[] = {"fatal_xids", "ignored_xids", "corrected_ecc_rise",
                                          "temperature_margin_c", "allocatable",
                                          "interference_action", "contention_samples",
-                                         "contention_margin_pct", "contention_busy_pct", NULL};
+                                         "contention_margin_pct", "contention_busy_pct",
+                                         "vendors", NULL};
     health_policy p;
     int rc, present;
     int64_t v;
@@ -118,6 +201,7 @@ int health_policy_parse(json_t *j, health_policy *out, gp_err *err) {
             p.allocatable |= 1u << st;
         }
     }
+    if ((a = json_object_get(j, "vendors")) && (rc = vendors_parse(a, &p, err))) return rc;
     for (int i = 0; i < p.nfatal; i++)
         for (int k = 0; k < p.nignored; k++)
             if (p.fatal_xids[i] == p.ignored_xids[k])
@@ -134,13 +218,13 @@ json_t *health_policy_json(const health_policy *p) {
         json_array_append_new(ignored, json_integer(p->ignored_xids[i]));
     for (int s = 0; s < 2; s++)
         if (p->allocatable & (1u << s)) json_array_append_new(alloc, json_string(names[s]));
-    return json_pack("{s:o,s:o,s:I,s:i,s:o,s:s,s:i,s:i,s:i}", "fatal_xids", fatal,
+    return json_pack("{s:o,s:o,s:I,s:i,s:o,s:s,s:i,s:i,s:i,s:o}", "fatal_xids", fatal,
                      "ignored_xids", ignored, "corrected_ecc_rise",
                      (json_int_t)p->corrected_ecc_rise, "temperature_margin_c",
                      p->temperature_margin_c, "allocatable", alloc, "interference_action",
                      intf_action_name(p->interference_action), "contention_samples",
                      p->contention_samples, "contention_margin_pct", p->contention_margin_pct,
-                     "contention_busy_pct", p->contention_busy_pct);
+                     "contention_busy_pct", p->contention_busy_pct, "vendors", vendors_json(p));
 }
 
 static int64_t num(json_t *o, const char *k) {
@@ -168,6 +252,19 @@ int health_signals_parse(json_t *j, gpu_signals *s, gp_err *err) {
     s->util_gpu = (int)num(ut, "gpu");
     s->util_memory = (int)num(ut, "memory");
     s->lost = json_is_true(json_object_get(j, "lost"));
+    s->ecc_deferred = num(ecc, "deferred");
+    s->bad_pages = num(j, "bad_pages");
+    json_t *crit = json_object_get(j, "critical_events");
+    if (crit) {
+        size_t i;
+        json_t *x;
+        if (!json_is_array(crit)) return gp_err_set(err, GP_EINVALID, "critical_events must be an array");
+        json_array_foreach(crit, i, x) {
+            if (!json_is_integer(x))
+                return gp_err_set(err, GP_EINVALID, "critical_events must be integers");
+            if (s->ncritical < HEALTH_MAX_XIDS) s->critical[s->ncritical++] = (int)json_integer_value(x);
+        }
+    }
     if (xids) {
         size_t i;
         json_t *x;
@@ -186,25 +283,63 @@ static int in(const int *a, int n, int x) {
     return 0;
 }
 
+/* A vendor signal's action: fatal -> failed, degraded -> degraded; 1 when it decided. */
+static int act(int action, int want, const char *text, char *cause, size_t n) {
+    if (action != want) return 0;
+    snprintf(cause, n, "%s", text);
+    return 1;
+}
+
+/* An uncorrectable ECC error on this card by its vendor's signals (see health.h). */
+static int uncorrectable(const gpu_signals *s, const gpu_signals *prev, char *text, size_t n) {
+    if (s->ecc_volatile_dbe > 0) {
+        snprintf(text, n, "%lld uncorrectable %sECC errors since the last reset",
+                 (long long)s->ecc_volatile_dbe, s->vendor == HEALTH_V_NVIDIA ? "(double-bit) " : "");
+        return 1;
+    }
+    if (s->vendor != HEALTH_V_NVIDIA && prev && s->ecc_aggregate_dbe > prev->ecc_aggregate_dbe) {
+        snprintf(text, n, "uncorrectable ECC errors rising: +%lld since the last heartbeat",
+                 (long long)(s->ecc_aggregate_dbe - prev->ecc_aggregate_dbe));
+        return 1;
+    }
+    return 0;
+}
+
 int health_eval(const health_policy *p, const gpu_signals *s, const gpu_signals *prev,
                 int current, char *cause, size_t n) {
     cause[0] = '\0';
+    int v = s->vendor >= 0 && s->vendor < HEALTH_NV ? s->vendor : HEALTH_V_NVIDIA;
+    const health_vendor *hv = &p->vendor[v];
+    char ue[160] = "", crit[160] = "", def[160] = "";
+    int has_ue = uncorrectable(s, prev, ue, sizeof ue);
+    int has_crit = v == HEALTH_V_INTEL && s->ncritical > 0;
+    if (has_crit)
+        snprintf(crit, sizeof crit, "critical event %d (%d since the last heartbeat)",
+                 s->critical[0], s->ncritical);
+    int has_def = v == HEALTH_V_AMD && s->ecc_deferred > 0;
+    if (has_def)
+        snprintf(def, sizeof def, "%lld deferred ECC errors (poisoned memory)",
+                 (long long)s->ecc_deferred);
     /* failures first: the most serious cause wins */
     if (s->lost) {
         snprintf(cause, n, "GPU unavailable (fallen off the bus or lost)");
         return HEALTH_FAILED;
     }
-    for (int i = 0; i < s->nxids; i++)
-        if (in(p->fatal_xids, p->nfatal, s->xids[i])) {
-            snprintf(cause, n, "Xid %d (fatal by policy: reset or reboot the GPU)", s->xids[i]);
-            return HEALTH_FAILED;
-        }
-    if (s->ecc_volatile_dbe > 0) {
-        snprintf(cause, n, "%lld uncorrectable (double-bit) ECC errors since the last reset",
-                 (long long)s->ecc_volatile_dbe);
+    if (v == HEALTH_V_NVIDIA)
+        for (int i = 0; i < s->nxids; i++)
+            if (in(p->fatal_xids, p->nfatal, s->xids[i])) {
+                snprintf(cause, n, "Xid %d (fatal by policy: reset or reboot the GPU)", s->xids[i]);
+                return HEALTH_FAILED;
+            }
+    if (has_ue && act(hv->uncorrectable, HEALTH_ACT_FATAL, ue, cause, n)) return HEALTH_FAILED;
+    if (has_crit && act(hv->critical, HEALTH_ACT_FATAL, crit, cause, n)) return HEALTH_FAILED;
+    if (has_def && act(hv->deferred, HEALTH_ACT_FATAL, def, cause, n)) return HEALTH_FAILED;
+    if (v == HEALTH_V_AMD && hv->bad_pages_fatal > 0 && s->bad_pages >= hv->bad_pages_fatal) {
+        snprintf(cause, n, "%lld bad pages (fatal at %lld by policy: replace the card)",
+                 (long long)s->bad_pages, (long long)hv->bad_pages_fatal);
         return HEALTH_FAILED;
     }
-    if (s->remap_failure) {
+    if (v == HEALTH_V_NVIDIA && s->remap_failure) {
         snprintf(cause, n, "row remapping failed: the card needs field diagnostics");
         return HEALTH_FAILED;
     }
@@ -212,19 +347,29 @@ int health_eval(const health_policy *p, const gpu_signals *s, const gpu_signals 
         snprintf(cause, n, "failed earlier; an operator must reset its health");
         return HEALTH_FAILED;
     }
-    if (s->remap_pending) {
-        snprintf(cause, n, "row remap pending: reset the GPU to apply it");
+    if (has_ue && act(hv->uncorrectable, HEALTH_ACT_DEGRADED, ue, cause, n)) return HEALTH_DEGRADED;
+    if (has_crit && act(hv->critical, HEALTH_ACT_DEGRADED, crit, cause, n)) return HEALTH_DEGRADED;
+    if (has_def && act(hv->deferred, HEALTH_ACT_DEGRADED, def, cause, n)) return HEALTH_DEGRADED;
+    if (v == HEALTH_V_AMD && hv->bad_pages_degraded > 0 && s->bad_pages >= hv->bad_pages_degraded) {
+        snprintf(cause, n, "%lld bad pages (degraded at %lld by policy)", (long long)s->bad_pages,
+                 (long long)hv->bad_pages_degraded);
         return HEALTH_DEGRADED;
     }
-    if (s->retired_pages_pending > 0) {
-        snprintf(cause, n, "%lld retired pages pending", (long long)s->retired_pages_pending);
-        return HEALTH_DEGRADED;
-    }
-    for (int i = 0; i < s->nxids; i++)
-        if (!in(p->ignored_xids, p->nignored, s->xids[i])) {
-            snprintf(cause, n, "Xid %d (not known to be harmless)", s->xids[i]);
+    if (v == HEALTH_V_NVIDIA) {
+        if (s->remap_pending) {
+            snprintf(cause, n, "row remap pending: reset the GPU to apply it");
             return HEALTH_DEGRADED;
         }
+        if (s->retired_pages_pending > 0) {
+            snprintf(cause, n, "%lld retired pages pending", (long long)s->retired_pages_pending);
+            return HEALTH_DEGRADED;
+        }
+        for (int i = 0; i < s->nxids; i++)
+            if (!in(p->ignored_xids, p->nignored, s->xids[i])) {
+                snprintf(cause, n, "Xid %d (not known to be harmless)", s->xids[i]);
+                return HEALTH_DEGRADED;
+            }
+    }
     if (prev && s->ecc_aggregate_sbe - prev->ecc_aggregate_sbe >= p->corrected_ecc_rise) {
         snprintf(cause, n, "corrected ECC errors rising: +%lld since the last heartbeat",
                  (long long)(s->ecc_aggregate_sbe - prev->ecc_aggregate_sbe));

@@ -32,7 +32,36 @@ typedef struct gpu_signals {
     int temperature_c, slowdown_c; /* slowdown_c 0: unknown */
     int util_gpu, util_memory;
     int lost; /* the GPU is unreachable (fallen off the bus) */
+    /* the card's vendor (HEALTH_V_*; the caller sets it from the inventory, 0 = NVIDIA), and
+     * the signals only some vendors have */
+    int vendor;
+    int64_t ecc_deferred;           /* AMD: deferred (poisoned, not yet consumed) errors */
+    int64_t bad_pages;              /* AMD: retired / bad VRAM pages */
+    int critical[HEALTH_MAX_XIDS];  /* Intel Gaudi: critical event codes since the last beat */
+    int ncritical;
 } gpu_signals;
+
+/* Vendors, in the order of compat.h's CP_* (nvidia, amd, intel). */
+enum { HEALTH_V_NVIDIA = 0, HEALTH_V_AMD = 1, HEALTH_V_INTEL = 2, HEALTH_NV = 3 };
+
+/* What a vendor-specific signal does to a card. */
+enum { HEALTH_ACT_IGNORED = 0, HEALTH_ACT_DEGRADED = 1, HEALTH_ACT_FATAL = 2 };
+
+/*
+ * One vendor's part of the policy (docs/inventory.md "Health").  Signals a vendor does not
+ * have mean nothing for its cards: Xids, row remapping and retired pages pending are NVIDIA's
+ * only; deferred errors and bad pages AMD's; critical events Intel Gaudi's.
+ *   uncorrectable  an uncorrectable ECC error (NVIDIA: a volatile double-bit error; AMD and
+ *                  Gaudi: a volatile uncorrectable count, or a rise of the aggregate one)
+ *   deferred       AMD: deferred errors reported (any: the count is kept until a reset)
+ *   bad_pages_degraded / bad_pages_fatal
+ *                  AMD: at or above this many bad pages the card is degraded / failed (0: off)
+ *   critical       Intel Gaudi: a critical event since the last heartbeat
+ */
+typedef struct health_vendor {
+    int uncorrectable, deferred, critical;
+    int64_t bad_pages_degraded, bad_pages_fatal;
+} health_vendor;
 
 typedef struct health_policy {
     int fatal_xids[64];
@@ -47,6 +76,7 @@ typedef struct health_policy {
     int contention_samples;     /* consecutive contended heartbeats that make it sustained */
     int contention_margin_pct;  /* SM % above its share before a slice counts as taking more */
     int contention_busy_pct;    /* the card's summed SM % at which it counts as saturated */
+    health_vendor vendor[HEALTH_NV]; /* per vendor ("vendors" in JSON) */
 } health_policy;
 
 enum { INTF_ALERT = 0, INTF_STOP = 1 };
@@ -60,7 +90,7 @@ int health_policy_parse(json_t *j, health_policy *out, gp_err *err);
 /* JSON view (new reference). */
 json_t *health_policy_json(const health_policy *p);
 
-/* Parse the agent's signals object (missing fields are zero). */
+/* Parse the agent's signals object (missing fields are zero; vendor 0: set it after). */
 int health_signals_parse(json_t *j, gpu_signals *out, gp_err *err);
 
 /*

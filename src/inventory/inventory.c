@@ -7,6 +7,7 @@
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
 #include "../core/strbuf.h"
+#include "../sched/compat.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,6 +191,11 @@ static int check_report(json_t *r, gp_err *err) {
         return gp_err_set(err, GP_EINVALID, "node name must be lower-case letters, digits, '-'");
     if (!text_ok(jstr(r, "hostname", ""), 253) || !text_ok(jstr(r, "driver_version", ""), 80))
         return gp_err_set(err, GP_EINVALID, "hostname or driver_version too long");
+    /* where the report comes from: a vendor's library, or a declared inventory */
+    const char *src = jstr(r, "source", "nvml");
+    if (strcmp(src, "nvml") && strcmp(src, "amdsmi") && strcmp(src, "hlml") &&
+        strcmp(src, "inventory"))
+        return gp_err_set(err, GP_EINVALID, "source must be nvml, amdsmi, hlml or inventory");
     json_t *labels = json_object_get(r, "labels");
     if (labels && (!json_is_object(labels) || json_object_size(labels) > 64))
         return gp_err_set(err, GP_EINVALID, "labels must be an object of at most 64 entries");
@@ -204,9 +210,25 @@ static int check_report(json_t *r, gp_err *err) {
             return gp_err_set(err, GP_EINVALID, "gpu %zu: uuid and model are required", i);
         if (jint(g, "memory_mib", 0) <= 0)
             return gp_err_set(err, GP_EINVALID, "gpu %s: memory_mib must be positive", uuid);
+        /* the card's vendor, driver and runtimes (absent: an NVIDIA card, the node's driver) */
+        json_t *vj = json_object_get(g, "vendor"), *dj = json_object_get(g, "driver_version");
+        if (vj && (!json_is_string(vj) || cp_vendor_parse(json_string_value(vj)) < 0))
+            return gp_err_set(err, GP_EINVALID, "gpu %s: vendor must be nvidia, amd or intel",
+                              uuid);
+        if (dj && (!json_is_string(dj) || !cp_version_valid(json_string_value(dj))))
+            return gp_err_set(err, GP_EINVALID,
+                              "gpu %s: driver_version must be a dotted version like 550.54.15",
+                              uuid);
+        cp_stack st;
+        char why[160];
+        if (cp_stack_parse(json_object_get(g, "stack"), &st, why, sizeof why))
+            return gp_err_set(err, GP_EINVALID, "gpu %s: %s", uuid, why);
+        /* hardware partitions: NVIDIA MIG 7 at most, AMD compute partitions 8 (CPX) */
         json_t *slices = json_object_get(g, "slices");
-        if (slices && (!json_is_array(slices) || json_array_size(slices) > 7))
-            return gp_err_set(err, GP_EINVALID, "gpu %s: at most 7 MIG slices", uuid);
+        size_t max_slices = vj && !strcmp(json_string_value(vj), "amd") ? 8 : 7;
+        if (slices && (!json_is_array(slices) || json_array_size(slices) > max_slices))
+            return gp_err_set(err, GP_EINVALID, "gpu %s: at most %zu hardware partitions (slices)",
+                              uuid, max_slices);
         json_array_foreach(slices, k, sl) {
             const char *su = jstr(sl, "uuid", NULL), *pr = jstr(sl, "profile", NULL);
             if (!su || !*su || strlen(su) > 90 || !pr || !*pr || strlen(pr) > 20)
@@ -275,24 +297,37 @@ static int apply_gpus(store_tx *tx, json_t *r, const char *node_id, const char *
                             : strcmp(jstr(g, "declared_mode", ""), "shared") == 0 ? "shared"
                                                                                   : NULL;
         rnd_id(gid);
+        /* vendor, driver and stack (check_report validated them; canonical JSON stored) */
+        cp_stack st;
+        char why[160];
+        cp_stack_parse(json_object_get(g, "stack"), &st, why, sizeof why);
+        json_t *stj = cp_stack_json(&st);
+        char *stack = jx_dump(stj);
+        json_decref(stj);
+        const char *vendor = jstr(g, "vendor", "nvidia");
+        const char *driver = jstr(g, "driver_version", jstr(r, "driver_version", ""));
         /* a card moved between nodes keeps its record; its mode stays the operator's */
         rc = store_exec(tx, NULL, err,
                         "INSERT INTO gpus (id, uuid, node_id, idx, model, memory_mib, pci_bus,"
-                        " numa, compute_cap, mig_capable, mode, topology, updated_at)"
-                        " VALUES (?,?,?,?,?,?,?,?,?,?,COALESCE(?, 'whole'),?,?)"
+                        " numa, compute_cap, mig_capable, mode, topology, updated_at, vendor,"
+                        " driver_version, stack)"
+                        " VALUES (?,?,?,?,?,?,?,?,?,?,COALESCE(?, 'whole'),?,?,?,?,?)"
                         " ON CONFLICT (uuid) DO UPDATE SET node_id = excluded.node_id,"
                         " idx = excluded.idx, model = excluded.model,"
                         " memory_mib = excluded.memory_mib, pci_bus = excluded.pci_bus,"
                         " numa = excluded.numa, compute_cap = excluded.compute_cap,"
                         " mig_capable = excluded.mig_capable, topology = excluded.topology,"
                         " mode = CASE WHEN ? IS NOT NULL THEN 'mig' WHEN gpus.mode = 'mig'"
-                        " THEN 'whole' ELSE gpus.mode END, updated_at = excluded.updated_at",
-                        "sssisisisissis", gid, uuid, node_id, jint(g, "index", (int64_t)i),
+                        " THEN 'whole' ELSE gpus.mode END, updated_at = excluded.updated_at,"
+                        " vendor = excluded.vendor, driver_version = excluded.driver_version,"
+                        " stack = excluded.stack",
+                        "sssisisisississss", gid, uuid, node_id, jint(g, "index", (int64_t)i),
                         jstr(g, "model", ""), jint(g, "memory_mib", 0), jstr(g, "pci_bus", ""),
                         jint(g, "numa", -1), jstr(g, "compute_cap", ""),
                         (int64_t)json_is_true(json_object_get(g, "mig_capable")), first, topo,
-                        now, mode);
+                        now, vendor, driver, stack ? stack : "{}", mode);
         free(topo);
+        free(stack);
         if (rc) goto out;
         rc = store_exec(tx, NULL, err,
                         "DELETE FROM slices WHERE gpu_id = (SELECT id FROM gpus WHERE uuid = ?)",
@@ -551,7 +586,8 @@ int inv_heartbeat(store_tx *tx, const char *node, const char *agent_user_id, jso
         gpu_signals now_s, prev_s;
         if ((rc = health_signals_parse(json_object_get(g, "signals"), &now_s, err))) goto fail;
         rc = store_query(tx, &s, err,
-                         "SELECT health, signals FROM gpus WHERE uuid = ? AND node_id = ?", "ss",
+                         "SELECT health, signals, vendor FROM gpus WHERE uuid = ? AND node_id = ?",
+                         "ss",
                          uuid, nid);
         if (rc) goto fail;
         rc = store_step(s, err);
@@ -564,6 +600,9 @@ int inv_heartbeat(store_tx *tx, const char *node, const char *agent_user_id, jso
         json_t *pj = json_loads(store_text(s, 1), 0, NULL);
         int have_prev = pj && json_object_size(pj) > 0 &&
                         health_signals_parse(pj, &prev_s, NULL) == GP_OK;
+        /* the signals mean what they mean for the card's vendor (health.h) */
+        int vendor = cp_vendor_parse(store_text(s, 2));
+        now_s.vendor = prev_s.vendor = vendor < 0 ? CP_NVIDIA : vendor;
         json_decref(pj);
         store_done(s);
         char cause[200];
@@ -572,6 +611,7 @@ int inv_heartbeat(store_tx *tx, const char *node, const char *agent_user_id, jso
         json_t *sj = json_object_get(g, "signals");
         json_t *keep = sj ? json_deep_copy(sj) : json_object();
         json_object_del(keep, "xids");
+        json_object_del(keep, "critical_events");
         char *sig = jx_dump(keep);
         json_decref(keep);
         /* a failed card keeps the cause it failed with until an operator resets it */
@@ -776,7 +816,8 @@ static int allocatable(const health_policy *pol, const char *node_state, const c
 #define GPU_COLS                                                                         \
     "g.uuid, n.name, g.idx, g.model, g.memory_mib, g.pci_bus, g.numa, g.compute_cap,"    \
     " g.mode, g.health, g.health_cause, g.admin_state, g.signals, g.topology,"           \
-    " g.updated_at, n.state, n.admin_state, g.id, g.mig_capable"
+    " g.updated_at, n.state, n.admin_state, g.id, g.mig_capable, g.vendor,"            \
+    " g.driver_version, g.stack"
 
 static json_t *gpu_json(store_tx *tx, store_stmt *s, const health_policy *pol) {
     json_t *sig = json_loads(store_text(s, 12), 0, NULL);
@@ -807,6 +848,11 @@ static json_t *gpu_json(store_tx *tx, store_stmt *s, const health_policy *pol) {
         store_done(q);
     }
     json_object_set_new(o, "slices", slices);
+    json_t *stack = json_loads(store_text(s, 21), 0, NULL);
+    json_object_set_new(o, "vendor", json_string(store_text(s, 19)));
+    json_object_set_new(o, "driver_version", json_string(store_text(s, 20)));
+    json_object_set_new(o, "stack", json_is_object(stack) ? stack : json_object());
+    if (!json_is_object(stack)) json_decref(stack);
     return o;
 }
 
@@ -897,6 +943,33 @@ static json_t *node_json(store_stmt *s) {
                      "gpu_count", (json_int_t)store_int(s, 12));
 }
 
+/* Each node object of `arr` gains "vendors": the vendors of its cards, in name order. */
+static int add_vendors(store_tx *tx, json_t *arr, const char *only, gp_err *err) {
+    store_stmt *s;
+    size_t i;
+    json_t *o;
+    json_array_foreach(arr, i, o) json_object_set_new(o, "vendors", json_array());
+    int rc = store_query(tx, &s, err,
+                         "SELECT DISTINCT n.name, g.vendor FROM gpus g JOIN nodes n"
+                         " ON n.id = g.node_id WHERE (? IS NULL OR n.name = ?)"
+                         " ORDER BY n.name, g.vendor",
+                         "ss", only, only);
+    if (rc) return rc;
+    size_t at = 0;
+    while ((rc = store_step(s, err)) > 0) {
+        /* both in name order: walk the nodes along */
+        while (at < json_array_size(arr) &&
+               strcmp(json_string_value(json_object_get(json_array_get(arr, at), "name")),
+                      store_text(s, 0)) < 0)
+            at++;
+        json_t *n = json_array_get(arr, at);
+        if (n && !strcmp(json_string_value(json_object_get(n, "name")), store_text(s, 0)))
+            json_array_append_new(json_object_get(n, "vendors"), json_string(store_text(s, 1)));
+    }
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
 int inv_node_list(store_tx *tx, const health_policy *pol, json_t *nodes, json_t **items,
                   gp_err *err) {
     (void)pol;
@@ -907,6 +980,7 @@ int inv_node_list(store_tx *tx, const health_policy *pol, json_t *nodes, json_t 
     while ((rc = store_step(s, err)) > 0)
         if (name_in(nodes, store_text(s, 0))) json_array_append_new(arr, node_json(s));
     store_done(s);
+    if (rc >= 0) rc = add_vendors(tx, arr, NULL, err);
     if (rc < 0) {
         json_decref(arr);
         return rc;
@@ -932,6 +1006,14 @@ int inv_node_get(store_tx *tx, const health_policy *pol, const char *name, json_
         return rc;
     }
     json_object_set_new(o, "gpus", gpus);
+    json_t *one = json_array();
+    json_array_append(one, o);
+    rc = add_vendors(tx, one, name, err);
+    json_decref(one);
+    if (rc < 0) {
+        json_decref(o);
+        return rc;
+    }
     *out = o;
     return GP_OK;
 }

@@ -14,18 +14,24 @@
 
 /* ---- rate cards ---- */
 
-static int price_arg(json_t *o, const char *key, double *out, gp_err *err) {
+int meter_vendor_valid(const char *v) {
+    return v && (!strcmp(v, "nvidia") || !strcmp(v, "amd") || !strcmp(v, "intel"));
+}
+
+/* A price: a JSON number (not a string, not a boolean) in 0..max. */
+static int price_arg(json_t *o, const char *key, double max, double *out, gp_err *err) {
     json_t *v = json_object_get(o, key);
-    if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1e9)
-        return gp_err_set(err, GP_EINVALID, "%s must be a non-negative number", key);
-    *out = json_number_value(v);
+    double x = json_is_number(v) ? json_number_value(v) : -1;
+    if (!json_is_number(v) || !(x >= 0) || !(x <= max))
+        return gp_err_set(err, GP_EINVALID, "%s must be a number from 0 to %.0f", key, max);
+    *out = x;
     return GP_OK;
 }
 
 int meter_card_parse(json_t *spec, meter_rate_card *out, gp_err *err) {
     static const char *const fields[] = {"effective_from", "currency", "card_hour", "tokens", "note",
                                          NULL};
-    static const char *const pfields[] = {"model", "form", "price", NULL};
+    static const char *const pfields[] = {"model", "vendor", "form", "price", NULL};
     static const char *const tfields[] = {"model", "input", "output", NULL};
     memset(out, 0, sizeof *out);
     if (!json_is_object(spec)) return gp_err_set(err, GP_EINVALID, "a rate card is an object");
@@ -50,19 +56,27 @@ int meter_card_parse(json_t *spec, meter_rate_card *out, gp_err *err) {
     json_t *p;
     json_array_foreach(ch, i, p) {
         meter_card_price *c = &out->card[out->ncard];
-        const char *m, *f = NULL;
+        const char *m = NULL, *f = NULL, *vd = NULL;
         if (!json_is_object(p)) return gp_err_set(err, GP_EINVALID, "card_hour[%zu] must be an object", i);
-        if ((rc = jx_only_fields(p, pfields, err)) || (rc = jx_get_str(p, "model", 1, &m, err)) ||
-            (rc = jx_get_str(p, "form", 0, &f, err)) || (rc = price_arg(p, "price", &c->price, err)))
+        if ((rc = jx_only_fields(p, pfields, err)) || (rc = jx_get_str(p, "model", 0, &m, err)) ||
+            (rc = jx_get_str(p, "vendor", 0, &vd, err)) || (rc = jx_get_str(p, "form", 0, &f, err)) ||
+            (rc = price_arg(p, "price", METER_MAX_CARD_HOUR_PRICE, &c->price, err)))
             return rc;
+        if (!m) m = "*";
+        if (!vd) vd = "*";
         if (!*m || strlen(m) >= sizeof c->model)
             return gp_err_set(err, GP_EINVALID, "card_hour[%zu].model must be 1..63 characters", i);
+        if (strcmp(vd, "*") && !meter_vendor_valid(vd))
+            return gp_err_set(err, GP_EINVALID, "card_hour[%zu].vendor must be nvidia, amd or intel", i);
         if (f && strcmp(f, "whole") && strcmp(f, "mig") && strcmp(f, "shared") && strcmp(f, "*"))
             return gp_err_set(err, GP_EINVALID, "card_hour[%zu].form must be whole, mig, shared or *", i);
         for (int k = 0; k < out->ncard; k++)
-            if (!strcasecmp(out->card[k].model, m) && !strcmp(out->card[k].form, f ? f : "*"))
-                return gp_err_set(err, GP_EINVALID, "card_hour: %s/%s is priced twice", m, f ? f : "*");
+            if (!strcasecmp(out->card[k].model, m) && !strcmp(out->card[k].vendor, vd) &&
+                !strcmp(out->card[k].form, f ? f : "*"))
+                return gp_err_set(err, GP_EINVALID, "card_hour: %s/%s/%s is priced twice", m, vd,
+                                  f ? f : "*");
         snprintf(c->model, sizeof c->model, "%s", m);
+        snprintf(c->vendor, sizeof c->vendor, "%s", vd);
         snprintf(c->form, sizeof c->form, "%s", f ? f : "*");
         out->ncard++;
     }
@@ -71,7 +85,8 @@ int meter_card_parse(json_t *spec, meter_rate_card *out, gp_err *err) {
         const char *m;
         if (!json_is_object(p)) return gp_err_set(err, GP_EINVALID, "tokens[%zu] must be an object", i);
         if ((rc = jx_only_fields(p, tfields, err)) || (rc = jx_get_str(p, "model", 1, &m, err)) ||
-            (rc = price_arg(p, "input", &t->input, err)) || (rc = price_arg(p, "output", &t->output, err)))
+            (rc = price_arg(p, "input", METER_MAX_TOKEN_PRICE, &t->input, err)) ||
+            (rc = price_arg(p, "output", METER_MAX_TOKEN_PRICE, &t->output, err)))
             return rc;
         if (!*m || strlen(m) >= sizeof t->model)
             return gp_err_set(err, GP_EINVALID, "tokens[%zu].model must be 1..127 characters", i);
@@ -86,9 +101,12 @@ int meter_card_parse(json_t *spec, meter_rate_card *out, gp_err *err) {
 
 json_t *meter_card_json(const meter_rate_card *c) {
     json_t *ch = json_array(), *tk = json_array();
-    for (int i = 0; i < c->ncard; i++)
-        json_array_append_new(ch, json_pack("{s:s,s:s,s:f}", "model", c->card[i].model, "form",
-                                            c->card[i].form, "price", c->card[i].price));
+    for (int i = 0; i < c->ncard; i++) {
+        json_t *p = json_pack("{s:s,s:s,s:f}", "model", c->card[i].model, "form", c->card[i].form,
+                              "price", c->card[i].price);
+        if (strcmp(c->card[i].vendor, "*")) json_object_set_new(p, "vendor", json_string(c->card[i].vendor));
+        json_array_append_new(ch, p);
+    }
     for (int i = 0; i < c->ntok; i++)
         json_array_append_new(tk, json_pack("{s:s,s:f,s:f}", "model", c->tok[i].model, "input",
                                             c->tok[i].input, "output", c->tok[i].output));
@@ -102,15 +120,31 @@ static int form_is(const char *form, const char *kind) {
     return !strncmp(form, kind, n) && (form[n] == '\0' || form[n] == ':');
 }
 
-double meter_card_hour_price(const meter_rate_card *c, const char *gpu_model, const char *form) {
-    double any = -1;
+double meter_card_hour_price(const meter_rate_card *c, const char *vendor, const char *gpu_model,
+                             const char *form) {
+    if (!vendor || !*vendor) vendor = "nvidia";
+    if (!gpu_model) gpu_model = "";
+    if (!form) form = "";
+    double best = -1;
+    int best_score = -1;
+    size_t best_len = 0;
     for (int i = 0; i < c->ncard; i++) {
         const meter_card_price *p = &c->card[i];
-        if (!inv_model_matches(p->model, gpu_model)) continue;
-        if (!strcmp(p->form, "*")) any = p->price;
-        else if (form_is(form, p->form)) return p->price;
+        int any_model = !strcmp(p->model, "*"), any_vendor = !strcmp(p->vendor, "*");
+        int any_form = !strcmp(p->form, "*");
+        if (!any_model && !inv_model_matches(p->model, gpu_model)) continue;
+        if (!any_vendor && strcmp(p->vendor, vendor)) continue;
+        if (!any_form && !form_is(form, p->form)) continue;
+        /* model, then vendor, then form: each level outweighs all below it */
+        int score = (any_model ? 0 : 4) + (any_vendor ? 0 : 2) + (any_form ? 0 : 1);
+        size_t len = any_model ? 0 : strlen(p->model);
+        if (score > best_score || (score == best_score && len > best_len)) {
+            best = p->price;
+            best_score = score;
+            best_len = len;
+        }
     }
-    return any;
+    return best;
 }
 
 int meter_token_prices(const meter_rate_card *c, const char *model, double *in, double *out) {
@@ -206,7 +240,8 @@ int meter_group_parse(const char *s, unsigned *out, gp_err *err) {
         const char *name;
         unsigned bit;
     } names[] = {{"tenant", METER_BY_TENANT}, {"project", METER_BY_PROJECT}, {"model", METER_BY_MODEL},
-                 {"accelerator", METER_BY_ACCEL}, {"key", METER_BY_KEY}, {"user", METER_BY_USER}};
+                 {"vendor", METER_BY_VENDOR}, {"accelerator", METER_BY_ACCEL}, {"key", METER_BY_KEY},
+                 {"user", METER_BY_USER}};
     *out = 0;
     if (!s || !*s) return GP_OK;
     const char *p = s;
@@ -220,7 +255,8 @@ int meter_group_parse(const char *s, unsigned *out, gp_err *err) {
             }
         if (!found)
             return gp_err_set(err, GP_EINVALID,
-                              "group_by takes tenant, project, model, accelerator, key, user; got '%.*s'",
+                              "group_by takes tenant, project, model, vendor, accelerator, key, user;"
+                              " got '%.*s'",
                               (int)(n > 40 ? 40 : n), p);
         p += n;
         if (*p == ',') p++;

@@ -14,7 +14,10 @@
  *
  * Rate cards are versioned: a version applies from its effective time
  * until the next version's.  A report prices each piece of usage with the
- * version in force when it happened and lists the versions it used.
+ * version in force when it happened and lists the versions it used.  A
+ * card-hour price may name a model, a vendor (nvidia, amd, intel), both or
+ * neither (the default); the most specific price that matches a card wins:
+ * model, then vendor, then the default (docs/metering.md).
  *
  * Pure helpers (meter.c) take structs and return decisions; the store side
  * (report.c) reads, aggregates and builds the answer.  Ownership: json_t**
@@ -31,15 +34,19 @@
 #include <stdint.h>
 
 #define METER_MAX_PRICES 128
+/* Bounds on prices: a card-hour (any currency, IDR and KRW included) and a million tokens. */
+#define METER_MAX_CARD_HOUR_PRICE 1e6
+#define METER_MAX_TOKEN_PRICE 1e6
 
 enum { METER_BUCKET_NONE, METER_BUCKET_HOUR, METER_BUCKET_DAY, METER_BUCKET_MONTH };
 
 /* ---- rate cards (meter.c: pure) ---- */
 
 typedef struct meter_card_price {
-    char model[64];  /* accelerator model as in resource classes ("A100-80GB") */
+    char model[64];  /* accelerator model as in resource classes ("A100-80GB"), "*" any */
+    char vendor[8];  /* "nvidia" | "amd" | "intel" | "*" any */
     char form[8];    /* "whole" | "mig" | "shared" | "*" */
-    double price;    /* per card-hour */
+    double price;    /* per card-hour, 0..METER_MAX_CARD_HOUR_PRICE */
 } meter_card_price;
 
 typedef struct meter_token_price {
@@ -56,21 +63,33 @@ typedef struct meter_rate_card {
     meter_token_price tok[METER_MAX_PRICES];
 } meter_rate_card;
 
+/* 1 when `v` is a vendor gpupool knows: "nvidia", "amd" or "intel" (exactly). */
+int meter_vendor_valid(const char *v);
+
 /*
- * Parse {"effective_from":RFC3339,"currency":"EUR","card_hour":[{"model","form","price"}],
- * "tokens":[{"model","input","output"}],"note"} (version and effective time
- * are filled by the caller when stored).  GP_EINVALID with the reason.
+ * Parse {"effective_from":RFC3339,"currency":"EUR","card_hour":[{"model"?,"vendor"?,
+ * "form"?,"price"}],"tokens":[{"model","input","output"}],"note"} (version and
+ * effective time are filled by the caller when stored).  A card_hour price
+ * without model (or "*") is any model's, without vendor (or "*") any vendor's;
+ * one with neither is the default.  Prices are numbers in 0..METER_MAX_*; an
+ * unknown vendor or form, or one (model, vendor, form) priced twice, is
+ * refused.  GP_EINVALID with the reason.
  */
 int meter_card_parse(json_t *spec, meter_rate_card *out, gp_err *err);
 json_t *meter_card_json(const meter_rate_card *c);
 
 /*
- * Price of a card-hour of `gpu_model` used as `form` ("whole", "mig:…",
- * "shared:…"), or -1 when the card names none.  A price for a class model
- * matches reported names the way resource classes do (inv_model_matches);
- * an exact form beats "*".
+ * Price of a card-hour of a `vendor` card ("" or NULL: nvidia, as before
+ * vendors were recorded) of `gpu_model` used as `form` ("whole", "mig:…",
+ * "shared:…"), or -1 when the card names none that matches.  A price for a
+ * class model matches reported names the way resource classes do
+ * (inv_model_matches).  Among the matching prices the most specific wins: one
+ * naming the model beats one naming only the vendor, which beats the default;
+ * at the same level one naming the vendor too, then an exact form (over "*"),
+ * then the longer model name, then the first listed.
  */
-double meter_card_hour_price(const meter_rate_card *c, const char *gpu_model, const char *form);
+double meter_card_hour_price(const meter_rate_card *c, const char *vendor, const char *gpu_model,
+                             const char *form);
 /* Input/output prices per million tokens of `model`; 0 and -1 if the card names none. */
 int meter_token_prices(const meter_rate_card *c, const char *model, double *in, double *out);
 
@@ -102,9 +121,9 @@ int meter_billing_get(store_tx *tx, const char *tenant_id, char mode[16], gp_err
 /* What to group usage by (bits). */
 enum {
     METER_BY_TENANT = 1, METER_BY_PROJECT = 2, METER_BY_MODEL = 4, METER_BY_ACCEL = 8,
-    METER_BY_KEY = 16, METER_BY_USER = 32
+    METER_BY_KEY = 16, METER_BY_USER = 32, METER_BY_VENDOR = 64
 };
-/* "tenant,project,…" -> bits; GP_EINVALID naming an unknown one. */
+/* "tenant,project,model,vendor,accelerator,key,user" -> bits; GP_EINVALID naming an unknown one. */
 int meter_group_parse(const char *s, unsigned *out, gp_err *err);
 
 typedef struct meter_query {
@@ -113,15 +132,20 @@ typedef struct meter_query {
     unsigned group_by;              /* METER_BY_* */
     const char *tenant_id;          /* only this tenant (NULL: all) */
     const char *project_id;         /* only this project (NULL: all of the tenant) */
+    const char *vendor;             /* only cards of this vendor (NULL: all; meter_vendor_valid) */
+    const char *accelerator;        /* only cards (and tokens served on them) matching this
+                                     * model the way classes match (NULL: all) */
     int idle;                       /* add idle capacity as its own line (platform view) */
 } meter_query;
 
 /*
- * The usage report: {from, to, bucket, group_by, currency, rate_cards:[versions used],
- * billing:{tenant: mode}, rows:[{bucket?, tenant?, project?, model?, accelerator?, form?,
- * key?, user?, card_hours, card_hour_cost, requests, prompt_tokens, completion_tokens,
- * token_cost, cost}], totals:{…}, capacity?:{card_hours, allocated, idle}}.  Rows come
- * sorted by bucket, then by their group values.
+ * The usage report: {from, to, bucket, group_by, filters?:{vendor?, accelerator?}, currency,
+ * rate_cards:[versions used], billing:{tenant: mode}, rows:[{bucket?, tenant?, project?,
+ * model?, vendor?, accelerator?, form?, key?, user?, card_hours, card_hour_cost, requests,
+ * prompt_tokens, completion_tokens, token_cost, cost}], totals:{…}, capacity?:{card_hours,
+ * allocated, idle}}.  Rows come sorted by bucket, then by their group values.  A row's
+ * vendor is its cards' (bindings.vendor); tokens take the vendor of the inventory's cards
+ * of the accelerator that served them ("" when none is known, e.g. an external URL).
  */
 int meter_report(store_tx *tx, const meter_query *q, json_t **out, gp_err *err);
 
@@ -140,7 +164,7 @@ int meter_serving_cost(store_tx *tx, const char *tenant_id, const char *model, i
 
 /*
  * Platform gauges in Prometheus text, appended to `out`: GPUs by health and
- * mode (`gpus`), and when `tenants` is set allocation by tenant and class,
+ * mode, and by vendor, model and health (`gpus`), and when `tenants` is set allocation by tenant and class,
  * queued jobs by reason, and this month's card-hours and tokens by tenant;
  * the per-GPU samples (telemetry.h: with their holders only when `tenants`),
  * and with `tenants` the scheduler's (sched_metrics.h) and gateway's

@@ -20,6 +20,7 @@
 #include "../core/jsonx.h"
 #include "../core/strbuf.h"
 #include "../gateway/gw_metrics.h"
+#include "../inventory/inventory.h"
 #include "../inventory/telemetry.h"
 #include "../sched/sched_metrics.h"
 
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define HOUR_US 3600000000LL
 
@@ -145,9 +147,15 @@ int meter_billing_get(store_tx *tx, const char *tenant_id, char mode[16], gp_err
 
 /* ---- the aggregation table ---- */
 
-enum { F_TENANT, F_PROJECT, F_MODEL, F_ACCEL, F_FORM, F_KEY, F_USER, F__N };
-static const char *const fnames[F__N] = {"tenant", "project", "model", "accelerator", "form",
-                                         "key", "user"};
+enum { F_TENANT, F_PROJECT, F_MODEL, F_VENDOR, F_ACCEL, F_FORM, F_KEY, F_USER, F__N };
+static const char *const fnames[F__N] = {"tenant", "project", "model", "vendor", "accelerator",
+                                         "form", "key", "user"};
+
+/* The inventory's card models and their vendors: the vendor of the tokens an accelerator served. */
+typedef struct accel_vendor {
+    char model[96];
+    char vendor[8];
+} accel_vendor;
 
 typedef struct row {
     char *key;              /* bucket + group values, the table's key */
@@ -166,6 +174,8 @@ typedef struct agg {
     int ncards;
     int *used_versions;     /* 1 per card that priced something */
     int unpriced;           /* usage no card priced */
+    accel_vendor *av;       /* loaded when the report groups or filters by vendor */
+    int nav;
 } agg;
 
 static unsigned long hash_str(const char *s) {
@@ -225,6 +235,50 @@ static void agg_free(agg *a) {
     }
     free(a->slots);
     free(a->used_versions);
+    free(a->av);
+}
+
+/* Fill a->av from the inventory (one row per model and vendor). */
+static int load_accel_vendors(store_tx *tx, agg *a, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT DISTINCT model, vendor FROM gpus ORDER BY model, vendor", "");
+    if (rc) return rc;
+    int cap = 0;
+    while ((rc = store_step(s, err)) > 0) {
+        if (a->nav == cap) {
+            cap = cap ? cap * 2 : 16;
+            accel_vendor *n = realloc(a->av, (size_t)cap * sizeof *n);
+            if (!n) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
+            }
+            a->av = n;
+        }
+        snprintf(a->av[a->nav].model, sizeof a->av[0].model, "%s", store_text(s, 0));
+        snprintf(a->av[a->nav].vendor, sizeof a->av[0].vendor, "%s", store_text(s, 1));
+        a->nav++;
+    }
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+/* The vendor of the cards of `accel` (a class-style model name an endpoint names), "" unknown. */
+static const char *tok_vendor(const agg *a, const char *accel) {
+    if (!accel || !*accel) return "";
+    for (int i = 0; i < a->nav; i++)
+        if (!strcasecmp(a->av[i].model, accel) || inv_model_matches(accel, a->av[i].model))
+            return a->av[i].vendor;
+    return "";
+}
+
+/* Does usage on a `vendor` card of `model` pass the report's vendor and accelerator filters? */
+static int passes(const meter_query *q, const char *vendor, const char *model) {
+    if (q->vendor && strcmp(q->vendor, vendor && *vendor ? vendor : "")) return 0;
+    if (q->accelerator && !(model && (!strcasecmp(q->accelerator, model) ||
+                                      inv_model_matches(q->accelerator, model))))
+        return 0;
+    return 1;
 }
 
 /* Index of the card in force at t, or -1. */
@@ -253,6 +307,7 @@ static void select_fields(unsigned by, const char *v[F__N]) {
     if (!(by & METER_BY_TENANT)) v[F_TENANT] = NULL;
     if (!(by & METER_BY_PROJECT)) v[F_PROJECT] = NULL;
     if (!(by & METER_BY_MODEL)) v[F_MODEL] = NULL;
+    if (!(by & METER_BY_VENDOR)) v[F_VENDOR] = NULL;
     if (!(by & METER_BY_ACCEL)) v[F_ACCEL] = v[F_FORM] = NULL;
     if (!(by & METER_BY_KEY)) v[F_KEY] = NULL;
     if (!(by & METER_BY_USER)) v[F_USER] = NULL;
@@ -267,8 +322,8 @@ static void form_kind(const char *form, char out[8]) {
 }
 
 /* Add [t0, t1) of a binding of `weight_milli`, cut at buckets and rate cards. OUT: *held. */
-static int add_held(agg *a, const char *v[F__N], const char *gpu_model, const char *form,
-                    int64_t weight_milli, int64_t t0, int64_t t1, double *held) {
+static int add_held(agg *a, const char *v[F__N], const char *vendor, const char *gpu_model,
+                    const char *form, int64_t weight_milli, int64_t t0, int64_t t1, double *held) {
     for (int64_t t = t0; t < t1;) {
         int64_t b = bucket_of(a, t);
         int64_t end = a->q->bucket == METER_BUCKET_NONE ? t1 : meter_bucket_next(b, a->q->bucket);
@@ -282,7 +337,8 @@ static int add_held(agg *a, const char *v[F__N], const char *gpu_model, const ch
             if (!r) return -1;
             r->card_hours += ch;
             int ci = card_at(a, t);
-            double price = ci >= 0 ? meter_card_hour_price(&a->cards[ci], gpu_model, form) : -1;
+            double price =
+                ci >= 0 ? meter_card_hour_price(&a->cards[ci], vendor, gpu_model, form) : -1;
             if (price >= 0) {
                 r->card_cost += ch * price;
                 a->used_versions[ci] = 1;
@@ -307,19 +363,21 @@ static int card_hours(store_tx *tx, agg *a, gp_err *err) {
         tx, &s, err,
         by_user
             ? "SELECT b.tenant, b.project, b.model, b.form, b.weight_milli, b.start_us,"
-              " COALESCE(b.end_us, ?), j.submitter FROM bindings b JOIN jobs j ON j.id = b.job_id"
+              " COALESCE(b.end_us, ?), j.submitter, b.vendor FROM bindings b"
+              " JOIN jobs j ON j.id = b.job_id"
               " WHERE b.end_us IS NULL AND b.start_us < ? AND (? IS NULL OR b.tenant_id = ?)"
               " AND (? IS NULL OR b.project_id = ?)"
               " UNION ALL "
               "SELECT b.tenant, b.project, b.model, b.form, b.weight_milli, b.start_us, b.end_us,"
-              " j.submitter FROM bindings b JOIN jobs j ON j.id = b.job_id"
+              " j.submitter, b.vendor FROM bindings b JOIN jobs j ON j.id = b.job_id"
               " WHERE b.end_us > ? AND b.start_us < ? AND (? IS NULL OR b.tenant_id = ?)"
               " AND (? IS NULL OR b.project_id = ?)"
-            : "SELECT tenant, project, model, form, weight_milli, start_us, COALESCE(end_us, ?), ''"
-              " FROM bindings WHERE end_us IS NULL AND start_us < ? AND (? IS NULL OR tenant_id = ?)"
+            : "SELECT tenant, project, model, form, weight_milli, start_us, COALESCE(end_us, ?), '',"
+              " vendor FROM bindings WHERE end_us IS NULL AND start_us < ? AND (? IS NULL OR tenant_id = ?)"
               " AND (? IS NULL OR project_id = ?)"
               " UNION ALL "
-              "SELECT tenant, project, model, form, weight_milli, start_us, end_us, '' FROM bindings"
+              "SELECT tenant, project, model, form, weight_milli, start_us, end_us, '', vendor"
+              " FROM bindings"
               " WHERE end_us > ? AND start_us < ? AND (? IS NULL OR tenant_id = ?)"
               " AND (? IS NULL OR project_id = ?)",
         "iissssiissss", q->now_us, to, q->tenant_id, q->tenant_id, q->project_id, q->project_id,
@@ -330,12 +388,15 @@ static int card_hours(store_tx *tx, agg *a, gp_err *err) {
         if (t0 < q->from_us) t0 = q->from_us;
         if (t1 > to) t1 = to;
         if (t1 <= t0) continue;
+        const char *vendor = *store_text(s, 8) ? store_text(s, 8) : "nvidia";
+        if (!passes(q, vendor, store_text(s, 2))) continue;
         char kind[8];
         form_kind(store_text(s, 3), kind);
-        const char *v[F__N] = {store_text(s, 0), store_text(s, 1), "", store_text(s, 2), kind, "",
-                               store_text(s, 7)};
+        const char *v[F__N] = {store_text(s, 0), store_text(s, 1), "", vendor, store_text(s, 2),
+                               kind, "", store_text(s, 7)};
         select_fields(q->group_by, v);
-        if (add_held(a, v, store_text(s, 2), store_text(s, 3), store_int(s, 4), t0, t1, NULL)) {
+        if (add_held(a, v, vendor, store_text(s, 2), store_text(s, 3), store_int(s, 4), t0, t1,
+                     NULL)) {
             rc = gp_err_set(err, GP_ENOMEM, NULL);
             break;
         }
@@ -390,7 +451,9 @@ static int tokens_raw(store_tx *tx, agg *a, int64_t t0, int64_t t1, gp_err *err)
                          q->project_id);
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
-        const char *v[F__N] = {store_text(s, 1), store_text(s, 2), store_text(s, 3),
+        const char *vendor = tok_vendor(a, store_text(s, 4));
+        if (!passes(q, vendor, store_text(s, 4))) continue;
+        const char *v[F__N] = {store_text(s, 1), store_text(s, 2), store_text(s, 3), vendor,
                                store_text(s, 4), "", store_text(s, 5), store_text(s, 6)};
         select_fields(q->group_by, v);
         if (add_tokens(a, store_int(s, 0), v, store_text(s, 3), 1, store_int(s, 7), store_int(s, 8))) {
@@ -440,7 +503,9 @@ static int tokens(store_tx *tx, agg *a, gp_err *err) {
     while ((rc = store_step(s, err)) > 0) {
         int64_t h = store_int(s, 0);
         if (hour_has_change(a, h)) continue; /* counted from the records above */
-        const char *v[F__N] = {store_text(s, 1), store_text(s, 2), store_text(s, 3),
+        const char *vendor = tok_vendor(a, store_text(s, 4));
+        if (!passes(q, vendor, store_text(s, 4))) continue;
+        const char *v[F__N] = {store_text(s, 1), store_text(s, 2), store_text(s, 3), vendor,
                                store_text(s, 4), "", store_text(s, 5), store_text(s, 6)};
         select_fields(q->group_by, v);
         if (add_tokens(a, h, v, store_text(s, 3), store_int(s, 7), store_int(s, 8), store_int(s, 9))) {
@@ -457,6 +522,7 @@ static int tokens(store_tx *tx, agg *a, gp_err *err) {
 typedef struct bucket_sum {
     int64_t bucket;
     char accel[64];
+    char vendor[8];
     double capacity, allocated;
 } bucket_sum;
 
@@ -465,9 +531,11 @@ typedef struct cap_table {
     int n, cap;
 } cap_table;
 
-static bucket_sum *cap_slot(cap_table *t, int64_t bucket, const char *accel) {
+static bucket_sum *cap_slot(cap_table *t, int64_t bucket, const char *accel, const char *vendor) {
     for (int i = 0; i < t->n; i++)
-        if (t->b[i].bucket == bucket && !strcmp(t->b[i].accel, accel)) return &t->b[i];
+        if (t->b[i].bucket == bucket && !strcmp(t->b[i].accel, accel) &&
+            !strcmp(t->b[i].vendor, vendor))
+            return &t->b[i];
     if (t->n == t->cap) {
         int nc = t->cap ? t->cap * 2 : 64;
         bucket_sum *nb = realloc(t->b, (size_t)nc * sizeof *nb);
@@ -479,17 +547,19 @@ static bucket_sum *cap_slot(cap_table *t, int64_t bucket, const char *accel) {
     memset(s, 0, sizeof *s);
     s->bucket = bucket;
     snprintf(s->accel, sizeof s->accel, "%s", accel);
+    snprintf(s->vendor, sizeof s->vendor, "%s", vendor);
     return s;
 }
 
 /* Add `hours_per_us` x the time of [t0, t1) to the table's capacity or allocation, per bucket. */
-static int cap_add(cap_table *t, const agg *a, const char *accel, int64_t t0, int64_t t1,
-                   double weight, int allocated) {
+static int cap_add(cap_table *t, const agg *a, const char *vendor, const char *accel, int64_t t0,
+                   int64_t t1, double weight, int allocated) {
     for (int64_t x = t0; x < t1;) {
         int64_t b = bucket_of(a, x);
         int64_t end = a->q->bucket == METER_BUCKET_NONE ? t1 : meter_bucket_next(b, a->q->bucket);
         if (end > t1) end = t1;
-        bucket_sum *s = cap_slot(t, b, (a->q->group_by & METER_BY_ACCEL) ? accel : "");
+        bucket_sum *s = cap_slot(t, b, (a->q->group_by & METER_BY_ACCEL) ? accel : "",
+                                 (a->q->group_by & METER_BY_VENDOR) ? vendor : "");
         if (!s) return -1;
         double h = weight * (double)(end - x) / (double)HOUR_US;
         if (allocated) s->allocated += h;
@@ -508,17 +578,19 @@ static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
     if (to > q->from_us) {
         /* each GPU from its node's registration, less the time it was failed */
         rc = store_query(tx, &s, err,
-                         "SELECT g.uuid, g.model, n.registered_at FROM gpus g"
+                         "SELECT g.uuid, g.model, n.registered_at, g.vendor FROM gpus g"
                          " JOIN nodes n ON n.id = g.node_id ORDER BY g.uuid",
                          "");
         if (rc) return rc;
         typedef struct gi {
-            char uuid[96], model[64];
+            char uuid[96], model[64], vendor[8];
             int64_t since;
         } gi;
         gi *gs = NULL;
         int ng = 0, cg = 0;
         while ((rc = store_step(s, err)) > 0) {
+            const char *vendor = *store_text(s, 3) ? store_text(s, 3) : "nvidia";
+            if (!passes(q, vendor, store_text(s, 1))) continue;
             if (ng == cg) {
                 cg = cg ? cg * 2 : 64;
                 gi *n2 = realloc(gs, (size_t)cg * sizeof *n2);
@@ -531,6 +603,7 @@ static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
             snprintf(gs[ng].uuid, sizeof gs[ng].uuid, "%s", store_text(s, 0));
             snprintf(gs[ng].model, sizeof gs[ng].model, "%s", store_text(s, 1));
             gs[ng].since = store_int(s, 2);
+            snprintf(gs[ng].vendor, sizeof gs[ng].vendor, "%s", vendor);
             ng++;
         }
         store_done(s);
@@ -547,13 +620,13 @@ static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
             while ((rc = store_step(s, err)) > 0) {
                 int64_t at = store_int(s, 0);
                 int now_failed = !strcmp(store_text(s, 2), "failed");
-                if (at > mark && !failed && cap_add(&t, a, gs[i].model, mark, at, 1.0, 0)) rc = -1;
+                if (at > mark && !failed && cap_add(&t, a, gs[i].vendor, gs[i].model, mark, at, 1.0, 0)) rc = -1;
                 if (at > mark) mark = at;
                 failed = now_failed;
             }
             store_done(s);
             if (rc < 0) break;
-            if (!failed && mark < to && cap_add(&t, a, gs[i].model, mark, to, 1.0, 0)) {
+            if (!failed && mark < to && cap_add(&t, a, gs[i].vendor, gs[i].model, mark, to, 1.0, 0)) {
                 rc = gp_err_set(err, GP_ENOMEM, NULL);
                 break;
             }
@@ -565,9 +638,9 @@ static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
         }
         /* what every binding held (whatever the report's filter) */
         rc = store_query(tx, &s, err,
-                         "SELECT model, weight_milli, start_us, COALESCE(end_us, ?) FROM bindings"
-                         " WHERE end_us IS NULL AND start_us < ?"
-                         " UNION ALL SELECT model, weight_milli, start_us, end_us FROM bindings"
+                         "SELECT model, weight_milli, start_us, COALESCE(end_us, ?), vendor"
+                         " FROM bindings WHERE end_us IS NULL AND start_us < ?"
+                         " UNION ALL SELECT model, weight_milli, start_us, end_us, vendor FROM bindings"
                          " WHERE end_us > ? AND start_us < ?",
                          "iiii", q->now_us, to, q->from_us, to);
         if (rc) {
@@ -577,8 +650,10 @@ static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
         while ((rc = store_step(s, err)) > 0) {
             int64_t t0 = store_int(s, 2) > q->from_us ? store_int(s, 2) : q->from_us;
             int64_t t1 = store_int(s, 3) < to ? store_int(s, 3) : to;
-            if (t1 > t0 &&
-                cap_add(&t, a, store_text(s, 0), t0, t1, (double)store_int(s, 1) / 1000.0, 1)) {
+            const char *vendor = *store_text(s, 4) ? store_text(s, 4) : "nvidia";
+            if (!passes(q, vendor, store_text(s, 0))) continue;
+            if (t1 > t0 && cap_add(&t, a, vendor, store_text(s, 0), t0, t1,
+                                   (double)store_int(s, 1) / 1000.0, 1)) {
                 rc = gp_err_set(err, GP_ENOMEM, NULL);
                 break;
             }
@@ -597,8 +672,8 @@ static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
         tc += b->capacity;
         ta += b->allocated;
         ti += idle;
-        const char *v[F__N] = {"(idle)", NULL, NULL, (q->group_by & METER_BY_ACCEL) ? b->accel : NULL,
-                               NULL, NULL, NULL};
+        const char *v[F__N] = {"(idle)", NULL, NULL, (q->group_by & METER_BY_VENDOR) ? b->vendor : NULL,
+                               (q->group_by & METER_BY_ACCEL) ? b->accel : NULL, NULL, NULL, NULL};
         row *r = agg_row(a, b->bucket, v);
         if (!r) {
             free(t.b);
@@ -633,6 +708,11 @@ int meter_report(store_tx *tx, const meter_query *q, json_t **out, gp_err *err) 
     a.used_versions = calloc((size_t)(a.ncards ? a.ncards : 1), sizeof *a.used_versions);
     json_t *report = json_object();
     if (!a.used_versions) rc = gp_err_set(err, GP_ENOMEM, NULL);
+    if (!rc && q->vendor && !meter_vendor_valid(q->vendor))
+        rc = gp_err_set(err, GP_EINVALID, "vendor must be nvidia, amd or intel");
+    if (!rc && q->accelerator && (!*q->accelerator || strlen(q->accelerator) > 63))
+        rc = gp_err_set(err, GP_EINVALID, "accelerator must be 1..63 characters");
+    if (!rc && ((q->group_by & METER_BY_VENDOR) || q->vendor)) rc = load_accel_vendors(tx, &a, err);
     if (!rc) rc = card_hours(tx, &a, err);
     if (!rc) rc = tokens(tx, &a, err);
     if (!rc && q->idle) rc = capacity(tx, &a, report, err);
@@ -701,13 +781,20 @@ int meter_report(store_tx *tx, const meter_query *q, json_t **out, gp_err *err) 
         unsigned bit;
         const char *name;
     } gb[] = {{METER_BY_TENANT, "tenant"}, {METER_BY_PROJECT, "project"}, {METER_BY_MODEL, "model"},
-              {METER_BY_ACCEL, "accelerator"}, {METER_BY_KEY, "key"}, {METER_BY_USER, "user"}};
+              {METER_BY_VENDOR, "vendor"}, {METER_BY_ACCEL, "accelerator"}, {METER_BY_KEY, "key"},
+              {METER_BY_USER, "user"}};
     for (size_t i = 0; i < sizeof gb / sizeof gb[0]; i++)
         if (q->group_by & gb[i].bit) json_array_append_new(by, json_string(gb[i].name));
     json_object_set_new(report, "from", jx_time(q->from_us));
     json_object_set_new(report, "to", jx_time(q->to_us));
     json_object_set_new(report, "bucket", json_string(bnames[q->bucket]));
     json_object_set_new(report, "group_by", by);
+    if (q->vendor || q->accelerator) {
+        json_t *f = json_object();
+        if (q->vendor) json_object_set_new(f, "vendor", json_string(q->vendor));
+        if (q->accelerator) json_object_set_new(f, "accelerator", json_string(q->accelerator));
+        json_object_set_new(report, "filters", f);
+    }
     json_object_set_new(report, "currency", json_string(currency));
     json_object_set_new(report, "rate_cards", versions);
     json_object_set_new(report, "unpriced", json_boolean(a.unpriced));
@@ -744,12 +831,13 @@ static void csv_field(strbuf *sb, const char *s) {
 }
 
 char *meter_report_csv(json_t *report) {
-    static const char *const cols[] = {"bucket", "tenant", "project", "model", "accelerator", "form",
-                                       "key", "user", "card_hours", "card_hour_cost", "requests",
-                                       "prompt_tokens", "completion_tokens", "token_cost", "cost",
-                                       "billing", NULL};
+    static const char *const cols[] = {"bucket", "tenant", "project", "model", "vendor",
+                                       "accelerator", "form", "key", "user", "card_hours",
+                                       "card_hour_cost", "requests", "prompt_tokens",
+                                       "completion_tokens", "token_cost", "cost", "billing", NULL};
+    enum { FIRST_FIGURE = 9 }; /* card_hours: the columns from here on are always shown */
     json_t *rows = json_object_get(report, "rows"), *billing = json_object_get(report, "billing");
-    int show[16] = {0};
+    int show[24] = {0};
     int grouped_tenant = 0;
     json_t *by = json_object_get(report, "group_by");
     size_t i;
@@ -758,7 +846,7 @@ char *meter_report_csv(json_t *report) {
     for (int c = 0; cols[c]; c++) {
         if (!strcmp(cols[c], "bucket")) show[c] = strcmp(json_string_value(json_object_get(report, "bucket")), "none") != 0;
         else if (!strcmp(cols[c], "billing")) show[c] = grouped_tenant;
-        else if (c >= 8) show[c] = 1;
+        else if (c >= FIRST_FIGURE) show[c] = 1;
         else {
             const char *g = !strcmp(cols[c], "form") ? "accelerator" : cols[c];
             json_array_foreach(by, i, v) if (!strcmp(json_string_value(v), g)) show[c] = 1;
@@ -828,8 +916,8 @@ int meter_serving_cost(store_tx *tx, const char *tenant_id, const char *model, i
     json_array_foreach(jobs, i, j) {
         if (rc) break;
         rc = store_query(tx, &s, err,
-                         "SELECT model, form, weight_milli, start_us, COALESCE(end_us, ?) FROM bindings"
-                         " WHERE job_id = ? AND start_us < ? AND COALESCE(end_us, ?) > ?",
+                         "SELECT model, form, weight_milli, start_us, COALESCE(end_us, ?), vendor"
+                         " FROM bindings WHERE job_id = ? AND start_us < ? AND COALESCE(end_us, ?) > ?",
                          "isiii", now_us, json_string_value(j), to, now_us, from_us);
         if (rc) break;
         while ((rc = store_step(s, err)) > 0) {
@@ -841,7 +929,7 @@ int meter_serving_cost(store_tx *tx, const char *tenant_id, const char *model, i
                 if (end > t1) end = t1;
                 double ch = (double)store_int(s, 2) / 1000.0 * (double)(end - t) / (double)HOUR_US;
                 int ci = card_at(&a, t);
-                double price = ci >= 0 ? meter_card_hour_price(&a.cards[ci], store_text(s, 0), store_text(s, 1)) : -1;
+                double price = ci >= 0 ? meter_card_hour_price(&a.cards[ci], store_text(s, 5), store_text(s, 0), store_text(s, 1)) : -1;
                 card_hours += ch;
                 if (price >= 0) cost += ch * price;
                 t = end;
@@ -948,6 +1036,7 @@ static int gauge(store_tx *tx, strbuf *out, const char *name, const char *help,
 int meter_prometheus(store_tx *tx, int64_t now_us, int gpus, int tenants, strbuf *out,
                      gp_err *err) {
     static const char *const hm[] = {"health", "mode"};
+    static const char *const vmh[] = {"vendor", "model", "health"};
     static const char *const tc[] = {"tenant", "class"};
     static const char *const re[] = {"reason"};
     static const char *const te[] = {"tenant"};
@@ -956,6 +1045,10 @@ int meter_prometheus(store_tx *tx, int64_t now_us, int gpus, int tenants, strbuf
     if (gpus)
         rc = gauge(tx, out, "gpupool_gpus", "GPUs by health state and form", hm, 2,
                    "SELECT health, mode, COUNT(*) FROM gpus GROUP BY 1, 2 ORDER BY 1, 2", "", 0, 0, err);
+    if (!rc && gpus)
+        rc = gauge(tx, out, "gpupool_gpus_vendor", "GPUs by vendor, model and health state", vmh, 3,
+                   "SELECT vendor, model, health, COUNT(*) FROM gpus GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+                   "", 0, 0, err);
     if (!rc && tenants)
         rc = gauge(tx, out, "gpupool_allocated_gpus",
                    "GPU-equivalents held now (weighted by slice), by tenant and resource class", tc, 2,

@@ -14,10 +14,17 @@ void sch_unit_demand(int form, int gpus, const char *profile, int shared_mem_gib
                      int shared_pct, int card_mem_gib, int64_t *milli, int64_t *mem_gib) {
     int card = card_mem_gib > 0 ? card_mem_gib : SCH_DEFAULT_CARD_GIB;
     if (form == SCH_MIG) {
-        /* "3g.40gb": 3 of the card's 7 compute slices, 40 GiB */
+        /* "3g.40gb": 3 of the card's 7 compute slices, 40 GiB; an AMD compute partition
+         * "cpx.24gb": one of the card's 8 (dpx 2, tpx 3, qpx 4, spx 1), 24 GiB */
         int g = profile && profile[0] >= '0' && profile[0] <= '9' ? profile[0] - '0' : 0;
         const char *dot = profile ? strchr(profile, '.') : NULL;
-        *milli = g * 1000LL / 7;
+        static const char amd_modes[] = "sdtqc";
+        static const int amd_parts[] = {1, 2, 3, 4, 8};
+        const char *am = profile && profile[0] && !strncmp(profile + 1, "px.", 3)
+                             ? strchr(amd_modes, profile[0])
+                             : NULL;
+        if (am) *milli = 1000LL / amd_parts[am - amd_modes];
+        else *milli = g * 1000LL / 7;
         *mem_gib = dot ? atoi(dot + 1) : 0;
     } else if (form == SCH_SHARED) {
         /* the larger of its memory share and its compute share of the card */

@@ -4,6 +4,8 @@
  */
 #include "jobs_int.h"
 
+#include "compat.h"
+
 #include "../audit/audit.h"
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
@@ -41,9 +43,9 @@ static int image_valid(const char *ref) {
 int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err *err) {
     static const char *const fields[] = {"name", "class", "units", "priority_class", "command",
                                          "image", "preemptible", "recovery", "time_limit_s",
-                                         NULL};
+                                         "stack", NULL};
     json_t *b = js->spec;
-    const char *name, *cls, *pcn, *recovery, *image;
+    const char *name, *cls, *pcn, *recovery, *image, *stack;
     int64_t units = 1, tl = 0;
     int pre = 1, has_units, has_pre, has_tl;
     int rc;
@@ -54,8 +56,14 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
         (rc = jx_get_bool(b, "preemptible", 0, &pre, &has_pre, err)) ||
         (rc = jx_get_str(b, "recovery", 0, &recovery, err)) ||
         (rc = jx_get_str(b, "image", 0, &image, err)) ||
-        (rc = jx_get_int(b, "time_limit_s", 0, &tl, &has_tl, err)))
+        (rc = jx_get_int(b, "time_limit_s", 0, &tl, &has_tl, err)) ||
+        (rc = jx_get_str(b, "stack", 0, &stack, err)))
         return rc;
+    /* what the image needs: "" or "<runtime>>=<version>" (compat.h), kept canonical */
+    cp_req req;
+    char why[200], stack_c[CP_VER_MAX + 16];
+    if (cp_req_parse(stack, &req, why, sizeof why)) return gp_err_set(err, GP_EINVALID, "%s", why);
+    cp_req_format(&req, stack_c, sizeof stack_c);
     if (image && !image_valid(image))
         return gp_err_set(err, GP_EINVALID, "image must be an OCI image reference: 1-255 printable "
                                             "ASCII characters, no spaces, not starting with '-'");
@@ -106,12 +114,13 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
     rc = store_exec(tx, NULL, err,
                     "INSERT INTO jobs (id, tenant_id, project_id, name, class, units,"
                     " priority_class, priority, preemptible, may_preempt, recovery, command,"
-                    " time_limit_s, submitter, state, reason, created_at, queued_at, image)"
+                    " time_limit_s, submitter, state, reason, created_at, queued_at, image,"
+                    " stack)"
                     " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,'queued','waiting for the scheduler',"
-                    "?,?,?)",
-                    "sssssisiiissisiis", id, js->tenant_id, js->project_id, name, cls, units,
+                    "?,?,?,?)",
+                    "sssssisiiissisiiss", id, js->tenant_id, js->project_id, name, cls, units,
                     pc.name, (int64_t)pc.value, (int64_t)preemptible, (int64_t)pc.may_preempt,
-                    recovery, command, tl, js->submitter, now, now, image ? image : "");
+                    recovery, command, tl, js->submitter, now, now, image ? image : "", stack_c);
     free(command);
     prio_release(&pc);
     if (!rc) rc = jobs__event(tx, id, "submitted", "queued", err);
@@ -124,7 +133,7 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
     "j.id, t.name, p.name, j.name, j.class, j.units, j.priority_class, j.priority,"        \
     " j.preemptible, j.may_preempt, j.recovery, j.command, j.time_limit_s, j.submitter,"   \
     " j.state, j.reason, j.created_at, j.started_at, j.ended_at, j.preemptions,"           \
-    " j.project_id, j.exit_code, j.image"
+    " j.project_id, j.exit_code, j.image, j.stack"
 
 static json_t *job_json(store_stmt *s) {
     json_t *cmd = json_loads(store_text(s, 11), 0, NULL);
@@ -145,6 +154,8 @@ static json_t *job_json(store_stmt *s) {
     /* the OCI image it runs under the node's container runtime; null: a plain process */
     if (o) json_object_set_new(o, "image", store_text(s, 22)[0] ? json_string(store_text(s, 22))
                                                                : json_null());
+    /* the software stack the image needs ("rocm>=6.1"; "" when it said nothing) */
+    if (o) json_object_set_new(o, "stack", json_string(store_text(s, 23)));
     return o;
 }
 
@@ -255,7 +266,7 @@ int bind_list(store_tx *tx, const char *gpu, const char *job, const char *tenant
     int rc = store_query(tx, &s, err,
                          "SELECT b.id, b.job_id, b.unit, b.gpu_uuid, b.slice_uuid, b.node, b.model,"
                          " b.form, b.weight_milli, b.tenant, b.project, b.start_us,"
-                         " COALESCE(b.end_us, 0), COALESCE(b.end_reason, ''), j.name"
+                         " COALESCE(b.end_us, 0), COALESCE(b.end_reason, ''), j.name, b.vendor"
                          " FROM bindings b JOIN jobs j ON j.id = b.job_id"
                          " WHERE (? IS NULL OR b.gpu_uuid = ? OR b.slice_uuid = ?)"
                          " AND (? IS NULL OR b.job_id = ?) AND (? IS NULL OR b.tenant_id = ?)"
@@ -274,6 +285,7 @@ int bind_list(store_tx *tx, const char *gpu, const char *job, const char *tenant
                               "project", store_text(s, 10), "start", jx_time(store_int(s, 11)),
                               "end", jx_time(store_int(s, 12)));
         if (store_text(s, 4)[0]) json_object_set_new(o, "slice", json_string(store_text(s, 4)));
+        json_object_set_new(o, "vendor", json_string(store_text(s, 15)));
         if (store_text(s, 13)[0])
             json_object_set_new(o, "end_reason", json_string(store_text(s, 13)));
         json_array_append_new(arr, o);
@@ -445,8 +457,11 @@ int jobs_node_assignments(store_tx *tx, const char *node, json_t **out, gp_err *
     int rc = store_query(tx, &s, err,
                          "SELECT j.id, t.name, p.name, j.command, j.time_limit_s,"
                          " COALESCE(j.started_at, 0), c.cpus, c.memory_gib, b.gpu_uuid,"
-                         " b.slice_uuid, b.shared_mem_gib, b.shared_pct, j.units, b.id, j.image"
+                         " b.slice_uuid, b.shared_mem_gib, b.shared_pct, j.units, b.id, j.image,"
+                         " COALESCE(g.vendor, b.vendor), COALESCE(g.idx, -1),"
+                         " COALESCE((SELECT sl.idx FROM slices sl WHERE sl.uuid = b.slice_uuid), -1)"
                          " FROM bindings b JOIN jobs j ON j.id = b.job_id"
+                         " LEFT JOIN gpus g ON g.uuid = b.gpu_uuid"
                          " JOIN tenants t ON t.id = j.tenant_id JOIN projects p ON p.id = j.project_id"
                          " LEFT JOIN classes c ON c.name = j.class"
                          " WHERE b.node = ? AND b.end_us IS NULL AND j.state = 'running'"
@@ -468,10 +483,20 @@ int jobs_node_assignments(store_tx *tx, const char *node, json_t **out, gp_err *
                             (json_int_t)(store_int(s, 7) * store_int(s, 12)), "devices");
             if (store_text(s, 14)[0]) /* run it in a container of this image */
                 json_object_set_new(cur, "image", json_string(store_text(s, 14)));
+            /* the vendor of all its devices (one per job), and each device's card index */
+            json_object_set_new(cur, "vendor", json_string(store_text(s, 15)));
+            json_object_set_new(cur, "indexes", json_array());
             json_array_append_new(arr, cur);
         }
         const char *dev = store_text(s, 9)[0] ? store_text(s, 9) : store_text(s, 8);
         json_array_append_new(json_object_get(cur, "devices"), json_string(dev));
+        json_array_append_new(json_object_get(cur, "indexes"), json_integer(store_int(s, 16)));
+        if (store_text(s, 9)[0]) {
+            /* a slice: its index on the card too, parallel to devices */
+            json_t *si = json_object_get(cur, "slice_indexes");
+            if (!si) json_object_set_new(cur, "slice_indexes", si = json_array());
+            json_array_append_new(si, json_integer(store_int(s, 17)));
+        }
         if (store_int(s, 11) > 0 && !json_object_get(cur, "shared"))
             json_object_set_new(cur, "shared", json_pack("{s:I,s:I}", "memory_gib",
                                                          (json_int_t)store_int(s, 10), "percent",

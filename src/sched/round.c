@@ -9,6 +9,7 @@
 #include "../core/jsonx.h"
 #include "../core/strbuf.h"
 #include "../inventory/inventory.h"
+#include "compat.h"
 #include "sched_metrics.h"
 
 #include <stdio.h>
@@ -54,6 +55,12 @@ typedef struct snap {
     unsigned char *gpu_ok;   /* [class x gpu] */
     char (*gpu_driver)[32];
     char (*gpu_cc)[16];
+    cp_stack *gpu_stack;     /* each card's runtimes (compat.h) */
+    int nstored;             /* classes [0, nstored) are the stored ones, in name order; then the
+                                derived ones (sch_class.base) */
+    int ccap;                /* room for classes, stored and derived */
+    cp_rules *crules;        /* [class]: its compatibility rules */
+    char (*dstack)[CP_VER_MAX + 16]; /* [class]: a derived class's job stack ("" none) */
     unsigned char *ppool_ok; /* [project x pool] */
     sch_tenant *tenants;
     name64 *tnames;
@@ -222,6 +229,94 @@ static int load_card_hours(store_tx *tx, snap *n, gp_err *err) {
     return GP_OK;
 }
 
+/* The card g as the compatibility rules see it. */
+static cp_card card_of(const snap *n, int g) {
+    return (cp_card){n->gpus[g].vendor, n->gpu_driver[g], &n->gpu_stack[g]};
+}
+
+/*
+ * A class derived from class `from` (sch_class.base): the same spec, on the cards of `from`
+ * that also run the job stack `req` (NULL: any) and are of `vendor` (-1: any).  Its index, or
+ * -1 when out of room or memory.
+ */
+static int derive(snap *n, int from, const cp_req *req, int vendor) {
+    sch_snapshot *S = &n->s;
+    if (S->nclasses >= n->ccap) return -1;
+    unsigned char *gok = ar_alloc(n, (size_t)S->ngpus + 1, 1);
+    if (!gok) return -1;
+    int c = S->nclasses++;
+    const sch_class *f = &n->classes[from];
+    n->classes[c] = *f;
+    n->classes[c].base = f->base ? f->base : from + 1;
+    n->classes[c].alts = NULL;
+    n->classes[c].nalts = 0;
+    n->classes[c].alt_vendor = vendor >= 0 ? vendor + 1 : 0;
+    n->classes[c].why_none = NULL;
+    memcpy(n->cnames[c], n->cnames[from], sizeof n->cnames[c]);
+    memcpy(n->cforms[c], n->cforms[from], sizeof n->cforms[c]);
+    memcpy(n->cprof[c], n->cprof[from], sizeof n->cprof[c]);
+    n->crules[c] = n->crules[from];
+    n->classes[c].name = n->cnames[c];
+    n->classes[c].profile = n->cprof[c];
+    if (req) cp_req_format(req, n->dstack[c], sizeof n->dstack[c]);
+    else memcpy(n->dstack[c], n->dstack[from], sizeof n->dstack[c]);
+    for (int g = 0; g < S->ngpus; g++) {
+        cp_card cd = card_of(n, g);
+        gok[g] = (unsigned char)(f->gpu_ok[g] && (vendor < 0 || n->gpus[g].vendor == vendor) &&
+                                 (!req || cp_card_check(NULL, req, &cd) == CP_OK));
+    }
+    n->classes[c].gpu_ok = gok;
+    return c;
+}
+
+/*
+ * Class c is complete but for what depends on its cards: why none passes its rules (when
+ * cards of its models exist and all fail), and single-vendor variants when the cards that
+ * pass span vendors.  `req`: the job stack it was derived for (NULL: none).  0, or -1 when
+ * out of room or memory.
+ */
+static int finish_class(snap *n, int c, const cp_req *req) {
+    const sch_snapshot *S = &n->s;
+    unsigned vendors = 0;
+    int models = 0, pass = 0;
+    for (int g = 0; g < S->ngpus; g++) {
+        if (!n->classes[c].model_ok[n->gpus[g].model]) continue;
+        models++;
+        if (n->classes[c].gpu_ok[g]) {
+            pass++;
+            vendors |= 1u << n->gpus[g].vendor;
+        }
+    }
+    if (models && !pass) {
+        cp_card *cards = malloc(sizeof *cards * (size_t)models);
+        char *why = ar_alloc(n, 160, 1);
+        if (!cards || !why) {
+            free(cards);
+            return -1;
+        }
+        size_t k = 0;
+        for (int g = 0; g < S->ngpus; g++)
+            if (n->classes[c].model_ok[n->gpus[g].model]) cards[k++] = card_of(n, g);
+        /* (when the compatibility rules pass some card, the compute capability is why) */
+        if (cp_why_none(&n->crules[c], req, cards, k, why, 160)) n->classes[c].why_none = why;
+        free(cards);
+    }
+    if (vendors & (vendors - 1)) {
+        int *alts = ar_alloc(n, CP_NVENDORS, sizeof *alts), na = 0;
+        if (!alts) return -1;
+        for (int v = 0; v < CP_NVENDORS; v++)
+            if (vendors & (1u << v)) {
+                int a = derive(n, c, NULL, v);
+                if (a < 0) return -1;
+                alts[na++] = a;
+            }
+        /* (n->classes is fixed-size: derive never moves class c) */
+        n->classes[c].alts = alts;
+        n->classes[c].nalts = na;
+    }
+    return 0;
+}
+
 static int build(store_tx *tx, snap *n, gp_err *err) {
     store_stmt *s;
     int rc, nn, ng, np, nc, nt, npj, nj, nu;
@@ -246,14 +341,23 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         (rc = count(tx, "SELECT COALESCE(SUM(units), 0) FROM jobs WHERE state = 'running'", &nu,
                     err)))
         return rc;
+    int nds;
+    if ((rc = count(tx,
+                    "SELECT COUNT(*) FROM (SELECT DISTINCT class, stack FROM jobs WHERE stack <> ''"
+                    " AND state IN ('queued','admitted','running')) d",
+                    &nds, err)))
+        return rc;
+    /* stored classes, those derived for job stacks, and each one's single-vendor variants */
+    n->ccap = (nc + nds) * (1 + CP_NVENDORS);
     if (!ALLOC(n->nodes, nn) || !ALLOC(n->node_names, nn) || !ALLOC(n->gpus, ng) ||
         !ALLOC(n->gpu_uuids, ng) || !(n->slice_uuids = ar_alloc(n, (size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_uuids)) ||
         !(n->slice_prof = ar_alloc(n, (size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_prof)) ||
         !ALLOC(n->gpu_ids, ng) ||
         !ALLOC(n->models, ng) || !ALLOC(n->gpu_order, ng) || !ALLOC(n->pools, np) ||
-        !ALLOC(n->gpu_driver, ng) || !ALLOC(n->gpu_cc, ng) ||
-        !ALLOC(n->classes, nc) || !ALLOC(n->cnames, nc) || !ALLOC(n->cprof, nc) ||
-        !ALLOC(n->cforms, nc) || !ALLOC(n->tenants, nt) || !ALLOC(n->tnames, nt) ||
+        !ALLOC(n->gpu_driver, ng) || !ALLOC(n->gpu_cc, ng) || !ALLOC(n->gpu_stack, ng) ||
+        !ALLOC(n->classes, n->ccap) || !ALLOC(n->cnames, n->ccap) || !ALLOC(n->cprof, n->ccap) ||
+        !ALLOC(n->cforms, n->ccap) || !ALLOC(n->crules, n->ccap) || !ALLOC(n->dstack, n->ccap) ||
+        !ALLOC(n->tenants, nt) || !ALLOC(n->tnames, nt) ||
         !ALLOC(n->tids, nt) || !ALLOC(n->projects, npj) || !ALLOC(n->pnames, npj) ||
         !ALLOC(n->pids, npj) || !ALLOC(n->jobs, nj) || !ALLOC(n->jids, nj) ||
         !ALLOC(n->jrecovery, nj) || !ALLOC(n->jreason, nj) || !ALLOC(n->places, nu))
@@ -290,13 +394,16 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     for (int i = 0; i < S->nnodes; i++) usable[i] = n->nodes[i].gpu0;
     if ((rc = store_query(tx, &s, err,
                           "SELECT n.name, g.uuid, g.model, g.memory_mib, g.mode, g.health,"
-                          " g.admin_state, g.numa, g.topology, g.id, n.driver_version,"
-                          " g.compute_cap FROM gpus g"
+                          " g.admin_state, g.numa, g.topology, g.id, g.driver_version,"
+                          " g.compute_cap, g.vendor, g.stack FROM gpus g"
                           " JOIN nodes n ON n.id = g.node_id ORDER BY n.name, g.idx",
                           ""))) {
         return rc;
     }
     int cur = -1;
+    char last_stack[128] = "";
+    cp_stack last_parsed;
+    memset(&last_parsed, 0, sizeof last_parsed);
     while ((rc = store_step(s, err)) > 0 && S->ngpus < ng) {
         int node = find_str(n->node_names, sizeof *n->node_names, S->nnodes, store_text(s, 0));
         if (node < 0) continue;
@@ -311,6 +418,21 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         snprintf(n->gpu_uuids[g], 96, "%s", store_text(s, 1));
         snprintf(n->gpu_driver[g], 32, "%s", store_text(s, 10));
         snprintf(n->gpu_cc[g], 16, "%s", store_text(s, 11));
+        int vendor = cp_vendor_parse(store_text(s, 12));
+        gp->vendor = vendor < 0 ? CP_NVIDIA : vendor;
+        /* the card's runtimes: cards in a row mostly share them, parsed once */
+        const char *stk = store_text(s, 13);
+        if (strcmp(stk, last_stack) != 0) {
+            char why[160];
+            json_t *sj = json_loads(stk, 0, NULL);
+            if (cp_stack_parse(sj, &last_parsed, why, sizeof why))
+                memset(&last_parsed, 0, sizeof last_parsed);
+            json_decref(sj);
+            /* (a text too long to keep is never taken for the next card's) */
+            snprintf(last_stack, sizeof last_stack, "%s",
+                     strlen(stk) < sizeof last_stack ? stk : "\x01");
+        }
+        n->gpu_stack[g] = last_parsed;
         gp->node = node;
         gp->model = model_index(n, store_text(s, 2));
         gp->mem_gib = (int)(store_int(s, 3) / 1024);
@@ -385,8 +507,8 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         if (n->gpus[g].mem_gib > mgib[n->gpus[g].model]) mgib[n->gpus[g].model] = n->gpus[g].mem_gib;
     if ((rc = store_query(tx, &s, err,
                           "SELECT name, form, gpus, cpus, memory_gib, gpu_models, topology,"
-                          " COALESCE(pool, ''), min_driver, min_compute_cap FROM classes"
-                          " ORDER BY name",
+                          " COALESCE(pool, ''), min_driver, min_compute_cap, vendors,"
+                          " min_drivers, stack FROM classes ORDER BY name",
                           "")))
         return rc;
     while ((rc = store_step(s, err)) > 0 && S->nclasses < nc) {
@@ -422,14 +544,51 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         int ref_mem = sch_class_card_gib(models, mnames, mgib, S->nmodels);
         json_decref(models);
         cl->model_ok = ok;
-        /* driver and compute capability minimums, card by card */
+        /* the compatibility rules (compat.h: vendors, driver minimum per vendor, stack) and
+         * NVIDIA's compute capability minimum, card by card, once per round */
+        {
+            char why[160];
+            json_t *vj = json_loads(store_text(s, 10), 0, NULL),
+                   *mj = json_loads(store_text(s, 11), 0, NULL),
+                   *sj = json_loads(store_text(s, 12), 0, NULL);
+            if (cp_rules_parse(vj, mj, sj, &n->crules[c], why, sizeof why))
+                memset(&n->crules[c], 0, sizeof n->crules[c]);
+            json_decref(vj);
+            json_decref(mj);
+            json_decref(sj);
+        }
         unsigned char *gok = &n->gpu_ok[(size_t)c * (size_t)(S->ngpus + 1)];
-        for (int g = 0; g < S->ngpus; g++)
-            gok[g] = (unsigned char)(inv_version_at_least(n->gpu_driver[g], store_text(s, 8)) &&
-                                     inv_version_at_least(n->gpu_cc[g], store_text(s, 9)));
+        for (int g = 0; g < S->ngpus; g++) {
+            cp_card cd = card_of(n, g);
+            gok[g] = (unsigned char)(cp_card_check(&n->crules[c], NULL, &cd) == CP_OK &&
+                                     (n->gpus[g].vendor != CP_NVIDIA ||
+                                      inv_version_at_least(n->gpu_cc[g], store_text(s, 9))));
+        }
         cl->gpu_ok = gok;
         sch_unit_demand(cl->form, cl->gpus, f.profile, f.memory_gib, f.percent, ref_mem,
                         &cl->gpu_milli, &cl->gpu_mem_gib);
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    n->nstored = S->nclasses;
+    for (int c = 0; c < n->nstored; c++)
+        if (finish_class(n, c, NULL)) return gp_err_set(err, GP_ENOMEM, NULL);
+    /* a class per (stored class, job stack) the live jobs name */
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT DISTINCT class, stack FROM jobs WHERE stack <> ''"
+                          " AND state IN ('queued','admitted','running') ORDER BY class, stack",
+                          "")))
+        return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        int from = find_str(n->cnames, sizeof *n->cnames, n->nstored, store_text(s, 0));
+        cp_req req;
+        char why[160];
+        if (from < 0 || cp_req_parse(store_text(s, 1), &req, why, sizeof why)) continue;
+        int c = derive(n, from, &req, -1);
+        if (c < 0 || finish_class(n, c, &req)) {
+            store_done(s);
+            return gp_err_set(err, GP_ENOMEM, NULL);
+        }
     }
     store_done(s);
     if (rc < 0) return rc;
@@ -506,16 +665,31 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     if ((rc = store_query(tx, &s, err,
                           "SELECT id, project_id, class, units, priority, preemptible, may_preempt,"
                           " queued_at, COALESCE(started_at, 0), state, recovery, preempt_credit,"
-                          " COALESCE(reason, '')"
+                          " COALESCE(reason, ''), stack"
                           " FROM jobs"
                           " WHERE state IN ('queued','admitted','running') ORDER BY id",
                           "")))
         return rc;
     int used_units = 0;
     while ((rc = store_step(s, err)) > 0 && S->njobs < nj) {
-        int cls = find_str(n->cnames, sizeof *n->cnames, S->nclasses, store_text(s, 2));
+        int cls = find_str(n->cnames, sizeof *n->cnames, n->nstored, store_text(s, 2));
         int prj = find_str(n->pids, sizeof *n->pids, S->nprojects, store_text(s, 1));
         if (cls < 0 || prj < 0) continue; /* its class was deleted: it cannot be scheduled */
+        /* a job naming its image's stack: the class derived for that stack */
+        const char *jst = store_text(s, 13);
+        if (jst[0]) {
+            cp_req req;
+            char canon[CP_VER_MAX + 16], why[160];
+            if (cp_req_parse(jst, &req, why, sizeof why) == 0) {
+                cp_req_format(&req, canon, sizeof canon);
+                for (int c = n->nstored; c < S->nclasses; c++)
+                    /* (the first: its vendor variants, with the same stack, come after it) */
+                    if (n->classes[c].base == cls + 1 && !strcmp(n->dstack[c], canon)) {
+                        cls = c;
+                        break;
+                    }
+            }
+        }
         int i = S->njobs++;
         sch_job *j = &n->jobs[i];
         snprintf(n->jids[i], RND_ID_LEN, "%s", store_text(s, 0));
@@ -635,15 +809,16 @@ static int commit_place(store_tx *tx, const snap *n, const sch_decision *d, roun
             rc = store_exec(tx, NULL, err,
                             "INSERT INTO bindings (id, job_id, unit, gpu_uuid, slice_uuid, node,"
                             " model, form, shared_mem_gib, shared_pct, weight_milli, tenant_id,"
-                            " project_id, tenant, project, start_us)"
-                            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                            "ssisssssiiissssi", id, j->id, (int64_t)k, n->gpu_uuids[g], slice,
+                            " project_id, tenant, project, start_us, vendor)"
+                            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                            "ssisssssiiissssis", id, j->id, (int64_t)k, n->gpu_uuids[g], slice,
                             n->node_names[n->gpus[g].node], n->models[n->gpus[g].model],
                             n->cforms[j->cls],
                             (int64_t)(c->form == SCH_SHARED ? c->shared_mem_gib : 0),
                             (int64_t)(c->form == SCH_SHARED ? c->shared_pct : 0),
                             (int64_t)weight_of(n, c, u), n->tids[p->tenant], n->pids[j->project],
-                            n->tnames[p->tenant], p->name, n->now);
+                            n->tnames[p->tenant], p->name, n->now,
+                            cp_vendor_name(n->gpus[g].vendor));
         }
         const char *node = n->node_names[n->gpus[u->gpu[0]].node];
         touched(st, node);
@@ -872,7 +1047,9 @@ int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp
                     int64_t used = 0;
                     for (int i = 0; i < n.s.njobs; i++) {
                         const sch_job *x = &n.jobs[i];
-                        if (x->state == SCH_PENDING || x->cls != j->cls) continue;
+                        if (x->state == SCH_PENDING ||
+                            SCH_CLASS_BASE(n.classes, x->cls) != SCH_CLASS_BASE(n.classes, j->cls))
+                            continue;
                         if (level ? n.projects[x->project].tenant != p->tenant : x->project != j->project)
                             continue;
                         used += x->units;

@@ -117,8 +117,9 @@ static void charge(st *t, const sch_job *j, int sign) {
         t->puse[(size_t)p * QD__N + d] += v;
         t->tuse[(size_t)tn * QD__N + d] += v;
     }
-    t->pcls[(size_t)p * s->nclasses + j->cls] += j->units * sign;
-    t->tcls[(size_t)tn * s->nclasses + j->cls] += j->units * sign;
+    int bc = SCH_CLASS_BASE(s->classes, j->cls);
+    t->pcls[(size_t)p * s->nclasses + bc] += j->units * sign;
+    t->tcls[(size_t)tn * s->nclasses + bc] += j->units * sign;
 }
 
 static void take_unit(st *t, const sch_class *c, const sch_unit *u) {
@@ -475,6 +476,20 @@ static int place_job(st *t, const sch_job *j, sch_unit *units) {
     unsigned *fg = &t->failgen[(size_t)j->cls * s->nprojects + (size_t)j->project];
     (void)tenant;
     if (*fg == t->gen + 1) return -1; /* nothing was freed since a unit of this kind failed */
+    /* more than one card, of a class spanning vendors: all of them on one vendor */
+    if (c->nalts && (j->units > 1 || (c->form == SCH_WHOLE && c->gpus > 1))) {
+        int first_fails = 1;
+        for (int a = 0; a < c->nalts; a++) {
+            const sch_class *ac = &s->classes[c->alts[a]];
+            int k = 0;
+            while (k < j->units && place_unit(t, ac, j->project, &units[k]) == 0) k++;
+            if (k == j->units) return 0;
+            if (k > 0) first_fails = 0;
+            for (int m = 0; m < k; m++) release_unit(t, ac, &units[m]);
+        }
+        if (first_fails) *fg = t->gen + 1;
+        return -1;
+    }
     for (int k = 0; k < j->units; k++) {
         if (place_unit(t, c, j->project, &units[k]) != 0) {
             if (k == 0) *fg = t->gen + 1;
@@ -531,8 +546,9 @@ static int admissible(const st *t, const sch_job *j, char *why, size_t n) {
             }
         }
         int64_t lim = quota_class_limit(q, c->name);
-        int64_t cu = level ? t->tcls[(size_t)p->tenant * s->nclasses + j->cls]
-                           : t->pcls[(size_t)j->project * s->nclasses + j->cls];
+        int bc = SCH_CLASS_BASE(s->classes, j->cls);
+        int64_t cu = level ? t->tcls[(size_t)p->tenant * s->nclasses + bc]
+                           : t->pcls[(size_t)j->project * s->nclasses + bc];
         if (lim != QUOTA_NONE && cu + j->units > lim) {
             snprintf(why, n, "quota_exceeded: %s %s gpus(class %s) %lld/%lld in use (needs %d more)",
                      who, name, c->name, (long long)cu, (long long)lim, j->units);
@@ -692,6 +708,8 @@ static void no_place_reason(st *t, const sch_job *j, int blocker, char *why, siz
                                  "may not use",
                          c->name, s->tenants[tenant].name);
         }
+        else if (c->why_none)
+            snprintf(why, n, "no_matching_gpu: %s (class %s)", c->why_none, c->name);
         else
             snprintf(why, n, "no_matching_gpu: no allocatable (healthy) GPU satisfies class %s",
                      c->name);
@@ -702,6 +720,22 @@ static void no_place_reason(st *t, const sch_job *j, int blocker, char *why, siz
                          "class %s",
                  same ? "job " : "a job of another tenant", same ? s->jobs[blocker].id : "",
                  s->jobs[blocker].priority, c->name);
+    } else if (c->nalts && (j->units > 1 || (c->form == SCH_WHOLE && c->gpus > 1))) {
+        /* all on one vendor: what the vendor with the most free has */
+        static const char *const vn[] = {"nvidia", "amd", "intel"};
+        int64_t best = -1;
+        int bv = 0, m2;
+        for (int a = 0; a < c->nalts; a++) {
+            int64_t f = free_units(t, &s->classes[c->alts[a]], j->project, &m2);
+            if (f > best) {
+                best = f;
+                bv = s->classes[c->alts[a]].alt_vendor;
+            }
+        }
+        snprintf(why, n, "no_capacity: class %s needs %d units, %lld free now on one vendor"
+                         " (%s; %lld on all, never mixed)",
+                 c->name, j->units, (long long)(best < 0 ? 0 : best),
+                 bv >= 1 && bv <= 3 ? vn[bv - 1] : "none", (long long)fu);
     } else {
         snprintf(why, n, "no_capacity: class %s needs %d unit%s, %lld free now", c->name,
                  j->units, j->units == 1 ? "" : "s", (long long)fu);
@@ -1314,9 +1348,20 @@ int sch_check(const sch_snapshot *s, const sch_result *r, char *why, size_t n) {
         }
         if (!place) continue;
         const sch_class *c = &s->classes[j->cls];
+        int fresh = d && d->action == SCH_DO_PLACE, vendor = s->gpus[place[0].gpu[0]].vendor;
         for (int k = 0; k < j->units; k++) {
             const sch_unit *u = &place[k];
             int node = s->gpus[u->gpu[0]].node;
+            /* a new placement: only cards the class's rules accept, all of one vendor */
+            for (int m = 0; fresh && m < (c->form == SCH_WHOLE ? c->gpus : 1); m++) {
+                int g = u->gpu[m];
+                if ((c->gpu_ok && !c->gpu_ok[g]) || s->gpus[g].vendor != vendor) {
+                    snprintf(why, n, "job %s: placed on GPU %d that %s", j->id, g,
+                             s->gpus[g].vendor != vendor ? "mixes vendors"
+                                                         : "fails the class's rules");
+                    goto out;
+                }
+            }
             cpu[node] += c->cpus;
             mem[node] += c->mem_gib;
             if (c->form == SCH_WHOLE) {

@@ -45,7 +45,7 @@ enum { SCH_WHOLE = 0, SCH_MIG = 1, SCH_SHARED = 2 };
 enum { SCH_TOPO_ANY = 0, SCH_TOPO_NVLINK = 1, SCH_TOPO_NUMA = 2 };
 enum { SCH_PENDING = 0, SCH_ADMITTED = 1, SCH_RUNNING = 2 };
 
-#define SCH_MAX_SLICES 7
+#define SCH_MAX_SLICES 8 /* NVIDIA MIG: 7; AMD CPX: 8 compute partitions */
 #define SCH_MAX_GPUS_PER_UNIT 8
 
 typedef struct sch_slice {
@@ -63,6 +63,7 @@ typedef struct sch_gpu {
     int nvgroup;       /* GPUs with the same value on a node share NVLink; -1 none */
     int nslices;
     sch_slice slices[SCH_MAX_SLICES];
+    int vendor;        /* compat.h CP_* (0: NVIDIA) */
 } sch_gpu;
 
 typedef struct sch_node {
@@ -81,11 +82,29 @@ typedef struct sch_class {
     int pool;          /* -1: any pool */
     int topology;      /* SCH_TOPO_* */
     const unsigned char *model_ok; /* [nmodels]: 1 if the model satisfies it */
-    const unsigned char *gpu_ok;   /* [ngpus] or NULL: 0 where a card's driver / compute
-                                      capability is below the class's minimum */
+    const unsigned char *gpu_ok;   /* [ngpus] or NULL: 0 where a card fails the class's
+                                      compatibility rules (vendors, driver minimum per vendor,
+                                      stack, compute capability; and its derived job stack) -
+                                      precomputed per (class, card) by whoever builds the
+                                      snapshot, never re-checked per placement */
     int64_t gpu_milli; /* quota demand per unit */
     int64_t gpu_mem_gib;
+    /* Derived classes (docs/scheduling.md "Compatibility rules").  A job whose image names a
+     * stack, or a multi-card job of a class spanning vendors, is scheduled on a class derived
+     * from its stored class: the same spec with a narrower gpu_ok.  It counts against quota
+     * and reasons as the stored class. */
+    int base;          /* 1 + index of the stored class it derives from; 0: it is stored */
+    const int *alts;   /* [nalts] or NULL: single-vendor classes derived from this one; a job
+                          with more than one card is placed all on one of them, tried in order */
+    int nalts;
+    int alt_vendor;    /* a single-vendor variant: 1 + its compat.h CP_* vendor; else 0 */
+    const char *why_none; /* NULL, or why no card passes the rules ("no card offers rocm >= 6.3
+                             (newest: 6.2.0 on amd)"), for the job's reason */
 } sch_class;
+
+/* The stored class a class (index c of `classes`) counts as: itself, or the one it derives
+ * from. */
+#define SCH_CLASS_BASE(classes, c) ((classes)[c].base ? (classes)[c].base - 1 : (c))
 
 typedef struct sch_tenant {
     const char *name;
@@ -212,7 +231,9 @@ int sch_delta_exit(sch_delta *d, const sch_snapshot *s, const sch_job *gone, sch
  * of a class of `form` (SCH_WHOLE: `gpus` cards; SCH_MIG: MIG `profile` "3g.40gb"; SCH_SHARED:
  * `shared_mem_gib` GiB and `shared_pct` % of a card) on a card of `card_mem_gib` GiB counts
  *   whole   *milli = 1000 x gpus, *mem_gib = card_mem_gib x gpus
- *   MIG     *milli = 1000 x compute slices / 7 (3g: 428), *mem_gib = the profile's memory
+ *   MIG     *milli = 1000 x compute slices / 7 (3g: 428), *mem_gib = the profile's memory;
+ *           an AMD compute partition "cpx.24gb": 1000 / partitions (spx 1, dpx 2, tpx 3,
+ *           qpx 4, cpx 8: cpx 125), *mem_gib = its memory
  *   shared  *milli = max(1000 x shared_mem_gib / card_mem_gib, 10 x shared_pct),
  *           *mem_gib = shared_mem_gib
  * A binding counts on its own card; a unit not placed yet (admission, an admitted job in the

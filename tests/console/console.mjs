@@ -140,6 +140,10 @@ async function labelled(page, where) {
   check(ovJobs.includes(cfg.a.hold_job) && ovJobs.includes('running'), 'the overview lists the running job');
   check((await text(page, '#ov-stats')).includes('Card-hours this month'), 'the overview shows this month\'s usage');
   check(/Cost this month\s+0 CHF/.test(await text(page, '#ov-stats')), `the overview's cost carries the currency: ${await text(page, '#ov-stats')}`);
+  // what A holds now, by vendor and form
+  const accel = await text(page, '#ov-accel');
+  check(accel.includes('nvidia') && accel.includes('whole') && !accel.includes('amd'), `the overview shows holdings by vendor: ${accel}`);
+  check((await text(page, '#ov-vendors')).includes('nvidia'), 'the overview shows card-hours by vendor');
   check(await page.locator('#who').isVisible() && await page.locator('#sign-out').isVisible(), 'signed in, the header shows who and Sign out');
   await shot(page, '02-a-overview');
 
@@ -187,7 +191,10 @@ async function labelled(page, where) {
   const tokTitles = await page.locator('#chart-tok-model rect title').allTextContents();
   check(tokTitles.some((t) => t.includes(cfg.a.model)), `daily tokens show model ${cfg.a.model}: ${tokTitles.join('|')}`);
   check((await text(page, '#usage-totals')).includes('CHF'), 'the usage totals carry the currency');
-  check((await page.locator('table th', { hasText: 'Cost (CHF)' }).count()) === 1, 'the cost column names the currency');
+  check((await page.locator('table th', { hasText: 'Cost (CHF)' }).count()) === 2, 'the cost columns name the currency');
+  // card-hours by vendor, accelerator and form: A's cards are NVIDIA's
+  const vrows = await page.locator('#usage-vendors tbody tr').allTextContents();
+  check(vrows.length > 0 && vrows.every((r) => r.startsWith('nvidia')), `usage by vendor: ${vrows.join('|')}`);
   await shot(page, '04-a-usage');
 
   // keys: the secret is shown once
@@ -271,8 +278,23 @@ async function labelled(page, where) {
   check(labels.some((l) => l.includes(`${cfg.b.tenant}/${cfg.b.project}`)), 'a GPU held by B');
   check(labels.every((l) => /healthy|degraded|failed/.test(l) && /whole|mig|shared/.test(l)), 'each GPU shows health and form');
   check((await text(page, '#cluster-map')).includes(cfg.node), 'the map names the node');
+  // each card's vendor: in its spoken label, its cell and its node's heading
+  const vendors = await cells.evaluateAll((els) => els.map((e) => [e.closest('section').getAttribute('aria-label'),
+    e.dataset.vendor, e.querySelector('.vendor') ? e.querySelector('.vendor').textContent : '', e.getAttribute('aria-label')]));
+  for (const [node, want] of Object.entries(cfg.vendors)) {
+    const mine = vendors.filter(([sec]) => sec === 'Node ' + node);
+    check(mine.length > 0 && mine.every(([, v, shown, label]) => v === want && shown === 'vendor: ' + want &&
+      label.includes(' ' + want + ' ')), `every GPU of ${node} shows vendor ${want}: ${JSON.stringify(mine)}`);
+    const sec = page.locator(`#cluster-map section[aria-label="Node ${node}"]`);
+    check(await sec.getAttribute('data-vendors') === want && (await sec.locator('h3').textContent()).includes(want),
+      `the heading of ${node} names ${want}`);
+  }
+  const summary = await text(page, '#cluster-summary');
+  check(Object.values(cfg.vendors).every((v) => summary.includes(v)), `the summary counts GPUs per vendor: ${summary}`);
   await shot(page, '20-admin-cluster');
   await view(page, 'health');
+  const heads = await page.locator('#view-body th').allTextContents();
+  check(heads.includes('Vendor') && heads.includes('Model'), `the GPU table has vendor and model columns: ${heads.join('|')}`);
   await view(page, 'alarms');
   await view(page, 'workorders');
   await shot(page, '21-admin-workorders');

@@ -192,6 +192,10 @@ assert_json '.usage.requests >= 2' true
 assert_json '.usage.card_hours > 0' true
 assert_json '.alarms.open' 0
 assert_json '.omitted | length' 0
+# what A holds now by vendor and form, and the month's card-hours by vendor (all NVIDIA here)
+assert_json '[.accelerators[] | "\(.vendor):\(.form)"] | unique | join(",")' nvidia:whole
+assert_json '[.accelerators[].gpus] | add' 3
+assert_json '[.usage.by_vendor[].vendor] | join(",")' nvidia
 ATOKENS=$(jq -r .usage.tokens "$E2E_TMP/ov-amber.json")
 assert_file_lacks "$E2E_TMP/ov-amber.json" cobalt
 
@@ -277,11 +281,20 @@ assert_ne "$STATUS" 200 "no way out of the embedded files"
 echo '{"effective_from":"2020-01-01T00:00:00Z","currency":"CHF","note":"console test"}' >"$E2E_TMP/card.json"
 as "$ADMIN" ratecard create "$E2E_TMP/card.json"
 assert_rc 0
+# a second vendor joins as an agent does (the cluster map shows each card's vendor)
+gp -o json jointoken create --ttl 600
+assert_rc 0
+AMD_JT=$(jout .token)
+AUTH_HEADER='' api POST /api/v1/agent/register "{\"join_token\":\"$AMD_JT\",\"node\":{\"name\":\"sim-amd\",\"cpus\":8,\"memory_gib\":64,\"gpus\":[
+  {\"uuid\":\"GPU-console-amd-0\",\"index\":0,\"model\":\"AMD Instinct MI300X\",\"memory_mib\":196608,\"vendor\":\"amd\",\"driver_version\":\"6.8.5\",\"stack\":{\"rocm\":\"6.2.0\"}},
+  {\"uuid\":\"GPU-console-amd-1\",\"index\":1,\"model\":\"AMD Instinct MI300X\",\"memory_mib\":196608,\"vendor\":\"amd\",\"driver_version\":\"6.8.5\",\"stack\":{\"rocm\":\"6.2.0\"}}]}}"
+assert_status 201
 note "the console in Chromium (screenshots in $SHOTS)"
 jq -n --arg url "$URL" --arg shots "$SHOTS" --arg admin "$ADMIN" --arg tokens "$ATOKENS" \
     --arg ajob "$AJOB" --arg key "${AKEY:0:12}" '{
   url: $url, shots: $shots, chromium: "/usr/bin/chromium", admin_token: $admin,
-  node: "sim-console", gpus: 4, currency: "CHF",
+  node: "sim-console", gpus: 6, currency: "CHF",
+  vendors: {"sim-console": "nvidia", "sim-amd": "amd"},
   a: {user: "amber-alice", password: "Amber-Secret-9", tenant: "tenant-amber", project: "amber-train",
       hold_job: "amber-hold", model: "amber-llm", cpus: 777},
   b: {user: "cobalt-bob", password: "Cobalt-Secret-9", tenant: "tenant-cobalt", project: "cobalt-web"},

@@ -240,9 +240,9 @@ assert_eq "$(stat -c %a "$STATE/sim-0.token")" 600 "mode of the stored node cred
 note "nodes and GPUs"
 gp node list
 assert_rc 0
-assert_eq "$(head -n 1 "$OUT_FILE" | tr -s ' ')" "NAME STATE ADMIN_STATE POOL GPU_COUNT CPUS MEMORY_GIB LAST_HEARTBEAT" "node list header"
-assert_match "$(grep -E '^sim-0 ' "$OUT_FILE")" '^sim-0 +ready +none +default +7 +64 +512 +20' "node list row sim-0"
-assert_match "$(grep -E '^sim-1 ' "$OUT_FILE")" '^sim-1 +ready +none +default +7 +64 +512 +20' "node list row sim-1"
+assert_eq "$(head -n 1 "$OUT_FILE" | tr -s ' ')" "NAME STATE ADMIN_STATE POOL VENDORS GPU_COUNT CPUS MEMORY_GIB LAST_HEARTBEAT" "node list header"
+assert_match "$(grep -E '^sim-0 ' "$OUT_FILE")" '^sim-0 +ready +none +default +\["nvidia"\] +7 +64 +512 +20' "node list row sim-0"
+assert_match "$(grep -E '^sim-1 ' "$OUT_FILE")" '^sim-1 +ready +none +default +\["nvidia"\] +7 +64 +512 +20' "node list row sim-1"
 gp -o json node show sim-0
 assert_rc 0
 assert_json .name sim-0 "$OUT_FILE"
@@ -278,8 +278,8 @@ assert_json '.items | length' 14 "$OUT_FILE"
 assert_json '[.items[].uuid] | unique | length' 14 "$OUT_FILE"
 gp gpu list --node sim-1
 assert_rc 0
-assert_eq "$(head -n 1 "$OUT_FILE" | tr -s ' ')" "NODE INDEX UUID MODEL MEMORY_GIB MODE HEALTH ADMIN_STATE ALLOCATABLE" "gpu list header"
-assert_match "$(grep -F "${S1[6]}" "$OUT_FILE")" "^sim-1 +6 +${S1[6]} +L40S +48(\\.0)? +shared +healthy +none +true$" "gpu list row of the L40S"
+assert_eq "$(head -n 1 "$OUT_FILE" | tr -s ' ')" "NODE INDEX UUID VENDOR MODEL MEMORY_GIB MODE DRIVER_VERSION STACK HEALTH ADMIN_STATE ALLOCATABLE" "gpu list header"
+assert_match "$(grep -F "${S1[6]}" "$OUT_FILE")" "^sim-1 +6 +${S1[6]} +nvidia +L40S +48(\\.0)? +shared +[^ ]+ +[^ ]+ +healthy +none +true$" "gpu list row of the L40S"
 gp -o json gpu show "${S0[4]}"
 assert_rc 0
 assert_json .model H100-80GB "$OUT_FILE"
@@ -324,8 +324,8 @@ gp class create bad.mig2 --form mig:1g.10gb --gpus 2 --models H100-80GB --cpus 1
 assert_denied 400
 gp class list
 assert_rc 0
-assert_eq "$(head -n 1 "$OUT_FILE" | tr -s ' ')" "NAME FORM GPUS CPUS MEMORY_GIB GPU_MODELS CAPACITY_TOTAL CAPACITY_FREE" "class list header"
-assert_match "$(grep -E '^a100\.1x ' "$OUT_FILE")" '^a100\.1x +whole +1 +4 +16 +\["A100-80GB"\] +8 +8$' "class list row a100.1x"
+assert_eq "$(head -n 1 "$OUT_FILE" | tr -s ' ')" "NAME FORM GPUS CPUS MEMORY_GIB GPU_MODELS VENDORS MIN_DRIVERS STACK CAPACITY_TOTAL CAPACITY_FREE" "class list header"
+assert_match "$(grep -E '^a100\.1x ' "$OUT_FILE")" '^a100\.1x +whole +1 +4 +16 +\["A100-80GB"\] +\[\] +\{\} +\{\} +8 +8$' "class list row a100.1x"
 # 2 nodes x 2 H100 x one 3g.40gb / two 1g.10gb slices; L40S 48 GiB: 4 slices of 12 GiB / 25 %
 assert_eq "$(capacities)" "8/4/8/8" "capacity a100/mig3g/mig1g/l40s"
 assert_capacity l40s.shared 8/8

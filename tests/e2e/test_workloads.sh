@@ -392,6 +392,7 @@ logs_of "$ENV2" "$E2E_TMP/env2.log"
 assert_line "$E2E_TMP/env2.log" "GPUPOOL_JOB_ID=$ENV2"
 assert_line "$E2E_TMP/env2.log" "GPUPOOL_TENANT=red"
 assert_line "$E2E_TMP/env2.log" "GPUPOOL_PROJECT=train"
+assert_line "$E2E_TMP/env2.log" "GPUPOOL_VENDOR=nvidia"
 assert_line "$E2E_TMP/env2.log" "CUDA_VISIBLE_DEVICES=$ENV2_GPUS"
 assert_line "$E2E_TMP/env2.log" "NVIDIA_VISIBLE_DEVICES=$ENV2_GPUS"
 assert_line "$E2E_TMP/env2.log" "HOME=$MAIN_STATE/work/$ENV2"
@@ -403,7 +404,7 @@ for leak in xyz-agent-secret SECRET_MARKER GPUPOOL_TOKEN GPUPOOL_JOIN_TOKEN "$JT
     assert_file_lacks "$E2E_TMP/env2.log" "$leak" "env2's environment (agent's $leak)"
 done
 assert_eq "$(grep -cE '^[A-Za-z_][A-Za-z0-9_]*=' "$E2E_TMP/env2.log" | tr -d ' ')" \
-    "$(grep -cE '^(PATH|HOME|TMPDIR|GPUPOOL_JOB_ID|GPUPOOL_TENANT|GPUPOOL_PROJECT|CUDA_VISIBLE_DEVICES|NVIDIA_VISIBLE_DEVICES)=' "$E2E_TMP/env2.log" | tr -d ' ')" \
+    "$(grep -cE '^(PATH|HOME|TMPDIR|GPUPOOL_JOB_ID|GPUPOOL_TENANT|GPUPOOL_PROJECT|GPUPOOL_VENDOR|CUDA_VISIBLE_DEVICES|NVIDIA_VISIBLE_DEVICES)=' "$E2E_TMP/env2.log" | tr -d ' ')" \
     "variables in env2's environment beyond the documented ones"
 # the node keeps the output in the job's folder
 assert_file_contains "$MAIN_STATE/work/$ENV2/output.log" "GPUPOOL_JOB_ID=$ENV2"

@@ -9,7 +9,7 @@
  *   GPU 1  "NVIDIA H100 80GB HBM3"  GPU-fake-0001  80 GiB  cc 9.0  NUMA 1
  *          00000000:87:00.0, MIG enabled: MIG-fake-0001-0 (3g.40gb, 40 GiB)
  *          and MIG-fake-0001-1 (1g.10gb, 10 GiB)
- *   driver 550.54.15; topology level 10 (one PCIe switch) between the two;
+ *   driver 550.54.15 (CUDA 12.4 from nvmlSystemGetCudaDriverVersion_v2); topology level 10 (one PCIe switch) between the two;
  *   45 C with a 90 C slowdown threshold; ECC counters and remapped rows zero;
  *   utilisation 12 % / 3 % on GPU 0, "not supported" on the MIG-enabled GPU 1;
  *   memory in use 512 MiB + (k mod 8) GiB on the k-th nvmlDeviceGetMemoryInfo call of a
@@ -203,6 +203,14 @@ FAKE_EXPORT const char *nvmlErrorString(nvmlReturn_t rc) {
 FAKE_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned len) {
     if (g_init <= 0) return UNINITIALIZED;
     return put_str(version, len, "550.54.15");
+}
+
+/* CUDA 12.4, as the driver encodes it (1000 * major + 10 * minor). */
+FAKE_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *version) {
+    if (g_init <= 0) return UNINITIALIZED;
+    if (!version) return 2; /* invalid argument */
+    *version = 12040;
+    return 0;
 }
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned len) {

@@ -31,6 +31,15 @@ static void formula(void **state) {
     /* an unknown card counts as 80 GiB */
     sch_unit_demand(SCH_SHARED, 1, "", 24, 10, 0, &m, &g);
     assert_int_equal(m, 300);
+    /* AMD compute partitions: one of 8 (CPX), of 2 (DPX), of 4 (QPX) */
+    sch_unit_demand(SCH_MIG, 1, "cpx.24gb", 0, 0, 192, &m, &g);
+    assert_int_equal(m, 125);
+    assert_int_equal(g, 24);
+    sch_unit_demand(SCH_MIG, 1, "dpx.96gb", 0, 0, 192, &m, &g);
+    assert_int_equal(m, 500);
+    assert_int_equal(g, 96);
+    sch_unit_demand(SCH_MIG, 1, "qpx.48gb", 0, 0, 192, &m, &g);
+    assert_int_equal(m, 250);
     sch_unit_demand(SCH_MIG, 1, NULL, 0, 0, 80, &m, &g);
     assert_int_equal(m, 0);
     assert_int_equal(g, 0);

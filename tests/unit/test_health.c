@@ -296,6 +296,179 @@ static void interference_policy(void **state) {
     assert_int_equal(intf_action_parse(NULL), -1);
 }
 
+/* ---- per vendor: what each vendor's signals mean, and the policy's vendor sections ---- */
+
+static void vendors_verdicts(void **state) {
+    (void)state;
+    health_policy p;
+    gpu_signals s, f, prev;
+    char cause[200];
+    health_policy_default(&p);
+    memset(&s, 0, sizeof s);
+    /* an Xid field on an AMD or Gaudi card means nothing, nor do remaps and retired pages */
+    for (int v = HEALTH_V_AMD; v <= HEALTH_V_INTEL; v++) {
+        f = s;
+        f.vendor = v;
+        f.xids[f.nxids++] = 79;
+        f.xids[f.nxids++] = 9999;
+        f.remap_failure = 1;
+        f.remap_pending = 1;
+        f.retired_pages_pending = 3;
+        assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_HEALTHY);
+        assert_string_equal(cause, "");
+        /* lost and uncorrectable errors fail every vendor's card */
+        f = s;
+        f.vendor = v;
+        f.lost = 1;
+        assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_FAILED);
+        f = s;
+        f.vendor = v;
+        f.ecc_volatile_dbe = 1;
+        assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_FAILED);
+        assert_non_null(strstr(cause, "uncorrectable"));
+        assert_null(strstr(cause, "double-bit"));
+        /* a rise of the aggregate uncorrectable count too (AMD and Gaudi report totals) */
+        prev = s;
+        prev.vendor = v;
+        prev.ecc_aggregate_dbe = 4;
+        f = prev;
+        assert_int_equal(eval(&p, &f, &prev, HEALTH_HEALTHY, cause), HEALTH_HEALTHY);
+        f.ecc_aggregate_dbe = 5;
+        assert_int_equal(eval(&p, &f, &prev, HEALTH_HEALTHY, cause), HEALTH_FAILED);
+        assert_non_null(strstr(cause, "+1"));
+    }
+    /* NVIDIA: an aggregate double-bit count alone is history, as before */
+    prev = s;
+    prev.ecc_aggregate_dbe = 4;
+    f = prev;
+    f.ecc_aggregate_dbe = 5;
+    assert_int_equal(eval(&p, &f, &prev, HEALTH_HEALTHY, cause), HEALTH_HEALTHY);
+    /* AMD-only and Gaudi-only signals mean nothing on NVIDIA */
+    f = s;
+    f.bad_pages = 100000;
+    f.ecc_deferred = 9;
+    f.critical[f.ncritical++] = 7;
+    assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_HEALTHY);
+    /* AMD: deferred errors degrade; bad pages degrade at 64 and fail at 512 (defaults) */
+    f = s;
+    f.vendor = HEALTH_V_AMD;
+    f.ecc_deferred = 2;
+    assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_DEGRADED);
+    assert_non_null(strstr(cause, "deferred"));
+    f = s;
+    f.vendor = HEALTH_V_AMD;
+    f.bad_pages = 63;
+    assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_HEALTHY);
+    f.bad_pages = 64;
+    assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_DEGRADED);
+    assert_non_null(strstr(cause, "64 bad pages"));
+    f.bad_pages = 512;
+    assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_FAILED);
+    f.critical[f.ncritical++] = 7; /* Gaudi's signal on an AMD card: nothing more */
+    f.bad_pages = 0;
+    assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_HEALTHY);
+    /* Gaudi: a critical event fails the card */
+    f = s;
+    f.vendor = HEALTH_V_INTEL;
+    f.critical[f.ncritical++] = 1027;
+    assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_FAILED);
+    assert_non_null(strstr(cause, "critical event 1027"));
+    f.bad_pages = 1000;
+    f.critical[0] = 0;
+    f.ncritical = 0;
+    assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_HEALTHY);
+    /* the policy decides: critical events degrade only, deferred ignored, UE degraded */
+    p.vendor[HEALTH_V_INTEL].critical = HEALTH_ACT_DEGRADED;
+    p.vendor[HEALTH_V_AMD].deferred = HEALTH_ACT_IGNORED;
+    p.vendor[HEALTH_V_AMD].uncorrectable = HEALTH_ACT_DEGRADED;
+    p.vendor[HEALTH_V_AMD].bad_pages_fatal = 0;
+    f = s;
+    f.vendor = HEALTH_V_INTEL;
+    f.critical[f.ncritical++] = 5;
+    assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_DEGRADED);
+    f = s;
+    f.vendor = HEALTH_V_AMD;
+    f.ecc_deferred = 5;
+    assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_HEALTHY);
+    f.ecc_volatile_dbe = 1;
+    assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_DEGRADED);
+    f.ecc_volatile_dbe = 0;
+    f.bad_pages = 100000; /* fatal threshold off: degraded only */
+    assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_DEGRADED);
+    /* NVIDIA's double-bit errors ignored by policy; failed stays failed (sticky) */
+    p.vendor[HEALTH_V_NVIDIA].uncorrectable = HEALTH_ACT_IGNORED;
+    f = s;
+    f.ecc_volatile_dbe = 3;
+    assert_int_equal(eval(&p, &f, NULL, HEALTH_HEALTHY, cause), HEALTH_HEALTHY);
+    assert_int_equal(eval(&p, &f, NULL, HEALTH_FAILED, cause), HEALTH_FAILED);
+}
+
+static void vendors_policy(void **state) {
+    (void)state;
+    health_policy p;
+    gp_err err = GP_ERR_INIT;
+    json_t *j = json_loads("{\"vendors\":{\"amd\":{\"deferred_ecc\":\"fatal\","
+                           "\"bad_pages_degraded\":10,\"bad_pages_fatal\":20},"
+                           "\"intel\":{\"critical_events\":\"ignored\"},"
+                           "\"nvidia\":{\"uncorrectable_ecc\":\"degraded\"}}}",
+                           0, NULL);
+    assert_non_null(j);
+    assert_int_equal(health_policy_parse(j, &p, &err), GP_OK);
+    json_decref(j);
+    assert_int_equal(p.vendor[HEALTH_V_AMD].deferred, HEALTH_ACT_FATAL);
+    assert_int_equal(p.vendor[HEALTH_V_AMD].bad_pages_degraded, 10);
+    assert_int_equal(p.vendor[HEALTH_V_AMD].bad_pages_fatal, 20);
+    assert_int_equal(p.vendor[HEALTH_V_AMD].uncorrectable, HEALTH_ACT_FATAL); /* default kept */
+    assert_int_equal(p.vendor[HEALTH_V_INTEL].critical, HEALTH_ACT_IGNORED);
+    assert_int_equal(p.vendor[HEALTH_V_NVIDIA].uncorrectable, HEALTH_ACT_DEGRADED);
+    /* the JSON view round-trips */
+    json_t *v = health_policy_json(&p);
+    health_policy q;
+    assert_int_equal(health_policy_parse(v, &q, &err), GP_OK);
+    assert_memory_equal(q.vendor, p.vendor, sizeof p.vendor);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(v, "vendors"), "intel"), "critical_events")),
+                        "ignored");
+    json_decref(v);
+    /* refused: unknown vendors, signals a vendor does not have, bad actions and numbers */
+    static const char *const bad[] = {
+        "{\"vendors\":{\"xilinx\":{}}}",
+        "{\"vendors\":[]}",
+        "{\"vendors\":{\"amd\":\"fatal\"}}",
+        "{\"vendors\":{\"nvidia\":{\"critical_events\":\"fatal\"}}}",
+        "{\"vendors\":{\"intel\":{\"bad_pages_fatal\":3}}}",
+        "{\"vendors\":{\"amd\":{\"deferred_ecc\":\"panic\"}}}",
+        "{\"vendors\":{\"amd\":{\"bad_pages_fatal\":-1}}}",
+        "{\"vendors\":{\"amd\":{\"bad_pages_degraded\":30,\"bad_pages_fatal\":20}}}",
+        "{\"vendors\":{\"amd\":{\"xids\":[79]}}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        j = json_loads(bad[i], 0, NULL);
+        assert_non_null(j);
+        assert_int_equal(health_policy_parse(j, &p, &err), GP_EINVALID);
+        json_decref(j);
+    }
+    /* the signals of each vendor parse */
+    gpu_signals s;
+    j = json_loads("{\"ecc\":{\"deferred\":3,\"aggregate_uncorrected\":2},\"bad_pages\":7,"
+                   "\"critical_events\":[11,12]}",
+                   0, NULL);
+    assert_int_equal(health_signals_parse(j, &s, &err), GP_OK);
+    json_decref(j);
+    assert_int_equal(s.ecc_deferred, 3);
+    assert_int_equal(s.ecc_aggregate_dbe, 2);
+    assert_int_equal(s.bad_pages, 7);
+    assert_int_equal(s.ncritical, 2);
+    assert_int_equal(s.critical[1], 12);
+    assert_int_equal(s.vendor, HEALTH_V_NVIDIA);
+    j = json_loads("{\"critical_events\":[\"x\"]}", 0, NULL);
+    assert_int_equal(health_signals_parse(j, &s, &err), GP_EINVALID);
+    json_decref(j);
+    j = json_loads("{\"critical_events\":5}", 0, NULL);
+    assert_int_equal(health_signals_parse(j, &s, &err), GP_EINVALID);
+    json_decref(j);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(verdicts),
@@ -305,6 +478,8 @@ int main(void) {
         cmocka_unit_test(interference_memory),
         cmocka_unit_test(interference_contention),
         cmocka_unit_test(interference_policy),
+        cmocka_unit_test(vendors_verdicts),
+        cmocka_unit_test(vendors_policy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

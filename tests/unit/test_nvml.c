@@ -55,6 +55,14 @@ static void discover_identity(void **state) {
     nvml *h = open_discover(&g, &n, driver);
     assert_int_equal(n, 2);
     assert_string_equal(driver, "550.54.15");
+    /* the vendor layer's fields (accel.h) */
+    for (int i = 0; i < 2; i++) {
+        assert_string_equal(g[i].vendor, "nvidia");
+        assert_string_equal(g[i].driver_version, "550.54.15");
+        assert_string_equal(g[i].runtime, "cuda");
+        assert_string_equal(g[i].runtime_version, "12.4");
+        assert_int_equal(g[i].module_id, -1);
+    }
 
     assert_int_equal(g[0].index, 0);
     assert_string_equal(g[0].name, "NVIDIA A100-SXM4-80GB");
@@ -357,6 +365,8 @@ static void minimal_library(void **state) {
     assert_int_equal(n, 2);
     assert_string_equal(driver, "");
     assert_string_equal(g[0].uuid, "");
+    assert_string_equal(g[0].runtime, ""); /* no nvmlSystemGetCudaDriverVersion_v2 */
+    assert_string_equal(g[0].vendor, "nvidia");
     assert_string_equal(g[0].compute_cap, "");
     assert_int_equal(g[0].numa, -1);
     assert_int_equal(g[1].mig_capable, 0);

@@ -7,7 +7,13 @@
  * root, a real job that runs as its own uid and cannot read the node's
  * credential, the state folder or workloads.json (issue 18, finding 2);
  * the ports a workload listens on (ports.h, from a /proc tree made here)
- * and the server's bounded form of them (jobs_ports_text).
+ * and the server's bounded form of them (jobs_ports_text); the devices per
+ * vendor (issue 24): the variables runner_device_env gives NVIDIA, AMD (GPUs
+ * and compute partitions) and Intel Gaudi assignments, their CDI names in a
+ * container, the agent's own numbers for them (runner_localize: ROCm's
+ * order with partitions, Gaudi module ids), hostile assignments refused (unknown vendor, bad indexes,
+ * devices and indexes of different lengths), and real jobs: the variables
+ * reach the process, and a refused one starts nothing and exits 126 saying why.
  */
 #include "testutil.h"
 
@@ -337,6 +343,317 @@ static void ports_server_side(void **state) {
     json_decref(a);
 }
 
+/* The variables runner_device_env gives the assignment `js` (JSON), joined by '|'; NULL if refused
+ * (OUT why). */
+static char *device_env(const char *js, int container, char *why, size_t len) {
+    json_t *a = json_loads(js, 0, NULL);
+    assert_non_null(a);
+    char **env = (char **)1;
+    why[0] = '\0';
+    int rc = runner_device_env(a, container, &env, why, len);
+    json_decref(a);
+    if (rc != 0) {
+        assert_int_equal(rc, -1);
+        assert_null(env);
+        assert_true(why[0] != '\0');
+        return NULL;
+    }
+    assert_non_null(env);
+    char *s = joined(env);
+    runner_argv_free(env);
+    return s;
+}
+
+static void vendor_nvidia(void **state) {
+    (void)state;
+    char why[96], *s;
+    /* an assignment of an older server (no vendor) is NVIDIA's, as it always was */
+    s = device_env("{\"devices\":[\"GPU-a\",\"MIG-b\"]}", 0, why, sizeof why);
+    assert_string_equal(s, "GPUPOOL_VENDOR=nvidia|CUDA_VISIBLE_DEVICES=GPU-a,MIG-b"
+                           "|NVIDIA_VISIBLE_DEVICES=GPU-a,MIG-b");
+    free(s);
+    /* NVIDIA devices go by UUID: an index the server does not know (-1) does no harm */
+    s = device_env("{\"vendor\":\"nvidia\",\"devices\":[\"GPU-a\"],\"indexes\":[-1]}", 0, why,
+                   sizeof why);
+    assert_string_equal(s, "GPUPOOL_VENDOR=nvidia|CUDA_VISIBLE_DEVICES=GPU-a|NVIDIA_VISIBLE_DEVICES=GPU-a");
+    free(s);
+    s = device_env("{\"vendor\":\"nvidia\",\"devices\":[\"GPU-s\"],\"indexes\":[3],"
+                   "\"shared\":{\"percent\":25,\"memory_gib\":20}}",
+                   1, why, sizeof why);
+    assert_string_equal(s, "GPUPOOL_VENDOR=nvidia|CUDA_VISIBLE_DEVICES=GPU-s"
+                           "|NVIDIA_VISIBLE_DEVICES=GPU-s|CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"
+                           "|CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=GPU-s=20G");
+    free(s);
+}
+
+static void vendor_amd(void **state) {
+    (void)state;
+    char why[96], *s;
+    /* two whole cards: ROCr selects them by the node's numbers; HIP and ROCclr count from 0 in
+     * what ROCr exposes */
+    s = device_env("{\"vendor\":\"amd\",\"devices\":[\"GPU-x\",\"GPU-y\"],\"indexes\":[5,2]}", 0,
+                   why, sizeof why);
+    assert_string_equal(s, "GPUPOOL_VENDOR=amd|ROCR_VISIBLE_DEVICES=5,2|HIP_VISIBLE_DEVICES=0,1"
+                           "|GPU_DEVICE_ORDINAL=0,1");
+    assert_null(strstr(s, "CUDA_"));
+    assert_null(strstr(s, "NVIDIA_"));
+    free(s);
+    /* in a container it sees only the devices CDI gave it, numbered from 0 */
+    s = device_env("{\"vendor\":\"amd\",\"devices\":[\"GPU-x\",\"GPU-y\"],\"indexes\":[5,2]}", 1,
+                   why, sizeof why);
+    assert_string_equal(s, "GPUPOOL_VENDOR=amd|ROCR_VISIBLE_DEVICES=0,1|HIP_VISIBLE_DEVICES=0,1"
+                           "|GPU_DEVICE_ORDINAL=0,1");
+    free(s);
+    /* two CPX partitions of card 1 (each a device of its own, by its slice index), and a
+     * shared slice of card 4 named twice: distinct numbers, no MPS variable */
+    s = device_env("{\"vendor\":\"amd\",\"devices\":[\"PART-a\",\"PART-b\",\"GPU-s\",\"GPU-s\"],"
+                   "\"indexes\":[1,1,4,4],\"slice_indexes\":[9,10,null,null],"
+                   "\"shared\":{\"percent\":50,\"memory_gib\":96}}",
+                   0, why, sizeof why);
+    assert_string_equal(s, "GPUPOOL_VENDOR=amd|ROCR_VISIBLE_DEVICES=9,10,4"
+                           "|HIP_VISIBLE_DEVICES=0,1,2|GPU_DEVICE_ORDINAL=0,1,2");
+    assert_null(strstr(s, "CUDA_"));
+    free(s);
+}
+
+static void vendor_intel(void **state) {
+    (void)state;
+    char why[96], *s;
+    s = device_env("{\"vendor\":\"intel\",\"devices\":[\"GAUDI-a\",\"GAUDI-b\"],\"indexes\":[6,0],"
+                   "\"slice_indexes\":[null,null]}",
+                   0, why, sizeof why);
+    assert_string_equal(s, "GPUPOOL_VENDOR=intel|HABANA_VISIBLE_MODULES=6,0"
+                           "|HABANA_VISIBLE_DEVICES=6,0");
+    assert_null(strstr(s, "CUDA_"));
+    assert_null(strstr(s, "NVIDIA_"));
+    free(s);
+    s = device_env("{\"vendor\":\"intel\",\"devices\":[\"GAUDI-a\"],\"indexes\":[7]}", 1, why,
+                   sizeof why);
+    assert_string_equal(s, "GPUPOOL_VENDOR=intel|HABANA_VISIBLE_MODULES=7|HABANA_VISIBLE_DEVICES=7");
+    free(s);
+}
+
+static void vendor_cdi_names(void **state) {
+    (void)state;
+    char *const env[] = {"GPUPOOL_JOB_ID=j4", NULL};
+    json_t *a = json_loads("{\"job\":\"j4\",\"image\":\"rocm/pytorch\",\"vendor\":\"amd\","
+                           "\"devices\":[\"PART-a\",\"PART-b\",\"GPU-s\",\"GPU-s\"],"
+                           "\"indexes\":[1,1,4,4],\"slice_indexes\":[9,10,null,null]}",
+                           0, NULL);
+    char **v = runner_container_argv("podman", a, "/w", env);
+    assert_non_null(v);
+    char *s = joined(v);
+    assert_string_equal(s, "podman|run|--rm|--name|gpupool-j4|--device|amd.com/gpu=9"
+                           "|--device|amd.com/gpu=10|--device|amd.com/gpu=4"
+                           "|-e|GPUPOOL_JOB_ID=j4|--workdir|/work|-v|/w:/work|rocm/pytorch");
+    free(s);
+    runner_argv_free(v);
+    json_decref(a);
+    a = json_loads("{\"job\":\"j5\",\"image\":\"gaudi/pt\",\"vendor\":\"intel\","
+                   "\"devices\":[\"GAUDI-a\",\"GAUDI-b\"],\"indexes\":[3,6]}",
+                   0, NULL);
+    v = runner_container_argv("docker", a, "/w", NULL);
+    assert_non_null(v);
+    s = joined(v);
+    assert_string_equal(s, "docker|run|--rm|--name|gpupool-j5|--device|habana.ai/gaudi=3"
+                           "|--device|habana.ai/gaudi=6|--workdir|/work|-v|/w:/work|gaudi/pt");
+    assert_null(strstr(s, "nvidia.com"));
+    free(s);
+    runner_argv_free(v);
+    json_decref(a);
+}
+
+/* The node's own report (as the agent's discovery makes it): an NVIDIA card, an AMD card in
+ * SPX, an AMD card in CPX (two partitions shown; the second one's ROCm number reported), two
+ * Gaudi cards whose module ids and library indexes are not their node indexes. */
+static const char REPORT[] =
+    "{\"gpus\":["
+    "{\"uuid\":\"GPU-n\",\"index\":0,\"vendor\":\"nvidia\",\"slices\":[]},"
+    "{\"uuid\":\"GPU-m0\",\"index\":1,\"vendor\":\"amd\",\"vendor_index\":0,\"slices\":[]},"
+    "{\"uuid\":\"GPU-m1\",\"index\":2,\"vendor\":\"amd\",\"vendor_index\":1,\"slices\":["
+    "{\"uuid\":\"PART-0\",\"profile\":\"cpx.24gb\"},{\"uuid\":\"PART-1\",\"profile\":\"cpx.24gb\","
+    "\"device_index\":7}]},"
+    "{\"uuid\":\"GPU-m2\",\"index\":3,\"vendor\":\"amd\",\"slices\":[]},"
+    "{\"uuid\":\"GAUDI-0\",\"index\":4,\"vendor\":\"intel\",\"vendor_index\":0,\"module_id\":5},"
+    "{\"uuid\":\"GAUDI-1\",\"index\":5,\"vendor\":\"intel\",\"vendor_index\":1,\"module_id\":2}]}";
+
+/* Localize assignment `js` against REPORT; OUT: runner_device_env's variables, joined. */
+static char *localized(const char *js) {
+    json_t *rep = json_loads(REPORT, 0, NULL), *as = json_loads(js, 0, NULL);
+    assert_non_null(rep);
+    assert_non_null(as);
+    runner_localize(as, rep);
+    char why[96], **env = NULL, *s = NULL;
+    if (runner_device_env(json_array_get(as, 0), 0, &env, why, sizeof why) == 0) s = joined(env);
+    else fail_msg("refused: %s", why);
+    runner_argv_free(env);
+    json_decref(as);
+    json_decref(rep);
+    return s;
+}
+
+static void vendor_localize(void **state) {
+    (void)state;
+    char *s;
+    /* AMD: the whole cards by their ROCm order (the CPX card's partitions come between), a
+     * partition by the number discovery reported, else its card's first device plus its place */
+    s = localized("[{\"vendor\":\"amd\",\"devices\":[\"GPU-m0\",\"GPU-m2\"],\"indexes\":[1,3]}]");
+    assert_string_equal(s, "GPUPOOL_VENDOR=amd|ROCR_VISIBLE_DEVICES=0,3|HIP_VISIBLE_DEVICES=0,1"
+                           "|GPU_DEVICE_ORDINAL=0,1");
+    free(s);
+    s = localized("[{\"vendor\":\"amd\",\"devices\":[\"PART-0\",\"PART-1\"],\"indexes\":[2,2],"
+                  "\"slice_indexes\":[0,1]}]");
+    assert_string_equal(s, "GPUPOOL_VENDOR=amd|ROCR_VISIBLE_DEVICES=1,7|HIP_VISIBLE_DEVICES=0,1"
+                           "|GPU_DEVICE_ORDINAL=0,1");
+    free(s);
+    /* Gaudi: module ids for SynapseAI, the library's indexes for the container hook */
+    s = localized("[{\"vendor\":\"intel\",\"devices\":[\"GAUDI-1\",\"GAUDI-0\"],\"indexes\":[5,4]}]");
+    assert_string_equal(s, "GPUPOOL_VENDOR=intel|HABANA_VISIBLE_MODULES=2,5|HABANA_VISIBLE_DEVICES=1,0");
+    free(s);
+    /* a device the report lacks, or one of another vendor: the server's indexes stand */
+    s = localized("[{\"vendor\":\"intel\",\"devices\":[\"GAUDI-0\",\"GAUDI-9\"],\"indexes\":[4,9]}]");
+    assert_string_equal(s, "GPUPOOL_VENDOR=intel|HABANA_VISIBLE_MODULES=4,9|HABANA_VISIBLE_DEVICES=4,9");
+    free(s);
+    s = localized("[{\"vendor\":\"amd\",\"devices\":[\"GPU-n\"],\"indexes\":[0]}]");
+    assert_string_equal(s, "GPUPOOL_VENDOR=amd|ROCR_VISIBLE_DEVICES=0|HIP_VISIBLE_DEVICES=0"
+                           "|GPU_DEVICE_ORDINAL=0");
+    free(s);
+    /* NVIDIA assignments are left alone */
+    json_t *rep = json_loads(REPORT, 0, NULL);
+    json_t *as = json_loads("[{\"devices\":[\"GPU-n\"]},{\"vendor\":7}]", 0, NULL);
+    runner_localize(as, rep);
+    assert_null(json_object_get(json_array_get(as, 0), "numbers"));
+    assert_null(json_object_get(json_array_get(as, 1), "numbers"));
+    json_decref(as);
+    json_decref(rep);
+}
+
+/* Assignments the runner must not run, with a word of the reason each gives. */
+static const char *const HOSTILE[][2] = {
+    {"{\"vendor\":\"qualcomm\",\"devices\":[\"X-1\"],\"indexes\":[0]}", "unknown accelerator vendor \"qualcomm\""},
+    {"{\"vendor\":\"NVIDIA\",\"devices\":[\"GPU-a\"]}", "unknown accelerator vendor"},
+    {"{\"vendor\":\"amd; rm -rf /\",\"devices\":[\"GPU-a\"],\"indexes\":[0]}", "unknown accelerator vendor"},
+    {"{\"vendor\":7,\"devices\":[\"GPU-a\"],\"indexes\":[0]}", "unknown accelerator vendor"},
+    {"{\"vendor\":\"\",\"devices\":[\"GPU-a\"],\"indexes\":[0]}", "unknown accelerator vendor"},
+    {"{\"vendor\":\"amd\",\"devices\":[\"GPU-a\"],\"indexes\":[-1]}", "integer 0..1023"},
+    {"{\"vendor\":\"amd\",\"devices\":[\"GPU-a\"],\"indexes\":[1024]}", "integer 0..1023"},
+    {"{\"vendor\":\"amd\",\"devices\":[\"GPU-a\"],\"indexes\":[1.5]}", "integer 0..1023"},
+    {"{\"vendor\":\"amd\",\"devices\":[\"GPU-a\"],\"indexes\":[\"0\"]}", "integer 0..1023"},
+    {"{\"vendor\":\"intel\",\"devices\":[\"GPU-a\"],\"indexes\":[null]}", "integer 0..1023"},
+    {"{\"vendor\":\"amd\",\"devices\":[\"GPU-a\"],\"indexes\":[99999999999]}", "integer 0..1023"},
+    {"{\"vendor\":\"amd\",\"devices\":[\"GPU-a\"],\"indexes\":[0],\"slice_indexes\":[-3]}", "integer 0..1023"},
+    {"{\"vendor\":\"nvidia\",\"devices\":[\"GPU-a\"],\"indexes\":[true]}", "integer 0..1023"},
+    {"{\"vendor\":\"nvidia\",\"devices\":[\"GPU-a\"],\"indexes\":[-2]}", "integer 0..1023"},
+    {"{\"vendor\":\"amd\",\"devices\":[\"GPU-a\",\"GPU-b\"],\"indexes\":[0]}", "differ in length"},
+    {"{\"vendor\":\"intel\",\"devices\":[\"GPU-a\"],\"indexes\":[0,1]}", "differ in length"},
+    {"{\"vendor\":\"amd\",\"devices\":[\"GPU-a\"],\"indexes\":[0],\"slice_indexes\":[]}", "differ in length"},
+    {"{\"vendor\":\"nvidia\",\"devices\":[\"GPU-a\",\"GPU-b\"],\"indexes\":[0]}", "differ in length"},
+    {"{\"vendor\":\"amd\",\"devices\":[\"GPU-a\"]}", "without device indexes"},
+    {"{\"vendor\":\"amd\",\"devices\":[\"GPU-a\"],\"indexes\":{\"0\":1}}", "not a list"},
+    {"{\"vendor\":\"amd\",\"devices\":[],\"indexes\":[]}", "without devices"},
+    {"{\"vendor\":\"intel\",\"devices\":[\"GAUDI-a\"],\"indexes\":[0],\"slice_indexes\":[2]}", "Gaudi has none"},
+    {"{\"vendor\":\"amd\",\"devices\":\"GPU-a\",\"indexes\":[0]}", "not a list"},
+    {"{\"vendor\":\"amd\",\"devices\":[\"GPU-a,GPU-b\"],\"indexes\":[0]}", "not one"},
+    {"{\"devices\":[\"GPU-a\\nX=1\"]}", "not one"},
+    {"{\"devices\":[\"\"]}", "not one"},
+    {"{\"devices\":[3]}", "not one"},
+    {"{\"vendor\":\"amd\",\"devices\":[\"GPU-a\"],\"indexes\":[0],\"numbers\":[-1]}", "integer 0..1023"},
+    {"{\"vendor\":\"intel\",\"devices\":[\"GPU-a\"],\"indexes\":[0],\"modules\":[0,1]}", "differ in length"},
+    {"{\"vendor\":\"amd\",\"devices\":[\"GPU-a\"],\"indexes\":[0],\"numbers\":3}", "differ in length"},
+};
+
+static void vendor_hostile(void **state) {
+    (void)state;
+    char why[96];
+    for (size_t i = 0; i < sizeof HOSTILE / sizeof HOSTILE[0]; i++) {
+        char *s = device_env(HOSTILE[i][0], 0, why, sizeof why);
+        if (s) fail_msg("accepted %s: %s", HOSTILE[i][0], s);
+        if (!strstr(why, HOSTILE[i][1]))
+            fail_msg("%s: reason \"%s\" lacks \"%s\"", HOSTILE[i][0], why, HOSTILE[i][1]);
+        assert_true(strlen(why) < 64); /* it fits the report's reason */
+        /* no container either */
+        json_t *a = json_loads(HOSTILE[i][0], 0, NULL);
+        json_object_set_new(a, "job", json_string("j6"));
+        json_object_set_new(a, "image", json_string("alpine"));
+        assert_null(runner_container_argv("podman", a, "/w", NULL));
+        json_decref(a);
+    }
+    /* too many devices */
+    json_t *a = json_pack("{s:s,s:[],s:[]}", "vendor", "amd", "devices", "indexes");
+    for (int i = 0; i <= RUNNER_DEVICES_MAX; i++) {
+        json_array_append_new(json_object_get(a, "devices"), json_string("GPU-a"));
+        json_array_append_new(json_object_get(a, "indexes"), json_integer(0));
+    }
+    char **env = NULL;
+    assert_int_equal(runner_device_env(a, 0, &env, why, sizeof why), -1);
+    assert_null(env);
+    assert_non_null(strstr(why, "more than"));
+    json_decref(a);
+}
+
+/* Apply assignment `a` (stolen) as the only one of node n1; OUT: its report entry once exited. */
+static json_t *run_assignment(runner *r, json_t *a) {
+    json_t *as = json_array();
+    json_array_append_new(as, a);
+    runner_apply(r, "n1", as);
+    json_decref(as);
+    for (int i = 0; i < 1000; i++) {
+        runner_tick(r);
+        json_t *rep = runner_report(r, "n1");
+        json_t *w = json_array_get(rep, 0);
+        if (w && !strcmp(json_string_value(json_object_get(w, "state")), "exited")) {
+            json_incref(w);
+            json_decref(rep);
+            return w;
+        }
+        json_decref(rep);
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("the job did not exit within 10 s");
+    return NULL;
+}
+
+static void vendor_jobs(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp(), path[700];
+    runner *r = runner_new(dir, 1);
+    assert_non_null(r);
+    /* an AMD job sees its ROCm variables, and nothing of CUDA's */
+    json_t *w = run_assignment(
+        r, json_pack("{s:s,s:s,s:s,s:s,s:s,s:[s,s,s],s:[s,s],s:[i,i],s:[i,o]}", "job", "j7",
+                     "placement", "p1", "tenant", "red", "project", "train", "vendor", "amd",
+                     "command", "sh", "-c", "env | sort; echo end", "devices", "PART-a", "GPU-b",
+                     "indexes", 0, 3, "slice_indexes", 6, json_null()));
+    const char *log = json_string_value(json_object_get(w, "log"));
+    assert_int_equal(json_integer_value(json_object_get(w, "exit_code")), 0);
+    assert_non_null(strstr(log, "ROCR_VISIBLE_DEVICES=6,3\n"));
+    assert_non_null(strstr(log, "HIP_VISIBLE_DEVICES=0,1\n"));
+    assert_non_null(strstr(log, "GPU_DEVICE_ORDINAL=0,1\n"));
+    assert_non_null(strstr(log, "GPUPOOL_VENDOR=amd\n"));
+    assert_null(strstr(log, "CUDA_"));
+    assert_null(strstr(log, "NVIDIA_"));
+    assert_non_null(strstr(log, "end"));
+    json_decref(w);
+    runner_ack(r, "n1");
+    /* a hostile one starts nothing: it exits 126 at once with the reason, no output, no folder */
+    w = run_assignment(r, json_pack("{s:s,s:s,s:s,s:s,s:s,s:[s,s,s],s:[s],s:[i]}", "job", "j8",
+                                    "placement", "p2", "tenant", "red", "project", "train",
+                                    "vendor", "amd", "command", "sh", "-c", "touch ran",
+                                    "devices", "GPU-a", "indexes", -4));
+    assert_int_equal(json_integer_value(json_object_get(w, "exit_code")), 126);
+    assert_non_null(strstr(json_string_value(json_object_get(w, "reason")), "integer 0..1023"));
+    assert_string_equal(json_string_value(json_object_get(w, "log")), "");
+    assert_int_equal(runner_pid_of_job(r, "n1", "j8"), 0);
+    snprintf(path, sizeof path, "%s/work/j8", dir);
+    assert_int_not_equal(access(path, F_OK), 0);
+    json_decref(w);
+    runner_ack(r, "n1");
+    assert_int_equal(runner_unreported(r, "n1"), 0);
+    runner_free(r);
+    tu_rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(identity_specs),
@@ -345,6 +662,13 @@ int main(void) {
         cmocka_unit_test(image_default_command_no_limits),
         cmocka_unit_test(refused),
         cmocka_unit_test(set_runtime),
+        cmocka_unit_test(vendor_nvidia),
+        cmocka_unit_test(vendor_amd),
+        cmocka_unit_test(vendor_intel),
+        cmocka_unit_test(vendor_cdi_names),
+        cmocka_unit_test(vendor_localize),
+        cmocka_unit_test(vendor_hostile),
+        cmocka_unit_test(vendor_jobs),
         cmocka_unit_test(ports_parse),
         cmocka_unit_test(ports_list),
         cmocka_unit_test(ports_owners),

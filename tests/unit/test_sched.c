@@ -612,6 +612,102 @@ static void property_random_clusters(void **state) {
     }
 }
 
+/* Compatibility rules as the snapshot carries them (sched.h: gpu_ok, derived classes, alts,
+ * why_none): never a card the rules refuse, one vendor per job, the rule named when none. */
+static void vendor_rules(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    w_init(&w);
+    /* node 0: 2 NVIDIA cards; node 1: 2 AMD cards (vendor 1); both model 0 */
+    w_node(&w, 2, 0, SCH_WHOLE, 64, 512, 0);
+    w_node(&w, 2, 0, SCH_WHOLE, 64, 512, 0);
+    for (int g = 2; g < 4; g++) w.gpus[g].vendor = 1;
+    int c = w_class(&w, "any.1x", SCH_WHOLE, 1, 1, 1, 0);
+    /* derived for a job stack only AMD cards offer (class 1, base 0) */
+    int d = w_class(&w, "any.1x", SCH_WHOLE, 1, 1, 1, 0);
+    unsigned char amd_only[4] = {0, 0, 1, 1}, nv_only[4] = {1, 1, 0, 0};
+    w.classes[d].gpu_ok = amd_only;
+    w.classes[d].base = c + 1;
+    int a = w_job(&w, 0, d, 2, 100, 1);
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, a)->action, SCH_DO_PLACE);
+    for (int k = 0; k < 2; k++) assert_int_equal(w.gpus[dec(&r, a)->units[k].gpu[0]].vendor, 1);
+    sch_result_free(&r);
+    /* a third unit: the AMD cards are all there is, the job waits (it never takes NVIDIA) */
+    w.jobs[a].units = 3;
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, a)->action, SCH_DO_ADMIT);
+    assert_non_null(strstr(dec(&r, a)->reason, "no_capacity"));
+    sch_result_free(&r);
+    /* quota per class counts the derived class as its stored one: a running unit of the
+     * stored class on NVIDIA plus 2 of the derived one exceed a ceiling of 2 */
+    w.jobs[a].units = 2;
+    int run = w_job(&w, 0, c, 1, 100, 0);
+    w.jobs[run].state = SCH_RUNNING;
+    w.places[run][0].gpu[0] = 0;
+    w.places[run][0].slice = -1;
+    w.projects[0].quota.class_units[0] = 2;
+    snprintf(w.projects[0].quota.class_name[0], sizeof w.projects[0].quota.class_name[0], "%s",
+             "any.1x");
+    w.projects[0].quota.nclass = 1;
+    round_ok(&w, &r);
+    assert_int_not_equal(dec(&r, a)->action, SCH_DO_PLACE);
+    assert_non_null(strstr(dec(&r, a)->reason, "gpus(class any.1x) 1/2"));
+    sch_result_free(&r);
+    quota_unlimited(&w.projects[0].quota);
+    w.nj--; /* the running job goes */
+    /* no card passes: the precomputed reason names the rule */
+    unsigned char none[4] = {0, 0, 0, 0};
+    w.classes[d].gpu_ok = none;
+    w.classes[d].why_none = "no card offers rocm >= 9 (newest: 6.2.0 on amd)";
+    round_ok(&w, &r);
+    assert_string_equal(dec(&r, a)->reason,
+                        "no_matching_gpu: no card offers rocm >= 9 (newest: 6.2.0 on amd) (class any.1x)");
+    sch_result_free(&r);
+    /* a class spanning vendors with single-vendor variants: 3 units, 1 NVIDIA + 2 AMD free,
+     * never 2 + 1 across vendors */
+    w.nj = 0;
+    int va = w_class(&w, "any.1x", SCH_WHOLE, 1, 1, 1, 0), vb = w_class(&w, "any.1x", SCH_WHOLE, 1, 1, 1, 0);
+    w.classes[va].gpu_ok = nv_only;
+    w.classes[va].base = c + 1;
+    w.classes[vb].gpu_ok = amd_only;
+    w.classes[vb].base = c + 1;
+    int alts[2] = {va, vb};
+    w.classes[c].alts = alts;
+    w.classes[c].nalts = 2;
+    w.gpus[0].allocatable = 0; /* one NVIDIA card left */
+    w.classes[va].alt_vendor = 1;
+    w.classes[vb].alt_vendor = 2;
+    int j3 = w_job(&w, 0, c, 3, 100, 1);
+    round_ok(&w, &r);
+    assert_int_not_equal(dec(&r, j3)->action, SCH_DO_PLACE);
+    assert_string_equal(dec(&r, j3)->reason, "no_capacity: class any.1x needs 3 units, 2 free now"
+                                             " on one vendor (amd; 3 on all, never mixed)");
+    sch_result_free(&r);
+    /* 2 units: both on AMD (the only vendor with two free) */
+    w.jobs[j3].units = 2;
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, j3)->action, SCH_DO_PLACE);
+    for (int k = 0; k < 2; k++) assert_int_equal(w.gpus[dec(&r, j3)->units[k].gpu[0]].vendor, 1);
+    sch_result_free(&r);
+    /* 1 unit of the same class may go anywhere: the variants are for jobs of several cards */
+    w.jobs[j3].units = 1;
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, j3)->action, SCH_DO_PLACE);
+    assert_int_equal(dec(&r, j3)->units[0].gpu[0], 1);
+    sch_result_free(&r);
+    /* sch_check refuses a placement that mixes vendors or takes a refused card */
+    w.jobs[j3].units = 2;
+    round_ok(&w, &r);
+    sch_decision *dd = (sch_decision *)dec(&r, j3);
+    dd->units[1].gpu[0] = 1; /* NVIDIA next to AMD */
+    char why[200];
+    assert_int_equal(sch_check(&w.s, &r, why, sizeof why), -1);
+    assert_non_null(strstr(why, "mixes vendors"));
+    sch_result_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(admission_every_dimension),
@@ -622,6 +718,7 @@ int main(void) {
         cmocka_unit_test(nvlink_groups),
         cmocka_unit_test(priority_policy),
         cmocka_unit_test(driver_and_project_class_rules),
+        cmocka_unit_test(vendor_rules),
         cmocka_unit_test(preemption_choices),
         cmocka_unit_test(no_preemption_loops),
         cmocka_unit_test(preemptor_keeps_what_its_victims_free),

@@ -205,10 +205,89 @@ static void every_scope_its_own_use(void **state) {
     at_close(&t);
 }
 
+/* The compatibility rules through the store (build: each card's vendor, driver and stack, the
+ * class's rules, a class derived per job stack): a ROCm job lands on the AMD cards with its
+ * bindings' vendor, a CUDA job of a version no card offers waits with the rule, a job of four
+ * cards goes to one vendor, and the class's quota counts derived classes as the class. */
+static void vendor_rules_through_the_store(void **state) {
+    (void)state;
+    apitest t;
+    open_base(&t);
+    at_sql(&t, "UPDATE gpus SET stack = '{\"cuda\":\"12.4\"}', driver_version = '550.54.15'");
+    at_sql(&t, "INSERT INTO nodes (id, name, cpus, memory_gib, agent_user_id, registered_at,"
+               " last_heartbeat) VALUES ('n2', 'b', 64, 512, 'u1', 0, 0)");
+    at_sql(&t, "INSERT INTO gpus (id, uuid, node_id, idx, model, memory_mib, signals, updated_at,"
+               " vendor, driver_version, stack) VALUES"
+               " ('m0', 'AMD-0', 'n2', 0, 'AMD Instinct MI300X', 196608, '{}', 0, 'amd', '6.8.5',"
+               " '{\"rocm\":\"6.2.0\"}'),"
+               " ('m1', 'AMD-1', 'n2', 1, 'AMD Instinct MI300X', 196608, '{}', 0, 'amd', '6.8.5',"
+               " '{\"rocm\":\"6.2.0\"}'),"
+               " ('m2', 'AMD-2', 'n2', 2, 'AMD Instinct MI300X', 196608, '{}', 0, 'amd', '6.8.5',"
+               " '{\"rocm\":\"6.2.0\"}')");
+    at_sql(&t, "INSERT INTO classes (name, form, gpus, cpus, memory_gib, gpu_models, created_at,"
+               " vendors, min_drivers, stack) VALUES ('any.1x', 'whole', 1, 1, 4,"
+               " '[\"A100\",\"MI300X\"]', 0, '[\"nvidia\",\"amd\"]', '{\"amd\":\"6.8\"}', '{}')");
+    static const struct {
+        const char *id, *stack;
+        int units;
+    } jobs[] = {{"r", "rocm>=6.1", 2}, {"c", "cuda>=13", 1}, {"f", "", 4}, {"g", "", 2}};
+    for (size_t i = 0; i < sizeof jobs / sizeof *jobs; i++) {
+        char sql[700];
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO jobs (id, tenant_id, project_id, name, class, units, priority_class,"
+                 " priority, preemptible, may_preempt, recovery, submitter, state, created_at,"
+                 " queued_at, stack) VALUES ('%s', 't1', 'p1', '%s', 'any.1x', %d, 'normal', 100,"
+                 " 1, 0, 'requeue', 'u1', 'queued', %d, %d, '%s')",
+                 jobs[i].id, jobs[i].id, jobs[i].units, (int)i, (int)i, jobs[i].stack);
+        at_sql(&t, sql);
+    }
+    round_once(&t);
+    expect_reason(&t, "r", "running", "running on b");
+    assert_int_equal(one_int(&t, "SELECT COUNT(*) FROM bindings WHERE job_id = ? AND vendor = 'amd'"
+                                 " AND gpu_uuid LIKE 'AMD-%'", "r"), 2);
+    expect_reason(&t, "c", "admitted",
+                  "no_matching_gpu: no card offers cuda >= 13 (newest: 12.4 on nvidia) (class any.1x)");
+    /* four cards: the four A100s (AMD has one left), all NVIDIA */
+    expect_reason(&t, "f", "running", "running on a");
+    assert_int_equal(one_int(&t, "SELECT COUNT(*) FROM bindings WHERE job_id = ? AND vendor = 'nvidia'",
+                             "f"), 4);
+    /* two more: one AMD card free, nothing on NVIDIA: never one of each */
+    expect_reason(&t, "g", "admitted", "needs 2 units, 1 free now on one vendor (amd; 1 on all");
+    /* the AMD driver minimum: 6.9 leaves no AMD card, and the ROCm job's reason says so */
+    at_sql(&t, "UPDATE classes SET min_drivers = '{\"amd\":\"6.9\"}'");
+    at_sql(&t, "INSERT INTO jobs (id, tenant_id, project_id, name, class, units, priority_class,"
+               " priority, preemptible, may_preempt, recovery, submitter, state, created_at,"
+               " queued_at, stack) VALUES ('r2', 't1', 'p1', 'r2', 'any.1x', 1, 'normal', 100,"
+               " 1, 0, 'requeue', 'u1', 'queued', 9, 9, 'rocm>=6.1')");
+    round_once(&t);
+    expect_reason(&t, "r2", "admitted", "no amd card has driver >= 6.9 (newest: 6.8.5)");
+    /* a ceiling of 6 any.1x units: 2 (rocm, derived) + 4 running count as the class */
+    at_sql(&t, "UPDATE jobs SET state = 'cancelled' WHERE id IN ('g', 'c', 'r2')");
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    quota_set q;
+    assert_int_equal(store_begin(t.st, STORE_WRITE, &tx, &err), GP_OK);
+    assert_int_equal(quota_load(tx, "t1", "p1", &q, &err), GP_OK);
+    q.nclass = 1;
+    snprintf(q.class_name[0], sizeof q.class_name[0], "any.1x");
+    q.class_units[0] = 6;
+    assert_int_equal(quota_save(tx, "t1", "p1", &q, &err), GP_OK);
+    assert_int_equal(store_commit(tx, &err), GP_OK);
+    at_sql(&t, "UPDATE classes SET min_drivers = '{}'");
+    at_sql(&t, "INSERT INTO jobs (id, tenant_id, project_id, name, class, units, priority_class,"
+               " priority, preemptible, may_preempt, recovery, submitter, state, created_at,"
+               " queued_at, stack) VALUES ('r3', 't1', 'p1', 'r3', 'any.1x', 1, 'normal', 100,"
+               " 1, 0, 'requeue', 'u1', 'queued', 10, 10, 'rocm>=6.1')");
+    round_once(&t);
+    expect_reason(&t, "r3", "queued", "gpus(class any.1x) 6/6");
+    at_close(&t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(preempts_once_through_the_store),
         cmocka_unit_test(every_scope_its_own_use),
+        cmocka_unit_test(vendor_rules_through_the_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
