@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 #
 # scale_sim.sh - one server under a large simulated fleet (issue 25): NODES
-# simulated 8-GPU nodes heartbeating from `agent --simulate` (1,000 each), TENANTS
+# simulated 8-GPU nodes heartbeating from `agent --simulate` (PER_AGENT each), TENANTS
 # tenants each capped at QUOTA GPUs, QUEUED jobs waiting behind those caps,
 # then RATE submits a second for SECONDS while the heartbeats go on.  Not part
 # of CI (bench/README.md).
@@ -10,7 +10,8 @@
 #   # last line: nodes=.. submit_p50_ms=.. submit_p99_ms=.. heartbeat_p99_ms=..
 #   #            server_cpu_cores=.. server_rss_mib=.. unreachable=0 failed=0 ...
 #
-# KEEP=1 keeps the temporary folder (logs, the store).
+# KEEP=1 keeps the temporary folder (logs, the store); PER_AGENT=N nodes per agent process
+# (default 250, at most 1,000).
 # What it checks, and exits 1 on: every node ready before the measure, no node
 # ever unreachable, no job failed, every submit answered 201.  What it
 # measures: submit latency (open loop, RATE a second over 4 keep-alive
@@ -63,11 +64,16 @@ for ((t = 1; t <= TENANTS; t++)); do
     gp member grant bu project-user --tenant "t$t" --project p
 done
 TOK=$("$BIN" --server "$URL" login bu <"$T/pw" | head -n 1)
-# one agent simulates at most 1,000 nodes: as many agents as that takes, nodes a<K>-<I>
-AGENTS=$(((NODES + 999) / 1000))
+# one agent simulates PER_AGENT nodes (at most 1,000; default 250): as many agents as that
+# takes, nodes a<K>-<I>.  A simulating agent joins and heartbeats its nodes one after another,
+# so one agent of 1,000 nodes cannot keep 5 s heartbeats once each takes 5 ms, and its first
+# pass of joins outlasts --node-timeout: those nodes would be silent for real.
+PER=${PER_AGENT:-250}
+[ "$PER" -ge 1 ] && [ "$PER" -le 1000 ] || { echo "PER_AGENT must be 1..1000" >&2; exit 2; }
+AGENTS=$(((NODES + PER - 1) / PER))
 say "server $URL: starting $AGENTS agent(s) simulating $NODES nodes (${INTERVAL}s heartbeats)"
 for ((a = 1; a <= AGENTS; a++)); do
-    n=$((a < AGENTS ? 1000 : NODES - 1000 * (AGENTS - 1)))
+    n=$((a < AGENTS ? PER : NODES - PER * (AGENTS - 1)))
     cat >"$T/node$a.json" <<EOF
 {"nodes":[{"name":"a$a","cpus":64,"memory_gib":512,
   "gpus":[{"model":"A100-80GB","memory_gib":80,"count":8,"mode":"whole"}]}]}

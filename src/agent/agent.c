@@ -2,7 +2,9 @@
  * agent.c - the node agent's loop: join, heartbeat, re-join (see agent.h).
  *
  * Each node is an independent identity: its own report, credential file and
- * injected faults.  Simulated nodes report healthy signals (in their cards'
+ * injected faults.  Nodes join and heartbeat one after another; a pass of the
+ * loop spends at most half an --interval on joins, so the nodes of a large
+ * --simulate that joined keep heartbeating while the rest join.  Simulated nodes report healthy signals (in their cards'
  * vendor's keys) plus whatever was injected; a discovered node reports what
  * each vendor library in use says (accel.h: NVML, AMD SMI, HLML).  On a 401/404 answer
  * (credential revoked, node record gone) the node joins again with the join
@@ -1051,6 +1053,13 @@ static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
             anode *nd = &a.nodes[i];
             int exited = any_exit && now >= nd->exit_retry_us && runner_unreported(a.run, nd->name);
             if ((exited || nd->dirty) && !nd->event_at_us) nd->event_at_us = now + EVENT_BATCH_US;
+            if (!nd->token && !cfg->once && gt_mono_us() - now > interval_us / 2) {
+                /* this pass spent half an interval already (joins of a large --simulate, one
+                 * after another): the nodes that joined get their heartbeats before the
+                 * next joins, or they would fall silent for the server while the rest join */
+                next = now;
+                continue;
+            }
             int woke = atomic_exchange(&nd->woke, 0);
             if (now >= nd->next_beat_us || woke || (nd->event_at_us && now >= nd->event_at_us)) {
                 nd->dirty = 0;
