@@ -232,6 +232,19 @@ static int64_t num(json_t *o, const char *k) {
     return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
 }
 
+int health_signals_same(const gpu_signals *a, const gpu_signals *b) {
+    return a->ecc_volatile_sbe == b->ecc_volatile_sbe && a->ecc_volatile_dbe == b->ecc_volatile_dbe &&
+           a->ecc_aggregate_sbe == b->ecc_aggregate_sbe &&
+           a->ecc_aggregate_dbe == b->ecc_aggregate_dbe &&
+           a->remapped_correctable == b->remapped_correctable &&
+           a->remapped_uncorrectable == b->remapped_uncorrectable &&
+           a->remap_pending == b->remap_pending && a->remap_failure == b->remap_failure &&
+           a->retired_pages_pending == b->retired_pages_pending && a->slowdown_c == b->slowdown_c &&
+           a->lost == b->lost && a->ecc_deferred == b->ecc_deferred &&
+           a->bad_pages == b->bad_pages && a->nxids == 0 && b->nxids == 0 &&
+           a->ncritical == 0 && b->ncritical == 0;
+}
+
 int health_signals_parse(json_t *j, gpu_signals *s, gp_err *err) {
     memset(s, 0, sizeof *s);
     if (!j) return GP_OK;

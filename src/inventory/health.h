@@ -94,6 +94,16 @@ json_t *health_policy_json(const health_policy *p);
 int health_signals_parse(json_t *j, gpu_signals *out, gp_err *err);
 
 /*
+ * 1 when `a` and `b` (parsed reports of one card) agree on every figure the
+ * health verdict reads across heartbeats or counts: ECC counts, remapped
+ * rows, retired pages, deferred errors, bad pages, the slowdown threshold,
+ * lost; and neither carries events (Xids, critical events).  Temperature and
+ * utilisation are not compared: they are judged on the newest report alone
+ * and vary on every one.  Pure.
+ */
+int health_signals_same(const gpu_signals *a, const gpu_signals *b);
+
+/*
  * Decide the state for `now`, given the previous report (`prev`, may be
  * NULL) and the current state.  OUT: cause text (e.g. "Xid 79: GPU has
  * fallen off the bus"), "" when healthy.

@@ -586,7 +586,8 @@ int inv_heartbeat(store_tx *tx, const char *node, const char *agent_user_id, jso
         gpu_signals now_s, prev_s;
         if ((rc = health_signals_parse(json_object_get(g, "signals"), &now_s, err))) goto fail;
         rc = store_query(tx, &s, err,
-                         "SELECT health, signals, vendor FROM gpus WHERE uuid = ? AND node_id = ?",
+                         "SELECT health, signals, vendor, updated_at FROM gpus"
+                         " WHERE uuid = ? AND node_id = ?",
                          "ss",
                          uuid, nid);
         if (rc) goto fail;
@@ -603,10 +604,17 @@ int inv_heartbeat(store_tx *tx, const char *node, const char *agent_user_id, jso
         /* the signals mean what they mean for the card's vendor (health.h) */
         int vendor = cp_vendor_parse(store_text(s, 2));
         now_s.vendor = prev_s.vendor = vendor < 0 ? CP_NVIDIA : vendor;
+        int64_t stored_at = store_int(s, 3);
         json_decref(pj);
         store_done(s);
         char cause[200];
         int next = health_eval(pol, &now_s, have_prev ? &prev_s : NULL, cur, cause, sizeof cause);
+        /* the same verdict on the same counters, stored less than INV_SIGNALS_REFRESH_US ago:
+         * the row stays (the figures that vary on every report - temperature, utilisation,
+         * power, memory in use - are refreshed that often; the verdict never waits) */
+        if (have_prev && next == cur && health_signals_same(&now_s, &prev_s) && stored_at >= 0 &&
+            now - stored_at < INV_SIGNALS_REFRESH_US)
+            continue;
         /* keep the counters, not the one-off Xid list, as the "previous" report */
         json_t *sj = json_object_get(g, "signals");
         json_t *keep = sj ? json_deep_copy(sj) : json_object();

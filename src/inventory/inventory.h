@@ -100,7 +100,12 @@ typedef struct inv_transition {
  * Apply a heartbeat of node `node_id` (whose agent is `agent_user_id`):
  * {"gpus":[{"uuid", "signals":{…}}]}.  GP_EFORBIDDEN if the caller is not
  * that node's agent.  OUT: transitions (heap array, free()), *ntr.
+ * The node's liveness is written on every heartbeat; a card's stored signals
+ * only when its verdict or a counted figure changed (health_signals_same), or
+ * when they are INV_SIGNALS_REFRESH_US old: a fleet of healthy cards costs one
+ * row write per heartbeat, not one per card.
  */
+#define INV_SIGNALS_REFRESH_US 15000000LL /* stored signals refreshed at least this often */
 int inv_heartbeat(store_tx *tx, const char *node_name, const char *agent_user_id, json_t *hb,
                   const health_policy *pol, inv_transition **tr, int *ntr, gp_err *err);
 

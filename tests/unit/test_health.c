@@ -469,11 +469,57 @@ static void vendors_policy(void **state) {
     json_decref(j);
 }
 
+/* Which differences between two reports of a card make its stored row be written again. */
+static void signals_same(void **state) {
+    (void)state;
+    gpu_signals a, b;
+    memset(&a, 0, sizeof a);
+    a.temperature_c = 45;
+    a.slowdown_c = 90;
+    a.util_gpu = 10;
+    b = a;
+    assert_true(health_signals_same(&a, &b));
+    /* what varies on every report, and what is judged on the newest alone: the same */
+    b.temperature_c = 71;
+    b.util_gpu = 99;
+    b.util_memory = 50;
+    assert_true(health_signals_same(&a, &b));
+    /* every counted figure, one at a time: different */
+    int64_t *fields[] = {&b.ecc_volatile_sbe, &b.ecc_volatile_dbe, &b.ecc_aggregate_sbe,
+                         &b.ecc_aggregate_dbe, &b.remapped_correctable,
+                         &b.remapped_uncorrectable, &b.retired_pages_pending, &b.ecc_deferred,
+                         &b.bad_pages};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        gpu_signals keep = b;
+        *fields[i] += 1;
+        assert_false(health_signals_same(&a, &b));
+        assert_false(health_signals_same(&b, &a));
+        b = keep;
+    }
+    int *flags[] = {&b.remap_pending, &b.remap_failure, &b.lost, &b.slowdown_c};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        gpu_signals keep = b;
+        *flags[i] += 1;
+        assert_false(health_signals_same(&a, &b));
+        b = keep;
+    }
+    /* events are never "the same": an Xid or a critical event is written every time */
+    b.nxids = 1;
+    b.xids[0] = 79;
+    assert_false(health_signals_same(&a, &b));
+    b.nxids = 0;
+    b.ncritical = 1;
+    assert_false(health_signals_same(&b, &b));
+    b.ncritical = 0;
+    assert_true(health_signals_same(&a, &b));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(verdicts),
         cmocka_unit_test(policy_parse),
         cmocka_unit_test(signals_parse),
+        cmocka_unit_test(signals_same),
         cmocka_unit_test(forms_and_models),
         cmocka_unit_test(interference_memory),
         cmocka_unit_test(interference_contention),
