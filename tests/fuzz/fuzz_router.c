@@ -78,11 +78,14 @@ static void check(const char *const *methods, const char *const *patterns, size_
         assert(off > 0 && off + len <= strlen(path));
         assert(memcmp(path + off, v, len) == 0);
         assert(path[off - 1] == '/' && (path[off + len] == '/' || path[off + len] == '\0'));
-        /* router_param finds the first parameter of this name */
-        char name[ROUTER_PATH_MAX];
+        /* router_param finds the first parameter of this name (a fuzzed pattern's name may be
+         * as long as the pattern: on the heap) */
+        char *name = malloc(m->name_lens[i] + 1);
+        assert(name);
         memcpy(name, m->names[i], m->name_lens[i]);
         name[m->name_lens[i]] = '\0';
         const char *got = router_param(m, name);
+        free(name);
         int first = i;
         for (int j = 0; j < i; j++)
             if (m->name_lens[j] == m->name_lens[i] &&
