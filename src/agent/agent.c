@@ -109,6 +109,7 @@ typedef struct agent {
     backend back[3]; /* discovery mode: one per vendor with cards (accel.h) */
     int nback;
     pthread_mutex_t tok_mu; /* nodes' tokens: the loop writes them, waiters read them */
+    pthread_cond_t tok_cv;  /* broadcast when a token is set and at the stop (under tok_mu) */
     pthread_t main_th;      /* woken with SIGUSR1 */
     atomic_int stopping;
     waiter *waiters;
@@ -661,6 +662,7 @@ static int join(agent *a, anode *nd) {
     pthread_mutex_lock(&a->tok_mu);
     free(nd->token);
     nd->token = strdup(tok);
+    pthread_cond_broadcast(&a->tok_cv); /* its waiter starts its long poll now */
     pthread_mutex_unlock(&a->tok_mu);
     nd->reported = 1; /* joining carried the report */
     json_decref(resp);
@@ -789,12 +791,16 @@ static void *waiter_main(void *arg) {
     while (!atomic_load(&a->stopping)) {
         char *tok = NULL;
         pthread_mutex_lock(&a->tok_mu);
+        if (!w->nd->token && !atomic_load(&a->stopping)) {
+            /* not joined yet: the join wakes us (a 1 s bound all the same) */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&a->tok_cv, &a->tok_mu, &ts);
+        }
         if (w->nd->token) tok = strdup(w->nd->token);
         pthread_mutex_unlock(&a->tok_mu);
-        if (!tok) {
-            waiter_pause(a, 1);
-            continue;
-        }
+        if (!tok) continue;
         gp_err err = GP_ERR_INIT;
         long status = 0;
         json_t *resp = NULL;
@@ -1031,6 +1037,7 @@ static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
     event_signals(&evs);
     pthread_sigmask(SIG_BLOCK, &evs, NULL);
     pthread_mutex_init(&a.tok_mu, NULL);
+    pthread_cond_init(&a.tok_cv, NULL);
     a.main_th = pthread_self();
     atomic_init(&a.stopping, 0);
     if (!cfg->once && a.n <= WAIT_MAX_NODES && (a.waiters = calloc((size_t)a.n, sizeof *a.waiters))) {
@@ -1081,11 +1088,15 @@ static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
         runner_tick(a.run);
     }
     atomic_store(&a.stopping, 1);
+    pthread_mutex_lock(&a.tok_mu);
+    pthread_cond_broadcast(&a.tok_cv);
+    pthread_mutex_unlock(&a.tok_mu);
     for (int i = 0; i < a.nwaiters; i++) {
         if (a.waiters[i].running) pthread_join(a.waiters[i].th, NULL);
         httpc_servers_release(&a.waiters[i].servers);
     }
     free(a.waiters);
+    pthread_cond_destroy(&a.tok_cv);
     pthread_mutex_destroy(&a.tok_mu);
     for (int i = 0; i < a.n; i++) {
         json_decref(a.nodes[i].report);

@@ -412,7 +412,7 @@ void h_agent_heartbeat(api_req *r) {
     /* capacity came free, or a node or card changed state: wake the leader's scheduler (a
      * wake, never a round here: a heartbeat never waits behind a round's work; another
      * server's tick schedules within a second) */
-    if (ended || ntr) sched_wake(r->store, r->leader == 1);
+    if (ended || ntr) sched_wake_freed(r->store, r->leader == 1);
     api_reply(r, 200, json_pack("{s:s,s:o}", "status", "ok", "assignments", assignments));
 }
 
@@ -616,7 +616,7 @@ static void admin_change(api_req *r, int gpu, const char *state) {
         return;
     }
     if (!api_finish(r, tx, 200, json_pack("{s:s,s:s}", "from", t.from, "to", t.to))) {
-        sched_wake(r->store, r->leader == 1); /* capacity came or went */
+        sched_wake_freed(r->store, r->leader == 1); /* capacity came or went */
         api_reply(r, 200, json_pack("{s:s,s:s}", gpu ? "uuid" : "name", key, "admin_state", state));
     }
 }

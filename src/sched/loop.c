@@ -40,6 +40,7 @@ struct sched_loop {
     pthread_cond_t cv;
     int wake, stop, quiescing;
     int window_wakes; /* wakes since the last round started: the burst measure */
+    int freed;        /* a sched_wake_freed since the last round started */
     sched_loop_stats stats;
     /* the node notifier */
     pthread_mutex_t nmu;
@@ -284,27 +285,37 @@ static void node_event(sched_loop *l, const char *node) {
     else touch_local(l, NULL); /* out of memory: everyone here looks again */
 }
 
+int64_t sched_gap_us(int64_t took_us, int burst, int freed) {
+    int64_t gap = (int64_t)SCHED_MIN_GAP_US * (burst > 1 && !freed ? burst : 1);
+    if (gap > SCHED_MAX_GAP_US) gap = SCHED_MAX_GAP_US;
+    if (gap < took_us) gap = took_us;
+    return gap;
+}
+
 static void *loop_main(void *arg) {
     sched_loop *l = arg;
-    int64_t next_ok = 0; /* monotonic: not before this (the gap) */
+    int64_t next_ok = 0;   /* monotonic: not before this (the gap, a burst's window) */
+    int64_t next_freed = 0; /* ... or this, once capacity came free (the minimal gap) */
     pthread_mutex_lock(&l->mu);
     for (;;) {
         while (!l->wake && !l->stop) pthread_cond_wait(&l->cv, &l->mu);
         if (l->stop) break;
-        int64_t now = gt_mono_us();
-        if (now < next_ok) {
-            /* the gap: wakes in it join this round */
+        /* the gap: wakes in it join this round; a freeing wake shortens it (each wake
+         * signals the condition, so the deadline is looked at again) */
+        for (;;) {
+            int64_t until = l->freed && next_freed < next_ok ? next_freed : next_ok;
+            int64_t now = gt_mono_us();
+            if (l->stop || now >= until) break;
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
-            int64_t ns = ts.tv_nsec + (next_ok - now) * 1000;
+            int64_t ns = ts.tv_nsec + (until - now) * 1000;
             ts.tv_sec += ns / 1000000000;
             ts.tv_nsec = ns % 1000000000;
-            while (!l->stop && pthread_cond_timedwait(&l->cv, &l->mu, &ts) == 0 &&
-                   gt_mono_us() < next_ok) {
-            }
-            if (l->stop) break;
+            pthread_cond_timedwait(&l->cv, &l->mu, &ts);
         }
+        if (l->stop) break;
         l->wake = 0;
+        l->freed = 0;
         int burst = l->window_wakes;
         l->window_wakes = 0;
         pthread_mutex_unlock(&l->mu);
@@ -321,10 +332,9 @@ static void *loop_main(void *arg) {
                 for (int i = 0; i < rs.nnodes; i++) node_event(l, rs.nodes[i]);
         }
         /* the gap: as long as the round took, and longer while changes come in bursts */
-        int64_t gap = (int64_t)SCHED_MIN_GAP_US * (burst > 1 ? burst : 1);
-        if (gap > SCHED_MAX_GAP_US) gap = SCHED_MAX_GAP_US;
-        if (gap < took) gap = took;
-        next_ok = gt_mono_us() + gap;
+        int64_t end = gt_mono_us();
+        next_ok = end + sched_gap_us(took, burst, 0);
+        next_freed = end + sched_gap_us(took, burst, 1);
         pthread_mutex_lock(&l->mu);
         l->stats.rounds++;
         if (rc) l->stats.rounds_failed++;
@@ -436,13 +446,18 @@ void sched_loop_stop(sched_loop *l) {
     free(l);
 }
 
-/* A wake; from the listener, `leading` is whether a leading wake came recently. */
-static void wake(sched_loop *l, int leading, int forward) {
+/* A wake; from the listener, `leading` is whether a leading wake came recently; `freed`:
+ * capacity came free (sched_wake_freed). */
+static void wake(sched_loop *l, int leading, int forward, int freed) {
     pthread_mutex_lock(&l->mu);
     if (leading && forward) l->lead_seen_us = gt_mono_us();
     if (leading && !l->quiescing) {
         l->stats.wakes++;
         l->window_wakes++;
+        if (freed && !l->freed) {
+            l->freed = 1;
+            pthread_cond_signal(&l->cv); /* the gap may be shorter now */
+        }
         if (!l->wake) {
             l->wake = 1;
             pthread_cond_signal(&l->cv);
@@ -462,7 +477,12 @@ static void wake(sched_loop *l, int leading, int forward) {
 
 void sched_wake(store_t *st, int leading) {
     sched_loop *l = find(st);
-    if (l) wake(l, leading, 1);
+    if (l) wake(l, leading, 1, 0);
+}
+
+void sched_wake_freed(store_t *st, int leading) {
+    sched_loop *l = find(st);
+    if (l) wake(l, leading, 1, 1);
 }
 
 int sched_loop_stats_get(store_t *st, sched_loop_stats *out) {
@@ -537,7 +557,7 @@ static void on_notify(sched_loop *l, const PGnotify *nf) {
         pthread_mutex_lock(&l->mu);
         int leading = l->lead_seen_us && gt_mono_us() - l->lead_seen_us < LEAD_PROOF_US;
         pthread_mutex_unlock(&l->mu);
-        if (leading) wake(l, 1, 0);
+        if (leading) wake(l, 1, 0, 0);
         return;
     }
     if (strcmp(nf->relname, CH_NODES) != 0) return;

@@ -14,7 +14,11 @@
  * to SCHED_MAX_GAP_US: a burst widens the window, a quiet cluster keeps it
  * short), and never shorter than the round took, so the scheduler holds the
  * store's write lock half the time at most.  A wake after a quiet spell
- * runs a round at once.
+ * runs a round at once.  Capacity that came free (an exit, a node or card
+ * transition: sched_wake_freed) is not made to wait for a burst's window:
+ * the next round runs SCHED_MIN_GAP_US (or the round's own length) after
+ * the last, however many submits came in meanwhile - new demand may be
+ * batched, a free GPU should not sit idle for it.
  * A wake counts only with `leading` set: the caller knows this server holds
  * the store's lead (api_req.leader, or the leader's own tick); a server that
  * does not lead never runs a round.  On PostgreSQL (sched_loop_listen) a
@@ -79,8 +83,23 @@ void sched_loop_quiesce(sched_loop *l);
 /* Stop the thread (a running round finishes), unregister and free.  NULL: no-op. */
 void sched_loop_stop(sched_loop *l);
 
+/*
+ * The gap after a round that took `took_us` and took in `burst` wakes, before
+ * the next may start: SCHED_MIN_GAP_US x burst, at most SCHED_MAX_GAP_US, never
+ * less than took_us; with `freed` (capacity came free since) the burst does
+ * not widen it.  Pure.
+ */
+int64_t sched_gap_us(int64_t took_us, int burst, int freed);
+
 /* Ask for a round on st's loop (see the top).  No loop for st: nothing happens. */
 void sched_wake(store_t *st, int leading);
+
+/*
+ * sched_wake for capacity that came free or changed (a workload ended, a node
+ * or card changed state): the next round does not wait for a burst's wider
+ * window, only for the minimal gap (see the top).
+ */
+void sched_wake_freed(store_t *st, int leading);
 
 /* The loop's figures; 0 if st has no loop (then *out is zeroed). */
 int sched_loop_stats_get(store_t *st, sched_loop_stats *out);

@@ -44,6 +44,28 @@ static void no_loop(void **state) {
     sched_loop_stop(NULL);
 }
 
+/* The gap rule (loop.h): bursts widen it, freed capacity does not, a long round bounds it. */
+static void gaps(void **state) {
+    (void)state;
+    assert_int_equal(sched_gap_us(0, 0, 0), SCHED_MIN_GAP_US);
+    assert_int_equal(sched_gap_us(0, 1, 0), SCHED_MIN_GAP_US);
+    assert_int_equal(sched_gap_us(0, 3, 0), 3 * SCHED_MIN_GAP_US);
+    assert_int_equal(sched_gap_us(0, 1000, 0), SCHED_MAX_GAP_US);
+    assert_int_equal(sched_gap_us(0, 1000, 1), SCHED_MIN_GAP_US);
+    assert_int_equal(sched_gap_us(0, 3, 1), SCHED_MIN_GAP_US);
+    /* never shorter than the round itself, freed or not */
+    assert_int_equal(sched_gap_us(SCHED_MAX_GAP_US * 4, 1000, 0), SCHED_MAX_GAP_US * 4);
+    assert_int_equal(sched_gap_us(SCHED_MAX_GAP_US * 4, 1000, 1), SCHED_MAX_GAP_US * 4);
+    assert_int_equal(sched_gap_us(SCHED_MIN_GAP_US + 1, 1, 1), SCHED_MIN_GAP_US + 1);
+    /* monotone in the burst, and the freed gap never exceeds the other */
+    for (int b = 0; b < 20; b++)
+        for (int64_t t = 0; t < 3 * SCHED_MAX_GAP_US; t += 7919) {
+            assert_true(sched_gap_us(t, b + 1, 0) >= sched_gap_us(t, b, 0));
+            assert_true(sched_gap_us(t, b, 1) <= sched_gap_us(t, b, 0));
+            assert_true(sched_gap_us(t, b, 1) >= t);
+        }
+}
+
 typedef struct burst_arg {
     store_t *st;
     int n;
@@ -183,6 +205,7 @@ static void notifier(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(no_loop),
+        cmocka_unit_test(gaps),
         cmocka_unit_test(wakes_and_rounds),
         cmocka_unit_test(notifier),
     };
