@@ -44,15 +44,17 @@ static void kick_nodes(api_req *r) {
 /* Role names the caller holds over project p of tenant t (for priority-class rules). */
 static json_t *roles_over(api_req *r, const api_scope *sc) {
     json_t *out = json_array();
+    authz_role roles[ROLE__COUNT * 4];
+    authz_target t = {sc->t.id, sc->p.id};
     int64_t now = gt_now_us();
-    for (int i = 0; i < r->who->nbindings; i++) {
-        const authz_binding *b = &r->who->bindings[i];
-        if (b->expires_us && b->expires_us <= now) continue;
-        int covers = b->scope == SCOPE_GLOBAL ||
-                     (b->scope == SCOPE_TENANT && b->tenant_id && !strcmp(b->tenant_id, sc->t.id)) ||
-                     (b->scope == SCOPE_PROJECT && b->project_id && !strcmp(b->project_id, sc->p.id));
-        if (covers) json_array_append_new(out, json_string(authz_role_name(b->role)));
-    }
+    int cap = (int)(sizeof roles / sizeof *roles);
+    int n = authz_roles_covering(r->who->bindings, r->who->nbindings, &t, now, roles, cap);
+    authz_role *all = roles;
+    if (n > cap && (all = malloc((size_t)n * sizeof *all)))
+        authz_roles_covering(r->who->bindings, r->who->nbindings, &t, now, all, n);
+    if (!all) all = roles, n = cap; /* out of memory: the first ones */
+    for (int i = 0; i < n; i++) json_array_append_new(out, json_string(authz_role_name(all[i])));
+    if (all != roles) free(all);
     return out;
 }
 
@@ -160,8 +162,11 @@ void h_job_get(api_req *r) {
 
 /* The submitter, or someone who manages jobs in the project. */
 static int may_change(api_req *r, const api_scope *sc, const char *submitter) {
-    if (!strcmp(submitter, r->who->name)) return 1;
-    return api_authorize(r, ACT_JOB_MANAGE, sc->t.id, sc->p.id);
+    authz_target t = {sc->t.id, sc->p.id};
+    if (authz_owner_or(r->who->bindings, r->who->nbindings, r->who->name, submitter,
+                       ACT_JOB_MANAGE, &t, gt_now_us()) == AUTHZ_ALLOW)
+        return 1;
+    return api_authorize(r, ACT_JOB_MANAGE, sc->t.id, sc->p.id); /* the denial, audited */
 }
 
 void h_job_cancel(api_req *r) {

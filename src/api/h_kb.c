@@ -76,17 +76,9 @@ static int vendor_holds(api_req *r, store_tx *tx, json_t *wos) {
 static int may_read(api_req *r, store_tx *tx, const kbscope *sc, const kb_info *kb) {
     if (sc->ops) return allowed(r, ACT_KB_OPS_READ, NULL, NULL) || vendor_holds(r, tx, kb->work_orders);
     const char *tid = sc->t.id, *pid = kb->project_id[0] ? kb->project_id : NULL;
-    if (allowed(r, ACT_KB_READ, tid, pid)) return 1;
-    if (pid) return 0;
+    if (pid) return allowed(r, ACT_KB_READ, tid, pid);
     /* a tenant-wide KB: members of any of the tenant's projects read it */
-    for (int i = 0; i < r->who->nbindings; i++) {
-        const authz_binding *b = &r->who->bindings[i];
-        if (b->scope == SCOPE_PROJECT && b->tenant_id && !strcmp(b->tenant_id, tid) &&
-            authz_check(b, 1, ACT_KB_READ, &(authz_target){tid, b->project_id}, gt_now_us()) ==
-                AUTHZ_ALLOW)
-            return 1;
-    }
-    return 0;
+    return authz_tenant_wide(r->who->bindings, r->who->nbindings, ACT_KB_READ, tid, gt_now_us());
 }
 
 typedef struct keepcls {

@@ -245,3 +245,37 @@ int authz_grant_needs_invitation(const authz_binding *caller, int nc, const char
     if (home && *home && str_eq(home, scope_tenant)) return 0;
     return !authz_decides_home(caller, nc, home, now);
 }
+
+int authz_roles_covering(const authz_binding *bs, int n, const authz_target *t, int64_t now,
+                         authz_role *out, int cap) {
+    assert(!t->project_id || t->tenant_id);
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (!live(&bs[i], now) || !covers(&bs[i], t)) continue;
+        if (k < cap) out[k] = bs[i].role;
+        k++;
+    }
+    return k;
+}
+
+authz_decision authz_owner_or(const authz_binding *bs, int n, const char *caller,
+                              const char *owner, authz_action manage, const authz_target *t,
+                              int64_t now) {
+    if (str_eq(caller, owner)) return AUTHZ_ALLOW;
+    return authz_check(bs, n, manage, t, now);
+}
+
+int authz_tenant_wide(const authz_binding *bs, int n, authz_action action,
+                      const char *tenant_id, int64_t now) {
+    if (!tenant_id) return 0;
+    authz_target tt = {tenant_id, NULL};
+    if (authz_check(bs, n, action, &tt, now) == AUTHZ_ALLOW) return 1;
+    for (int i = 0; i < n; i++) {
+        const authz_binding *b = &bs[i];
+        if (b->scope != SCOPE_PROJECT || !str_eq(b->tenant_id, tenant_id) || !b->project_id)
+            continue;
+        authz_target pt = {tenant_id, b->project_id};
+        if (authz_check(b, 1, action, &pt, now) == AUTHZ_ALLOW) return 1;
+    }
+    return 0;
+}

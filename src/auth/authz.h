@@ -74,7 +74,7 @@ typedef enum authz_action {
     ACT_USAGE_READ,        /* the gateway's usage records, usage and cost reports */
     ACT_RATECARD_MANAGE,   /* rate cards and tenants' billing modes */
     ACT_KB_READ,           /* query a tenant's / project's knowledge bases (project members also
-                            * read tenant-wide KBs: decided in h_kb.c) */
+                            * read tenant-wide KBs: authz_tenant_wide) */
     ACT_KB_WRITE,          /* upload and delete documents of those KBs */
     ACT_KB_MANAGE,         /* create, change, delete those KBs; bind applications to them */
     ACT_KB_OPS_READ,       /* ops KBs (vendors: those naming their work orders, in h_kb.c) */
@@ -191,5 +191,34 @@ int authz_decides_home(const authz_binding *caller, int nc, const char *home_ten
  */
 int authz_grant_needs_invitation(const authz_binding *caller, int nc, const char *home_tenant_id,
                                  const char *scope_tenant_id, int64_t now_us);
+
+/*
+ * The roles of the live bindings of bindings[0..n) whose scope covers `target`
+ * (global; target's tenant; target's project when it names one), in binding
+ * order; at most `cap` are written to out.  Returns how many cover (which may
+ * exceed cap).  Pure.  Used for rules that depend on the roles a caller holds
+ * over a project (priority classes' allowed roles).
+ */
+int authz_roles_covering(const authz_binding *bindings, int n, const authz_target *target,
+                         int64_t now_us, authz_role *out, int cap);
+
+/*
+ * May `caller` change an object `owner` owns (a job's submitter) in `target`?
+ * The owner always (ALLOW); anyone else as authz_check(manage) decides (ALLOW,
+ * DENY or HIDDEN).  Pure; NULL names are never an owner.
+ */
+authz_decision authz_owner_or(const authz_binding *bindings, int n, const char *caller,
+                              const char *owner, authz_action manage,
+                              const authz_target *target, int64_t now_us);
+
+/*
+ * May the bindings use `action` on an object of tenant `tenant_id` that
+ * belongs to no project (a tenant-wide knowledge base)?  Yes when
+ * authz_check allows it at the tenant, and also when a live project binding
+ * inside that tenant allows `action` on its own project: members of any of a
+ * tenant's projects share its tenant-wide objects.  Pure.
+ */
+int authz_tenant_wide(const authz_binding *bindings, int n, authz_action action,
+                      const char *tenant_id, int64_t now_us);
 
 #endif

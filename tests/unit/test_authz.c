@@ -406,6 +406,82 @@ static void homes_and_invitations(void **state) {
     assert_false(authz_decides_home(NULL, 0, "A", NOW));
 }
 
+/* Owner rules (issue 20): the roles over a project, the owner-or-manager rule, tenant-wide
+ * objects shared with the tenant's project members. */
+static void owner_rules(void **state) {
+    (void)state;
+    authz_binding bs[] = {
+        global(ROLE_OPS_ENGINEER),
+        tenant(ROLE_TENANT_ADMIN, "A"),
+        project(ROLE_PROJECT_USER, "A", "pa"),
+        project(ROLE_PROJECT_ADMIN, "A", "pb"),
+        project(ROLE_PROJECT_USER, "B", "pc"),
+        {ROLE_PROJECT_ADMIN, SCOPE_PROJECT, "A", "pa", NOW}, /* expired at NOW */
+        {ROLE_VENDOR, SCOPE_VENDOR, NULL, NULL, 0},
+    };
+    int n = (int)(sizeof bs / sizeof *bs);
+    authz_role out[8];
+    authz_target pa = {"A", "pa"};
+    assert_int_equal(authz_roles_covering(bs, n, &pa, NOW, out, 8), 3);
+    assert_int_equal(out[0], ROLE_OPS_ENGINEER);
+    assert_int_equal(out[1], ROLE_TENANT_ADMIN);
+    assert_int_equal(out[2], ROLE_PROJECT_USER);
+    /* counted past cap, written up to it */
+    out[1] = ROLE__COUNT;
+    assert_int_equal(authz_roles_covering(bs, n, &pa, NOW, out, 1), 3);
+    assert_int_equal(out[1], ROLE__COUNT);
+    /* before the expiry the expired binding counts too */
+    assert_int_equal(authz_roles_covering(bs, n, &pa, NOW - 1, out, 8), 4);
+    /* another tenant's project: the global role and that project's own */
+    authz_target pc = {"B", "pc"};
+    assert_int_equal(authz_roles_covering(bs, n, &pc, NOW, out, 8), 2);
+    assert_int_equal(out[1], ROLE_PROJECT_USER);
+    authz_target pz = {"C", "pz"};
+    assert_int_equal(authz_roles_covering(bs, n, &pz, NOW, out, 8), 1);
+    assert_int_equal(authz_roles_covering(NULL, 0, &pz, NOW, out, 8), 0);
+
+    /* owner or manager */
+    authz_binding user = project(ROLE_PROJECT_USER, "A", "pa");
+    assert_int_equal(authz_owner_or(&user, 1, "u", "u", ACT_JOB_MANAGE, &pa, NOW), AUTHZ_ALLOW);
+    assert_int_equal(authz_owner_or(&user, 1, "u", "v", ACT_JOB_MANAGE, &pa, NOW), AUTHZ_DENY);
+    assert_int_equal(authz_owner_or(&user, 1, NULL, NULL, ACT_JOB_MANAGE, &pa, NOW), AUTHZ_DENY);
+    assert_int_equal(authz_owner_or(&user, 1, "u", "v", ACT_JOB_MANAGE, &pz, NOW), AUTHZ_HIDDEN);
+    authz_binding padm = project(ROLE_PROJECT_ADMIN, "A", "pa");
+    assert_int_equal(authz_owner_or(&padm, 1, "a", "v", ACT_JOB_MANAGE, &pa, NOW), AUTHZ_ALLOW);
+    authz_target pb = {"A", "pb"};
+    assert_int_equal(authz_owner_or(&padm, 1, "a", "v", ACT_JOB_MANAGE, &pb, NOW),
+                     authz_check(&padm, 1, ACT_JOB_MANAGE, &pb, NOW));
+    /* the owner rule is exactly authz_check for anyone not the owner, every action */
+    for (int a = 0; a < ACT__COUNT; a++)
+        for (int i = 0; i < n; i++)
+            assert_int_equal(authz_owner_or(&bs[i], 1, "x", "y", (authz_action)a, &pa, NOW),
+                             authz_check(&bs[i], 1, (authz_action)a, &pa, NOW));
+
+    /* tenant-wide objects */
+    assert_true(authz_tenant_wide(&user, 1, ACT_KB_READ, "A", NOW));   /* a member of pa */
+    assert_false(authz_tenant_wide(&user, 1, ACT_KB_READ, "B", NOW));  /* not B's */
+    assert_false(authz_tenant_wide(&user, 1, ACT_KB_READ, NULL, NOW));
+    authz_binding gone = {ROLE_PROJECT_USER, SCOPE_PROJECT, "A", "pa", NOW};
+    assert_false(authz_tenant_wide(&gone, 1, ACT_KB_READ, "A", NOW));  /* expired */
+    assert_true(authz_tenant_wide(&gone, 1, ACT_KB_READ, "A", NOW - 1));
+    authz_binding ta = tenant(ROLE_TENANT_ADMIN, "A");
+    assert_true(authz_tenant_wide(&ta, 1, ACT_KB_MANAGE, "A", NOW));
+    authz_binding ops = global(ROLE_OPS_ENGINEER);
+    assert_int_equal(authz_tenant_wide(&ops, 1, ACT_KB_READ, "A", NOW),
+                     authz_check(&ops, 1, ACT_KB_READ, &(authz_target){"A", NULL}, NOW) ==
+                         AUTHZ_ALLOW);
+    /* a project binding grants on the tenant-wide object exactly what it grants on its own
+     * project, for every role and action */
+    for (int r = 0; r < ROLE__COUNT; r++)
+        for (int a = 0; a < ACT__COUNT; a++) {
+            authz_binding b = project((authz_role)r, "A", "pq");
+            int own = authz_check(&b, 1, (authz_action)a, &(authz_target){"A", "pq"}, NOW) ==
+                      AUTHZ_ALLOW;
+            assert_int_equal(authz_tenant_wide(&b, 1, (authz_action)a, "A", NOW), own);
+            assert_false(authz_tenant_wide(&b, 1, (authz_action)a, "B", NOW));
+        }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(no_tenant_crossing),
@@ -423,6 +499,7 @@ int main(void) {
         cmocka_unit_test(homes_and_invitations),
         cmocka_unit_test(exhaustive_matrix),
         cmocka_unit_test(grants_and_user_admin),
+        cmocka_unit_test(owner_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
