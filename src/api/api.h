@@ -59,8 +59,14 @@ typedef struct api_config {
                            * over 10 s while bytes wait for it (1024; negative: not judged) */
 } api_config;
 
+/* The defaults, by field name (a field not named here is 0 / NULL). */
 #define API_CONFIG_DEFAULTS                                                                \
-    {"127.0.0.1:7070", 4, 1 << 20, 32, 10, 30, 1, 0, 10, NULL, NULL, 5, 20, 10, NULL, NULL}
+    {                                                                                      \
+        .listen = "127.0.0.1:7070", .threads = 4, .max_body = 1 << 20, .max_depth = 32,    \
+        .drain_seconds = 10, .node_timeout_s = 30, .gateway = 1, .gateway_only = 0,        \
+        .health_interval_s = 10, .login_fail_name = 5, .login_fail_addr = 20,              \
+        .lead_timeout_s = 10,                                                              \
+    }
 
 typedef struct api_server api_server;
 
