@@ -1,0 +1,133 @@
+/*
+ * share.h - guaranteed shares, borrowing, reclaim and fair use of idle
+ * capacity (issue 23): the arithmetic, pure and deterministic (no I/O, no
+ * globals, no allocation but what a caller's arrays hold).
+ *
+ * Words.  In one pool, for one resource (GPU-equivalents in milli, as
+ * admission counts them: src/sched/demand.c), each tenant has
+ *   - a GUARANTEE: what it is entitled to whenever it asks;
+ *   - a CEILING >= guarantee: what it may use at most, the part above its
+ *     guarantee only while others leave capacity idle;
+ *   - KEPT <= guarantee: the part of its guarantee never lent, even idle
+ *     (lendable = guarantee - kept);
+ *   - a WEIGHT (>= 1) and its RECENT borrowing (milli-GPU-seconds, decayed
+ *     with the pool's half-life), which order borrowers.
+ * A tenant's use up to its guarantee is OWNED; above it, BORROWED.  Borrowed
+ * work is preemptible whatever its priority class says.
+ *
+ * Rules this module decides (docs/scheduling.md, "Guarantees"):
+ *   1. Idle for borrowing = capacity - sum over tenants of max(used +
+ *      waiting, kept): an idle kept part is not lent, an idle lendable part
+ *      is, unless owned work of its tenant waits for it (lending what an
+ *      owner waits for would only make the next round reclaim it).
+ *   2. A job of a tenant whose use stays within its guarantee is admitted as
+ *      owned; above it, as borrowed only while the ceiling and the idle
+ *      capacity allow, borrowers served in fair order (rule 4).
+ *   3. Reclaim: an owned job that finds no room because its tenant's
+ *      guarantee is lent takes it back from borrowed running work - the
+ *      borrowers most over their fair share first, then the lowest priority,
+ *      then the newest - never taking a borrower below its guarantee, and
+ *      only for work that would itself be owned (so nothing preempted to
+ *      make room is ever given to borrowed work: no preemption loops).
+ *   4. Fair use: among borrowers, the one with the least (recent borrowing +
+ *      borrowed now x horizon) / weight goes first; fair shares of the idle
+ *      capacity are split by weight, water-filled over what each asks.
+ */
+#ifndef GP_SCHED_SHARE_H
+#define GP_SCHED_SHARE_H
+
+#include <stdint.h>
+
+/* One tenant (or project) in one pool, for one resource. */
+typedef struct share_tenant {
+    int64_t guarantee; /* >= 0 */
+    int64_t ceiling;   /* >= guarantee */
+    int64_t kept;      /* 0 .. guarantee: never lent */
+    int64_t weight;    /* >= 1 */
+    int64_t used;      /* running + admitted now, owned and borrowed */
+    int64_t waiting;   /* queued work that would be owned (0 .. guarantee - used): never lent */
+    int64_t recent;    /* decayed past borrowing, milli-GPU-seconds */
+} share_tenant;
+
+enum { SHARE_OWNED = 0, SHARE_BORROWED = 1, SHARE_NO_ROOM = 2 };
+
+/* Owned part and borrowed part of t's use. */
+int64_t share_owned(const share_tenant *t);
+int64_t share_borrowed(const share_tenant *t);
+
+/* Rule 1: capacity idle for borrowing in a pool of `capacity` (never below 0). */
+int64_t share_idle(const share_tenant *ts, int n, int64_t capacity);
+
+/*
+ * What tenant ts[i] may start now without reclaim: the pool less what every
+ * other tenant holds (its use, or its kept part while that is larger: kept
+ * capacity is never lent, not even to owned work) less ts[i]'s own use.  Its
+ * own idle kept part is its own.  Never below 0.
+ */
+int64_t share_free_for(const share_tenant *ts, int n, int i, int64_t capacity);
+
+/*
+ * Rule 2 for one job of `demand` of tenant ts[i]: SHARE_OWNED when its use
+ * with the job stays within its guarantee (whether there is room now is the
+ * placement's business, and reclaim's), SHARE_BORROWED when above it but
+ * within the ceiling and the idle capacity, else SHARE_NO_ROOM.
+ */
+int share_admit(const share_tenant *ts, int n, int i, int64_t capacity, int64_t demand);
+
+/*
+ * Rule 4's order key of a borrower (lower goes first), scaled so integers
+ * compare: (recent + borrowed x horizon_s) x 1000 / weight.
+ */
+int64_t share_borrow_key(const share_tenant *t, int64_t horizon_s);
+
+/*
+ * Rule 4's fair shares: split `idle` (plus what borrowers borrow now) among
+ * the tenants with want[i] > 0 (what each would borrow in all), by weight,
+ * water-filled: nobody is given more than it wants, the rest goes round
+ * again.  OUT: fair[0..n) (0 where want is 0).  Sum of fair <= idle +
+ * borrowed now.
+ */
+void share_fair(const share_tenant *ts, int n, const int64_t *want, int64_t idle, int64_t *fair);
+
+/*
+ * Which of a tenant's running jobs are borrowed: demand[0..n) in start
+ * order (oldest first); a job is borrowed when the tenant's use with it and
+ * every older job exceeds the guarantee.  Re-marked every round, so work
+ * admitted as borrowed becomes owned once older owned work ends.  OUT:
+ * borrowed[0..n) 0/1.  Returns the borrowed amount.
+ */
+int64_t share_mark(int64_t guarantee, const int64_t *demand, int n, unsigned char *borrowed);
+
+/* A running job that reclaim may stop. */
+typedef struct share_victim {
+    int tenant;        /* index into ts */
+    int64_t demand;    /* what it frees */
+    int priority;
+    int64_t start_us;  /* newest first */
+    int borrowed;      /* only borrowed work is ever taken */
+} share_victim;
+
+/*
+ * Rule 3: the owner ts[owner] needs `need` more than is free for a job that
+ * would be owned.  Choose victims among vs[0..nv) (order: fair[] over-share
+ * of their tenant high first, then priority low first, then newest first),
+ * skipping any whose stop would take its tenant below its guarantee, until
+ * what they free covers `need`.  OUT: pick[0..*npick) indexes into vs.
+ * Returns 1 when the victims cover the need, 0 when they cannot (then
+ * *npick is 0: a partial reclaim would stop work for nothing).  `fair` may
+ * be NULL (over-share then is the whole borrowed amount).  `tmp` is scratch
+ * of nv ints.
+ */
+int share_reclaim(const share_tenant *ts, int n, int owner, int64_t need, const share_victim *vs,
+                  int nv, const int64_t *fair, int *pick, int *npick, int *tmp);
+
+/*
+ * Decay `recent` from `last_us` to `now_us` with the half-life, then add the
+ * borrowing of that span (borrowed milli x seconds, taken as constant over
+ * it).  half_life_s <= 0: no memory (just the span's).  Saturates instead of
+ * overflowing.
+ */
+int64_t share_decay(int64_t recent, int64_t last_us, int64_t now_us, int64_t half_life_s,
+                    int64_t borrowed);
+
+#endif
