@@ -6,8 +6,8 @@
  *
  * Invalidation: every change to what these depend on bumps gw_epoch in the
  * store, in the same transaction (triggers of migration 15 on keys, users,
- * role bindings, tenants, projects, apps, quotas, models, endpoints, jobs,
- * bindings).  The runtime reads that row about once a second
+ * role bindings, tenants, projects, apps, quotas, models, endpoints; the jobs
+ * serving an endpoint and their bindings, migration 17).  The runtime reads that row about once a second
  * (gw_cache_poll); a new value drops every entry.  After any commit of
  * this process (store_commit_total moved) the next lookup reads the epoch
  * first, so a change made here - a key revoked, an owner disabled, a role

@@ -699,6 +699,26 @@ static const char *const migrations[] = {
      * may wait for it (docs/gateway.md "Endpoints under load") */
     "ALTER TABLE endpoints ADD COLUMN max_concurrency BIGINT NOT NULL DEFAULT 0;"
     "ALTER TABLE endpoints ADD COLUMN max_queue BIGINT NOT NULL DEFAULT 100;",
+    /* 17: only jobs that serve a model endpoint invalidate the gateway's read cache: every
+     * job's start and end bumped gw_epoch, so a busy scheduler dropped every gateway
+     * process's cache about once a second (and this server's after each commit).  A
+     * trigger's WHEN may not hold a subquery here: the functions look. */
+    "CREATE INDEX endpoints_job ON endpoints(job_id);"
+    "CREATE FUNCTION gw_epoch_bump_job() RETURNS trigger LANGUAGE plpgsql AS $$"
+    " BEGIN IF EXISTS (SELECT 1 FROM endpoints WHERE job_id = NEW.id) THEN"
+    " UPDATE gw_epoch SET n = n + 1 WHERE id = 1; END IF; RETURN NULL; END $$;"
+    "CREATE FUNCTION gw_epoch_bump_binding() RETURNS trigger LANGUAGE plpgsql AS $$"
+    " BEGIN IF EXISTS (SELECT 1 FROM endpoints WHERE job_id = NEW.job_id) THEN"
+    " UPDATE gw_epoch SET n = n + 1 WHERE id = 1; END IF; RETURN NULL; END $$;"
+    "DROP TRIGGER gw_epoch_jobs_u ON jobs;"
+    "CREATE TRIGGER gw_epoch_jobs_u AFTER UPDATE ON jobs FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state)"
+    " EXECUTE PROCEDURE gw_epoch_bump_job();"
+    "DROP TRIGGER gw_epoch_bindings_i ON bindings;"
+    "CREATE TRIGGER gw_epoch_bindings_i AFTER INSERT ON bindings FOR EACH ROW"
+    " EXECUTE PROCEDURE gw_epoch_bump_binding();"
+    "DROP TRIGGER gw_epoch_bindings_u ON bindings;"
+    "CREATE TRIGGER gw_epoch_bindings_u AFTER UPDATE ON bindings FOR EACH ROW WHEN (OLD.end_us IS DISTINCT FROM NEW.end_us OR OLD.node IS DISTINCT FROM NEW.node)"
+    " EXECUTE PROCEDURE gw_epoch_bump_binding();",
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

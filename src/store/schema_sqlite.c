@@ -649,6 +649,23 @@ static const char *const migrations[] = {
      * may wait for it (docs/gateway.md "Endpoints under load") */
     "ALTER TABLE endpoints ADD COLUMN max_concurrency INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE endpoints ADD COLUMN max_queue INTEGER NOT NULL DEFAULT 100;",
+    /* 17: only jobs that serve a model endpoint invalidate the gateway's read cache: every
+     * job's start and end bumped gw_epoch, so a busy scheduler dropped every gateway
+     * process's cache about once a second (and this server's after each commit) */
+    "CREATE INDEX endpoints_job ON endpoints(job_id);"
+    "DROP TRIGGER gw_epoch_jobs_u;"
+    "CREATE TRIGGER gw_epoch_jobs_u AFTER UPDATE ON jobs WHEN OLD.state IS NOT NEW.state"
+    " AND EXISTS (SELECT 1 FROM endpoints WHERE job_id = NEW.id)"
+    " BEGIN UPDATE gw_epoch SET n = n + 1 WHERE id = 1; END;"
+    "DROP TRIGGER gw_epoch_bindings_i;"
+    "CREATE TRIGGER gw_epoch_bindings_i AFTER INSERT ON bindings"
+    " WHEN EXISTS (SELECT 1 FROM endpoints WHERE job_id = NEW.job_id)"
+    " BEGIN UPDATE gw_epoch SET n = n + 1 WHERE id = 1; END;"
+    "DROP TRIGGER gw_epoch_bindings_u;"
+    "CREATE TRIGGER gw_epoch_bindings_u AFTER UPDATE ON bindings"
+    " WHEN (OLD.end_us IS NOT NEW.end_us OR OLD.node IS NOT NEW.node)"
+    " AND EXISTS (SELECT 1 FROM endpoints WHERE job_id = NEW.job_id)"
+    " BEGIN UPDATE gw_epoch SET n = n + 1 WHERE id = 1; END;",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

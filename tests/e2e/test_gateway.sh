@@ -592,6 +592,19 @@ node_ready() {
 poll 10 node_ready || fail "the node did not register"
 gp class create l4.1x --form whole --models L4 --cpus 1 --memory 1
 assert_rc 0
+note "a job that serves no model leaves the gateway's read cache alone (migration 17)"
+E0=$(db_sql "$DATA" "SELECT n FROM gw_epoch WHERE id = 1")
+gp -o json job submit plain --tenant red --project train --class l4.1x -- true
+assert_rc 0
+PLAIN=$(jout .id)
+plain_done() {
+    gp -o json job show "$PLAIN" --tenant red --project train
+    [ "$(jout .state)" == succeeded ]
+}
+poll 20 plain_done || fail "the plain job did not succeed: $(head -c 300 "$OUT_FILE")"
+_pass
+assert_eq "$(db_sql "$DATA" "SELECT n FROM gw_epoch WHERE id = 1")" "$E0" \
+    "no gateway cache invalidation for a job that serves no model"
 JPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
     echo $((20000 + RANDOM % 20000)))
 gp -o json job submit serve-jm --tenant red --project train --class l4.1x -- \
@@ -610,8 +623,12 @@ job_serves() {
 poll 15 job_serves || fail "the job-backed model did not answer: $(head -c 300 "$OUT_FILE")"
 _pass
 assert_contains "$(jout .id)" job1 "served by the job's process"
+E1=$(db_sql "$DATA" "SELECT n FROM gw_epoch WHERE id = 1")
 gp job cancel "$JOB" --tenant red --project train
 assert_rc 0
+[ "$(db_sql "$DATA" "SELECT n FROM gw_epoch WHERE id = 1")" -gt "$E1" ] ||
+    fail "the serving job's cancel did not invalidate the gateway's read cache"
+_pass
 err_call "$KJ" chat '{"model":"jm","content":"after cancel"}' 503 no_healthy_endpoint
 kill -TERM "$AGENT_PID"
 _wait_exit "$AGENT_PID" 10
