@@ -8,7 +8,7 @@
 #
 #   NODES=10000 TENANTS=100 QUEUED=50000 RATE=100 SECONDS=60 bench/scale_sim.sh
 #   # last line: nodes=.. submit_p50_ms=.. submit_p99_ms=.. heartbeat_p99_ms=..
-#   #            server_cpu_cores=.. server_rss_mib=.. unreachable=0 failed=0 ...
+#   #            server_cpu_cores=.. agents_cpu_cores=.. server_rss_mib=.. unreachable=0 ...
 #
 # KEEP=1 keeps the temporary folder (logs, the store); PER_AGENT=N nodes per agent process
 # (default 250, at most 1,000).
@@ -71,6 +71,7 @@ TOK=$("$BIN" --server "$URL" login bu <"$T/pw" | head -n 1)
 PER=${PER_AGENT:-250}
 [ "$PER" -ge 1 ] && [ "$PER" -le 1000 ] || { echo "PER_AGENT must be 1..1000" >&2; exit 2; }
 AGENTS=$(((NODES + PER - 1) / PER))
+APIDS=()
 say "server $URL: starting $AGENTS agent(s) simulating $NODES nodes (${INTERVAL}s heartbeats)"
 for ((a = 1; a <= AGENTS; a++)); do
     n=$((a < AGENTS ? PER : NODES - PER * (AGENTS - 1)))
@@ -81,6 +82,7 @@ EOF
     "$BIN" --server "$URL" agent --join-token "$JT" --inventory "$T/node$a.json" --simulate "$n" \
         --state-dir "$T/agent$a" --interval "$INTERVAL" >"$T/agent$a.out" 2>"$T/agent$a.err" </dev/null &
     PIDS+=($!)
+    APIDS+=($!)
 done
 metric() { curl -s --max-time 10 "$URL/metrics" | awk -v k="$1" '$1 == k && !n++ {print $2}'; }
 # counts read from the store itself (SQLite; read-only, while the server runs)
@@ -100,6 +102,8 @@ say "filled: $(cat "$T/fill.json")"
 sleep "$INTERVAL" # a full heartbeat cycle with the queue in place
 
 cpu() { awk '{print $14 + $15}' "/proc/$SPID/stat"; }
+# the simulating agents' CPU together (they share this machine with the server)
+acpu() { for p in "${APIDS[@]}"; do awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null; done | awk '{s += $1} END {print s + 0}'; }
 # hist FILE: the heartbeat route's and the rounds' histogram buckets ("h LE N" / "r LE N")
 hist() {
     curl -s --max-time 10 "$URL/metrics" | awk '
@@ -123,6 +127,7 @@ p99() {
 hist "$T/hist0"
 r0=$(metric gpupool_sched_round_duration_seconds_count || echo 0)
 c0=$(cpu)
+a0=$(acpu)
 w0=$(date +%s.%N)
 python3 "$HERE/scale_submit.py" rate "$URL" "$TOK" "$TENANTS" "$RATE" "$SECONDS_" >"$T/rate.json" &
 RP=$!
@@ -134,11 +139,13 @@ while kill -0 "$RP" 2>/dev/null; do
 done
 wait "$RP"
 c1=$(cpu)
+a1=$(acpu)
 w1=$(date +%s.%N)
 hist "$T/hist1"
 r1=$(metric gpupool_sched_round_duration_seconds_count || echo 0)
 tck=$(getconf CLK_TCK)
 cores=$(echo "($c1 - $c0) / $tck / ($w1 - $w0)" | bc -l)
+acores=$(echo "($a1 - $a0) / $tck / ($w1 - $w0)" | bc -l)
 hb_p99=$(p99 h)
 round_p99=$(p99 r)
 unreach=$(db "SELECT count(*) FROM health_events WHERE kind = 'node' AND to_state = 'unreachable'")
@@ -146,7 +153,7 @@ failed=$(db "SELECT count(*) FROM jobs WHERE state = 'failed'")
 r=$(ready)
 notready=$((${r:-0} < NODES ? 1 : 0))
 read -r p50 p99 ok bad <<<"$(jq -r '"\(.p50_ms) \(.p99_ms) \(.ok) \(.bad)"' "$T/rate.json")"
-printf 'nodes=%s queued=%s rate=%s submit_p50_ms=%s submit_p99_ms=%s submits_ok=%s submits_bad=%s heartbeat_p99_ms=%s rounds=%s round_p99_ms=%s server_cpu_cores=%.2f server_rss_mib=%d unreachable=%s failed=%s\n' \
-    "$NODES" "$QUEUED" "$RATE" "$p50" "$p99" "$ok" "$bad" "$hb_p99" "$((r1 - r0))" "$round_p99" "$cores" \
+printf 'nodes=%s queued=%s rate=%s submit_p50_ms=%s submit_p99_ms=%s submits_ok=%s submits_bad=%s heartbeat_p99_ms=%s rounds=%s round_p99_ms=%s server_cpu_cores=%.2f agents_cpu_cores=%.2f server_rss_mib=%d unreachable=%s failed=%s\n' \
+    "$NODES" "$QUEUED" "$RATE" "$p50" "$p99" "$ok" "$bad" "$hb_p99" "$((r1 - r0))" "$round_p99" "$cores" "$acores" \
     "$((rss / 1024))" "$((unreach + notready))" "$failed"
 [ "$bad" == 0 ] && [ "$unreach" == 0 ] && [ "$notready" == 0 ] && [ "$failed" == 0 ]
