@@ -1,0 +1,112 @@
+/*
+ * reserve.h - advance reservations (issue 23, item 4): whether a placement
+ * may happen now given the reservations ahead, what blocks a job, and the
+ * reserved-but-unused time of a window.  Pure and deterministic (no I/O, no
+ * globals, no allocation).
+ *
+ * A reservation holds, from T1 to T2,
+ *   - NAMED NODES (every card of them), or
+ *   - a COUNT of cards that pass a class's rules in one pool (any of them:
+ *     the scheduler keeps that many free for the holder at T1),
+ * for a tenant (and, optionally, one of its projects), or for nobody: a
+ * maintenance window, whose nodes are drained before T1 and cordoned in it.
+ *
+ * Rules (docs/scheduling.md, "Reservations"):
+ *   1. Before T1, work that is not the reservation's is placed on what the
+ *      reservation will hold only if it ends by T1 by its time limit; work
+ *      with no time limit is not placed there at all.  So the window starts
+ *      on time without stopping anything.  For a count, "what it will hold"
+ *      is any matching card of the pool once the cards busy at T1 (running
+ *      work that ends after T1, or has no limit) would leave fewer than the
+ *      count free.
+ *   2. From T1 to T2 only work naming the reservation runs there, and only
+ *      such work of its holder: for a count, the other work of the pool
+ *      keeps the cards beyond the count.  Maintenance admits nobody.
+ *   3. Work naming a reservation runs only in its window, on its cards
+ *      (a count: at most the count), and must end by T2 by its time limit
+ *      (no limit: it is stopped at T2).
+ *   4. After T2 the reservation no longer counts.
+ */
+#ifndef GP_SCHED_RESERVE_H
+#define GP_SCHED_RESERVE_H
+
+#include <stdint.h>
+
+/* One reservation, as the scheduler's snapshot holds it. */
+typedef struct rsv {
+    int64_t t1_us, t2_us;          /* t1 < t2 */
+    int tenant;                    /* holder's index; -1: nobody (maintenance) */
+    int project;                   /* -1: any project of the tenant */
+    const unsigned char *node_in;  /* [nnodes]: named nodes; NULL: a count */
+    int pool;                      /* a count: the pool (index) */
+    int count;                     /* a count: cards held (> 0) */
+    const unsigned char *card_ok;  /* a count: [ngpus], 1 where a card passes the class's rules */
+} rsv;
+
+/* The work to place. */
+typedef struct rsv_job {
+    int tenant, project;
+    int reservation;      /* index of the reservation it names; -1: none */
+    int64_t time_limit_s; /* 0: none */
+} rsv_job;
+
+/*
+ * What the pool's running work does to a count reservation, as the caller
+ * counts it from its snapshot: matching cards of the pool in all, those
+ * busy now with work not the reservation's and still busy at T1 (no limit,
+ * or ending after T1), and those the reservation's own work holds now.
+ */
+typedef struct rsv_count_use {
+    int cards;          /* matching, allocatable cards of the pool */
+    int busy_at_t1;     /* by other work that runs past T1 */
+    int busy_other_now; /* by other work, now */
+    int busy_own_now;   /* by work naming the reservation, now */
+} rsv_count_use;
+
+enum {
+    RSV_OK = 0,
+    RSV_BLOCKED = 1,    /* a reservation ahead or in force keeps it out: *blocker says which */
+    RSV_NOT_YET = 2,    /* it names a reservation whose window has not begun */
+    RSV_OVER = 3,       /* it names a reservation whose window is over */
+    RSV_NOT_HOLDER = 4, /* it names a reservation held by someone else (or maintenance) */
+    RSV_OUTSIDE = 5,    /* it names a reservation and this is not its node or card */
+    RSV_TOO_LONG = 6,   /* its time limit runs past the window's end */
+    RSV_FULL = 7        /* it names a count reservation whose cards are in use */
+};
+
+/* Does job j's owner hold reservation r (tenant, and project if r names one)? */
+int rsv_holds(const rsv *r, const rsv_job *j);
+
+/*
+ * May job j take `k` cards `gpus[0..k)` of node `node` (pool `pool`) at
+ * now_us, given reservations rs[0..n) and, for each, use[i] (only read for
+ * count reservations; may be NULL when there are none)?  Returns RSV_OK or
+ * the first reason it may not; on RSV_BLOCKED *blocker is the reservation's
+ * index (else -1).
+ */
+int rsv_allows(const rsv *rs, int n, const rsv_count_use *use, const rsv_job *j, int node,
+               int pool, const int *gpus, int k, int64_t now_us, int *blocker);
+
+/*
+ * When job j's wait for reservation rs[i] ends at the latest: T1 for its
+ * own reservation (j->reservation == i) not yet begun, T2 for one that keeps
+ * it out.  0 once the window is over.
+ */
+int64_t rsv_blocked_until(const rsv *rs, int i, const rsv_job *j, int64_t now_us);
+
+/*
+ * The reserved-but-unused card-seconds of a window from `from_us` to
+ * `to_us` (clipped to [T1, T2)): the reservation's cards (named nodes:
+ * `cards`; a count: r->count) times that span, less what its own work used
+ * in it: used[0..nused) card intervals {start, end (0: still running)},
+ * clipped to the span and capped at the cards held at each moment (work
+ * beyond the count is not credited twice).  Never below 0.
+ */
+typedef struct rsv_use_span {
+    int64_t start_us, end_us;
+    int cards;
+} rsv_use_span;
+int64_t rsv_unused_card_s(const rsv *r, int cards, const rsv_use_span *used, int nused,
+                          int64_t from_us, int64_t to_us);
+
+#endif

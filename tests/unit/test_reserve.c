@@ -1,0 +1,305 @@
+/*
+ * test_reserve.c - advance reservations (src/sched/reserve.h): each rule on
+ * hand-made cases, then a property test that replays random workloads on a
+ * small pool through rsv_allows and checks that every reservation starts
+ * on time with its cards free and nothing stopped, that work in a window
+ * is the holder's, and that the unused time adds up.
+ */
+#include "testutil.h"
+
+#include "../../src/sched/reserve.h"
+
+#include <string.h>
+
+#define S 1000000LL /* a second, in us */
+
+static const unsigned char nodes01[4] = {1, 1, 0, 0}; /* nodes 0 and 1 named */
+static const unsigned char cards_all[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+
+static rsv node_rsv(int64_t t1, int64_t t2, int tenant, int project) {
+    return (rsv){.t1_us = t1, .t2_us = t2, .tenant = tenant, .project = project,
+                 .node_in = nodes01, .pool = -1};
+}
+
+static void holders(void **state) {
+    (void)state;
+    rsv r = node_rsv(100 * S, 200 * S, 3, -1);
+    assert_true(rsv_holds(&r, &(rsv_job){3, 7, -1, 0}));
+    assert_false(rsv_holds(&r, &(rsv_job){4, 7, -1, 0}));
+    r.project = 7;
+    assert_true(rsv_holds(&r, &(rsv_job){3, 7, -1, 0}));
+    assert_false(rsv_holds(&r, &(rsv_job){3, 8, -1, 0}));
+    r.tenant = -1; /* maintenance */
+    assert_false(rsv_holds(&r, &(rsv_job){3, 7, -1, 0}));
+}
+
+static void named_nodes(void **state) {
+    (void)state;
+    rsv r = node_rsv(100 * S, 200 * S, 3, -1);
+    int g[1] = {0}, b;
+    rsv_job other = {1, 0, -1, 0};
+    /* no time limit: kept off the named nodes from now on, free elsewhere */
+    assert_int_equal(rsv_allows(&r, 1, NULL, &other, 0, 0, g, 1, 10 * S, &b), RSV_BLOCKED);
+    assert_int_equal(b, 0);
+    assert_int_equal(rsv_blocked_until(&r, 0, &other, 10 * S), 200 * S);
+    assert_int_equal(rsv_allows(&r, 1, NULL, &other, 2, 0, g, 1, 10 * S, &b), RSV_OK);
+    assert_int_equal(b, -1);
+    /* a limit that ends by T1: fine; a second more: not */
+    other.time_limit_s = 90;
+    assert_int_equal(rsv_allows(&r, 1, NULL, &other, 0, 0, g, 1, 10 * S, &b), RSV_OK);
+    other.time_limit_s = 91;
+    assert_int_equal(rsv_allows(&r, 1, NULL, &other, 0, 0, g, 1, 10 * S, &b), RSV_BLOCKED);
+    /* in the window: nobody else, whatever its limit; after it: anyone */
+    other.time_limit_s = 1;
+    assert_int_equal(rsv_allows(&r, 1, NULL, &other, 1, 0, g, 1, 150 * S, &b), RSV_BLOCKED);
+    assert_int_equal(rsv_allows(&r, 1, NULL, &other, 1, 0, g, 1, 200 * S, &b), RSV_OK);
+    other.time_limit_s = 0;
+    assert_int_equal(rsv_allows(&r, 1, NULL, &other, 1, 0, g, 1, 200 * S, &b), RSV_OK);
+    assert_int_equal(rsv_blocked_until(&r, 0, &other, 200 * S), 0);
+    /* the holder's job that does not name it is like any other */
+    rsv_job mine = {3, 0, -1, 0};
+    assert_int_equal(rsv_allows(&r, 1, NULL, &mine, 0, 0, g, 1, 150 * S, &b), RSV_BLOCKED);
+    /* naming it: only in the window, on its nodes, ending by T2 */
+    mine.reservation = 0;
+    assert_int_equal(rsv_allows(&r, 1, NULL, &mine, 0, 0, g, 1, 10 * S, &b), RSV_NOT_YET);
+    assert_int_equal(rsv_blocked_until(&r, 0, &mine, 10 * S), 100 * S);
+    assert_int_equal(rsv_allows(&r, 1, NULL, &mine, 0, 0, g, 1, 150 * S, &b), RSV_OK);
+    assert_int_equal(rsv_allows(&r, 1, NULL, &mine, 2, 0, g, 1, 150 * S, &b), RSV_OUTSIDE);
+    assert_int_equal(rsv_allows(&r, 1, NULL, &mine, 0, 0, g, 1, 200 * S, &b), RSV_OVER);
+    mine.time_limit_s = 50;
+    assert_int_equal(rsv_allows(&r, 1, NULL, &mine, 0, 0, g, 1, 150 * S, &b), RSV_OK);
+    mine.time_limit_s = 51;
+    assert_int_equal(rsv_allows(&r, 1, NULL, &mine, 0, 0, g, 1, 150 * S, &b), RSV_TOO_LONG);
+    /* someone else naming it */
+    rsv_job thief = {1, 0, 0, 0};
+    assert_int_equal(rsv_allows(&r, 1, NULL, &thief, 0, 0, g, 1, 150 * S, &b), RSV_NOT_HOLDER);
+    /* maintenance: nobody, not even naming it */
+    r.tenant = -1;
+    mine.time_limit_s = 0;
+    assert_int_equal(rsv_allows(&r, 1, NULL, &mine, 0, 0, g, 1, 150 * S, &b), RSV_NOT_HOLDER);
+    /* a huge limit does not overflow */
+    other.time_limit_s = INT64_MAX / 2;
+    assert_int_equal(rsv_allows(&r, 1, NULL, &other, 0, 0, g, 1, 10 * S, &b), RSV_BLOCKED);
+}
+
+static void counts(void **state) {
+    (void)state;
+    /* 4 of the pool's 8 cards (pool 0, every card matches) for tenant 3 */
+    rsv r = {.t1_us = 100 * S, .t2_us = 200 * S, .tenant = 3, .project = -1, .node_in = NULL,
+             .pool = 0, .count = 4, .card_ok = cards_all};
+    rsv_count_use u = {.cards = 8, .busy_at_t1 = 3, .busy_other_now = 3, .busy_own_now = 0};
+    int g1[1] = {5}, g2[2] = {5, 6}, b;
+    rsv_job other = {1, 0, -1, 0};
+    /* ahead of T1, running past it: 3 busy at T1 + 1 leaves 4: fine; + 2: not */
+    assert_int_equal(rsv_allows(&r, 1, &u, &other, 0, 0, g1, 1, 10 * S, &b), RSV_OK);
+    assert_int_equal(rsv_allows(&r, 1, &u, &other, 0, 0, g2, 2, 10 * S, &b), RSV_BLOCKED);
+    assert_int_equal(b, 0);
+    /* ... unless it ends by T1 */
+    other.time_limit_s = 90;
+    assert_int_equal(rsv_allows(&r, 1, &u, &other, 0, 0, g2, 2, 10 * S, &b), RSV_OK);
+    /* another pool is not concerned */
+    other.time_limit_s = 0;
+    assert_int_equal(rsv_allows(&r, 1, &u, &other, 0, 1, g2, 2, 10 * S, &b), RSV_OK);
+    /* cards the class does not accept are not concerned */
+    unsigned char some[16] = {1, 1, 1, 1, 1, 1, 0, 0};
+    r.card_ok = some;
+    int g67[2] = {6, 7};
+    assert_int_equal(rsv_allows(&r, 1, &u, &other, 0, 0, g67, 2, 10 * S, &b), RSV_OK);
+    r.card_ok = cards_all;
+    /* in force: the others keep 8 - 4 = 4, 3 in use: one more */
+    assert_int_equal(rsv_allows(&r, 1, &u, &other, 0, 0, g1, 1, 150 * S, &b), RSV_OK);
+    u.busy_other_now = 4;
+    assert_int_equal(rsv_allows(&r, 1, &u, &other, 0, 0, g1, 1, 150 * S, &b), RSV_BLOCKED);
+    /* the holder naming it: up to the count */
+    rsv_job mine = {3, 2, 0, 0};
+    u.busy_own_now = 3;
+    assert_int_equal(rsv_allows(&r, 1, &u, &mine, 0, 0, g1, 1, 150 * S, &b), RSV_OK);
+    assert_int_equal(rsv_allows(&r, 1, &u, &mine, 0, 0, g2, 2, 150 * S, &b), RSV_FULL);
+    assert_int_equal(rsv_allows(&r, 1, &u, &mine, 0, 1, g1, 1, 150 * S, &b), RSV_OUTSIDE);
+    r.card_ok = some;
+    assert_int_equal(rsv_allows(&r, 1, &u, &mine, 0, 0, g67, 2, 150 * S, &b), RSV_OUTSIDE);
+}
+
+static void two_reservations(void **state) {
+    (void)state;
+    /* job of tenant 3 naming reservation 1 (count, pool 0) on node 0, which reservation 0
+     * (named nodes, maintenance) will hold from 150 s */
+    rsv rs[2] = {node_rsv(150 * S, 300 * S, -1, -1),
+                 {.t1_us = 100 * S, .t2_us = 200 * S, .tenant = 3, .project = -1,
+                  .pool = 0, .count = 2, .card_ok = cards_all}};
+    rsv_count_use u[2] = {{0}, {.cards = 8}};
+    int g[1] = {0}, b;
+    rsv_job mine = {3, 0, 1, 40};
+    assert_int_equal(rsv_allows(rs, 2, u, &mine, 0, 0, g, 1, 110 * S, &b), RSV_OK);
+    mine.time_limit_s = 41; /* would run into the maintenance window */
+    assert_int_equal(rsv_allows(rs, 2, u, &mine, 0, 0, g, 1, 110 * S, &b), RSV_BLOCKED);
+    assert_int_equal(b, 0);
+    assert_int_equal(rsv_allows(rs, 2, u, &mine, 2, 0, g, 1, 110 * S, &b), RSV_OK);
+}
+
+static void unused_time(void **state) {
+    (void)state;
+    rsv r = {.t1_us = 100 * S, .t2_us = 200 * S, .tenant = 3, .project = -1, .pool = 0,
+             .count = 4, .card_ok = cards_all};
+    /* nothing used: 4 cards x 100 s */
+    assert_int_equal(rsv_unused_card_s(&r, 0, NULL, 0, 0, 1000 * S), 400);
+    /* clipped to the window and to the span asked */
+    assert_int_equal(rsv_unused_card_s(&r, 0, NULL, 0, 150 * S, 1000 * S), 200);
+    assert_int_equal(rsv_unused_card_s(&r, 0, NULL, 0, 300 * S, 400 * S), 0);
+    /* 2 cards from 120 to 170 s, 1 card from 90 s still running */
+    rsv_use_span u[] = {{120 * S, 170 * S, 2}, {90 * S, 0, 1}};
+    assert_int_equal(rsv_unused_card_s(&r, 0, u, 2, 0, 1000 * S), 400 - 100 - 100);
+    /* more than the count at once is not credited twice */
+    rsv_use_span big[] = {{100 * S, 200 * S, 3}, {100 * S, 150 * S, 3}};
+    assert_int_equal(rsv_unused_card_s(&r, 0, big, 2, 0, 1000 * S), 400 - 300 - 50);
+    /* named nodes: the cards given */
+    rsv n = node_rsv(100 * S, 200 * S, 3, -1);
+    assert_int_equal(rsv_unused_card_s(&n, 16, NULL, 0, 0, 1000 * S), 1600);
+    assert_int_equal(rsv_unused_card_s(&n, 0, NULL, 0, 0, 1000 * S), 0);
+}
+
+/* ---- property: a reservation starts on time without stopping anything ---- */
+
+typedef struct rnd_state {
+    uint64_t s;
+} rnd_state;
+static uint32_t below(rnd_state *r, uint32_t n) {
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return n ? (uint32_t)((r->s * 2685821657736338717ULL) >> 33) % n : 0;
+}
+
+#define CARDS 8
+#define PJOBS 400
+
+typedef struct pjob {
+    rsv_job j;
+    int64_t start, end; /* end: start + limit; NEVER-ish when none (runs until stopped) */
+    int card, running, done;
+} pjob;
+
+static void property(void **state) {
+    (void)state;
+    rnd_state rg = {7};
+    int starts_checked = 0, placed_in = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        /* one pool of 8 cards on one node; one count reservation of 1..6 cards */
+        int count = 1 + (int)below(&rg, 6);
+        int holder = (int)below(&rg, 3);
+        rsv r = {.t1_us = (int64_t)(20 + below(&rg, 40)) * S, .pool = 0, .count = count,
+                 .tenant = holder, .project = -1, .card_ok = cards_all};
+        r.t2_us = r.t1_us + (int64_t)(10 + below(&rg, 40)) * S;
+        pjob jobs[PJOBS];
+        int nj = 0;
+        int owner[CARDS];
+        for (int c = 0; c < CARDS; c++) owner[c] = -1;
+        int64_t own_used = 0;
+        for (int64_t t = 0; t < r.t2_us + 20 * S; t += S) {
+            /* ends */
+            for (int i = 0; i < nj; i++)
+                if (jobs[i].running && jobs[i].end && jobs[i].end <= t) {
+                    jobs[i].running = 0;
+                    owner[jobs[i].card] = -1;
+                }
+            /* jobs naming the reservation are stopped at T2 (rule 3) */
+            if (t >= r.t2_us)
+                for (int i = 0; i < nj; i++)
+                    if (jobs[i].running && jobs[i].j.reservation == 0) {
+                        jobs[i].running = 0;
+                        owner[jobs[i].card] = -1;
+                    }
+            /* at T1: the count is free or used by its own work - nothing had to stop */
+            if (t == r.t1_us) {
+                int other = 0;
+                for (int c = 0; c < CARDS; c++)
+                    if (owner[c] >= 0 && jobs[owner[c]].j.reservation != 0) other++;
+                assert_true(other <= CARDS - count);
+                starts_checked++;
+            }
+            /* arrivals */
+            int arrive = (int)below(&rg, 3);
+            for (int a = 0; a < arrive && nj < PJOBS; a++) {
+                pjob *p = &jobs[nj++];
+                memset(p, 0, sizeof *p);
+                p->j.tenant = (int)below(&rg, 3);
+                p->j.project = 0;
+                p->j.reservation = p->j.tenant == holder && below(&rg, 2) ? 0 : -1;
+                p->j.time_limit_s = below(&rg, 4) ? 1 + below(&rg, 30) : 0;
+                p->card = -1;
+            }
+            /* the accounting the scheduler would do, then placements in order */
+            for (int i = 0; i < nj; i++) {
+                pjob *p = &jobs[i];
+                if (p->running || p->done) continue;
+                rsv_count_use u = {.cards = CARDS};
+                for (int c = 0; c < CARDS; c++) {
+                    if (owner[c] < 0) continue;
+                    const pjob *q = &jobs[owner[c]];
+                    if (q->j.reservation == 0) {
+                        u.busy_own_now++;
+                    } else {
+                        u.busy_other_now++;
+                        if (!q->end || q->end > r.t1_us) u.busy_at_t1++;
+                    }
+                }
+                int free_card = -1;
+                for (int c = 0; c < CARDS && free_card < 0; c++)
+                    if (owner[c] < 0) free_card = c;
+                if (free_card < 0) break;
+                int g[1] = {free_card}, b;
+                if (rsv_allows(&r, 1, &u, &p->j, 0, 0, g, 1, t, &b) != RSV_OK) continue;
+                p->running = 1;
+                p->done = 1;
+                p->start = t;
+                p->end = p->j.time_limit_s ? t + p->j.time_limit_s * S : 0;
+                p->card = free_card;
+                owner[free_card] = i;
+                if (p->j.reservation == 0) {
+                    /* rule 2/3: in the window, the holder's, within the count */
+                    assert_true(t >= r.t1_us && t < r.t2_us);
+                    assert_int_equal(p->j.tenant, holder);
+                    assert_true(!p->end || p->end <= r.t2_us);
+                    placed_in++;
+                    own_used += (p->end ? p->end : r.t2_us) - t;
+                }
+            }
+            /* in force: the reservation's own work never beyond the count, the others
+             * never beyond the rest */
+            if (t >= r.t1_us && t < r.t2_us) {
+                int own = 0, other = 0;
+                for (int c = 0; c < CARDS; c++)
+                    if (owner[c] >= 0) {
+                        if (jobs[owner[c]].j.reservation == 0) own++;
+                        else other++;
+                    }
+                assert_true(own <= count);
+                assert_true(other <= CARDS - count);
+            }
+        }
+        /* the unused time: the window's cards less what its own work used */
+        rsv_use_span spans[PJOBS];
+        int ns = 0;
+        for (int i = 0; i < nj; i++)
+            if (jobs[i].done && jobs[i].j.reservation == 0)
+                spans[ns++] = (rsv_use_span){jobs[i].start, jobs[i].end ? jobs[i].end : r.t2_us,
+                                             1};
+        int64_t unused = rsv_unused_card_s(&r, 0, spans, ns, 0, r.t2_us + 100 * S);
+        int64_t window = (int64_t)count * (r.t2_us - r.t1_us) / S;
+        assert_int_equal(unused, window - own_used / S);
+    }
+    assert_int_equal(starts_checked, 200);
+    assert_true(placed_in > 100);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(holders),
+        cmocka_unit_test(named_nodes),
+        cmocka_unit_test(counts),
+        cmocka_unit_test(two_reservations),
+        cmocka_unit_test(unused_time),
+        cmocka_unit_test(property),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
