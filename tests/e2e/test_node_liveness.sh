@@ -106,9 +106,17 @@ poll $((T * 5 + 45)) ready_count 1 || fail "the 12 silent nodes were not marked 
 _pass
 gp -o json node show sim-0
 assert_json .state unreachable "$OUT_FILE"
-gp -o json node history sim-0
-assert_contains "$(jq -r '[.items[] | select(.to == "unreachable")][0].cause' "$OUT_FILE")" \
-    "held while most nodes fell silent at once" "the cause says it was held"
+# the sweep that first marks some of them does so while most are silent: those say they were
+# held (the last few, marked once most are already unreachable, are no longer a mass silence;
+# which ones those are depends on where the agent was frozen in its pass over its nodes)
+held=0
+for i in $(seq 0 11); do
+    gp -o json node history "sim-$i"
+    jq -r '[.items[] | select(.to == "unreachable")][0].cause' "$OUT_FILE" |
+        grep -q "held while most nodes fell silent at once" && held=$((held + 1))
+done
+[ "$held" -ge 1 ] || fail "no silent node's cause says it was held"
+_pass
 gp -o json node show real
 assert_json .state ready "$OUT_FILE"
 
