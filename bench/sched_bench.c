@@ -8,10 +8,11 @@
  * H100-80GB in MIG mode (1g.10gb x 7), 15 % L40S shared - in two pools; T
  * tenants with GPU ceilings (but the first); M queued jobs of mixed classes,
  * sizes and priorities (a few gang jobs).  Times a full round on the idle
- * cluster, then on the settled cluster one submit and one exit, each as a
- * full round and as a delta (sch_delta, which must agree), and ends with
- * `placements_per_s=N round_ms=N submit_round_ms=N exit_round_ms=N rss_mib=N`
- * (the two delta times).
+ * cluster, then on the settled cluster one submit (a shared slice), one
+ * submit of a whole card and one exit, each as a full round and as a delta
+ * (sch_delta, which must agree), and ends with
+ * `placements_per_s=N round_ms=N submit_round_ms=N exit_round_ms=N rss_mib=N
+ * whole_submit_round_ms=N` (the delta times).
  */
 #include "../src/sched/sched.h"
 
@@ -146,7 +147,7 @@ int bench_sched(int argc, char **argv) {
     printf("round: %.1f ms, %d jobs placed (%ld units), %d left waiting, check %s\n", ms, r.placed,
            units, njobs - r.placed, okc ? "ok" : why);
     /* the steady state: the round's placements run, its admissions hold quota */
-    sch_job *j1 = calloc((size_t)njobs + 1, sizeof *j1);
+    sch_job *j1 = calloc((size_t)njobs + 2, sizeof *j1);
     for (int j = 0; j < njobs; j++) j1[j] = jobs[j];
     for (int i = 0; i < r.n; i++) {
         sch_job *j = &j1[r.d[i].job];
@@ -177,7 +178,7 @@ int bench_sched(int argc, char **argv) {
     free(left);
     j1[njobs] = (sch_job){"new", roomy * 2, 4, 1, 300, 1, 0, (int64_t)njobs, 0, SCH_PENDING, NULL, 0};
     s1.njobs = njobs + 1;
-    sch_result r1, r2;
+    sch_result r1, r2, r4;
     t1 = now_ms();
     if (sch_round(&s1, &r1) != 0) return 1;
     double submit_ms = now_ms() - t1;
@@ -200,13 +201,41 @@ int bench_sched(int argc, char **argv) {
         j1[njobs].state = SCH_ADMITTED;
     }
     sch_result_free(&r1);
+    /* one submit of a whole card (the first tenant has no ceiling): the queue's shapes changed
+     * with the submit before, so the delta re-keys every node for the class (sched.c, KEY_FGD) */
+    j1[njobs + 1] = (sch_job){"new-whole", 0, 0, 1, 300, 1, 0, (int64_t)njobs + 1, 0, SCH_PENDING,
+                              NULL, 0};
+    s1.njobs = njobs + 2;
+    t1 = now_ms();
+    if (sch_round(&s1, &r1) != 0) return 1;
+    double whole_ms = now_ms() - t1;
+    ok1 &= sch_check(&s1, &r1, why, sizeof why) == 0;
+    t1 = now_ms();
+    if (sch_delta_submit(dl, &s1, njobs + 1, &r4) != 0) return 1;
+    double whole_delta_ms = now_ms() - t1;
+    int agree_w = r4.n == 1;
+    for (int i = 0; i < r1.n && agree_w; i++)
+        if (r1.d[i].job == njobs + 1)
+            agree_w = r1.d[i].action == r4.d[0].action && !strcmp(r1.d[i].reason, r4.d[0].reason) &&
+                      (r4.d[0].action != SCH_DO_PLACE ||
+                       !memcmp(r1.d[i].units, r4.d[0].units, sizeof *r4.d[0].units));
+    agree &= agree_w;
+    char whole_reason[220];
+    snprintf(whole_reason, sizeof whole_reason, "%s", r4.n ? r4.d[0].reason : "?");
+    if (agree_w && r4.d[0].action == SCH_DO_PLACE) {
+        j1[njobs + 1].state = SCH_RUNNING;
+        j1[njobs + 1].place = r4.d[0].units;
+    } else if (agree_w && r4.d[0].action == SCH_DO_ADMIT) {
+        j1[njobs + 1].state = SCH_ADMITTED;
+    }
+    sch_result_free(&r1);
     /* one exit: the first running whole-card job */
     int ex = -1;
     for (int j = 0; j < njobs && ex < 0; j++)
         if (j1[j].state == SCH_RUNNING && j1[j].cls == 0) ex = j;
     sch_job keep = j1[ex];
-    j1[ex] = j1[njobs];
-    s1.njobs = njobs;
+    j1[ex] = j1[njobs + 1];
+    s1.njobs = njobs + 1;
     t1 = now_ms();
     if (sch_round(&s1, &r1) != 0) return 1;
     double exit_ms = now_ms() - t1;
@@ -226,16 +255,19 @@ int bench_sched(int argc, char **argv) {
         agree &= found;
     }
     printf("after one submit (%s): full round %.2f ms, delta %.3f ms\n"
+           "after one whole-card submit (%s): full round %.2f ms, delta %.3f ms\n"
            "after one exit (%d placed or admitted): full round %.2f ms, delta %.3f ms\n"
            "delta state built in %.1f ms; check %s, delta %s the full rounds\n",
-           submitted, submit_ms, submit_delta_ms, nfull, exit_ms, exit_delta_ms, delta_new_ms,
+           submitted, submit_ms, submit_delta_ms, whole_reason, whole_ms, whole_delta_ms, nfull, exit_ms, exit_delta_ms, delta_new_ms,
            ok1 ? "ok" : why, agree ? "agrees" : "DISAGREES");
     printf("placements_per_s=%.0f round_ms=%.0f submit_round_ms=%.3f exit_round_ms=%.3f "
-           "rss_mib=%ld\n",
-           r.placed / (ms / 1000.0), ms, submit_delta_ms, exit_delta_ms, rss_mib());
+           "rss_mib=%ld whole_submit_round_ms=%.3f\n",
+           r.placed / (ms / 1000.0), ms, submit_delta_ms, exit_delta_ms, rss_mib(),
+           whole_delta_ms);
     sch_result_free(&r1);
     sch_result_free(&r2);
     sch_result_free(&r3);
+    sch_result_free(&r4);
     sch_delta_free(dl);
     free(j1);
     sch_result_free(&r);

@@ -95,7 +95,7 @@ struct pack_workload {
     int64_t *table;               /* [(ncpu+1)*(nmem+1)*nclass] or NULL */
 
     int64_t sig[PK_NSIG];         /* pk_sig_milli in fixed point */
-    int constrained;              /* some GPU shape accepts only some models */
+    int constrained;              /* some GPU shape is bound to models (pack.h) */
 };
 
 /* One GPU of a node, for sorting. */
@@ -380,8 +380,21 @@ int pack_workload_new(const pack_shape *shapes, size_t n, pack_workload **out) {
     qsort(w->shapes, w->nshapes, sizeof *w->shapes, cmp_shape_desc);
     for (int k = 0; k < PK_NSIG; k++) w->sig[k] = (int64_t)(pk_sig_milli[k] * (double)PK_ONE);
     w->wtot = 0;
-    for (size_t i = 0; i < w->nshapes; i++)
-        if (w->shapes[i].task.num_gpu > 0 && w->shapes[i].task.model_mask) w->constrained = 1;
+    {
+        /* bound to models: a GPU shape accepting fewer models than the shapes of its kind
+         * (whole GPUs, fractions) do together (mask 0: every model) */
+        uint64_t all[2] = {0, 0};
+        for (size_t i = 0; i < w->nshapes; i++) {
+            const pack_task *t = &w->shapes[i].task;
+            if (t->num_gpu > 0)
+                all[t->gpu_milli == PACK_MILLI] |= t->model_mask ? t->model_mask : ~0ULL;
+        }
+        for (size_t i = 0; i < w->nshapes; i++) {
+            const pack_task *t = &w->shapes[i].task;
+            if (t->num_gpu > 0 && t->model_mask && t->model_mask != all[t->gpu_milli == PACK_MILLI])
+                w->constrained = 1;
+        }
+    }
     for (size_t i = 0; i < w->nshapes; i++) {
         wfix[i] = (int64_t)(w->shapes[i].weight * (double)PK_ONE + 0.5);
         w->wtot += wfix[i];
@@ -529,6 +542,7 @@ typedef struct pk_best {
     int tight;     /* free milli of the chosen GPU before placement (fractions) */
     int fraction;  /* the task is a fraction of one GPU */
     int spread;    /* gpupool: ties by index, not BestFit (see pack.h) */
+    int64_t bfi;   /* gpupool: BestFit after placement, exact: cpu_left * gmax + gpu_left * cmax */
 } pk_best;
 
 /*
@@ -562,11 +576,13 @@ static int bestfit_int(double bf) {
     return x <= 0 ? 0 : (int)x;
 }
 
-/* The first num_gpu accepted fully free GPUs, by index; 1 if found. */
-static int pick_whole(const pack_node *node, const pack_task *t, int *gpus) {
+/* The first num_gpu accepted fully free GPUs among `allow` (bit i: GPU i), by index; 1 if
+ * found. */
+static int pick_whole(const pack_node *node, const pack_task *t, uint32_t allow, int *gpus) {
     int k = 0;
     for (int i = 0; i < node->ngpu && k < t->num_gpu; i++)
-        if (node->gpu_free[i] == PACK_MILLI && model_ok(t->model_mask, node->gpu_model[i]))
+        if (((allow >> i) & 1u) && node->gpu_free[i] == PACK_MILLI &&
+            model_ok(t->model_mask, node->gpu_model[i]))
             gpus[k++] = i;
     return k == t->num_gpu;
 }
@@ -592,7 +608,7 @@ static int cmp_cand(pack_policy policy, const pack_opts *o, const pk_best *a, co
     /* PACK_GPUPOOL (a and b place the same task, so fraction/spread agree) */
     if (a->fraction) return a->tight == b->tight ? 0 : a->tight < b->tight ? 1 : -1;
     if (a->spread) return 0;
-    return a->bf == b->bf ? 0 : a->bf < b->bf ? 1 : -1;
+    return a->bfi == b->bfi ? 0 : a->bfi < b->bfi ? 1 : -1;
 }
 
 /*
@@ -602,7 +618,7 @@ static int cmp_cand(pack_policy policy, const pack_opts *o, const pk_best *a, co
  */
 static void consider(pk_best *b, pack_policy policy, const pack_opts *o, size_t node,
                      const int *gpus, int ngpus, int score, double bf, int tight) {
-    pk_best c = {1, node, {0}, score, bf, tight, b->fraction, b->spread};
+    pk_best c = {1, node, {0}, score, bf, tight, b->fraction, b->spread, b->bfi};
     if (b->found && cmp_cand(policy, o, &c, b, 0) <= 0) return;
     for (int i = 0; i < ngpus; i++) c.gpus[i] = gpus[i];
     *b = c;
@@ -614,26 +630,29 @@ static void merge(pk_best *best, const pk_best *nb, pack_policy policy, const pa
     if (nb->found && (!best->found || cmp_cand(policy, o, nb, best, 1) > 0)) *best = *nb;
 }
 
-/* Evaluate every placement of t on node i (it fits by CPU and memory) into
- * the node's best b. */
+/* Evaluate every placement of t on node i (it fits by CPU and memory) that uses only GPUs
+ * of `allow` (bit g: GPU g) into the node's best b.  cmax, gmax: BestFit's normalisation. */
 static void eval_node(pk_best *b, pack_policy policy, const pack_opts *o, const pack_node *node,
-                      size_t i, const pack_task *t, const pack_workload *w, double cmax,
-                      double gmax) {
-    double bf = bestfit_score(node, t, cmax, gmax);
+                      size_t i, const pack_task *t, const pack_workload *w, int64_t cmax,
+                      int64_t gmax, uint32_t allow) {
+    double bf = bestfit_score(node, t, (double)cmax, (double)gmax);
     int gpus[PACK_MAX_GPUS] = {0};
     b->fraction = t->num_gpu == 1 && t->gpu_milli < PACK_MILLI;
     b->spread = policy == PACK_GPUPOOL && t->gpu_milli == PACK_MILLI && w->constrained;
+    b->bfi = (node->cpu_free - t->cpu_milli) * gmax +
+             (pack_node_gpu_free(node) - pack_task_gpu_milli(t)) * cmax;
 
     if (policy == PACK_BESTFIT) {
         int sc = o && o->bf_integer ? bestfit_int(bf) : 0;
         if (t->num_gpu == 0) {
             consider(b, policy, o, i, gpus, 0, sc, bf, 0);
         } else if (t->gpu_milli == PACK_MILLI) {
-            if (pick_whole(node, t, gpus)) consider(b, policy, o, i, gpus, t->num_gpu, sc, bf, 0);
+            if (pick_whole(node, t, allow, gpus))
+                consider(b, policy, o, i, gpus, t->num_gpu, sc, bf, 0);
         } else {
             int best = -1;
             for (int j = 0; j < node->ngpu; j++)
-                if (node->gpu_free[j] >= t->gpu_milli &&
+                if (((allow >> j) & 1u) && node->gpu_free[j] >= t->gpu_milli &&
                     model_ok(t->model_mask, node->gpu_model[j]) &&
                     (best < 0 || node->gpu_free[j] < node->gpu_free[best]))
                     best = j;
@@ -659,7 +678,7 @@ static void eval_node(pk_best *b, pack_policy policy, const pack_opts *o, const 
         int64_t fa = frag_fix(w, row_a, cpu_a, mem_a, before, n, total);
         consider(b, policy, o, i, gpus, 0, fgd_score(w, fa - fb), bf, 0);
     } else if (t->gpu_milli == PACK_MILLI) {
-        if (!pick_whole(node, t, gpus)) return;
+        if (!pick_whole(node, t, allow, gpus)) return;
         pack_node tmp = *node;
         for (int k = 0; k < t->num_gpu; k++) tmp.gpu_free[gpus[k]] = 0;
         sorted_gpus(&tmp, after);
@@ -669,10 +688,12 @@ static void eval_node(pk_best *b, pack_policy policy, const pack_opts *o, const 
         int m = t->gpu_milli;
         for (int j = 0; j < n; j++) {
             int f = node->gpu_free[j];
-            if (f < m || !model_ok(t->model_mask, node->gpu_model[j])) continue;
-            int dup = 0; /* an equal GPU (free, model) earlier: same result */
+            if (!((allow >> j) & 1u) || f < m || !model_ok(t->model_mask, node->gpu_model[j]))
+                continue;
+            int dup = 0; /* an equal allowed GPU (free, model) earlier: same result */
             for (int q = 0; q < j && !dup; q++)
-                dup = node->gpu_free[q] == f && node->gpu_model[q] == node->gpu_model[j];
+                dup = ((allow >> q) & 1u) && node->gpu_free[q] == f &&
+                      node->gpu_model[q] == node->gpu_model[j];
             if (dup) continue;
             /* after = before with GPU j reduced by m, kept sorted */
             memcpy(after, before, (size_t)n * sizeof *after);
@@ -692,6 +713,42 @@ static void eval_node(pk_best *b, pack_policy policy, const pack_opts *o, const 
     }
 }
 
+/* BestFit's normalisation: the largest capacities among the nodes (at least 1). */
+static pack_norm norm_of(const pack_node *nodes, size_t n) {
+    pack_norm m = {1, 1};
+    for (size_t i = 0; i < n; i++) {
+        if (nodes[i].cpu_cap > m.cpu_max) m.cpu_max = nodes[i].cpu_cap;
+        if ((int64_t)nodes[i].ngpu * PACK_MILLI > m.gpu_max)
+            m.gpu_max = (int64_t)nodes[i].ngpu * PACK_MILLI;
+    }
+    return m;
+}
+
+#define PK_KEY_SHIFT 42
+#define PK_KEY_LOW (((int64_t)1 << PK_KEY_SHIFT) - 1)
+
+int pack_node_key(const pack_node *node, const pack_task *task, const pack_workload *w,
+                  const pack_norm *norm, uint32_t allow, int64_t *key,
+                  int gpu_indices[PACK_MAX_GPUS]) {
+    if (!node || !task || !w || !norm || !key || !gpu_indices || norm->cpu_max < 1 ||
+        norm->gpu_max < 1 || pack_task_check(task) != PACK_OK)
+        return PACK_EINVAL;
+    assert(pack_node_valid(node));
+    if (node->cpu_free < task->cpu_milli || node->mem_free < task->memory_mib ||
+        !gpus_fit(node, task))
+        return PACK_NOFIT;
+    pk_best nb = {0};
+    eval_node(&nb, PACK_GPUPOOL, NULL, node, 0, task, w, norm->cpu_max, norm->gpu_max, allow);
+    if (!nb.found) return PACK_NOFIT;
+    /* (score, then the tie-break pack.h names) as one number, lower better */
+    int64_t low = nb.fraction ? nb.tight : nb.spread ? 0 : nb.bfi;
+    if (low < 0) low = 0;
+    if (low > PK_KEY_LOW) low = PK_KEY_LOW;
+    *key = ((int64_t)(PK_NSIG - nb.score) << PK_KEY_SHIFT) | low;
+    for (int k = 0; k < task->num_gpu; k++) gpu_indices[k] = nb.gpus[k];
+    return PACK_OK;
+}
+
 int pack_choose_ex(pack_policy policy, const pack_node *nodes, size_t n, const pack_task *task,
                    const pack_workload *w, const pack_opts *opts, size_t *node_index,
                    int gpu_indices[PACK_MAX_GPUS]) {
@@ -700,12 +757,24 @@ int pack_choose_ex(pack_policy policy, const pack_node *nodes, size_t n, const p
     if (policy != PACK_BESTFIT && policy != PACK_FGD && policy != PACK_GPUPOOL)
         return PACK_EINVAL;
     if (policy != PACK_BESTFIT && !w) return PACK_EINVAL;
+    pack_norm m = norm_of(nodes, n);
 
-    /* BestFit normalisation: the largest capacities among the nodes */
-    int64_t cmax = 1, gmax = 1;
-    for (size_t i = 0; i < n; i++) {
-        if (nodes[i].cpu_cap > cmax) cmax = nodes[i].cpu_cap;
-        if ((int64_t)nodes[i].ngpu * PACK_MILLI > gmax) gmax = (int64_t)nodes[i].ngpu * PACK_MILLI;
+    if (policy == PACK_GPUPOOL) {
+        /* the lowest key, ties to the lowest index: exactly what a caller keeping every
+         * node's pack_node_key in an index finds (the scheduler) */
+        int found = 0;
+        int64_t best = 0;
+        int gpus[PACK_MAX_GPUS];
+        for (size_t i = 0; i < n; i++) {
+            int64_t k;
+            if (pack_node_key(&nodes[i], task, w, &m, PACK_ALL_GPUS, &k, gpus) != PACK_OK) continue;
+            if (found && k >= best) continue;
+            found = 1;
+            best = k;
+            *node_index = i;
+            for (int g = 0; g < task->num_gpu; g++) gpu_indices[g] = gpus[g];
+        }
+        return found ? PACK_OK : PACK_NOFIT;
     }
 
     pk_best b = {0};
@@ -715,7 +784,7 @@ int pack_choose_ex(pack_policy policy, const pack_node *nodes, size_t n, const p
         if (node->cpu_free < task->cpu_milli || node->mem_free < task->memory_mib) continue;
         if (!gpus_fit(node, task)) continue;
         pk_best nb = {0};
-        eval_node(&nb, policy, opts, node, i, task, w, (double)cmax, (double)gmax);
+        eval_node(&nb, policy, opts, node, i, task, w, m.cpu_max, m.gpu_max, PACK_ALL_GPUS);
         merge(&b, &nb, policy, opts);
     }
     if (!b.found) return PACK_NOFIT;
@@ -727,27 +796,6 @@ int pack_choose_ex(pack_policy policy, const pack_node *nodes, size_t n, const p
 int pack_choose(pack_policy policy, const pack_node *nodes, size_t n, const pack_task *task,
                 const pack_workload *w, size_t *node_index, int gpu_indices[PACK_MAX_GPUS]) {
     return pack_choose_ex(policy, nodes, n, task, w, NULL, node_index, gpu_indices);
-}
-
-int pack_node_best(pack_policy policy, const pack_node *node, const pack_task *task,
-                   const pack_workload *w, int *score, int *tight, int *gpu) {
-    if (!node || !score || !tight || !gpu || !w || pack_task_check(task) != PACK_OK ||
-        (policy != PACK_FGD && policy != PACK_GPUPOOL) || task->num_gpu != 1 ||
-        task->gpu_milli >= PACK_MILLI)
-        return PACK_EINVAL;
-    assert(pack_node_valid(node));
-    if (node->cpu_free < task->cpu_milli || node->mem_free < task->memory_mib ||
-        !gpus_fit(node, task))
-        return PACK_NOFIT;
-    /* the normalisation only enters BestFit keys, which a fraction under FGD does not use */
-    pk_best nb = {0};
-    eval_node(&nb, policy, NULL, node, 0, task, w, (double)(node->cpu_cap > 1 ? node->cpu_cap : 1),
-              (double)(node->ngpu > 0 ? node->ngpu * PACK_MILLI : 1));
-    if (!nb.found) return PACK_NOFIT;
-    *score = nb.score;
-    *tight = policy == PACK_GPUPOOL ? nb.tight : 0;
-    *gpu = nb.gpus[0];
-    return PACK_OK;
 }
 
 /* ------------------------------------------------------------------ */

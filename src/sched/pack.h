@@ -53,13 +53,22 @@
  *                   - a fraction: the tightest GPU (least free that fits),
  *                     then the lowest index.  Slices stack on partly used
  *                     GPUs wherever they are, not on the fullest node;
- *                   - whole GPUs, when some GPU shape of the workload accepts
- *                     only some models (model_mask != 0): the lowest index.
- *                     Filling the fullest nodes first would use up the small
- *                     nodes of the models that the constrained jobs need;
+ *                   - whole GPUs, when some GPU shape of the workload is bound
+ *                     to models (its model_mask != 0 accepts fewer models than
+ *                     the GPU shapes of its kind - whole GPUs, fractions -
+ *                     accept together, mask 0 counting as every model): the
+ *                     lowest index.  Filling the fullest nodes first would use
+ *                     up the small nodes of the models that the bound jobs
+ *                     need;
  *                   - whole GPUs otherwise, and CPU-only tasks: the BestFit
- *                     score (the fuller node), then the lowest index.  A
- *                     CPU-only task goes where its CPU strands the least GPU.
+ *                     score (the fuller node), compared exactly (as the
+ *                     integer cpu_left * max_gpu_cap + gpu_left * max_cpu_cap),
+ *                     then the lowest index.  A CPU-only task goes where its
+ *                     CPU strands the least GPU.
+ *                 Each node's best placement is one number, pack_node_key:
+ *                 pack_choose takes the lowest, ties to the lowest index, so
+ *                 a caller that keeps every node's key in an index (the
+ *                 scheduler, src/sched/sched.c) chooses exactly as the bench.
  *                 The only parameters are the workload's shapes (the
  *                 scheduler: its queue's job classes; the bench: the trace).
  *                 On openb (13 mixes, 10 seeds) it is above the paper's FGD
@@ -213,17 +222,31 @@ double pack_node_frag(const pack_node *node, const pack_workload *w);
 int pack_choose(pack_policy policy, const pack_node *nodes, size_t n, const pack_task *task,
                 const pack_workload *w, size_t *node_index, int gpu_indices[PACK_MAX_GPUS]);
 
+/* BestFit's normalisation: the largest node CPU capacity (milli) and GPU
+ * capacity (ngpu * PACK_MILLI) of the cluster, each at least 1. */
+typedef struct pack_norm {
+    int64_t cpu_max;
+    int64_t gpu_max;
+} pack_norm;
+
+#define PACK_ALL_GPUS 0xffffffffu /* pack_node_key's `allow`: any GPU */
+
 /*
- * One node's best placement of a fraction of one GPU (num_gpu 1, gpu_milli
- * < PACK_MILLI) under PACK_FGD or PACK_GPUPOOL, as pack_choose ranks it
- * against other nodes: pack_choose over several nodes picks the highest
- * *score, then (PACK_GPUPOOL) the lowest *tight, then the lowest node index.
- * So a caller can keep each node's key and update it when only that node
- * changes.  OUT: *score, *tight (0 under PACK_FGD), *gpu.  Returns PACK_OK,
- * PACK_NOFIT (does not fit on the node; outputs untouched) or PACK_EINVAL.
+ * PACK_GPUPOOL's key of the best placement of `task` on one node: lower is
+ * better, and pack_choose(PACK_GPUPOOL) over nodes[0..n-1] returns the node
+ * with the lowest key (norm: those nodes' largest capacities), ties to the
+ * lowest index, with the GPUs this returns.  The key packs FGD's score
+ * (high bits) and the tie-break above (low bits: a fraction's GPU free
+ * before placement; the exact BestFit integer, capped at 2^42 - 1; 0 when
+ * whole GPUs spread).  `allow` (bit i = GPU i; PACK_ALL_GPUS) limits the
+ * GPUs the task may take (the scheduler: cards a class's rules accept, the
+ * NUMA group it chose); the node's fragmentation is still the whole node's.
+ * OUT: *key, gpu_indices[0..num_gpu-1].  Returns PACK_OK, PACK_NOFIT (does
+ * not fit there; outputs untouched) or PACK_EINVAL.
  */
-int pack_node_best(pack_policy policy, const pack_node *node, const pack_task *task,
-                   const pack_workload *w, int *score, int *tight, int *gpu);
+int pack_node_key(const pack_node *node, const pack_task *task, const pack_workload *w,
+                  const pack_norm *norm, uint32_t allow, int64_t *key,
+                  int gpu_indices[PACK_MAX_GPUS]);
 
 /*
  * Options of pack_choose_ex: what the FGD paper's simulator does that

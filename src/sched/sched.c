@@ -31,10 +31,11 @@ typedef struct st {
     unsigned *failgen;   /* per class x tenant: gen+1 at the last failure to place one unit */
     /*
      * The best node for a unit of each class, without a scan: per class and key kind
-     * (KEY_FIT: best_on_node's tightest fit; KEY_FGD: the fragmentation gradient of a shared
-     * slice) every node's key, lower better (KEY_NONE: no unit fits there), in a min-tree
-     * over the nodes grouped by pool, so a unit costs one query per allowed pool and a take
-     * or release re-keys only its node.  Built when a class first places; NULL before.
+     * (KEY_FIT: best_on_node's tightest fit; KEY_FGD: pack's gpupool key of a whole-card
+     * unit or a shared slice, node_key) every node's key, lower better (KEY_NONE: no unit fits
+     * there), in a min-tree over the nodes grouped by pool, so a unit costs one query per
+     * allowed pool and a take or release re-keys only its node.  Built when a class first
+     * places; NULL before.
      */
     int npools;          /* pools as nodes name them (>= snapshot npools) */
     int *porder;         /* position -> node, nodes grouped by pool, in node order */
@@ -51,9 +52,14 @@ typedef struct st {
     int64_t *fuval;      /* [class * npools] */
     unsigned char *fumatch; /* [class * npools]: an eligible GPU there */
     unsigned char *pool_used; /* per pool: has a node */
-    /* fragmentation-aware packing of shared slices (pack.h), when the models fit its ids */
+    /* fragmentation-aware packing of whole cards and shared slices (pack.h: gpupool), when
+     * the models fit its ids */
     pack_workload *wl;
     int64_t *wweight;    /* per class: the units it was built with */
+    pack_norm norm;      /* the cluster's largest node CPU and GPU capacities */
+    int big_nodes;       /* a node has more cards than pack sees (PACK_MAX_GPUS) */
+    struct kmemo *memo;  /* node keys by the node's free shape (see memo_find) */
+    unsigned memo_gen;   /* bumped when the workload changes: every entry stale */
     /* reasons already written, by what decides them (see rc_find) */
     unsigned long charges; /* bumped by every charge */
     struct rcache *rc;
@@ -91,6 +97,26 @@ enum { KEY_FIT = 0, KEY_FGD = 1 };
 #define KEY_NONE INT64_MAX
 
 static void touch(st *t, int node);
+
+/*
+ * The FGD key of a node is a pure function of the class and of the node as pack sees it
+ * (free CPU, memory, each card's free capacity and model, the cards the class may take): the
+ * nodes of a large cluster are mostly in a few such free shapes (empty, full, one card
+ * left), so keys are kept by shape in a direct-mapped table and a tree build or a re-key
+ * costs a hash where the shape was seen.  Only speed depends on it, never a result.
+ */
+#define MEMO_SLOTS 8192
+typedef struct kmemo {
+    unsigned gen;        /* memo_gen + 1 when valid */
+    int cls;
+    uint32_t allow;
+    int64_t cpu, mem;
+    int ngpu;
+    int16_t free[PACK_MAX_GPUS];
+    uint8_t model[PACK_MAX_GPUS];
+    int64_t key;         /* KEY_NONE: does not fit */
+    int8_t gpus[PACK_MAX_GPUS];
+} kmemo;
 
 #define SL(s, g, k) ((s)->slice[(size_t)(g)*SCH_MAX_SLICES + (k)])
 
@@ -288,23 +314,24 @@ static void unit_task(const sch_snapshot *s, const sch_class *c, pack_task *t) {
 }
 
 /* Units of each class waiting in the snapshot's queue (MIG units have no place in pack's
- * model): the weights of its typical shapes.  1 if a shared class waits. */
+ * model): the weights of its typical shapes.  1 if any waits. */
 static int queue_weights(const sch_snapshot *s, int64_t *w) {
-    int any_shared = 0;
+    int any = 0;
     memset(w, 0, sizeof *w * (size_t)(s->nclasses + 1));
     for (int i = 0; i < s->njobs; i++) {
         const sch_job *j = &s->jobs[i];
         if (j->state == SCH_RUNNING || s->classes[j->cls].form == SCH_MIG) continue;
         w[j->cls] += j->units;
-        any_shared |= s->classes[j->cls].form == SCH_SHARED;
+        any = 1;
     }
-    return any_shared;
+    return any;
 }
 
 /* The typical shapes of this round's queue, weighted by t->wweight. */
 static void build_workload(st *t) {
     const sch_snapshot *s = t->s;
-    int any_shared = queue_weights(s, t->wweight);
+    int any = queue_weights(s, t->wweight);
+    t->memo_gen++;
     if (s->nmodels * 3 > PACK_MAX_MODELS || s->nclasses == 0) return;
     pack_shape *shapes = calloc((size_t)s->nclasses, sizeof *shapes);
     if (!shapes) return;
@@ -312,7 +339,7 @@ static void build_workload(st *t) {
         unit_task(s, &s->classes[c], &shapes[c].task);
         shapes[c].weight = t->wweight[c];
     }
-    if (any_shared && pack_workload_new(shapes, (size_t)s->nclasses, &t->wl) != PACK_OK) t->wl = NULL;
+    if (any && pack_workload_new(shapes, (size_t)s->nclasses, &t->wl) != PACK_OK) t->wl = NULL;
     free(shapes);
 }
 
@@ -343,12 +370,41 @@ static void to_pack(const st *t, int n, pack_node *pn) {
     }
 }
 
+static uint64_t memo_hash(int ci, uint32_t allow, const pack_node *pn) {
+    uint64_t h = 1469598103934665603ULL;
+#define MH(x) h = (h ^ (uint64_t)(x)) * 1099511628211ULL
+    MH(ci);
+    MH(allow);
+    MH(pn->cpu_free);
+    MH(pn->mem_free);
+    MH(pn->ngpu);
+    for (int k = 0; k < pn->ngpu; k++) {
+        MH(pn->gpu_free[k]);
+        MH(pn->gpu_model[k]);
+    }
+#undef MH
+    return h ^ (h >> 29);
+}
+
+/* The table's entry for this shape: *hit 1 when it holds its key. */
+static kmemo *memo_find(st *t, int ci, uint32_t allow, const pack_node *pn, int *hit) {
+    *hit = 0;
+    if (!t->memo) return NULL;
+    kmemo *e = &t->memo[memo_hash(ci, allow, pn) % MEMO_SLOTS];
+    *hit = e->gen == t->memo_gen + 1 && e->cls == ci && e->allow == allow &&
+           e->cpu == pn->cpu_free && e->mem == pn->mem_free && e->ngpu == pn->ngpu &&
+           !memcmp(e->free, pn->gpu_free, sizeof e->free[0] * (size_t)pn->ngpu) &&
+           !memcmp(e->model, pn->gpu_model, (size_t)pn->ngpu);
+    return e;
+}
+
 /*
  * Key of node n for a unit of class ci (lower better; KEY_NONE: nothing fits) and that unit.
- * KEY_FIT: best_on_node's score.  KEY_FGD: pack's fragmentation-gradient choice on the node
- * (score higher better, then the tighter card), kept only when the card it picks really
- * holds the slice (pack sees one dimension; memory, compute and the node's CPU and memory
- * are all checked) - else the node is left to KEY_FIT.
+ * KEY_FIT: best_on_node's score.  KEY_FGD (whole cards and shared slices): pack's gpupool key
+ * of the node (pack_node_key: the fragmentation gradient, then its tie-break), among the
+ * cards the class may take there: eligible and free (whole), holding the slice's memory and
+ * compute (shared), the NUMA node or NVLink group best_on_node chose (a class that asks for
+ * one) - the node's fragmentation is still measured on all its cards.
  */
 static int64_t node_key(st *t, int ci, int kind, int n, sch_unit *u) {
     const sch_snapshot *s = t->s;
@@ -357,21 +413,56 @@ static int64_t node_key(st *t, int ci, int kind, int n, sch_unit *u) {
         long long sc = best_on_node(t, c, n, u);
         return sc < 0 ? KEY_NONE : (int64_t)sc;
     }
+    const sch_node *nd = &s->nodes[n];
+    if (nd->cpus - t->ncpu[n] < c->cpus || nd->mem_gib - t->nmem[n] < c->mem_gib) return KEY_NONE;
+    int ng = nd->ngpus > PACK_MAX_GPUS ? PACK_MAX_GPUS : nd->ngpus;
+    uint32_t allow = 0;
+    if (c->form == SCH_WHOLE && c->topology != SCH_TOPO_ANY) {
+        sch_unit pick;
+        if (best_on_node(t, c, n, &pick) < 0) return KEY_NONE;
+        for (int k = 0; k < c->gpus; k++) {
+            if (pick.gpu[k] - nd->gpu0 >= ng) return KEY_NONE;
+            allow |= 1u << (pick.gpu[k] - nd->gpu0);
+        }
+    } else {
+        for (int k = 0; k < ng; k++) {
+            int g = nd->gpu0 + k;
+            if (!gpu_eligible(s, c, g)) continue;
+            if (c->form == SCH_WHOLE ? !t->whole[g]
+                                     : s->gpus[g].mem_gib - t->shm[g] >= c->shared_mem_gib &&
+                                           100 - t->spct[g] >= c->shared_pct)
+                allow |= 1u << k;
+        }
+    }
+    if (!allow) return KEY_NONE;
     pack_node pn;
-    pack_task task;
-    int score, tight, gi;
     to_pack(t, n, &pn);
-    unit_task(s, c, &task);
-    if (pack_node_best(PACK_GPUPOOL, &pn, &task, t->wl, &score, &tight, &gi) != PACK_OK)
-        return KEY_NONE;
-    int g = s->nodes[n].gpu0 + gi;
-    if (!gpu_eligible(s, c, g) || s->gpus[g].mem_gib - t->shm[g] < c->shared_mem_gib ||
-        100 - t->spct[g] < c->shared_pct || s->nodes[n].cpus - t->ncpu[n] < c->cpus ||
-        s->nodes[n].mem_gib - t->nmem[n] < c->mem_gib)
-        return KEY_NONE;
-    u->gpu[0] = g;
+    int hit, gi[PACK_MAX_GPUS];
+    int64_t key;
+    kmemo *e = memo_find(t, ci, allow, &pn, &hit);
+    if (hit) {
+        key = e->key;
+        for (int k = 0; k < PACK_MAX_GPUS; k++) gi[k] = e->gpus[k];
+    } else {
+        pack_task task;
+        unit_task(s, c, &task);
+        if (pack_node_key(&pn, &task, t->wl, &t->norm, allow, &key, gi) != PACK_OK) key = KEY_NONE;
+        if (e) {
+            *e = (kmemo){t->memo_gen + 1, ci, allow, pn.cpu_free, pn.mem_free, pn.ngpu, {0}, {0},
+                         key, {0}};
+            memcpy(e->free, pn.gpu_free, sizeof e->free[0] * (size_t)pn.ngpu);
+            memcpy(e->model, pn.gpu_model, (size_t)pn.ngpu);
+            for (int k = 0; key != KEY_NONE && k < task.num_gpu; k++) e->gpus[k] = (int8_t)gi[k];
+        }
+    }
+    if (key == KEY_NONE) return KEY_NONE;
+    if (c->form == SCH_WHOLE) {
+        for (int k = 0; k < c->gpus; k++) u->gpu[k] = nd->gpu0 + gi[k];
+    } else {
+        u->gpu[0] = nd->gpu0 + gi[0];
+    }
     u->slice = -1;
-    return (int64_t)(100 - score) * 4096 + tight;
+    return key;
 }
 
 /* The better of two nodes in tree `k`: the lower key, then the lower node index. */
@@ -453,15 +544,24 @@ static int best_node(st *t, int ci, int kind, int project, sch_unit *u) {
     return best;
 }
 
+/* Does class c place by the fragmentation view (KEY_FGD)? */
+static int uses_fgd(const st *t, const sch_class *c) {
+    return t->wl && (c->form == SCH_SHARED || (c->form == SCH_WHOLE && c->gpus <= PACK_MAX_GPUS));
+}
+
 /*
- * One unit of class c for the project's work: a shared slice where the fragmentation
- * gradient says (else by best fit), whole cards and MIG slices by the tightest fit; ties to
- * the lowest node index.  0 with *u taken, or -1.
+ * One unit of class c for the project's work: whole cards and shared slices where pack's
+ * gpupool policy says (the fragmentation gradient over this round's queue, then its
+ * tie-break), MIG slices by the tightest fit; ties to the lowest node index.  The tightest
+ * fit also takes what the fragmentation view cannot see: a shared slice where pack's one
+ * capacity figure says no but memory and compute fit, whole cards beyond PACK_MAX_GPUS on a
+ * node.  0 with *u taken, or -1.
  */
 static int place_unit(st *t, const sch_class *c, int project, sch_unit *u) {
-    int ci = (int)(c - t->s->classes);
-    if ((c->form == SCH_SHARED && t->wl && best_node(t, ci, KEY_FGD, project, u) >= 0) ||
-        best_node(t, ci, KEY_FIT, project, u) >= 0) {
+    int ci = (int)(c - t->s->classes), fgd = uses_fgd(t, c);
+    if ((fgd && best_node(t, ci, KEY_FGD, project, u) >= 0) ||
+        ((!fgd || c->form == SCH_SHARED || t->big_nodes) &&
+         best_node(t, ci, KEY_FIT, project, u) >= 0)) {
         take_unit(t, c, u);
         return 0;
     }
@@ -857,6 +957,7 @@ static void st_free(st *t) {
     free(t->pool_used);
     free(t->rc);
     free(t->wweight);
+    free(t->memo);
     pack_workload_free(t->wl);
 }
 
@@ -896,7 +997,9 @@ static int st_init(st *t, const sch_snapshot *s) {
     /* (a small queue writes its reasons faster than it clears a cache) */
     t->rc = s->njobs >= 1024 ? calloc(RC_SLOTS, sizeof *t->rc) : NULL;
     t->wweight = calloc(C, sizeof *t->wweight);
-    if (!t->wweight || (s->njobs >= 1024 && !t->rc) || !t->key || !t->tree || !t->built || !t->porder || !t->ppos || !t->pstart ||
+    /* (a small cluster keys its nodes faster than it clears the table) */
+    t->memo = s->nnodes >= 256 ? calloc(MEMO_SLOTS, sizeof *t->memo) : NULL;
+    if ((s->nnodes >= 256 && !t->memo) || !t->wweight || (s->njobs >= 1024 && !t->rc) || !t->key || !t->tree || !t->built || !t->porder || !t->ppos || !t->pstart ||
         !t->pool_used || !t->fuops || !t->fuval || !t->fumatch || !t->whole || !t->shm || !t->spct || !t->slice || !t->ncpu || !t->nmem || !t->puse ||
         !t->tuse || !t->pcls || !t->tcls || !t->failgen) {
         st_free(t);
@@ -926,6 +1029,15 @@ static int st_init(st *t, const sch_snapshot *s) {
             for (int k = 0; k < j->units; k++) take_unit(t, c, &j->place[k]);
         }
         if (j->state != SCH_PENDING) charge(t, j, +1);
+    }
+    t->norm = (pack_norm){1, 1};
+    for (int n = 0; n < s->nnodes; n++) {
+        int ng = s->nodes[n].ngpus;
+        t->big_nodes |= ng > PACK_MAX_GPUS;
+        if (ng > PACK_MAX_GPUS) ng = PACK_MAX_GPUS;
+        if ((int64_t)s->nodes[n].cpus * 1000 > t->norm.cpu_max)
+            t->norm.cpu_max = (int64_t)s->nodes[n].cpus * 1000;
+        if ((int64_t)ng * PACK_MILLI > t->norm.gpu_max) t->norm.gpu_max = (int64_t)ng * PACK_MILLI;
     }
     t->gen = 0;
     build_workload(t);

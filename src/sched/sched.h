@@ -13,8 +13,11 @@
  *      GPUs of a compatible model, in a pool its tenant may use, whole cards /
  *      MIG slices / shared slices per its class, a multi-GPU unit on one node
  *      (same NUMA node or NVLink group when the class asks), the node's CPUs
- *      and memory too.  Among places that fit, the tightest (best fit) wins,
- *      which keeps whole cards whole and fractional cards full.
+ *      and memory too.  Among places that fit, whole cards and shared slices
+ *      go where pack's gpupool policy puts them (pack.h: the least rise of
+ *      the cluster's expected fragmentation for this round's queue of job
+ *      shapes, then its tie-break; the same pack_node_key the openb bench
+ *      ranks nodes by), MIG slices to the tightest fit (the fullest card).
  *   5. If it cannot be placed and may preempt, the fewest, lowest-priority,
  *      newest preemptible jobs of strictly lower priority that free a fitting
  *      place are chosen (at least one: a free place it may not take because a

@@ -98,16 +98,46 @@ static double ref_bf(const pack_node *nodes, size_t nn, const pack_node *n, cons
     return (double)(n->cpu_free - t->cpu_milli) / cmax + gl / gmax;
 }
 
+/* gpupool's BestFit tie-break by definition, compared exactly: (cpu_left / cmax + gpu_left /
+ * gmax) * cmax * gmax. */
+static int64_t ref_bfi(const pack_node *nodes, size_t nn, const pack_node *n, const pack_task *t) {
+    int64_t cmax = 1, gmax = 1, gl = 0;
+    for (size_t i = 0; i < nn; i++) {
+        if (nodes[i].cpu_cap > cmax) cmax = nodes[i].cpu_cap;
+        if (nodes[i].ngpu * 1000 > gmax) gmax = nodes[i].ngpu * 1000;
+    }
+    for (int g = 0; g < n->ngpu; g++) gl += n->gpu_free[g];
+    gl -= (int64_t)t->num_gpu * t->gpu_milli;
+    return (n->cpu_free - t->cpu_milli) * gmax + gl * cmax;
+}
+
+/* Bound to models (pack.h): a GPU shape whose mask accepts fewer models than the GPU shapes of
+ * its kind (whole, fraction) accept together, mask 0 being every model. */
+static int ref_constrained(const pack_shape *sh, size_t ns) {
+    for (size_t i = 0; i < ns; i++) {
+        const pack_task *a = &sh[i].task;
+        if (a->num_gpu == 0 || !a->model_mask) continue;
+        for (size_t j = 0; j < ns; j++) {
+            const pack_task *b = &sh[j].task;
+            if (b->num_gpu > 0 && (b->gpu_milli == PACK_MILLI) == (a->gpu_milli == PACK_MILLI) &&
+                (!b->model_mask || (b->model_mask & ~a->model_mask)))
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* Each policy's choice by brute force.  Returns 1 and fills node/gpus, or 0. */
 static int ref_choose(pack_policy pol, const pack_node *nodes, size_t nn, const pack_task *t,
                       const pack_shape *sh, size_t ns, size_t *out_node, int *out_gpus) {
-    int found = 0, bscore = 0, btight = 0, constrained = 0;
+    int found = 0, bscore = 0, btight = 0, constrained = ref_constrained(sh, ns);
     double bbf = 0;
-    for (size_t i = 0; i < ns; i++) constrained |= sh[i].task.num_gpu > 0 && sh[i].task.model_mask;
+    int64_t bbfi = 0;
     for (size_t i = 0; i < nn; i++) {
         const pack_node *n = &nodes[i];
         if (!ref_fits(n, t)) continue;
         double bf = ref_bf(nodes, nn, n, t);
+        int64_t bfi = ref_bfi(nodes, nn, n, t);
         /* candidate GPU sets on this node */
         int cand[PACK_MAX_GPUS][PACK_MAX_GPUS], ncand = 0, tight[PACK_MAX_GPUS];
         if (t->num_gpu == 0) {
@@ -152,11 +182,12 @@ static int ref_choose(pack_policy pol, const pack_node *nodes, size_t nn, const 
             else if (t->gpu_milli == PACK_MILLI && constrained) /* gpupool, whole, masks */
                 better = score > bscore;
             else /* gpupool, whole or CPU-only */
-                better = score > bscore || (score == bscore && bf < bbf);
+                better = score > bscore || (score == bscore && bfi < bbfi);
             if (!better) continue;
             found = 1;
             bscore = score;
             bbf = bf;
+            bbfi = bfi;
             btight = tight[c];
             *out_node = i;
             for (int k = 0; k < t->num_gpu; k++) out_gpus[k] = cand[c][k];
@@ -663,6 +694,70 @@ static void choices_never_overcommit(void **state) {
     }
 }
 
+/* pack_node_key: the key pack_choose ranks nodes by, and `allow`. */
+static void node_key_known(void **state) {
+    (void)state;
+    pack_shape one[] = {{{1000, 1024, 1, PACK_MILLI, 0}, 1}};
+    pack_workload *w = workload(one, 1);
+    pack_node nodes[2] = {node(32000, 65536, 4, 0), node(32000, 65536, 4, 0)};
+    nodes[1].gpu_free[0] = 0; /* the fuller node: BestFit's tie-break */
+    pack_norm m = {32000, 4000};
+    pack_task t = task(1000, 1024, 2, PACK_MILLI, 0);
+    int64_t k0, k1;
+    int g[PACK_MAX_GPUS];
+    assert_int_equal(pack_node_key(&nodes[0], &t, w, &m, PACK_ALL_GPUS, &k0, g), PACK_OK);
+    assert_int_equal(g[0], 0);
+    assert_int_equal(g[1], 1);
+    assert_int_equal(pack_node_key(&nodes[1], &t, w, &m, PACK_ALL_GPUS, &k1, g), PACK_OK);
+    assert_int_equal(g[0], 1);
+    assert_true(k1 < k0); /* same score; (31000 * 4000 + 1000 * 32000) < (31000 * 4000 + 2000 * 32000) */
+    assert_int_equal(k0 - k1, (int64_t)1000 * 32000);
+    size_t ni;
+    assert_int_equal(pack_choose(PACK_GPUPOOL, nodes, 2, &t, w, &ni, g), PACK_OK);
+    assert_int_equal(ni, 1);
+    /* allow: only cards 2 and 3 of node 0, or a card node 1 lacks free */
+    assert_int_equal(pack_node_key(&nodes[0], &t, w, &m, 0xcu, &k0, g), PACK_OK);
+    assert_int_equal(g[0], 2);
+    assert_int_equal(g[1], 3);
+    assert_int_equal(pack_node_key(&nodes[1], &t, w, &m, 0x3u, &k1, g), PACK_NOFIT);
+    pack_task f = task(0, 0, 1, 300, 0);
+    nodes[0].gpu_free[1] = 400; /* the tightest card, but not allowed */
+    assert_int_equal(pack_node_key(&nodes[0], &f, w, &m, PACK_ALL_GPUS, &k0, g), PACK_OK);
+    assert_int_equal(g[0], 1);
+    assert_int_equal(pack_node_key(&nodes[0], &f, w, &m, 0xdu, &k0, g), PACK_OK);
+    assert_int_equal(g[0], 0);
+    /* bad arguments */
+    pack_norm bad = {0, 4000};
+    assert_int_equal(pack_node_key(&nodes[0], &f, w, &bad, PACK_ALL_GPUS, &k0, g), PACK_EINVAL);
+    assert_int_equal(pack_node_key(&nodes[0], &f, NULL, &m, PACK_ALL_GPUS, &k0, g), PACK_EINVAL);
+    pack_task inval = task(0, 0, 2, 300, 0);
+    assert_int_equal(pack_node_key(&nodes[0], &inval, w, &m, PACK_ALL_GPUS, &k0, g), PACK_EINVAL);
+    pack_workload_free(w);
+}
+
+/* Bound to models is relative to the shapes of the same kind: whole-GPU shapes that all
+ * accept the same models (a scheduler's classes, each on its own cards' mode) are not bound,
+ * and whole GPUs still go to the fuller node; one of them accepting fewer models is. */
+static void bound_is_relative(void **state) {
+    (void)state;
+    pack_node nodes[2] = {node(32000, 65536, 4, 0), node(32000, 65536, 4, 0)};
+    nodes[1].gpu_free[0] = 0;
+    pack_task t = task(1000, 1024, 1, PACK_MILLI, 0x1);
+    size_t ni;
+    int g[PACK_MAX_GPUS];
+    pack_shape same[] = {{{1000, 1024, 1, PACK_MILLI, 0x1}, 1}, {{2000, 1024, 2, PACK_MILLI, 0x1}, 1},
+                         {{1000, 1024, 1, 500, 0x4}, 1}};
+    pack_workload *w = workload(same, 3);
+    assert_int_equal(pack_choose(PACK_GPUPOOL, nodes, 2, &t, w, &ni, g), PACK_OK);
+    assert_int_equal(ni, 1); /* BestFit */
+    pack_workload_free(w);
+    pack_shape bound[] = {{{1000, 1024, 1, PACK_MILLI, 0x1}, 1}, {{2000, 1024, 2, PACK_MILLI, 0x3}, 1}};
+    w = workload(bound, 2);
+    assert_int_equal(pack_choose(PACK_GPUPOOL, nodes, 2, &t, w, &ni, g), PACK_OK);
+    assert_int_equal(ni, 0); /* spread: the first node */
+    pack_workload_free(w);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fits_cpu_memory),
@@ -677,6 +772,8 @@ int main(void) {
         cmocka_unit_test(workload_from_tasks),
         cmocka_unit_test(frag_matches_definition),
         cmocka_unit_test(choices_never_overcommit),
+        cmocka_unit_test(node_key_known),
+        cmocka_unit_test(bound_is_relative),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
