@@ -160,15 +160,6 @@ static void unused_time(void **state) {
 
 /* ---- property: a reservation starts on time without stopping anything ---- */
 
-typedef struct rnd_state {
-    uint64_t s;
-} rnd_state;
-static uint32_t below(rnd_state *r, uint32_t n) {
-    r->s ^= r->s >> 12;
-    r->s ^= r->s << 25;
-    r->s ^= r->s >> 27;
-    return n ? (uint32_t)((r->s * 2685821657736338717ULL) >> 33) % n : 0;
-}
 
 #define CARDS 8
 #define PJOBS 400
@@ -181,15 +172,15 @@ typedef struct pjob {
 
 static void property(void **state) {
     (void)state;
-    rnd_state rg = {7};
+    uint64_t rg = 7;
     int starts_checked = 0, placed_in = 0;
     for (int trial = 0; trial < 200; trial++) {
         /* one pool of 8 cards on one node; one count reservation of 1..6 cards */
-        int count = 1 + (int)below(&rg, 6);
-        int holder = (int)below(&rg, 3);
-        rsv r = {.t1_us = (int64_t)(20 + below(&rg, 40)) * S, .pool = 0, .count = count,
+        int count = 1 + (int)tu_below(&rg, 6);
+        int holder = (int)tu_below(&rg, 3);
+        rsv r = {.t1_us = (int64_t)(20 + tu_below(&rg, 40)) * S, .pool = 0, .count = count,
                  .tenant = holder, .project = -1, .card_ok = cards_all};
-        r.t2_us = r.t1_us + (int64_t)(10 + below(&rg, 40)) * S;
+        r.t2_us = r.t1_us + (int64_t)(10 + tu_below(&rg, 40)) * S;
         pjob jobs[PJOBS];
         int nj = 0;
         int owner[CARDS];
@@ -218,14 +209,14 @@ static void property(void **state) {
                 starts_checked++;
             }
             /* arrivals */
-            int arrive = (int)below(&rg, 3);
+            int arrive = (int)tu_below(&rg, 3);
             for (int a = 0; a < arrive && nj < PJOBS; a++) {
                 pjob *p = &jobs[nj++];
                 memset(p, 0, sizeof *p);
-                p->j.tenant = (int)below(&rg, 3);
+                p->j.tenant = (int)tu_below(&rg, 3);
                 p->j.project = 0;
-                p->j.reservation = p->j.tenant == holder && below(&rg, 2) ? 0 : -1;
-                p->j.time_limit_s = below(&rg, 4) ? 1 + below(&rg, 30) : 0;
+                p->j.reservation = p->j.tenant == holder && tu_below(&rg, 2) ? 0 : -1;
+                p->j.time_limit_s = tu_below(&rg, 4) ? 1 + tu_below(&rg, 30) : 0;
                 p->card = -1;
             }
             /* the accounting the scheduler would do, then placements in order */

@@ -309,41 +309,30 @@ static void invariants(const world *w) {
     if (borrowed > 0) assert_true(held <= w->capacity);
 }
 
-/* a seeded generator (xorshift64*): the same workloads every run */
-typedef struct rnd_state {
-    uint64_t s;
-} rnd_state;
-static uint32_t rnd_below(rnd_state *r, uint32_t n) {
-    r->s ^= r->s >> 12;
-    r->s ^= r->s << 25;
-    r->s ^= r->s >> 27;
-    return n ? (uint32_t)((r->s * 2685821657736338717ULL) >> 33) % n : 0;
-}
-
 static void property(void **state) {
     (void)state;
-    rnd_state r = {20261203};
+    uint64_t r = 20261203;
     int64_t preempted = 0, borrowed_rounds = 0, kept_trials = 0;
     for (int trial = 0; trial < 300; trial++) {
         world w;
         memset(&w, 0, sizeof w);
-        w.capacity = (int64_t)(4 + rnd_below(&r, 28)) * 1000;
+        w.capacity = (int64_t)(4 + tu_below(&r, 28)) * 1000;
         int64_t left = w.capacity;
         for (int t = 0; t < PT; t++) {
-            int64_t g = (int64_t)rnd_below(&r, (uint32_t)(left / 1000 + 1)) * 1000;
+            int64_t g = (int64_t)tu_below(&r, (uint32_t)(left / 1000 + 1)) * 1000;
             left -= g;
-            int64_t c = g + (int64_t)rnd_below(&r, 12) * 1000;
-            int64_t kept = g ? (int64_t)rnd_below(&r, (uint32_t)(g / 1000 + 1)) * 1000 : 0;
-            w.t[t] = tn(g, c, kept, 1 + (int64_t)rnd_below(&r, 3), 0);
+            int64_t c = g + (int64_t)tu_below(&r, 12) * 1000;
+            int64_t kept = g ? (int64_t)tu_below(&r, (uint32_t)(g / 1000 + 1)) * 1000 : 0;
+            w.t[t] = tn(g, c, kept, 1 + (int64_t)tu_below(&r, 3), 0);
         }
         for (int step = 0; step < 12; step++) {
             /* arrivals */
-            int arrive = (int)rnd_below(&r, 10);
+            int arrive = (int)tu_below(&r, 10);
             for (int a = 0; a < arrive && w.nj < PJ; a++) {
                 pjob *j = &w.j[w.nj++];
-                j->tenant = (int)rnd_below(&r, PT);
-                j->demand = (1 + (int64_t)rnd_below(&r, 3)) * 1000;
-                j->priority = (int)rnd_below(&r, 4);
+                j->tenant = (int)tu_below(&r, PT);
+                j->demand = (1 + (int64_t)tu_below(&r, 3)) * 1000;
+                j->priority = (int)tu_below(&r, 4);
                 j->state = 1;
             }
             round_once(&w);
@@ -358,7 +347,7 @@ static void property(void **state) {
             assert_int_equal(round_once(&again), 0);
             /* exits */
             for (int i = 0; i < w.nj; i++)
-                if (w.j[i].state == 2 && rnd_below(&r, 4) == 0) w.j[i].state = 0;
+                if (w.j[i].state == 2 && tu_below(&r, 4) == 0) w.j[i].state = 0;
         }
         /* with no arrivals, rounds until quiet: nobody preempted twice */
         for (int i = 0; i < w.nj; i++) w.j[i].preempted = 0;

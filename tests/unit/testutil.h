@@ -84,4 +84,15 @@ static inline store_t *tu_store(const char *dir, int pool) {
     return st;
 }
 
+/* A seeded generator (xorshift64*) for property tests: the same workloads every run.
+ * *state must start non-zero.  Returns 0 .. n-1 (0 when n is 0). */
+static inline uint32_t tu_below(uint64_t *state, uint32_t n) {
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return n ? (uint32_t)((x * 2685821657736338717ULL) >> 33) % n : 0;
+}
+
 #endif
