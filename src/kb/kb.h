@@ -154,7 +154,7 @@ void kb_doc_input_release(kb_doc_input *in);
 /* 1 if PDF extraction is available here (pdftotext on PATH). */
 int kb_pdf_available(void);
 
-/* ---- knowledge bases (kb.c) ---- */
+/* ---- knowledge bases (rules: kb.c; rows: kb_store.c) ---- */
 
 typedef struct kb_info {
     char id[RND_ID_LEN];
@@ -166,6 +166,34 @@ typedef struct kb_info {
 } kb_info;
 
 void kb_info_release(kb_info *kb);
+
+/* A KB to create, as kb_new_check() accepted it (strings borrowed from its spec). */
+typedef struct kb_new {
+    const char *tenant_id;   /* NULL: an ops KB */
+    const char *project_id;  /* NULL unless a project KB */
+    const char *scope;       /* tenant | project | ops */
+    const char *name;
+    const char *description; /* "" when none */
+    json_t *work_orders;     /* borrowed; NULL: none */
+} kb_new;
+
+/*
+ * The rules of kb_create(), pure: the spec's fields, name and description,
+ * a "scope" that agrees with where it is made (tenant_id NULL: ops; with
+ * project_id: project; else tenant), work orders on ops KBs only, no project
+ * on an ops KB.  OUT: *out (borrows from spec).  GP_EINVALID with the reason.
+ */
+int kb_new_check(const char *tenant_id, const char *project_id, json_t *spec, kb_new *out,
+                 gp_err *err);
+
+/* A change to a KB, as kb_change_check() accepted it (borrowed; NULL: unchanged). */
+typedef struct kb_change {
+    const char *description;
+    json_t *work_orders;
+} kb_change;
+
+/* The rules of kb_update(), pure: {"description","work_orders"}, work orders on ops KBs. */
+int kb_change_check(const kb_info *kb, json_t *spec, kb_change *out, gp_err *err);
 
 /*
  * Create a KB from {"name","description","scope","project"(name),
@@ -196,7 +224,7 @@ int kb_update(store_tx *tx, const kb_info *kb, json_t *spec, gp_err *err);
 /* Delete a KB, its documents, chunks, index rows and application bindings. OUT: counts. */
 int kb_delete(store_tx *tx, const kb_info *kb, int64_t *docs, gp_err *err);
 
-/* ---- documents (kb.c) ---- */
+/* ---- documents (kb_store.c) ---- */
 
 /* Store a prepared document in `kb` and index its chunks. OUT: id. GP_ECONFLICT: name taken. */
 int kb_doc_add(store_tx *tx, const kb_info *kb, const kb_doc_input *in, const char *created_by,

@@ -540,6 +540,94 @@ static void scores_per_tenant(void **state) {
     kb_info_release(&z);
 }
 
+/* ---- the rules of creating and changing a KB (pure: no store) ---- */
+
+static int new_check(const char *tid, const char *pid, const char *spec, kb_new *k) {
+    json_t *j = json_loads(spec, 0, NULL);
+    assert_non_null(j);
+    gp_err err = GP_ERR_INIT;
+    int rc = kb_new_check(tid, pid, j, k, &err);
+    if (rc == GP_OK) {
+        assert_string_equal(k->name, json_string_value(json_object_get(j, "name")));
+    } else {
+        assert_int_equal(rc, GP_EINVALID);
+        assert_true(err.msg[0] != '\0');
+    }
+    json_decref(j);
+    return rc;
+}
+
+static void kb_rules(void **state) {
+    (void)state;
+    kb_new k;
+    assert_int_equal(new_check(TA, NULL, "{\"name\":\"docs\"}", &k), GP_OK);
+    assert_string_equal(k.scope, "tenant");
+    assert_string_equal(k.description, "");
+    assert_null(k.work_orders);
+    assert_int_equal(new_check(TA, "p1", "{\"name\":\"docs\",\"scope\":\"project\"}", &k),
+                     GP_OK);
+    assert_string_equal(k.scope, "project");
+    assert_string_equal(k.project_id, "p1");
+    assert_int_equal(new_check(NULL, NULL, "{\"name\":\"runbooks\",\"work_orders\":[\"wo-1\"]}", &k),
+                     GP_OK);
+    assert_string_equal(k.scope, "ops");
+    assert_non_null(k.work_orders);
+    /* refused */
+    const char *bad_tenant[] = {
+        "{}",                                       /* no name */
+        "{\"name\":\"Docs\"}",                     /* not a name */
+        "{\"name\":\"-docs\"}",
+        "{\"name\":\"docs\",\"colour\":1}",          /* unknown field */
+        "{\"name\":\"docs\",\"scope\":\"galaxy\"}",
+        "{\"name\":\"docs\",\"scope\":\"project\"}", /* a project KB needs its project */
+        "{\"name\":\"docs\",\"scope\":\"ops\"}",
+        "{\"name\":\"docs\",\"work_orders\":[\"wo-1\"]}", /* only ops KBs */
+        "{\"name\":\"docs\",\"description\":7}",
+    };
+    for (size_t i = 0; i < sizeof bad_tenant / sizeof *bad_tenant; i++)
+        assert_int_equal(new_check(TA, NULL, bad_tenant[i], &k), GP_EINVALID);
+    assert_int_equal(new_check(TA, "p1", "{\"name\":\"docs\",\"scope\":\"tenant\"}", &k),
+                     GP_EINVALID);
+    assert_int_equal(new_check(NULL, NULL, "{\"name\":\"r\",\"project\":\"p\"}", &k), GP_EINVALID);
+    assert_int_equal(new_check(NULL, NULL, "{\"name\":\"r\",\"work_orders\":\"wo\"}", &k),
+                     GP_EINVALID);
+    assert_int_equal(new_check(NULL, NULL, "{\"name\":\"r\",\"work_orders\":[\"\"]}", &k),
+                     GP_EINVALID);
+    /* a description of 1000 characters is fine, 1001 is not; 65 work orders are too many */
+    char big[1200];
+    for (int n = 1000; n <= 1001; n++) {
+        char d[1002];
+        memset(d, 'x', (size_t)n);
+        d[n] = '\0';
+        snprintf(big, sizeof big, "{\"name\":\"docs\",\"description\":\"%s\"}", d);
+        assert_int_equal(new_check(TA, NULL, big, &k), n == 1000 ? GP_OK : GP_EINVALID);
+    }
+    strbuf w = SB_INIT;
+    sb_addf(&w, "{\"name\":\"r\",\"work_orders\":[");
+    for (int i = 0; i < 65; i++) sb_addf(&w, "%s\"wo-%d\"", i ? "," : "", i);
+    sb_addf(&w, "]}");
+    assert_int_equal(new_check(NULL, NULL, w.buf, &k), GP_EINVALID);
+    sb_release(&w);
+
+    /* changes */
+    kb_info tenant_kb = {.scope = "tenant"}, ops_kb = {.scope = "ops"};
+    kb_change ch;
+    gp_err err = GP_ERR_INIT;
+    json_t *j = json_loads("{\"description\":\"new\"}", 0, NULL);
+    assert_int_equal(kb_change_check(&tenant_kb, j, &ch, &err), GP_OK);
+    assert_string_equal(ch.description, "new");
+    assert_null(ch.work_orders);
+    json_decref(j);
+    j = json_loads("{\"work_orders\":[\"wo-2\"]}", 0, NULL);
+    assert_int_equal(kb_change_check(&tenant_kb, j, &ch, &err), GP_EINVALID);
+    assert_int_equal(kb_change_check(&ops_kb, j, &ch, &err), GP_OK);
+    assert_non_null(ch.work_orders);
+    json_decref(j);
+    j = json_loads("{\"name\":\"renamed\"}", 0, NULL);
+    assert_int_equal(kb_change_check(&ops_kb, j, &ch, &err), GP_EINVALID);
+    json_decref(j);
+}
+
 static void uploads(void **state) {
     (void)state;
     gp_err err = GP_ERR_INIT;
@@ -678,6 +766,7 @@ int main(void) {
         cmocka_unit_test(queries),
         cmocka_unit_test(rag_prompt),
         cmocka_unit_test(uploads),
+        cmocka_unit_test(kb_rules),
         cmocka_unit_test_setup_teardown(store_and_search, setup, teardown),
         cmocka_unit_test_setup_teardown(scores_per_tenant, setup, teardown),
         cmocka_unit_test_setup_teardown(rag_bindings, setup, teardown),
