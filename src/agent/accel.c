@@ -1,12 +1,47 @@
 /*
  * accel.c - what every vendor file of the agent's vendor layer (accel.h)
- * needs alike: copying a vendor library's fixed-size strings, the "unknown"
- * health of a card, and a card's NUMA node from sysfs.
+ * needs alike: loading the vendor's library and resolving its entry points,
+ * copying its fixed-size strings, the "unknown" health of a card, and a
+ * card's NUMA node from sysfs.
  */
 #include "accel.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* dlsym returns void *; POSIX guarantees it converts to a function pointer. */
+_Static_assert(sizeof(void *) == sizeof(int (*)(void)), "function pointers fit void *");
+
+void *accel_dlopen(const accel_ops *v, const char *path, const accel_sym *syms, size_t nsyms,
+                   void *fns, const char **lib, gp_err *err) {
+    const char *name = path;
+    if (!name) {
+        const char *env = getenv(v->env);
+        name = (env && *env) ? env : v->soname;
+    }
+    *lib = name;
+    dlerror();
+    void *dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        const char *why = dlerror();
+        gp_err_set(err, GP_EUNSUPPORTED, "%s not available: %s on this machine (%s: %s)",
+                   v->label, v->absent, name, why ? why : "cannot load");
+        return NULL;
+    }
+    for (size_t i = 0; i < nsyms; i++) {
+        void *sym = dlsym(dl, syms[i].name);
+        memcpy((char *)fns + syms[i].offset, &sym, sizeof sym);
+        if (syms[i].required && !sym) {
+            gp_err_set(err, GP_EUNSUPPORTED, "%s not available: %s lacks %s%s", v->label, name,
+                       syms[i].name, v->hint);
+            dlclose(dl);
+            return NULL;
+        }
+    }
+    return dl;
+}
 
 void accel_copy(char *dst, size_t dstsz, const char *src, size_t srcsz) {
     size_t n = strnlen(src, srcsz);

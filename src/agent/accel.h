@@ -94,10 +94,11 @@ typedef struct accel_proc {
 } accel_proc;
 
 /*
- * A vendor: its names and its six entry points (see nvml.h, amdsmi.h,
- * hlml.h for each one's details).  `h` is the vendor's own handle.
- *   open(path, &h): load and initialise the library (path NULL: the
- *       vendor's environment variable, else its default soname).
+ * A vendor: its names, where its library is found, and its six entry points
+ * (see nvml.h, amdsmi.h, hlml.h for each one's details; the vendor files
+ * export them with these very signatures).  `h` is the vendor's own handle.
+ *   open(path, &h): load and initialise the library (path NULL: $<env> when
+ *       set and non-empty, else <soname>; see accel_dlopen).
  *       GP_EUNSUPPORTED when the library or its driver is absent.
  *   discover(h, &gpus, &n, driver): calloc'd cards (caller frees), the
  *       node's driver version ("" unknown).
@@ -110,6 +111,10 @@ typedef struct accel_ops {
     const char *vendor; /* "nvidia" */
     const char *source; /* the node report's "source": "nvml" | "amdsmi" | "hlml" */
     const char *label;  /* for messages: "NVML", "AMD SMI", "HLML" */
+    const char *env;    /* the variable naming the library: "GPUPOOL_NVML_LIBRARY" */
+    const char *soname; /* the library loaded otherwise: "libnvidia-ml.so.1" */
+    const char *absent; /* what a library that cannot be loaded means: "no NVIDIA driver" */
+    const char *hint;   /* appended to a missing required symbol's message; "" for none */
     int (*open)(const char *path, void **h, gp_err *err);
     int (*discover)(void *h, accel_gpu **gpus, int *n, char driver[80], gp_err *err);
     int (*health)(void *h, accel_gpu *gpus, int n, gp_err *err);
@@ -123,6 +128,29 @@ extern const accel_ops accel_amdsmi_ops; /* amdsmi.c */
 extern const accel_ops accel_hlml_ops;   /* hlml.c */
 
 /* ---- shared by the vendor files (accel.c) ---- */
+
+/* One entry point a vendor file resolves: its name, whether open() fails without it, and
+ * where its function pointer lives in the vendor's handle (offsetof). */
+typedef struct accel_sym {
+    const char *name;
+    int required;
+    size_t offset;
+} accel_sym;
+
+/*
+ * Load vendor v's library for its open(): `path`, else $<v->env> when set and
+ * non-empty, else <v->soname>; then resolve syms[0..nsyms) into the function
+ * pointers at fns + offset (a missing optional symbol stores NULL).
+ * OUT *lib: the name loaded (path, the variable's value or the soname), for
+ *      the caller's later messages.
+ * RET: the dlopen() handle (the caller dlclose()s it); NULL with err set to
+ *      GP_EUNSUPPORTED, "<label> not available: <absent> on this machine
+ *      (<lib>: <dlerror>)" when it cannot be loaded, or "<label> not
+ *      available: <lib> lacks <symbol><hint>" when a required symbol is
+ *      missing (the library is unloaded again).
+ */
+void *accel_dlopen(const accel_ops *v, const char *path, const accel_sym *syms, size_t nsyms,
+                   void *fns, const char **lib, gp_err *err);
 
 /* Copy a possibly unterminated fixed-size string of a vendor library (srcsz bytes) into dst. */
 void accel_copy(char *dst, size_t dstsz, const char *src, size_t srcsz);

@@ -166,7 +166,7 @@ typedef struct amd__card {
     int shared;                          /* memory shared by the partitions (NPS1 / unknown) */
 } amd__card;
 
-struct amd_smi {
+typedef struct amd_smi {
     void *dl;
     int inited;
 #define AMD__MEMBER(req, ret, name, args) ret(*name) args;
@@ -174,7 +174,11 @@ struct amd_smi {
 #undef AMD__MEMBER
     amd__card cards[ACCEL_MAX_GPUS];
     int ncards;
-};
+} amd_smi;
+
+#define AMD__SYM(req, ret, name, args) {#name, req, offsetof(amd_smi, name)},
+static const accel_sym amd__syms[] = {AMD__SYMBOLS(AMD__SYM)};
+#undef AMD__SYM
 
 /* ---- helpers -------------------------------------------------------------------- */
 
@@ -206,39 +210,18 @@ static void amd__rocm_version(char *out, size_t outsz) {
 
 /* ---- open / close -------------------------------------------------------------- */
 
-int amd_open(const char *path, amd_smi **out, gp_err *err) {
+int amd_open(const char *path, void **out, gp_err *err) {
     if (!out) return gp_err_set(err, GP_EINVALID, "amd_open: no output handle");
     *out = NULL;
-    const char *lib = path;
-    if (!lib) {
-        const char *env = getenv("GPUPOOL_AMDSMI_LIBRARY");
-        lib = (env && *env) ? env : "libamd_smi.so";
-    }
     amd_smi *h = calloc(1, sizeof *h);
     if (!h) return gp_err_set(err, GP_ENOMEM, NULL);
-    dlerror();
-    h->dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    const char *lib;
+    h->dl = accel_dlopen(&accel_amdsmi_ops, path, amd__syms, sizeof amd__syms / sizeof amd__syms[0],
+                         h, &lib, err);
     if (!h->dl) {
-        const char *why = dlerror();
         free(h);
-        return gp_err_set(err, GP_EUNSUPPORTED,
-                          "AMD SMI not available: no AMD GPU driver stack on this machine (%s: %s)",
-                          lib, why ? why : "cannot load");
+        return GP_EUNSUPPORTED;
     }
-#define AMD__RESOLVE(req, ret, name, args)                                                  \
-    do {                                                                                    \
-        void *sym = dlsym(h->dl, #name);                                                    \
-        memcpy(&h->name, &sym, sizeof h->name);                                             \
-        if ((req) && !sym) {                                                                \
-            gp_err_set(err, GP_EUNSUPPORTED, "AMD SMI not available: %s lacks %s", lib,     \
-                       #name);                                                              \
-            dlclose(h->dl);                                                                 \
-            free(h);                                                                        \
-            return GP_EUNSUPPORTED;                                                         \
-        }                                                                                   \
-    } while (0);
-    AMD__SYMBOLS(AMD__RESOLVE)
-#undef AMD__RESOLVE
     unsigned rc = h->amdsmi_init(AMD__INIT_AMD_GPUS);
     if (rc != AMD__SUCCESS) {
         gp_err_set(err, GP_EUNSUPPORTED,
@@ -254,7 +237,8 @@ int amd_open(const char *path, amd_smi **out, gp_err *err) {
     return GP_OK;
 }
 
-void amd_close(amd_smi *h) {
+void amd_close(void *hv) {
+    amd_smi *h = hv;
     if (!h) return;
     if (h->inited) h->amdsmi_shut_down();
     if (h->dl) dlclose(h->dl);
@@ -405,7 +389,8 @@ static void amd__layout(amd_smi *h, int ci, accel_gpu *g) {
     }
 }
 
-int amd_discover(amd_smi *h, accel_gpu **gpus, int *n, char driver[80], gp_err *err) {
+int amd_discover(void *hv, accel_gpu **gpus, int *n, char driver[80], gp_err *err) {
+    amd_smi *h = hv;
     if (!h || !gpus || !n) return gp_err_set(err, GP_EINVALID, "amd_discover: bad arguments");
     *gpus = NULL;
     *n = 0;
@@ -460,7 +445,8 @@ int amd_discover(amd_smi *h, accel_gpu **gpus, int *n, char driver[80], gp_err *
     return GP_OK;
 }
 
-int amd_partitions(amd_smi *h, accel_gpu *g, gp_err *err) {
+int amd_partitions(void *hv, accel_gpu *g, gp_err *err) {
+    amd_smi *h = hv;
     if (!h || !g || (int)g->index >= h->ncards)
         return gp_err_set(err, GP_EINVALID, "amd_partitions: bad arguments");
     amd__layout(h, (int)g->index, g);
@@ -537,7 +523,8 @@ static void amd__signals(amd_smi *h, amd__card *c, accel_gpu *g) {
     if (!g->lost) g->memory_used_bytes = used;
 }
 
-int amd_health(amd_smi *h, accel_gpu *gpus, int n, gp_err *err) {
+int amd_health(void *hv, accel_gpu *gpus, int n, gp_err *err) {
+    amd_smi *h = hv;
     if (!h || n < 0 || (n > 0 && !gpus)) return gp_err_set(err, GP_EINVALID, "amd_health: bad arguments");
     for (int i = 0; i < n; i++) {
         accel_gpu *g = &gpus[i];
@@ -577,7 +564,8 @@ static int amd__proclist(amd_smi *h, amd__proc_h p, accel_gpu *g, amd__proc **ou
     return GP_OK;
 }
 
-int amd_processes(amd_smi *h, accel_gpu *g, accel_proc **procs, int *n, gp_err *err) {
+int amd_processes(void *hv, accel_gpu *g, accel_proc **procs, int *n, gp_err *err) {
+    amd_smi *h = hv;
     if (procs) *procs = NULL;
     if (n) *n = 0;
     if (!h || !g || !procs || !n || (int)g->index >= h->ncards)
@@ -631,24 +619,18 @@ int amd_processes(amd_smi *h, accel_gpu *g, accel_proc **procs, int *n, gp_err *
 
 /* ---- the vendor layer's entry points (accel.h) ----------------------------------- */
 
-static int amd__op_open(const char *path, void **h, gp_err *err) {
-    amd_smi *a = NULL;
-    int rc = amd_open(path, &a, err);
-    *h = a;
-    return rc;
-}
-static int amd__op_discover(void *h, accel_gpu **gpus, int *n, char driver[80], gp_err *err) {
-    return amd_discover(h, gpus, n, driver, err);
-}
-static int amd__op_health(void *h, accel_gpu *gpus, int n, gp_err *err) {
-    return amd_health(h, gpus, n, err);
-}
-static int amd__op_processes(void *h, accel_gpu *g, accel_proc **procs, int *n, gp_err *err) {
-    return amd_processes(h, g, procs, n, err);
-}
-static int amd__op_partitions(void *h, accel_gpu *g, gp_err *err) { return amd_partitions(h, g, err); }
-static void amd__op_close(void *h) { amd_close(h); }
-
-const accel_ops accel_amdsmi_ops = {"amd",           "amdsmi",         "AMD SMI",
-                                    amd__op_open,    amd__op_discover, amd__op_health,
-                                    amd__op_processes, amd__op_partitions, amd__op_close};
+const accel_ops accel_amdsmi_ops = {
+    .vendor = "amd",
+    .source = "amdsmi",
+    .label = "AMD SMI",
+    .env = "GPUPOOL_AMDSMI_LIBRARY",
+    .soname = "libamd_smi.so",
+    .absent = "no AMD GPU driver stack",
+    .hint = "",
+    .open = amd_open,
+    .discover = amd_discover,
+    .health = amd_health,
+    .processes = amd_processes,
+    .partitions = amd_partitions,
+    .close = amd_close,
+};

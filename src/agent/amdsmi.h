@@ -37,7 +37,10 @@
 
 #include "accel.h"
 
-typedef struct amd_smi amd_smi;
+/*
+ * The functions below are accel_amdsmi_ops's entry points, with its
+ * signatures: `h` is a handle from amd_open().
+ */
 
 /*
  * Load AMD SMI and initialise it for AMD GPUs (amdsmi_init(AMDSMI_INIT_AMD_GPUS)).
@@ -45,9 +48,10 @@ typedef struct amd_smi amd_smi;
  *          non-empty, else "libamd_smi.so".
  * OUT *out: the handle (amd_close frees it); NULL on failure.
  * RET: GP_OK; GP_EUNSUPPORTED when the library cannot be loaded, lacks a
- *      required symbol, or amdsmi_init fails (no amdgpu driver); GP_ENOMEM.
+ *      required symbol, or amdsmi_init fails (no amdgpu driver); GP_EINVALID,
+ *      GP_ENOMEM.
  */
-int amd_open(const char *path, amd_smi **out, gp_err *err);
+int amd_open(const char *path, void **out, gp_err *err);
 
 /*
  * Enumerate the cards (up to ACCEL_MAX_GPUS, ACCEL_MAX_SLICES partitions
@@ -58,7 +62,7 @@ int amd_open(const char *path, amd_smi **out, gp_err *err);
  * RET: GP_OK; GP_EIO when the sockets or processors cannot be listed;
  *      GP_EINVALID, GP_ENOMEM.
  */
-int amd_discover(amd_smi *h, accel_gpu **gpus, int *n, char driver[80], gp_err *err);
+int amd_discover(void *h, accel_gpu **gpus, int *n, char driver[80], gp_err *err);
 
 /*
  * Refresh the health fields of gpus[0..n) (from amd_discover on this handle):
@@ -69,7 +73,7 @@ int amd_discover(amd_smi *h, accel_gpu **gpus, int *n, char driver[80], gp_err *
  * partition (they share the silicon), VRAM in use summed over partitions
  * unless memory is shared (see the top).  RET: GP_OK; GP_EINVALID.
  */
-int amd_health(amd_smi *h, accel_gpu *gpus, int n, gp_err *err);
+int amd_health(void *h, accel_gpu *gpus, int n, gp_err *err);
 
 /*
  * The processes on card g, over all its partitions (amdsmi_get_gpu_process_list,
@@ -80,12 +84,12 @@ int amd_health(amd_smi *h, accel_gpu *gpus, int n, gp_err *err);
  * utilisation).  OUT *procs: calloc'd (NULL when 0).  RET: GP_OK;
  * GP_EINVALID; GP_ENOMEM.
  */
-int amd_processes(amd_smi *h, accel_gpu *g, accel_proc **procs, int *n, gp_err *err);
+int amd_processes(void *h, accel_gpu *g, accel_proc **procs, int *n, gp_err *err);
 
 /* Re-read card g's compute partition mode and partitions.  RET: GP_OK; GP_EINVALID. */
-int amd_partitions(amd_smi *h, accel_gpu *g, gp_err *err);
+int amd_partitions(void *h, accel_gpu *g, gp_err *err);
 
 /* amdsmi_shut_down and dlclose.  NULL is a no-op. */
-void amd_close(amd_smi *h);
+void amd_close(void *h);
 
 #endif

@@ -81,7 +81,7 @@ enum { HL__TEMPERATURE_THRESHOLD_SLOWDOWN = 1 };
     X(0, int, hlml_device_register_events, (hl__device, unsigned long long, hl__evset))       \
     X(0, int, hlml_event_set_wait, (hl__evset, hl__event *, unsigned))
 
-struct hl_ml {
+typedef struct hl_ml {
     void *dl;
     int inited;
 #define HL__MEMBER(req, ret, name, args) ret(*name) args;
@@ -91,7 +91,11 @@ struct hl_ml {
     hl__device devs[ACCEL_MAX_GPUS];
     int minor[ACCEL_MAX_GPUS]; /* device node minor per card; -1 unknown */
     unsigned ndevs;
-};
+} hl_ml;
+
+#define HL__SYM(req, ret, name, args) {#name, req, offsetof(hl_ml, name)},
+static const accel_sym hl__syms[] = {HL__SYMBOLS(HL__SYM)};
+#undef HL__SYM
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
@@ -102,38 +106,18 @@ static int hl__ok(accel_gpu *g, int rc) {
 
 /* ---- open / close -------------------------------------------------------------------- */
 
-int hl_open(const char *path, hl_ml **out, gp_err *err) {
+int hl_open(const char *path, void **out, gp_err *err) {
     if (!out) return gp_err_set(err, GP_EINVALID, "hl_open: no output handle");
     *out = NULL;
-    const char *lib = path;
-    if (!lib) {
-        const char *env = getenv("GPUPOOL_HLML_LIBRARY");
-        lib = (env && *env) ? env : "libhlml.so";
-    }
     hl_ml *h = calloc(1, sizeof *h);
     if (!h) return gp_err_set(err, GP_ENOMEM, NULL);
-    dlerror();
-    h->dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    const char *lib;
+    h->dl = accel_dlopen(&accel_hlml_ops, path, hl__syms, sizeof hl__syms / sizeof hl__syms[0], h,
+                         &lib, err);
     if (!h->dl) {
-        const char *why = dlerror();
         free(h);
-        return gp_err_set(err, GP_EUNSUPPORTED,
-                          "HLML not available: no Intel Gaudi driver on this machine (%s: %s)", lib,
-                          why ? why : "cannot load");
+        return GP_EUNSUPPORTED;
     }
-#define HL__RESOLVE(req, ret, name, args)                                                      \
-    do {                                                                                       \
-        void *sym = dlsym(h->dl, #name);                                                       \
-        memcpy(&h->name, &sym, sizeof h->name);                                                \
-        if ((req) && !sym) {                                                                   \
-            gp_err_set(err, GP_EUNSUPPORTED, "HLML not available: %s lacks %s", lib, #name);   \
-            dlclose(h->dl);                                                                    \
-            free(h);                                                                           \
-            return GP_EUNSUPPORTED;                                                            \
-        }                                                                                      \
-    } while (0);
-    HL__SYMBOLS(HL__RESOLVE)
-#undef HL__RESOLVE
     int rc = h->hlml_init();
     if (rc != HL__SUCCESS) {
         gp_err_set(err, GP_EUNSUPPORTED,
@@ -148,7 +132,8 @@ int hl_open(const char *path, hl_ml **out, gp_err *err) {
     return GP_OK;
 }
 
-void hl_close(hl_ml *h) {
+void hl_close(void *hv) {
+    hl_ml *h = hv;
     if (!h) return;
     if (h->events && h->hlml_event_set_free) h->hlml_event_set_free(h->events);
     if (h->inited) h->hlml_shutdown();
@@ -182,7 +167,8 @@ static void hl__identity(hl_ml *h, unsigned i, accel_gpu *g) {
         h->minor[i] = (int)v;
 }
 
-int hl_discover(hl_ml *h, accel_gpu **gpus, int *n, char driver[80], gp_err *err) {
+int hl_discover(void *hv, accel_gpu **gpus, int *n, char driver[80], gp_err *err) {
+    hl_ml *h = hv;
     if (!h || !gpus || !n) return gp_err_set(err, GP_EINVALID, "hl_discover: bad arguments");
     *gpus = NULL;
     *n = 0;
@@ -269,7 +255,8 @@ static void hl__signals(hl_ml *h, hl__device d, accel_gpu *g) {
         g->power_mw = mw > (unsigned)INT_MAX ? INT_MAX : (int)mw;
 }
 
-int hl_health(hl_ml *h, accel_gpu *gpus, int n, gp_err *err) {
+int hl_health(void *hv, accel_gpu *gpus, int n, gp_err *err) {
+    hl_ml *h = hv;
     if (!h || n < 0 || (n > 0 && !gpus)) return gp_err_set(err, GP_EINVALID, "hl_health: bad arguments");
     for (int i = 0; i < n; i++) {
         accel_gpu *g = &gpus[i];
@@ -298,7 +285,8 @@ int hl_health(hl_ml *h, accel_gpu *gpus, int n, gp_err *err) {
 
 /* ---- processes ------------------------------------------------------------------------ */
 
-int hl_processes(hl_ml *h, accel_gpu *g, accel_proc **procs, int *n, gp_err *err) {
+int hl_processes(void *hv, accel_gpu *g, accel_proc **procs, int *n, gp_err *err) {
+    hl_ml *h = hv;
     if (procs) *procs = NULL;
     if (n) *n = 0;
     if (!h || !g || !procs || !n || g->index >= ACCEL_MAX_GPUS)
@@ -359,30 +347,27 @@ int hl_processes(hl_ml *h, accel_gpu *g, accel_proc **procs, int *n, gp_err *err
     return GP_OK;
 }
 
-/* ---- the vendor layer's entry points (accel.h) ---------------------------------------- */
+/* ---- partitions, and the vendor layer's entry points (accel.h) ----------------------- */
 
-static int hl__op_open(const char *path, void **h, gp_err *err) {
-    hl_ml *x = NULL;
-    int rc = hl_open(path, &x, err);
-    *h = x;
-    return rc;
-}
-static int hl__op_discover(void *h, accel_gpu **gpus, int *n, char driver[80], gp_err *err) {
-    return hl_discover(h, gpus, n, driver, err);
-}
-static int hl__op_health(void *h, accel_gpu *gpus, int n, gp_err *err) { return hl_health(h, gpus, n, err); }
-static int hl__op_processes(void *h, accel_gpu *g, accel_proc **procs, int *n, gp_err *err) {
-    return hl_processes(h, g, procs, n, err);
-}
-/* Gaudi cards have no partitions. */
-static int hl__op_partitions(void *h, accel_gpu *g, gp_err *err) {
+int hl_partitions(void *h, accel_gpu *g, gp_err *err) {
     if (!h || !g) return gp_err_set(err, GP_EINVALID, "hlml partitions: bad arguments");
     g->mig_capable = g->mig_enabled = 0;
     g->nslices = 0;
     return GP_OK;
 }
-static void hl__op_close(void *h) { hl_close(h); }
 
-const accel_ops accel_hlml_ops = {"intel",         "hlml",          "HLML",
-                                  hl__op_open,     hl__op_discover, hl__op_health,
-                                  hl__op_processes, hl__op_partitions, hl__op_close};
+const accel_ops accel_hlml_ops = {
+    .vendor = "intel",
+    .source = "hlml",
+    .label = "HLML",
+    .env = "GPUPOOL_HLML_LIBRARY",
+    .soname = "libhlml.so",
+    .absent = "no Intel Gaudi driver",
+    .hint = "",
+    .open = hl_open,
+    .discover = hl_discover,
+    .health = hl_health,
+    .processes = hl_processes,
+    .partitions = hl_partitions,
+    .close = hl_close,
+};

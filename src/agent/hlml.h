@@ -27,15 +27,19 @@
 
 #include "accel.h"
 
-typedef struct hl_ml hl_ml;
+/*
+ * The functions below are accel_hlml_ops's entry points, with its signatures:
+ * `h` is a handle from hl_open().
+ */
 
 /*
  * Load HLML and initialise it (hlml_init).  path NULL: $GPUPOOL_HLML_LIBRARY
  * when set and non-empty, else "libhlml.so".
+ * OUT *out: the handle (hl_close frees it); NULL on failure.
  * RET: GP_OK; GP_EUNSUPPORTED when the library cannot be loaded, lacks a
- *      required symbol or hlml_init fails; GP_ENOMEM.
+ *      required symbol or hlml_init fails; GP_EINVALID, GP_ENOMEM.
  */
-int hl_open(const char *path, hl_ml **out, gp_err *err);
+int hl_open(const char *path, void **out, gp_err *err);
 
 /*
  * Enumerate up to ACCEL_MAX_GPUS cards (identity, driver, stack) and
@@ -43,10 +47,10 @@ int hl_open(const char *path, hl_ml **out, gp_err *err);
  * OUT *gpus calloc'd (caller frees); driver may be NULL.
  * RET: GP_OK; GP_EIO when the cards cannot be counted; GP_EINVALID, GP_ENOMEM.
  */
-int hl_discover(hl_ml *h, accel_gpu **gpus, int *n, char driver[80], gp_err *err);
+int hl_discover(void *h, accel_gpu **gpus, int *n, char driver[80], gp_err *err);
 
 /* Refresh health fields and drain events (at most 256 per call).  RET: GP_OK; GP_EINVALID. */
-int hl_health(hl_ml *h, accel_gpu *gpus, int n, gp_err *err);
+int hl_health(void *h, accel_gpu *gpus, int n, gp_err *err);
 
 /*
  * The processes holding card g's device node open (see the top); at most
@@ -54,9 +58,12 @@ int hl_health(hl_ml *h, accel_gpu *gpus, int n, gp_err *err);
  * "/proc") only so tests can point it at a fabricated tree.
  * RET: GP_OK; GP_EINVALID; GP_ENOMEM.
  */
-int hl_processes(hl_ml *h, accel_gpu *g, accel_proc **procs, int *n, gp_err *err);
+int hl_processes(void *h, accel_gpu *g, accel_proc **procs, int *n, gp_err *err);
+
+/* Gaudi cards have no partitions: clears g's mig_* and slices.  RET: GP_OK; GP_EINVALID. */
+int hl_partitions(void *h, accel_gpu *g, gp_err *err);
 
 /* hlml_shutdown and dlclose.  NULL is a no-op. */
-void hl_close(hl_ml *h);
+void hl_close(void *h);
 
 #endif

@@ -164,7 +164,7 @@ enum { NVML__TEMPERATURE_THRESHOLD_SLOWDOWN = 1 };
     X(0, int, nvmlDeviceGetProcessUtilization,                                               \
       (nvml__device, nvml__sample *, unsigned *, unsigned long long))
 
-struct nvml {
+typedef struct nvml {
     void *dl;
     int inited;
 #define NVML__MEMBER(req, ret, name, args) ret(*name) args;
@@ -179,7 +179,11 @@ struct nvml {
     } migs[NVML_MAX_GPUS * NVML_MAX_SLICES];
     int nmigs;
     unsigned long long proc_seen[NVML_MAX_GPUS]; /* last sample timestamp read, per GPU index */
-};
+} nvml;
+
+#define NVML__SYM(req, ret, name, args) {#name, req, offsetof(nvml, name)},
+static const accel_sym nvml__syms[] = {NVML__SYMBOLS(NVML__SYM)};
+#undef NVML__SYM
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -224,43 +228,18 @@ static void nvml__profile(const char *name, char *out, size_t outsz) {
 
 /* ---- open / close --------------------------------------------------------- */
 
-int nvml_open(const char *path, nvml **out, gp_err *err) {
+int nvml_open(const char *path, void **out, gp_err *err) {
     if (!out) return gp_err_set(err, GP_EINVALID, "nvml_open: no output handle");
     *out = NULL;
-    const char *lib = path;
-    if (!lib) {
-        const char *env = getenv("GPUPOOL_NVML_LIBRARY");
-        lib = (env && *env) ? env : "libnvidia-ml.so.1";
-    }
     nvml *h = calloc(1, sizeof *h);
     if (!h) return gp_err_set(err, GP_ENOMEM, NULL);
-
-    dlerror();
-    h->dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    const char *lib;
+    h->dl = accel_dlopen(&accel_nvml_ops, path, nvml__syms, sizeof nvml__syms / sizeof nvml__syms[0],
+                         h, &lib, err);
     if (!h->dl) {
-        const char *why = dlerror();
         free(h);
-        return gp_err_set(err, GP_EUNSUPPORTED,
-                          "NVML not available: no NVIDIA driver on this machine (%s: %s)", lib,
-                          why ? why : "cannot load");
+        return GP_EUNSUPPORTED;
     }
-
-    /* dlsym returns void *; POSIX guarantees it converts to a function pointer. */
-#define NVML__RESOLVE(req, ret, name, args)                                                   \
-    do {                                                                                      \
-        void *sym = dlsym(h->dl, #name);                                                      \
-        memcpy(&h->name, &sym, sizeof h->name);                                               \
-        if ((req) && !sym) {                                                                  \
-            gp_err_set(err, GP_EUNSUPPORTED,                                                  \
-                       "NVML not available: %s lacks %s (NVIDIA driver too old?)", lib, #name); \
-            dlclose(h->dl);                                                                   \
-            free(h);                                                                          \
-            return GP_EUNSUPPORTED;                                                           \
-        }                                                                                     \
-    } while (0);
-    _Static_assert(sizeof(void *) == sizeof(int (*)(void)), "function pointers fit void *");
-    NVML__SYMBOLS(NVML__RESOLVE)
-#undef NVML__RESOLVE
 
     int rc = h->nvmlInit_v2();
     if (rc != NVML__SUCCESS) {
@@ -285,7 +264,8 @@ int nvml_open(const char *path, nvml **out, gp_err *err) {
     return GP_OK;
 }
 
-void nvml_close(nvml *h) {
+void nvml_close(void *hv) {
+    nvml *h = hv;
     if (!h) return;
     if (h->events && h->nvmlEventSetFree) h->nvmlEventSetFree(h->events);
     if (h->inited) h->nvmlShutdown();
@@ -370,7 +350,8 @@ static void nvml__register(nvml *h, nvml__device d, nvml_gpu *g) {
         h->nvmlDeviceRegisterEvents(d, NVML__EVENT_XID, h->events);
 }
 
-int nvml_discover(nvml *h, nvml_gpu **gpus, int *n, char driver[80], gp_err *err) {
+int nvml_discover(void *hv, nvml_gpu **gpus, int *n, char driver[80], gp_err *err) {
+    nvml *h = hv;
     if (!h || !gpus || !n) return gp_err_set(err, GP_EINVALID, "nvml_discover: bad arguments");
     *gpus = NULL;
     *n = 0;
@@ -515,7 +496,8 @@ static int nvml__event_gpu(const nvml *h, nvml__device d, const nvml_gpu *gpus, 
     return -1;
 }
 
-int nvml_health(nvml *h, nvml_gpu *gpus, int n, gp_err *err) {
+int nvml_health(void *hv, nvml_gpu *gpus, int n, gp_err *err) {
+    nvml *h = hv;
     if (!h || n < 0 || (n > 0 && !gpus))
         return gp_err_set(err, GP_EINVALID, "nvml_health: bad arguments");
     for (int i = 0; i < n; i++) {
@@ -686,7 +668,8 @@ static int nvml__find_pid(const nvml_proc *procs, int n, unsigned pid) {
     return -1;
 }
 
-int nvml_processes(nvml *h, nvml_gpu *g, nvml_proc **procs, int *n, gp_err *err) {
+int nvml_processes(void *hv, nvml_gpu *g, nvml_proc **procs, int *n, gp_err *err) {
+    nvml *h = hv;
     if (procs) *procs = NULL;
     if (n) *n = 0;
     if (!h || !g || !procs || !n || g->index >= NVML_MAX_GPUS)
@@ -760,26 +743,9 @@ int nvml_processes(nvml *h, nvml_gpu *g, nvml_proc **procs, int *n, gp_err *err)
     return GP_OK;
 }
 
-/* ---- the vendor layer's entry points (accel.h) ---------------------------------- */
+/* ---- partitions, and the vendor layer's entry points (accel.h) ------------------- */
 
-static int nvml__op_open(const char *path, void **h, gp_err *err) {
-    nvml *n = NULL;
-    int rc = nvml_open(path, &n, err);
-    *h = n;
-    return rc;
-}
-static int nvml__op_discover(void *h, accel_gpu **gpus, int *n, char driver[80], gp_err *err) {
-    return nvml_discover(h, gpus, n, driver, err);
-}
-static int nvml__op_health(void *h, accel_gpu *gpus, int n, gp_err *err) {
-    return nvml_health(h, gpus, n, err);
-}
-static int nvml__op_processes(void *h, accel_gpu *g, accel_proc **procs, int *n, gp_err *err) {
-    return nvml_processes(h, g, procs, n, err);
-}
-
-/* Re-read one card's MIG layout (the MIG handles found earlier stay known for events). */
-static int nvml__op_partitions(void *hv, accel_gpu *g, gp_err *err) {
+int nvml_partitions(void *hv, accel_gpu *g, gp_err *err) {
     nvml *h = hv;
     if (!h || !g || g->index >= NVML_MAX_GPUS)
         return gp_err_set(err, GP_EINVALID, "nvml partitions: bad arguments");
@@ -791,8 +757,19 @@ static int nvml__op_partitions(void *hv, accel_gpu *g, gp_err *err) {
     nvml__mig(h, d, g->index, g);
     return GP_OK;
 }
-static void nvml__op_close(void *h) { nvml_close(h); }
 
-const accel_ops accel_nvml_ops = {"nvidia",          "nvml",          "NVML",
-                                  nvml__op_open,     nvml__op_discover, nvml__op_health,
-                                  nvml__op_processes, nvml__op_partitions, nvml__op_close};
+const accel_ops accel_nvml_ops = {
+    .vendor = "nvidia",
+    .source = "nvml",
+    .label = "NVML",
+    .env = "GPUPOOL_NVML_LIBRARY",
+    .soname = "libnvidia-ml.so.1",
+    .absent = "no NVIDIA driver",
+    .hint = " (NVIDIA driver too old?)",
+    .open = nvml_open,
+    .discover = nvml_discover,
+    .health = nvml_health,
+    .processes = nvml_processes,
+    .partitions = nvml_partitions,
+    .close = nvml_close,
+};

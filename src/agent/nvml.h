@@ -43,7 +43,10 @@ typedef accel_slice nvml_slice;
 typedef accel_gpu nvml_gpu;
 typedef accel_proc nvml_proc;
 
-typedef struct nvml nvml;
+/*
+ * The functions below are accel_nvml_ops's entry points, with its signatures:
+ * `h` is a handle from nvml_open().
+ */
 
 /*
  * Load the NVML library and initialise it (nvmlInit_v2).
@@ -55,7 +58,7 @@ typedef struct nvml nvml;
  *      required symbol, or nvmlInit_v2 reports no driver; GP_EIO for other
  *      nvmlInit_v2 failures; GP_EINVALID, GP_ENOMEM.
  */
-int nvml_open(const char *path, nvml **out, gp_err *err);
+int nvml_open(const char *path, void **out, gp_err *err);
 
 /*
  * Enumerate up to NVML_MAX_GPUS GPUs (extra ones are ignored) with identity,
@@ -68,7 +71,7 @@ int nvml_open(const char *path, nvml **out, gp_err *err);
  * OUT driver: may be NULL; the driver version ("" unknown).
  * RET: GP_OK; GP_EIO when the GPUs cannot be counted; GP_EINVALID, GP_ENOMEM.
  */
-int nvml_discover(nvml *h, nvml_gpu **gpus, int *n, char driver[80], gp_err *err);
+int nvml_discover(void *h, nvml_gpu **gpus, int *n, char driver[80], gp_err *err);
 
 /*
  * Refresh the health fields of gpus[0..n) (as returned by nvml_discover() on
@@ -79,7 +82,7 @@ int nvml_discover(nvml *h, nvml_gpu **gpus, int *n, char driver[80], gp_err *err
  * Double-bit ECC events only wake the drain: the ECC counters carry the count.
  * RET: GP_OK; GP_EINVALID for bad arguments.
  */
-int nvml_health(nvml *h, nvml_gpu *gpus, int n, gp_err *err);
+int nvml_health(void *h, nvml_gpu *gpus, int n, gp_err *err);
 
 
 /*
@@ -101,9 +104,17 @@ int nvml_health(nvml *h, nvml_gpu *gpus, int n, gp_err *err);
  * OUT *procs: calloc'd array of *n entries (NULL when 0), caller free()s.
  * RET: GP_OK; GP_EINVALID for bad arguments; GP_ENOMEM.
  */
-int nvml_processes(nvml *h, nvml_gpu *g, nvml_proc **procs, int *n, gp_err *err);
+int nvml_processes(void *h, nvml_gpu *g, nvml_proc **procs, int *n, gp_err *err);
+
+/*
+ * Re-read card g's MIG layout (mig_capable, mig_enabled, slices); the MIG
+ * handles found by nvml_discover stay known for events.  A card whose handle
+ * cannot be had is left alone (GP_OK; lost set on GPU_IS_LOST).
+ * RET: GP_OK; GP_EINVALID for bad arguments.
+ */
+int nvml_partitions(void *h, nvml_gpu *g, gp_err *err);
 
 /* Free the event set, nvmlShutdown and dlclose.  NULL is a no-op. */
-void nvml_close(nvml *h);
+void nvml_close(void *h);
 
 #endif

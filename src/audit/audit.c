@@ -582,28 +582,25 @@ json_t *audit_report_json(const audit_report *rep) {
     return o;
 }
 
-int audit_checkpoint_list(store_tx *tx, int64_t after_seq, int limit, json_t **items,
-                          int64_t *next_seq, gp_err *err) {
-    if (limit < 1 || limit > 1000) limit = 100;
-    store_stmt *s;
-    int rc = store_query(tx, &s, err,
-                         "SELECT " CP_COLS " FROM audit_checkpoints WHERE seq > ? ORDER BY seq "
-                         "LIMIT ?",
-                         "ii", after_seq, (int64_t)limit + 1);
-    if (rc) return rc;
+/*
+ * One page of a "seq > after ... ORDER BY seq LIMIT limit + 1" query: the
+ * first `limit` rows, each made JSON by row() (which also gives its seq), into
+ * *items; *next_seq is the page's last seq when a further row exists, else 0.
+ * Reads at most limit + 1 rows of s and finishes it (store_done).  RET: GP_OK, or the
+ * store's error (nothing in *items).
+ */
+static int page_rows(store_stmt *s, int limit, json_t *(*row)(store_stmt *s, int64_t *seq),
+                     json_t **items, int64_t *next_seq, gp_err *err) {
     json_t *arr = json_array();
-    int n = 0;
+    int n = 0, rc;
     int64_t last = 0;
     *next_seq = 0;
     while ((rc = store_step(s, err)) > 0) {
-        audit_checkpoint cp;
-        checkpoint_from_row(s, &cp);
         if (n == limit) {
             *next_seq = last;
             break;
         }
-        json_array_append_new(arr, audit_checkpoint_json(&cp));
-        last = cp.seq;
+        json_array_append_new(arr, row(s, &last));
         n++;
     }
     store_done(s);
@@ -613,6 +610,25 @@ int audit_checkpoint_list(store_tx *tx, int64_t after_seq, int limit, json_t **i
     }
     *items = arr;
     return GP_OK;
+}
+
+static json_t *checkpoint_row_json(store_stmt *s, int64_t *seq) {
+    audit_checkpoint cp;
+    checkpoint_from_row(s, &cp);
+    *seq = cp.seq;
+    return audit_checkpoint_json(&cp);
+}
+
+int audit_checkpoint_list(store_tx *tx, int64_t after_seq, int limit, json_t **items,
+                          int64_t *next_seq, gp_err *err) {
+    if (limit < 1 || limit > 1000) limit = 100;
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT " CP_COLS " FROM audit_checkpoints WHERE seq > ? ORDER BY seq "
+                         "LIMIT ?",
+                         "ii", after_seq, (int64_t)limit + 1);
+    if (rc) return rc;
+    return page_rows(s, limit, checkpoint_row_json, items, next_seq, err);
 }
 
 static json_t *record_json(const audit_record *r) {
@@ -627,6 +643,13 @@ static json_t *record_json(const audit_record *r) {
                      S(r->target_type), "id", S(r->target_id), "tenant", S(r->tenant), "project",
                      S(r->project), "result", S(r->result), "status", (json_int_t)r->status,
                      "summary", summary, "prev_hash", S(r->prev_hash), "hash", S(r->hash));
+}
+
+static json_t *record_row_json(store_stmt *s, int64_t *seq) {
+    audit_record r;
+    record_from_row(s, &r);
+    *seq = r.seq;
+    return record_json(&r);
 }
 
 int audit_list(store_tx *tx, const audit_filter *f, json_t **items, int64_t *next_seq,
@@ -657,26 +680,5 @@ int audit_list(store_tx *tx, const audit_filter *f, json_t **items, int64_t *nex
         f->result, f->result, f->actor, f->actor, f->target, f->target, f->project, f->project,
         f->since_us, f->since_us, f->until_us, f->until_us, (int64_t)limit + 1);
     if (rc) return rc;
-    json_t *arr = json_array();
-    int n = 0;
-    int64_t last = 0;
-    *next_seq = 0;
-    while ((rc = store_step(s, err)) > 0) {
-        audit_record r;
-        record_from_row(s, &r);
-        if (n == limit) {
-            *next_seq = last;
-            break;
-        }
-        json_array_append_new(arr, record_json(&r));
-        last = r.seq;
-        n++;
-    }
-    store_done(s);
-    if (rc < 0) {
-        json_decref(arr);
-        return rc;
-    }
-    *items = arr;
-    return GP_OK;
+    return page_rows(s, limit, record_row_json, items, next_seq, err);
 }

@@ -131,6 +131,21 @@ static int tar_pad(FILE *out, uint64_t size) {
     return fwrite(zero, 1, pad, out) == pad ? 0 : -1;
 }
 
+/* Copy `size` bytes from `in` to `out`.  RET: 0; -1 when `in` ends or fails first; -2 when
+ * `out` cannot be written. */
+static int copy_bytes(FILE *in, FILE *out, uint64_t size) {
+    char buf[65536];
+    uint64_t left = size;
+    while (left) {
+        size_t want = left < sizeof buf ? (size_t)left : sizeof buf;
+        size_t got = fread(buf, 1, want, in);
+        if (got != want) return -1;
+        if (fwrite(buf, 1, got, out) != got) return -2;
+        left -= got;
+    }
+    return 0;
+}
+
 /* Append the first `size` bytes of file `path` as member `name`. */
 static int tar_add_file(FILE *out, const char *name, const char *path, int mode, uint64_t size,
                         gp_err *err) {
@@ -138,15 +153,7 @@ static int tar_add_file(FILE *out, const char *name, const char *path, int mode,
     if (!in) return gp_err_set(err, GP_EIO, "cannot read %s: %s", path, strerror(errno));
     struct stat sb;
     int64_t mtime = fstat(fileno(in), &sb) == 0 ? (int64_t)sb.st_mtime : 0;
-    int bad = tar_header(out, name, mode, size, mtime);
-    char buf[65536];
-    uint64_t left = size;
-    while (!bad && left) {
-        size_t want = left < sizeof buf ? (size_t)left : sizeof buf;
-        size_t got = fread(buf, 1, want, in);
-        if (got != want || fwrite(buf, 1, got, out) != got) bad = -1;
-        left -= got;
-    }
+    int bad = tar_header(out, name, mode, size, mtime) || copy_bytes(in, out, size);
     fclose(in);
     if (bad || tar_pad(out, size))
         return gp_err_set(err, GP_EIO, "cannot write member %s into the backup", name);
@@ -224,11 +231,12 @@ static int file_size(const char *path, uint64_t *size) {
 }
 
 /*
- * Copy the checkpoint file up to its last complete line into `dest` (0600).
- * A line the server is still appending is left out: the restored server
+ * Copy file `src` into a new file `dest` (0600; never over an existing one).
+ * whole_lines (the checkpoint file): only up to its last complete line.  A
+ * line the server is still appending is left out: the restored server
  * appends after it, so a torn line would sit in the middle of the file.
  */
-static int copy_checkpoints(const char *src, const char *dest, gp_err *err) {
+static int copy_file(const char *src, const char *dest, int whole_lines, gp_err *err) {
     FILE *in = fopen(src, "rb");
     if (!in) return gp_err_set(err, GP_EIO, "cannot read %s: %s", src, strerror(errno));
     int fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -238,34 +246,20 @@ static int copy_checkpoints(const char *src, const char *dest, gp_err *err) {
         fclose(in);
         return gp_err_set(err, GP_EIO, "cannot create %s: %s", dest, strerror(errno));
     }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
     int bad = 0;
-    while (!bad && (n = getline(&line, &cap, in)) > 0)
-        if (line[n - 1] == '\n' && fwrite(line, 1, (size_t)n, out) != (size_t)n) bad = 1;
-    free(line);
-    fclose(in);
-    if (fclose(out) != 0) bad = 1;
-    if (bad) return gp_err_set(err, GP_EIO, "cannot write %s", dest);
-    return GP_OK;
-}
-
-static int copy_plain(const char *src, const char *dest, gp_err *err) {
-    FILE *in = fopen(src, "rb");
-    if (!in) return gp_err_set(err, GP_EIO, "cannot read %s: %s", src, strerror(errno));
-    int fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    FILE *out = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    if (!out) {
-        if (fd >= 0) close(fd);
-        fclose(in);
-        return gp_err_set(err, GP_EIO, "cannot create %s: %s", dest, strerror(errno));
+    if (whole_lines) {
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t n;
+        while (!bad && (n = getline(&line, &cap, in)) > 0)
+            if (line[n - 1] == '\n' && fwrite(line, 1, (size_t)n, out) != (size_t)n) bad = 1;
+        free(line);
+    } else {
+        char buf[8192];
+        size_t got;
+        while (!bad && (got = fread(buf, 1, sizeof buf, in)) > 0)
+            if (fwrite(buf, 1, got, out) != got) bad = 1;
     }
-    char buf[8192];
-    size_t got;
-    int bad = 0;
-    while (!bad && (got = fread(buf, 1, sizeof buf, in)) > 0)
-        if (fwrite(buf, 1, got, out) != got) bad = 1;
     fclose(in);
     if (fclose(out) != 0) bad = 1;
     return bad ? gp_err_set(err, GP_EIO, "cannot write %s", dest) : GP_OK;
@@ -318,17 +312,17 @@ static int do_backup(cli_ctx *ctx, const char *data, const char *to, int with_ke
     /* 1. the checkpoint file, before the database (see the top of this file) */
     join3(src, data, "audit-checkpoints.jsonl");
     join3(p, stage, members[1].name);
-    if (access(src, F_OK) == 0 && !(rc = copy_checkpoints(src, p, &err))) have[1] = 1;
+    if (access(src, F_OK) == 0 && !(rc = copy_file(src, p, 1, &err))) have[1] = 1;
     /* 2. the keys */
     join3(src, data, "audit-signing.pub");
     join3(p, stage, members[2].name);
-    if (!rc && access(src, F_OK) == 0 && !(rc = copy_plain(src, p, &err))) have[2] = 1;
+    if (!rc && access(src, F_OK) == 0 && !(rc = copy_file(src, p, 0, &err))) have[2] = 1;
     if (akey) join(src, akey, "");
     else join3(src, data, "audit-signing.key");
     join3(p, stage, members[3].name);
     if (!rc && akey && access(src, R_OK) != 0)
         rc = gp_err_set(&err, GP_EIO, "cannot read --audit-key %s: %s", akey, strerror(errno));
-    if (!rc && with_key && access(src, F_OK) == 0 && !(rc = copy_plain(src, p, &err))) have[3] = 1;
+    if (!rc && with_key && access(src, F_OK) == 0 && !(rc = copy_file(src, p, 0, &err))) have[3] = 1;
     /* 3. the database: one consistent snapshot, while the server goes on writing */
     join3(src, data, "gpupool.db");
     join3(p, stage, members[4].name);
@@ -540,15 +534,9 @@ static int do_restore(cli_ctx *ctx, const char *from, const char *data, const ch
             break;
         }
         got[m] = 1;
-        char buf[65536];
-        uint64_t left = size;
-        while (!rc && left) {
-            size_t want = left < sizeof buf ? (size_t)left : sizeof buf;
-            size_t r = fread(buf, 1, want, in);
-            if (r != want) rc = gp_err_set(&err, GP_EIO, "%s: cut short in %s", from, name);
-            else if (fwrite(buf, 1, r, out) != r) rc = gp_err_set(&err, GP_EIO, "cannot write %s", p);
-            left -= r;
-        }
+        int c = copy_bytes(in, out, size);
+        if (c == -1) rc = gp_err_set(&err, GP_EIO, "%s: cut short in %s", from, name);
+        else if (c) rc = gp_err_set(&err, GP_EIO, "cannot write %s", p);
         if ((fflush(out) != 0 || fsync(fileno(out)) != 0) && !rc)
             rc = gp_err_set(&err, GP_EIO, "cannot write %s: %s", p, strerror(errno));
         if (fclose(out) != 0 && !rc) rc = gp_err_set(&err, GP_EIO, "cannot write %s", p);
@@ -575,7 +563,7 @@ static int do_restore(cli_ctx *ctx, const char *from, const char *data, const ch
         rc = gp_err_set(&err, GP_EINVALID, "the backup has no audit public key to check "
                                            "--audit-key against");
     if (!rc && akey && !(rc = key_matches(akey, pub, &err))) {
-        rc = copy_plain(akey, key, &err);
+        rc = copy_file(akey, key, 0, &err);
         if (!rc) got[3] = 1;
     } else if (!rc && got[3]) {
         rc = key_matches(key, pub, &err);

@@ -6,48 +6,33 @@
  * from the FAKE_AMDSMI_* variables the fake reads at each call (see
  * tests/fake_amdsmi/fake_amdsmi.c); every test starts with them unset.
  */
-#include "testutil.h"
+#include "acceltest.h"
 
 #include "../../src/agent/amdsmi.h"
-#include "../../src/core/err.h"
 
 #include <sys/stat.h>
 
 #define GIB (1024ULL * 1024ULL * 1024ULL)
 
-static const char *lib(const char *var) {
-    const char *p = getenv(var);
-    if (!p || !*p) fail_msg("%s is not set (ctest sets it to the fake library)", var);
-    return p;
-}
-
-static int clear_faults(void **state) {
-    (void)state;
-    const char *vars[] = {"FAKE_AMDSMI_ABSENT", "FAKE_AMDSMI_LOST", "FAKE_AMDSMI_CE",
-                          "FAKE_AMDSMI_UE", "FAKE_AMDSMI_DEFERRED", "FAKE_AMDSMI_BAD_PAGES",
-                          "FAKE_AMDSMI_TEMP", "FAKE_AMDSMI_PROCS_0", "FAKE_AMDSMI_PROCS_3",
-                          "FAKE_AMDSMI_PROCS_8", "FAKE_AMDSMI_PROCS_N_8", "GPUPOOL_AMDSMI_LIBRARY"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
+/* Every test starts with the fake's faults unset and an empty fixture. */
+static int setup(void **state) {
+    static const char *const vars[] = {
+        "FAKE_AMDSMI_ABSENT", "FAKE_AMDSMI_LOST", "FAKE_AMDSMI_CE", "FAKE_AMDSMI_UE",
+        "FAKE_AMDSMI_DEFERRED", "FAKE_AMDSMI_BAD_PAGES", "FAKE_AMDSMI_TEMP", "FAKE_AMDSMI_PROCS_0",
+        "FAKE_AMDSMI_PROCS_3", "FAKE_AMDSMI_PROCS_8", "FAKE_AMDSMI_PROCS_N_8",
+        "GPUPOOL_AMDSMI_LIBRARY", NULL};
+    ta_unsetenv(vars);
     setenv("ROCM_PATH", "/nonexistent-rocm", 1);
-    return 0;
+    return ta_setup(state, &accel_amdsmi_ops);
 }
 
-static amd_smi *open_discover(const char *path, accel_gpu **g, int *n, char driver[80]) {
-    gp_err err = GP_ERR_INIT;
-    amd_smi *h = NULL;
-    if (amd_open(path, &h, &err)) fail_msg("amd_open: %s", err.msg);
-    if (amd_discover(h, g, n, driver, &err)) fail_msg("amd_discover: %s", err.msg);
-    return h;
-}
+static ta_fix *open_fake(void **state) { return ta_open(state, ta_lib("FAKE_AMDSMI_PATH")); }
 
 static void discover_partitions(void **state) {
-    (void)state;
-    accel_gpu *g = NULL;
-    int n = 0;
-    char driver[80];
-    amd_smi *h = open_discover(lib("FAKE_AMDSMI_PATH"), &g, &n, driver);
-    assert_int_equal(n, 2);
-    assert_string_equal(driver, "6.8.5"); /* "6.8.5-2041575": its dotted number */
+    ta_fix *f = open_fake(state);
+    accel_gpu *g = f->g;
+    assert_int_equal(f->n, 2);
+    assert_string_equal(f->driver, "6.8.5"); /* "6.8.5-2041575": its dotted number */
     /* card 0: 8 CPX partitions grouped by BDF into one card */
     assert_string_equal(g[0].vendor, "amd");
     assert_string_equal(g[0].name, "AMD Instinct MI300X");
@@ -79,41 +64,30 @@ static void discover_partitions(void **state) {
     assert_true(g[1].memory_bytes == 192 * GIB);
     assert_int_equal(g[1].lost, 0);
     /* the partitions op re-reads the same layout */
-    gp_err err = GP_ERR_INIT;
-    assert_int_equal(accel_amdsmi_ops.partitions(h, &g[0], &err), GP_OK);
+    assert_int_equal(f->ops->partitions(f->h, &g[0], &f->err), GP_OK);
     assert_int_equal(g[0].nslices, 8);
-    free(g);
-    amd_close(h);
 }
 
 static void rocm_version_file(void **state) {
-    (void)state;
     char *dir = tu_mkdtemp(), path[600];
     snprintf(path, sizeof path, "%s/.info", dir);
     assert_int_equal(mkdir(path, 0700), 0);
     snprintf(path, sizeof path, "%s/.info/version", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs("6.2.0-66\n", f);
-    fclose(f);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs("6.2.0-66\n", fp);
+    fclose(fp);
     setenv("ROCM_PATH", dir, 1);
-    accel_gpu *g = NULL;
-    int n = 0;
-    amd_smi *h = open_discover(lib("FAKE_AMDSMI_PATH"), &g, &n, NULL);
-    assert_string_equal(g[1].runtime, "rocm");
-    assert_string_equal(g[1].runtime_version, "6.2.0");
-    free(g);
-    amd_close(h);
+    ta_fix *f = open_fake(state);
+    assert_string_equal(f->g[1].runtime, "rocm");
+    assert_string_equal(f->g[1].runtime_version, "6.2.0");
     tu_rmdir(dir);
 }
 
 static void health_defaults_and_faults(void **state) {
-    (void)state;
-    accel_gpu *g = NULL;
-    int n = 0;
-    gp_err err = GP_ERR_INIT;
-    amd_smi *h = open_discover(lib("FAKE_AMDSMI_PATH"), &g, &n, NULL);
-    assert_int_equal(amd_health(h, g, n, &err), GP_OK);
+    ta_fix *f = open_fake(state);
+    accel_gpu *g = f->g;
+    assert_int_equal(amd_health(f->h, g, f->n, &f->err), GP_OK);
     for (int i = 0; i < 2; i++) {
         assert_int_equal(g[i].temperature_c, 50);
         assert_int_equal(g[i].slowdown_c, 105);
@@ -132,7 +106,7 @@ static void health_defaults_and_faults(void **state) {
     setenv("FAKE_AMDSMI_DEFERRED", "1", 1);
     setenv("FAKE_AMDSMI_BAD_PAGES", "3", 1);
     setenv("FAKE_AMDSMI_TEMP", "95", 1);
-    assert_int_equal(amd_health(h, g, n, &err), GP_OK);
+    assert_int_equal(amd_health(f->h, g, f->n, &f->err), GP_OK);
     assert_true(g[1].ecc_aggregate_corrected == 5 && g[1].ecc_aggregate_uncorrected == 2);
     assert_true(g[1].ecc_deferred == 1 && g[1].bad_pages == 3);
     /* per RAS block: UMC holds them; unsupported blocks stay unknown */
@@ -143,51 +117,25 @@ static void health_defaults_and_faults(void **state) {
     assert_true(g[0].ras_uncorrectable[0] == 0);
     assert_int_equal(g[1].temperature_c, 95);
     assert_true(g[0].ecc_aggregate_uncorrected == 0 && g[0].bad_pages == 0);
-    free(g);
-    amd_close(h);
 }
 
 static void lost_card(void **state) {
-    (void)state;
-    accel_gpu *g = NULL;
-    int n = 0;
-    gp_err err = GP_ERR_INIT;
-    amd_smi *h = open_discover(lib("FAKE_AMDSMI_PATH"), &g, &n, NULL);
-    setenv("FAKE_AMDSMI_LOST", "1", 1);
-    assert_int_equal(amd_health(h, g, n, &err), GP_OK);
-    assert_int_equal(g[1].lost, 1);
-    assert_int_equal(g[1].temperature_c, -1);
-    assert_int_equal(g[0].lost, 0);
-    assert_int_equal(g[0].temperature_c, 50);
+    ta_fix *f = open_fake(state);
+    ta_lost_health(f, "FAKE_AMDSMI_LOST", 1);
+    assert_int_equal(f->g[0].temperature_c, 50);
     accel_proc *p = NULL;
-    int np = 7;
-    assert_int_equal(amd_processes(h, &g[1], &p, &np, &err), GP_OK);
-    assert_int_equal(np, 0);
-    assert_null(p);
-    free(g);
-    amd_close(h);
+    assert_int_equal(ta_procs(f, &f->g[1], &p), 0);
     /* lost at discovery: still listed, with what could be read */
-    h = open_discover(lib("FAKE_AMDSMI_PATH"), &g, &n, NULL);
-    assert_int_equal(n, 2);
-    assert_int_equal(g[1].lost, 1);
-    assert_string_equal(g[1].uuid, "");
-    assert_int_equal(g[0].nslices, 8);
-    free(g);
-    amd_close(h);
+    f = ta_lost_discovery(state, ta_lib("FAKE_AMDSMI_PATH"), "FAKE_AMDSMI_LOST", 1);
+    assert_int_equal(f->g[0].nslices, 8);
 }
 
 static void processes_over_partitions(void **state) {
-    (void)state;
-    accel_gpu *g = NULL;
-    int n = 0;
-    gp_err err = GP_ERR_INIT;
     setenv("FAKE_AMDSMI_PROCS_0", "100:2048,200:512", 1);
     setenv("FAKE_AMDSMI_PROCS_3", "100:1024,300:10", 1);
-    amd_smi *h = open_discover(lib("FAKE_AMDSMI_PATH"), &g, &n, NULL);
+    ta_fix *f = open_fake(state);
     accel_proc *p = NULL;
-    int np = 0;
-    assert_int_equal(amd_processes(h, &g[0], &p, &np, &err), GP_OK);
-    assert_int_equal(np, 3);
+    assert_int_equal(ta_procs(f, &f->g[0], &p), 3);
     assert_int_equal(p[0].pid, 100);
     assert_true(p[0].memory_mib == 3072); /* on two partitions: summed, listed once */
     assert_int_equal(p[1].pid, 200);
@@ -195,133 +143,92 @@ static void processes_over_partitions(void **state) {
     assert_int_equal(p[2].pid, 300);
     assert_int_equal(p[2].sm_pct, -1); /* AMD SMI has no per-process utilisation */
     free(p);
-    assert_int_equal(amd_processes(h, &g[1], &p, &np, &err), GP_OK);
-    assert_int_equal(np, 0);
-    assert_null(p);
-    free(g);
-    amd_close(h);
+    assert_int_equal(ta_procs(f, &f->g[1], &p), 0);
 }
 
 static void process_list_bounds(void **state) {
-    (void)state;
-    accel_gpu *g = NULL;
-    int n = 0;
-    gp_err err = GP_ERR_INIT;
-    amd_smi *h = open_discover(lib("FAKE_AMDSMI_PATH"), &g, &n, NULL);
+    ta_fix *f = open_fake(state);
+    accel_gpu *g = f->g;
     accel_proc *p = NULL;
-    int np = 0;
     setenv("FAKE_AMDSMI_PROCS_N_8", "100", 1); /* more than the first list holds: grown */
-    assert_int_equal(amd_processes(h, &g[1], &p, &np, &err), GP_OK);
-    assert_int_equal(np, 100);
+    assert_int_equal(ta_procs(f, &g[1], &p), 100);
     assert_int_equal(p[99].pid, 10099);
     free(p);
     char many[16];
     snprintf(many, sizeof many, "%d", ACCEL_MAX_PROCS);
     setenv("FAKE_AMDSMI_PROCS_N_8", many, 1); /* exactly the bound: read */
-    assert_int_equal(amd_processes(h, &g[1], &p, &np, &err), GP_OK);
-    assert_int_equal(np, ACCEL_MAX_PROCS);
+    assert_int_equal(ta_procs(f, &g[1], &p), ACCEL_MAX_PROCS);
     free(p);
     snprintf(many, sizeof many, "%d", ACCEL_MAX_PROCS + 1);
     setenv("FAKE_AMDSMI_PROCS_N_8", many, 1); /* beyond: unreadable, never an error */
-    assert_int_equal(amd_processes(h, &g[1], &p, &np, &err), GP_OK);
-    assert_int_equal(np, 0);
-    assert_null(p);
+    assert_int_equal(ta_procs(f, &g[1], &p), 0);
     accel_gpu far = g[1];
     far.index = 99;
-    assert_int_equal(amd_processes(h, &far, &p, &np, &err), GP_EINVALID);
-    free(g);
-    amd_close(h);
+    int np = 0;
+    assert_int_equal(amd_processes(f->h, &far, &p, &np, &f->err), GP_EINVALID);
 }
 
 static void missing_library_and_driver(void **state) {
     (void)state;
-    gp_err err = GP_ERR_INIT;
-    amd_smi *h = (amd_smi *)1;
-    assert_int_equal(amd_open("/nonexistent/libamd_smi.so", &h, &err), GP_EUNSUPPORTED);
-    assert_null(h);
-    assert_non_null(strstr(err.msg, "AMD SMI not available"));
-    setenv("FAKE_AMDSMI_ABSENT", "1", 1);
-    gp_err e2 = GP_ERR_INIT;
-    assert_int_equal(amd_open(lib("FAKE_AMDSMI_PATH"), &h, &e2), GP_EUNSUPPORTED);
-    assert_non_null(strstr(e2.msg, "amdsmi_init returned 34"));
-    unsetenv("FAKE_AMDSMI_ABSENT");
-    /* NULL path: the environment variable names the library */
-    setenv("GPUPOOL_AMDSMI_LIBRARY", lib("FAKE_AMDSMI_PATH"), 1);
-    gp_err e3 = GP_ERR_INIT;
-    assert_int_equal(amd_open(NULL, &h, &e3), GP_OK);
-    amd_close(h);
+    ta_open_errors(&accel_amdsmi_ops, "GPUPOOL_AMDSMI_LIBRARY", ta_lib("FAKE_AMDSMI_PATH"),
+                   "AMD SMI not available: no AMD GPU driver stack on this machine (",
+                   "FAKE_AMDSMI_ABSENT", "amdsmi_init returned 34");
     /* the NVML fake is no AMD SMI: a required symbol is missing */
     const char *nv = getenv("FAKE_NVML_PATH");
     if (nv && *nv) {
         gp_err e4 = GP_ERR_INIT;
+        void *h = &e4; /* must be reset to NULL */
         assert_int_equal(amd_open(nv, &h, &e4), GP_EUNSUPPORTED);
+        assert_null(h);
         assert_non_null(strstr(e4.msg, "lacks amdsmi_init"));
     }
-    amd_close(NULL);
-    accel_gpu *g = NULL;
-    int n = 0;
-    gp_err e5 = GP_ERR_INIT;
-    assert_int_equal(amd_discover(NULL, &g, &n, NULL, &e5), GP_EINVALID);
-    assert_int_equal(amd_health(NULL, NULL, 0, &e5), GP_EINVALID);
 }
 
 static void minimal_library(void **state) {
-    (void)state;
-    accel_gpu *g = NULL;
-    int n = 0;
-    gp_err err = GP_ERR_INIT;
-    char driver[80];
-    amd_smi *h = open_discover(lib("FAKE_AMDSMI_MIN_PATH"), &g, &n, driver);
+    ta_fix *f = ta_open(state, ta_lib("FAKE_AMDSMI_MIN_PATH"));
+    accel_gpu *g = f->g;
     /* no BDF ids: every processor is a card of its own, with nothing else known */
-    assert_int_equal(n, 9);
-    assert_string_equal(driver, "");
+    assert_int_equal(f->n, 9);
+    assert_string_equal(f->driver, "");
     assert_string_equal(g[0].uuid, "");
     assert_true(g[0].memory_bytes == 0);
     assert_int_equal(g[0].mig_capable, 0);
     assert_int_equal(g[0].nslices, 0);
-    assert_int_equal(amd_health(h, g, n, &err), GP_OK);
+    ta_health(f);
     assert_int_equal(g[3].temperature_c, -1);
     assert_true(g[3].ecc_aggregate_uncorrected == -1 && g[3].bad_pages == -1);
     assert_true(g[3].ras_uncorrectable[0] == -1);
     assert_int_equal(g[3].power_mw, -1);
     assert_true(g[3].memory_used_bytes == -1);
     accel_proc *p = NULL;
-    int np = 0;
-    assert_int_equal(amd_processes(h, &g[3], &p, &np, &err), GP_OK);
-    assert_int_equal(np, 0);
-    free(g);
-    amd_close(h);
+    assert_int_equal(ta_procs(f, &g[3], &p), 0);
 }
 
+/* The vendor layer's table names AMD SMI and its entry points, and the agent's calls work. */
 static void ops_table(void **state) {
-    (void)state;
     assert_string_equal(accel_amdsmi_ops.vendor, "amd");
     assert_string_equal(accel_amdsmi_ops.source, "amdsmi");
-    void *h = NULL;
-    gp_err err = GP_ERR_INIT;
-    assert_int_equal(accel_amdsmi_ops.open(lib("FAKE_AMDSMI_PATH"), &h, &err), GP_OK);
-    accel_gpu *g = NULL;
-    int n = 0;
-    char driver[80];
-    assert_int_equal(accel_amdsmi_ops.discover(h, &g, &n, driver, &err), GP_OK);
-    assert_int_equal(n, 2);
-    assert_int_equal(accel_amdsmi_ops.health(h, g, n, &err), GP_OK);
-    assert_int_equal(g[0].util_gpu, 30);
-    free(g);
-    accel_amdsmi_ops.close(h);
+    assert_true(accel_amdsmi_ops.open == amd_open && accel_amdsmi_ops.discover == amd_discover);
+    assert_true(accel_amdsmi_ops.health == amd_health && accel_amdsmi_ops.close == amd_close);
+    assert_true(accel_amdsmi_ops.processes == amd_processes &&
+                accel_amdsmi_ops.partitions == amd_partitions);
+    ta_fix *f = open_fake(state);
+    assert_int_equal(f->n, 2);
+    ta_health(f);
+    assert_int_equal(f->g[0].util_gpu, 30);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(discover_partitions, clear_faults),
-        cmocka_unit_test_setup(rocm_version_file, clear_faults),
-        cmocka_unit_test_setup(health_defaults_and_faults, clear_faults),
-        cmocka_unit_test_setup(lost_card, clear_faults),
-        cmocka_unit_test_setup(processes_over_partitions, clear_faults),
-        cmocka_unit_test_setup(process_list_bounds, clear_faults),
-        cmocka_unit_test_setup(missing_library_and_driver, clear_faults),
-        cmocka_unit_test_setup(minimal_library, clear_faults),
-        cmocka_unit_test_setup(ops_table, clear_faults),
+        cmocka_unit_test_setup_teardown(discover_partitions, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(rocm_version_file, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(health_defaults_and_faults, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(lost_card, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(processes_over_partitions, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(process_list_bounds, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(missing_library_and_driver, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(minimal_library, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(ops_table, setup, ta_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,55 +6,32 @@
  * are injected through the FAKE_NVML_* variables the fake reads at each call
  * (see tests/fake_nvml/fake_nvml.c); every test starts with them unset.
  */
-#include "testutil.h"
+#include "acceltest.h"
 
 #include "../../src/agent/nvml.h"
-#include "../../src/core/err.h"
 
 #define GIB (1024ULL * 1024ULL * 1024ULL)
 
-static const char *fake_path(void) {
-    const char *p = getenv("FAKE_NVML_PATH");
-    if (!p || !*p) fail_msg("FAKE_NVML_PATH is not set (ctest sets it to the fake_nvml library)");
-    return p;
+static const char *fake_path(void) { return ta_lib("FAKE_NVML_PATH"); }
+
+/* Every test starts with the fake's faults unset and an empty fixture. */
+static int setup(void **state) {
+    static const char *const vars[] = {
+        "FAKE_NVML_ABSENT", "FAKE_NVML_LOST", "FAKE_NVML_DBE", "FAKE_NVML_XID",
+        "FAKE_NVML_PROCS_0", "FAKE_NVML_PROCS_1", "FAKE_NVML_SAMPLE_TS", "FAKE_NVML_PROC_API",
+        "FAKE_NVML_PROC_RACE", "FAKE_NVML_SAMPLE_REVERSE", "GPUPOOL_NVML_LIBRARY", NULL};
+    ta_unsetenv(vars);
+    return ta_setup(state, &accel_nvml_ops);
 }
 
-static int clear_faults(void **state) {
-    (void)state;
-    unsetenv("FAKE_NVML_ABSENT");
-    unsetenv("FAKE_NVML_LOST");
-    unsetenv("FAKE_NVML_DBE");
-    unsetenv("FAKE_NVML_XID");
-    unsetenv("FAKE_NVML_PROCS_0");
-    unsetenv("FAKE_NVML_PROCS_1");
-    unsetenv("FAKE_NVML_SAMPLE_TS");
-    unsetenv("FAKE_NVML_PROC_API");
-    unsetenv("FAKE_NVML_PROC_RACE");
-    unsetenv("FAKE_NVML_SAMPLE_REVERSE");
-    unsetenv("GPUPOOL_NVML_LIBRARY");
-    return 0;
-}
-
-/* Open the fake and discover; the caller frees *gpus and closes the handle. */
-static nvml *open_discover(nvml_gpu **gpus, int *n, char driver[80]) {
-    gp_err err = GP_ERR_INIT;
-    nvml *h = NULL;
-    int rc = nvml_open(fake_path(), &h, &err);
-    if (rc) fail_msg("nvml_open: %s", err.msg);
-    assert_non_null(h);
-    rc = nvml_discover(h, gpus, n, driver, &err);
-    if (rc) fail_msg("nvml_discover: %s", err.msg);
-    return h;
-}
+/* Open the fake and discover into the test's fixture (closed by ta_teardown). */
+static ta_fix *open_fake(void **state) { return ta_open(state, fake_path()); }
 
 static void discover_identity(void **state) {
-    (void)state;
-    nvml_gpu *g = NULL;
-    int n = 0;
-    char driver[80];
-    nvml *h = open_discover(&g, &n, driver);
-    assert_int_equal(n, 2);
-    assert_string_equal(driver, "550.54.15");
+    ta_fix *f = open_fake(state);
+    nvml_gpu *g = f->g;
+    assert_int_equal(f->n, 2);
+    assert_string_equal(f->driver, "550.54.15");
     /* the vendor layer's fields (accel.h) */
     for (int i = 0; i < 2; i++) {
         assert_string_equal(g[i].vendor, "nvidia");
@@ -111,25 +88,19 @@ static void discover_identity(void **state) {
     assert_int_equal(g[0].slowdown_c, 0);
     assert_true(g[0].ecc_volatile_uncorrected == -1);
 
-    free(g);
     /* a second discovery on the same handle replaces the event set (no leak) */
-    g = NULL;
-    gp_err err = GP_ERR_INIT;
-    assert_int_equal(nvml_discover(h, &g, &n, NULL, &err), GP_OK);
-    assert_int_equal(n, 2);
-    free(g);
-    nvml_close(h);
+    nvml_gpu *g2 = NULL;
+    int n2 = 0;
+    assert_int_equal(nvml_discover(f->h, &g2, &n2, NULL, &f->err), GP_OK);
+    assert_int_equal(n2, 2);
+    free(g2);
 }
 
 static void health_baseline(void **state) {
-    (void)state;
-    nvml_gpu *g = NULL;
-    int n = 0;
-    char driver[80];
-    gp_err err = GP_ERR_INIT;
-    nvml *h = open_discover(&g, &n, driver);
-    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
-    for (int i = 0; i < n; i++) {
+    ta_fix *f = open_fake(state);
+    nvml_gpu *g = f->g;
+    ta_health(f);
+    for (int i = 0; i < f->n; i++) {
         assert_int_equal(g[i].temperature_c, 45);
         assert_int_equal(g[i].slowdown_c, 90);
         assert_true(g[i].ecc_volatile_corrected == 0);
@@ -153,44 +124,32 @@ static void health_baseline(void **state) {
     /* identity is left alone */
     assert_string_equal(g[1].uuid, "GPU-fake-0001");
     assert_int_equal(g[1].nslices, 2);
-    free(g);
-    nvml_close(h);
 }
 
 static void health_xid_once(void **state) {
-    (void)state;
-    nvml_gpu *g = NULL;
-    int n = 0;
-    char driver[80];
-    gp_err err = GP_ERR_INIT;
-    nvml *h = open_discover(&g, &n, driver);
-    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    ta_fix *f = open_fake(state);
+    nvml_gpu *g = f->g;
+    ta_health(f);
     assert_int_equal(g[1].nxids, 0);
 
     setenv("FAKE_NVML_XID", "79", 1);
-    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    ta_health(f);
     assert_int_equal(g[0].nxids, 0);
     assert_int_equal(g[1].nxids, 1);
     assert_int_equal(g[1].xids[0], 79);
     assert_int_equal(g[1].lost, 0); /* an Xid is a signal, not a lost card */
 
     /* drained: the next refresh reports nothing new */
-    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    ta_health(f);
     assert_int_equal(g[0].nxids, 0);
     assert_int_equal(g[1].nxids, 0);
-    free(g);
-    nvml_close(h);
 }
 
 /* Memory in use, power draw (both varying from call to call) and the running Xid count. */
 static void health_telemetry(void **state) {
-    (void)state;
-    nvml_gpu *g = NULL;
-    int n = 0;
-    char driver[80];
-    gp_err err = GP_ERR_INIT;
-    nvml *h = open_discover(&g, &n, driver);
-    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    ta_fix *f = open_fake(state);
+    nvml_gpu *g = f->g;
+    ta_health(f);
     long long mem0 = g[0].memory_used_bytes;
     int pw0 = g[0].power_mw;
     assert_true(mem0 >= 512LL * 1024 * 1024 && mem0 < 9LL * 1024 * 1024 * 1024);
@@ -198,108 +157,71 @@ static void health_telemetry(void **state) {
     assert_true(g[1].power_mw >= 300000 && g[1].power_mw <= 340000);
     assert_true(g[1].memory_used_bytes >= 512LL * 1024 * 1024);
     assert_true(g[0].xid_total == 0 && g[1].xid_total == 0);
-    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    ta_health(f);
     assert_true(g[0].memory_used_bytes != mem0);
     assert_true(g[0].power_mw != pw0);
     /* Xids: counted as they are drained, and the count survives the refreshes after */
     setenv("FAKE_NVML_XID", "31", 1);
-    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    ta_health(f);
     assert_true(g[1].xid_total == 1);
     setenv("FAKE_NVML_XID", "43", 1);
-    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    ta_health(f);
     assert_true(g[1].xid_total == 2);
-    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    ta_health(f);
     assert_int_equal(g[1].nxids, 0);
     assert_true(g[1].xid_total == 2);
     assert_true(g[0].xid_total == 0);
     /* a lost card: unknown, not zero */
     setenv("FAKE_NVML_LOST", "1", 1);
-    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    ta_health(f);
     assert_true(g[0].memory_used_bytes == -1);
     assert_int_equal(g[0].power_mw, -1);
     unsetenv("FAKE_NVML_LOST");
-    free(g);
-    nvml_close(h);
 }
 
 static void health_dbe(void **state) {
-    (void)state;
-    nvml_gpu *g = NULL;
-    int n = 0;
-    char driver[80];
-    gp_err err = GP_ERR_INIT;
-    nvml *h = open_discover(&g, &n, driver);
+    ta_fix *f = open_fake(state);
+    nvml_gpu *g = f->g;
     setenv("FAKE_NVML_DBE", "3", 1);
-    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    ta_health(f);
     assert_true(g[0].ecc_volatile_uncorrected == 3);
     assert_true(g[0].ecc_volatile_corrected == 0);
     assert_true(g[1].ecc_volatile_uncorrected == 0);
     unsetenv("FAKE_NVML_DBE");
-    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    ta_health(f);
     assert_true(g[0].ecc_volatile_uncorrected == 0);
-    free(g);
-    nvml_close(h);
 }
 
 static void health_lost(void **state) {
-    (void)state;
-    nvml_gpu *g = NULL;
-    int n = 0;
-    char driver[80];
-    gp_err err = GP_ERR_INIT;
-    nvml *h = open_discover(&g, &n, driver);
-    setenv("FAKE_NVML_LOST", "1", 1);
-    assert_int_equal(nvml_health(h, g, n, &err), GP_OK); /* one lost card never fails the call */
-    assert_int_equal(g[0].lost, 1);
-    assert_int_equal(g[0].temperature_c, -1);
-    assert_int_equal(g[1].lost, 0);
+    ta_fix *f = open_fake(state);
+    nvml_gpu *g = f->g;
+    ta_lost_health(f, "FAKE_NVML_LOST", 0); /* one lost card never fails the call */
     assert_int_equal(g[1].temperature_c, 45);
     unsetenv("FAKE_NVML_LOST");
-    assert_int_equal(nvml_health(h, g, n, &err), GP_OK);
+    ta_health(f);
     assert_int_equal(g[0].lost, 0);
     assert_int_equal(g[0].temperature_c, 45);
-    free(g);
-    nvml_close(h);
 }
 
 static void discover_lost(void **state) {
-    (void)state;
-    setenv("FAKE_NVML_LOST", "1", 1);
-    nvml_gpu *g = NULL;
-    int n = 0;
-    char driver[80];
-    nvml *h = open_discover(&g, &n, driver);
-    assert_int_equal(n, 2); /* still listed, so the agent can report it */
-    assert_int_equal(g[0].lost, 1);
-    assert_string_equal(g[0].uuid, "");
+    /* still listed, so the agent can report it */
+    nvml_gpu *g = ta_lost_discovery(state, fake_path(), "FAKE_NVML_LOST", 0)->g;
     assert_int_equal(g[0].topology[1], -1);
-    assert_int_equal(g[1].lost, 0);
     assert_string_equal(g[1].uuid, "GPU-fake-0001");
-    free(g);
-    nvml_close(h);
 }
 
+/* A missing library (named or through $GPUPOOL_NVML_LIBRARY) and a missing driver. */
 static void open_missing_library(void **state) {
     (void)state;
-    gp_err err = GP_ERR_INIT;
-    nvml *h = (nvml *)&err; /* must be reset to NULL */
-    const char *path = "/nonexistent/gpupool/libnvidia-ml.so.1";
-    assert_int_equal(nvml_open(path, &h, &err), GP_EUNSUPPORTED);
-    assert_null(h);
-    assert_int_equal(err.code, GP_EUNSUPPORTED);
-    assert_non_null(strstr(err.msg, "NVML not available: no NVIDIA driver on this machine"));
-    assert_non_null(strstr(err.msg, path));
-
-    /* $GPUPOOL_NVML_LIBRARY names the library when no path is given */
-    setenv("GPUPOOL_NVML_LIBRARY", "/nonexistent/other-nvml.so", 1);
-    assert_int_equal(nvml_open(NULL, &h, &err), GP_EUNSUPPORTED);
-    assert_non_null(strstr(err.msg, "/nonexistent/other-nvml.so"));
+    ta_open_errors(&accel_nvml_ops, "GPUPOOL_NVML_LIBRARY", fake_path(),
+                   "NVML not available: no NVIDIA driver on this machine (", "FAKE_NVML_ABSENT",
+                   "NVML not available: the NVIDIA driver is not loaded (");
 }
 
 static void open_from_environment(void **state) {
     (void)state;
     gp_err err = GP_ERR_INIT;
-    nvml *h = NULL;
+    void *h = NULL;
     setenv("GPUPOOL_NVML_LIBRARY", fake_path(), 1);
     assert_int_equal(nvml_open(NULL, &h, &err), GP_OK);
     nvml_gpu *g = NULL;
@@ -313,7 +235,7 @@ static void open_from_environment(void **state) {
 static void open_driver_absent(void **state) {
     (void)state;
     gp_err err = GP_ERR_INIT;
-    nvml *h = NULL;
+    void *h = NULL;
     setenv("FAKE_NVML_ABSENT", "1", 1);
     assert_int_equal(nvml_open(fake_path(), &h, &err), GP_EUNSUPPORTED);
     assert_null(h);
@@ -323,14 +245,15 @@ static void open_driver_absent(void **state) {
 }
 
 static void bad_arguments(void **state) {
-    (void)state;
     gp_err err = GP_ERR_INIT;
     nvml_close(NULL);
     assert_int_equal(nvml_open(fake_path(), NULL, &err), GP_EINVALID);
     nvml_gpu *g = NULL;
     int n = 0;
     assert_int_equal(nvml_discover(NULL, &g, &n, NULL, &err), GP_EINVALID);
-    nvml *h = open_discover(&g, &n, NULL);
+    ta_fix *f = open_fake(state);
+    void *h = f->h;
+    g = f->g;
     assert_int_equal(nvml_discover(h, NULL, &n, NULL, &err), GP_EINVALID);
     assert_int_equal(nvml_health(h, NULL, 2, &err), GP_EINVALID);
     assert_int_equal(nvml_health(h, g, -1, &err), GP_EINVALID);
@@ -346,8 +269,9 @@ static void bad_arguments(void **state) {
     nvml_gpu far = g[0];
     far.index = NVML_MAX_GPUS;
     assert_int_equal(nvml_processes(h, &far, &p, &np, &err), GP_EINVALID);
-    free(g);
-    nvml_close(h);
+    assert_int_equal(nvml_partitions(NULL, &g[0], &err), GP_EINVALID);
+    assert_int_equal(nvml_partitions(h, NULL, &err), GP_EINVALID);
+    assert_int_equal(nvml_partitions(h, &far, &err), GP_EINVALID);
 }
 
 /* A library exporting only the required symbols: everything optional degrades. */
@@ -356,7 +280,7 @@ static void minimal_library(void **state) {
     const char *p = getenv("FAKE_NVML_MIN_PATH");
     if (!p || !*p) skip();
     gp_err err = GP_ERR_INIT;
-    nvml *h = NULL;
+    void *h = NULL;
     assert_int_equal(nvml_open(p, &h, &err), GP_OK);
     nvml_gpu *g = NULL;
     int n = 0;
@@ -390,19 +314,6 @@ static void minimal_library(void **state) {
 
 /* ---- nvml_processes ---------------------------------------------------------- */
 
-/* nvml_processes on gpus[i], asserting GP_OK; returns the count, *p to free. */
-static int procs(nvml *h, nvml_gpu *g, nvml_proc **p) {
-    gp_err err = GP_ERR_INIT;
-    int n = -1;
-    *p = (nvml_proc *)&err; /* must be overwritten */
-    int rc = nvml_processes(h, g, p, &n, &err);
-    if (rc) fail_msg("nvml_processes: %s", err.msg);
-    assert_true(n >= 0);
-    if (n == 0) assert_null(*p);
-    else assert_non_null(*p);
-    return n;
-}
-
 static void assert_proc(const nvml_proc *p, unsigned pid, long long mib, int sm) {
     assert_int_equal(p->pid, pid);
     assert_true(p->memory_mib == mib);
@@ -421,102 +332,83 @@ static char *many_procs(unsigned base, int count) {
 }
 
 static void processes_memory_sm(void **state) {
-    (void)state;
-    nvml_gpu *g = NULL;
-    int n = 0;
-    nvml *h = open_discover(&g, &n, NULL);
+    ta_fix *f = open_fake(state);
+    nvml_gpu *g = f->g;
     nvml_proc *p = NULL;
-    assert_int_equal(procs(h, &g[0], &p), 0); /* nothing running */
+    assert_int_equal(ta_procs(f, &g[0], &p), 0); /* nothing running */
 
     /* pid 100 has two samples: the newest (55) wins; pid 101 has no sample */
     setenv("FAKE_NVML_PROCS_0", "100:2048:30/55,101:512:-,102:0:100", 1);
     /* GPU 1 is MIG-enabled: its process utilisation is "not supported" */
     setenv("FAKE_NVML_PROCS_1", "400:1024:90", 1);
-    assert_int_equal(procs(h, &g[0], &p), 3);
+    assert_int_equal(ta_procs(f, &g[0], &p), 3);
     assert_proc(&p[0], 100, 2048, 55);
     assert_proc(&p[1], 101, 512, -1);
     assert_proc(&p[2], 102, 0, 100);
     free(p);
-    assert_int_equal(procs(h, &g[1], &p), 1);
+    assert_int_equal(ta_procs(f, &g[1], &p), 1);
     assert_proc(&p[0], 400, 1024, -1);
     free(p);
     assert_int_equal(g[1].lost, 0);
-    free(g);
-    nvml_close(h);
 }
 
 /* The newest sample of a pid wins by timestamp, whatever order NVML lists them in. */
 static void processes_newest_sample(void **state) {
-    (void)state;
     setenv("FAKE_NVML_PROCS_0", "100:2048:10/55/30,300:-:5/7", 1);
     for (int reverse = 0; reverse < 2; reverse++) {
         setenv("FAKE_NVML_SAMPLE_REVERSE", reverse ? "1" : "0", 1);
-        nvml_gpu *g = NULL;
-        int n = 0;
-        nvml *h = open_discover(&g, &n, NULL); /* fresh handle: timestamp 0 */
+        ta_fix *f = open_fake(state); /* fresh handle: timestamp 0 */
         nvml_proc *p = NULL;
-        assert_int_equal(procs(h, &g[0], &p), 2);
+        assert_int_equal(ta_procs(f, &f->g[0], &p), 2);
         assert_proc(&p[0], 100, 2048, 30);
         assert_proc(&p[1], 300, -1, 7);
         free(p);
-        free(g);
-        nvml_close(h);
     }
 }
 
 static void processes_sample_only(void **state) {
-    (void)state;
-    nvml_gpu *g = NULL;
-    int n = 0;
-    nvml *h = open_discover(&g, &n, NULL);
+    ta_fix *f = open_fake(state);
+    nvml_gpu *g = f->g;
     /* 300 was sampled but is no longer in the compute list (it just exited) */
     setenv("FAKE_NVML_PROCS_0", "100:2048:20,300:-:7/9", 1);
     nvml_proc *p = NULL;
-    assert_int_equal(procs(h, &g[0], &p), 2);
+    assert_int_equal(ta_procs(f, &g[0], &p), 2);
     assert_proc(&p[0], 100, 2048, 20);
     assert_proc(&p[1], 300, -1, 9);
     free(p);
-    free(g);
-    nvml_close(h);
 }
 
 static void processes_unknown_memory(void **state) {
-    (void)state;
-    nvml_gpu *g = NULL;
-    int n = 0;
-    nvml *h = open_discover(&g, &n, NULL);
+    ta_fix *f = open_fake(state);
+    nvml_gpu *g = f->g;
     /* NVML_VALUE_NOT_AVAILABLE; and one pid listed twice (two compute instances): summed,
        unless one of its entries is unknown */
     setenv("FAKE_NVML_PROCS_0", "200:na:40,201:1000:-,201:24:-,202:5:-,202:na:-", 1);
     nvml_proc *p = NULL;
-    assert_int_equal(procs(h, &g[0], &p), 3);
+    assert_int_equal(ta_procs(f, &g[0], &p), 3);
     assert_proc(&p[0], 200, -1, 40);
     assert_proc(&p[1], 201, 1024, -1);
     assert_proc(&p[2], 202, -1, -1);
     free(p);
-    free(g);
-    nvml_close(h);
 }
 
 static void processes_resize(void **state) {
-    (void)state;
-    nvml_gpu *g = NULL;
-    int n = 0;
-    nvml *h = open_discover(&g, &n, NULL);
+    ta_fix *f = open_fake(state);
+    nvml_gpu *g = f->g;
     nvml_proc *p = NULL;
 
     /* more processes than the first buffer holds: INSUFFICIENT_SIZE, then a larger one */
     char *list = many_procs(1000, 40);
     setenv("FAKE_NVML_PROCS_0", list, 1);
     free(list);
-    assert_int_equal(procs(h, &g[0], &p), 40);
+    assert_int_equal(ta_procs(f, &g[0], &p), 40);
     for (int i = 0; i < 40; i++) assert_proc(&p[i], 1000 + (unsigned)i, 10, -1);
     free(p);
 
     /* a process starts between sizing and reading: INSUFFICIENT_SIZE once, retried */
     setenv("FAKE_NVML_PROCS_0", "100:2048:55", 1);
     setenv("FAKE_NVML_PROC_RACE", "1", 1);
-    assert_int_equal(procs(h, &g[0], &p), 1);
+    assert_int_equal(ta_procs(f, &g[0], &p), 1);
     assert_proc(&p[0], 100, 2048, 55);
     free(p);
 
@@ -524,130 +416,111 @@ static void processes_resize(void **state) {
     list = many_procs(5000, NVML_MAX_PROCS + 1);
     setenv("FAKE_NVML_PROCS_0", list, 1);
     free(list);
-    assert_int_equal(procs(h, &g[0], &p), 0);
+    assert_int_equal(ta_procs(f, &g[0], &p), 0);
     assert_int_equal(g[0].lost, 0);
-    free(g);
-    nvml_close(h);
 }
 
 /* Older libraries: _v3 (then _v2) answer "function not found"; v1 has a 16-byte layout. */
 static void processes_older_api(void **state) {
-    (void)state;
-    nvml_gpu *g = NULL;
-    int n = 0;
-    nvml *h = open_discover(&g, &n, NULL);
+    ta_fix *f = open_fake(state);
+    nvml_gpu *g = f->g;
     setenv("FAKE_NVML_PROCS_0", "100:2048:-,200:na:-,300:7:-", 1);
     const char *apis[] = {"2", "1"};
     for (int a = 0; a < 2; a++) {
         setenv("FAKE_NVML_PROC_API", apis[a], 1);
         nvml_proc *p = NULL;
-        assert_int_equal(procs(h, &g[0], &p), 3);
+        assert_int_equal(ta_procs(f, &g[0], &p), 3);
         assert_proc(&p[0], 100, 2048, -1);
         assert_proc(&p[1], 200, -1, -1);
         assert_proc(&p[2], 300, 7, -1);
         free(p);
     }
-    free(g);
-    nvml_close(h);
 }
 
 static void processes_timestamp(void **state) {
-    (void)state;
-    nvml_gpu *g = NULL;
-    int n = 0;
-    nvml *h = open_discover(&g, &n, NULL);
+    ta_fix *f = open_fake(state);
+    nvml_gpu *g = f->g;
     setenv("FAKE_NVML_PROCS_0", "100:2048:30/55,300:-:7", 1);
     nvml_proc *p = NULL;
-    assert_int_equal(procs(h, &g[0], &p), 2);
+    assert_int_equal(ta_procs(f, &g[0], &p), 2);
     assert_proc(&p[0], 100, 2048, 55);
     assert_proc(&p[1], 300, -1, 7);
     free(p);
 
     /* no sample since the previous call: still listed, SM unknown; 300 is gone */
-    assert_int_equal(procs(h, &g[0], &p), 1);
+    assert_int_equal(ta_procs(f, &g[0], &p), 1);
     assert_proc(&p[0], 100, 2048, -1);
     free(p);
 
     /* the timestamp is per GPU: GPU 1 is unaffected (and has none), GPU 0 sees new samples */
-    assert_int_equal(procs(h, &g[1], &p), 0);
+    assert_int_equal(ta_procs(f, &g[1], &p), 0);
     setenv("FAKE_NVML_PROCS_0", "100:2048:80,300:-:-", 1);
     setenv("FAKE_NVML_SAMPLE_TS", "2000", 1);
-    assert_int_equal(procs(h, &g[0], &p), 1);
+    assert_int_equal(ta_procs(f, &g[0], &p), 1);
     assert_proc(&p[0], 100, 2048, 80);
     free(p);
-    assert_int_equal(procs(h, &g[0], &p), 1);
+    assert_int_equal(ta_procs(f, &g[0], &p), 1);
     assert_proc(&p[0], 100, 2048, -1);
     free(p);
 
     /* a fresh handle starts from timestamp 0 and sees the samples the driver still holds */
-    nvml_gpu *g2 = NULL;
-    nvml *h2 = open_discover(&g2, &n, NULL);
-    assert_int_equal(procs(h2, &g2[0], &p), 1);
+    ta_fix f2 = {.ops = &accel_nvml_ops};
+    void *st2 = &f2;
+    ta_open(&st2, fake_path());
+    assert_int_equal(ta_procs(&f2, &f2.g[0], &p), 1);
     assert_proc(&p[0], 100, 2048, 80);
     free(p);
-    free(g2);
-    nvml_close(h2);
-    free(g);
-    nvml_close(h);
+    ta_close(&f2);
 }
 
 static void processes_lost(void **state) {
-    (void)state;
-    nvml_gpu *g = NULL;
-    int n = 0;
-    nvml *h = open_discover(&g, &n, NULL);
+    ta_fix *f = open_fake(state);
+    nvml_gpu *g = f->g;
     setenv("FAKE_NVML_PROCS_0", "100:2048:55", 1);
     setenv("FAKE_NVML_LOST", "1", 1);
     nvml_proc *p = NULL;
-    assert_int_equal(procs(h, &g[0], &p), 0); /* GP_OK, nothing read */
+    assert_int_equal(ta_procs(f, &g[0], &p), 0); /* GP_OK, nothing read */
     assert_int_equal(g[0].lost, 1);
-    free(g);
-    nvml_close(h);
 }
 
 /* Without the optional process symbols: no processes, GP_OK. */
 static void processes_minimal_library(void **state) {
-    (void)state;
     const char *path = getenv("FAKE_NVML_MIN_PATH");
     if (!path || !*path) skip();
     setenv("FAKE_NVML_PROCS_0", "100:2048:55", 1);
     gp_err err = GP_ERR_INIT;
-    nvml *h = NULL;
-    assert_int_equal(nvml_open(path, &h, &err), GP_OK);
-    nvml_gpu *g = NULL;
-    int n = 0;
-    assert_int_equal(nvml_discover(h, &g, &n, NULL, &err), GP_OK);
-    assert_int_equal(n, 2);
+    ta_fix *f = *state; /* opened here, closed by ta_teardown */
+    assert_int_equal(nvml_open(path, &f->h, &err), GP_OK);
+    assert_int_equal(nvml_discover(f->h, &f->g, &f->n, NULL, &err), GP_OK);
+    assert_int_equal(f->n, 2);
     nvml_proc *p = NULL;
-    assert_int_equal(procs(h, &g[0], &p), 0);
-    assert_int_equal(g[0].lost, 0);
-    free(g);
-    nvml_close(h);
+    assert_int_equal(ta_procs(f, &f->g[0], &p), 0);
+    assert_int_equal(f->g[0].lost, 0);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(discover_identity, clear_faults),
-        cmocka_unit_test_setup(health_baseline, clear_faults),
-        cmocka_unit_test_setup(health_xid_once, clear_faults),
-        cmocka_unit_test_setup(health_telemetry, clear_faults),
-        cmocka_unit_test_setup(health_dbe, clear_faults),
-        cmocka_unit_test_setup(health_lost, clear_faults),
-        cmocka_unit_test_setup(discover_lost, clear_faults),
-        cmocka_unit_test_setup(open_missing_library, clear_faults),
-        cmocka_unit_test_setup(open_from_environment, clear_faults),
-        cmocka_unit_test_setup(open_driver_absent, clear_faults),
-        cmocka_unit_test_setup(bad_arguments, clear_faults),
-        cmocka_unit_test_setup(minimal_library, clear_faults),
-        cmocka_unit_test_setup(processes_memory_sm, clear_faults),
-        cmocka_unit_test_setup(processes_newest_sample, clear_faults),
-        cmocka_unit_test_setup(processes_sample_only, clear_faults),
-        cmocka_unit_test_setup(processes_unknown_memory, clear_faults),
-        cmocka_unit_test_setup(processes_resize, clear_faults),
-        cmocka_unit_test_setup(processes_older_api, clear_faults),
-        cmocka_unit_test_setup(processes_timestamp, clear_faults),
-        cmocka_unit_test_setup(processes_lost, clear_faults),
-        cmocka_unit_test_setup(processes_minimal_library, clear_faults),
+        cmocka_unit_test_setup_teardown(discover_identity, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(health_baseline, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(health_xid_once, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(health_telemetry, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(health_dbe, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(health_lost, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(discover_lost, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(open_missing_library, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(open_from_environment, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(open_driver_absent, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(bad_arguments, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(minimal_library, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(processes_memory_sm, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(processes_newest_sample, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(processes_sample_only, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(processes_unknown_memory, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(processes_resize, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(processes_older_api, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(processes_timestamp, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(processes_lost, setup, ta_teardown),
+        cmocka_unit_test_setup_teardown(processes_minimal_library, setup, ta_teardown),
     };
     return cmocka_run_group_tests_name("nvml", tests, NULL, NULL);
 }
