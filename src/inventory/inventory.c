@@ -662,21 +662,26 @@ int inv_sweep(store_tx *tx, int64_t timeout_us, int64_t observed_since_us, inv_t
     if (held) *held = 0;
     /* not watched for a whole timeout yet: no node can be judged */
     if (now - observed_since_us < timeout_us) return GP_OK;
-    int ready = 0, due = 0;
+    int ready = 0, due = 0, quiet = 0;
     int rc = store_query(tx, &s, err,
                          "SELECT COUNT(*), COALESCE(SUM(CASE WHEN last_heartbeat < ? THEN 1 ELSE 0"
+                         " END), 0), COALESCE(SUM(CASE WHEN last_heartbeat < ? THEN 1 ELSE 0"
                          " END), 0) FROM nodes WHERE state = 'ready'",
-                         "i", now - timeout_us);
+                         "ii", now - timeout_us, now - timeout_us / 2);
     if (rc) return rc;
     if ((rc = store_step(s, err)) > 0) {
         ready = (int)store_int(s, 0);
         due = (int)store_int(s, 1);
+        quiet = (int)store_int(s, 2);
     }
     store_done(s);
     if (rc < 0) return rc;
     if (!due) return GP_OK;
-    /* in a mass silence, only the long silent */
-    int mass = inv_mass_silence(ready, due);
+    /* in a mass silence, only the long silent; the nodes that fell silent "at once" are those
+     * silent for half a timeout or more, so a silence that reaches the nodes one after another
+     * (an agent's pass over its nodes, a switch failing port by port) is still one silence and
+     * its first few are not marked before the rest are even due */
+    int mass = inv_mass_silence(ready, quiet);
     int64_t limit = mass ? timeout_us * INV_MASS_HOLD : timeout_us;
     rc = store_query(tx, &s, err,
                      "SELECT name, last_heartbeat FROM nodes WHERE state = 'ready'"

@@ -128,7 +128,8 @@ int inv_mass_silence(int ready, int due);
  * has been able to watch heartbeats - it leads, it is not stalled),
  * whichever is later; so a server that starts, takes the lead or comes out
  * of a stall gives every node a whole timeout before judging it.  In a mass
- * silence (inv_mass_silence) only nodes silent for INV_MASS_HOLD timeouts
+ * silence (inv_mass_silence, counting the ready nodes silent for half a
+ * timeout or more as fallen silent at once) only nodes silent for INV_MASS_HOLD timeouts
  * (since their last heartbeat) are marked; *held (optional) says how many
  * were spared.  OUT: transitions.
  */

@@ -96,8 +96,17 @@ gp -o json node list
 assert_eq "$(jout '[.items[] | select(.state == "ready")] | length')" 13 \
     "all thirteen still ready after $((T * 2 + 1)) s (timeout $T s)"
 assert_file_contains "$SERVER_LOG" "most nodes fell silent at once"
+jq -c '[.items[] | select(.name | startswith("sim-")) | {(.name): .last_heartbeat}] | add' \
+    "$OUT_FILE" >"$E2E_TMP/frozen.json"
 kill -CONT "$A2"
-sleep 2
+# every simulated node heartbeats again before the agent goes for good (a loaded machine may
+# take a while over its pass): they all fall silent from about the same moment
+all_beat() {
+    gp -o json node list >/dev/null || return 1
+    [ "$(jq --slurpfile f "$E2E_TMP/frozen.json" '[.items[] | select(.name | startswith("sim-"))
+        | select(.last_heartbeat != $f[0][.name])] | length' "$OUT_FILE")" == 12 ]
+}
+poll 20 all_beat || fail "the simulated nodes did not heartbeat after the agent was resumed"
 note "the simulated nodes' agent is gone for good: marked after 5 timeouts"
 kill -KILL "$A2"
 _wait_exit "$A2" 10

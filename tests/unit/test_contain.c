@@ -317,6 +317,19 @@ static void liveness(void **state) {
     assert_int_equal(nodes_in(f, "unreachable"), 2);
     assert_int_equal(held, 0);
     assert_int_equal(nodes_in(f, "ready"), 10);
+    /* a silence that reaches the ten one after another: four past the timeout, six past half
+     * of it - one silence, the four are held; once the six heartbeat again the four are not a
+     * mass silence any more and are marked */
+    heard(f, "SELECT name FROM nodes WHERE state = 'ready'", S * 7 / 10);
+    heard(f, "SELECT name FROM nodes WHERE state = 'ready' ORDER BY name LIMIT 4", S * 12 / 10);
+    assert_int_equal(api__sweep_nodes(f->t.st, S, 0, &held, NULL, &err), GP_OK);
+    assert_int_equal(nodes_in(f, "ready"), 10);
+    assert_int_equal(held, 4);
+    heard(f, "SELECT name FROM nodes WHERE state = 'ready' ORDER BY name LIMIT 6 OFFSET 4", 0);
+    assert_int_equal(api__sweep_nodes(f->t.st, S, 0, &held, NULL, &err), GP_OK);
+    assert_int_equal(nodes_in(f, "unreachable"), 6);
+    assert_int_equal(held, 0);
+    assert_int_equal(nodes_in(f, "ready"), 6);
 }
 
 int main(void) {
