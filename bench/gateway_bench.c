@@ -3,7 +3,7 @@
  * request, against the same upstream reached directly, in one run.
  *
  *   gpupool-bench gateway [--seconds S] [--concurrency C] [--requests N] [--store URL]
- *                         [--tokens-month T]
+ *                         [--tokens-month T] [--threads N]
  *
  * In one process: an upstream (libmicrohttpd, answering at once: a chat
  * completion with usage, or a stream of 8 chunks plus the usage chunk), a
@@ -253,6 +253,7 @@ typedef struct fixture {
 
 /* `store`: a PostgreSQL URI of an empty database, or NULL for a fresh SQLite file */
 static int64_t key_tokens_month; /* --tokens-month: the bench key's monthly quota (0: none) */
+static int server_threads;      /* --threads: the server's event threads and workers (0: its default) */
 
 static int fixture_start(fixture *fx, const char *who, const char *store) {
     memset(fx, 0, sizeof *fx);
@@ -280,6 +281,7 @@ static int fixture_start(fixture *fx, const char *who, const char *store) {
     int created;
     api_config cfg = API_CONFIG_DEFAULTS;
     cfg.listen = "127.0.0.1:0";
+    if (server_threads > 0) cfg.threads = server_threads;
     cfg.node_timeout_s = 0;
     cfg.health_interval_s = 0;
     /* the bench's upstream is on loopback, which endpoints may use only when allowed */
@@ -357,13 +359,15 @@ int bench_gateway(int argc, char **argv) {
         else if (!strcmp(argv[i], "--concurrency")) conc = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--requests")) count = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--tokens-month")) key_tokens_month = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads")) server_threads = atoi(argv[i + 1]);
         else {
-            fprintf(stderr, "usage: gpupool-bench gateway [--seconds S] [--concurrency C] [--requests N] [--store URL] [--tokens-month T]\n");
+            fprintf(stderr, "usage: gpupool-bench gateway [--seconds S] [--concurrency C] [--requests N] [--store URL] [--tokens-month T] [--threads N]\n");
             return 2;
         }
     }
-    if (argc % 2 == 0 || seconds < 1 || conc < 1 || count < 10 || key_tokens_month < 0) {
-        fprintf(stderr, "usage: gpupool-bench gateway [--seconds S] [--concurrency C] [--requests N] [--store URL] [--tokens-month T]\n");
+    if (argc % 2 == 0 || seconds < 1 || conc < 1 || count < 10 || key_tokens_month < 0 ||
+        server_threads < 0 || server_threads > 256) {
+        fprintf(stderr, "usage: gpupool-bench gateway [--seconds S] [--concurrency C] [--requests N] [--store URL] [--tokens-month T] [--threads N]\n");
         return 2;
     }
     fixture fx;

@@ -5,9 +5,9 @@
  * new connections, lets in-flight requests finish (bounded wait), then
  * frees everything.  The store is borrowed; the caller closes it after stop.
  *
- * Each connection has its own thread (the gateway holds a connection open
- * while an upstream answers, and streams through it), so `threads` only
- * sizes the store's pool.  Slow clients are bounded: a deadline for the
+ * `threads` event threads move the bytes and handlers run on workers (a
+ * plain gateway request alone on its event thread runs there; http.c,
+ * "Threads"); `threads` also sizes the store's pool.  Slow clients are bounded: a deadline for the
  * request headers and one for the body (a watcher thread cuts connections
  * past theirs, sooner when the connections are three quarters full), a cap
  * on open connections in all and per client address (api_config).

@@ -871,43 +871,42 @@ void h_gw_completions(api_req *r) { forward(r, "completion", "/completions"); }
 void h_gw_embeddings(api_req *r) { forward(r, "embedding", "/embeddings"); }
 void h_gw_responses(api_req *r) { forward(r, "response", "/responses"); }
 
-void h_gw_models(api_req *r) {
+/*
+ * The models key k may use (gw_models_for_key in a read transaction of its
+ * tenant) into *data.  On a store error answers 500 server_error and returns
+ * non-zero (nothing in *data).
+ */
+static int key_models(api_req *r, const gw_key *k, json_t **data) {
     gp_err err = GP_ERR_INIT;
-    gw_key k;
-    if (authenticate(r, &k)) return;
     store_tx *tx;
-    json_t *data = NULL;
+    *data = NULL;
     int rc = store_begin(r->store, STORE_READ, &tx, &err);
     if (!rc) {
-        rc = store_set_tenant(tx, k.tenant_id, &err);
-        if (!rc) rc = gw_models_for_key(tx, &k, &data, &err);
+        rc = store_set_tenant(tx, k->tenant_id, &err);
+        if (!rc) rc = gw_models_for_key(tx, k, data, &err);
         store_rollback(tx);
     }
+    if (rc) oai_error(r, 500, "server_error", "internal_error", "%s", err.msg);
+    return rc;
+}
+
+void h_gw_models(api_req *r) {
+    gw_key k;
+    if (authenticate(r, &k)) return;
+    json_t *data;
+    int rc = key_models(r, &k, &data);
     gw_key_release(&k);
-    if (rc) {
-        oai_error(r, 500, "server_error", "internal_error", "%s", err.msg);
-        return;
-    }
-    api_reply(r, 200, json_pack("{s:s,s:o}", "object", "list", "data", data));
+    if (!rc) api_reply(r, 200, json_pack("{s:s,s:o}", "object", "list", "data", data));
 }
 
 /* GET /v1/models/{model}: one model this key may use, or 404 model_not_found. */
 void h_gw_model(api_req *r) {
-    gp_err err = GP_ERR_INIT;
     gw_key k;
     if (authenticate(r, &k)) return;
     const char *id = api_param(r, "model");
-    store_tx *tx;
-    json_t *data = NULL;
-    int rc = store_begin(r->store, STORE_READ, &tx, &err);
-    if (!rc) {
-        rc = store_set_tenant(tx, k.tenant_id, &err);
-        if (!rc) rc = gw_models_for_key(tx, &k, &data, &err);
-        store_rollback(tx);
-    }
-    if (rc) {
+    json_t *data;
+    if (key_models(r, &k, &data)) {
         gw_key_release(&k);
-        oai_error(r, 500, "server_error", "internal_error", "%s", err.msg);
         return;
     }
     json_t *found = NULL;

@@ -24,6 +24,16 @@
  * a thread; the workers grow with the handlers actually running.  At stop,
  * the workers finish first (no connection may stay suspended when MHD stops).
  *
+ * One exception saves the two thread hand-offs (to a worker and back) that
+ * cost a fast upstream more than the gateway's own work: a gateway request
+ * (/v1/, a body that does not mention "stream") on a connection that is the
+ * only one its event thread serves runs right on that thread, which queues
+ * the answer as the handler returns (take_inline, run_inline).  Waiting for
+ * the upstream there holds up no other connection: the thread has none, and
+ * accepts none meanwhile (another event thread does: at most threads - 1 of
+ * them run a handler at once, so one always polls the listening socket).
+ * Deadlines, limits and the slow-reader cut are the same on both paths.
+ *
  * Slow clients (docs/server.md, "Connections"): every connection is tracked
  * in a list (MHD_OPTION_NOTIFY_CONNECTION) with
  * its phase and deadline: HEAD (waiting for the request line and headers:
@@ -44,6 +54,7 @@
  * router_check_headers); an ambiguous request gets 400 and the connection is
  * closed, so no byte after it is read as another request.
  */
+#define _GNU_SOURCE /* memmem */
 #include "api_int.h"
 
 #include "../core/gtime.h"
@@ -84,6 +95,7 @@ typedef struct conn_slot {
     int64_t deadline_us; /* 0: none */
     int dropped;         /* its socket was shut down */
     int64_t body_got;    /* body bytes received in PHASE_BODY */
+    atomic_int *ev;      /* the open connections of the event thread that accepted it */
     int64_t win_us;      /* slow readers: when the client last had nothing waiting (0: unset) */
     uint64_t win_acked;  /* ... and the bytes it had acknowledged then */
     char addr[64];
@@ -115,7 +127,19 @@ struct api_server {
     int guard_running;
     atomic_int guard_stop;
     api_pool *pool; /* the workers that run handlers (workers.c) */
+    /* gateway requests run on their event thread ("Threads" at the top) */
+    atomic_int *ev_counts; /* open connections, one counter per event thread */
+    int nev;
+    atomic_int ev_next;         /* the next counter an event thread claims */
+    atomic_int inline_running;  /* handlers running on event threads now */
+    atomic_int inline_stop;     /* stopping: no more of them */
 };
+
+/* The event thread's own counter of open connections (claimed at its first accept). */
+static _Thread_local struct {
+    api_server *srv;
+    atomic_int *cnt;
+} ev_here;
 
 #define PRESSURE_HEAD_US 2000000 /* under pressure, headers must come within 2 s */
 #define BODY_RATE 65536          /* the body deadline grows 1 s per 64 KiB declared */
@@ -408,6 +432,13 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         }
         sl->fd = ci ? ci->connect_fd : -1;
         client_addr(c, sl->addr, sizeof sl->addr);
+        if (ev_here.srv != srv) {
+            int i = atomic_fetch_add(&srv->ev_next, 1);
+            ev_here.srv = srv;
+            ev_here.cnt = i < srv->nev ? &srv->ev_counts[i] : NULL;
+        }
+        sl->ev = ev_here.cnt;
+        if (sl->ev) atomic_fetch_add(sl->ev, 1);
         sl->phase = PHASE_HEAD;
         sl->since_us = gt_mono_us();
         sl->deadline_us = sl->since_us + (int64_t)srv->cfg.header_timeout_s * 1000000;
@@ -428,6 +459,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         if (sl->next) sl->next->prev = sl->prev;
         srv->nconns--;
         pthread_mutex_unlock(&srv->conn_mu);
+        if (sl->ev) atomic_fetch_sub(sl->ev, 1);
         *socket_context = NULL;
         free(sl);
         api__metrics_conn_open(-1);
@@ -768,6 +800,22 @@ static void resume_request(api_req *r) {
     } /* else the worker is still in the handler: it sends it on its way out */
 }
 
+/* A worker: read the handler's stream into the pump until it ends or the client is gone. */
+static void pump_stream(pump *p, long (*rd)(void *, char *, size_t), void (*rel)(void *),
+                        void *cls) {
+    char tmp[16384];
+    for (;;) {
+        long n = rd(cls, tmp, sizeof tmp);
+        if (n <= 0) {
+            pump_end(p, n == 0 ? 1 : -1);
+            break;
+        }
+        if (pump_push(p, tmp, (size_t)n)) break; /* the client is gone */
+    }
+    if (rel) rel(cls);
+    pump_unref(p);
+}
+
 static void run_request(void *arg) {
     conn_ctx *cx = arg;
     api_req *r = &cx->req;
@@ -801,17 +849,103 @@ static void run_request(void *arg) {
     r->stream_cls = NULL;
     cx->pump = p;
     mark_ready(cx); /* from here cx belongs to MHD again */
-    char tmp[16384];
-    for (;;) {
-        long n = rd(cls, tmp, sizeof tmp);
-        if (n <= 0) {
-            pump_end(p, n == 0 ? 1 : -1);
-            break;
-        }
-        if (pump_push(p, tmp, (size_t)n)) break; /* the client is gone */
+    pump_stream(p, rd, rel, cls);
+}
+
+/* A stream handed from an event thread to a worker (run_inline). */
+typedef struct stream_task {
+    pump *p;
+    long (*rd)(void *, char *, size_t);
+    void (*rel)(void *);
+    void *cls;
+} stream_task;
+
+static void stream_main(void *arg) {
+    stream_task *t = arg;
+    pump_stream(t->p, t->rd, t->rel, t->cls);
+    free(t);
+}
+
+/*
+ * May this request's handler run right here, on the event thread that read
+ * it ("Threads" at the top)?  A gateway request (/v1/) on a connection that
+ * is the only one its event thread serves, while another event thread is
+ * left free to accept: so waiting for the upstream here holds up no other
+ * connection.  1: yes (counted in inline_running; run_inline uncounts it).
+ */
+static int take_inline(api_server *srv, conn_ctx *cx) {
+    conn_slot *sl = cx->slot;
+    if (!srv->gw || srv->cfg.threads < 2 || !sl || !sl->ev || strncmp(cx->req.path, "/v1/", 4))
+        return 0;
+    /* a body that may ask for a stream goes to a worker, which pumps the stream's bytes from
+     * the start (handing it over from here costs an extra suspend and resume) */
+    if (cx->req.body && memmem(cx->req.body, cx->req.body_len, "\"stream\"", 8)) return 0;
+    if (sl->ev != ev_here.cnt || ev_here.srv != srv || atomic_load(sl->ev) != 1) return 0;
+    int n = atomic_load(&srv->inline_running);
+    do {
+        if (n >= srv->cfg.threads - 1) return 0;
+    } while (!atomic_compare_exchange_weak(&srv->inline_running, &n, n + 1));
+    if (atomic_load(&srv->inline_stop)) { /* the stop waits for none after it set this */
+        atomic_fetch_sub(&srv->inline_running, 1);
+        return 0;
     }
-    if (rel) rel(cls);
-    pump_unref(p);
+    return 1;
+}
+
+/*
+ * On the event thread (take_inline said so): run the handler and queue its
+ * answer at once, with no worker and no suspend/resume round trip.  A
+ * streamed answer's bytes are still read on a worker (a stream may last
+ * minutes, and between its chunks this thread serves whatever it accepts).
+ */
+static MHD_Result run_inline(api_server *srv, struct MHD_Connection *c, conn_ctx *cx) {
+    api_req *r = &cx->req;
+    MHD_Result ret = MHD_YES;
+    cx->conn = c;
+    r->resume = resume_request;
+    api__dispatch(r);
+    if (r->deferred) {
+        cx->queued = 1;
+        MHD_suspend_connection(c);
+        if (atomic_exchange(&cx->park, 1) == 2) {
+            finish_log(r);
+            mark_ready(cx);
+        }
+        goto out;
+    }
+    if (r->stream_read) {
+        stream_task *t = malloc(sizeof *t);
+        pump *p = t ? pump_new(c) : NULL;
+        if (p) {
+            t->p = p;
+            t->rd = r->stream_read;
+            t->rel = r->stream_free;
+            t->cls = r->stream_cls;
+            r->stream_read = NULL; /* the worker owns the stream now */
+            r->stream_free = NULL;
+            r->stream_cls = NULL;
+            if (api__pool_submit(srv->pool, stream_main, t) == 0) {
+                cx->pump = p;
+                finish_log(r);
+                ret = send_pumped(c, cx);
+                goto out;
+            }
+            r->stream_read = t->rd; /* released with the request */
+            r->stream_free = t->rel;
+            r->stream_cls = t->cls;
+            pump_unref(p);
+            pump_unref(p);
+            api_error(r, 503, "unavailable", "the server cannot take more work now; retry");
+        } else {
+            api_error(r, 500, "out_of_memory", "out of memory");
+        }
+        free(t);
+    }
+    finish_log(r);
+    ret = send_reply(c, r);
+out:
+    atomic_fetch_sub(&srv->inline_running, 1);
+    return ret;
 }
 
 static MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -909,6 +1043,7 @@ static MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *ur
         /* the handler runs on a worker; the connection waits, suspended, holding no thread */
         r->body = cx->body.buf;
         r->body_len = cx->body.len;
+        if (take_inline(srv, cx)) return run_inline(srv, c, cx);
         cx->conn = c;
         cx->queued = 1;
         MHD_suspend_connection(c);
@@ -1082,7 +1217,14 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
     atomic_init(&srv->guard_stop, 0);
     /* a few event threads move the bytes (poll); handlers run on the workers */
     srv->pool = api__pool_new(srv->cfg.threads, srv->cfg.max_conns + 16, (size_t)1 << 20);
-    if (!srv->pool) {
+    srv->nev = srv->cfg.threads;
+    srv->ev_counts = calloc((size_t)srv->nev, sizeof *srv->ev_counts);
+    atomic_init(&srv->ev_next, 0);
+    atomic_init(&srv->inline_running, 0);
+    atomic_init(&srv->inline_stop, 0);
+    if (!srv->pool || !srv->ev_counts) {
+        api__pool_free(srv->pool);
+        free(srv->ev_counts);
         pthread_mutex_destroy(&srv->conn_mu);
         gw_rt_stop(srv->gw);
         api__login_guard_free(srv->login_guard);
@@ -1123,6 +1265,7 @@ int api_server_start(const api_config *cfg, store_t *st, api_server **out, gp_er
     }
     if (!srv->d) {
         api__pool_free(srv->pool);
+        free(srv->ev_counts);
         pthread_mutex_destroy(&srv->conn_mu);
         gw_rt_stop(srv->gw);
         api__login_guard_free(srv->login_guard);
@@ -1180,7 +1323,10 @@ void api_server_stop(api_server *srv) {
     atomic_store(&srv->closing, 1);
     while (atomic_load(&srv->inflight) > 0 && gt_mono_us() < deadline) usleep(20000);
     /* every handler and stream still on a worker finishes first (MHD may stop only once no
-     * connection waits suspended for a worker) */
+     * connection waits suspended for a worker), and so does every handler on an event thread
+     * (it may still hand a stream to a worker) */
+    atomic_store(&srv->inline_stop, 1);
+    while (atomic_load(&srv->inline_running) > 0) usleep(1000);
     api__pool_free(srv->pool);
     MHD_stop_daemon(srv->d);
     if (fd != MHD_INVALID_SOCKET) close(fd);
@@ -1191,5 +1337,6 @@ void api_server_stop(api_server *srv) {
     gw_rt_stop(srv->gw);
     api__login_guard_free(srv->login_guard);
     api__metrics_free();
+    free(srv->ev_counts);
     free(srv);
 }
