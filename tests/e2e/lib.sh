@@ -469,6 +469,11 @@ _e2e_cleanup() {
 trap _e2e_cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+# Ignored here and so in every process a test starts: tests freeze agents with SIGSTOP, and when
+# the test's process group is orphaned (ctest may start it so) the kernel sends SIGHUP and
+# SIGCONT to a group with a stopped member whenever one of its processes exits - a frozen agent
+# would die of it mid-test instead of staying frozen.
+trap '' HUP
 
 # workload_bin: make BIN=$E2E_TMP/bin for the test's workload commands (link
 # real commands there under names of the test's own, so they can be told
