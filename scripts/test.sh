@@ -79,7 +79,7 @@ if [ "${GP_TEST_SKIP_TSAN:-0}" != "1" ]; then
   echo "== tests (ThreadSanitizer): the threaded paths =="
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     ctest --test-dir build-tsan --output-on-failure -j"$jobs" \
-    -R 'load_mixed|unit_throttle|unit_schedloop|unit_store|e2e_test_server|e2e_test_gateway$|e2e_test_jobs|security_test_http|e2e_test_sched_events'
+    -R 'load_mixed|unit_throttle|unit_schedloop|unit_sched_round|unit_store|e2e_test_server|e2e_test_gateway$|e2e_test_jobs|security_test_http|e2e_test_sched_events'
 fi
 stop_pg
 if [ "${GP_TEST_SKIP_FUZZ:-0}" != "1" ]; then

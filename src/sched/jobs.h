@@ -178,10 +178,33 @@ typedef struct round_stats {
      * waking their agents (sched/loop.h); nodes_overflow: more than ROUND_MAX_NODES */
     int nnodes, nodes_overflow;
     char nodes[ROUND_MAX_NODES][64];
+    /* decisions skipped because what they were decided on changed between the read and the
+     * write (a job cancelled, a card bound or unhealthy, a node cordoned, a victim gone):
+     * the round has already woken the scheduler for another (sched_wake_freed) */
+    int stale;
+    /* how long each phase took (microseconds): the read transaction that built the
+     * snapshot, the pure round, the wait for the writer, and the write transaction (the
+     * only time the round holds the store's writer) */
+    int64_t read_us, decide_us, wait_us, write_us;
 } round_stats;
 
-/* Run one scheduling round and commit it.  OUT: *stats (what it did, which nodes). */
+/*
+ * Run one scheduling round and commit it, in three phases (docs/scheduling.md, "The round's
+ * transactions"): the snapshot is read in a read transaction, the round is decided with no
+ * transaction held, and its decisions are committed in one write transaction in which each
+ * is written only if what it was decided on still holds (a placement: the job still waiting,
+ * its cards the same, allocatable and bound to nothing new, its node ready, uncordoned and
+ * in its pool; a preemption: the victim still running where it was, its preemptor still
+ * waiting with a higher priority); a decision whose guard fails is skipped whole and counted
+ * in stats->stale.  OUT: *stats (what it did, which nodes, how long each phase took).
+ */
 int sched_run(store_t *st, round_stats *stats, gp_err *err);
+
+/* sched_run, calling between(arg) after the round is decided and before its write
+ * transaction begins, with no transaction of the round's held (tests change the store
+ * there).  between NULL: sched_run. */
+int sched_run_between(store_t *st, void (*between)(void *arg), void *arg, round_stats *stats,
+                      gp_err *err);
 
 /*
  * Explain job `id`: its place in the queue, what blocks it and by how much,

@@ -10,6 +10,7 @@
 #include "../core/strbuf.h"
 #include "../inventory/inventory.h"
 #include "compat.h"
+#include "loop.h"
 #include "sched_metrics.h"
 
 #include <stdio.h>
@@ -39,6 +40,7 @@ typedef struct snap {
     /* nodes, in name order; GPUs grouped by node */
     sch_node *nodes;
     name64 *node_names;
+    name64 *node_pool;   /* each node's pool as read (the commit's guard compares it) */
     sch_gpu *gpus;
     uuid96 *gpu_uuids;
     id33 *gpu_ids;       /* the store's ids, for their slices */
@@ -74,7 +76,18 @@ typedef struct snap {
     char (*jrecovery)[8];
     uint64_t *jreason; /* a hash of each job's reason as read: a round rewrites only changed ones */
     sch_unit *places;
+    unsigned char *place_fill; /* [unit of places]: how many of its gpu[] the bindings filled */
+    /* the open bindings build() read and left out (a job not running, a unit or card it does
+     * not know): the commit's guards know them as read, not as changed */
+    struct skipped *skipped;
+    int nskipped, capskipped;
 } snap;
+
+typedef struct skipped {
+    id33 job;
+    uuid96 gpu;
+    int unit;
+} skipped;
 
 /* FNV-1a, 64 bits: a job's reason as a number (an equal hash skips an UPDATE; a collision, at
  * worst, leaves the older reason shown until the next change). */
@@ -317,6 +330,23 @@ static int finish_class(snap *n, int c, const cp_req *req) {
     return 0;
 }
 
+/* Remember an open binding build() leaves out.  0, or 1 when out of memory. */
+static int skip_binding(snap *n, const char *job, const char *gpu, int unit) {
+    if (n->nskipped == n->capskipped) {
+        int cap = n->capskipped ? n->capskipped * 2 : 16;
+        skipped *a = ar_alloc(n, (size_t)cap, sizeof *a);
+        if (!a) return 1;
+        if (n->nskipped) memcpy(a, n->skipped, (size_t)n->nskipped * sizeof *a);
+        n->skipped = a;
+        n->capskipped = cap;
+    }
+    skipped *k = &n->skipped[n->nskipped++];
+    snprintf(k->job, sizeof k->job, "%s", job);
+    snprintf(k->gpu, sizeof k->gpu, "%s", gpu);
+    k->unit = unit;
+    return 0;
+}
+
 static int build(store_tx *tx, snap *n, gp_err *err) {
     store_stmt *s;
     int rc, nn, ng, np, nc, nt, npj, nj, nu;
@@ -349,7 +379,8 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         return rc;
     /* stored classes, those derived for job stacks, and each one's single-vendor variants */
     n->ccap = (nc + nds) * (1 + CP_NVENDORS);
-    if (!ALLOC(n->nodes, nn) || !ALLOC(n->node_names, nn) || !ALLOC(n->gpus, ng) ||
+    if (!ALLOC(n->nodes, nn) || !ALLOC(n->node_names, nn) || !ALLOC(n->node_pool, nn) ||
+        !ALLOC(n->gpus, ng) ||
         !ALLOC(n->gpu_uuids, ng) || !(n->slice_uuids = ar_alloc(n, (size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_uuids)) ||
         !(n->slice_prof = ar_alloc(n, (size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_prof)) ||
         !ALLOC(n->gpu_ids, ng) ||
@@ -360,7 +391,8 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         !ALLOC(n->tenants, nt) || !ALLOC(n->tnames, nt) ||
         !ALLOC(n->tids, nt) || !ALLOC(n->projects, npj) || !ALLOC(n->pnames, npj) ||
         !ALLOC(n->pids, npj) || !ALLOC(n->jobs, nj) || !ALLOC(n->jids, nj) ||
-        !ALLOC(n->jrecovery, nj) || !ALLOC(n->jreason, nj) || !ALLOC(n->places, nu))
+        !ALLOC(n->jrecovery, nj) || !ALLOC(n->jreason, nj) || !ALLOC(n->places, nu) ||
+        !ALLOC(n->place_fill, nu))
         return gp_err_set(err, GP_ENOMEM, NULL);
     sch_snapshot *S = &n->s;
     S->month = n->month;
@@ -381,6 +413,7 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         snprintf(n->node_names[i], 64, "%s", store_text(s, 0));
         n->nodes[i].cpus = (int)store_int(s, 1);
         n->nodes[i].mem_gib = (int)store_int(s, 2);
+        snprintf(n->node_pool[i], 64, "%s", store_text(s, 3));
         n->nodes[i].pool = find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 3));
         if (n->nodes[i].pool < 0) n->nodes[i].pool = 0;
         /* node usability folds into each GPU's allocatable flag below */
@@ -733,11 +766,19 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
             ji = find_str(n->jids, sizeof *n->jids, S->njobs, last);
             memset(fill, 0, sizeof fill);
         }
-        if (ji < 0 || n->jobs[ji].state != SCH_RUNNING) continue;
         int unit = (int)store_int(s, 1), g = gpu_index(n, store_text(s, 2));
-        if (unit < 0 || unit >= n->jobs[ji].units || unit >= 64 || g < 0) continue;
+        if (ji < 0 || n->jobs[ji].state != SCH_RUNNING || unit < 0 ||
+            unit >= n->jobs[ji].units || unit >= 64 || g < 0) {
+            if ((rc = skip_binding(n, last, store_text(s, 2), unit))) break;
+            continue;
+        }
         sch_unit *u = (sch_unit *)&n->jobs[ji].place[unit];
-        if (fill[unit] < SCH_MAX_GPUS_PER_UNIT) u->gpu[fill[unit]++] = g;
+        if (fill[unit] < SCH_MAX_GPUS_PER_UNIT) {
+            u->gpu[fill[unit]++] = g;
+            n->place_fill[u - n->places] = (unsigned char)fill[unit];
+        } else if ((rc = skip_binding(n, last, store_text(s, 2), unit))) {
+            break; /* (one card more than a unit holds: the guards still know it as read) */
+        }
         const char *su = store_text(s, 3);
         if (su[0])
             for (int k = 0; k < n->gpus[g].nslices; k++)
@@ -745,6 +786,7 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     }
     store_done(s);
     if (rc < 0) return rc;
+    if (rc > 0) return gp_err_set(err, GP_ENOMEM, NULL);
     S->nodes = n->nodes;
     S->gpus = n->gpus;
     S->classes = n->classes;
@@ -765,7 +807,7 @@ static void touched(round_stats *st, const char *node) {
         st->nodes_overflow = 1;
         return;
     }
-    snprintf(st->nodes[st->nnodes++], sizeof st->nodes[0], "%s", node);
+    snprintf(st->nodes[st->nnodes++], sizeof st->nodes[0], "%.63s", node);
 }
 
 /* A binding's weight (metering: card-hours = weight x time): one card, or the unit's share of
@@ -791,8 +833,210 @@ static int audit_job(store_tx *tx, const snap *n, int ji, const char *action, js
     return rc;
 }
 
-static int commit_place(store_tx *tx, const snap *n, const sch_decision *d, round_stats *st,
-                        gp_err *err) {
+/*
+ * The write phase's guards.  The snapshot was read in a read transaction that has ended and
+ * the round was decided with none held; the decisions are committed in one write transaction,
+ * and each is written only if what it was decided on still holds in the store as it is now
+ * (the writer is held: only the round's own writes change it meanwhile).  Each guard compares
+ * the store with what build() read, the same way build() read it, so a store nobody changed
+ * since passes every guard.  A decision whose guard fails is skipped whole (no row of it is
+ * written) and counted stale; the scheduler is woken for another round.
+ */
+typedef struct guard {
+    unsigned char *node;  /* [node]: 0 not looked at yet, 1 as read, 2 changed */
+    unsigned char *gpu;   /* [gpu]: 1 as read (valid once its node was looked at) */
+    unsigned char *done;  /* [job]: placed by this write phase */
+} guard;
+
+/* How many cards a unit of job ji's class holds (a running unit: what its bindings filled). */
+static int unit_cards(const snap *n, int ji, int unit) {
+    const sch_job *j = &n->jobs[ji];
+    if (j->state == SCH_RUNNING) return n->place_fill[&j->place[unit] - n->places];
+    const sch_class *c = &n->classes[j->cls];
+    return c->form == SCH_WHOLE ? c->gpus : 1;
+}
+
+/* Whether an open binding (job, unit, card uuid, slice uuid) is one build() read: a unit of a
+ * job running in the snapshot, or one it left out. */
+static int binding_as_read(const snap *n, const char *job, int unit, const char *uuid,
+                           const char *slice) {
+    int ji = find_str(n->jids, sizeof *n->jids, n->s.njobs, job), g = gpu_index(n, uuid);
+    if (ji >= 0 && g >= 0 && n->jobs[ji].state == SCH_RUNNING && unit >= 0 &&
+        unit < n->jobs[ji].units && unit < 64) {
+        const sch_unit *u = &n->jobs[ji].place[unit];
+        int held = 0, k = -1;
+        for (int m = 0; m < unit_cards(n, ji, unit); m++) held |= u->gpu[m] == g;
+        if (slice[0])
+            for (int i = 0; i < n->gpus[g].nslices; i++)
+                if (!strcmp(n->slice_uuids[(size_t)g * SCH_MAX_SLICES + (size_t)i], slice)) k = i;
+        /* (build sets a unit's slice from any of its bindings that names a known one) */
+        if (held && (k < 0 || u->slice == k)) return 1;
+    }
+    for (int i = 0; i < n->nskipped; i++)
+        if (n->skipped[i].unit == unit && !strcmp(n->skipped[i].job, job) &&
+            !strcmp(n->skipped[i].gpu, uuid))
+            return 1;
+    return 0;
+}
+
+/* Look at node `node` as it is now: the node still ready, not cordoned or draining, no
+ * smaller, in the same pool; which of its cards are still the same cards, in the same mode,
+ * allocatable; and every open binding on its cards one the snapshot held or this write phase
+ * made (one made since by anyone else changes the node).  Sets gd->node[node], gd->gpu[]. */
+static int look_at_node(store_tx *tx, const snap *n, guard *gd, int node, gp_err *err) {
+    store_stmt *s;
+    int ok = 1, rc;
+    rc = store_query(tx, &s, err,
+                     "SELECT n.state, n.admin_state, n.cpus, n.memory_gib, n.pool, g.uuid, g.id,"
+                     " g.mode, g.health, g.admin_state, g.memory_mib, g.driver_version"
+                     " FROM nodes n JOIN gpus g ON g.node_id = n.id WHERE n.name = ?",
+                     "s", n->node_names[node]);
+    if (rc) return rc;
+    int rows = 0;
+    while ((rc = store_step(s, err)) > 0) {
+        int usable = !strcmp(store_text(s, 0), "ready") && !strcmp(store_text(s, 1), "none");
+        if (!rows++ && (!usable || store_int(s, 2) < n->nodes[node].cpus ||
+                        store_int(s, 3) < n->nodes[node].mem_gib ||
+                        strcmp(store_text(s, 4), n->node_pool[node])))
+            ok = 0;
+        int g = gpu_index(n, store_text(s, 5));
+        if (g < 0 || n->gpus[g].node != node) continue; /* a card new here: not decided on */
+        char id[RND_ID_LEN], drv[32];
+        snprintf(id, sizeof id, "%s", store_text(s, 6));
+        snprintf(drv, sizeof drv, "%s", store_text(s, 11));
+        const char *mode = store_text(s, 7);
+        int m = !strcmp(mode, "mig") ? SCH_MIG : !strcmp(mode, "shared") ? SCH_SHARED : SCH_WHOLE;
+        gd->gpu[g] = (unsigned char)(usable && !strcmp(store_text(s, 9), "none") &&
+                                     health_allocatable(&n->pol, health_parse(store_text(s, 8))) &&
+                                     !strcmp(id, n->gpu_ids[g]) && m == n->gpus[g].mode &&
+                                     (int)(store_int(s, 10) / 1024) == n->gpus[g].mem_gib &&
+                                     !strcmp(drv, n->gpu_driver[g]));
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    if (ok) {
+        rc = store_query(tx, &s, err,
+                         "SELECT b.job_id, b.unit, b.gpu_uuid, b.slice_uuid FROM nodes n"
+                         " JOIN gpus g ON g.node_id = n.id JOIN bindings b ON b.gpu_uuid = g.uuid"
+                         " WHERE n.name = ? AND b.end_us IS NULL",
+                         "s", n->node_names[node]);
+        if (rc) return rc;
+        while (ok && (rc = store_step(s, err)) > 0) {
+            const char *job = store_text(s, 0);
+            int ji = find_str(n->jids, sizeof *n->jids, n->s.njobs, job);
+            if (ji >= 0 && gd->done[ji]) continue; /* this write phase's own */
+            ok = binding_as_read(n, job, (int)store_int(s, 1), store_text(s, 2),
+                                 store_text(s, 3));
+        }
+        store_done(s);
+        if (rc < 0) return rc;
+    }
+    gd->node[node] = ok ? 1 : 2;
+    return GP_OK;
+}
+
+/* Job `id`'s state as it is now ("" when gone), and its priority class. */
+static int job_now(store_tx *tx, const char *id, char state[16], char pclass[64], int64_t *prio,
+                   int64_t *flag, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT state, priority_class, priority, preemptible, may_preempt"
+                         " FROM jobs WHERE id = ?",
+                         "s", id);
+    if (rc) return rc;
+    state[0] = pclass[0] = '\0';
+    if ((rc = store_step(s, err)) > 0) {
+        snprintf(state, 16, "%s", store_text(s, 0));
+        snprintf(pclass, 64, "%s", store_text(s, 1));
+        if (prio) *prio = store_int(s, 2);
+        if (flag) *flag = store_int(s, 3) * 2 + store_int(s, 4); /* preemptible, may_preempt */
+    }
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+static int waiting(const char *state) {
+    return !strcmp(state, "queued") || !strcmp(state, "admitted");
+}
+
+/* Whether placement d still holds: the job still waiting; every card it takes the same card,
+ * allocatable, on a node that is still as read (look_at_node); its MIG slices still there. */
+static int place_holds(store_tx *tx, const snap *n, guard *gd, const sch_decision *d,
+                       char pclass[64], int *holds, gp_err *err) {
+    const sch_job *j = &n->jobs[d->job];
+    const sch_class *c = &n->classes[j->cls];
+    char state[16];
+    int rc = job_now(tx, j->id, state, pclass, NULL, NULL, err);
+    *holds = 0;
+    if (rc || !waiting(state)) return rc;
+    int ng = c->form == SCH_WHOLE ? c->gpus : 1;
+    for (int k = 0; k < j->units; k++)
+        for (int m = 0; m < ng; m++) {
+            int g = d->units[k].gpu[m], node = n->gpus[g].node;
+            if (!gd->node[node] && (rc = look_at_node(tx, n, gd, node, err))) return rc;
+            if (gd->node[node] != 1 || !gd->gpu[g]) return GP_OK;
+        }
+    if (c->form == SCH_MIG)
+        for (int k = 0; k < j->units; k++) {
+            int g = d->units[k].gpu[0];
+            size_t at = (size_t)g * SCH_MAX_SLICES + (size_t)d->units[k].slice;
+            store_stmt *s;
+            if ((rc = store_query(tx, &s, err, "SELECT gpu_id, profile FROM slices WHERE uuid = ?",
+                                  "s", n->slice_uuids[at])))
+                return rc;
+            int same = 0;
+            if ((rc = store_step(s, err)) > 0) {
+                char prof[24];
+                snprintf(prof, sizeof prof, "%s", store_text(s, 1));
+                same = !strcmp(store_text(s, 0), n->gpu_ids[g]) && !strcmp(prof, n->slice_prof[at]);
+            }
+            store_done(s);
+            if (rc < 0) return rc;
+            if (!same) return GP_OK;
+        }
+    *holds = 1;
+    return GP_OK;
+}
+
+/* Whether preemption d still holds: the victim still running, on cards the snapshot had it
+ * on, preemptible, of lower priority than its preemptor, which still waits and may preempt.
+ * OUT: the victim's priority class, and its nodes (touched when it is stopped). */
+static int preempt_holds(store_tx *tx, const snap *n, const sch_decision *d, char pclass[64],
+                         round_stats *st, int *holds, gp_err *err) {
+    const sch_job *j = &n->jobs[d->job];
+    char state[16], bstate[16], bclass[64];
+    int64_t prio = 0, flag = 0, bprio = 0, bflag = 0;
+    int rc = job_now(tx, j->id, state, pclass, &prio, &flag, err);
+    if (!rc) rc = job_now(tx, n->jobs[d->by].id, bstate, bclass, &bprio, &bflag, err);
+    *holds = 0;
+    if (rc || strcmp(state, "running") || !(flag & 2) || !waiting(bstate) || !(bflag & 1) ||
+        bprio <= prio)
+        return rc;
+    store_stmt *q;
+    char nodes[ROUND_MAX_NODES][64];
+    int nn = 0, as_read = 1;
+    if ((rc = store_query(tx, &q, err,
+                          "SELECT unit, gpu_uuid, slice_uuid, node FROM bindings"
+                          " WHERE job_id = ? AND end_us IS NULL",
+                          "s", j->id)))
+        return rc;
+    while ((rc = store_step(q, err)) > 0 && as_read) {
+        as_read = binding_as_read(n, j->id, (int)store_int(q, 0), store_text(q, 1),
+                                  store_text(q, 2));
+        int seen = 0;
+        for (int i = 0; i < nn && !seen; i++) seen = !strcmp(nodes[i], store_text(q, 3));
+        if (!seen && nn < ROUND_MAX_NODES) snprintf(nodes[nn++], 64, "%s", store_text(q, 3));
+        else if (!seen) st->nodes_overflow = 1;
+    }
+    store_done(q);
+    if (rc < 0 || !as_read) return rc < 0 ? rc : GP_OK;
+    for (int i = 0; i < nn; i++) touched(st, nodes[i]);
+    *holds = 1;
+    return GP_OK;
+}
+
+static int commit_place(store_tx *tx, const snap *n, const sch_decision *d, const char *pclass,
+                        round_stats *st, gp_err *err) {
     const sch_job *j = &n->jobs[d->job];
     const sch_class *c = &n->classes[j->cls];
     const sch_project *p = &n->projects[j->project];
@@ -832,7 +1076,7 @@ static int commit_place(store_tx *tx, const snap *n, const sch_decision *d, roun
                         " preempt_credit = 0 WHERE id = ?",
                         "sis", reason, n->now, j->id);
     if (!rc) rc = jobs__event(tx, j->id, "placed", reason, err);
-    if (!rc) sched_metrics_placed(tx, j->id, n->tnames[p->tenant], n->now - j->submit_us);
+    if (!rc) sched_metrics_observe_place(n->tnames[p->tenant], pclass, n->now - j->submit_us);
     if (!rc)
         rc = audit_job(tx, n, d->job, "job.place",
                        json_pack("{s:s,s:s,s:i}", "class", c->name, "nodes", nodes.buf, "units",
@@ -842,20 +1086,12 @@ static int commit_place(store_tx *tx, const snap *n, const sch_decision *d, roun
     return rc;
 }
 
-static int commit_preempt(store_tx *tx, const snap *n, const sch_decision *d, round_stats *st,
+static int commit_preempt(store_tx *tx, const snap *n, const sch_decision *d, const char *pclass,
                           gp_err *err) {
     const sch_job *j = &n->jobs[d->job];
     const sch_job *by = &n->jobs[d->by];
     int requeue = !strcmp(n->jrecovery[d->job], "requeue");
-    store_stmt *q;
-    int rc = store_query(tx, &q, err,
-                         "SELECT DISTINCT node FROM bindings WHERE job_id = ? AND end_us IS NULL",
-                         "s", j->id);
-    if (rc) return rc;
-    while ((rc = store_step(q, err)) > 0) touched(st, store_text(q, 0));
-    store_done(q);
-    if (rc < 0) return rc;
-    rc = store_exec(tx, NULL, err,
+    int rc = store_exec(tx, NULL, err,
                         "UPDATE bindings SET end_us = ?, end_reason = 'preempted' WHERE job_id = ?"
                         " AND end_us IS NULL",
                         "is", n->now, j->id);
@@ -871,7 +1107,7 @@ static int commit_preempt(store_tx *tx, const snap *n, const sch_decision *d, ro
                                   " preemptions = preemptions + 1 WHERE id = ?",
                                   "sis", reason, n->now, j->id);
     if (!rc) rc = jobs__event(tx, j->id, "preempted", reason, err);
-    if (!rc) sched_metrics_preempted(tx, j->id, n->tnames[n->projects[j->project].tenant]);
+    if (!rc) sched_metrics_observe_preempt(n->tnames[n->projects[j->project].tenant], pclass);
     if (!rc)
         rc = audit_job(tx, n, d->job, "job.preempt",
                        json_pack("{s:s,s:i,s:i,s:b}", "why", d->reason, "victim_priority",
@@ -887,68 +1123,126 @@ static int commit_preempt(store_tx *tx, const snap *n, const sch_decision *d, ro
     return rc;
 }
 
-int sched_run(store_t *st, round_stats *stats, gp_err *err) {
-    store_tx *tx;
-    snap n;
-    sch_result r;
-    memset(stats, 0, sizeof *stats);
-    /* alone: a round holds the writer long; it never keeps a shared commit waiting */
-    int rc = store_begin(st, STORE_WRITE_ALONE, &tx, err);
-    if (rc) return rc;
-    if ((rc = build(tx, &n, err))) goto fail;
-    if (sch_round(&n.s, &r) != 0) {
-        rc = gp_err_set(err, GP_ENOMEM, "scheduler: out of memory");
-        goto fail;
-    }
-    for (int i = 0; i < r.n && !rc; i++) {
-        const sch_decision *d = &r.d[i];
-        const char *id = n.jobs[d->job].id;
+/* Commit the round's decisions in `tx`, each guarded (see guard above). */
+static int commit_all(store_tx *tx, snap *n, const sch_result *r, round_stats *stats,
+                      gp_err *err) {
+    guard gd = {ar_alloc(n, (size_t)n->s.nnodes + 1, 1), ar_alloc(n, (size_t)n->s.ngpus + 1, 1),
+                ar_alloc(n, (size_t)n->s.njobs + 1, 1)};
+    if (!gd.node || !gd.gpu || !gd.done) return gp_err_set(err, GP_ENOMEM, NULL);
+    int rc = GP_OK;
+    for (int i = 0; i < r->n && !rc; i++) {
+        const sch_decision *d = &r->d[i];
+        const char *id = n->jobs[d->job].id;
+        char pclass[64];
+        int holds = 0, changes = 0;
         switch (d->action) {
         case SCH_DO_PLACE:
-            rc = commit_place(tx, &n, d, stats, err);
+            rc = place_holds(tx, n, &gd, d, pclass, &holds, err);
+            if (rc || !holds) break;
+            rc = commit_place(tx, n, d, pclass, stats, err);
+            gd.done[d->job] = 1;
             stats->placed++;
             break;
         case SCH_DO_PREEMPT:
-            rc = commit_preempt(tx, &n, d, stats, err);
+            rc = preempt_holds(tx, n, d, pclass, stats, &holds, err);
+            if (rc || !holds) break;
+            rc = commit_preempt(tx, n, d, pclass, err);
             stats->preempted++;
             break;
         case SCH_DO_ADMIT:
         case SCH_DO_WAIT_PREEMPT:
             stats->queued++;
+            holds = 1;
             /* admitted already, for the same reason and credit: nothing to write */
-            if (n.jobs[d->job].state == SCH_ADMITTED &&
-                n.jobs[d->job].credited == (d->action == SCH_DO_WAIT_PREEMPT) &&
-                n.jreason[d->job] == reason_hash(d->reason))
+            if (n->jobs[d->job].state == SCH_ADMITTED &&
+                n->jobs[d->job].credited == (d->action == SCH_DO_WAIT_PREEMPT) &&
+                n->jreason[d->job] == reason_hash(d->reason))
                 break;
             /* waiting for its victims: credited for what they free (sched.h, step 5) */
-            rc = store_exec(tx, NULL, err,
+            rc = store_exec(tx, &changes, err,
                             "UPDATE jobs SET state = 'admitted', reason = ?, preempt_credit = ?"
-                            " WHERE id = ?",
+                            " WHERE id = ? AND state IN ('queued','admitted')",
                             "sis", d->reason, (int64_t)(d->action == SCH_DO_WAIT_PREEMPT), id);
-            if (!rc && n.jobs[d->job].state == SCH_PENDING)
+            holds = changes > 0;
+            if (!rc && holds && n->jobs[d->job].state == SCH_PENDING)
                 rc = jobs__event(tx, id, "admitted", d->reason, err);
             break;
         default:
+            holds = 1;
             /* most waiting jobs wait for the same reason round after round: written once */
-            if (n.jreason[d->job] != reason_hash(d->reason))
+            if (n->jreason[d->job] != reason_hash(d->reason))
                 rc = store_exec(tx, NULL, err,
-                                "UPDATE jobs SET reason = ? WHERE id = ? AND reason <> ?", "sss",
-                                d->reason, id, d->reason);
+                                "UPDATE jobs SET reason = ? WHERE id = ? AND reason <> ?"
+                                " AND state IN ('queued','admitted')",
+                                "sss", d->reason, id, d->reason);
             /* credited, and still no place: a waiting job like any other again */
-            if (!rc && n.jobs[d->job].credited)
-                rc = store_exec(tx, NULL, err, "UPDATE jobs SET preempt_credit = 0 WHERE id = ?",
+            if (!rc && n->jobs[d->job].credited)
+                rc = store_exec(tx, NULL, err,
+                                "UPDATE jobs SET preempt_credit = 0 WHERE id = ?"
+                                " AND state IN ('queued','admitted')",
                                 "s", id);
             stats->queued++;
         }
+        if (!rc && !holds) stats->stale++;
     }
-    sch_result_free(&r);
-    if (rc) goto fail;
-    snap_free(&n);
-    return store_commit(tx, err);
-fail:
-    snap_free(&n);
-    store_rollback(tx);
     return rc;
+}
+
+int sched_run_between(store_t *st, void (*between)(void *arg), void *arg, round_stats *stats,
+                      gp_err *err) {
+    store_tx *tx;
+    snap n;
+    sch_result r;
+    memset(stats, 0, sizeof *stats);
+    int64_t t0 = gt_mono_us();
+    /* 1. read: one consistent snapshot (SQLite WAL: readers never block the writer;
+     *    PostgreSQL: REPEATABLE READ), ended before anything is decided */
+    int rc = store_begin(st, STORE_READ, &tx, err);
+    if (rc) return rc;
+    rc = build(tx, &n, err);
+    store_rollback(tx);
+    if (rc) {
+        snap_free(&n);
+        return rc;
+    }
+    int64_t t1 = gt_mono_us();
+    /* 2. decide, holding nothing */
+    if (sch_round(&n.s, &r) != 0) {
+        snap_free(&n);
+        return gp_err_set(err, GP_ENOMEM, "scheduler: out of memory");
+    }
+    int64_t t2 = gt_mono_us();
+    if (between) between(arg);
+    /* 3. write: one short transaction, every decision guarded against what changed since;
+     *    alone, so it never waits behind, nor holds up, a shared commit */
+    int64_t t3 = gt_mono_us();
+    rc = store_begin(st, STORE_WRITE_ALONE, &tx, err);
+    int64_t t4 = gt_mono_us();
+    if (!rc) {
+        n.now = gt_now_us(); /* bindings start now, never before one that ended in between */
+        rc = commit_all(tx, &n, &r, stats, err);
+        if (rc) store_rollback(tx);
+        else rc = store_commit(tx, err);
+    }
+    int64_t t5 = gt_mono_us();
+    sch_result_free(&r);
+    snap_free(&n);
+    stats->read_us = t1 - t0;
+    stats->decide_us = t2 - t1;
+    stats->wait_us = t4 - t3;
+    stats->write_us = t5 - t4;
+    if (rc) {
+        memset(stats, 0, sizeof *stats);
+        return rc;
+    }
+    sched_metrics_phases(stats->read_us, stats->decide_us, stats->write_us, stats->stale);
+    /* what went stale changed meanwhile: another round decides on the store as it is now */
+    if (stats->stale) sched_wake_freed(st, 1);
+    return GP_OK;
+}
+
+int sched_run(store_t *st, round_stats *stats, gp_err *err) {
+    return sched_run_between(st, NULL, NULL, stats, err);
 }
 
 /* ---- explain ---- */

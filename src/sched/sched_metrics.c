@@ -34,6 +34,25 @@ static pair *pairs;
 static int npairs;
 static uint64_t rounds, rounds_failed, round_bucket[NRB];
 static double round_sum;
+/* the round's phases (sched_metrics_phases): read, decide, write */
+#define NPHASES 3
+static const char *const phase_names[NPHASES] = {"read", "decide", "write"};
+static uint64_t phase_count[NPHASES], phase_bucket[NPHASES][NRB], stale_total;
+static double phase_sum[NPHASES];
+
+void sched_metrics_phases(int64_t read_us, int64_t decide_us, int64_t write_us, int stale) {
+    int64_t us[NPHASES] = {read_us, decide_us, write_us};
+    pthread_mutex_lock(&mu);
+    for (int p = 0; p < NPHASES; p++) {
+        double sec = us[p] > 0 ? (double)us[p] / 1e6 : 0;
+        phase_count[p]++;
+        phase_sum[p] += sec;
+        for (size_t i = 0; i < NRB; i++)
+            if (sec <= round_buckets[i]) phase_bucket[p][i]++;
+    }
+    if (stale > 0) stale_total += (uint64_t)stale;
+    pthread_mutex_unlock(&mu);
+}
 
 void sched_metrics_round(int64_t took_us, int failed) {
     double sec = took_us > 0 ? (double)took_us / 1e6 : 0;
@@ -90,28 +109,6 @@ void sched_metrics_observe_preempt(const char *tenant, const char *pclass) {
     pthread_mutex_unlock(&mu);
 }
 
-/* The job's priority class, "" when it cannot be read. */
-static void job_class(store_tx *tx, const char *job_id, char out[64]) {
-    store_stmt *s;
-    out[0] = '\0';
-    if (store_query(tx, &s, NULL, "SELECT priority_class FROM jobs WHERE id = ?", "s", job_id))
-        return;
-    if (store_step(s, NULL) > 0) snprintf(out, 64, "%s", store_text(s, 0));
-    store_done(s);
-}
-
-void sched_metrics_placed(store_tx *tx, const char *job_id, const char *tenant, int64_t wait_us) {
-    char pc[64];
-    job_class(tx, job_id, pc);
-    sched_metrics_observe_place(tenant, pc, wait_us);
-}
-
-void sched_metrics_preempted(store_tx *tx, const char *job_id, const char *tenant) {
-    char pc[64];
-    job_class(tx, job_id, pc);
-    sched_metrics_observe_preempt(tenant, pc);
-}
-
 static void label(strbuf *sb, const char *v) {
     for (; *v; v++) {
         if (*v == '\\' || *v == '"') sb_addc(sb, '\\');
@@ -144,6 +141,28 @@ void sched_metrics_render_rounds(strbuf *out) {
             "gpupool_sched_rounds_failed_total %llu\n",
             (unsigned long long)rounds, round_sum, (unsigned long long)rounds,
             (unsigned long long)rounds_failed);
+    sb_adds(out, "# HELP gpupool_sched_round_phase_seconds How long each phase of the scheduling"
+                 " rounds took: read (the snapshot's read transaction), decide (the pure round),"
+                 " write (the write transaction: the only time a round holds the store's"
+                 " writer).\n"
+                 "# TYPE gpupool_sched_round_phase_seconds histogram\n");
+    for (int p = 0; p < NPHASES; p++) {
+        for (size_t i = 0; i < NRB; i++)
+            sb_addf(out, "gpupool_sched_round_phase_seconds_bucket{phase=\"%s\",le=\"%g\"} %llu\n",
+                    phase_names[p], round_buckets[i], (unsigned long long)phase_bucket[p][i]);
+        sb_addf(out,
+                "gpupool_sched_round_phase_seconds_bucket{phase=\"%s\",le=\"+Inf\"} %llu\n"
+                "gpupool_sched_round_phase_seconds_sum{phase=\"%s\"} %.6f\n"
+                "gpupool_sched_round_phase_seconds_count{phase=\"%s\"} %llu\n",
+                phase_names[p], (unsigned long long)phase_count[p], phase_names[p], phase_sum[p],
+                phase_names[p], (unsigned long long)phase_count[p]);
+    }
+    sb_addf(out,
+            "# HELP gpupool_sched_decisions_stale_total Scheduling decisions skipped at commit"
+            " because what they were decided on changed after the round read the store.\n"
+            "# TYPE gpupool_sched_decisions_stale_total counter\n"
+            "gpupool_sched_decisions_stale_total %llu\n",
+            (unsigned long long)stale_total);
     pthread_mutex_unlock(&mu);
 }
 
@@ -219,5 +238,9 @@ void sched_metrics_reset(void) {
     rounds = rounds_failed = 0;
     round_sum = 0;
     memset(round_bucket, 0, sizeof round_bucket);
+    memset(phase_count, 0, sizeof phase_count);
+    memset(phase_bucket, 0, sizeof phase_bucket);
+    memset(phase_sum, 0, sizeof phase_sum);
+    stale_total = 0;
     pthread_mutex_unlock(&mu);
 }

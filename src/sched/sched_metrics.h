@@ -25,22 +25,22 @@
 void sched_metrics_round(int64_t took_us, int failed);
 
 /*
- * Job `job_id` of tenant `tenant` was placed after waiting `wait_us` in the
- * queue; its priority class is read in `tx` (the round's transaction).
- * Counts a placement and observes the wait.  Never fails the round.
+ * A round's phases took read_us (the snapshot's read transaction), decide_us (the pure
+ * round) and write_us (its write transaction: the writer held), and `stale` of its decisions
+ * were skipped as changed since the read.  Observed in
+ * gpupool_sched_round_phase_seconds{phase} and gpupool_sched_decisions_stale_total.
  */
-void sched_metrics_placed(store_tx *tx, const char *job_id, const char *tenant, int64_t wait_us);
+void sched_metrics_phases(int64_t read_us, int64_t decide_us, int64_t write_us, int stale);
 
-/* Job `job_id` of tenant `tenant` was preempted (its class read in `tx`). */
-void sched_metrics_preempted(store_tx *tx, const char *job_id, const char *tenant);
-
-/* The same, with the priority class already known (pure registry updates; used by tests). */
+/* Job placed after waiting `wait_us` / preempted, of tenant `tenant` and priority class
+ * `pclass` (pure registry updates; the round reads the class with its guards). */
 void sched_metrics_observe_place(const char *tenant, const char *pclass, int64_t wait_us);
 void sched_metrics_observe_preempt(const char *tenant, const char *pclass);
 
 /*
  * Append the series without tenant names: gpupool_sched_round_duration_seconds
- * (histogram) and gpupool_sched_rounds_failed_total.
+ * (histogram), gpupool_sched_rounds_failed_total, gpupool_sched_round_phase_seconds
+ * (histogram by phase: read, decide, write) and gpupool_sched_decisions_stale_total.
  */
 void sched_metrics_render_rounds(strbuf *out);
 

@@ -719,6 +719,8 @@ static const char *const migrations[] = {
     "DROP TRIGGER gw_epoch_bindings_u ON bindings;"
     "CREATE TRIGGER gw_epoch_bindings_u AFTER UPDATE ON bindings FOR EACH ROW WHEN (OLD.end_us IS DISTINCT FROM NEW.end_us OR OLD.node IS DISTINCT FROM NEW.node)"
     " EXECUTE PROCEDURE gw_epoch_bump_binding();",
+    /* 18: the scheduler's write phase looks up the open bindings of a node's cards (round.c) */
+    "CREATE INDEX bindings_open_gpu ON bindings(gpu_uuid) WHERE end_us IS NULL;",
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -666,6 +666,8 @@ static const char *const migrations[] = {
     " WHEN (OLD.end_us IS NOT NEW.end_us OR OLD.node IS NOT NEW.node)"
     " AND EXISTS (SELECT 1 FROM endpoints WHERE job_id = NEW.job_id)"
     " BEGIN UPDATE gw_epoch SET n = n + 1 WHERE id = 1; END;",
+    /* 18: the scheduler's write phase looks up the open bindings of a node's cards (round.c) */
+    "CREATE INDEX bindings_open_gpu ON bindings(gpu_uuid) WHERE end_us IS NULL;",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

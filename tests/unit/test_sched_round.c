@@ -3,13 +3,22 @@
  * pure round, commit): a job that may preempt stops one victim, not one a round, when jobs of
  * another tenant that may not preempt wait ahead of it; and the snapshot's ceilings and
  * card-hours, read for all tenants and projects at once, are each scope's own (the same
- * numbers quota_load and bind_card_hours give one scope).
+ * numbers quota_load and bind_card_hours give one scope); and the window between the round's
+ * read and its write: a job cancelled, its card bound by someone else or gone unhealthy, the
+ * node cordoned, the victim ended in it - each decision skipped whole and counted stale, the
+ * store consistent (`gpupool check`'s checks) - and threads submitting, cancelling and ending
+ * jobs while rounds run.
  */
 #include "apitest.h"
 
+#include "../../src/check/check.h"
 #include "../../src/core/gtime.h"
+#include "../../src/core/strbuf.h"
 #include "../../src/sched/jobs.h"
 #include "../../src/sched/sched.h"
+#include "../../src/sched/sched_metrics.h"
+
+#include <pthread.h>
 
 static const char *const BASE[] = {
     "INSERT INTO users (id, name, created_at) VALUES ('u1', 'agent', 0)",
@@ -283,11 +292,398 @@ static void vendor_rules_through_the_store(void **state) {
     at_close(&t);
 }
 
+
+/* ---- the window between the round's read and its write ---- */
+
+/* `gpupool check`'s gpu_exclusive and job_bindings hold, and no card has two open bindings. */
+static void consistent(apitest *t) {
+    check_report rep;
+    gp_err err = GP_ERR_INIT;
+    assert_int_equal(check_run(t->st, &rep, &err), GP_OK);
+    for (int i = 0; i < rep.n; i++) {
+        const check_result *r = &rep.r[i];
+        if (strcmp(r->name, "gpu_exclusive") && strcmp(r->name, "job_bindings")) continue;
+        if (!r->ok) {
+            char *txt = json_dumps(r->problems, 0);
+            fprintf(stderr, "check %s: %s\n", r->name, txt);
+            free(txt);
+        }
+        assert_true(r->ok);
+    }
+    check_report_release(&rep);
+    assert_int_equal(one_int(t, "SELECT COUNT(*) FROM (SELECT gpu_uuid FROM bindings WHERE"
+                                " end_us IS NULL GROUP BY gpu_uuid HAVING COUNT(*) > 1) x", NULL), 0);
+}
+
+static void exec_write(apitest *t, const char *sql) { at_sql(t, sql); }
+
+typedef struct attack {
+    apitest *t;
+    const char *const *sql; /* run between the phases, in one write transaction each */
+    const char *cancel;     /* a job jobs_cancel ends between the phases */
+} attack;
+
+static void between(void *arg) {
+    attack *a = arg;
+    for (int i = 0; a->sql && a->sql[i]; i++) exec_write(a->t, a->sql[i]);
+    if (a->cancel) {
+        gp_err err = GP_ERR_INIT;
+        store_tx *tx;
+        assert_int_equal(store_begin(a->t->st, STORE_WRITE, &tx, &err), GP_OK);
+        assert_int_equal(jobs_cancel(tx, a->cancel, "test", &err), GP_OK);
+        assert_int_equal(store_commit(tx, &err), GP_OK);
+    }
+}
+
+static round_stats attacked_round(apitest *t, const char *const *sql, const char *cancel) {
+    attack a = {t, sql, cancel};
+    round_stats stats;
+    gp_err err = GP_ERR_INIT;
+    if (sched_run_between(t->st, between, &a, &stats, &err) != GP_OK)
+        fail_msg("sched_run_between: %s", err.msg);
+    return stats;
+}
+
+static long long stale_metric(void) {
+    strbuf sb = SB_INIT;
+    sched_metrics_render_rounds(&sb);
+    const char *at = strstr(sb.buf, "\ngpupool_sched_decisions_stale_total ");
+    long long v = at ? atoll(at + strlen("\ngpupool_sched_decisions_stale_total ")) : -1;
+    assert_non_null(strstr(sb.buf, "gpupool_sched_round_phase_seconds_count{phase=\"write\"}"));
+    sb_release(&sb);
+    return v;
+}
+
+/* Three of the node's four cards run jobs; job q, queued, can only go to GPU-3. */
+static void three_busy(apitest *t) {
+    open_base(t);
+    int64_t now = gt_now_us();
+    for (int i = 0; i < 3; i++) {
+        char id[16], bid[16];
+        snprintf(id, sizeof id, "r%d", i);
+        snprintf(bid, sizeof bid, "rb%d", i);
+        job(t, id, "t1", "p1", 100, 0, "running", now - 1000000);
+        binding(t, bid, id, i, "t1", "p1", 1000, now - 1000000, 0);
+    }
+    job(t, "q", "t2", "p2", 100, 0, "queued", now);
+}
+
+/* What changed in the window, and what the placement of q must make of it. */
+static void placement_window(const char *const *sql, const char *cancel, int stale,
+                             const char *q_state) {
+    apitest t;
+    three_busy(&t);
+    sched_metrics_reset();
+    round_stats rs = attacked_round(&t, sql, cancel);
+    assert_int_equal(rs.stale, stale);
+    assert_int_equal(rs.placed, !stale);
+    assert_int_equal(stale_metric(), stale);
+    char st[32], reason[240];
+    at_job_state(&t, "q", st, reason);
+    assert_string_equal(st, q_state);
+    /* all of its rows or none */
+    assert_int_equal(one_int(&t, "SELECT COUNT(*) FROM bindings WHERE job_id = ?", "q"), !stale);
+    assert_int_equal(one_int(&t, "SELECT COUNT(*) FROM job_events WHERE job_id = ? AND kind = 'placed'",
+                             "q"), !stale);
+    assert_int_equal(one_int(&t, "SELECT COUNT(*) FROM audit WHERE action = 'job.place'", NULL),
+                     !stale);
+    consistent(&t);
+    /* the next round decides on the store as it is now: nothing stale */
+    round_stats again;
+    gp_err err = GP_ERR_INIT;
+    assert_int_equal(sched_run(t.st, &again, &err), GP_OK);
+    assert_int_equal(again.stale, 0);
+    assert_int_equal(again.placed, 0);
+    consistent(&t);
+    at_close(&t);
+}
+
+static void window_unrelated_change(void **state) {
+    (void)state;
+    /* a change the placement does not depend on: it goes through */
+    static const char *const sql[] = {
+        "INSERT INTO tenants (id, name, created_at) VALUES ('t9', 'other', 0)",
+        "UPDATE gpus SET signals = '{\"temp\":40}' WHERE uuid = 'GPU-3'", NULL};
+    placement_window(sql, NULL, 0, "running");
+}
+
+static void window_job_cancelled(void **state) {
+    (void)state;
+    placement_window(NULL, "q", 1, "cancelled");
+}
+
+static void window_card_bound_elsewhere(void **state) {
+    (void)state;
+    /* another round (another server's, say) bound GPU-3 to job x meanwhile */
+    int64_t now = gt_now_us();
+    char j[700], b[800];
+    snprintf(j, sizeof j,
+             "INSERT INTO jobs (id, tenant_id, project_id, name, class, units, priority_class,"
+             " priority, preemptible, may_preempt, recovery, submitter, state, created_at,"
+             " queued_at, started_at) VALUES ('x', 't3', 'p3', 'x', 'a100.1x', 1, 'normal', 100,"
+             " 1, 0, 'requeue', 'u1', 'running', %lld, %lld, %lld)",
+             (long long)now, (long long)now, (long long)now);
+    snprintf(b, sizeof b,
+             "INSERT INTO bindings (id, job_id, unit, gpu_uuid, node, model, form, weight_milli,"
+             " tenant_id, project_id, tenant, project, start_us) VALUES ('xb', 'x', 0, 'GPU-3',"
+             " 'a', 'NVIDIA A100-SXM4-80GB', 'whole', 1000, 't3', 'p3', 'green', 'lab', %lld)",
+             (long long)now);
+    const char *const sql[] = {j, b, NULL};
+    placement_window(sql, NULL, 1, "queued");
+}
+
+static void window_card_unhealthy(void **state) {
+    (void)state;
+    static const char *const sql[] = {"UPDATE gpus SET health = 'failed' WHERE uuid = 'GPU-3'",
+                                      NULL};
+    placement_window(sql, NULL, 1, "queued");
+}
+
+static void window_card_cordoned(void **state) {
+    (void)state;
+    static const char *const sql[] = {"UPDATE gpus SET admin_state = 'cordoned' WHERE uuid = 'GPU-3'",
+                                      NULL};
+    placement_window(sql, NULL, 1, "queued");
+}
+
+static void window_node_cordoned(void **state) {
+    (void)state;
+    static const char *const sql[] = {"UPDATE nodes SET admin_state = 'draining' WHERE name = 'a'",
+                                      NULL};
+    placement_window(sql, NULL, 1, "queued");
+}
+
+static void window_node_not_ready(void **state) {
+    (void)state;
+    static const char *const sql[] = {"UPDATE nodes SET state = 'unreachable' WHERE name = 'a'",
+                                      NULL};
+    placement_window(sql, NULL, 1, "queued");
+}
+
+/* Four running jobs of priority 10 fill the node; p (priority 100) may preempt: the round
+ * stops the newest, v3 - which ends by itself in the window. */
+static void window_victim_ended(void **state) {
+    (void)state;
+    apitest t;
+    open_base(&t);
+    int64_t now = gt_now_us();
+    for (int i = 0; i < 4; i++) {
+        char id[16], bid[16];
+        snprintf(id, sizeof id, "v%d", i);
+        snprintf(bid, sizeof bid, "b%d", i);
+        job(&t, id, "t1", "p1", 10, 0, "running", now - 1000000 + i);
+        binding(&t, bid, id, i, "t1", "p1", 1000, now - 1000000 + i, 0);
+    }
+    job(&t, "p", "t2", "p2", 100, 1, "queued", now + 10);
+    sched_metrics_reset();
+    static const char *const sql[] = {
+        "UPDATE bindings SET end_us = 1, end_reason = 'completed' WHERE job_id = 'v3'",
+        "UPDATE jobs SET state = 'succeeded', ended_at = 1 WHERE id = 'v3'", NULL};
+    round_stats rs = attacked_round(&t, sql, NULL);
+    assert_int_equal(rs.stale, 1);
+    assert_int_equal(rs.preempted, 0);
+    assert_int_equal(stale_metric(), 1);
+    char st[32], reason[240];
+    at_job_state(&t, "v3", st, reason);
+    assert_string_equal(st, "succeeded"); /* not requeued over its own end */
+    assert_int_equal(one_int(&t, "SELECT SUM(preemptions) FROM jobs", NULL), 0);
+    assert_int_equal(one_int(&t, "SELECT COUNT(*) FROM audit WHERE action = 'job.preempt'", NULL), 0);
+    consistent(&t);
+    /* the card v3 freed is p's in the next round, nobody else stopped */
+    round_stats again;
+    gp_err err = GP_ERR_INIT;
+    assert_int_equal(sched_run(t.st, &again, &err), GP_OK);
+    assert_int_equal(again.stale, 0);
+    at_job_state(&t, "p", st, reason);
+    assert_string_equal(st, "running");
+    assert_int_equal(one_int(&t, "SELECT SUM(preemptions) FROM jobs", NULL), 0);
+    consistent(&t);
+    at_close(&t);
+}
+
+/* The victim moved: requeued (its node lost, say) and placed again by another round on
+ * another card - "still running" but not where the round decided to stop it. */
+static void window_victim_moved(void **state) {
+    (void)state;
+    apitest t;
+    open_base(&t);
+    at_sql(&t, "INSERT INTO gpus (id, uuid, node_id, idx, model, memory_mib, signals, updated_at)"
+               " VALUES ('g4', 'GPU-4', 'n1', 4, 'NVIDIA A100-SXM4-80GB', 81920, '{}', 0)");
+    at_sql(&t, "UPDATE gpus SET health = 'failed' WHERE uuid = 'GPU-4'");
+    int64_t now = gt_now_us();
+    for (int i = 0; i < 4; i++) {
+        char id[16], bid[16];
+        snprintf(id, sizeof id, "v%d", i);
+        snprintf(bid, sizeof bid, "b%d", i);
+        job(&t, id, "t1", "p1", 10, 0, "running", now - 1000000 + i);
+        binding(&t, bid, id, i, "t1", "p1", 1000, now - 1000000 + i, 0);
+    }
+    job(&t, "p", "t2", "p2", 100, 1, "queued", now + 10);
+    static const char *const sql[] = {
+        "UPDATE bindings SET end_us = 1, end_reason = 'released' WHERE job_id = 'v3'",
+        "UPDATE gpus SET health = 'healthy' WHERE uuid = 'GPU-4'",
+        "INSERT INTO bindings (id, job_id, unit, gpu_uuid, node, model, form, weight_milli,"
+        " tenant_id, project_id, tenant, project, start_us) VALUES ('b9', 'v3', 0, 'GPU-4', 'a',"
+        " 'NVIDIA A100-SXM4-80GB', 'whole', 1000, 't1', 'p1', 'red', 'train', 2)",
+        NULL};
+    round_stats rs = attacked_round(&t, sql, NULL);
+    assert_int_equal(rs.stale, 1);
+    assert_int_equal(rs.preempted, 0);
+    assert_int_equal(one_int(&t, "SELECT COUNT(*) FROM bindings WHERE job_id = 'v3' AND"
+                                 " end_us IS NULL", NULL), 1);
+    consistent(&t);
+    at_close(&t);
+}
+
+/* ---- threads submitting, cancelling and ending jobs while rounds run ---- */
+
+#define SUBMITTERS 4
+#define PER_THREAD 25
+
+typedef struct worker {
+    store_t *st;
+    int k;
+    int failures;
+} worker;
+
+static int wexec(store_t *st, const char *sql, const char *types, const char *arg) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    int rc = store_begin(st, STORE_WRITE, &tx, &err);
+    if (rc) return rc;
+    rc = store_exec(tx, NULL, &err, sql, types, arg);
+    if (rc) {
+        store_rollback(tx);
+        return rc;
+    }
+    return store_commit(tx, &err);
+}
+
+static void *submitter(void *arg) {
+    worker *w = arg;
+    for (int i = 0; i < PER_THREAD; i++) {
+        char id[32], sql[700];
+        snprintf(id, sizeof id, "w%d-%d", w->k, i);
+        int64_t now = gt_now_us();
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO jobs (id, tenant_id, project_id, name, class, units, priority_class,"
+                 " priority, preemptible, may_preempt, recovery, submitter, state, created_at,"
+                 " queued_at) VALUES (?, 't%d', 'p%d', 'w', 'a100.1x', 1, 'normal', %d, 1, %d,"
+                 " 'requeue', 'u1', 'queued', %lld, %lld)",
+                 w->k % 3 + 1, w->k % 3 + 1, 100 + 10 * (i % 3), i % 5 == 0, (long long)now,
+                 (long long)now);
+        if (wexec(w->st, sql, "s", id)) w->failures++;
+        /* every third: cancelled again soon after, whatever the scheduler made of it */
+        if (i % 3 == 2) {
+            char prev[32];
+            snprintf(prev, sizeof prev, "w%d-%d", w->k, i - 1);
+            gp_err err = GP_ERR_INIT;
+            store_tx *tx;
+            if (store_begin(w->st, STORE_WRITE, &tx, &err)) {
+                w->failures++;
+                continue;
+            }
+            int rc = jobs_cancel(tx, prev, "test", &err);
+            if (rc == GP_ECONFLICT) store_rollback(tx); /* ended already */
+            else if (rc || store_commit(tx, &err)) w->failures++;
+        }
+    }
+    return NULL;
+}
+
+/* Ends running jobs (their workloads exit) while the others submit. */
+static void *finisher(void *arg) {
+    worker *w = arg;
+    for (int i = 0; i < PER_THREAD * 2; i++) {
+        gp_err err = GP_ERR_INIT;
+        store_tx *tx;
+        store_stmt *s;
+        char id[64] = "";
+        if (store_begin(w->st, STORE_WRITE, &tx, &err)) {
+            w->failures++;
+            continue;
+        }
+        int rc = store_query(tx, &s, &err, "SELECT id FROM jobs WHERE state = 'running'"
+                                           " ORDER BY started_at LIMIT 1", "");
+        if (!rc) {
+            if (store_step(s, &err) > 0) snprintf(id, sizeof id, "%s", store_text(s, 0));
+            store_done(s);
+        }
+        if (!rc && id[0])
+            rc = store_exec(tx, NULL, &err, "UPDATE bindings SET end_us = ?, end_reason ="
+                                            " 'completed' WHERE job_id = ? AND end_us IS NULL",
+                            "is", gt_now_us(), id);
+        if (!rc && id[0])
+            rc = store_exec(tx, NULL, &err, "UPDATE jobs SET state = 'succeeded', ended_at = ?"
+                                            " WHERE id = ?", "is", gt_now_us(), id);
+        if (rc) {
+            store_rollback(tx);
+            w->failures++;
+        } else if (store_commit(tx, &err))
+            w->failures++;
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static void rounds_while_threads_write(void **state) {
+    (void)state;
+    apitest t;
+    t.dir = tu_mkdtemp();
+    t.st = tu_store(t.dir, 8);
+    for (int i = 0; BASE[i]; i++) at_sql(&t, BASE[i]);
+    pthread_t th[SUBMITTERS + 1];
+    worker w[SUBMITTERS + 1];
+    for (int i = 0; i <= SUBMITTERS; i++) {
+        w[i] = (worker){t.st, i, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, i < SUBMITTERS ? submitter : finisher, &w[i]),
+                         0);
+    }
+    /* rounds as fast as they go until every writer is done (joined below), then to quiet */
+    int rounds = 0, placed = 0;
+    for (int alive = 1; alive; rounds++) {
+        round_stats rs;
+        gp_err err = GP_ERR_INIT;
+        if (sched_run(t.st, &rs, &err) != GP_OK) fail_msg("sched_run: %s", err.msg);
+        placed += rs.placed;
+        alive = one_int(&t, "SELECT COUNT(*) FROM jobs WHERE id LIKE 'w%'", NULL) <
+                    SUBMITTERS * PER_THREAD ||
+                rounds < 5;
+    }
+    for (int i = 0; i <= SUBMITTERS; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(w[i].failures, 0);
+    }
+    for (int i = 0; i < 3; i++) round_once(&t);
+    consistent(&t);
+    assert_true(placed > 0);
+    /* nothing cancelled was placed over its cancel; what runs is what the store's bindings
+     * say, and no card holds two */
+    assert_int_equal(one_int(&t, "SELECT COUNT(*) FROM jobs j WHERE state = 'running' AND EXISTS"
+                                 " (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND"
+                                 " e.kind = 'cancelled')", NULL), 0);
+    assert_int_equal(one_int(&t, "SELECT COUNT(*) FROM jobs WHERE state = 'running'", NULL),
+                     one_int(&t, "SELECT COUNT(DISTINCT job_id) FROM bindings WHERE end_us IS NULL",
+                             NULL));
+    at_close(&t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(preempts_once_through_the_store),
         cmocka_unit_test(every_scope_its_own_use),
         cmocka_unit_test(vendor_rules_through_the_store),
+        cmocka_unit_test(window_unrelated_change),
+        cmocka_unit_test(window_job_cancelled),
+        cmocka_unit_test(window_card_bound_elsewhere),
+        cmocka_unit_test(window_card_unhealthy),
+        cmocka_unit_test(window_card_cordoned),
+        cmocka_unit_test(window_node_cordoned),
+        cmocka_unit_test(window_node_not_ready),
+        cmocka_unit_test(window_victim_ended),
+        cmocka_unit_test(window_victim_moved),
+        cmocka_unit_test(rounds_while_threads_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
