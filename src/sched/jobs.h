@@ -183,7 +183,7 @@ typedef struct round_stats {
      * the round has already woken the scheduler for another (sched_wake_freed) */
     int stale;
     /* how long each phase took (microseconds): the read transaction that built the
-     * snapshot, the pure round, the wait for the writer, and the write transaction (the
+     * snapshot, the pure round, the waits for the writer, and the write transactions (the
      * only time the round holds the store's writer) */
     int64_t read_us, decide_us, wait_us, write_us;
 } round_stats;
@@ -191,7 +191,8 @@ typedef struct round_stats {
 /*
  * Run one scheduling round and commit it, in three phases (docs/scheduling.md, "The round's
  * transactions"): the snapshot is read in a read transaction, the round is decided with no
- * transaction held, and its decisions are committed in one write transaction in which each
+ * transaction held, and its decisions are committed in write transactions of at most 64
+ * decisions each (the writer released in between), in which each
  * is written only if what it was decided on still holds (a placement: the job still waiting,
  * its cards the same, allocatable and bound to nothing new, its node ready, uncordoned and
  * in its pool; a preemption: the victim still running where it was, its preemptor still

@@ -325,8 +325,11 @@ static void *loop_main(void *arg) {
         int rc = sched_run(l->st, &rs, &err);
         int64_t took = gt_mono_us() - t0;
         sched_metrics_round(took, rc != 0);
-        if (rc) log_kv(LOG_WARN, "scheduler round failed", "detail", err.msg, (char *)NULL);
-        else if (rs.placed || rs.preempted) {
+        if (rc) {
+            log_kv(LOG_WARN, "scheduler round failed", "detail", err.msg, (char *)NULL);
+            /* failed after some of its write batches committed (round.c): wake every node */
+            if (rs.nodes_overflow) node_event(l, NULL);
+        } else if (rs.placed || rs.preempted) {
             if (rs.nodes_overflow) node_event(l, NULL);
             else
                 for (int i = 0; i < rs.nnodes; i++) node_event(l, rs.nodes[i]);

@@ -1123,67 +1123,129 @@ static int commit_preempt(store_tx *tx, const snap *n, const sch_decision *d, co
     return rc;
 }
 
-/* Commit the round's decisions in `tx`, each guarded (see guard above). */
-static int commit_all(store_tx *tx, snap *n, const sch_result *r, round_stats *stats,
-                      gp_err *err) {
+/*
+ * Decisions written per write transaction, at most: the writer is released between batches,
+ * so a round that places, admits or re-explains thousands of jobs never holds it for long
+ * (submits, heartbeats and gateway batches commit in between).  Each decision is guarded on
+ * its own, so a batch boundary changes nothing a guard relies on; only what a guard learnt
+ * about a node is forgotten (others may write in between), not which jobs this round placed.
+ */
+#define WRITE_BATCH 64
+
+/* Does decision d write nothing (admitted already, for the same reason and credit; or waiting
+ * for the reason it already shows, not credited)?  Those need no transaction. */
+static int writes_nothing(const snap *n, const sch_decision *d) {
+    const sch_job *j = &n->jobs[d->job];
+    switch (d->action) {
+    case SCH_DO_PLACE:
+    case SCH_DO_PREEMPT:
+        return 0;
+    case SCH_DO_ADMIT:
+    case SCH_DO_WAIT_PREEMPT:
+        return j->state == SCH_ADMITTED && j->credited == (d->action == SCH_DO_WAIT_PREEMPT) &&
+               n->jreason[d->job] == reason_hash(d->reason);
+    default:
+        return n->jreason[d->job] == reason_hash(d->reason) && !j->credited;
+    }
+}
+
+/* Write decision d in `tx`, guarded (see guard above); *holds 0: it went stale, skipped. */
+static int commit_one(store_tx *tx, snap *n, guard *gd, const sch_decision *d,
+                      round_stats *stats, int *holds, gp_err *err) {
+    const char *id = n->jobs[d->job].id;
+    char pclass[64];
+    int rc = GP_OK, changes = 0;
+    *holds = 1;
+    switch (d->action) {
+    case SCH_DO_PLACE:
+        rc = place_holds(tx, n, gd, d, pclass, holds, err);
+        if (rc || !*holds) break;
+        rc = commit_place(tx, n, d, pclass, stats, err);
+        gd->done[d->job] = 1;
+        break;
+    case SCH_DO_PREEMPT:
+        rc = preempt_holds(tx, n, d, pclass, stats, holds, err);
+        if (rc || !*holds) break;
+        rc = commit_preempt(tx, n, d, pclass, err);
+        break;
+    case SCH_DO_ADMIT:
+    case SCH_DO_WAIT_PREEMPT:
+        /* waiting for its victims: credited for what they free (sched.h, step 5) */
+        rc = store_exec(tx, &changes, err,
+                        "UPDATE jobs SET state = 'admitted', reason = ?, preempt_credit = ?"
+                        " WHERE id = ? AND state IN ('queued','admitted')",
+                        "sis", d->reason, (int64_t)(d->action == SCH_DO_WAIT_PREEMPT), id);
+        *holds = changes > 0;
+        if (!rc && *holds && n->jobs[d->job].state == SCH_PENDING)
+            rc = jobs__event(tx, id, "admitted", d->reason, err);
+        break;
+    default:
+        /* most waiting jobs wait for the same reason round after round: written once */
+        if (n->jreason[d->job] != reason_hash(d->reason))
+            rc = store_exec(tx, NULL, err,
+                            "UPDATE jobs SET reason = ? WHERE id = ? AND reason <> ?"
+                            " AND state IN ('queued','admitted')",
+                            "sss", d->reason, id, d->reason);
+        /* credited, and still no place: a waiting job like any other again */
+        if (!rc && n->jobs[d->job].credited)
+            rc = store_exec(tx, NULL, err,
+                            "UPDATE jobs SET preempt_credit = 0 WHERE id = ?"
+                            " AND state IN ('queued','admitted')",
+                            "s", id);
+    }
+    return rc;
+}
+
+/*
+ * Commit the round's decisions, each guarded, in write transactions of at most WRITE_BATCH
+ * decisions that write (STORE_WRITE_ALONE: never waiting behind, nor holding up, a shared
+ * commit).  Bindings start when their transaction begins, never before one that ended
+ * meanwhile on the same card.  *committed: 1 once a batch has committed (a later failure
+ * leaves the earlier batches in place).  OUT: the time spent waiting for and holding the
+ * writer, in stats.
+ */
+static int commit_all(store_t *st, snap *n, const sch_result *r, round_stats *stats,
+                      int *committed, gp_err *err) {
     guard gd = {ar_alloc(n, (size_t)n->s.nnodes + 1, 1), ar_alloc(n, (size_t)n->s.ngpus + 1, 1),
                 ar_alloc(n, (size_t)n->s.njobs + 1, 1)};
     if (!gd.node || !gd.gpu || !gd.done) return gp_err_set(err, GP_ENOMEM, NULL);
-    int rc = GP_OK;
+    store_tx *tx = NULL;
+    int rc = GP_OK, inbatch = 0;
+    int64_t since = 0;
+    *committed = 0;
     for (int i = 0; i < r->n && !rc; i++) {
         const sch_decision *d = &r->d[i];
-        const char *id = n->jobs[d->job].id;
-        char pclass[64];
-        int holds = 0, changes = 0;
-        switch (d->action) {
-        case SCH_DO_PLACE:
-            rc = place_holds(tx, n, &gd, d, pclass, &holds, err);
-            if (rc || !holds) break;
-            rc = commit_place(tx, n, d, pclass, stats, err);
-            gd.done[d->job] = 1;
-            stats->placed++;
-            break;
-        case SCH_DO_PREEMPT:
-            rc = preempt_holds(tx, n, d, pclass, stats, &holds, err);
-            if (rc || !holds) break;
-            rc = commit_preempt(tx, n, d, pclass, err);
-            stats->preempted++;
-            break;
-        case SCH_DO_ADMIT:
-        case SCH_DO_WAIT_PREEMPT:
-            stats->queued++;
-            holds = 1;
-            /* admitted already, for the same reason and credit: nothing to write */
-            if (n->jobs[d->job].state == SCH_ADMITTED &&
-                n->jobs[d->job].credited == (d->action == SCH_DO_WAIT_PREEMPT) &&
-                n->jreason[d->job] == reason_hash(d->reason))
-                break;
-            /* waiting for its victims: credited for what they free (sched.h, step 5) */
-            rc = store_exec(tx, &changes, err,
-                            "UPDATE jobs SET state = 'admitted', reason = ?, preempt_credit = ?"
-                            " WHERE id = ? AND state IN ('queued','admitted')",
-                            "sis", d->reason, (int64_t)(d->action == SCH_DO_WAIT_PREEMPT), id);
-            holds = changes > 0;
-            if (!rc && holds && n->jobs[d->job].state == SCH_PENDING)
-                rc = jobs__event(tx, id, "admitted", d->reason, err);
-            break;
-        default:
-            holds = 1;
-            /* most waiting jobs wait for the same reason round after round: written once */
-            if (n->jreason[d->job] != reason_hash(d->reason))
-                rc = store_exec(tx, NULL, err,
-                                "UPDATE jobs SET reason = ? WHERE id = ? AND reason <> ?"
-                                " AND state IN ('queued','admitted')",
-                                "sss", d->reason, id, d->reason);
-            /* credited, and still no place: a waiting job like any other again */
-            if (!rc && n->jobs[d->job].credited)
-                rc = store_exec(tx, NULL, err,
-                                "UPDATE jobs SET preempt_credit = 0 WHERE id = ?"
-                                " AND state IN ('queued','admitted')",
-                                "s", id);
-            stats->queued++;
+        int holds = 1;
+        if (!writes_nothing(n, d)) {
+            if (!tx) {
+                int64_t t = gt_mono_us();
+                if ((rc = store_begin(st, STORE_WRITE_ALONE, &tx, err))) break;
+                since = gt_mono_us();
+                stats->wait_us += since - t;
+                n->now = gt_now_us();
+                /* what the guards learnt of the nodes held only while the writer was held */
+                memset(gd.node, 0, (size_t)n->s.nnodes + 1);
+                memset(gd.gpu, 0, (size_t)n->s.ngpus + 1);
+                inbatch = 0;
+            }
+            rc = commit_one(tx, n, &gd, d, stats, &holds, err);
+            if (!rc && ++inbatch >= WRITE_BATCH) {
+                rc = store_commit(tx, err);
+                tx = NULL;
+                stats->write_us += gt_mono_us() - since;
+                if (!rc) *committed = 1;
+            }
         }
-        if (!rc && !holds) stats->stale++;
+        if (rc) break;
+        if (!holds) stats->stale++;
+        else if (d->action == SCH_DO_PLACE) stats->placed++;
+        else if (d->action == SCH_DO_PREEMPT) stats->preempted++;
+        else stats->queued++;
+    }
+    if (tx) {
+        if (rc) store_rollback(tx);
+        else if (!(rc = store_commit(tx, err))) *committed = 1;
+        stats->write_us += gt_mono_us() - since;
     }
     return rc;
 }
@@ -1213,26 +1275,19 @@ int sched_run_between(store_t *st, void (*between)(void *arg), void *arg, round_
     }
     int64_t t2 = gt_mono_us();
     if (between) between(arg);
-    /* 3. write: one short transaction, every decision guarded against what changed since;
-     *    alone, so it never waits behind, nor holds up, a shared commit */
-    int64_t t3 = gt_mono_us();
-    rc = store_begin(st, STORE_WRITE_ALONE, &tx, err);
-    int64_t t4 = gt_mono_us();
-    if (!rc) {
-        n.now = gt_now_us(); /* bindings start now, never before one that ended in between */
-        rc = commit_all(tx, &n, &r, stats, err);
-        if (rc) store_rollback(tx);
-        else rc = store_commit(tx, err);
-    }
-    int64_t t5 = gt_mono_us();
+    /* 3. write: short transactions, every decision guarded against what changed since */
+    int committed = 0;
+    rc = commit_all(st, &n, &r, stats, &committed, err);
     sch_result_free(&r);
     snap_free(&n);
     stats->read_us = t1 - t0;
     stats->decide_us = t2 - t1;
-    stats->wait_us = t4 - t3;
-    stats->write_us = t5 - t4;
     if (rc) {
+        /* batches written before the failure stay: their agents learn of them from the
+         * next heartbeat, or now when the caller wakes every node (nodes_overflow) */
+        int some = committed;
         memset(stats, 0, sizeof *stats);
+        stats->nodes_overflow = some;
         return rc;
     }
     sched_metrics_phases(stats->read_us, stats->decide_us, stats->write_us, stats->stale);

@@ -398,6 +398,41 @@ static void placement_window(const char *const *sql, const char *cancel, int sta
     at_close(&t);
 }
 
+/* A round that writes for 200 jobs (one placed, the rest told why they wait) writes them in
+ * batches (round.c, WRITE_BATCH: the writer is released in between); the next round, with
+ * nothing new to say, opens no write transaction at all. */
+static void writes_in_batches(void **state) {
+    (void)state;
+    apitest t;
+    three_busy(&t);
+    int64_t now = gt_now_us();
+    for (int i = 0; i < 200; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "w%03d", i);
+        job(&t, id, "t2", "p2", 50, 0, "queued", now + i);
+    }
+    round_stats rs;
+    gp_err err = GP_ERR_INIT;
+    unsigned long long tx0 = store_write_tx_total();
+    assert_int_equal(sched_run(t.st, &rs, &err), GP_OK);
+    unsigned long long txs = store_write_tx_total() - tx0;
+    assert_int_equal(rs.placed, 1);
+    assert_int_equal(rs.stale, 0);
+    assert_int_equal(rs.placed + rs.queued, 201);
+    assert_true(txs >= 201 / 64 + 1);
+    assert_true(txs <= 201 / 64 + 2);
+    assert_int_equal(one_int(&t, "SELECT COUNT(*) FROM jobs WHERE id LIKE 'w%' AND reason = ''",
+                             NULL), 0);
+    assert_int_equal(one_int(&t, "SELECT COUNT(*) FROM jobs WHERE state = 'running'", NULL), 4);
+    consistent(&t);
+    tx0 = store_write_tx_total();
+    assert_int_equal(sched_run(t.st, &rs, &err), GP_OK);
+    assert_int_equal(rs.placed, 0);
+    assert_int_equal(rs.stale, 0);
+    assert_int_equal(store_write_tx_total() - tx0, 0);
+    at_close(&t);
+}
+
 static void window_unrelated_change(void **state) {
     (void)state;
     /* a change the placement does not depend on: it goes through */
@@ -674,6 +709,7 @@ int main(void) {
         cmocka_unit_test(preempts_once_through_the_store),
         cmocka_unit_test(every_scope_its_own_use),
         cmocka_unit_test(vendor_rules_through_the_store),
+        cmocka_unit_test(writes_in_batches),
         cmocka_unit_test(window_unrelated_change),
         cmocka_unit_test(window_job_cancelled),
         cmocka_unit_test(window_card_bound_elsewhere),
