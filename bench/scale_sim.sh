@@ -108,6 +108,8 @@ acpu() { for p in "${APIDS[@]}"; do awk '{print $14 + $15}' "/proc/$p/stat" 2>/d
 hist() {
     curl -s --max-time 10 "$URL/metrics" | awk '
         /^gpupool_http_request_duration_seconds_bucket\{/ && /agent\/heartbeat/ { k = "h" }
+        /^gpupool_http_request_duration_seconds_bucket\{/ && /method="POST"/ &&
+            /route="\/api\/v1\/tenants\/\{tenant\}\/projects\/\{project\}\/jobs"/ { k = "s" }
         /^gpupool_sched_round_duration_seconds_bucket\{/ { k = "r" }
         /^gpupool_sched_round_phase_seconds_bucket\{/ && /phase="write"/ { k = "w" }
         /^gpupool_sched_round_phase_seconds_bucket\{/ && /phase="read"/ { k = "x" }
@@ -149,6 +151,7 @@ tck=$(getconf CLK_TCK)
 cores=$(echo "($c1 - $c0) / $tck / ($w1 - $w0)" | bc -l)
 acores=$(echo "($a1 - $a0) / $tck / ($w1 - $w0)" | bc -l)
 hb_p99=$(p99 h)
+submit_srv_p99=$(p99 s)
 round_p99=$(p99 r)
 write_p99=$(p99 w)
 read_p99=$(p99 x)
@@ -157,7 +160,7 @@ failed=$(db "SELECT count(*) FROM jobs WHERE state = 'failed'")
 r=$(ready)
 notready=$((${r:-0} < NODES ? 1 : 0))
 read -r p50 p99 ok bad <<<"$(jq -r '"\(.p50_ms) \(.p99_ms) \(.ok) \(.bad)"' "$T/rate.json")"
-printf 'nodes=%s queued=%s rate=%s submit_p50_ms=%s submit_p99_ms=%s submits_ok=%s submits_bad=%s heartbeat_p99_ms=%s rounds=%s round_p99_ms=%s round_read_p99_ms=%s round_write_p99_ms=%s server_cpu_cores=%.2f agents_cpu_cores=%.2f server_rss_mib=%d unreachable=%s failed=%s\n' \
-    "$NODES" "$QUEUED" "$RATE" "$p50" "$p99" "$ok" "$bad" "$hb_p99" "$((r1 - r0))" "$round_p99" "$read_p99" "$write_p99" "$cores" "$acores" \
+printf 'nodes=%s queued=%s rate=%s submit_p50_ms=%s submit_p99_ms=%s submits_ok=%s submits_bad=%s submit_server_p99_ms=%s heartbeat_p99_ms=%s rounds=%s round_p99_ms=%s round_read_p99_ms=%s round_write_p99_ms=%s server_cpu_cores=%.2f agents_cpu_cores=%.2f server_rss_mib=%d unreachable=%s failed=%s\n' \
+    "$NODES" "$QUEUED" "$RATE" "$p50" "$p99" "$ok" "$bad" "$submit_srv_p99" "$hb_p99" "$((r1 - r0))" "$round_p99" "$read_p99" "$write_p99" "$cores" "$acores" \
     "$((rss / 1024))" "$((unreach + notready))" "$failed"
 [ "$bad" == 0 ] && [ "$unreach" == 0 ] && [ "$notready" == 0 ] && [ "$failed" == 0 ]
