@@ -467,32 +467,19 @@ static void window_card_bound_elsewhere(void **state) {
     placement_window(sql, NULL, 1, "queued");
 }
 
-static void window_card_unhealthy(void **state) {
+/* One change in the window that makes GPU-3 or its node no place for q: stale, q waits. */
+static void window_card_or_node_unusable(void **state) {
     (void)state;
-    static const char *const sql[] = {"UPDATE gpus SET health = 'failed' WHERE uuid = 'GPU-3'",
-                                      NULL};
-    placement_window(sql, NULL, 1, "queued");
-}
-
-static void window_card_cordoned(void **state) {
-    (void)state;
-    static const char *const sql[] = {"UPDATE gpus SET admin_state = 'cordoned' WHERE uuid = 'GPU-3'",
-                                      NULL};
-    placement_window(sql, NULL, 1, "queued");
-}
-
-static void window_node_cordoned(void **state) {
-    (void)state;
-    static const char *const sql[] = {"UPDATE nodes SET admin_state = 'draining' WHERE name = 'a'",
-                                      NULL};
-    placement_window(sql, NULL, 1, "queued");
-}
-
-static void window_node_not_ready(void **state) {
-    (void)state;
-    static const char *const sql[] = {"UPDATE nodes SET state = 'unreachable' WHERE name = 'a'",
-                                      NULL};
-    placement_window(sql, NULL, 1, "queued");
+    static const char *const changes[] = {
+        "UPDATE gpus SET health = 'failed' WHERE uuid = 'GPU-3'",       /* the card failed */
+        "UPDATE gpus SET admin_state = 'cordoned' WHERE uuid = 'GPU-3'", /* ... cordoned */
+        "UPDATE nodes SET admin_state = 'draining' WHERE name = 'a'",    /* the node drains */
+        "UPDATE nodes SET state = 'unreachable' WHERE name = 'a'",       /* ... is lost */
+    };
+    for (size_t i = 0; i < sizeof changes / sizeof changes[0]; i++) {
+        const char *const sql[] = {changes[i], NULL};
+        placement_window(sql, NULL, 1, "queued");
+    }
 }
 
 /* Four running jobs of priority 10 fill the node; p (priority 100) may preempt: the round
@@ -713,10 +700,7 @@ int main(void) {
         cmocka_unit_test(window_unrelated_change),
         cmocka_unit_test(window_job_cancelled),
         cmocka_unit_test(window_card_bound_elsewhere),
-        cmocka_unit_test(window_card_unhealthy),
-        cmocka_unit_test(window_card_cordoned),
-        cmocka_unit_test(window_node_cordoned),
-        cmocka_unit_test(window_node_not_ready),
+        cmocka_unit_test(window_card_or_node_unusable),
         cmocka_unit_test(window_victim_ended),
         cmocka_unit_test(window_victim_moved),
         cmocka_unit_test(rounds_while_threads_write),
