@@ -92,7 +92,7 @@ int jobs_contain(store_tx *tx, const char *node, const char *gpu, const char *re
  */
 int jobs_release_binding(store_tx *tx, const char *binding_id, const char *why, gp_err *err);
 
-/* ---- interference on shared GPUs (interfere.c) ---- */
+/* ---- interference on shared GPUs (interfere_store.c; the pure judge is inventory/interfere.c) ---- */
 
 /*
  * Judge the per-process figures a heartbeat of node `node` carried,

@@ -1,5 +1,5 @@
 /*
- * interfere.c - interference on shared GPUs, store side (see jobs.h).
+ * interfere_store.c - interference on shared GPUs, store side (see jobs.h).
  *
  * For each shared card a heartbeat reports processes on, gather the jobs
  * whose open bindings hold slices of it, sum their processes' figures, and
