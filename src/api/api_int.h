@@ -274,12 +274,13 @@ void api__metrics_workers(int dall, int dbusy);
  * suppressed); both it and api__ratelog_flush() set *report to the number of
  * lines suppressed in an earlier window, once, for a "suppressed N" line (0:
  * nothing to report).  The window is a second (API_RATELOG_INIT) or `us`
- * microseconds (API_RATELOG_INIT_WINDOW; `per_sec` is then per window).
+ * microseconds (API_RATELOG_INIT_WINDOW; `per_sec` is then per window), and
+ * starts with the first line after the previous window ended.
  * Thread-safe; `now_us` from a monotonic clock.
  */
 typedef struct api_ratelog {
     pthread_mutex_t mu;
-    int64_t window;  /* the second being counted */
+    int64_t window;  /* when the window being counted started (now_us's clock) */
     int used;        /* lines logged in it */
     long suppressed; /* lines not logged since the last report */
     int64_t window_us; /* 0: one second */

@@ -69,15 +69,20 @@ void api__metrics_workers(int dall, int dbusy) {
     atomic_fetch_add(&workers_busy, dbusy);
 }
 
+/* The window's length (one second unless set). */
+static int64_t rl_len(const api_ratelog *rl) { return rl->window_us > 0 ? rl->window_us : 1000000; }
+
 int api__ratelog_take(api_ratelog *rl, int per_sec, int64_t now_us, long *report) {
     int ok;
     pthread_mutex_lock(&rl->mu);
-    int64_t sec = now_us / (rl->window_us > 0 ? rl->window_us : 1000000);
     *report = 0;
-    if (sec != rl->window) {
+    /* a window starts with the first line after the last one ended, not on a clock boundary:
+     * a burst gets per_sec lines, whenever it comes (a clock-aligned window let a burst
+     * across its boundary have twice that) */
+    if (now_us - rl->window >= rl_len(rl)) {
         *report = rl->suppressed;
         rl->suppressed = 0;
-        rl->window = sec;
+        rl->window = now_us;
         rl->used = 0;
     }
     ok = rl->used < per_sec;
@@ -90,7 +95,7 @@ int api__ratelog_take(api_ratelog *rl, int per_sec, int64_t now_us, long *report
 void api__ratelog_flush(api_ratelog *rl, int64_t now_us, long *report) {
     pthread_mutex_lock(&rl->mu);
     *report = 0;
-    if (now_us / (rl->window_us > 0 ? rl->window_us : 1000000) != rl->window && rl->suppressed) {
+    if (now_us - rl->window >= rl_len(rl) && rl->suppressed) {
         *report = rl->suppressed;
         rl->suppressed = 0;
     }

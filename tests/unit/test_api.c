@@ -266,6 +266,37 @@ static void whoami(void **state) {
     json_decref(resp);
 }
 
+/* The log and audit limiter (api__ratelog_take): a burst gets its `per` lines whenever it
+ * comes - also across a clock boundary of the window's length, where a clock-aligned window
+ * gave it twice that (security_test_http once saw 68 anonymous refusals audited of "at most
+ * 60 a minute") - and the suppressed are reported once, when the next window starts. */
+static void ratelog_windows(void **state) {
+    (void)state;
+    const int64_t M = 60 * 1000000LL;
+    api_ratelog rl = API_RATELOG_INIT_WINDOW(60 * 1000000LL);
+    long rep = -1;
+    int64_t t0 = 100 * M - 2000000; /* 2 s before a minute boundary of the clock */
+    int ok = 0;
+    for (int i = 0; i < 70; i++) ok += api__ratelog_take(&rl, 60, t0 + i * 100000, &rep);
+    assert_int_equal(ok, 60); /* 70 over 7 s, across the boundary: 60 */
+    assert_int_equal(rep, 0);
+    api__ratelog_flush(&rl, t0 + M - 1, &rep);
+    assert_int_equal(rep, 0); /* the window is not over */
+    api__ratelog_flush(&rl, t0 + M, &rep);
+    assert_int_equal(rep, 10);
+    assert_int_equal(api__ratelog_take(&rl, 60, t0 + M + 1, &rep), 1);
+    assert_int_equal(rep, 0); /* reported once */
+    /* a one-second limiter the same way */
+    api_ratelog sec = API_RATELOG_INIT;
+    ok = 0;
+    for (int i = 0; i < 30; i++) ok += api__ratelog_take(&sec, 10, t0 + 999000 + i * 1000, &rep);
+    assert_int_equal(ok, 10);
+    assert_int_equal(api__ratelog_take(&sec, 10, t0 + 999000 + 1000000, &rep), 1);
+    assert_int_equal(rep, 20);
+    pthread_mutex_destroy(&rl.mu);
+    pthread_mutex_destroy(&sec.mu);
+}
+
 int main(void) {
     assert_int_equal(rnd_init(), 0);
     const struct CMUnitTest tests[] = {
@@ -275,6 +306,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(body_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(everything_audited, setup, teardown),
         cmocka_unit_test_setup_teardown(whoami, setup, teardown),
+        cmocka_unit_test(ratelog_windows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
