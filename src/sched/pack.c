@@ -111,7 +111,8 @@ typedef struct pk_gpu {
 int pack_node_init(pack_node *node, int64_t cpu_milli, int64_t memory_mib, int ngpu, int model) {
     if (!node) return PACK_EINVAL;
     memset(node, 0, sizeof *node);
-    if (cpu_milli < 0 || memory_mib < 0 || ngpu < 0 || ngpu > PACK_MAX_GPUS || model < 0 ||
+    if (cpu_milli < 0 || memory_mib < 0 || cpu_milli > PACK_MAX_AMOUNT ||
+        memory_mib > PACK_MAX_AMOUNT || ngpu < 0 || ngpu > PACK_MAX_GPUS || model < 0 ||
         model >= PACK_MAX_MODELS)
         return PACK_EINVAL;
     node->cpu_cap = node->cpu_free = cpu_milli;
@@ -127,8 +128,10 @@ int pack_node_init(pack_node *node, int64_t cpu_milli, int64_t memory_mib, int n
 
 int pack_node_valid(const pack_node *node) {
     if (!node) return 0;
-    if (node->cpu_free < 0 || node->cpu_free > node->cpu_cap) return 0;
-    if (node->mem_free < 0 || node->mem_free > node->mem_cap) return 0;
+    if (node->cpu_free < 0 || node->cpu_free > node->cpu_cap || node->cpu_cap > PACK_MAX_AMOUNT)
+        return 0;
+    if (node->mem_free < 0 || node->mem_free > node->mem_cap || node->mem_cap > PACK_MAX_AMOUNT)
+        return 0;
     if (node->ngpu < 0 || node->ngpu > PACK_MAX_GPUS) return 0;
     for (int i = 0; i < node->ngpu; i++) {
         if (node->gpu_free[i] < 0 || node->gpu_free[i] > PACK_MILLI) return 0;
@@ -144,7 +147,9 @@ int64_t pack_node_gpu_free(const pack_node *node) {
 }
 
 int pack_task_check(const pack_task *t) {
-    if (!t || t->cpu_milli < 0 || t->memory_mib < 0) return PACK_EINVAL;
+    if (!t || t->cpu_milli < 0 || t->memory_mib < 0 || t->cpu_milli > PACK_MAX_AMOUNT ||
+        t->memory_mib > PACK_MAX_AMOUNT)
+        return PACK_EINVAL;
     if (t->num_gpu == 0) return t->gpu_milli == 0 ? PACK_OK : PACK_EINVAL;
     if (t->num_gpu < 0 || t->num_gpu > PACK_MAX_GPUS) return PACK_EINVAL;
     if (t->gpu_milli == PACK_MILLI) return PACK_OK;

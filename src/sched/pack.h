@@ -104,6 +104,9 @@
 
 #define PACK_MILLI 1000     /* one whole GPU, in milli-GPUs */
 #define PACK_MAX_GPUS 16    /* GPUs per node */
+/* CPU (milli-CPUs) and memory (MiB) of a node or task, at most: so the scores' products of
+ * an amount and a GPU total (at most PACK_MAX_GPUS * PACK_MILLI) stay far inside int64 */
+#define PACK_MAX_AMOUNT (1LL << 42)
 #define PACK_MAX_MODELS 64  /* model ids 0..63: one bit each in a mask */
 
 /* Status codes (0 ok, negative failure). */
@@ -153,7 +156,8 @@ typedef struct pack_workload pack_workload;
 /*
  * Initialise `node` as empty: cpu_milli and memory_mib free, ngpu GPUs of
  * model `model`, all fully free.  Returns PACK_OK, or PACK_EINVAL (node left
- * zeroed) for negative sizes, ngpu outside 0..PACK_MAX_GPUS or a bad model.
+ * zeroed) for sizes outside 0..PACK_MAX_AMOUNT, ngpu outside 0..PACK_MAX_GPUS
+ * or a bad model.
  * Mixed-model nodes: set gpu_model[i] afterwards.
  */
 int pack_node_init(pack_node *node, int64_t cpu_milli, int64_t memory_mib, int ngpu,
@@ -165,8 +169,8 @@ int pack_node_valid(const pack_node *node);
 /* Total free milli-GPU on the node. */
 int64_t pack_node_gpu_free(const pack_node *node);
 
-/* PACK_OK if `task` is one of the three forms above with non-negative CPU and
- * memory, else PACK_EINVAL. */
+/* PACK_OK if `task` is one of the three forms above with CPU and memory in
+ * 0..PACK_MAX_AMOUNT, else PACK_EINVAL. */
 int pack_task_check(const pack_task *task);
 
 /* Milli-GPUs the task asks for in all: num_gpu * gpu_milli (0 if invalid). */

@@ -330,6 +330,12 @@ static void task_forms(void **state) {
     assert_int_equal(pack_task_check(&(pack_task){1, 1, 1, 1001, 0}), PACK_EINVAL);
     assert_int_equal(pack_task_check(&(pack_task){1, 1, 17, 1000, 0}), PACK_EINVAL);
     assert_int_equal(pack_task_check(&(pack_task){-1, 1, 0, 0, 0}), PACK_EINVAL);
+    /* amounts past PACK_MAX_AMOUNT: the scores multiply them by GPU totals (fuzz_csv found
+     * a node of 995108448976298893 milli-CPUs overflowing BestFit's score) */
+    assert_int_equal(pack_task_check(&(pack_task){PACK_MAX_AMOUNT, PACK_MAX_AMOUNT, 0, 0, 0}),
+                     PACK_OK);
+    assert_int_equal(pack_task_check(&(pack_task){PACK_MAX_AMOUNT + 1, 1, 0, 0, 0}), PACK_EINVAL);
+    assert_int_equal(pack_task_check(&(pack_task){1, PACK_MAX_AMOUNT + 1, 0, 0, 0}), PACK_EINVAL);
     assert_int_equal(pack_task_check(NULL), PACK_EINVAL);
     assert_int_equal(pack_task_gpu_milli(&(pack_task){1, 1, 4, 1000, 0}), 4000);
     assert_int_equal(pack_task_gpu_milli(&(pack_task){1, 1, 1, 250, 0}), 250);
@@ -337,6 +343,9 @@ static void task_forms(void **state) {
     assert_int_equal(pack_node_init(&n, 1000, 1000, 17, 0), PACK_EINVAL);
     assert_int_equal(pack_node_init(&n, 1000, 1000, 1, 64), PACK_EINVAL);
     assert_int_equal(pack_node_init(&n, -1, 1000, 1, 0), PACK_EINVAL);
+    assert_int_equal(pack_node_init(&n, PACK_MAX_AMOUNT + 1, 1000, 1, 0), PACK_EINVAL);
+    assert_int_equal(pack_node_init(&n, 1000, PACK_MAX_AMOUNT + 1, 1, 0), PACK_EINVAL);
+    assert_int_equal(pack_node_init(&n, PACK_MAX_AMOUNT, PACK_MAX_AMOUNT, 1, 0), PACK_OK);
     assert_int_equal(pack_node_init(&n, 1000, 1000, 16, 63), PACK_OK);
     assert_true(pack_node_valid(&n));
     assert_int_equal(pack_node_gpu_free(&n), 16000);
