@@ -40,28 +40,28 @@ static const char *const phase_names[NPHASES] = {"read", "decide", "write"};
 static uint64_t phase_count[NPHASES], phase_bucket[NPHASES][NRB], stale_total;
 static double phase_sum[NPHASES];
 
+/* Observe `us` microseconds in a round_buckets histogram (mu held). */
+static void observe(uint64_t *count, double *sum, uint64_t bucket[NRB], int64_t us) {
+    double sec = us > 0 ? (double)us / 1e6 : 0;
+    (*count)++;
+    *sum += sec;
+    for (size_t i = 0; i < NRB; i++)
+        if (sec <= round_buckets[i]) bucket[i]++;
+}
+
 void sched_metrics_phases(int64_t read_us, int64_t decide_us, int64_t write_us, int stale) {
     int64_t us[NPHASES] = {read_us, decide_us, write_us};
     pthread_mutex_lock(&mu);
-    for (int p = 0; p < NPHASES; p++) {
-        double sec = us[p] > 0 ? (double)us[p] / 1e6 : 0;
-        phase_count[p]++;
-        phase_sum[p] += sec;
-        for (size_t i = 0; i < NRB; i++)
-            if (sec <= round_buckets[i]) phase_bucket[p][i]++;
-    }
+    for (int p = 0; p < NPHASES; p++)
+        observe(&phase_count[p], &phase_sum[p], phase_bucket[p], us[p]);
     if (stale > 0) stale_total += (uint64_t)stale;
     pthread_mutex_unlock(&mu);
 }
 
 void sched_metrics_round(int64_t took_us, int failed) {
-    double sec = took_us > 0 ? (double)took_us / 1e6 : 0;
     pthread_mutex_lock(&mu);
-    rounds++;
+    observe(&rounds, &round_sum, round_bucket, took_us);
     if (failed) rounds_failed++;
-    round_sum += sec;
-    for (size_t i = 0; i < NRB; i++)
-        if (sec <= round_buckets[i]) round_bucket[i]++;
     pthread_mutex_unlock(&mu);
 }
 
@@ -143,7 +143,7 @@ void sched_metrics_render_rounds(strbuf *out) {
             (unsigned long long)rounds_failed);
     sb_adds(out, "# HELP gpupool_sched_round_phase_seconds How long each phase of the scheduling"
                  " rounds took: read (the snapshot's read transaction), decide (the pure round),"
-                 " write (the write transaction: the only time a round holds the store's"
+                 " write (its write transactions: the only time a round holds the store's"
                  " writer).\n"
                  "# TYPE gpupool_sched_round_phase_seconds histogram\n");
     for (int p = 0; p < NPHASES; p++) {

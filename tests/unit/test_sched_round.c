@@ -72,6 +72,20 @@ static void binding(apitest *t, const char *id, const char *job_id, int gpu, con
     at_sql(t, sql);
 }
 
+/* n running jobs <prefix>0.. of t1/p1 at priority prio, job i alone on GPU-i since `since`
+ * (+ i microseconds when stagger: the last is the newest). */
+static void running(apitest *t, const char *prefix, int n, int prio, int64_t since,
+                    int stagger) {
+    for (int i = 0; i < n; i++) {
+        char id[16], bid[20];
+        snprintf(id, sizeof id, "%s%d", prefix, i);
+        snprintf(bid, sizeof bid, "b-%s", id);
+        int64_t at = since + (stagger ? i : 0);
+        job(t, id, "t1", "p1", prio, 0, "running", at);
+        binding(t, bid, id, i, "t1", "p1", 1000, at, 0);
+    }
+}
+
 static int64_t one_int(apitest *t, const char *sql, const char *arg) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
@@ -97,13 +111,7 @@ static void preempts_once_through_the_store(void **state) {
     open_base(&t);
     int64_t now = gt_now_us();
     /* four running red jobs of priority 10 fill the node */
-    for (int i = 0; i < 4; i++) {
-        char id[16], bid[16];
-        snprintf(id, sizeof id, "v%d", i);
-        snprintf(bid, sizeof bid, "b%d", i);
-        job(&t, id, "t1", "p1", 10, 0, "running", now - 1000000 + i);
-        binding(&t, bid, id, i, "t1", "p1", 1000, now - 1000000 + i, 0);
-    }
+    running(&t, "v", 4, 10, now - 1000000, 1);
     /* blue (no GPUs: the smaller share) waits ahead with three jobs that may not preempt;
      * red's job of the same priority may */
     for (int i = 0; i < 3; i++) {
@@ -358,13 +366,7 @@ static long long stale_metric(void) {
 static void three_busy(apitest *t) {
     open_base(t);
     int64_t now = gt_now_us();
-    for (int i = 0; i < 3; i++) {
-        char id[16], bid[16];
-        snprintf(id, sizeof id, "r%d", i);
-        snprintf(bid, sizeof bid, "rb%d", i);
-        job(t, id, "t1", "p1", 100, 0, "running", now - 1000000);
-        binding(t, bid, id, i, "t1", "p1", 1000, now - 1000000, 0);
-    }
+    running(t, "r", 3, 100, now - 1000000, 0);
     job(t, "q", "t2", "p2", 100, 0, "queued", now);
 }
 
@@ -489,13 +491,7 @@ static void window_victim_ended(void **state) {
     apitest t;
     open_base(&t);
     int64_t now = gt_now_us();
-    for (int i = 0; i < 4; i++) {
-        char id[16], bid[16];
-        snprintf(id, sizeof id, "v%d", i);
-        snprintf(bid, sizeof bid, "b%d", i);
-        job(&t, id, "t1", "p1", 10, 0, "running", now - 1000000 + i);
-        binding(&t, bid, id, i, "t1", "p1", 1000, now - 1000000 + i, 0);
-    }
+    running(&t, "v", 4, 10, now - 1000000, 1);
     job(&t, "p", "t2", "p2", 100, 1, "queued", now + 10);
     sched_metrics_reset();
     static const char *const sql[] = {
@@ -533,13 +529,7 @@ static void window_victim_moved(void **state) {
                " VALUES ('g4', 'GPU-4', 'n1', 4, 'NVIDIA A100-SXM4-80GB', 81920, '{}', 0)");
     at_sql(&t, "UPDATE gpus SET health = 'failed' WHERE uuid = 'GPU-4'");
     int64_t now = gt_now_us();
-    for (int i = 0; i < 4; i++) {
-        char id[16], bid[16];
-        snprintf(id, sizeof id, "v%d", i);
-        snprintf(bid, sizeof bid, "b%d", i);
-        job(&t, id, "t1", "p1", 10, 0, "running", now - 1000000 + i);
-        binding(&t, bid, id, i, "t1", "p1", 1000, now - 1000000 + i, 0);
-    }
+    running(&t, "v", 4, 10, now - 1000000, 1);
     job(&t, "p", "t2", "p2", 100, 1, "queued", now + 10);
     static const char *const sql[] = {
         "UPDATE bindings SET end_us = 1, end_reason = 'released' WHERE job_id = 'v3'",
