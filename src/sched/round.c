@@ -33,6 +33,7 @@ typedef struct ar_chunk {
 
 typedef struct snap {
     ar_chunk *arena;
+    int64_t quota_rows, quota_at; /* the quotas as read: how many rows, the newest change */
     sch_snapshot s;
     health_policy pol;
     char month[16];
@@ -347,10 +348,26 @@ static int skip_binding(snap *n, const char *job, const char *gpu, int unit) {
     return 0;
 }
 
+/* How many quota rows there are and when the newest changed (every change stamps now). */
+static int quota_mark(store_tx *tx, int64_t *rows, int64_t *at, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT COUNT(*), COALESCE(MAX(updated_at), 0) FROM quotas", "");
+    if (rc) return rc;
+    *rows = *at = 0;
+    if ((rc = store_step(s, err)) > 0) {
+        *rows = store_int(s, 0);
+        *at = store_int(s, 1);
+    }
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
 static int build(store_tx *tx, snap *n, gp_err *err) {
     store_stmt *s;
     int rc, nn, ng, np, nc, nt, npj, nj, nu;
     memset(n, 0, sizeof *n);
+    if ((rc = quota_mark(tx, &n->quota_rows, &n->quota_at, err))) return rc;
     n->now = gt_now_us();
     {
         time_t t = (time_t)(n->now / 1000000);
@@ -846,6 +863,7 @@ typedef struct guard {
     unsigned char *node;  /* [node]: 0 not looked at yet, 1 as read, 2 changed */
     unsigned char *gpu;   /* [gpu]: 1 as read (valid once its node was looked at) */
     unsigned char *done;  /* [job]: placed by this write phase */
+    int quota_moved;      /* a quota changed since the read: no job starts holding quota */
 } guard;
 
 /* How many cards a unit of job ji's class holds (a running unit: what its bindings filled). */
@@ -1156,6 +1174,14 @@ static int commit_one(store_tx *tx, snap *n, guard *gd, const sch_decision *d,
     char pclass[64];
     int rc = GP_OK, changes = 0;
     *holds = 1;
+    /* a waiting job that starts holding quota (placed or admitted) was judged against the
+     * ceilings as read: stale once any changed (the next round judges it against the new) */
+    if (gd->quota_moved && n->jobs[d->job].state == SCH_PENDING &&
+        (d->action == SCH_DO_PLACE || d->action == SCH_DO_ADMIT ||
+         d->action == SCH_DO_WAIT_PREEMPT)) {
+        *holds = 0;
+        return GP_OK;
+    }
     switch (d->action) {
     case SCH_DO_PLACE:
         rc = place_holds(tx, n, gd, d, pclass, holds, err);
@@ -1227,6 +1253,9 @@ static int commit_all(store_t *st, snap *n, const sch_result *r, round_stats *st
                 memset(gd.node, 0, (size_t)n->s.nnodes + 1);
                 memset(gd.gpu, 0, (size_t)n->s.ngpus + 1);
                 inbatch = 0;
+                int64_t qr, qa;
+                if ((rc = quota_mark(tx, &qr, &qa, err))) break;
+                if (qr != n->quota_rows || qa != n->quota_at) gd.quota_moved = 1;
             }
             rc = commit_one(tx, n, &gd, d, stats, &holds, err);
             if (!rc && ++inbatch >= WRITE_BATCH) {

@@ -469,6 +469,20 @@ static void window_card_bound_elsewhere(void **state) {
     placement_window(sql, NULL, 1, "queued");
 }
 
+/* The project's quota drops to 0 GPUs in the window: q was judged against the ceiling as
+ * read, so its placement is stale (the crash test's `gpupool check` once found a project
+ * over its lowered ceiling), and the next round keeps it waiting. */
+static void window_quota_lowered(void **state) {
+    (void)state;
+    char sql[300];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO quotas (tenant_id, project_id, spec, updated_at) VALUES ('t2', 'p2',"
+             " '{\"gpus\":0}', %lld)",
+             (long long)gt_now_us());
+    const char *const change[] = {sql, NULL};
+    placement_window(change, NULL, 1, "queued");
+}
+
 /* One change in the window that makes GPU-3 or its node no place for q: stale, q waits. */
 static void window_card_or_node_unusable(void **state) {
     (void)state;
@@ -691,6 +705,7 @@ int main(void) {
         cmocka_unit_test(window_job_cancelled),
         cmocka_unit_test(window_card_bound_elsewhere),
         cmocka_unit_test(window_card_or_node_unusable),
+        cmocka_unit_test(window_quota_lowered),
         cmocka_unit_test(window_victim_ended),
         cmocka_unit_test(window_victim_moved),
         cmocka_unit_test(rounds_while_threads_write),
