@@ -101,6 +101,25 @@ static int decide(api_req *r, const char *state, approval *a) {
         api_error(r, 403, "forbidden", "nobody approves or rejects their own request");
         goto fail;
     }
+    /* nor anyone acting as the requester: one whose password it set, or the reverse */
+    auth_user ua, ur;
+    int rc = auth_user_by_id(tx, r->who->user_id, &ua, &err);
+    if (!rc) rc = auth_user_by_id(tx, a->requester_id, &ur, &err);
+    if (rc == GP_ENOTFOUND) { /* a requester removed since: nobody acts for it */
+        api_error(r, 409, "conflict", "the requester no longer exists");
+        goto fail;
+    }
+    if (rc) {
+        api_abort(r, tx, &err);
+        goto out;
+    }
+    authz_party pa = {ua.id, ua.password_set_by}, pr = {ur.id, ur.password_set_by};
+    if (!authz_may_decide(&pa, &pr)) {
+        api_error(r, 403, "forbidden",
+                  "nobody decides a request of a user whose password they set, or who set "
+                  "theirs");
+        goto fail;
+    }
     if (r->body_len) {
         if (api_body(r, &body)) goto fail;
         if (jx_only_fields(body, fields, &err) || jx_get_str(body, "reason", 0, &reason, &err)) {

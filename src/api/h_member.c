@@ -212,6 +212,14 @@ static void put(api_req *r, authz_scope scope) {
     if (!rc && u.node_account)
         rc = gp_err_set(&err, GP_ECONFLICT,
                         "'%s' is a node account; it belongs to its node and holds no role", uname);
+    /* a service account's tokens are minted by its administrators: an administrator role on
+     * it would let them act as a second administrator (docs/security.md) */
+    if (!rc && (role == ROLE_PLATFORM_ADMIN || role == ROLE_SECURITY_ADMIN) &&
+        strcmp(u.kind, "service") == 0)
+        rc = gp_err_set(&err, GP_ECONFLICT,
+                        "'%s' is a service account: %s is a person's role (a service account's "
+                        "tokens are minted by others)",
+                        uname, authz_role_name(role));
     if (rc) {
         api_abort(r, tx, &err);
         return;

@@ -368,7 +368,7 @@ void h_user_create(api_req *r) {
         return;
     }
     auth_user_spec spec = {name, kind, hash[0] ? NULL : password, hash[0] ? hash : pwhash,
-                           home.id, home.name};
+                           home.id, home.name, r->who->user_id};
     int rc = auth_user_create(tx, &spec, &u, &err);
     sodium_memzero(hash, sizeof hash);
     json_decref(body);
@@ -417,14 +417,62 @@ void h_user_get(api_req *r) {
     if (ok) api_reply(r, 200, o);
 }
 
+/* Does user `u` hold platform-admin or security-admin now?  OUT: *yes. */
+static int privileged(store_tx *tx, const auth_user *u, int *yes, gp_err *err) {
+    authz_binding *tb;
+    int nt;
+    int rc = auth_user_bindings(tx, u->id, &tb, &nt, err);
+    if (rc) return rc;
+    *yes = authz_privileged(tb, nt, gt_now_us());
+    auth_bindings_free(tb, nt);
+    return GP_OK;
+}
+
+/*
+ * A new password for an administrator set by someone else: the sensitive
+ * operation user.credentials, whatever the policy lists.  Files the approval
+ * (the request kept with the password only as its hash, `hash` filled) and
+ * answers 202: returns 1.  0: approvals are not armed yet (the bootstrap
+ * rule), go ahead with `hash`.  -1: answered with an error.
+ */
+static int credentials_approval(api_req *r, const auth_user *u, const char *password,
+                                const int *disabled, char hash[AUTH_PWHASH_LEN]) {
+    gp_err err = GP_ERR_INIT;
+    if (auth_password_hash(password, hash, &err)) {
+        api_fail(r, &err);
+        return -1;
+    }
+    json_t *kept = json_pack("{s:s}", "password_hash", hash);
+    if (disabled) json_object_set_new(kept, "disabled", json_boolean(*disabled));
+    char *kept_text = jx_dump(kept);
+    json_decref(kept);
+    json_t *change = json_pack("{s:s,s:s}", "user", u->name, "password", "reset");
+    const char *body_text = r->body;
+    size_t body_len = r->body_len;
+    r->body = kept_text;
+    r->body_len = kept_text ? strlen(kept_text) : 0;
+    int pending = kept_text ? api_needs_approval(r, "user.credentials", u->home[0] ? u->home : NULL,
+                                                 change)
+                            : -1;
+    r->body = body_text;
+    r->body_len = body_len;
+    free(kept_text);
+    json_decref(change);
+    if (pending < 0 && !r->status) api_error(r, 500, "internal", "out of memory");
+    return pending;
+}
+
 void h_user_update(api_req *r) {
     static const char *const fields[] = {"disabled", "password", "current_password", NULL};
+    /* an approved request replays the body kept with the approval: its password is a hash */
+    static const char *const replay_fields[] = {"disabled", "password_hash", NULL};
     gp_err err = GP_ERR_INIT;
     json_t *body;
     store_tx *tx;
     auth_user u, check;
-    int level, disabled = 0, has_disabled = 0;
-    const char *password, *current;
+    int level, disabled = 0, has_disabled = 0, admin_target = 0;
+    const char *password = NULL, *pwhash = NULL, *current = NULL;
+    char hash[AUTH_PWHASH_LEN] = "";
     if (api_begin(r, STORE_WRITE, &tx)) return;
     if (load_user(r, tx, &u, &level)) {
         store_rollback(tx);
@@ -440,37 +488,59 @@ void h_user_update(api_req *r) {
         store_rollback(tx);
         return;
     }
-    if (jx_only_fields(body, fields, &err) ||
+    if (jx_only_fields(body, r->approval_id ? replay_fields : fields, &err) ||
         jx_get_bool(body, "disabled", 0, &disabled, &has_disabled, &err) ||
-        jx_get_str(body, "password", 0, &password, &err) ||
+        (r->approval_id ? jx_get_str(body, "password_hash", 0, &pwhash, &err)
+                        : jx_get_str(body, "password", 0, &password, &err)) ||
         jx_get_str(body, "current_password", 0, &current, &err)) {
         json_decref(body);
         api_abort(r, tx, &err);
         return;
     }
+    int self = strcmp(u.id, r->who->user_id) == 0;
     int rc = GP_OK;
     if (has_disabled && level != SEE_ADMIN) {
         rc = gp_err_set(&err, GP_EFORBIDDEN, "only an administrator of this user may disable it");
-    } else if (has_disabled && strcmp(u.id, r->who->user_id) == 0) {
+    } else if (has_disabled && self) {
         rc = gp_err_set(&err, GP_EINVALID, "you cannot disable yourself");
+    } else if (pwhash && level != SEE_ADMIN) {
+        rc = gp_err_set(&err, GP_EFORBIDDEN, "only an administrator of this user may reset it");
     } else if (password && level != SEE_ADMIN) {
         /* changing one's own password needs the current one */
         if (!current || auth_login_check(tx, u.name, current, &check, &err) != GP_OK)
             rc = gp_err_set(&err, GP_EFORBIDDEN, "current_password is wrong or missing");
     }
-    if (!rc && password) {
-        if (strcmp(u.kind, "user") != 0)
-            rc = gp_err_set(&err, GP_EINVALID, "service accounts have no password");
-        else rc = auth_user_set_password(tx, u.id, password, &err);
+    if (!rc && (password || pwhash) && strcmp(u.kind, "user") != 0)
+        rc = gp_err_set(&err, GP_EINVALID, "service accounts have no password");
+    if (!rc && password && !self) rc = privileged(tx, &u, &admin_target, &err);
+    if (rc) {
+        json_decref(body);
+        api_abort(r, tx, &err);
+        return;
     }
+    if (admin_target && !r->approval_id) {
+        /* taking over an administrator's account: a second security-admin approves it */
+        store_rollback(tx);
+        int pending = credentials_approval(r, &u, password, has_disabled ? &disabled : NULL, hash);
+        json_decref(body);
+        body = NULL;
+        if (pending || api_begin(r, STORE_WRITE, &tx)) {
+            sodium_memzero(hash, sizeof hash);
+            return;
+        }
+        password = NULL; /* waived (approvals not armed yet): go ahead with the hash */
+        pwhash = hash;
+    }
+    if (password || pwhash)
+        rc = auth_user_set_password(tx, u.id, password, pwhash, r->who->user_id, &err);
+    sodium_memzero(hash, sizeof hash);
     int revoked = 0;
     /* a new password ends the sessions of the old one (one's own change keeps the token
      * that made it, so the caller is not logged out by their own change) */
-    if (!rc && password)
-        rc = auth_user_revoke_tokens(tx, u.id,
-                                     strcmp(u.id, r->who->user_id) == 0 ? r->who->token_id : NULL,
-                                     &revoked, &err);
+    if (!rc && (password || pwhash))
+        rc = auth_user_revoke_tokens(tx, u.id, self ? r->who->token_id : NULL, &revoked, &err);
     if (!rc && has_disabled) rc = auth_user_set_disabled(tx, u.id, disabled, &err);
+    int changed_password = password || pwhash;
     json_decref(body);
     if (rc) {
         api_abort(r, tx, &err);
@@ -478,7 +548,7 @@ void h_user_update(api_req *r) {
     }
     json_t *change = json_object();
     if (has_disabled) json_object_set_new(change, "disabled", json_boolean(disabled));
-    if (password) {
+    if (changed_password) {
         json_object_set_new(change, "password", json_string("changed"));
         json_object_set_new(change, "tokens_revoked", json_integer(revoked));
     }
@@ -504,11 +574,24 @@ void h_token_create(api_req *r) {
     }
     if (node_refused(r, tx, &u)) return;
     /* one's own tokens; an administrator makes tokens for service accounts only */
-    if (!(level == SEE_SELF || (level == SEE_ADMIN && (strcmp(u.id, r->who->user_id) == 0 ||
-                                                       strcmp(u.kind, "service") == 0)))) {
+    int self = strcmp(u.id, r->who->user_id) == 0, admin_target = 0;
+    if (!(level == SEE_SELF || (level == SEE_ADMIN && (self || strcmp(u.kind, "service") == 0)))) {
         store_rollback(tx);
         api_error(r, 403, "forbidden", "you may create tokens only for yourself or for service "
                                        "accounts you administer");
+        return;
+    }
+    /* a service account granted an administrator role before that was refused: nobody but
+     * itself mints its tokens (docs/security.md "Who administers the administrators") */
+    if (!self && privileged(tx, &u, &admin_target, &err)) {
+        api_abort(r, tx, &err);
+        return;
+    }
+    if (admin_target) {
+        store_rollback(tx);
+        api_error(r, 403, "forbidden",
+                  "tokens of an account holding platform-admin or security-admin are made only "
+                  "by that account itself");
         return;
     }
     if (api_body(r, &body)) {

@@ -90,6 +90,7 @@ typedef struct auth_user {
     char home_tenant_id[RND_ID_LEN]; /* "" = the platform */
     char home[64];                   /* the home tenant's name, "" = the platform */
     int node_account;                /* 1: a node's agent account */
+    char password_set_by[RND_ID_LEN]; /* who set its current password; "" itself or nobody */
 } auth_user;
 
 /* What auth_user_create() makes. */
@@ -100,6 +101,8 @@ typedef struct auth_user_spec {
     const char *password_hash;  /* ... its hash from auth_password_hash() (approvals) */
     const char *home_tenant_id; /* NULL or "": the platform */
     const char *home_name;      /* the home tenant's name (for *out only) */
+    const char *created_by;     /* the user id of its creator (NULL: the bootstrap): it knows
+                                 * the first password (password_set_by) */
 } auth_user_spec;
 
 /*
@@ -126,6 +129,9 @@ int auth_password_hash_valid(const char *hash);
 int auth_user_revoke_tokens(store_tx *tx, const char *user_id, const char *keep_token_id,
                             int *revoked, gp_err *err);
 
+/* Find a user by id; GP_ENOTFOUND when absent. */
+int auth_user_by_id(store_tx *tx, const char *id, auth_user *out, gp_err *err);
+
 /* Find a user by name; GP_ENOTFOUND when absent. */
 int auth_user_find(store_tx *tx, const char *name, auth_user *out, gp_err *err);
 
@@ -135,8 +141,14 @@ int auth_user_list(store_tx *tx, auth_user **items, int *n, gp_err *err);
 /* Enable or disable a user (a disabled user's tokens stop working at once). */
 int auth_user_set_disabled(store_tx *tx, const char *user_id, int disabled, gp_err *err);
 
-/* Set a new password (argon2id). */
-int auth_user_set_password(store_tx *tx, const char *user_id, const char *password, gp_err *err);
+/*
+ * Set a new password (argon2id): `password` in clear, or `hash` from
+ * auth_password_hash() (an approved request kept only the hash).  `set_by`:
+ * the user id of whoever set it, NULL or `user_id` itself for one's own
+ * change; recorded as password_set_by, which approvals look at.
+ */
+int auth_user_set_password(store_tx *tx, const char *user_id, const char *password,
+                           const char *hash, const char *set_by, gp_err *err);
 
 /*
  * Check a name and password.  Returns GP_OK with *out filled, or

@@ -232,6 +232,24 @@ int authz_can_admin_user(const authz_binding *caller, int nc, const authz_user *
     return admins_tenant(caller, nc, home, now);
 }
 
+int authz_privileged(const authz_binding *bs, int n, int64_t now) {
+    for (int i = 0; i < n; i++)
+        if ((bs[i].role == ROLE_PLATFORM_ADMIN || bs[i].role == ROLE_SECURITY_ADMIN) &&
+            live(&bs[i], now))
+            return 1;
+    return 0;
+}
+
+int authz_may_decide(const authz_party *approver, const authz_party *requester) {
+    assert(approver && requester && approver->user_id && requester->user_id);
+    if (str_eq(approver->user_id, requester->user_id)) return 0;
+    if (approver->password_set_by && str_eq(approver->password_set_by, requester->user_id))
+        return 0;
+    if (requester->password_set_by && str_eq(requester->password_set_by, approver->user_id))
+        return 0;
+    return 1;
+}
+
 int authz_decides_home(const authz_binding *caller, int nc, const char *home, int64_t now) {
     for (int i = 0; i < nc; i++)
         if (caller[i].role == ROLE_PLATFORM_ADMIN && caller[i].scope == SCOPE_GLOBAL &&

@@ -174,6 +174,33 @@ int authz_can_admin_user(const authz_binding *caller, int nc, const authz_user *
                          int64_t now_us);
 
 /*
+ * Is this a privileged account: one holding live platform-admin or
+ * security-admin?  Setting its password or minting a token for it by anyone
+ * but itself is the always-sensitive operation "user.credentials"
+ * (docs/security.md "Who administers the administrators").  Pure.
+ */
+int authz_privileged(const authz_binding *bindings, int n, int64_t now_us);
+
+/*
+ * The parties to an approval as authz_may_decide() sees them: user ids, and
+ * who set each one's current password ("" itself or nobody).
+ */
+typedef struct authz_party {
+    const char *user_id;
+    const char *password_set_by;
+} authz_party;
+
+/*
+ * May `approver` decide an approval `requester` filed?  Never the requester,
+ * nor anyone acting as them: an approver whose current password the
+ * requester set (it created the account or reset it), nor one who set the
+ * requester's.  Every session of the requester's account is the requester,
+ * whenever it was minted.  Roles are checked apart (ACT_APPROVAL_DECIDE).
+ * Pure.
+ */
+int authz_may_decide(const authz_party *approver, const authz_party *requester);
+
+/*
  * May the caller decide for users homed in `home_tenant_id` (NULL or "": the
  * platform) - accept or decline invitations of them, grant them roles
  * elsewhere directly?  A live global platform-admin always; a live

@@ -23,8 +23,8 @@
     "id, name, kind, disabled, password_hash IS NOT NULL, created_at, home_tenant_id,"       \
     " COALESCE((SELECT t.name FROM tenants t WHERE t.id = users.home_tenant_id), ''),"      \
     " CASE WHEN node_account <> 0 OR EXISTS (SELECT 1 FROM nodes n"                        \
-    "  WHERE n.agent_user_id = users.id) THEN 1 ELSE 0 END"
-#define USER_NCOLS 9
+    "  WHERE n.agent_user_id = users.id) THEN 1 ELSE 0 END, password_set_by"
+#define USER_NCOLS 10
 
 static void user_from_row(store_stmt *s, auth_user *u) {
     snprintf(u->id, sizeof u->id, "%s", store_text(s, 0));
@@ -36,6 +36,7 @@ static void user_from_row(store_stmt *s, auth_user *u) {
     snprintf(u->home_tenant_id, sizeof u->home_tenant_id, "%s", store_text(s, 6));
     snprintf(u->home, sizeof u->home, "%s", store_text(s, 7));
     u->node_account = (int)store_int(s, 8);
+    snprintf(u->password_set_by, sizeof u->password_set_by, "%s", store_text(s, 9));
 }
 
 _Static_assert(AUTH_PWHASH_LEN == crypto_pwhash_STRBYTES, "AUTH_PWHASH_LEN");
@@ -106,14 +107,28 @@ int auth_user_create(store_tx *tx, const auth_user_spec *spec, auth_user *out, g
     out->created_us = gt_now_us();
     snprintf(out->home_tenant_id, sizeof out->home_tenant_id, "%s", home);
     snprintf(out->home, sizeof out->home, "%s", spec->home_name ? spec->home_name : "");
+    /* whoever creates a user with a password knows it until the user changes it */
+    const char *set_by = has_pw && spec->created_by ? spec->created_by : "";
+    snprintf(out->password_set_by, sizeof out->password_set_by, "%s", set_by);
     int rc = store_exec(tx, NULL, err,
                         "INSERT INTO users (id, name, kind, password_hash, created_at,"
-                        " home_tenant_id) VALUES (?,?,?,?,?,?)",
-                        "ssssis", out->id, name, kind, has_pw ? hash : NULL, out->created_us,
-                        home);
+                        " home_tenant_id, password_set_by) VALUES (?,?,?,?,?,?,?)",
+                        "ssssiss", out->id, name, kind, has_pw ? hash : NULL, out->created_us,
+                        home, set_by);
     sodium_memzero(hash, sizeof hash);
     if (rc == GP_ECONFLICT) return gp_err_set(err, rc, "user '%s' already exists", name);
     return rc;
+}
+
+int auth_user_by_id(store_tx *tx, const char *id, auth_user *out, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err, "SELECT " USER_COLS " FROM users WHERE id = ?", "s", id);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc > 0) user_from_row(s, out);
+    store_done(s);
+    if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "user not found");
+    return rc < 0 ? rc : GP_OK;
 }
 
 int auth_user_find(store_tx *tx, const char *name, auth_user *out, gp_err *err) {
@@ -159,13 +174,24 @@ int auth_user_set_disabled(store_tx *tx, const char *user_id, int disabled, gp_e
                       (int64_t)(disabled ? 1 : 0), user_id);
 }
 
-int auth_user_set_password(store_tx *tx, const char *user_id, const char *password, gp_err *err) {
+int auth_user_set_password(store_tx *tx, const char *user_id, const char *password,
+                           const char *given_hash, const char *set_by, gp_err *err) {
     char hash[crypto_pwhash_STRBYTES];
-    int rc = check_password(password, err);
-    if (rc || (rc = hash_password(password, hash, err))) return rc;
+    int rc;
+    if (!password == !given_hash)
+        return gp_err_set(err, GP_EINVALID, "give a password or its hash, not both");
+    if (given_hash) {
+        if (!auth_password_hash_valid(given_hash))
+            return gp_err_set(err, GP_EINVALID, "not a password hash this server makes");
+        snprintf(hash, sizeof hash, "%s", given_hash);
+    } else if ((rc = check_password(password, err)) || (rc = hash_password(password, hash, err))) {
+        return rc;
+    }
+    if (!set_by || strcmp(set_by, user_id) == 0) set_by = "";
     rc = store_exec(tx, NULL, err,
-                    "UPDATE users SET password_hash = ? WHERE id = ? AND kind = 'user'", "ss",
-                    hash, user_id);
+                    "UPDATE users SET password_hash = ?, password_set_by = ?"
+                    " WHERE id = ? AND kind = 'user'",
+                    "sss", hash, set_by, user_id);
     sodium_memzero(hash, sizeof hash);
     return rc;
 }

@@ -16,6 +16,10 @@ const char *const policy_operations[] = {
     NULL,
 };
 
+/* Sensitive whatever the policy lists: no single identity may take over an administrator
+ * (docs/security.md "Who administers the administrators"). */
+const char *const policy_always_sensitive[] = {"user.credentials", NULL};
+
 static int known_op(const char *op) {
     for (const char *const *o = policy_operations; *o; o++)
         if (strcmp(*o, op) == 0) return 1;
@@ -60,6 +64,8 @@ void policy_release(policy *p) {
 int policy_is_sensitive(const policy *p, const char *operation) {
     size_t i;
     json_t *v;
+    for (const char *const *o = policy_always_sensitive; *o; o++)
+        if (strcmp(*o, operation) == 0) return 1;
     json_array_foreach(p->sensitive, i, v) if (json_is_string(v) &&
                                                strcmp(json_string_value(v), operation) == 0) return 1;
     return 0;
@@ -111,10 +117,14 @@ int policy_update(store_tx *tx, json_t *c, gp_err *err) {
 }
 
 json_t *policy_json(const policy *p) {
-    return json_pack("{s:O,s:I,s:I,s:I}", "sensitive_operations", p->sensitive,
-                     "login_token_ttl_seconds", (json_int_t)p->login_token_ttl_s,
-                     "max_token_ttl_seconds", (json_int_t)p->max_token_ttl_s,
-                     "approval_ttl_seconds", (json_int_t)p->approval_ttl_s);
+    json_t *always = json_array();
+    for (const char *const *o = policy_always_sensitive; *o; o++)
+        json_array_append_new(always, json_string(*o));
+    return json_pack("{s:O,s:o,s:I,s:I,s:I}", "sensitive_operations", p->sensitive,
+                     "always_sensitive", always, "login_token_ttl_seconds",
+                     (json_int_t)p->login_token_ttl_s, "max_token_ttl_seconds",
+                     (json_int_t)p->max_token_ttl_s, "approval_ttl_seconds",
+                     (json_int_t)p->approval_ttl_s);
 }
 
 /* ---- approvals ---- */

@@ -33,11 +33,16 @@ typedef struct policy {
 /* Operation names a policy may list (the sensitive operations handlers check). */
 extern const char *const policy_operations[];
 
+/* Operations that are sensitive whatever the policy lists ("user.credentials":
+ * setting the password of, or minting a token for, a holder of platform-admin or
+ * security-admin by anyone but itself).  NULL-terminated. */
+extern const char *const policy_always_sensitive[];
+
 /* Read the policy. OUT: *out, released with policy_release(). */
 int policy_load(store_tx *tx, policy *out, gp_err *err);
 void policy_release(policy *p);
 
-/* 1 if `operation` is listed as sensitive. */
+/* 1 if `operation` is listed as sensitive, or is always sensitive. */
 int policy_is_sensitive(const policy *p, const char *operation);
 
 /*

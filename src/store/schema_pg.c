@@ -721,6 +721,10 @@ static const char *const migrations[] = {
     " EXECUTE PROCEDURE gw_epoch_bump_binding();",
     /* 18: the scheduler's write phase looks up the open bindings of a node's cards (round.c) */
     "CREATE INDEX bindings_open_gpu ON bindings(gpu_uuid) WHERE end_us IS NULL;",
+    /* 19: who set a user's current password ('' nobody but itself: its own change, the
+     * bootstrap); an approver may not be one whose password the requester set, nor the
+     * reverse (docs/security.md "Who administers the administrators") */
+    "ALTER TABLE users ADD COLUMN password_set_by TEXT COLLATE \"C\" NOT NULL DEFAULT '';",
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -357,6 +357,14 @@ as "$BOB" approval list --state pending
 assert_rc 0
 assert_match "$(grep -F "$A_CAROL" "$OUT_FILE")" "^$A_CAROL +member.grant_global +admin +pending " "approval list row"
 assert_eq "$(roles_of carol)" "" "carol's roles after refused decisions"
+# admin created bob with a password it knows: bob decides none of admin's requests until bob
+# has set a password of his own (docs/security.md "Who administers the administrators")
+as "$BOB" approval approve "$A_CAROL" --reason "on call rota"
+assert_denied 403
+assert_file_contains "$ERR_FILE" "password"
+printf 'bob-Own-Secret-3\nbob-Secret-2\n' >"$E2E_TMP/pw.bob2"
+run_in "$E2E_TMP/pw.bob2" --server "$URL" --token "$BOB" user passwd bob
+assert_rc 0
 as "$BOB" approval approve "$A_CAROL" --reason "on call rota"
 assert_rc 0
 assert_match "$(field state)" '^approved$' "approve: state"
