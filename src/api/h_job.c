@@ -194,8 +194,16 @@ void h_job_cancel(api_req *r) {
     reply_job(r, api_param(r, "id"), 200);
 }
 
+/*
+ * PUT /jobs/{id}/priority {"priority_class", "preemptible"?}: the class, and
+ * whether preemption may stop the job.  "preemptible": false needs a role
+ * the class lets opt out (prio_may_opt_out); left out, an earlier opt-out is
+ * kept only if the caller could make it under the new class, so a job never
+ * keeps an immunity its new class or its changer would not give (issue 33
+ * item 5).  Audited with what it set.
+ */
 void h_job_priority(api_req *r) {
-    static const char *const fields[] = {"priority_class", NULL};
+    static const char *const fields[] = {"priority_class", "preemptible", NULL};
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
     api_scope sc;
@@ -213,7 +221,9 @@ void h_job_priority(api_req *r) {
         store_rollback(tx);
         return;
     }
+    int pre = 1, has_pre = 0, opted = 0, now_pre = 0;
     if (jx_only_fields(body, fields, &err) || jx_get_str(body, "priority_class", 1, &name, &err) ||
+        jx_get_bool(body, "preemptible", 0, &pre, &has_pre, &err) ||
         prio_get(tx, name, &pc, &err)) {
         json_decref(body);
         if (err.code == GP_ENOTFOUND) err.code = GP_EINVALID;
@@ -222,9 +232,17 @@ void h_job_priority(api_req *r) {
     }
     json_t *roles = roles_over(r, &sc);
     int rc = prio_allowed(&pc, sc.p.cls, roles, &err);
+    if (!rc && has_pre) opted = !pre;
+    else if (!rc) rc = jobs_opted_out(tx, api_param(r, "id"), &opted, &err);
+    gp_err why = GP_ERR_INIT;
+    if (!rc && opted && prio_may_opt_out(&pc, roles, &why)) {
+        if (has_pre) rc = gp_err_set(&err, why.code, "%s", why.msg);
+        else opted = 0; /* the new class or this caller gives no immunity: dropped */
+    }
     json_decref(roles);
-    if (!rc) rc = jobs_set_priority(tx, api_param(r, "id"), &pc, r->who->name, &err);
-    json_t *sum = json_pack("{s:s,s:i}", "priority_class", pc.name, "value", pc.value);
+    if (!rc) rc = jobs_set_priority(tx, api_param(r, "id"), &pc, opted, r->who->name, &now_pre, &err);
+    json_t *sum = json_pack("{s:s,s:i,s:b}", "priority_class", pc.name, "value", pc.value,
+                            "preemptible", now_pre);
     prio_release(&pc);
     json_decref(body);
     if (rc) {

@@ -20,11 +20,11 @@ static const char usage[] =
     "  explain ID          what would start it, and the smallest change that would\n"
     "  logs ID [--follow]  its captured output (--follow: as it comes, until it ends)\n"
     "  cancel ID\n"
-    "  priority ID PRIORITY_CLASS\n";
+    "  priority ID PRIORITY_CLASS [--no-preempt|--preemptible]\n";
 
 typedef struct jopts {
     const char *tenant, *project, *cls, *units, *pc, *recovery, *tl, *state, *image, *stack;
-    int no_preempt, follow, wait;
+    int no_preempt, preempt, follow, wait;
 } jopts;
 
 static int parse(int argc, char **argv, const char *verb, jopts *o) {
@@ -35,7 +35,8 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         {"time-limit", required_argument, 0, 'l'}, {"state", required_argument, 0, 's'},
         {"no-preempt", no_argument, 0, 'n'},       {"image", required_argument, 0, 'i'},
         {"follow", no_argument, 0, 'f'},           {"wait", no_argument, 0, 'w'},
-        {"stack", required_argument, 0, 'S'},      {0, 0, 0, 0}};
+        {"stack", required_argument, 0, 'S'},      {"preemptible", no_argument, 0, 'e'},
+        {0, 0, 0, 0}};
     int c, rc = 0;
     memset(o, 0, sizeof *o);
     optind = 0;
@@ -51,6 +52,7 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         case 'l': o->tl = optarg; break;
         case 's': o->state = optarg; break;
         case 'n': o->no_preempt = 1; break;
+        case 'e': o->preempt = 1; break;
         case 'i': o->image = optarg; break;
         case 'S': o->stack = optarg; break;
         case 'f': o->follow = 1; break;
@@ -61,6 +63,10 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         return cli_error(CLI_USAGE, "%s: --follow is for job logs", verb);
     if (o->wait && strcmp(verb, "job submit") != 0)
         return cli_error(CLI_USAGE, "%s: --wait is for job submit", verb);
+    if (o->preempt && strcmp(verb, "job priority") != 0)
+        return cli_error(CLI_USAGE, "%s: --preemptible is for job priority", verb);
+    if (o->no_preempt && o->preempt)
+        return cli_error(CLI_USAGE, "%s: --no-preempt or --preemptible, not both", verb);
     if (!o->tenant || !o->project)
         return cli_error(CLI_USAGE, "%s: --tenant and --project are required", verb);
     return 0;
@@ -226,7 +232,11 @@ static int by_id(cli_ctx *ctx, int argc, char **argv, const char *verb, const ch
     if (argc - optind != nargs) return cli_error(CLI_USAGE, "%s: expected %s", verb, nargs == 1 ? "an ID" : "ID PRIORITY_CLASS");
     strbuf p = SB_INIT;
     jobs_path(&p, &o, argv[optind], suffix);
-    if (nargs == 2) body = json_pack("{s:s}", "priority_class", argv[optind + 1]);
+    if (nargs == 2) {
+        body = json_pack("{s:s}", "priority_class", argv[optind + 1]);
+        if (o.no_preempt || o.preempt)
+            json_object_set_new(body, "preemptible", json_boolean(o.preempt));
+    }
     rc = cli_run_call(ctx, method, p.buf, body, NULL);
     if (nargs == 2) json_decref(body);
     sb_release(&p);
@@ -388,8 +398,12 @@ int cli_cmd_job(cli_ctx *ctx, int argc, char **argv) {
                          "captured output (the last 64 KiB), as its node reported it.\n"
                          "--follow prints it as it comes (polling every second) until the job\n"
                          "has ended.\n"},
-        {"priority", j_priority, "usage: gpupool job priority ID PRIORITY_CLASS --tenant T "
-                                 "--project P\n"},
+        {"priority", j_priority,
+         "usage: gpupool job priority ID PRIORITY_CLASS --tenant T --project P\n"
+         "       [--no-preempt|--preemptible]\n\nChange the job's priority class. --no-preempt\n"
+         "keeps preemption from stopping it, where the class lets your role (its\n"
+         "non_preemptible_roles); without either flag an earlier opt-out stays only if\n"
+         "you could make it under the new class.\n"},
         {NULL, NULL, NULL}};
     return cli_dispatch(ctx, usage, verbs, argc, argv);
 }

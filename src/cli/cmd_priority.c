@@ -13,7 +13,8 @@ static const char usage[] =
     "\n"
     "  list | show NAME\n"
     "  create NAME --value N [--preemptible yes|no] [--may-preempt yes|no]\n"
-    "         [--project-classes A,B] [--roles R,S] [--description T]   (platform-admin)\n"
+    "         [--project-classes A,B] [--roles R,S] [--non-preemptible-roles R,S|none]\n"
+    "         [--description T]   (platform-admin)\n"
     "  set NAME [same options]\n"
     "  delete NAME\n"
     "Changing priority classes needs approval by default.\n";
@@ -24,6 +25,7 @@ static int write_pc(cli_ctx *ctx, int argc, char **argv, int create) {
                                        {"may-preempt", required_argument, 0, 'm'},
                                        {"project-classes", required_argument, 0, 'c'},
                                        {"roles", required_argument, 0, 'r'},
+                                       {"non-preemptible-roles", required_argument, 0, 'o'},
                                        {"description", required_argument, 0, 'd'},
                                        {0, 0, 0, 0}};
     const char *verb = create ? "priority create" : "priority set";
@@ -52,6 +54,9 @@ static int write_pc(cli_ctx *ctx, int argc, char **argv, int create) {
             json_object_set_new(body, "allowed_project_classes", cli_csv(optarg));
         } else if (c == 'r') {
             json_object_set_new(body, "allowed_roles", cli_csv(optarg));
+        } else if (c == 'o') {
+            json_object_set_new(body, "non_preemptible_roles",
+                                strcmp(optarg, "none") ? cli_csv(optarg) : json_array());
         } else if (c == 'd') {
             json_object_set_new(body, "description", json_string(optarg));
         }
@@ -70,7 +75,8 @@ static int pc_create(cli_ctx *c, int a, char **v) { return write_pc(c, a, v, 1);
 static int pc_set(cli_ctx *c, int a, char **v) { return write_pc(c, a, v, 0); }
 static int pc_list(cli_ctx *ctx, int argc, char **argv) {
     static const char *const cols[] = {"name", "value", "preemptible", "may_preempt",
-                                       "allowed_project_classes", "allowed_roles", NULL};
+                                       "allowed_project_classes", "allowed_roles",
+                                       "non_preemptible_roles", NULL};
     if (argc > 1) return cli_error(CLI_USAGE, "priority list: unexpected argument '%s'", argv[1]);
     return cli_run_call(ctx, "GET", "/api/v1/priority-classes", NULL, cols);
 }

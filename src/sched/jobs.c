@@ -12,6 +12,7 @@
 #include "../core/strbuf.h"
 #include "../inventory/inventory.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,9 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
         return rc;
     }
     rc = prio_allowed(&pc, js->project_class, js->submitter_roles, err);
+    /* out of preemption only where the class lets the submitter's role (issue 33 item 5) */
+    int opted_out = has_pre && !pre;
+    if (!rc && opted_out) rc = prio_may_opt_out(&pc, js->submitter_roles, err);
     if (rc) {
         prio_release(&pc);
         return rc;
@@ -110,17 +114,18 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
     int64_t now = gt_now_us();
     rnd_id(id);
     /* a job is preemptible only if both it and its priority class are */
-    int preemptible = pc.preemptible && (has_pre ? pre : 1);
+    int preemptible = pc.preemptible && !opted_out;
     rc = store_exec(tx, NULL, err,
                     "INSERT INTO jobs (id, tenant_id, project_id, name, class, units,"
                     " priority_class, priority, preemptible, may_preempt, recovery, command,"
                     " time_limit_s, submitter, state, reason, created_at, queued_at, image,"
-                    " stack)"
+                    " stack, opted_out)"
                     " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,'queued','waiting for the scheduler',"
-                    "?,?,?,?)",
-                    "sssssisiiissisiiss", id, js->tenant_id, js->project_id, name, cls, units,
+                    "?,?,?,?,?)",
+                    "sssssisiiissisiissi", id, js->tenant_id, js->project_id, name, cls, units,
                     pc.name, (int64_t)pc.value, (int64_t)preemptible, (int64_t)pc.may_preempt,
-                    recovery, command, tl, js->submitter, now, now, image ? image : "", stack_c);
+                    recovery, command, tl, js->submitter, now, now, image ? image : "", stack_c,
+                    (int64_t)opted_out);
     free(command);
     prio_release(&pc);
     if (!rc) rc = jobs__event(tx, id, "submitted", "queued", err);
@@ -242,20 +247,35 @@ int jobs_cancel(store_tx *tx, const char *id, const char *actor, gp_err *err) {
     return jobs__event(tx, id, "cancelled", msg, err);
 }
 
-int jobs_set_priority(store_tx *tx, const char *id, const prio_class *p, const char *actor,
-                      gp_err *err) {
+int jobs_set_priority(store_tx *tx, const char *id, const prio_class *p, int opt_out,
+                      const char *actor, int *preemptible, gp_err *err) {
     int changes = 0;
+    assert(opt_out == 0 || opt_out == 1);
+    int pre = p->preemptible && !opt_out;
     int rc = store_exec(tx, &changes, err,
                         "UPDATE jobs SET priority_class = ?, priority = ?, may_preempt = ?,"
-                        " preemptible = CASE WHEN ? <> 0 THEN preemptible ELSE 0 END"
+                        " preemptible = ?, opted_out = ?"
                         " WHERE id = ? AND state IN ('queued','admitted','running')",
-                        "siiis", p->name, (int64_t)p->value, (int64_t)p->may_preempt,
-                        (int64_t)p->preemptible, id);
+                        "siiiis", p->name, (int64_t)p->value, (int64_t)p->may_preempt,
+                        (int64_t)pre, (int64_t)opt_out, id);
     if (rc) return rc;
     if (!changes) return gp_err_set(err, GP_ECONFLICT, "the job has already ended");
-    char msg[160];
-    snprintf(msg, sizeof msg, "priority class set to %s (%d) by %s", p->name, p->value, actor);
+    if (preemptible) *preemptible = pre;
+    char msg[200];
+    snprintf(msg, sizeof msg, "priority class set to %s (%d), %s, by %s", p->name, p->value,
+             pre ? "preemptible" : "not preemptible", actor);
     return jobs__event(tx, id, "priority", msg, err);
+}
+
+int jobs_opted_out(store_tx *tx, const char *id, int *opted_out, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err, "SELECT opted_out FROM jobs WHERE id = ?", "s", id);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    *opted_out = rc > 0 ? (int)store_int(s, 0) : 0;
+    store_done(s);
+    if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
+    return rc < 0 ? rc : GP_OK;
 }
 
 /* ---- bindings ---- */

@@ -31,6 +31,7 @@ typedef struct prio_class {
     int value, preemptible, may_preempt;
     json_t *project_classes; /* [] = any (owned) */
     json_t *roles;           /* [] = any (owned) */
+    json_t *opt_out_roles;   /* roles that may opt a job out of preemption ([] nobody; owned) */
 } prio_class;
 
 int prio_get(store_tx *tx, const char *name, prio_class *out, gp_err *err);
@@ -46,6 +47,14 @@ int prio_list(store_tx *tx, json_t **items, gp_err *err);
  * 0, or GP_EFORBIDDEN with the reason.
  */
 int prio_allowed(const prio_class *p, const char *pclass, json_t *roles, gp_err *err);
+
+/*
+ * May a submitter holding `roles` (as above) run a job of class `p` that
+ * preemption may not stop ("preemptible": false)?  Always when the class
+ * itself is not preemptible; otherwise only with one of the class's
+ * non_preemptible_roles.  0, or GP_EFORBIDDEN with the reason.  Pure.
+ */
+int prio_may_opt_out(const prio_class *p, json_t *roles, gp_err *err);
 
 /* ---- jobs ---- */
 
@@ -71,9 +80,17 @@ int jobs_list(store_tx *tx, const char *tenant_id, const char *project_id, const
 /* Cancel: end its bindings (cancelled) and mark it cancelled. GP_ECONFLICT when already ended. */
 int jobs_cancel(store_tx *tx, const char *id, const char *actor, gp_err *err);
 
-/* Change a queued/admitted/running job's priority class (checked by the caller). */
-int jobs_set_priority(store_tx *tx, const char *id, const prio_class *p, const char *actor,
-                      gp_err *err);
+/*
+ * Change a queued/admitted/running job's priority class (checked by the
+ * caller, prio_allowed and, for opt_out 1, prio_may_opt_out): it is
+ * preemptible when the class is and it does not opt out.  OUT (optional):
+ * *preemptible as set.  GP_ECONFLICT when the job has ended.
+ */
+int jobs_set_priority(store_tx *tx, const char *id, const prio_class *p, int opt_out,
+                      const char *actor, int *preemptible, gp_err *err);
+
+/* Did job `id` opt out of preemption?  GP_ENOTFOUND when there is no such job. */
+int jobs_opted_out(store_tx *tx, const char *id, int *opted_out, gp_err *err);
 
 /* ---- containment ---- */
 

@@ -17,7 +17,8 @@ void prio_release(prio_class *p) {
     if (!p) return;
     json_decref(p->project_classes);
     json_decref(p->roles);
-    p->project_classes = p->roles = NULL;
+    json_decref(p->opt_out_roles);
+    p->project_classes = p->roles = p->opt_out_roles = NULL;
 }
 
 int prio_get(store_tx *tx, const char *name, prio_class *out, gp_err *err) {
@@ -25,7 +26,8 @@ int prio_get(store_tx *tx, const char *name, prio_class *out, gp_err *err) {
     memset(out, 0, sizeof *out);
     int rc = store_query(tx, &s, err,
                          "SELECT name, value, preemptible, may_preempt, allowed_project_classes,"
-                         " allowed_roles FROM priority_classes WHERE name = ?",
+                         " allowed_roles, non_preemptible_roles FROM priority_classes"
+                         " WHERE name = ?",
                          "s", name);
     if (rc) return rc;
     rc = store_step(s, err);
@@ -36,8 +38,10 @@ int prio_get(store_tx *tx, const char *name, prio_class *out, gp_err *err) {
         out->may_preempt = (int)store_int(s, 3);
         out->project_classes = json_loads(store_text(s, 4), 0, NULL);
         out->roles = json_loads(store_text(s, 5), 0, NULL);
+        out->opt_out_roles = json_loads(store_text(s, 6), 0, NULL);
         if (!out->project_classes) out->project_classes = json_array();
         if (!out->roles) out->roles = json_array();
+        if (!out->opt_out_roles) out->opt_out_roles = json_array();
     }
     store_done(s);
     if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "priority class '%s' does not exist", name);
@@ -68,6 +72,19 @@ int prio_allowed(const prio_class *p, const char *pclass, json_t *roles, gp_err 
     return GP_OK;
 }
 
+int prio_may_opt_out(const prio_class *p, json_t *roles, gp_err *err) {
+    if (!p->preemptible) return GP_OK;
+    size_t i;
+    json_t *v;
+    json_array_foreach(roles, i, v) if (listed(p->opt_out_roles, json_string_value(v))) return GP_OK;
+    char *need = jx_dump(p->opt_out_roles);
+    gp_err_set(err, GP_EFORBIDDEN,
+               "priority class %s lets only the roles %s run jobs that preemption may not stop",
+               p->name, need ? need : "[]");
+    free(need);
+    return GP_EFORBIDDEN;
+}
+
 static int str_array(json_t *v, const char *key, int classes, char **out, gp_err *err) {
     size_t i;
     json_t *e;
@@ -88,11 +105,11 @@ static int str_array(json_t *v, const char *key, int classes, char **out, gp_err
 int prio_put(store_tx *tx, json_t *c, int create, const char *name, gp_err *err) {
     static const char *const fields[] = {"name", "value", "preemptible", "may_preempt",
                                          "allowed_project_classes", "allowed_roles",
-                                         "description", NULL};
+                                         "non_preemptible_roles", "description", NULL};
     int64_t value = 0;
     int pre = 1, may = 0, has_v, has_p, has_m;
     const char *desc, *nm;
-    char *pcs = NULL, *roles = NULL;
+    char *pcs = NULL, *roles = NULL, *opt = NULL;
     int rc;
     if ((rc = jx_only_fields(c, fields, err)) || (rc = jx_get_str(c, "name", create, &nm, err)) ||
         (rc = jx_get_int(c, "value", create, &value, &has_v, err)) ||
@@ -106,16 +123,18 @@ int prio_put(store_tx *tx, json_t *c, int create, const char *name, gp_err *err)
         return gp_err_set(err, GP_EINVALID, "value must be -100000..100000");
     if ((rc = str_array(json_object_get(c, "allowed_project_classes"), "allowed_project_classes",
                         1, &pcs, err)) ||
-        (rc = str_array(json_object_get(c, "allowed_roles"), "allowed_roles", 0, &roles, err)))
+        (rc = str_array(json_object_get(c, "allowed_roles"), "allowed_roles", 0, &roles, err)) ||
+        (rc = str_array(json_object_get(c, "non_preemptible_roles"), "non_preemptible_roles", 0,
+                        &opt, err)))
         goto out;
     if (create) {
         rc = store_exec(tx, NULL, err,
                         "INSERT INTO priority_classes (name, value, preemptible, may_preempt,"
-                        " allowed_project_classes, allowed_roles, description, created_at)"
-                        " VALUES (?,?,?,?,?,?,?,?)",
-                        "siiisssi", name, value, (int64_t)(has_p ? pre : 1),
+                        " allowed_project_classes, allowed_roles, non_preemptible_roles,"
+                        " description, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+                        "siiissssi", name, value, (int64_t)(has_p ? pre : 1),
                         (int64_t)(has_m ? may : 0), pcs ? pcs : "[]", roles ? roles : "[]",
-                        desc ? desc : "", gt_now_us());
+                        opt ? opt : "[\"tenant-admin\"]", desc ? desc : "", gt_now_us());
         if (rc == GP_ECONFLICT) gp_err_set(err, rc, "priority class '%s' already exists", name);
     } else {
         int changes = 0;
@@ -125,14 +144,16 @@ int prio_put(store_tx *tx, json_t *c, int create, const char *name, gp_err *err)
                         " may_preempt = CASE WHEN ? <> 0 THEN ? ELSE may_preempt END,"
                         " allowed_project_classes = COALESCE(?, allowed_project_classes),"
                         " allowed_roles = COALESCE(?, allowed_roles),"
+                        " non_preemptible_roles = COALESCE(?, non_preemptible_roles),"
                         " description = COALESCE(?, description) WHERE name = ?",
-                        "iiiiiissss", (int64_t)has_v, value, (int64_t)has_p, (int64_t)pre,
-                        (int64_t)has_m, (int64_t)may, pcs, roles, desc, name);
+                        "iiiiiisssss", (int64_t)has_v, value, (int64_t)has_p, (int64_t)pre,
+                        (int64_t)has_m, (int64_t)may, pcs, roles, opt, desc, name);
         if (!rc && !changes) rc = gp_err_set(err, GP_ENOTFOUND, "not found");
     }
 out:
     free(pcs);
     free(roles);
+    free(opt);
     return rc;
 }
 
@@ -161,19 +182,21 @@ int prio_list(store_tx *tx, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
                          "SELECT name, value, preemptible, may_preempt, allowed_project_classes,"
-                         " allowed_roles, description FROM priority_classes ORDER BY value DESC,"
-                         " name",
+                         " allowed_roles, description, non_preemptible_roles FROM priority_classes"
+                         " ORDER BY value DESC, name",
                          "");
     if (rc) return rc;
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0) {
         json_t *pc = json_loads(store_text(s, 4), 0, NULL), *ro = json_loads(store_text(s, 5), 0, NULL);
-        json_array_append_new(arr, json_pack("{s:s,s:I,s:b,s:b,s:o,s:o,s:s}", "name",
+        json_t *op = json_loads(store_text(s, 7), 0, NULL);
+        json_array_append_new(arr, json_pack("{s:s,s:I,s:b,s:b,s:o,s:o,s:o,s:s}", "name",
                                              store_text(s, 0), "value", (json_int_t)store_int(s, 1),
                                              "preemptible", (int)store_int(s, 2), "may_preempt",
                                              (int)store_int(s, 3), "allowed_project_classes",
                                              pc ? pc : json_array(), "allowed_roles",
-                                             ro ? ro : json_array(), "description",
+                                             ro ? ro : json_array(), "non_preemptible_roles",
+                                             op ? op : json_array(), "description",
                                              store_text(s, 6)));
     }
     store_done(s);

@@ -725,6 +725,12 @@ static const char *const migrations[] = {
      * bootstrap); an approver may not be one whose password the requester set, nor the
      * reverse (docs/security.md "Who administers the administrators") */
     "ALTER TABLE users ADD COLUMN password_set_by TEXT COLLATE \"C\" NOT NULL DEFAULT '';",
+    /* 20: preemptibility is policy: who may opt a job out of preemption is the priority
+     * class's (non_preemptible_roles), and a job remembers that it opted out, so a class
+     * change re-decides it (docs/scheduling.md "Priority classes") */
+    "ALTER TABLE priority_classes ADD COLUMN non_preemptible_roles TEXT NOT NULL DEFAULT '[\"tenant-admin\"]';"
+    "ALTER TABLE jobs ADD COLUMN opted_out BIGINT NOT NULL DEFAULT 0;"
+    "UPDATE jobs SET opted_out = 1 WHERE preemptible = 0 AND priority_class IN (SELECT name FROM priority_classes WHERE preemptible <> 0);",
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

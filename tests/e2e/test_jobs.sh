@@ -682,7 +682,7 @@ assert_json .preemptible false "$OUT_FILE"
 wait_state red "$RN" running 3
 job red show "$RN"
 assert_json '[.events[] | select(.kind == "priority") | .message] | join("|")' \
-    "priority class set to high (1000) by ru" "$OUT_FILE"
+    "priority class set to high (1000), not preemptible, by ru" "$OUT_FILE"
 for i in 1 2 3 4; do
     job blue show "${BL[i]}"
     assert_match "$(jout .state)" '^(queued|admitted)$' "state of requeued bl$i"
