@@ -372,6 +372,7 @@ void h_gpu_uncordon(api_req *r);
 void h_gpu_drain(api_req *r);
 void h_gpu_reset(api_req *r);
 void h_gpu_mode(api_req *r);
+void h_gpu_move(api_req *r);
 void h_health_policy_get(api_req *r);
 void h_health_policy_put(api_req *r);
 void h_alarm_list(api_req *r);

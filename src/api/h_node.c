@@ -169,6 +169,38 @@ static int audit_reports(api_req *r, store_tx *tx, json_t *events, gp_err *err) 
     return GP_OK;
 }
 
+/*
+ * Audit each card refused to a node's report (inv_node_report: another node
+ * holds it) as a denied "node.report" on that GPU, by `actor` (the node's
+ * agent account), in `tx`.
+ */
+static int audit_refused(api_req *r, store_tx *tx, const char *actor, const char *node,
+                         json_t *refused, gp_err *err) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(refused, i, e) {
+        const char *gpu = json_string_value(json_object_get(e, "gpu"));
+        json_t *sum = json_pack("{s:s,s:s,s:O,s:s}", "node", node, "gpu", gpu, "held_by",
+                                json_object_get(e, "held_by"), "error",
+                                "the GPU belongs to another node");
+        char *text = jx_dump(sum);
+        json_decref(sum);
+        audit_event ev = {.actor = actor,
+                          .source = r->source,
+                          .request_id = r->request_id,
+                          .action = "node.report",
+                          .target_type = "gpu",
+                          .target_id = gpu,
+                          .result = "denied",
+                          .status = 409,
+                          .summary = text};
+        int rc = audit_append(tx, &ev, NULL, err);
+        free(text);
+        if (rc) return rc;
+    }
+    return GP_OK;
+}
+
 static int load_policy(api_req *r, store_tx *tx, health_policy *p) {
     gp_err err = GP_ERR_INIT;
     if (inv_health_policy_load(tx, p, &err)) {
@@ -326,21 +358,30 @@ void h_agent_register(api_req *r) {
         register_refused(r, jid, nname, err.msg);
         return;
     }
-    if (!rc) rc = inv_node_register(tx, node, nid, uid, &rereg, &err);
+    json_t *refused = json_array();
+    char agent[80];
+    snprintf(agent, sizeof agent, "agent-%s", nname);
+    if (!rc) rc = inv_node_register(tx, node, nid, uid, &rereg, refused, &err);
     if (!rc) rc = auth_token_create(tx, uid, "agent", 0, token, tid, &err);
+    if (!rc) rc = audit_refused(r, tx, agent, nname, refused, &err);
     if (rc) {
+        json_decref(refused);
         json_decref(body);
         api_abort(r, tx, &err);
         return;
     }
-    json_t *sum = json_pack("{s:s,s:b,s:I,s:s}", "node", nname, "reregistered", rereg, "gpus",
+    json_t *sum = json_pack("{s:s,s:b,s:I,s:s,s:I}", "node", nname, "reregistered", rereg, "gpus",
                             (json_int_t)json_array_size(json_object_get(node, "gpus")),
-                            "join_token", jid);
+                            "join_token", jid, "refused_gpus",
+                            (json_int_t)json_array_size(refused));
     json_decref(body);
-    if (api_finish(r, tx, 201, sum)) return;
+    if (api_finish(r, tx, 201, sum)) {
+        json_decref(refused);
+        return;
+    }
     /* the node name was validated by inv_node_register and kept in the audit target */
-    api_reply(r, 201, json_pack("{s:s,s:s,s:b}", "node", r->a_id, "token", token, "reregistered",
-                                rereg));
+    api_reply(r, 201, json_pack("{s:s,s:s,s:b,s:o}", "node", r->a_id, "token", token,
+                                "reregistered", rereg, "refused_gpus", refused));
 }
 
 void h_agent_heartbeat(api_req *r) {
@@ -371,7 +412,10 @@ void h_agent_heartbeat(api_req *r) {
     }
     /* an agent that (re)starts sends its hardware once with the first heartbeat */
     json_t *report = json_object_get(body, "report");
-    int rc = report ? inv_node_report(tx, node, r->who->user_id, report, &err) : GP_OK;
+    json_t *refused = json_array();
+    int rc = report ? inv_node_report(tx, node, r->who->user_id, report, refused, &err) : GP_OK;
+    /* a card refused to the node (another node holds it): its signals are not the node's */
+    if (!rc) rc = inv_drop_foreign(tx, node, json_object_get(body, "gpus"), &err);
     /* the GPU samples bounded before they are stored (at most the node's GPUs, each figure) */
     if (!rc) rc = telemetry_bound_node(tx, node, r->who->user_id, json_object_get(body, "gpus"), &err);
     if (!rc) rc = inv_heartbeat(tx, node, r->who->user_id, body, &pol, &tr, &ntr, &err);
@@ -389,9 +433,12 @@ void h_agent_heartbeat(api_req *r) {
     if (rc == GP_EFORBIDDEN) {
         store_rollback(tx);
         json_decref(reports);
+        json_decref(refused);
         api_error(r, 404, "not_found", "not found");
         return;
     }
+    if (!rc) rc = audit_refused(r, tx, r->who->name, node, refused, &err);
+    json_decref(refused);
     if (!rc) rc = audit_reports(r, tx, reports, &err);
     json_decref(reports);
     if (!rc) rc = audit_transitions(r, tx, tr, ntr, &err);
@@ -753,6 +800,45 @@ void h_gpu_reset(api_req *r) {
     if (!api_finish(r, tx, 200, json_pack("{s:s,s:s}", "from", t.from, "to", "healthy"))) {
         sched_wake(r->store, r->leader == 1);
         api_reply(r, 200, json_pack("{s:s,s:s}", "uuid", uuid, "health", "healthy"));
+    }
+}
+
+/*
+ * POST /api/v1/gpus/{uuid}/move {"node"}: give a card's record to another
+ * node (a card moved between machines, or a node rebuilt under a new name).
+ * ops-engineer or platform-admin; only once the old node is drained (or
+ * lost) and no job holds the card (inv_gpu_move_refusal: 409 otherwise).
+ * Until then the new node's report of the card is refused (inv_node_report).
+ */
+void h_gpu_move(api_req *r) {
+    static const char *const fields[] = {"node", NULL};
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    json_t *body;
+    const char *to;
+    char from[64];
+    const char *uuid = api_param(r, "uuid");
+    api_target(r, "gpu", uuid, NULL, NULL);
+    if (api_begin(r, STORE_WRITE, &tx)) return;
+    if (!gpu_visible(r, tx, uuid) || !api_authorize(r, ACT_GPU_MOVE, NULL, NULL) ||
+        api_body(r, &body)) {
+        store_rollback(tx);
+        return;
+    }
+    if (jx_only_fields(body, fields, &err) || jx_get_str(body, "node", 1, &to, &err) ||
+        inv_gpu_move(tx, uuid, to, from, &err)) {
+        json_decref(body);
+        api_abort(r, tx, &err);
+        return;
+    }
+    json_t *reply = json_pack("{s:s,s:s,s:s}", "uuid", uuid, "from", from, "node", to);
+    json_decref(body);
+    if (!api_finish(r, tx, 200, json_pack("{s:s,s:s}", "from", from, "to",
+                                          json_string_value(json_object_get(reply, "node"))))) {
+        sched_wake(r->store, r->leader == 1); /* the card now counts on its new node */
+        api_reply(r, 200, reply);
+    } else {
+        json_decref(reply);
     }
 }
 

@@ -158,6 +158,7 @@ const api_route api_routes[] = {
     {"POST", "/api/v1/gpus/{uuid}/drain", h_gpu_drain, "gpu.drain", ROUTE_MUTATES},
     {"POST", "/api/v1/gpus/{uuid}/reset", h_gpu_reset, "gpu.reset", ROUTE_MUTATES},
     {"PUT", "/api/v1/gpus/{uuid}/mode", h_gpu_mode, "gpu.mode", ROUTE_MUTATES},
+    {"POST", "/api/v1/gpus/{uuid}/move", h_gpu_move, "gpu.move", ROUTE_MUTATES},
     {"GET", "/api/v1/health-policy", h_health_policy_get, "healthpolicy.get", 0},
     {"PUT", "/api/v1/health-policy", h_health_policy_put, "healthpolicy.change", ROUTE_MUTATES},
     {"GET", "/api/v1/alarms", h_alarm_list, "alarm.list", 0},

@@ -48,6 +48,7 @@ static const struct {
     [ACT_NODE_READ] = {"node.read",
                        R(ROLE_PLATFORM_ADMIN) | R(ROLE_SECURITY_ADMIN) | R(ROLE_OPS_ENGINEER)},
     [ACT_NODE_MANAGE] = {"node.manage", R(ROLE_OPS_ENGINEER)},
+    [ACT_GPU_MOVE] = {"gpu.move", R(ROLE_OPS_ENGINEER) | R(ROLE_PLATFORM_ADMIN)},
     [ACT_POOL_MANAGE] = {"pool.manage", R(ROLE_PLATFORM_ADMIN)},
     [ACT_CLASS_MANAGE] = {"class.manage", R(ROLE_PLATFORM_ADMIN)},
     [ACT_WORKORDER_MANAGE] = {"workorder.manage", R(ROLE_OPS_ENGINEER)},

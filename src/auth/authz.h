@@ -56,6 +56,7 @@ typedef enum authz_action {
     ACT_VENDOR_MANAGE,
     ACT_NODE_READ,       /* nodes, GPUs, health, history, alarms (all) */
     ACT_NODE_MANAGE,     /* join tokens, cordon/drain, modes, health policy, alarm acks */
+    ACT_GPU_MOVE,        /* move a card's record to another node (after a drain) */
     ACT_POOL_MANAGE,     /* pools and node placement in pools */
     ACT_CLASS_MANAGE,    /* resource classes */
     ACT_WORKORDER_MANAGE,

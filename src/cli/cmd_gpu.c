@@ -1,5 +1,5 @@
 /*
- * cmd_gpu.c - `gpupool gpu list|show|history|cordon|uncordon|drain|reset|mode`.
+ * cmd_gpu.c - `gpupool gpu list|show|history|cordon|uncordon|drain|reset|mode|move`.
  */
 #include "cli.h"
 
@@ -14,7 +14,9 @@ static const char usage[] =
     "  history UUID         health and admin transitions, newest first\n"
     "  cordon UUID | drain UUID | uncordon UUID     (ops-engineer)\n"
     "  reset UUID           clear a failed or degraded state after repair (ops-engineer)\n"
-    "  mode UUID whole|mig|shared                   (ops-engineer)\n";
+    "  mode UUID whole|mig|shared                   (ops-engineer)\n"
+    "  move UUID --to NODE  give the card to another node, once its node is drained\n"
+    "                       (ops-engineer, platform-admin)\n";
 
 static int g_list(cli_ctx *ctx, int argc, char **argv) {
     static const struct option lo[] = {{"node", required_argument, 0, 'n'},
@@ -81,6 +83,28 @@ static int g_mode(cli_ctx *ctx, int argc, char **argv) {
     return rc;
 }
 
+static int g_move(cli_ctx *ctx, int argc, char **argv) {
+    static const struct option lo[] = {{"to", required_argument, 0, 't'}, {0, 0, 0, 0}};
+    const char *to = NULL;
+    int c, rc = 0;
+    optind = 0;
+    while ((c = cli_getopt(argc, argv, lo, "gpu move", &rc)) != -1) {
+        if (c == -2) return rc;
+        if (c == 't') to = optarg;
+    }
+    if (optind + 1 != argc || !to)
+        return cli_error(CLI_USAGE, "gpu move: expected UUID --to NODE");
+    strbuf p = SB_INIT;
+    sb_adds(&p, "/api/v1/gpus/");
+    cli_add_escaped(&p, argv[optind]);
+    sb_adds(&p, "/move");
+    json_t *body = json_pack("{s:s}", "node", to);
+    rc = cli_run_call(ctx, "POST", p.buf, body, NULL);
+    json_decref(body);
+    sb_release(&p);
+    return rc;
+}
+
 int cli_cmd_gpu(cli_ctx *ctx, int argc, char **argv) {
     static const cli_verb verbs[] = {
         {"list", g_list, "usage: gpupool gpu list [--node N] [--health STATE]\n"},
@@ -92,6 +116,11 @@ int cli_cmd_gpu(cli_ctx *ctx, int argc, char **argv) {
         {"reset", g_reset, "usage: gpupool gpu reset UUID\n\nMark a repaired GPU healthy.\n"},
         {"mode", g_mode, "usage: gpupool gpu mode UUID whole|mig|shared\n\nmig needs MIG "
                          "instances made on the node; gpupool never changes MIG itself.\n"},
+        {"move", g_move,
+         "usage: gpupool gpu move UUID --to NODE\n\nGive a card's record (health, mode, "
+         "history) to node NODE, where the card is now.\nAnother node's report of a card is "
+         "refused until then. Allowed once the card's\nnode is drained (gpupool node drain) or "
+         "lost, and no job holds the card.\n"},
         {NULL, NULL, NULL}};
     return cli_dispatch(ctx, usage, verbs, argc, argv);
 }

@@ -273,14 +273,71 @@ static int agent_account(store_tx *tx, const char *node, char uid[RND_ID_LEN], g
 }
 
 /*
+ * Which other node holds the reported card `g` (its UUID, or the UUID of one
+ * of its slices)?  1 with `holder` set to that node's name, 0 when none does
+ * (the card is new, or already `node_id`'s), < 0 on a store error.
+ */
+static int foreign_holder(store_tx *tx, json_t *g, const char *node_id, char holder[64],
+                          gp_err *err) {
+    store_stmt *s;
+    size_t k;
+    json_t *sl;
+    int rc = store_query(tx, &s, err,
+                         "SELECT n.name, n.id FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                         " WHERE g.uuid = ?",
+                         "s", jstr(g, "uuid", ""));
+    if (rc) return rc;
+    rc = store_step(s, err);
+    int other = rc > 0 && inv_claim_refused(store_text(s, 1), node_id);
+    if (other) snprintf(holder, 64, "%s", store_text(s, 0));
+    store_done(s);
+    if (rc < 0 || other) return rc < 0 ? rc : 1;
+    json_array_foreach(json_object_get(g, "slices"), k, sl) {
+        rc = store_query(tx, &s, err,
+                         "SELECT n.name, n.id FROM slices x JOIN gpus g ON g.id = x.gpu_id"
+                         " JOIN nodes n ON n.id = g.node_id WHERE x.uuid = ?",
+                         "s", jstr(sl, "uuid", ""));
+        if (rc) return rc;
+        rc = store_step(s, err);
+        other = rc > 0 && inv_claim_refused(store_text(s, 1), node_id);
+        if (other) snprintf(holder, 64, "%s", store_text(s, 0));
+        store_done(s);
+        if (rc < 0 || other) return rc < 0 ? rc : 1;
+    }
+    return 0;
+}
+
+/* A refused card: an alarm for ops, and {gpu, held_by} for the caller's audit. */
+static int refuse_card(store_tx *tx, const char *node, const char *uuid, const char *holder,
+                       json_t *refused, gp_err *err) {
+    char msg[400];
+    snprintf(msg, sizeof msg,
+             "node %s reported GPU %.90s, which node %s holds: refused (a card changes node only "
+             "by `gpupool gpu move` after its node is drained)",
+             node, uuid, holder);
+    json_t *detail = json_pack("{s:s,s:s,s:s}", "reported_by", node, "gpu", uuid, "held_by",
+                               holder);
+    int rc = inv_alarm_raise(tx, "critical", "identity", node, uuid, msg, NULL, detail, err);
+    json_decref(detail);
+    if (rc) return rc;
+    if (refused)
+        json_array_append_new(refused,
+                              json_pack("{s:s,s:s}", "gpu", uuid, "held_by", holder));
+    return GP_OK;
+}
+
+int inv_claim_refused(const char *holder_node_id, const char *reporting_node_id) {
+    return holder_node_id && *holder_node_id && strcmp(holder_node_id, reporting_node_id) != 0;
+}
+
+/*
  * Upsert the report's GPUs and MIG slices for node `node_id`; with
  * `mark_stale`, cards of the node missing from the report become failed.
+ * A card another node holds is skipped (refuse_card), never moved.
  */
 static int apply_gpus(store_tx *tx, json_t *r, const char *node_id, const char *name, int64_t now,
-                      int mark_stale, gp_err *err) {
+                      int mark_stale, json_t *refused, gp_err *err) {
     int rc = GP_OK;
-    store_stmt *s;
-    (void)s;
     if (mark_stale &&
         (rc = store_exec(tx, NULL, err, "UPDATE gpus SET updated_at = -1 WHERE node_id = ?", "s",
                          node_id)))
@@ -289,6 +346,13 @@ static int apply_gpus(store_tx *tx, json_t *r, const char *node_id, const char *
     json_t *g, *sl;
     json_array_foreach(json_object_get(r, "gpus"), i, g) {
         const char *uuid = jstr(g, "uuid", "");
+        /* a card (or one of its slices) another node holds is not this report's to move */
+        char holder[64];
+        if ((rc = foreign_holder(tx, g, node_id, holder, err)) < 0) goto out;
+        if (rc > 0) {
+            if ((rc = refuse_card(tx, name, uuid, holder, refused, err))) goto out;
+            continue;
+        }
         json_t *tj = json_object_get(g, "topology");
         char gid[RND_ID_LEN], *topo = tj ? jx_dump(tj) : strdup("{}");
         const char *mode = strcmp(jstr(g, "mig_mode", ""), "enabled") == 0 ? "mig" : NULL;
@@ -383,7 +447,7 @@ out:
 }
 
 int inv_node_register(store_tx *tx, json_t *r, char node_id[RND_ID_LEN],
-                      char agent_user_id[RND_ID_LEN], int *rereg, gp_err *err) {
+                      char agent_user_id[RND_ID_LEN], int *rereg, json_t *refused, gp_err *err) {
     int rc = check_report(r, err);
     if (rc) return rc;
     const char *name = jstr(r, "name", "");
@@ -431,14 +495,14 @@ int inv_node_register(store_tx *tx, json_t *r, char node_id[RND_ID_LEN],
                         jstr(r, "source", "nvml"), agent_user_id, now, now);
     }
     if (rc) goto out;
-    rc = apply_gpus(tx, r, node_id, name, now, *rereg, err);
+    rc = apply_gpus(tx, r, node_id, name, now, *rereg, refused, err);
 out:
     free(labels);
     return rc;
 }
 
 int inv_node_report(store_tx *tx, const char *node, const char *agent_user_id, json_t *r,
-                    gp_err *err) {
+                    json_t *refused, gp_err *err) {
     store_stmt *s;
     char nid[RND_ID_LEN];
     int rc = check_report(r, err);
@@ -464,7 +528,7 @@ int inv_node_report(store_tx *tx, const char *node, const char *agent_user_id, j
                     jint(r, "memory_gib", 0), labels, jstr(r, "driver_version", ""),
                     jstr(r, "source", "nvml"), nid);
     free(labels);
-    return rc ? rc : apply_gpus(tx, r, nid, node, now, 1, err);
+    return rc ? rc : apply_gpus(tx, r, nid, node, now, 1, refused, err);
 }
 
 /* ---- transitions ---- */
@@ -807,6 +871,78 @@ int inv_gpu_mode(store_tx *tx, const char *uuid, const char *mode, gp_err *err) 
         return gp_err_set(err, GP_EINVALID,
                           "this GPU has MIG instances; it can only be used in mig mode");
     return store_exec(tx, NULL, err, "UPDATE gpus SET mode = ? WHERE uuid = ?", "ss", mode, uuid);
+}
+
+/* ---- GPU identity ---- */
+
+const char *inv_gpu_move_refusal(const inv_move_facts *f) {
+    if (f->same_node) return "the GPU is already on that node";
+    if (!f->from_lost && !f->from_draining)
+        return "the GPU's node is in service: drain it first (gpupool node drain NODE), or move "
+               "the card once the node is lost";
+    if (f->open_bindings > 0)
+        return "jobs still hold the GPU: wait until the drain ends them (gpupool binding list "
+               "--gpu UUID)";
+    return NULL;
+}
+
+int inv_gpu_move(store_tx *tx, const char *uuid, const char *to_node, char from_node[64],
+                 gp_err *err) {
+    store_stmt *s;
+    char to_id[RND_ID_LEN];
+    inv_move_facts f = {0};
+    from_node[0] = '\0';
+    int rc = store_query(tx, &s, err,
+                         "SELECT n.name, n.state, n.admin_state, n.id,"
+                         " (SELECT COUNT(*) FROM bindings b WHERE b.end_us IS NULL"
+                         "  AND b.gpu_uuid = g.uuid)"
+                         " FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE g.uuid = ?",
+                         "s", uuid);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc > 0) {
+        snprintf(from_node, 64, "%s", store_text(s, 0));
+        f.from_lost = strcmp(store_text(s, 1), "unreachable") == 0;
+        f.from_draining = strcmp(store_text(s, 2), "draining") == 0;
+        f.same_node = strcmp(store_text(s, 0), to_node) == 0;
+        f.open_bindings = store_int(s, 4);
+    }
+    store_done(s);
+    if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
+    if (rc < 0) return rc;
+    if ((rc = store_query(tx, &s, err, "SELECT id FROM nodes WHERE name = ?", "s", to_node)))
+        return rc;
+    rc = store_step(s, err);
+    if (rc > 0) snprintf(to_id, sizeof to_id, "%s", store_text(s, 0));
+    store_done(s);
+    if (rc == 0) return gp_err_set(err, GP_EINVALID, "node '%.63s' does not exist", to_node);
+    if (rc < 0) return rc;
+    const char *why = inv_gpu_move_refusal(&f);
+    if (why) return gp_err_set(err, GP_ECONFLICT, "%s", why);
+    /* the card keeps its record (health, mode, admin state, history); the new node's next
+     * report fills in its index, bus and topology there */
+    return store_exec(tx, NULL, err, "UPDATE gpus SET node_id = ?, updated_at = ? WHERE uuid = ?",
+                      "sis", to_id, gt_now_us(), uuid);
+}
+
+int inv_drop_foreign(store_tx *tx, const char *node, json_t *gpus, gp_err *err) {
+    if (!json_is_array(gpus)) return GP_OK;
+    for (size_t i = 0; i < json_array_size(gpus);) {
+        const char *uuid = jstr(json_array_get(gpus, i), "uuid", "");
+        store_stmt *s;
+        int rc = store_query(tx, &s, err,
+                             "SELECT n.name FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                             " WHERE g.uuid = ?",
+                             "s", uuid);
+        if (rc) return rc;
+        rc = store_step(s, err);
+        int other = rc > 0 && strcmp(store_text(s, 0), node) != 0;
+        store_done(s);
+        if (rc < 0) return rc;
+        if (other) json_array_remove(gpus, i);
+        else i++;
+    }
+    return GP_OK;
 }
 
 int inv_node_pool(store_tx *tx, const char *node, const char *pool, gp_err *err) {

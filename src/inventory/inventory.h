@@ -75,17 +75,60 @@ int inv_join_revoke(store_tx *tx, const char *id, gp_err *err);
  *           "topology":{…}}]}.
  * Creates the node's agent account when new. OUT: node id, agent user id,
  * *reregistered.
+ *
+ * A GPU belongs to the node that registered it: a reported card whose UUID
+ * (or one of whose slice UUIDs) another node holds is refused - skipped, not
+ * moved; the rest of the report applies - with a critical "identity" alarm,
+ * and {"gpu", "held_by"} appended to `refused` (an array the caller owns, may
+ * be NULL) for the caller to audit as a denied node.report.  A card changes
+ * node only by inv_gpu_move().
  */
 int inv_node_register(store_tx *tx, json_t *report, char node_id[RND_ID_LEN],
-                      char agent_user_id[RND_ID_LEN], int *reregistered, gp_err *err);
+                      char agent_user_id[RND_ID_LEN], int *reregistered, json_t *refused,
+                      gp_err *err);
 
 /*
  * An agent (already joined) re-reports its node's hardware, e.g. after a
  * restart: GPUs and slices are updated, cards no longer reported become
- * failed.  GP_EFORBIDDEN unless `agent_user_id` is that node's agent.
+ * failed; another node's cards are refused as inv_node_register() says.
+ * GP_EFORBIDDEN unless `agent_user_id` is that node's agent.
  */
 int inv_node_report(store_tx *tx, const char *node, const char *agent_user_id, json_t *report,
-                    gp_err *err);
+                    json_t *refused, gp_err *err);
+
+/* Is a card held by node `holder_node_id` ("" or NULL: nobody) refused to a report of
+ * node `reporting_node_id`?  1 when another node holds it (pure). */
+int inv_claim_refused(const char *holder_node_id, const char *reporting_node_id);
+
+/* What a GPU move is decided on (inv_gpu_move_refusal). */
+typedef struct inv_move_facts {
+    int same_node;         /* the card is on the target node already */
+    int from_lost;         /* its node is unreachable */
+    int from_draining;     /* its node's admin state is draining */
+    int64_t open_bindings; /* bindings still open on the card */
+} inv_move_facts;
+
+/*
+ * Why a card may not move to another node now, or NULL when it may (pure):
+ * its node must be draining (or lost) and no job may hold the card any more.
+ */
+const char *inv_gpu_move_refusal(const inv_move_facts *f);
+
+/*
+ * Move GPU `uuid` to node `to_node` (an ops action: the handler authorises
+ * and audits).  OUT: from_node, the node that held it.  GP_ENOTFOUND for no
+ * such card, GP_EINVALID for no such node, GP_ECONFLICT (message: why) when
+ * inv_gpu_move_refusal() refuses.  The card keeps its record and history.
+ */
+int inv_gpu_move(store_tx *tx, const char *uuid, const char *to_node, char from_node[64],
+                 gp_err *err);
+
+/*
+ * Drop from a heartbeat's `gpus` array (modified in place) the entries of
+ * cards another node holds: a node reports only its own cards' signals (a
+ * card refused to its report would otherwise fail each heartbeat).
+ */
+int inv_drop_foreign(store_tx *tx, const char *node, json_t *gpus, gp_err *err);
 
 /* A health (or reachability, or admin) transition, for audit. */
 typedef struct inv_transition {

@@ -634,8 +634,13 @@ AUTH_HEADER="Authorization: Bearer $A0" api POST /api/v1/agent/heartbeat '{"node
 assert_status 404
 AUTH_HEADER="Authorization: Bearer $A0" api POST /api/v1/agent/heartbeat '{"node":"nosuch","gpus":[]}'
 assert_status 404
-AUTH_HEADER="Authorization: Bearer $A0" api POST /api/v1/agent/heartbeat "{\"node\":\"sim-0\",\"gpus\":[{\"uuid\":\"${S1[0]}\",\"signals\":{}}]}"
-assert_status 400
+# signals of another node's card: dropped (a card refused to a node's report stays in its
+# agent's heartbeats; docs/security.md "GPU identity"), never applied to the card
+AUTH_HEADER="Authorization: Bearer $A0" api POST /api/v1/agent/heartbeat "{\"node\":\"sim-0\",\"gpus\":[{\"uuid\":\"${S1[0]}\",\"signals\":{\"temperature_c\":99,\"xids\":[79]}}]}"
+assert_status 200
+gp -o json gpu show "${S1[0]}"
+assert_json .node sim-1 "$OUT_FILE"
+assert_ne "$(jout .signals.temperature_c)" 99 "sim-1's card's temperature after sim-0's heartbeat naming it"
 AUTH_HEADER="Authorization: Bearer $A0" api POST /api/v1/agent/heartbeat '{"node":"sim-0","gpus":[]}'
 assert_status 200
 assert_json .status ok

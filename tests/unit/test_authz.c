@@ -196,6 +196,7 @@ static const char *const contract[ACT__COUNT] = {
     [ACT_APPROVAL_DECIDE] = "S",     [ACT_APPROVAL_READ_ALL] = "S",
     [ACT_VENDOR_MANAGE] = "O",
     [ACT_NODE_READ] = "PSO",         [ACT_NODE_MANAGE] = "O",
+    [ACT_GPU_MOVE] = "PO",
     [ACT_POOL_MANAGE] = "P",         [ACT_CLASS_MANAGE] = "P",
     [ACT_WORKORDER_MANAGE] = "O",
     [ACT_JOB_SUBMIT] = "TAU",        [ACT_JOB_READ] = "PSTAUV",

@@ -6,7 +6,8 @@
  * binding by hand.  And join tokens: single-use by default, bound to a
  * node name, or good for N registrations (issue 18, finding 10).  And
  * liveness: a node is judged silent only after a whole timeout this server
- * watched, and a mass silence is held (inv_mass_silence, inv_sweep).
+ * watched, and a mass silence is held (inv_mass_silence, inv_sweep).  And
+ * GPU identity: inv_claim_refused, inv_gpu_move_refusal (issue 33, item 3).
  */
 #include "apitest.h"
 
@@ -244,6 +245,25 @@ static void join_token_single_use(void **state) {
     assert_null(inv_join_refusal(10, 20, 0, 2, 3, "", "a"));
 }
 
+/* A GPU belongs to the node that registered it; moving it is ops' after a drain (pure rules). */
+static void gpu_identity_rules(void **state) {
+    (void)state;
+    assert_int_equal(inv_claim_refused("n1", "n1"), 0); /* its own card */
+    assert_int_equal(inv_claim_refused("", "n1"), 0);   /* a new card */
+    assert_int_equal(inv_claim_refused(NULL, "n1"), 0);
+    assert_int_equal(inv_claim_refused("n2", "n1"), 1); /* another node's */
+    inv_move_facts f = {0};
+    assert_non_null(inv_gpu_move_refusal(&f)); /* node in service */
+    f.from_draining = 1;
+    assert_null(inv_gpu_move_refusal(&f));
+    f.open_bindings = 1;
+    assert_non_null(inv_gpu_move_refusal(&f)); /* a job still holds it */
+    f = (inv_move_facts){.from_lost = 1};
+    assert_null(inv_gpu_move_refusal(&f));
+    f.same_node = 1;
+    assert_non_null(inv_gpu_move_refusal(&f));
+}
+
 /* How many nodes are in `state`. */
 static int nodes_in(cx *f, const char *state) {
     gp_err err = GP_ERR_INIT;
@@ -339,6 +359,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(node_loss_and_release, setup, teardown),
         cmocka_unit_test_setup_teardown(join_token_single_use, setup, teardown),
         cmocka_unit_test(mass_silence_rule),
+        cmocka_unit_test(gpu_identity_rules),
         cmocka_unit_test_setup_teardown(liveness, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
