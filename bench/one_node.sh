@@ -10,6 +10,7 @@ T=$(mktemp -d /tmp/gpupool-bench.XXXXXX)
 chmod 711 "$T" # jobs of an agent run as root get uids of their own: they cross it
 PIDS=()
 cleanup() {
+    # the agent ends its jobs when it stops (--stop-workloads-on-exit): wait for it
     for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
     if [ "${KEEP:-0}" == 1 ]; then echo "kept $T" >&2; else rm -rf "$T"; fi
@@ -31,7 +32,7 @@ cat >"$T/node.json" <<'EOF'
   "gpus":[{"model":"A100-80GB","memory_gib":80,"count":8,"mode":"whole"}]}]}
 EOF
 "$BIN" --server "$URL" agent --join-token "$JT" --inventory "$T/node.json" \
-    --state-dir "$T/agent" --interval "$INTERVAL" >"$T/agent.out" 2>"$T/agent.err" </dev/null &
+    --state-dir "$T/agent" --interval "$INTERVAL" --stop-workloads-on-exit >"$T/agent.out" 2>"$T/agent.err" </dev/null &
 PIDS+=($!)
 gp class create gpu1 --form whole --models A100-80GB --cpus 1 --memory 1
 gp tenant create bench

@@ -33,9 +33,9 @@ T=$(mktemp -d /tmp/gpupool-scale.XXXXXX)
 chmod 711 "$T"
 PIDS=()
 cleanup() {
+    # the agents end their jobs when they stop (--stop-workloads-on-exit): wait for them
     for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
-    pkill -f 'sleep 3599[.]77' 2>/dev/null || true # the jobs (an agent's stop leaves them running)
     if [ "${KEEP:-0}" == 1 ]; then echo "scale_sim: kept $T" >&2; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
@@ -80,7 +80,7 @@ for ((a = 1; a <= AGENTS; a++)); do
   "gpus":[{"model":"A100-80GB","memory_gib":80,"count":8,"mode":"whole"}]}]}
 EOF
     "$BIN" --server "$URL" agent --join-token "$JT" --inventory "$T/node$a.json" --simulate "$n" \
-        --state-dir "$T/agent$a" --interval "$INTERVAL" >"$T/agent$a.out" 2>"$T/agent$a.err" </dev/null &
+        --state-dir "$T/agent$a" --interval "$INTERVAL" --stop-workloads-on-exit >"$T/agent$a.out" 2>"$T/agent$a.err" </dev/null &
     PIDS+=($!)
     APIDS+=($!)
 done

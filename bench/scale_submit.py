@@ -7,8 +7,8 @@
                                                  (open loop over 4 connections)
 
 Prints one JSON object: ok, bad, p50_ms, p99_ms, max_ms, seconds.  Jobs are one
-GPU of class gpu1 running `sleep 3599.77` (the mark the bench kills them by at
-its end); they start only as quota allows.
+GPU of class gpu1 running `sleep 3599.77` (ended by their agents at the bench's end:
+--stop-workloads-on-exit); they start only as quota allows.
 """
 import http.client
 import json

@@ -135,6 +135,29 @@ static int mkdir_p(const char *path) {
     return (mkdir(buf, 0700) != 0 && errno != EEXIST) ? -1 : 0;
 }
 
+/*
+ * Make the state folder (0700; runner_set_identity sets its final mode) and
+ * the folders above it that do not exist yet, those 0711 whatever the umask:
+ * jobs that run as uids of their own cross them to reach their folders (and
+ * cannot list them).  A folder that exists already is left as it is
+ * (runner_check_reach says so when jobs cannot cross it).
+ */
+static int make_state_dir(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0711) == 0) {
+            if (chmod(buf, 0711) != 0) return -1;
+        } else if (errno != EEXIST) {
+            return -1;
+        }
+        *p = '/';
+    }
+    return (mkdir(buf, 0700) != 0 && errno != EEXIST) ? -1 : 0;
+}
+
 static char *read_token(const char *dir, const char *node) {
     char path[4096], buf[256];
     snprintf(path, sizeof path, "%s/%s.token", dir, node);
@@ -919,7 +942,7 @@ static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
     /* no process of our user (a job, where jobs run as the agent) reads our memory or
      * /proc/<pid>/environ, where a join token may be */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    if (!cfg->print_report && mkdir_p(cfg->state_dir) != 0)
+    if (!cfg->print_report && make_state_dir(cfg->state_dir) != 0)
         return gp_err_set(err, GP_EIO, "cannot create state folder %s: %s", cfg->state_dir,
                           strerror(errno));
     if (cfg->inventory || cfg->simulate > 0) {
@@ -963,6 +986,13 @@ static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
                                        cfg->job_uids)
                           : gp_err_set(err, GP_EIO, "cannot set the mode of the state folder %s: %s",
                                        cfg->state_dir, strerror(errno));
+    }
+    char why[1200];
+    if (a.run && runner_check_reach(a.run, why, sizeof why) != 0) {
+        runner_free(a.run);
+        json_decref(reports);
+        close_all(&a);
+        return gp_err_set(err, GP_EINVALID, "%s", why);
     }
     if (!a.run || cg != 0) {
         runner_free(a.run);
@@ -1110,7 +1140,9 @@ static int run(const agent_config *cfg, httpc_servers *servers, gp_err *err) {
     }
     free(a.nodes);
     close_all(&a);
-    runner_free(a.run); /* workloads keep running; a restarted agent re-adopts them */
+    /* by default workloads keep running and a restarted agent re-adopts them */
+    if (cfg->stop_workloads) runner_stop_all(a.run, "the agent stops (--stop-workloads-on-exit)");
+    runner_free(a.run);
     if (cfg->once && failures)
         return gp_err_set(err, GP_EIO, "%d of %d nodes could not join or report", failures, a.n);
     return GP_OK;

@@ -50,6 +50,8 @@ typedef struct agent_config {
     int token_in_argv;      /* the join token came on the command line: warn (ps shows it) */
     const char *job_uids;   /* who plain jobs run as (runner_set_identity: "LO-HI", "UID",
                                a user name), or NULL: 200000-265535 when root */
+    int stop_workloads;     /* at the stop, end the workloads (runner_stop_all) instead of
+                               leaving them to be re-adopted */
 } agent_config;
 
 /*

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define LOG_TAIL (16 * 1024)       /* most output of a running workload sent per heartbeat */
@@ -403,6 +404,79 @@ int runner_set_identity(runner *r, const char *spec) {
     if (mkdir(work, m) != 0 && errno != EEXIST) return -3;
     if (chmod(r->dir, m) != 0 || chmod(work, m) != 0) return -3;
     return 0;
+}
+
+static void stop(runner *r, wl *w, const char *why);
+
+int runner_chain_blocks(const runner_dir *chain, int n, uid_t uid, gid_t gid) {
+    for (int i = 0; i < n; i++) {
+        const runner_dir *d = &chain[i];
+        mode_t bit = d->uid == uid ? S_IXUSR : d->gid == gid ? S_IXGRP : S_IXOTH;
+        if (!(d->mode & bit)) return i;
+    }
+    return -1;
+}
+
+int runner_check_reach(runner *r, char *why, size_t len) {
+    if (!r->ident) return 0;
+    /* every folder from "/" down to the state folder's parent (r->dir is absolute; the state
+     * folder's own mode is runner_set_identity's) */
+    char path[sizeof r->dir];
+    runner_dir chain[64];
+    char names[64][sizeof r->dir];
+    int n = 0;
+    snprintf(path, sizeof path, "%s", r->dir);
+    char *slash = strrchr(path, '/');
+    if (!slash) return 0;
+    for (char *p = path;; p++) {
+        if (*p != '/' && *p) continue;
+        if (p > slash) break;
+        char c = *p;
+        *p = '\0';
+        snprintf(names[n], sizeof names[n], "%s", p == path ? "/" : path);
+        *p = c;
+        struct stat st;
+        if (stat(names[n], &st) != 0) {
+            snprintf(why, len, "cannot read folder %s: %s", names[n], strerror(errno));
+            return -1;
+        }
+        chain[n] = (runner_dir){names[n], st.st_uid, st.st_gid, st.st_mode};
+        if (++n == 64 || !c) break;
+    }
+    /* a job's gid is its uid, or the fixed user's group */
+    uid_t u = r->uid_lo;
+    gid_t g = r->gid != (gid_t)-1 ? r->gid : (gid_t)u;
+    int b = runner_chain_blocks(chain, n, u, g);
+    if (b < 0 && r->uid_hi != r->uid_lo)
+        b = runner_chain_blocks(chain, n, r->uid_hi, r->gid != (gid_t)-1 ? r->gid : r->uid_hi);
+    if (b < 0) return 0;
+    snprintf(why, len,
+             "jobs run as uids %u-%u cannot cross folder %s (mode %04o) to reach their folders "
+             "under %s: chmod o+x %s, or give --state-dir a folder they can reach",
+             (unsigned)r->uid_lo, (unsigned)r->uid_hi, chain[b].path,
+             (unsigned)(chain[b].mode & 07777), r->dir, chain[b].path);
+    return -1;
+}
+
+int runner_stop_all(runner *r, const char *why) {
+    int live = 0;
+    for (int i = 0; i < r->n; i++)
+        if (!r->w[i].done) {
+            stop(r, &r->w[i], why);
+            live++;
+        }
+    if (!live) return 0;
+    int64_t until = gt_now_us() + ((int64_t)r->grace_s + 5) * 1000000;
+    for (;;) {
+        runner_tick(r); /* reaps exits, sends SIGKILL once a grace period is over */
+        live = 0;
+        for (int i = 0; i < r->n; i++) live += !r->w[i].done;
+        if (!live || gt_now_us() >= until) break;
+        struct timespec ts = {0, 50 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (live) log_kv(LOG_WARN, "workloads still running after SIGKILL", "why", why, (char *)NULL);
+    return live;
 }
 
 int runner_identity(runner *r, char *buf, size_t len) {

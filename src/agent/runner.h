@@ -80,6 +80,39 @@ int runner_set_cgroup(runner *r, const char *dir);
  */
 int runner_set_identity(runner *r, const char *spec);
 
+/* One folder on the way to the jobs' folders: its owner, group and mode bits. */
+typedef struct runner_dir {
+    const char *path;
+    uid_t uid;
+    gid_t gid;
+    mode_t mode;
+} runner_dir;
+
+/*
+ * Can a job of uid `uid` (gid `gid`) cross every folder of `chain` (from "/"
+ * down to the state folder's parent)?  -1 when it can; otherwise the index of
+ * the first folder it cannot cross (no x bit for it: owner, group or others,
+ * whichever applies).  Pure.
+ */
+int runner_chain_blocks(const runner_dir *chain, int n, uid_t uid, gid_t gid);
+
+/*
+ * When jobs get identities of their own (runner_set_identity), check that
+ * they can reach their folders: every folder above the state folder must let
+ * the job uids cross it.  Returns 0 (or when jobs run as the agent); -1 with
+ * a one-line reason in `why` naming the folder and the fix.
+ */
+int runner_check_reach(runner *r, char *why, size_t len);
+
+/*
+ * Stop every live workload (SIGTERM to its process group, the grace period,
+ * then SIGKILL; containers through their runtime) and wait until they are
+ * gone or `grace_s` + 5 s passed.  For an agent that must not leave its
+ * workloads behind (`gpupool agent --stop-workloads-on-exit`).  Returns how
+ * many were still running after all that (0: none).
+ */
+int runner_stop_all(runner *r, const char *why);
+
 /*
  * Describe who jobs run as, into buf: "a uid of 200000-265535 of its own,
  * state folder hidden (private mount namespace)", "uid 0 (the agent's own)"...

@@ -67,7 +67,13 @@ static const char usage[] =
     "                      a user name; never root.  Each job gets its own folder (HOME,\n"
     "                      mode 0700), a clean environment, and a private mount namespace\n"
     "                      hiding the state folder.  An agent that is not root cannot\n"
-    "                      switch: its jobs run as its user (it warns at start)\n"
+    "                      switch: its jobs run as its user (it warns at start).  The\n"
+    "                      folders above --state-dir must let those uids cross them (o+x):\n"
+    "                      the agent makes missing ones 0711 and refuses to start otherwise\n"
+    "  --stop-workloads-on-exit\n"
+    "                      when the agent stops (SIGTERM, SIGINT, --once), end its workloads:\n"
+    "                      SIGTERM to each one's process group, --grace, SIGKILL.  Default:\n"
+    "                      they keep running and a restarted agent re-adopts them\n"
     "  --once              join, send one heartbeat, exit (non-zero if a node failed)\n"
     "  --print-report      print the node report(s) discovery or the inventory makes (JSON)\n"
     "                      and exit, without calling a server\n"
@@ -243,6 +249,7 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
         {"log-level", required_argument, 0, 'V'}, {"vendor", required_argument, 0, 'D'},
         {"amdsmi-library", required_argument, 0, 'M'}, {"hlml-library", required_argument, 0, 'H'},
         {"print-report", no_argument, 0, 'P'},
+        {"stop-workloads-on-exit", no_argument, 0, 'W'},
         {0, 0, 0, 0}};
     if (cli_wants_help(argc, argv)) {
         fputs(usage, stdout);
@@ -321,6 +328,7 @@ int cli_cmd_agent(cli_ctx *ctx, int argc, char **argv) {
             break;
         case 'o': cfg.once = 1; break;
         case 'P': cfg.print_report = 1; break;
+        case 'W': cfg.stop_workloads = 1; break;
         case 's':
         case 'I':
         case 'G':

@@ -440,6 +440,36 @@ done_testing() {
     exit 0
 }
 
+# The processes working in this test's folder (a workload's folder is <state>/work/<job>), but
+# for this shell's own process group: "PID PGID" lines.
+_e2e_workloads() {
+    local d cwd pid pgid mine
+    mine=$(ps -o pgid= -p $$ | tr -d ' ')
+    for d in /proc/[0-9]*; do
+        cwd=$(readlink "$d/cwd" 2>/dev/null) || continue
+        case $cwd in "$E2E_TMP" | "$E2E_TMP"/*) ;; *) continue ;; esac
+        pid=${d#/proc/}
+        pgid=$(ps -o pgid= -p "$pid" 2>/dev/null | tr -d ' ')
+        [ -n "$pgid" ] && [ "$pgid" != "$mine" ] && echo "$pid $pgid"
+    done
+}
+
+# Agents leave their workloads running when they stop (re-adoption) unless run with
+# --stop-workloads-on-exit: end the process group of every workload still working in this
+# test's folder, and say so (a test should have ended them itself).
+_e2e_end_workloads() {
+    local left pid pgid
+    left=$(_e2e_workloads)
+    [ -n "$left" ] || return 0
+    echo "# ending $(wc -l <<<"$left") workload process(es) the test left running" >&2
+    while read -r pid pgid; do
+        kill -KILL -- "-$pgid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null
+    done <<<"$left"
+    sleep 0.2
+    left=$(_e2e_workloads)
+    [ -z "$left" ] || echo "# still running after SIGKILL: $(ps -o pid=,user=,args= -p "$(cut -d' ' -f1 <<<"$left" | paste -sd,)" 2>/dev/null)" >&2
+}
+
 _e2e_cleanup() {
     local rc=$? pid
     trap - EXIT INT TERM
@@ -452,6 +482,7 @@ _e2e_cleanup() {
             wait "$pid" 2>/dev/null
         fi
     done
+    _e2e_end_workloads
     if [ "$E2E_DONE" != 1 ] && [ "$E2E_FAILED" == 0 ]; then
         echo "FAIL $E2E_NAME: the script stopped early (exit code $rc) before done_testing" >&2
         E2E_FAILED=1

@@ -654,9 +654,30 @@ static void vendor_jobs(void **state) {
     tu_rmdir(dir);
 }
 
+/* Can a job uid cross every folder above the state folder (issue 33, item 7)? */
+static void chain_reach(void **state) {
+    (void)state;
+    runner_dir ok[] = {{"/", 0, 0, 040755}, {"/srv", 0, 0, 040711}, {"/srv/gp", 0, 0, 040711}};
+    assert_int_equal(runner_chain_blocks(ok, 3, 200000, 200000), -1);
+    runner_dir locked[] = {{"/", 0, 0, 040755}, {"/root", 0, 0, 040700}, {"/root/v", 0, 0, 040755}};
+    assert_int_equal(runner_chain_blocks(locked, 3, 200000, 200000), 1);
+    /* the owner's or the group's x bit counts for that owner or group only */
+    runner_dir own[] = {{"/", 0, 0, 040755}, {"/home/u", 1000, 1000, 040700}};
+    assert_int_equal(runner_chain_blocks(own, 2, 1000, 1000), -1);
+    assert_int_equal(runner_chain_blocks(own, 2, 200000, 200000), 1);
+    runner_dir grp[] = {{"/g", 0, 5000, 040710}};
+    assert_int_equal(runner_chain_blocks(grp, 1, 1000, 5000), -1);
+    assert_int_equal(runner_chain_blocks(grp, 1, 1000, 1000), 0);
+    /* others' bit does not help the owner: no x for the owner blocks it */
+    runner_dir odd[] = {{"/o", 1000, 0, 040601}};
+    assert_int_equal(runner_chain_blocks(odd, 1, 1000, 1000), 0);
+    assert_int_equal(runner_chain_blocks(odd, 1, 2000, 2000), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(identity_specs),
+        cmocka_unit_test(chain_reach),
         cmocka_unit_test(job_identity),
         cmocka_unit_test(full_argument_list),
         cmocka_unit_test(image_default_command_no_limits),
