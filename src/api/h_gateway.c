@@ -223,6 +223,7 @@ typedef struct gwreq {
     gw_request_info info;
     int64_t request_bytes; /* the body as sent upstream */
     int entered;         /* counted in flight (gw_rt_enter): left when recorded */
+    int budget;          /* a monthly token budget applies: max_out is what it allowed */
 } gwreq;
 
 /*
@@ -251,6 +252,7 @@ static void record(gwreq *g, int status, int have_usage, int64_t pt, int64_t ct,
                 .answer_bytes = embedding ? 0 : out_chars,
                 .prompt_guess = pguess,
                 .completion_guess = cguess,
+                .budget = g->budget,
             };
             u->prompt_tokens = pt;
             u->completion_tokens = ct;
@@ -353,6 +355,10 @@ static long stream_read(void *cls, char *buf, size_t max) {
                 json_decref(s->sources);
                 s->sources = NULL;
             }
+            if (s->sse.cut) { /* the budget is spent: its clean finish is the stream's end */
+                s->ended = 1;
+                if (!sb_ok(&s->out)) return -1;
+            }
             continue;
         }
         gw_sse_finish(&s->sse, &s->out);
@@ -390,8 +396,10 @@ static void stream_release(void *cls) {
     int status = !s->ended ? 499 : s->status;
     if (s->ended && s->status == 502) /* the upstream broke the stream off */
         gw_rt_endpoint_result(s->g.rt, s->g.u.endpoint_id, 0, gt_now_us());
-    record(&s->g, status, s->sse.has_usage, s->sse.prompt_tokens, s->sse.completion_tokens,
-           s->sse.completion_chars);
+    /* without the upstream's usage, the estimate counts a token per piece of text at least */
+    int64_t chars = s->sse.completion_chars, est = gw_sse_tokens(&s->sse);
+    if (gw_estimate_tokens(chars) < est) chars = gw_sat_mul(est, 4);
+    record(&s->g, status, s->sse.has_usage, s->sse.prompt_tokens, s->sse.completion_tokens, chars);
     gw_metrics_ttft(s->g.u.model, s->g.start_mono, gw_call_first_byte_mono(s->call));
     call_end(s->g.rt, s->call, s->g.u.endpoint_id);
     json_decref(s->sources);
@@ -402,10 +410,14 @@ static void stream_release(void *cls) {
 
 /* ---- forwarding ---- */
 
-/* The body for endpoint `ep`: the client's bytes, or a re-encoded copy when it must change. */
+/*
+ * The body for endpoint `ep`: the client's bytes, or a re-encoded copy when
+ * it must change.  `cap` (NULL: none): info->max_out_field set to
+ * info->max_out, what the request's token budget allows.
+ */
 static char *body_for(api_req *r, json_t *req, const gw_endpoint *ep, int add_usage, int changed,
-                      size_t *len) {
-    if (!add_usage && !ep->upstream_model[0] && !changed) {
+                      const gw_request_info *cap, size_t *len) {
+    if (!add_usage && !ep->upstream_model[0] && !changed && !cap) {
         *len = r->body_len;
         return NULL; /* use r->body as it is */
     }
@@ -416,6 +428,8 @@ static char *body_for(api_req *r, json_t *req, const gw_endpoint *ep, int add_us
         json_object_set_new(so, "include_usage", json_true());
     }
     if (ep->upstream_model[0]) json_object_set_new(copy, "model", json_string(ep->upstream_model));
+    if (cap && cap->max_out_field[0])
+        json_object_set_new(copy, cap->max_out_field, json_integer((json_int_t)cap->max_out));
     char *text = json_dumps(copy, JSON_COMPACT);
     json_decref(copy);
     *len = text ? strlen(text) : 0;
@@ -700,8 +714,24 @@ static void forward(api_req *r, const char *kind, const char *path) {
      * skipped when no quota applies) */
     int quota = g.key.tokens_month > 0 || g.key.project_tokens_month != QUOTA_NONE ||
                 g.key.tenant_tokens_month != QUOTA_NONE;
-    rc = quota ? gw_rt_lease_take(r->gw, &g.key, g.reserved, gt_now_us(), u->hold, &err) : GP_OK;
+    /* under a budget, max_out is what the budgets still allow (at most what was asked, or
+     * GW_DEFAULT_MAX_TOKENS), and the upstream is told so: the reservation covers all it may
+     * generate (docs/gateway.md, "Token budgets") */
+    int64_t units = g.info.max_out;
+    rc = quota ? gw_rt_lease_take_fit(r->gw, &g.key,
+                                      gw_estimate_tokens(g.info.prompt_chars), g.info.answers, g.info.max_out, gt_now_us(), u->hold,
+                                      &units, &err)
+               : GP_OK;
     u->lease = quota && !rc;
+    int cap = 0;
+    if (u->lease && g.info.max_out > 0) {
+        cap = units < g.info.max_out || !g.info.max_out_given;
+        g.info.max_out = units;
+        g.budget = 1;
+        int64_t fitted = gw_reservation(&g.info);
+        gw_rt_adjust(r->gw, &g.key, gw_sat_add(fitted, -g.reserved), gt_now_us());
+        g.reserved = fitted;
+    }
     g.leased = g.reserved;
     if (rc) {
         gw_rt_adjust(r->gw, &g.key, -g.reserved, gt_now_us());
@@ -757,7 +787,8 @@ static void forward(api_req *r, const char *kind, const char *path) {
             continue;
         }
         size_t len;
-        char *b = body_for(r, req, ep, stream && !asked_usage && !response, changed, &len);
+        char *b = body_for(r, req, ep, stream && !asked_usage && !response, changed,
+                           cap ? &g.info : NULL, &len);
         gp_err e2 = GP_ERR_INIT;
         rc = gw_call_start(ep, path, b ? b : r->body, len, gw_rt_timeout(r->gw), &call, &e2);
         free(b);
@@ -827,6 +858,7 @@ static void forward(api_req *r, const char *kind, const char *path) {
         s->status = 200;
         s->sources = sources;
         gw_sse_init(&s->sse, !asked_usage && !response);
+        if (g.budget) gw_sse_set_budget(&s->sse, gw_sat_mul(g.info.max_out, g.info.answers), response);
         sb_init(&s->out);
         api_stream(r, 200, "text/event-stream", stream_read, stream_release, s);
         return;

@@ -331,6 +331,8 @@ int gw_request_check(json_t *req, const char *kind, gw_request_info *info, char 
         if (!rc) rc = input_items_field(req, param, invalid_type, err);
         if (rc) return rc;
         info->max_out = max_tokens ? max_tokens : GW_DEFAULT_MAX_TOKENS;
+        info->max_out_given = max_tokens != 0;
+        snprintf(info->max_out_field, sizeof info->max_out_field, "max_output_tokens");
         info->answers = 1;
         info->prompt_chars = gw_prompt_chars(req, kind);
         return GP_OK;
@@ -362,6 +364,10 @@ int gw_request_check(json_t *req, const char *kind, gw_request_info *info, char 
                     : max_completion   ? max_completion
                     : max_tokens       ? max_tokens
                                        : GW_DEFAULT_MAX_TOKENS;
+    info->max_out_given = max_completion || max_tokens;
+    if (!embedding)
+        snprintf(info->max_out_field, sizeof info->max_out_field, "%s",
+                 max_completion ? "max_completion_tokens" : "max_tokens");
     info->answers = embedding ? 0 : gw_sat_mul(n > best_of ? n : best_of, prompts);
     info->prompt_chars = gw_prompt_chars(req, kind);
     return GP_OK;
@@ -387,13 +393,25 @@ int64_t gw_reservation(const gw_request_info *info) {
                                       gw_sat_mul(info->max_out, info->answers)));
 }
 
+int64_t gw_budget_fit(int64_t base, int64_t per, int64_t want, int64_t room) {
+    base = gw_tokens_clamp(base);
+    per = gw_tokens_clamp(per);
+    want = gw_tokens_clamp(want);
+    if (gw_sat_add(base, gw_sat_mul(per, want)) <= room) return want;
+    if (per == 0 || want == 0 || gw_sat_add(base, per) > room) return -1;
+    return (room - base) / per; /* in [1, want): base + per x want passed room */
+}
+
 /* ---- an upstream's usage ---- */
 
 void gw_usage_clip(const gw_usage_bound *b, int64_t *prompt, int64_t *completion, int *clipped) {
     int64_t pmax = gw_sat_add(b->prompt_est > b->request_bytes ? b->prompt_est : b->request_bytes,
                               GW_USAGE_SLACK);
-    int64_t cmax = b->completion_max <= 0 && b->answer_bytes <= 0
+    /* under a budget, what the upstream generated beyond max_out is not billed: the
+     * reservation covered max_out, and the quota holds whatever the upstream does */
+    int64_t cmax = b->completion_max <= 0 && (b->answer_bytes <= 0 || b->budget)
                        ? 0
+                   : b->budget ? b->completion_max
                        : gw_sat_add(b->completion_max > b->answer_bytes ? b->completion_max
                                                                         : b->answer_bytes,
                                     GW_USAGE_SLACK);

@@ -262,9 +262,26 @@ static int quota_refusal(gp_err *err, const gw_room *r, int64_t amount) {
 
 int gw_rt_lease_take(gw_runtime *rt, const gw_key *k, int64_t amount, int64_t now_us,
                      char hold[RND_ID_LEN], gp_err *err) {
+    int64_t units;
+    return gw_rt_lease_take_fit(rt, k, amount, 0, 0, now_us, hold, &units, err);
+}
+
+/* base + per x units, saturating. */
+static int64_t fit_amount(int64_t base, int64_t per, int64_t units) {
+    return gw_tokens_clamp(gw_sat_add(base, gw_sat_mul(per, units)));
+}
+
+int gw_rt_lease_take_fit(gw_runtime *rt, const gw_key *k, int64_t base, int64_t per, int64_t want,
+                         int64_t now_us, char hold[RND_ID_LEN], int64_t *units, gp_err *err) {
     char month[8];
     gw_month(now_us, month);
-    amount = gw_tokens_clamp(amount);
+    base = gw_tokens_clamp(base);
+    per = gw_tokens_clamp(per);
+    want = gw_tokens_clamp(want);
+    *units = want;
+    int64_t amount = fit_amount(base, per, want);
+    /* the least the request can run with: one token per answer */
+    int64_t least = fit_amount(base, per, per && want ? 1 : want);
     pthread_mutex_lock(&rt->mu);
     lease_ent *e = lease_get(rt, k->id, month);
     if (!e) {
@@ -276,11 +293,11 @@ int gw_rt_lease_take(gw_runtime *rt, const gw_key *k, int64_t amount, int64_t no
         pthread_mutex_unlock(&rt->mu);
         return GP_OK;
     }
-    if (now_us < e->refused_until_us && gw_sat_add(amount, -e->l.avail) > e->refused.room) {
+    if (now_us < e->refused_until_us && gw_sat_add(least, -e->l.avail) > e->refused.room) {
         gw_room r = e->refused; /* refused a moment ago, and nothing came back since */
         rt->lease_refusals++;
         pthread_mutex_unlock(&rt->mu);
-        return quota_refusal(err, &r, amount);
+        return quota_refusal(err, &r, least);
     }
     e->growing++;
     pthread_mutex_unlock(&rt->mu);
@@ -294,31 +311,39 @@ int gw_rt_lease_take(gw_runtime *rt, const gw_key *k, int64_t amount, int64_t no
         store_tx *tx;
         if ((rc = store_begin(rt->store, STORE_WRITE, &tx, err))) break;
         gw_room room;
-        int64_t grant = 0;
+        int64_t grant = 0, fit = -1;
         rc = gw_quota_room(tx, k, now_us, &room, err);
         if (!rc) {
             pthread_mutex_lock(&rt->mu);
-            grant = gw_lease_size(&rt->cfg.lease, &e->l, amount, room.room, now_us);
-            if (!grant) {
+            /* the most the lease plus the quotas' room can cover: all of `want`, or less */
+            fit = gw_budget_fit(base, per, want, gw_sat_add(e->l.avail, gw_tokens_clamp(room.room)));
+            if (fit >= 0) {
+                *units = fit;
+                amount = fit_amount(base, per, fit);
+                grant = gw_lease_size(&rt->cfg.lease, &e->l, amount, room.room, now_us);
+            }
+            if (fit < 0 || (!grant && e->l.avail < amount)) {
+                fit = -1;
                 e->refused_until_us = now_us + REFUSED_US;
                 e->refused = room;
                 rt->lease_refusals++;
             }
             pthread_mutex_unlock(&rt->mu);
-            if (!grant) {
+            if (fit < 0) {
                 store_rollback(tx);
-                rc = quota_refusal(err, &room, amount);
+                rc = quota_refusal(err, &room, least);
                 break;
             }
-            rc = gw_hold_grow(tx, k, e->hold, grant, now_us, err);
+            /* no grant: what is left of the lease covers the smaller request */
+            if (grant) rc = gw_hold_grow(tx, k, e->hold, grant, now_us, err);
         }
-        if (!rc) rc = store_commit(tx, err);
+        if (!rc && grant) rc = store_commit(tx, err);
         else store_rollback(tx);
         if (rc) break;
         pthread_mutex_lock(&rt->mu);
         e->l.avail = gw_sat_add(e->l.avail, grant);
         e->refused_until_us = 0;
-        rt->lease_grows++;
+        if (grant) rt->lease_grows++;
         done = gw_lease_take(&e->l, amount, now_us);
         pthread_mutex_unlock(&rt->mu);
     }

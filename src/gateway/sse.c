@@ -27,21 +27,101 @@ void gw_sse_init(gw_sse *s, int strip_usage) {
 
 void gw_sse_release(gw_sse *s) { sb_release(&s->pending); }
 
-/* Bytes of generated text in a chunk (its choices' deltas, or completion text). */
-static int64_t chunk_chars(json_t *chunk) {
+/*
+ * Bytes of generated text in a chunk (its choices' deltas, or completion
+ * text).  OUT: *pieces, how many of its deltas carried text; *max_index, the
+ * highest choice index it names (unchanged when none).
+ */
+static int64_t chunk_chars(json_t *chunk, int64_t *pieces, int *max_index) {
     int64_t n = 0;
+    *pieces = 0;
     const char *type = json_string_value(json_object_get(chunk, "type"));
     if (type && (!strcmp(type, "response.output_text.delta") ||
                  !strcmp(type, "response.refusal.delta") ||
                  !strcmp(type, "response.function_call_arguments.delta"))) {
         json_t *d = json_object_get(chunk, "delta"); /* a Responses API delta */
-        return json_is_string(d) ? (int64_t)json_string_length(d) : 0;
+        n = json_is_string(d) ? (int64_t)json_string_length(d) : 0;
+        *pieces = n > 0;
+        return n;
     }
     size_t i;
     json_t *ch;
-    json_array_foreach(json_object_get(chunk, "choices"), i, ch)
-        n = gw_sat_add(n, gw_generated_chars(ch, json_object_get(ch, "delta")));
+    json_array_foreach(json_object_get(chunk, "choices"), i, ch) {
+        int64_t c = gw_generated_chars(ch, json_object_get(ch, "delta"));
+        json_int_t ix = json_integer_value(json_object_get(ch, "index"));
+        if (ix > *max_index && ix < GW_MAX_CHOICES * GW_MAX_BEST_OF) *max_index = (int)ix;
+        *pieces += c > 0;
+        n = gw_sat_add(n, c);
+    }
     return n;
+}
+
+void gw_sse_set_budget(gw_sse *s, int64_t budget, int responses) {
+    s->budget = budget > 0 ? budget : 0;
+    s->responses = responses;
+}
+
+/* Tokens for `chars` bytes of text in `pieces` pieces: each piece is a token at least. */
+static int64_t tokens_of(int64_t chars, int64_t pieces) {
+    int64_t t = gw_estimate_tokens(chars);
+    return pieces > t ? pieces : t;
+}
+
+int64_t gw_sse_tokens(const gw_sse *s) { return tokens_of(s->completion_chars, s->pieces); }
+
+/* The ids the finish chunks repeat: of the chunk (or the Responses event's response). */
+static void remember_ids(gw_sse *s, json_t *j) {
+    json_t *r = json_object_get(j, "response");
+    json_t *o = json_is_object(r) ? r : j;
+    const char *id = json_string_value(json_object_get(o, "id"));
+    const char *model = json_string_value(json_object_get(o, "model"));
+    json_t *created = json_object_get(o, "created");
+    if (!created) created = json_object_get(o, "created_at");
+    if (id) snprintf(s->id, sizeof s->id, "%s", id);
+    if (model) snprintf(s->model, sizeof s->model, "%s", model);
+    if (json_is_integer(created)) s->created = json_integer_value(created);
+}
+
+/*
+ * The clean finish of a stream whose budget is spent (heap; NULL when out of
+ * memory): per choice a chunk with finish_reason "length" and [DONE]; for the
+ * Responses API a response.incomplete event.
+ */
+static char *finish_events(const gw_sse *s, const char *object) {
+    strbuf b = SB_INIT;
+    json_t *j;
+    char *t;
+    if (s->responses) {
+        j = json_pack("{s:s,s:{s:s,s:s,s:I,s:s,s:{s:s},s:s,s:[]}}", "type", "response.incomplete",
+                      "response", "id", s->id, "object", "response", "created_at",
+                      (json_int_t)s->created, "status", "incomplete", "incomplete_details",
+                      "reason", "max_output_tokens", "model", s->model, "output");
+        t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        if (t) sb_addf(&b, "event: response.incomplete\ndata: %s\n\n", t);
+        free(t);
+    } else {
+        int text = !strcmp(object, "text_completion");
+        for (int i = 0; i <= s->max_index; i++) {
+            j = text ? json_pack("{s:s,s:s,s:I,s:s,s:[{s:i,s:s,s:n,s:s}]}", "id", s->id, "object",
+                                 object, "created", (json_int_t)s->created, "model", s->model,
+                                 "choices", "index", i, "text", "", "logprobs", "finish_reason",
+                                 "length")
+                     : json_pack("{s:s,s:s,s:I,s:s,s:[{s:i,s:{},s:s}]}", "id", s->id, "object",
+                                 object, "created", (json_int_t)s->created, "model", s->model,
+                                 "choices", "index", i, "delta", "finish_reason", "length");
+            t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+            json_decref(j);
+            if (t) sb_addf(&b, "data: %s\n\n", t);
+            free(t);
+        }
+        sb_adds(&b, "data: [DONE]\n\n");
+    }
+    if (!sb_ok(&b)) {
+        sb_release(&b);
+        return NULL;
+    }
+    return sb_detach(&b);
 }
 
 const char *gw_sse_data(const char *ev, size_t n, size_t *len) {
@@ -79,7 +159,8 @@ size_t gw_sse_event_end(const char *b, size_t len, size_t from, size_t *end) {
 
 /*
  * One event (without its blank line); returns 1 to pass it on as it is, 0
- * to drop it, 2 when `*rewritten` (heap) replaces it.
+ * to drop it, 2 when `*rewritten` (heap) replaces its data, 3 when it is
+ * replaced by the events in `*rewritten` (heap: the finish of a cut stream).
  */
 static int event(gw_sse *s, const char *ev, size_t n, char **rewritten) {
     size_t dl = 0;
@@ -93,7 +174,22 @@ static int event(gw_sse *s, const char *ev, size_t n, char **rewritten) {
     if (!j) return 1;
     s->events++;
     if (json_object_get(j, "error")) s->saw_error = 1;
-    s->completion_chars += chunk_chars(j);
+    int64_t pieces = 0;
+    int64_t chars = chunk_chars(j, &pieces, &s->max_index);
+    remember_ids(s, j);
+    if (s->budget &&
+        tokens_of(gw_sat_add(s->completion_chars, chars), s->pieces + pieces) > s->budget) {
+        /* the budget is spent: this event is not passed on, the stream ends cleanly here */
+        const char *obj = json_string_value(json_object_get(j, "object"));
+        int text = obj && !strcmp(obj, "text_completion");
+        json_decref(j);
+        s->cut = 1;
+        s->saw_done = 1;
+        *rewritten = finish_events(s, text ? "text_completion" : "chat.completion.chunk");
+        return *rewritten ? 3 : 0;
+    }
+    s->completion_chars = gw_sat_add(s->completion_chars, chars);
+    s->pieces += pieces;
     json_t *u = json_object_get(j, "usage");
     const char *type = json_string_value(json_object_get(j, "type"));
     if (type && !strcmp(type, "error")) s->saw_error = 1;
@@ -126,8 +222,9 @@ static int event(gw_sse *s, const char *ev, size_t n, char **rewritten) {
 }
 
 void gw_sse_feed(gw_sse *s, const char *data, size_t n, strbuf *out) {
+    if (s->cut) return; /* the stream was cut: nothing after its finish */
     sb_add(&s->pending, data, n);
-    for (;;) {
+    while (!s->cut) {
         const char *b = s->pending.buf;
         size_t len = s->pending.len, end = 0;
         /* the end of the first event; bytes already scanned hold none (no rescanning a
@@ -143,6 +240,7 @@ void gw_sse_feed(gw_sse *s, const char *data, size_t n, strbuf *out) {
         int pass = event(s, b, end, &rw);
         if (pass == 1) sb_add(out, b, cut);
         if (pass == 2) sb_addf(out, "data: %s\n\n", rw);
+        if (pass == 3) sb_adds(out, rw);
         free(rw);
         memmove(s->pending.buf, b + cut, len - cut);
         sb_setlen(&s->pending, len - cut);
@@ -151,9 +249,10 @@ void gw_sse_feed(gw_sse *s, const char *data, size_t n, strbuf *out) {
 
 void gw_sse_finish(gw_sse *s, strbuf *out) {
     char *rw = NULL;
-    int pass = s->pending.len ? event(s, s->pending.buf, s->pending.len, &rw) : 0;
+    int pass = s->pending.len && !s->cut ? event(s, s->pending.buf, s->pending.len, &rw) : 0;
     if (pass == 1) sb_add(out, s->pending.buf, s->pending.len);
     if (pass == 2) sb_addf(out, "data: %s\n\n", rw);
+    if (pass == 3) sb_adds(out, rw);
     free(rw);
     sb_setlen(&s->pending, 0);
     s->scanned = 0;

@@ -33,6 +33,8 @@
 //   [[usage-negative]] usage says prompt_tokens -1000000 (and a negative total)
 //   [[usage-huge]]     usage says 10^15 prompt and completion tokens
 //   [[redirect]]       answer 302 to http://169.254.169.254/… with a body that must not leak
+//   [[ramble-N]]       chat, completions, responses: max_tokens is ignored and the reply
+//                      goes on for N more words (" w"), usage counting them all
 //   [[pad-N]]          chat: N bytes of padding in the answer (an SSE comment in a stream,
 //                      a long system_fingerprint otherwise) that carry no generated text
 // Each response id carries --name (e.g. chatcmpl-NAME-3), so tests can tell
@@ -71,7 +73,7 @@ function textOf(content) {
 // [[tag]] switches found in the given strings.
 function switches(strings) {
   const s = { noUsage: false, error: 0, slow: 0, cut: false, streamError: false,
-    usageNegative: false, usageHuge: false, redirect: false, pad: 0 };
+    usageNegative: false, usageHuge: false, redirect: false, pad: 0, ramble: 0 };
   for (const m of strings.join('\n').matchAll(/\[\[([a-z0-9-]+)\]\]/g)) {
     const t = m[1];
     if (t === 'no-usage') s.noUsage = true;
@@ -83,6 +85,7 @@ function switches(strings) {
     else if (/^error-\d{3}$/.test(t)) s.error = Number(t.slice(6));
     else if (/^slow-\d+$/.test(t)) s.slow = Number(t.slice(5));
     else if (/^pad-\d+$/.test(t)) s.pad = Number(t.slice(4));
+    else if (/^ramble-\d+$/.test(t)) s.ramble = Number(t.slice(7));
   }
   return s;
 }
@@ -142,6 +145,14 @@ function reply(prefixAndText, max) {
   return { text: w.join(' '), finish_reason: finish, n: w.length };
 }
 
+// The reply of an upstream that ignores max tokens ([[ramble-N]]): N words more, all counted.
+function replyFor(sw, prefixAndText, max) {
+  if (!sw.ramble) return reply(prefixAndText, max);
+  const w = words(prefixAndText);
+  for (let i = 0; i < sw.ramble; i++) w.push('w');
+  return { text: w.join(' '), finish_reason: 'stop', n: w.length };
+}
+
 // Streams the pieces as SSE.  mk(delta piece or null, finish) builds one
 // chunk object; usage is added per stream_options.include_usage.
 async function stream(res, body, sw, pieces, finish, usage, mk) {
@@ -182,7 +193,7 @@ async function chat(req, res, body) {
   if (sw.error) return upstreamError(res, sw.error);
   if (sw.redirect) return redirect(res);
   const lastUser = [...msgs].reverse().find((m) => m.role === 'user');
-  const r = reply('echo:' + textOf(lastUser?.content), body.max_tokens ?? body.max_completion_tokens);
+  const r = replyFor(sw, 'echo:' + textOf(lastUser?.content), body.max_tokens ?? body.max_completion_tokens);
   const prompt = countTokens(texts.reduce((n, t) => n + t.length, 0));
   const usage = hostile(sw, { prompt_tokens: prompt, completion_tokens: r.n, total_tokens: prompt + r.n });
   const id = `chatcmpl-${opts.name}-${++seq}`;
@@ -213,7 +224,7 @@ async function completions(req, res, body) {
   if (sw.slow) await sleep(sw.slow);
   if (sw.error) return upstreamError(res, sw.error);
   if (sw.redirect) return redirect(res);
-  const rs = prompts.map((p) => reply('echo:' + p, body.max_tokens));
+  const rs = prompts.map((p) => replyFor(sw, 'echo:' + p, body.max_tokens));
   const prompt = prompts.reduce((n, p) => n + countTokens(p.length), 0);
   const completion = rs.reduce((n, r) => n + r.n, 0);
   const usage = hostile(sw, { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion });
@@ -295,7 +306,7 @@ async function responses(req, res, body) {
   if (sw.error) return upstreamError(res, sw.error);
   if (sw.redirect) return redirect(res);
   const lastUser = [...items].reverse().find((m) => (m.role ?? 'user') === 'user');
-  const r = reply('echo:' + textOf(lastUser?.content), body.max_output_tokens);
+  const r = replyFor(sw, 'echo:' + textOf(lastUser?.content), body.max_output_tokens);
   const input = countTokens(texts.reduce((n, t) => n + t.length, 0));
   const u = { prompt_tokens: input, completion_tokens: r.n };
   hostile(sw, u);
