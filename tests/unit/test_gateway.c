@@ -1278,6 +1278,239 @@ static void lease_store(void **state) {
     tu_rmdir(dir);
 }
 
+/* ---- token budgets (issue 33, item 4) ---- */
+
+static void budget_fit(void **state) {
+    (void)state;
+    /* all of what was asked fits: as asked */
+    assert_int_equal(gw_budget_fit(10, 1, 1024, 5000), 1024);
+    assert_int_equal(gw_budget_fit(10, 1, 1024, 1034), 1024);
+    /* less is left: the most that fits, one token per answer at least */
+    assert_int_equal(gw_budget_fit(10, 1, 1024, 1033), 1023);
+    assert_int_equal(gw_budget_fit(10, 4, 1024, 410), 100);
+    assert_int_equal(gw_budget_fit(10, 4, 1024, 14), 1);
+    /* not one token per answer: refused */
+    assert_int_equal(gw_budget_fit(10, 4, 1024, 13), -1);
+    assert_int_equal(gw_budget_fit(10, 1, 1024, 0), -1);
+    assert_int_equal(gw_budget_fit(10, 1, 1024, -500), -1); /* a lease that is owed */
+    /* embeddings (nothing generated): the prompt fits or not */
+    assert_int_equal(gw_budget_fit(10, 0, 0, 10), 0);
+    assert_int_equal(gw_budget_fit(10, 0, 0, 9), -1);
+    assert_int_equal(gw_budget_fit(10, 3, 0, 10), 0);
+    /* saturating: no input wraps into passing */
+    assert_int_equal(gw_budget_fit(INT64_MAX, 1, 1, GW_TOKENS_MAX), -1);
+    assert_int_equal(gw_budget_fit(0, INT64_MAX, INT64_MAX, GW_TOKENS_MAX), 1);
+    assert_int_equal(gw_budget_fit(-5, -5, -5, 0), 0);
+    /* property: the reservation never passes the room, and is the largest that does not */
+    uint64_t x = 88172645463325252ULL;
+    for (int i = 0; i < 20000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int64_t base = (int64_t)(x % 5000), per = 1 + (int64_t)((x >> 13) % 130),
+                want = 1 + (int64_t)((x >> 23) % 5000), room = (int64_t)((x >> 37) % 200000) - 1000;
+        int64_t u = gw_budget_fit(base, per, want, room);
+        if (u < 0) {
+            assert_true(base + per > room);
+            continue;
+        }
+        assert_true(u >= 1 && u <= want);
+        assert_true(base + per * u <= room);
+        assert_true(u == want || base + per * (u + 1) > room);
+    }
+}
+
+static void budget_request_fields(void **state) {
+    (void)state;
+    gw_request_info info;
+    char param[64];
+    int type = 0;
+    gp_err err = GP_ERR_INIT;
+    json_t *r = json_loads("{\"messages\":[]}", 0, NULL);
+    assert_int_equal(gw_request_check(r, "chat", &info, param, &type, &err), GP_OK);
+    assert_true(!info.max_out_given && info.max_out == GW_DEFAULT_MAX_TOKENS);
+    assert_string_equal(info.max_out_field, "max_tokens");
+    json_decref(r);
+    r = json_loads("{\"messages\":[],\"max_completion_tokens\":7,\"max_tokens\":9}", 0, NULL);
+    assert_int_equal(gw_request_check(r, "chat", &info, param, &type, &err), GP_OK);
+    assert_true(info.max_out_given && info.max_out == 7);
+    assert_string_equal(info.max_out_field, "max_completion_tokens");
+    json_decref(r);
+    r = json_loads("{\"input\":\"hi\"}", 0, NULL);
+    assert_int_equal(gw_request_check(r, "response", &info, param, &type, &err), GP_OK);
+    assert_true(!info.max_out_given);
+    assert_string_equal(info.max_out_field, "max_output_tokens");
+    json_decref(r);
+    r = json_loads("{\"input\":\"hi\"}", 0, NULL);
+    assert_int_equal(gw_request_check(r, "embedding", &info, param, &type, &err), GP_OK);
+    assert_string_equal(info.max_out_field, "");
+    json_decref(r);
+}
+
+static void budget_usage_clip(void **state) {
+    (void)state;
+    /* under a budget, a completion beyond what was reserved is not billed, however long */
+    gw_usage_bound b = {.prompt_est = 10, .request_bytes = 200, .completion_max = 50,
+                        .answer_bytes = 400000, .prompt_guess = 10, .completion_guess = 7,
+                        .budget = 1};
+    int64_t p = 10, c = 200000;
+    int clipped = 0;
+    gw_usage_clip(&b, &p, &c, &clipped);
+    assert_true(p == 10 && c == 50 && clipped);
+    clipped = 0;
+    p = 10, c = 50;
+    gw_usage_clip(&b, &p, &c, &clipped);
+    assert_true(c == 50 && !clipped);
+    /* without one, the generated text still bounds it (as before) */
+    b.budget = 0;
+    p = 10, c = 200000;
+    gw_usage_clip(&b, &p, &c, &clipped);
+    assert_true(c == 200000 && clipped == 0);
+}
+
+/* Feed `in` to a stream with a budget, in pieces of `piece` bytes. OUT: out. */
+static void sse_budget_run(gw_sse *s, const char *in, size_t piece, int64_t budget, int responses,
+                           strbuf *out) {
+    gw_sse_init(s, 0);
+    gw_sse_set_budget(s, budget, responses);
+    for (size_t off = 0; off < strlen(in); off += piece) {
+        size_t n = strlen(in) - off < piece ? strlen(in) - off : piece;
+        gw_sse_feed(s, in + off, n, out);
+    }
+    gw_sse_finish(s, out);
+}
+
+static void sse_budget_cut(void **state) {
+    (void)state;
+    /* 40 chunks of one word each, then a finish and [DONE]: cut after 10 pieces */
+    strbuf in = SB_INIT;
+    sb_adds(&in, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":5,\"model\":\"m\","
+                 "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n");
+    for (int i = 0; i < 40; i++)
+        sb_addf(&in, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":5,"
+                     "\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" w\"}}]}\n\n");
+    sb_adds(&in, "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+                 "data: [DONE]\n\n");
+    for (size_t piece = 1; piece <= 729; piece *= 3) {
+        gw_sse s;
+        strbuf out = SB_INIT;
+        sse_budget_run(&s, in.buf, piece, 10, 0, &out);
+        assert_true(s.cut && s.saw_done);
+        assert_int_equal(s.pieces, 10);
+        assert_true(gw_sse_tokens(&s) <= 10);
+        sb_add(&out, "", 1);
+        /* ten words, one finish with "length" and the end; nothing of the upstream's after */
+        const char *fin = strstr(out.buf, "\"finish_reason\":\"length\"");
+        assert_non_null(fin);
+        assert_null(strstr(fin + 10, "finish_reason"));
+        assert_null(strstr(out.buf, "\"stop\""));
+        assert_non_null(strstr(out.buf, "{\"id\":\"c1\",\"object\":\"chat.completion.chunk\","
+                                        "\"created\":5,\"model\":\"m\",\"choices\":[{\"index\":0,"
+                                        "\"delta\":{},\"finish_reason\":\"length\"}]}"));
+        size_t n = strlen(out.buf);
+        assert_true(n > 14 && !strcmp(out.buf + n - 14, "data: [DONE]\n\n"));
+        int words = 0;
+        for (const char *p = out.buf; (p = strstr(p, "\" w\"")); p++) words++;
+        assert_int_equal(words, 10);
+        sb_release(&out);
+        gw_sse_release(&s);
+    }
+    /* within the budget: passed through as it came */
+    gw_sse s;
+    strbuf out = SB_INIT;
+    sse_budget_run(&s, in.buf, 100, 41, 0, &out);
+    assert_true(!s.cut && s.saw_done);
+    assert_int_equal(out.len, in.len);
+    sb_release(&out);
+    gw_sse_release(&s);
+    /* long pieces: the text's estimate (bytes / 4) counts */
+    strbuf big = SB_INIT;
+    sb_adds(&big, "data: {\"id\":\"c2\",\"object\":\"text_completion\",\"choices\":[{\"index\":1,\"text\":\"");
+    for (int i = 0; i < 100; i++) sb_adds(&big, "abcd");
+    sb_adds(&big, "\"}]}\n\ndata: [DONE]\n\n");
+    sse_budget_run(&s, big.buf, 7, 99, 0, &out);
+    assert_true(s.cut);
+    assert_int_equal(s.completion_chars, 0);
+    sb_add(&out, "", 1);
+    /* a finish per choice seen (0 and 1), as text_completion chunks */
+    assert_non_null(strstr(out.buf, "\"object\":\"text_completion\""));
+    assert_non_null(strstr(out.buf, "\"index\":1,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"length\""));
+    assert_non_null(strstr(out.buf, "\"index\":0,"));
+    sb_release(&out);
+    gw_sse_release(&s);
+    sb_release(&big);
+    sb_release(&in);
+}
+
+static void sse_budget_responses(void **state) {
+    (void)state;
+    strbuf in = SB_INIT;
+    sb_adds(&in, "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r1\","
+                 "\"model\":\"m\",\"created_at\":9,\"usage\":null}}\n\n");
+    for (int i = 0; i < 20; i++)
+        sb_adds(&in, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\","
+                     "\"delta\":\" w\"}\n\n");
+    sb_adds(&in, "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":"
+                 "{\"usage\":{\"input_tokens\":7,\"output_tokens\":20}}}\n\n");
+    gw_sse s;
+    strbuf out = SB_INIT;
+    sse_budget_run(&s, in.buf, 5, 5, 1, &out);
+    assert_true(s.cut && s.saw_done && !s.has_usage);
+    sb_add(&out, "", 1);
+    const char *inc = strstr(out.buf, "event: response.incomplete\ndata: {");
+    assert_non_null(inc);
+    assert_non_null(strstr(inc, "\"id\":\"r1\""));
+    assert_non_null(strstr(inc, "\"reason\":\"max_output_tokens\""));
+    assert_null(strstr(out.buf, "[DONE]"));
+    assert_null(strstr(out.buf, "response.completed"));
+    int deltas = 0;
+    for (const char *p = out.buf; (p = strstr(p, "output_text.delta\n")); p++) deltas++;
+    assert_int_equal(deltas, 5);
+    sb_release(&out);
+    gw_sse_release(&s);
+    sb_release(&in);
+}
+
+/* gw_rt_lease_take_fit against a store: what is left is taken, never more. */
+static void budget_lease(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    store_t *st = tu_store(dir, 4);
+    gp_err err = GP_ERR_INIT;
+    gw_runtime_config cfg = {.flush_ms = 20};
+    gw_runtime *rt[2];
+    assert_int_equal(gw_rt_start(st, &cfg, &rt[0], &err), GP_OK);
+    assert_int_equal(gw_rt_start(st, &cfg, &rt[1], &err), GP_OK);
+    gw_key k;
+    memset(&k, 0, sizeof k);
+    snprintf(k.id, sizeof k.id, "keyb");
+    snprintf(k.project_id, sizeof k.project_id, "projb");
+    snprintf(k.tenant_id, sizeof k.tenant_id, "tenb");
+    k.project_tokens_month = QUOTA_NONE;
+    k.tenant_tokens_month = 5000;
+    /* requests of 10 prompt tokens wanting 1,024 each, from two processes, none ending */
+    int64_t taken = 0, units;
+    int admitted = 0, refused = 0;
+    for (int i = 0; i < 12; i++) {
+        char h[RND_ID_LEN];
+        int rc = gw_rt_lease_take_fit(rt[i & 1], &k, 10, 1, 1024, gt_now_us(), h, &units, &err);
+        if (rc == GP_EFORBIDDEN) {
+            refused++;
+            continue;
+        }
+        assert_int_equal(rc, GP_OK);
+        assert_true(units >= 1 && units <= 1024);
+        taken += 10 + units;
+        admitted++;
+        assert_true(taken <= 5000);
+    }
+    assert_true(refused > 0 && admitted >= 4);
+    assert_true(taken <= 5000 && taken >= 5000 - 2 * 10); /* the budget is used up, not passed */
+    assert_true(reserved_sum(st, "tenant", "tenb") <= 5000);
+    gw_rt_stop(rt[0]);
+    gw_rt_stop(rt[1]);
+    store_close(st);
+    tu_rmdir(dir);
+}
+
 int main(void) {
     rnd_init();
     const struct CMUnitTest tests[] = {
@@ -1290,6 +1523,9 @@ int main(void) {
         cmocka_unit_test(sse_responses), cmocka_unit_test(in_flight), cmocka_unit_test(endpoint_slots),
         cmocka_unit_test(route_order), cmocka_unit_test(ejection),
         cmocka_unit_test(lease_sizing), cmocka_unit_test(lease_store),
+        cmocka_unit_test(budget_fit), cmocka_unit_test(budget_request_fields),
+        cmocka_unit_test(budget_usage_clip), cmocka_unit_test(sse_budget_cut),
+        cmocka_unit_test(sse_budget_responses), cmocka_unit_test(budget_lease),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
