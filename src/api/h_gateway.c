@@ -22,10 +22,15 @@
  * come from the runtime's read cache (gw_cache_*): a request of a key and
  * model seen lately reads nothing from the store, and writes nothing.
  *
+ * Under a monthly token quota the request's max_tokens is what the budgets
+ * still allow (gw_rt_lease_take_fit): sent upstream, reserved exactly, never
+ * billed beyond, and a stream is cut cleanly once it is spent
+ * (gw_sse_set_budget; docs/gateway.md, "Token budgets").
+ *
  * The request body is passed on as it came, unless the gateway must add
  * stream_options.include_usage (the client did not ask for usage; its
- * extra chunk is then removed from the stream) or rename the model for an
- * endpoint.  Errors are in OpenAI's shape {"error":{message,type,param,code}}.
+ * extra chunk is then removed from the stream), rename the model for an
+ * endpoint or set the max_tokens a budget allows.  Errors are in OpenAI's shape {"error":{message,type,param,code}}.
  *
  * Nothing a client or an upstream sends is taken on trust (docs/gateway.md):
  * a body outside the documented ranges (gw_request_check: "stream" not a
