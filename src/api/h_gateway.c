@@ -272,8 +272,10 @@ static void record(gwreq *g, int status, int have_usage, int64_t pt, int64_t ct,
                 gw_rt_count_clipped(g->rt);
             }
         } else {
+            int64_t cmax = gw_sat_mul(g->info.max_out, g->info.answers);
             u->prompt_tokens = pguess;
-            u->completion_tokens = cguess;
+            /* under a budget, never more than was reserved (a stream cut at its budget) */
+            u->completion_tokens = g->budget && cguess > cmax ? cmax : cguess;
             u->estimated = 1;
         }
     }

@@ -593,16 +593,18 @@ const char *gw_sse_data(const char *ev, size_t n, size_t *len);
 
 void gw_sse_init(gw_sse *s, int strip_usage);
 void gw_sse_release(gw_sse *s);
+#define GW_SSE_TOKEN_BYTES 16 /* a cut stream's tokens: at most this many bytes each on average */
 /*
- * Cut the stream once its generated tokens, estimated as max(ceil(text
- * bytes / 4), text pieces) (gw_sse_tokens), would pass `budget` (> 0): the
+ * Cut the stream once its generated tokens, counted as max(text pieces,
+ * ceil(text bytes / GW_SSE_TOKEN_BYTES)), would pass `budget` (> 0): the
  * event that would pass it is replaced by a clean finish - a chunk per choice
  * with finish_reason "length" and `data: [DONE]` (a Responses stream: a
  * response.incomplete event, reason max_output_tokens) - s->cut is set and
  * everything after is dropped.  `responses`: a Responses API stream.
  */
 void gw_sse_set_budget(gw_sse *s, int64_t budget, int responses);
-/* The generated tokens of the events passed on so far, estimated as above. */
+/* The generated tokens of the events passed on so far, as billed without the upstream's
+ * usage: max(ceil(text bytes / 4), text pieces). */
 int64_t gw_sse_tokens(const gw_sse *s);
 /* Feed upstream bytes; complete events the client should get are appended to `out`. */
 void gw_sse_feed(gw_sse *s, const char *data, size_t n, strbuf *out);

@@ -69,6 +69,17 @@ static int64_t tokens_of(int64_t chars, int64_t pieces) {
 
 int64_t gw_sse_tokens(const gw_sse *s) { return tokens_of(s->completion_chars, s->pieces); }
 
+/*
+ * The tokens a stream is cut at: a token per piece at least, and no token
+ * longer than GW_SSE_TOKEN_BYTES on average.  Looser than the estimate that
+ * bills (4 bytes a token), so that an honest stream of long tokens (code,
+ * runs of spaces) is never cut before its max_tokens.
+ */
+static int64_t cut_tokens(int64_t chars, int64_t pieces) {
+    int64_t t = chars / GW_SSE_TOKEN_BYTES + (chars % GW_SSE_TOKEN_BYTES != 0);
+    return pieces > t ? pieces : t;
+}
+
 /* The ids the finish chunks repeat: of the chunk (or the Responses event's response). */
 static void remember_ids(gw_sse *s, json_t *j) {
     json_t *r = json_object_get(j, "response");
@@ -178,7 +189,7 @@ static int event(gw_sse *s, const char *ev, size_t n, char **rewritten) {
     int64_t chars = chunk_chars(j, &pieces, &s->max_index);
     remember_ids(s, j);
     if (s->budget &&
-        tokens_of(gw_sat_add(s->completion_chars, chars), s->pieces + pieces) > s->budget) {
+        cut_tokens(gw_sat_add(s->completion_chars, chars), s->pieces + pieces) > s->budget) {
         /* the budget is spent: this event is not passed on, the stream ends cleanly here */
         const char *obj = json_string_value(json_object_get(j, "object"));
         int text = obj && !strcmp(obj, "text_completion");

@@ -410,9 +410,13 @@ assert_denied 400
 note "the Responses API against a monthly quota"
 newkey kqresp --tenant red --project train --tokens-month 10
 KQR=$KEY
-# reserves ceil(8/4) + 5 = 7, uses 2 + 2 = 4; then 4 + 7 > 10
+# reserves ceil(8/4) + 5 = 7, uses 2 + 2 = 4; then 4 + 7 > 10: the second is cut to the
+# max_output_tokens left (10 - 4 - 2 = 4; docs/gateway.md, "Token budgets"), uses 4 too; then
+# not even one token is left: refused
 ok_call "$KQR" response '{"model":"llama","input":"hi there","max_output_tokens":5}'
 assert_eq "$(jout .usage.total_tokens)" 4 "the first response fits"
+ok_call "$KQR" response '{"model":"llama","input":"hi there","max_output_tokens":5}'
+assert_eq "$(jout .usage.total_tokens)" 4 "the second is cut to what is left"
 err_call "$KQR" response '{"model":"llama","input":"hi there","max_output_tokens":5}' 429 insufficient_quota
 assert_eq "$(jout '[.type, .class] | join(" ")')" "insufficient_quota RateLimitError" "the quota refusal, as the SDK sees it"
 newkey kqresp2 --tenant red --project train --tokens-month 60

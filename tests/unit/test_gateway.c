@@ -1421,12 +1421,17 @@ static void sse_budget_cut(void **state) {
     assert_int_equal(out.len, in.len);
     sb_release(&out);
     gw_sse_release(&s);
-    /* long pieces: the text's estimate (bytes / 4) counts */
+    /* long pieces: their bytes count, GW_SSE_TOKEN_BYTES a token (400 bytes: 25 tokens) */
     strbuf big = SB_INIT;
     sb_adds(&big, "data: {\"id\":\"c2\",\"object\":\"text_completion\",\"choices\":[{\"index\":1,\"text\":\"");
     for (int i = 0; i < 100; i++) sb_adds(&big, "abcd");
     sb_adds(&big, "\"}]}\n\ndata: [DONE]\n\n");
-    sse_budget_run(&s, big.buf, 7, 99, 0, &out);
+    sse_budget_run(&s, big.buf, 7, 25, 0, &out);
+    assert_true(!s.cut);
+    assert_int_equal(gw_sse_tokens(&s), 100); /* billed at 4 bytes a token (and capped) */
+    sb_release(&out);
+    gw_sse_release(&s);
+    sse_budget_run(&s, big.buf, 7, 24, 0, &out);
     assert_true(s.cut);
     assert_int_equal(s.completion_chars, 0);
     sb_add(&out, "", 1);
