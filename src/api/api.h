@@ -37,8 +37,9 @@ typedef struct api_config {
     /* HTTPS: both PEM texts (borrowed, kept until stop), or both NULL for plain HTTP */
     const char *tls_cert_pem;
     const char *tls_key_pem;
-    /* login throttling: failures allowed per minute per user name / per source address
-     * before further logins are refused with 429 (0: no limit of that kind) */
+    /* login throttling: failures allowed per minute per user name from one source address
+     * (then backing off, auth/throttle.h) / per source address over every name, before
+     * further logins from that source are refused with 429 (0: no limit of that kind) */
     int login_fail_name;
     int login_fail_addr;
     /* PostgreSQL: a leader silent this long (frozen, cut off) loses the lead (store_lead) */

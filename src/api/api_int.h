@@ -263,6 +263,9 @@ void api__metrics_auth_refusal(const char *reason);
 void api__metrics_conn_dropped(const char *reason);
 /* A request refused 400 for its framing or target: gpupool_http_malformed_total. */
 void api__metrics_malformed(void);
+/* A login refused 429 by its throttle, `by` "name_and_source" or "source":
+ * gpupool_login_throttled_total{by}. */
+void api__metrics_login_throttled(const char *by);
 /* Open connections now (+1 accepted, -1 closed): gpupool_http_connections_open. */
 void api__metrics_conn_open(int delta);
 /* Handler threads started/ended (dall) and busy/free (dbusy): gpupool_http_workers. */

@@ -24,12 +24,14 @@
  * own change revokes every other token but the one used for the change.
  *
  * Failed logins are throttled (auth/throttle.h): after cfg->login_fail_name
- * failures for one user name, or cfg->login_fail_addr from one source
- * address, within a minute, further logins are answered 429
- * too_many_attempts with Retry-After, before the password is looked at,
- * until the oldest failure is a minute old.  A success resets the name's
- * window (not the address's).  The failures are kept in the store, so every
- * server on it counts the same ones.
+ * failures for one user name from one source address (then with a backoff
+ * that doubles), or cfg->login_fail_addr from one source address over every
+ * name, within a minute, further logins from that source are answered 429
+ * too_many_attempts with Retry-After, before the password is looked at.
+ * Never a name from every source: nobody locks another user out.  A success
+ * resets the name's count from that source (not the address's).  The
+ * failures are kept in the store, so every server on it counts the same
+ * ones; gpupool_login_throttled_total{by} counts the refusals.
  */
 #include "api_int.h"
 
@@ -61,30 +63,39 @@ api_login_guard *api__login_guard_new(int per_name, int per_addr) {
 
 void api__login_guard_free(api_login_guard *g) { free(g); }
 
-/* Is one kind of key ('n' name, 'a' address) under its limit?  OUT: *ok, *retry (max'd). */
+/* Is one kind of key ('n' a name from a source, with backoff; 'a' an address) under its
+ * limit?  OUT: *ok, *retry (max'd), *by (what refused it, for the metric). */
 static int key_allowed(store_tx *tx, char kind, const char *key, int max, int64_t now, int *ok,
-                       int64_t *retry, gp_err *err) {
+                       int64_t *retry, const char **by, gp_err *err) {
     if (max <= 0) return GP_OK;
     int64_t at[AUTH_THROTTLE_MAX], wait = 0;
     int n = 0;
-    int rc = auth_failures_recent(tx, kind, key, max, LOGIN_WINDOW_US, now, at, &n, err);
+    int rc = kind == 'n' ? auth_failures_recent(tx, kind, key, AUTH_THROTTLE_MAX,
+                                                AUTH_BACKOFF_HORIZON_US, now, at, &n, err)
+                         : auth_failures_recent(tx, kind, key, max, LOGIN_WINDOW_US, now, at, &n,
+                                                err);
     if (rc) return rc;
-    if (!auth_throttle_judge(at, n, max, LOGIN_WINDOW_US, now, &wait)) {
+    if (kind == 'n' ? !auth_throttle_backoff(at, n, max, LOGIN_WINDOW_US, now, &wait)
+                    : !auth_throttle_judge(at, n, max, LOGIN_WINDOW_US, now, &wait)) {
         *ok = 0;
+        *by = kind == 'n' ? "name_and_source" : "source";
         if (wait > *retry) *retry = wait;
     }
     return GP_OK;
 }
 
 /* May this name try from this address now, counting every server's failures?
- * OUT: *ok (1 yes, 0 refused with *retry seconds). */
+ * OUT: *ok (1 yes, 0 refused with *retry seconds, *by what refused it). */
 static int login_allowed(store_tx *tx, const api_login_guard *g, const char *name,
-                         const char *addr, int64_t now, int *ok, int64_t *retry, gp_err *err) {
+                         const char *addr, int64_t now, int *ok, int64_t *retry, const char **by,
+                         gp_err *err) {
     *ok = 1;
     *retry = 0;
     if (!g) return GP_OK;
-    int rc = key_allowed(tx, 'n', name, g->per_name, now, ok, retry, err);
-    if (!rc) rc = key_allowed(tx, 'a', addr, g->per_addr, now, ok, retry, err);
+    char pair[512];
+    auth_throttle_pair_key(name, addr, pair, sizeof pair);
+    int rc = key_allowed(tx, 'n', pair, g->per_name, now, ok, retry, by, err);
+    if (!rc) rc = key_allowed(tx, 'a', addr, g->per_addr, now, ok, retry, by, err);
     return rc;
 }
 
@@ -113,7 +124,8 @@ void h_login(api_req *r) {
     }
     int64_t now = gt_now_us(), retry = 0;
     int allowed = 1;
-    int rc = login_allowed(tx, r->login_guard, name, r->source, now, &allowed, &retry, &err);
+    const char *by = NULL;
+    int rc = login_allowed(tx, r->login_guard, name, r->source, now, &allowed, &retry, &by, &err);
     if (!rc && allowed) rc = auth_login_check(tx, name, password, &u, &err);
     store_rollback(tx);
     if (rc && rc != GP_EUNAUTH) {
@@ -128,6 +140,7 @@ void h_login(api_req *r) {
         snprintf(msg, sizeof msg, "too many failed logins; retry in %lld s", (long long)retry);
         api_header(r, "Retry-After", secs);
         api_error(r, 429, "too_many_attempts", msg);
+        api__metrics_login_throttled(by ? by : "source");
         return; /* the dispatcher audits the refusal (denied) */
     }
     if (api_begin(r, STORE_WRITE, &tx)) {
@@ -151,7 +164,7 @@ void h_login(api_req *r) {
         return; /* the dispatcher audits the refusal */
     }
     json_decref(body);
-    if (r->login_guard && (rc = auth_failures_clear(tx, u.name, &err))) {
+    if (r->login_guard && (rc = auth_failures_clear(tx, u.name, r->source, &err))) {
         api_abort(r, tx, &err);
         return;
     }

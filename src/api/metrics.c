@@ -47,6 +47,9 @@ static const char *const drop_reasons[] = {"headers", "body", "pressure", "slow_
 #define NDROP (sizeof drop_reasons / sizeof drop_reasons[0])
 static atomic_ullong drops[NDROP];
 static atomic_ullong malformed;
+static const char *const throttle_kinds[] = {"name_and_source", "source"};
+#define NTHROTTLE (sizeof throttle_kinds / sizeof throttle_kinds[0])
+static atomic_ullong throttled[NTHROTTLE];
 static atomic_llong conns_open;
 static atomic_llong workers_all, workers_busy;
 
@@ -61,6 +64,11 @@ void api__metrics_conn_dropped(const char *reason) {
 }
 
 void api__metrics_malformed(void) { atomic_fetch_add(&malformed, 1); }
+
+void api__metrics_login_throttled(const char *by) {
+    for (size_t i = 0; i < NTHROTTLE; i++)
+        if (strcmp(by, throttle_kinds[i]) == 0) atomic_fetch_add(&throttled[i], 1);
+}
 
 void api__metrics_conn_open(int delta) { atomic_fetch_add(&conns_open, delta); }
 
@@ -160,6 +168,12 @@ char *api__metrics_render(void) {
     for (size_t i = 0; i < NREFUSAL; i++)
         sb_addf(&sb, "gpupool_auth_refusals_total{reason=\"%s\"} %llu\n", refusal_reasons[i],
                 (unsigned long long)atomic_load(&refusals[i]));
+    sb_adds(&sb, "# HELP gpupool_login_throttled_total Logins refused 429 by the failed-login "
+                 "throttle, by what it counted: one name from one source, or one source.\n"
+                 "# TYPE gpupool_login_throttled_total counter\n");
+    for (size_t i = 0; i < NTHROTTLE; i++)
+        sb_addf(&sb, "gpupool_login_throttled_total{by=\"%s\"} %llu\n", throttle_kinds[i],
+                (unsigned long long)atomic_load(&throttled[i]));
     sb_adds(&sb, "# HELP gpupool_http_connections_dropped_total Connections cut for a request "
                  "not complete by its deadline, by phase.\n"
                  "# TYPE gpupool_http_connections_dropped_total counter\n");
