@@ -315,11 +315,24 @@ static int refuse_card(store_tx *tx, const char *node, const char *uuid, const c
              "node %s reported GPU %.90s, which node %s holds: refused (a card changes node only "
              "by `gpupool gpu move` after its node is drained)",
              node, uuid, holder);
-    json_t *detail = json_pack("{s:s,s:s,s:s}", "reported_by", node, "gpu", uuid, "held_by",
-                               holder);
-    int rc = inv_alarm_raise(tx, "critical", "identity", node, uuid, msg, NULL, detail, err);
-    json_decref(detail);
+    /* one open alarm per node and card: a node that keeps reporting it raises no more */
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT COUNT(*) FROM alarms WHERE kind = 'identity' AND node = ?"
+                         " AND gpu_uuid = ? AND acked_at IS NULL",
+                         "ss", node, uuid);
     if (rc) return rc;
+    rc = store_step(s, err);
+    int64_t open = rc > 0 ? store_int(s, 0) : 0;
+    store_done(s);
+    if (rc < 0) return rc;
+    if (!open) {
+        json_t *detail = json_pack("{s:s,s:s,s:s}", "reported_by", node, "gpu", uuid, "held_by",
+                                   holder);
+        rc = inv_alarm_raise(tx, "critical", "identity", node, uuid, msg, NULL, detail, err);
+        json_decref(detail);
+        if (rc) return rc;
+    }
     if (refused)
         json_array_append_new(refused,
                               json_pack("{s:s,s:s}", "gpu", uuid, "held_by", holder));
