@@ -383,6 +383,58 @@ static void audit_outcome(api_req *r) {
     log_kv(LOG_ERROR, "audit write failed", "rid", r->request_id, "detail", err.msg, (char *)NULL);
 }
 
+/*
+ * The pipeline of a declared route, in one place (issue 34): open the
+ * route's transaction, resolve and authorise its scope (tying the
+ * transaction to the tenant), parse the body, run the handler, append the
+ * audit event of a change in the same transaction, commit, then the
+ * handler's after-commit step.  Every failure rolls back here: handlers
+ * hold no transaction, scope or audit code.
+ */
+static void run_declared(api_req *r) {
+    const api_route *rt = r->route;
+    api_ctx c = {.r = r, .who = r->who};
+    gp_err err = GP_ERR_INIT;
+    int rc = GP_OK;
+    assert(rt->run && rt->scope != SC_NONE);
+    assert(rt->tx || (rt->scope != SC_TENANT && rt->scope != SC_PROJECT));
+    if (rt->scope == SC_GLOBAL && !api_authorize(r, rt->act, NULL, NULL)) goto out;
+    if (rt->tx && (rc = store_begin(r->store, rt->tx == API_TX_WRITE ? STORE_WRITE : STORE_READ,
+                                    &c.tx, &err)))
+        goto out;
+    if ((rt->scope == SC_TENANT || rt->scope == SC_PROJECT) &&
+        api_load_scope(r, c.tx, &c.sc, rt->act))
+        goto out;
+    if ((rt->flags & ROUTE_BODY) && api_body(r, &c.body)) goto out;
+    if ((rc = rt->run(&c, &err))) goto out;
+    if ((rt->flags & ROUTE_MUTATES) && c.tx) {
+        if (r->approval_id || r->approval_note[0]) {
+            if (!c.summary) c.summary = json_object();
+            json_object_set_new(c.summary, "approval",
+                                json_string(r->approval_id ? r->approval_id : r->approval_note));
+        }
+        char *text = c.summary ? jx_dump(c.summary) : NULL;
+        rc = api_audit(r, c.tx, "ok", r->status, text ? text : "{}", &err);
+        free(text);
+        if (rc) goto out;
+    }
+    if (c.tx) {
+        rc = store_commit(c.tx, &err);
+        c.tx = NULL;
+        if (rc) goto out;
+    }
+    if (c.on_commit) c.on_commit(r);
+out:
+    if (c.tx) store_rollback(c.tx);
+    if (rc) {
+        r->audited = 0; /* an event rolled back with the change */
+        if (err.code == GP_OK) gp_err_set(&err, GP_EINTERNAL, "handler failed without a reason");
+        if (r->status < 400) api_fail(r, &err); /* a reply set before the failure is void */
+    }
+    json_decref(c.body);
+    json_decref(c.summary);
+}
+
 void api__dispatch(api_req *r) {
     router_match *m = &r->match;
     pthread_once(&tables_once, build_tables);
@@ -427,7 +479,8 @@ void api__dispatch(api_req *r) {
             return;
         }
     }
-    r->route->handler(r);
+    if (r->route->run) run_declared(r);
+    else r->route->handler(r);
     /* deferred (a read: nothing to audit): its answer is made, and sent, elsewhere */
     assert(!r->deferred || !(r->route->flags & ROUTE_MUTATES));
     if (r->deferred) return;

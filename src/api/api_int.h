@@ -2,13 +2,18 @@
  * api_int.h - internals shared by the API's files: the request context,
  * response helpers and the route table type.  Include only from src/api/.
  *
- * A handler receives an api_req that is already routed and authenticated
- * (when the route needs it).  It must call api_authorize() (or decide
- * authorisation itself) before it reads the body or the store, then set a
- * response with api_reply()/api_fail().  Mutating handlers append their own
- * audit event in the same transaction as the change and set `audited`; the
- * dispatcher audits every other outcome of a mutating route, and every
- * denial (401/403/404) of a protected route.
+ * Two shapes of route (routes.c).  A declared route (issue 34,
+ * ../shared/PIPELINE.md) says its scope, action, transaction and whether it
+ * takes a body, and dispatch does all of it (api.c run_declared): its
+ * handler, int h_x(api_ctx *, gp_err *), only calls the domain and sets the
+ * reply.  A legacy handler, void h_x(api_req *), receives an api_req that
+ * is already routed and authenticated (when the route needs it); it must
+ * call api_authorize() (or decide authorisation itself) before it reads the
+ * body or the store, then set a response with api_reply()/api_fail(), and
+ * append its own audit event in the same transaction as a change.  Legacy
+ * routes move to the declared shape file by file.  The dispatcher audits
+ * every other outcome of a mutating route, and every denial (401/403/404)
+ * of a protected route.
  *
  * Ownership: the request owns everything it points to; the response JSON
  * set with api_reply() is stolen.
@@ -31,14 +36,64 @@
 typedef struct api_req api_req;
 typedef void (*api_handler)(api_req *r);
 
-enum { ROUTE_PUBLIC = 1, ROUTE_MUTATES = 2, ROUTE_GATEWAY = 4 /* served by `gpupool gateway` too */ };
+enum {
+    ROUTE_PUBLIC = 1,
+    ROUTE_MUTATES = 2,
+    ROUTE_GATEWAY = 4, /* served by `gpupool gateway` too */
+    ROUTE_BODY = 8     /* declared routes: the body is a JSON object, parsed by dispatch */
+};
+
+/*
+ * Where a declared route acts (issue 34, ../shared/PIPELINE.md): dispatch
+ * resolves it and authorises the route's action there before the handler
+ * runs.  SC_SIGNED_IN: any authenticated caller, no action checked.
+ * SC_GLOBAL: the action at global scope.  SC_TENANT / SC_PROJECT: the
+ * path's {tenant} (and {project}) resolved (404 when unseen), the action
+ * checked there, and the transaction tied to the tenant (PostgreSQL's row
+ * fence, store_set_tenant).
+ */
+typedef enum { SC_NONE = 0, SC_SIGNED_IN, SC_GLOBAL, SC_TENANT, SC_PROJECT } api_scope_kind;
+enum { API_TX_NONE = 0, API_TX_READ, API_TX_WRITE };
+
+/* A {tenant}[/{project}] path, resolved (api_load_scope). */
+typedef struct api_scope {
+    tenancy_tenant t;
+    tenancy_project p;
+    int has_project;
+} api_scope;
+
+/*
+ * What a declared route's handler gets: nothing it must set up itself.  The
+ * transaction is open (the route's mode), the scope resolved and authorised,
+ * the body parsed (ROUTE_BODY).  The handler calls the domain and sets the
+ * reply; for a mutating route it may set `summary` (stolen) for the audit
+ * event, which dispatch appends in the same transaction before it commits.
+ */
+typedef struct api_ctx {
+    api_req *r;
+    store_tx *tx;               /* NULL for API_TX_NONE */
+    const auth_principal *who;  /* NULL on a public route */
+    api_scope sc;               /* SC_TENANT / SC_PROJECT */
+    json_t *body;               /* ROUTE_BODY: a JSON object, borrowed */
+    json_t *summary;            /* the audit event's summary (owned; NULL: {}) */
+    void (*on_commit)(api_req *r); /* run once the change has committed */
+} api_ctx;
+
+/* A declared route's handler: GP_OK commits; anything else rolls back, and
+ * dispatch answers `err` unless the handler set an error reply itself. */
+typedef int (*api_run)(api_ctx *c, gp_err *err);
 
 typedef struct api_route {
     const char *method;
     const char *pattern;
-    api_handler handler;
-    const char *action; /* audit/metrics name, "tenant.create" */
+    api_handler handler; /* a legacy route: it does every step itself; NULL when declared */
+    const char *action;  /* audit/metrics name, "tenant.create" */
     int flags;
+    /* a declared route (API_ROUTE in routes.c): dispatch does the pipeline */
+    api_run run;
+    int act;              /* the authz_action, checked at `scope` (SC_GLOBAL and below) */
+    api_scope_kind scope;
+    int tx;               /* API_TX_* */
 } api_route;
 
 typedef struct api_kv {
@@ -213,13 +268,6 @@ int api_needs_approval(api_req *r, const char *operation, const char *tenant, js
  */
 int api__approvals_arm(store_tx *tx, int *armed, gp_err *err);
 
-/* A {tenant}[/{project}] path, resolved (api_load_scope). */
-typedef struct api_scope {
-    tenancy_tenant t;
-    tenancy_project p;
-    int has_project;
-} api_scope;
-
 /*
  * Resolve the path's {tenant} (and {project} when the route has one) and
  * authorise `action` there: 0, or -1 with the response set (404 for a tenant
@@ -380,15 +428,15 @@ void h_health_policy_get(api_req *r);
 void h_health_policy_put(api_req *r);
 void h_alarm_list(api_req *r);
 void h_alarm_ack(api_req *r);
-void h_class_create(api_req *r);
-void h_class_list(api_req *r);
-void h_class_get(api_req *r);
-void h_class_delete(api_req *r);
-void h_pool_create(api_req *r);
-void h_pool_list(api_req *r);
-void h_pool_get(api_req *r);
-void h_pool_put(api_req *r);
-void h_pool_delete(api_req *r);
+int h_class_create(api_ctx *c, gp_err *err);
+int h_class_list(api_ctx *c, gp_err *err);
+int h_class_get(api_ctx *c, gp_err *err);
+int h_class_delete(api_ctx *c, gp_err *err);
+int h_pool_create(api_ctx *c, gp_err *err);
+int h_pool_list(api_ctx *c, gp_err *err);
+int h_pool_get(api_ctx *c, gp_err *err);
+int h_pool_put(api_ctx *c, gp_err *err);
+int h_pool_delete(api_ctx *c, gp_err *err);
 void h_wo_create(api_req *r);
 void h_wo_list(api_req *r);
 void h_wo_get(api_req *r);

@@ -18,158 +18,101 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- classes ---- */
+/* ---- classes and pools: declared routes (routes.c), dispatch opens, authorises, audits ---- */
 
-static void class_reply(api_req *r, store_tx *tx, const char *name, int status) {
-    gp_err err = GP_ERR_INIT;
+/* The reply: every class (name NULL) or one (404 when absent), read in the request's tx,
+ * so what a change answers is what it committed. */
+static int class_reply(api_ctx *c, const char *name, int status, gp_err *err) {
     health_policy pol;
     json_t *items;
-    if (inv_health_policy_load(tx, &pol, &err) ||
-        inv_class_list(tx, &pol, name, &items, &err)) {
-        api_fail(r, &err);
-        return;
-    }
+    int rc = inv_health_policy_load(c->tx, &pol, err);
+    if (!rc) rc = inv_class_list(c->tx, &pol, name, &items, err);
+    if (rc) return rc;
     if (!name) {
-        api_reply(r, status, api_list(items, NULL));
-        return;
+        api_reply(c->r, status, api_list(items, NULL));
+        return GP_OK;
     }
-    if (json_array_size(items) == 0) api_error(r, 404, "not_found", "not found");
-    else api_reply(r, status, json_incref(json_array_get(items, 0)));
+    json_t *one = json_incref(json_array_get(items, 0));
     json_decref(items);
+    if (!one) return gp_err_set(err, GP_ENOTFOUND, "not found");
+    api_reply(c->r, status, one);
+    return GP_OK;
 }
 
-void h_class_create(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    json_t *body;
-    api_target(r, "class", NULL, NULL, NULL);
-    if (!api_authorize(r, ACT_CLASS_MANAGE, NULL, NULL)) return;
-    if (api_body(r, &body)) return;
-    const char *name = json_string_value(json_object_get(body, "name"));
-    char nm[64] = "";
-    if (name) snprintf(nm, sizeof nm, "%s", name);
-    api_target(r, NULL, nm, NULL, NULL);
-    if (api_begin(r, STORE_WRITE, &tx)) {
-        json_decref(body);
-        return;
-    }
-    if (inv_class_create(tx, body, &err)) {
-        json_decref(body);
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (api_finish(r, tx, 201, body)) return;
-    if (api_begin(r, STORE_READ, &tx)) return;
-    class_reply(r, tx, nm, 201);
-    store_rollback(tx);
+/* `name` from the body, copied (a class or pool being created), "" when absent */
+static void body_name(const api_ctx *c, char nm[64]) {
+    const char *name = json_string_value(json_object_get(c->body, "name"));
+    snprintf(nm, 64, "%s", name ? name : "");
 }
 
-void h_class_list(api_req *r) {
-    store_tx *tx;
-    if (api_begin(r, STORE_READ, &tx)) return;
-    class_reply(r, tx, NULL, 200);
-    store_rollback(tx);
+int h_class_create(api_ctx *c, gp_err *err) {
+    char nm[64];
+    body_name(c, nm);
+    api_target(c->r, "class", nm, NULL, NULL);
+    int rc = inv_class_create(c->tx, c->body, err);
+    if (rc) return rc;
+    c->summary = json_incref(c->body);
+    return class_reply(c, nm, 201, err);
 }
 
-void h_class_get(api_req *r) {
-    store_tx *tx;
-    api_target(r, "class", api_param(r, "name"), NULL, NULL);
-    if (api_begin(r, STORE_READ, &tx)) return;
-    class_reply(r, tx, api_param(r, "name"), 200);
-    store_rollback(tx);
+int h_class_list(api_ctx *c, gp_err *err) { return class_reply(c, NULL, 200, err); }
+
+int h_class_get(api_ctx *c, gp_err *err) {
+    api_target(c->r, "class", api_param(c->r, "name"), NULL, NULL);
+    return class_reply(c, api_param(c->r, "name"), 200, err);
 }
 
-void h_class_delete(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    api_target(r, "class", api_param(r, "name"), NULL, NULL);
-    if (!api_authorize(r, ACT_CLASS_MANAGE, NULL, NULL)) return;
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (inv_class_delete(tx, api_param(r, "name"), &err)) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (!api_finish(r, tx, 200, NULL))
-        api_reply(r, 200, json_pack("{s:s,s:b}", "name", api_param(r, "name"), "deleted", 1));
+int h_class_delete(api_ctx *c, gp_err *err) {
+    const char *name = api_param(c->r, "name");
+    api_target(c->r, "class", name, NULL, NULL);
+    int rc = inv_class_delete(c->tx, name, err);
+    if (!rc) api_reply(c->r, 200, json_pack("{s:s,s:b}", "name", name, "deleted", 1));
+    return rc;
 }
 
-/* ---- pools ---- */
-
-static void pool_reply(api_req *r, const char *name, int status) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
+static int pool_reply(api_ctx *c, const char *name, int status, gp_err *err) {
     json_t *items;
-    if (api_begin(r, STORE_READ, &tx)) return;
-    int rc = inv_pool_list(tx, name, &items, &err);
-    store_rollback(tx);
-    if (rc) {
-        api_fail(r, &err);
-        return;
+    int rc = inv_pool_list(c->tx, name, &items, err);
+    if (rc) return rc;
+    if (!name) {
+        api_reply(c->r, status, api_list(items, NULL));
+        return GP_OK;
     }
-    if (!name) api_reply(r, status, api_list(items, NULL));
-    else if (json_array_size(items) == 0) {
-        api_error(r, 404, "not_found", "not found");
-        json_decref(items);
-    } else {
-        api_reply(r, status, json_incref(json_array_get(items, 0)));
-        json_decref(items);
-    }
+    json_t *one = json_incref(json_array_get(items, 0));
+    json_decref(items);
+    if (!one) return gp_err_set(err, GP_ENOTFOUND, "not found");
+    api_reply(c->r, status, one);
+    return GP_OK;
 }
 
-void h_pool_list(api_req *r) {
-    if (!api_authorize(r, ACT_NODE_READ, NULL, NULL)) return;
-    pool_reply(r, NULL, 200);
+int h_pool_list(api_ctx *c, gp_err *err) { return pool_reply(c, NULL, 200, err); }
+
+int h_pool_get(api_ctx *c, gp_err *err) {
+    api_target(c->r, "pool", api_param(c->r, "name"), NULL, NULL);
+    return pool_reply(c, api_param(c->r, "name"), 200, err);
 }
 
-void h_pool_get(api_req *r) {
-    api_target(r, "pool", api_param(r, "name"), NULL, NULL);
-    if (!api_authorize(r, ACT_NODE_READ, NULL, NULL)) return;
-    pool_reply(r, api_param(r, "name"), 200);
-}
-
-static void pool_write(api_req *r, const char *name, int create) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    json_t *body;
-    if (!api_authorize(r, ACT_POOL_MANAGE, NULL, NULL)) return;
-    if (api_body(r, &body)) return;
-    char nm[64] = "";
+static int pool_write(api_ctx *c, const char *name, int create, gp_err *err) {
+    char nm[64];
     if (name) snprintf(nm, sizeof nm, "%s", name);
-    else if (json_string_value(json_object_get(body, "name")))
-        snprintf(nm, sizeof nm, "%s", json_string_value(json_object_get(body, "name")));
-    api_target(r, "pool", nm, NULL, NULL);
-    if (!nm[0]) {
-        json_decref(body);
-        api_error(r, 400, "invalid_argument", "field 'name' is required");
-        return;
-    }
-    if (api_begin(r, STORE_WRITE, &tx)) {
-        json_decref(body);
-        return;
-    }
-    if (inv_pool_put(tx, nm, body, create, &err)) {
-        json_decref(body);
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (!api_finish(r, tx, create ? 201 : 200, body)) pool_reply(r, nm, create ? 201 : 200);
+    else body_name(c, nm);
+    api_target(c->r, "pool", nm, NULL, NULL);
+    if (!nm[0]) return gp_err_set(err, GP_EINVALID, "field 'name' is required");
+    int rc = inv_pool_put(c->tx, nm, c->body, create, err);
+    if (rc) return rc;
+    c->summary = json_incref(c->body);
+    return pool_reply(c, nm, create ? 201 : 200, err);
 }
 
-void h_pool_create(api_req *r) { pool_write(r, NULL, 1); }
-void h_pool_put(api_req *r) { pool_write(r, api_param(r, "name"), 0); }
+int h_pool_create(api_ctx *c, gp_err *err) { return pool_write(c, NULL, 1, err); }
+int h_pool_put(api_ctx *c, gp_err *err) { return pool_write(c, api_param(c->r, "name"), 0, err); }
 
-void h_pool_delete(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    api_target(r, "pool", api_param(r, "name"), NULL, NULL);
-    if (!api_authorize(r, ACT_POOL_MANAGE, NULL, NULL)) return;
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (inv_pool_delete(tx, api_param(r, "name"), &err)) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (!api_finish(r, tx, 200, NULL))
-        api_reply(r, 200, json_pack("{s:s,s:b}", "name", api_param(r, "name"), "deleted", 1));
+int h_pool_delete(api_ctx *c, gp_err *err) {
+    const char *name = api_param(c->r, "name");
+    api_target(c->r, "pool", name, NULL, NULL);
+    int rc = inv_pool_delete(c->tx, name, err);
+    if (!rc) api_reply(c->r, 200, json_pack("{s:s,s:b}", "name", name, "deleted", 1));
+    return rc;
 }
 
 /* ---- work orders ---- */
