@@ -775,6 +775,9 @@ static void forward(api_req *r, const char *kind, const char *path) {
     char last[300] = "no healthy endpoint";
     /* healthy endpoints not ejected here, round robin; none: all of them (panic mode) */
     int usable[GW_MAX_ENDPOINTS], order[GW_MAX_ENDPOINTS], panic = 0;
+    /* a job endpoint only while its job runs with the port open, as its node reports now (not
+     * as when the route was cached): never another job's socket, not even in panic mode */
+    gw_cache_ports_check(gw_rt_cache(r->gw), &route);
     gw_rt_usable(r->gw, &route, gt_now_us(), usable);
     int ntry = gw_route_order(&route, usable, route.n ? gw_rt_next(r->gw) : 0, order, &panic);
     if (panic) {
@@ -826,14 +829,15 @@ static void forward(api_req *r, const char *kind, const char *path) {
     }
     if (!call) {
         json_decref(sources);
-        int st = route.n ? 502 : 503;
+        /* nothing to try (no endpoint, or only job endpoints whose ports are closed): 503 */
+        int st = ntry ? 502 : 503;
         record(&g, st, 0, 0, 0, 0);
         /* the detail (addresses, connect errors) is for the log: the caller may not own the model */
-        if (route.n)
+        if (ntry)
             log_kv(LOG_WARN, "no endpoint answered", "model", u->model, "detail", last, (char *)NULL);
-        oai_error(r, st, "server_error", route.n ? "upstream_unreachable" : "no_healthy_endpoint",
+        oai_error(r, st, "server_error", ntry ? "upstream_unreachable" : "no_healthy_endpoint",
                   "model '%s' has %s", u->model,
-                  route.n ? "no endpoint that answered" : "no healthy endpoint");
+                  ntry ? "no endpoint that answered" : "no healthy endpoint");
         return;
     }
     long st = gw_call_status(call);

@@ -40,6 +40,13 @@ typedef struct key_ent {
     int64_t until_us;        /* 0: no end but invalidation */
 } key_ent;
 
+/* a running job that serves an endpoint: its node and its listening ports (jobs.listen_ports) */
+typedef struct port_ent {
+    char job_id[RND_ID_LEN];
+    char node[64];
+    char ports[128];         /* JOBS_PORTS_MAX ports of 5 digits and commas fit */
+} port_ent;
+
 typedef struct route_ent {
     struct route_ent *next;
     char tenant_id[RND_ID_LEN];
@@ -57,6 +64,11 @@ struct gw_cache {
     int64_t epoch;           /* the store's, as last read; -1: not read yet */
     unsigned long long commits; /* store_commit_total() before that read */
     uint64_t hits, misses, drops;
+    /* the port set (gw_cache_ports_check), sorted by job_id; loaded with the epoch `ports_epoch`
+     * (-1: none loaded, or the last read failed: every job endpoint is closed) */
+    port_ent *ports;
+    size_t nports;
+    int64_t ports_epoch;
 };
 
 /* local changes (any cache of this process): the wall clock until which not to trust one */
@@ -98,6 +110,7 @@ int gw_cache_new(store_t *st, gw_cache **out, gp_err *err) {
     if (!c) return gp_err_set(err, GP_ENOMEM, NULL);
     c->store = st;
     c->epoch = -1;
+    c->ports_epoch = -1;
     pthread_mutex_init(&c->mu, NULL);
     *out = c;
     return GP_OK;
@@ -106,8 +119,82 @@ int gw_cache_new(store_t *st, gw_cache **out, gp_err *err) {
 void gw_cache_free(gw_cache *c) {
     if (!c) return;
     drop_all(c);
+    free(c->ports);
     pthread_mutex_destroy(&c->mu);
     free(c);
+}
+
+static int port_cmp(const void *a, const void *b) {
+    return strcmp(((const port_ent *)a)->job_id, ((const port_ent *)b)->job_id);
+}
+
+/*
+ * Read the port set: every running job that serves an endpoint, with the node of its first
+ * open binding (the node whose reports set its listen_ports: jobs_node_report) and its
+ * ports.  OUT: *out (sorted by job id; free it), *n.
+ */
+static int ports_load(store_tx *tx, port_ent **out, size_t *n, gp_err *err) {
+    *out = NULL;
+    *n = 0;
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT j.id, MIN(b.node), j.listen_ports FROM jobs j"
+                         " JOIN bindings b ON b.job_id = j.id AND b.end_us IS NULL"
+                         " WHERE j.state = 'running' AND j.listen_ports <> ''"
+                         " AND EXISTS (SELECT 1 FROM endpoints e WHERE e.job_id = j.id)"
+                         " GROUP BY j.id, j.listen_ports",
+                         "");
+    if (rc) return rc;
+    port_ent *v = NULL;
+    size_t len = 0, cap = 0;
+    while ((rc = store_step(s, err)) > 0) {
+        if (len == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            port_ent *nv = realloc(v, nc * sizeof *nv);
+            if (!nv) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
+            }
+            v = nv;
+            cap = nc;
+        }
+        port_ent *e = &v[len++];
+        snprintf(e->job_id, sizeof e->job_id, "%s", store_text(s, 0));
+        snprintf(e->node, sizeof e->node, "%s", store_text(s, 1));
+        const char *pl = store_text(s, 2);
+        /* a list that does not fit is not cut short (a cut "65535" would list port 655): none */
+        snprintf(e->ports, sizeof e->ports, "%s", strlen(pl) < sizeof e->ports ? pl : "");
+    }
+    store_done(s);
+    if (rc < 0) {
+        free(v);
+        return rc;
+    }
+    if (len > 1) qsort(v, len, sizeof *v, port_cmp);
+    *out = v;
+    *n = len;
+    return GP_OK;
+}
+
+int gw_cache_ports_check(gw_cache *c, gw_route *r) {
+    int open = 0;
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < r->n && i < GW_MAX_ENDPOINTS; i++) {
+        gw_endpoint *e = &r->ep[i];
+        e->closed = 0;
+        if (e->job) {
+            port_ent key;
+            snprintf(key.job_id, sizeof key.job_id, "%s", e->job_id);
+            const port_ent *p =
+                c->ports_epoch < 0 || !c->nports
+                    ? NULL
+                    : bsearch(&key, c->ports, c->nports, sizeof *c->ports, port_cmp);
+            e->closed = !p || strcmp(p->node, e->node) != 0 || !gw_port_listed(p->ports, e->port);
+        }
+        open += !e->closed;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return open;
 }
 
 int gw_cache_poll(gw_cache *c, gp_err *err) {
@@ -124,12 +211,28 @@ int gw_cache_poll(gw_cache *c, gp_err *err) {
         if (st < 0) rc = st;
         store_done(s);
     }
+    /* the port set, when the epoch moved since it was loaded: read after the epoch, so it is at
+     * least as new as `n` (a newer change moves the epoch again: the next poll reloads) */
+    port_ent *ports = NULL;
+    size_t nports = 0;
+    int reload = 0;
+    if (!rc) {
+        pthread_mutex_lock(&c->mu);
+        reload = c->ports_epoch < 0 || c->ports_epoch != n;
+        pthread_mutex_unlock(&c->mu);
+        if (reload) rc = ports_load(tx, &ports, &nports, err);
+    }
     store_rollback(tx);
     if (rc) {
-        /* cannot tell what changed: trust nothing until it can be read again */
+        /* cannot tell what changed: trust nothing until it can be read again (no port set:
+         * every job endpoint is closed) */
         pthread_mutex_lock(&c->mu);
         drop_all(c);
         c->epoch = -1;
+        free(c->ports);
+        c->ports = NULL;
+        c->nports = 0;
+        c->ports_epoch = -1;
         pthread_mutex_unlock(&c->mu);
         return rc;
     }
@@ -138,8 +241,17 @@ int gw_cache_poll(gw_cache *c, gp_err *err) {
         drop_all(c);
         c->epoch = n;
     }
+    /* epochs only grow: a poll that read an older one never replaces a newer set */
+    if (reload && (c->ports_epoch < 0 || n >= c->ports_epoch)) {
+        free(c->ports);
+        c->ports = ports;
+        c->nports = nports;
+        c->ports_epoch = n;
+        ports = NULL;
+    }
     if (commits > c->commits) c->commits = commits;
     pthread_mutex_unlock(&c->mu);
+    free(ports);
     return GP_OK;
 }
 

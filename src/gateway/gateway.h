@@ -133,6 +133,13 @@ typedef struct gw_endpoint {
     int healthy;            /* its last checks passed (or it was not checked yet) */
     int max_concurrency;    /* requests in flight to it per process; 0: no bound */
     int max_queue;          /* requests that may wait for a slot (with max_concurrency) */
+    /* a job's endpoint: its job, the node it runs on and the port (gw_cache_ports_check) */
+    char job_id[RND_ID_LEN];
+    char node[64];
+    int port;
+    /* set per request: a job endpoint whose port is not reported open by its job right now
+     * (gw_cache_ports_check); gw_route_order never tries it, not even in panic mode */
+    int closed;
 } gw_endpoint;
 
 typedef struct gw_route {
@@ -147,7 +154,10 @@ typedef struct gw_route {
  * all); when there is none but the route has endpoints, every endpoint in
  * the same order (panic mode, as Envoy's: better to try an endpoint marked
  * down than to fail every request until the next check), with *panic = 1.
- * OUT: order[] (indexes into r->ep). Returns how many to try.
+ * An endpoint marked `closed` (a job endpoint whose port its job does not
+ * report open) is never tried, in either pass: panic mode tries what is
+ * down, never what may be another job's socket.  OUT: order[] (indexes into
+ * r->ep). Returns how many to try (0: nothing may be tried).
  */
 int gw_route_order(const gw_route *r, const int *usable, unsigned long rr,
                    int order[GW_MAX_ENDPOINTS], int *panic);
@@ -186,6 +196,21 @@ int gw_cache_key(gw_cache *c, const char *secret, int64_t now_us, gw_key *out, g
 int gw_cache_route(gw_cache *c, const gw_key *k, const char *model, gw_route *out, gp_err *err);
 /* Hit, miss and invalidation counters in Prometheus text. */
 void gw_cache_metrics(gw_cache *c, strbuf *out);
+
+/*
+ * Job endpoints at connect time (docs/gateway.md "Job endpoints"): the cache
+ * also holds the port set of every running job that serves an endpoint (its
+ * node and jobs.listen_ports, as the node's heartbeats report them), reloaded
+ * with every move of gw_epoch (a job's ports, state or bindings changing moves
+ * it: migrations 17 and 21) and dropped when the epoch cannot be read.  Per
+ * request, mark `closed` every job endpoint of `r` whose job is not running on
+ * the endpoint's node with the endpoint's port open in that set (no set: every
+ * job endpoint is closed).  Returns how many endpoints stay open.
+ */
+int gw_cache_ports_check(gw_cache *c, gw_route *r);
+
+/* Is `port` one of the ports of `list` ("p1,p2,...", as jobs.listen_ports)?  Pure. */
+int gw_port_listed(const char *list, int port);
 
 /* OpenAI's model list for key `k`: [{id, object:"model", created, owned_by}]. */
 int gw_models_for_key(store_tx *tx, const gw_key *k, json_t **data, gp_err *err);

@@ -449,7 +449,7 @@ int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, 
     rc = store_query(tx, &s, err,
                      "SELECT e.id, e.url, e.port, e.accelerator, e.upstream_model,"
                      " MIN(COALESCE(n.hostname, '')), MIN(COALESCE(n.name, '')), e.state,"
-                     " e.max_concurrency, e.max_queue"
+                     " e.max_concurrency, e.max_queue, e.job_id"
                      " FROM endpoints e"
                      " LEFT JOIN jobs j ON j.id = e.job_id AND j.state = 'running'"
                      /* only a port the job's own processes listen on (never another job's) */
@@ -471,6 +471,10 @@ int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, 
             const char *host = *store_text(s, 5) ? store_text(s, 5) : store_text(s, 6);
             snprintf(e->base, sizeof e->base, "http://%s:%lld/v1", host, (long long)store_int(s, 2));
             e->job = 1;
+            /* what the per-request check compares with the port set (gw_cache_ports_check) */
+            snprintf(e->job_id, sizeof e->job_id, "%s", store_text(s, 10));
+            snprintf(e->node, sizeof e->node, "%s", store_text(s, 6));
+            e->port = (int)store_int(s, 2);
         }
         snprintf(e->accelerator, sizeof e->accelerator, "%s", store_text(s, 3));
         snprintf(e->upstream_model, sizeof e->upstream_model, "%s", store_text(s, 4));
@@ -490,12 +494,35 @@ int gw_route_order(const gw_route *r, const int *usable, unsigned long rr,
     unsigned long start = rr % (unsigned long)n;
     for (int i = 0; i < n; i++) {
         int j = (int)((start + (unsigned long)i) % (unsigned long)n);
-        if (r->ep[j].healthy && (!usable || usable[j])) order[k++] = j;
+        if (!r->ep[j].closed && r->ep[j].healthy && (!usable || usable[j])) order[k++] = j;
     }
     if (k) return k;
-    *panic = 1; /* every endpoint down or ejected: try them all anyway */
-    for (int i = 0; i < n; i++) order[k++] = (int)((start + (unsigned long)i) % (unsigned long)n);
+    /* every endpoint down or ejected: try them all anyway - but never a job endpoint whose port
+     * its job does not report open (it may be another tenant's server by now) */
+    for (int i = 0; i < n; i++) {
+        int j = (int)((start + (unsigned long)i) % (unsigned long)n);
+        if (!r->ep[j].closed) order[k++] = j;
+    }
+    *panic = k > 0;
     return k;
+}
+
+int gw_port_listed(const char *list, int port) {
+    if (!list || port < 1 || port > 65535) return 0;
+    const char *p = list;
+    while (*p) {
+        long v = 0;
+        int digits = 0;
+        while (*p >= '0' && *p <= '9' && digits < 6) {
+            v = v * 10 + (*p++ - '0');
+            digits++;
+        }
+        if (!digits) return 0;           /* malformed: nothing is listed */
+        if (*p && *p != ',') return 0;
+        if (v == port) return 1;
+        if (*p == ',') p++;
+    }
+    return 0;
 }
 
 int gw_models_for_key(store_tx *tx, const gw_key *k, json_t **data, gp_err *err) {

@@ -731,6 +731,14 @@ static const char *const migrations[] = {
     "ALTER TABLE priority_classes ADD COLUMN non_preemptible_roles TEXT NOT NULL DEFAULT '[\"tenant-admin\"]';"
     "ALTER TABLE jobs ADD COLUMN opted_out BIGINT NOT NULL DEFAULT 0;"
     "UPDATE jobs SET opted_out = 1 WHERE preemptible = 0 AND priority_class IN (SELECT name FROM priority_classes WHERE preemptible <> 0);",
+    /* 21 (issue 33 item 2): a job's listening ports are part of its endpoints' routes: when
+     * they change (its node reports a port closed or opened), the gateway's read caches and
+     * port sets are dropped at once, as for a change of its state (migration 17, whose
+     * function looks for the job's endpoints) - a route kept past its job's socket could
+     * reach whatever listens there next (docs/gateway.md "Job endpoints") */
+    "CREATE TRIGGER gw_epoch_jobs_ports AFTER UPDATE ON jobs FOR EACH ROW"
+    " WHEN (OLD.listen_ports IS DISTINCT FROM NEW.listen_ports)"
+    " EXECUTE PROCEDURE gw_epoch_bump_job();",
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

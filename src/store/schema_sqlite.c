@@ -678,6 +678,15 @@ static const char *const migrations[] = {
     "ALTER TABLE priority_classes ADD COLUMN non_preemptible_roles TEXT NOT NULL DEFAULT '[\"tenant-admin\"]';"
     "ALTER TABLE jobs ADD COLUMN opted_out INTEGER NOT NULL DEFAULT 0;"
     "UPDATE jobs SET opted_out = 1 WHERE preemptible = 0 AND priority_class IN (SELECT name FROM priority_classes WHERE preemptible <> 0);",
+    /* 21 (issue 33 item 2): a job's listening ports are part of its endpoints' routes: when
+     * they change (its node reports a port closed or opened), the gateway's read caches and
+     * port sets are dropped at once, as for a change of its state (migration 17) - a route
+     * kept past its job's socket could reach whatever listens there next (docs/gateway.md
+     * "Job endpoints") */
+    "CREATE TRIGGER gw_epoch_jobs_ports AFTER UPDATE ON jobs"
+    " WHEN OLD.listen_ports IS NOT NEW.listen_ports"
+    " AND EXISTS (SELECT 1 FROM endpoints WHERE job_id = NEW.id)"
+    " BEGIN UPDATE gw_epoch SET n = n + 1 WHERE id = 1; END;",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

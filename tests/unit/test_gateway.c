@@ -1016,6 +1016,193 @@ static void route_order(void **state) {
     assert_int_equal(panic, 0);
 }
 
+/* Issue 33 item 2: a job endpoint whose port is not reported open is never tried, not even in
+ * panic mode; a property over random routes: nothing closed is ever in the order, panic only
+ * when no open endpoint is healthy and usable, and every open one is tried then. */
+static void route_order_closed(void **state) {
+    (void)state;
+    gw_route r;
+    memset(&r, 0, sizeof r);
+    int order[GW_MAX_ENDPOINTS], panic = -1;
+    r.n = 3;
+    r.ep[0].healthy = 0;
+    r.ep[1].healthy = 0;
+    r.ep[1].job = 1;
+    r.ep[1].closed = 1;
+    r.ep[2].healthy = 0;
+    /* all down: panic tries 0 and 2, never the closed job endpoint */
+    assert_int_equal(gw_route_order(&r, NULL, 0, order, &panic), 2);
+    assert_int_equal(panic, 1);
+    assert_int_equal(order[0], 0);
+    assert_int_equal(order[1], 2);
+    /* healthy but closed: still never tried */
+    r.ep[1].healthy = 1;
+    assert_int_equal(gw_route_order(&r, NULL, 1, order, &panic), 2);
+    assert_int_equal(panic, 1);
+    /* only closed endpoints: nothing to try, and that is not panic mode */
+    r.ep[0].closed = r.ep[2].closed = 1;
+    assert_int_equal(gw_route_order(&r, NULL, 0, order, &panic), 0);
+    assert_int_equal(panic, 0);
+
+    uint64_t rs = 33;
+    for (int round = 0; round < 2000; round++) {
+        memset(&r, 0, sizeof r);
+        int usable[GW_MAX_ENDPOINTS];
+        r.n = (int)tu_below(&rs, GW_MAX_ENDPOINTS + 1);
+        int good = 0, open = 0;
+        for (int i = 0; i < r.n; i++) {
+            r.ep[i].healthy = (int)tu_below(&rs, 2);
+            r.ep[i].closed = (int)tu_below(&rs, 2);
+            usable[i] = (int)tu_below(&rs, 2);
+            open += !r.ep[i].closed;
+            good += !r.ep[i].closed && r.ep[i].healthy && usable[i];
+        }
+        int k = gw_route_order(&r, usable, tu_below(&rs, 1000), order, &panic);
+        for (int i = 0; i < k; i++) assert_false(r.ep[order[i]].closed);
+        assert_int_equal(panic, !good && open > 0);
+        assert_int_equal(k, good ? good : open);
+    }
+}
+
+static void port_listed(void **state) {
+    (void)state;
+    assert_true(gw_port_listed("8000", 8000));
+    assert_true(gw_port_listed("80,8000,65535", 8000));
+    assert_true(gw_port_listed("80,8000,65535", 65535));
+    assert_true(gw_port_listed("80,8000,65535", 80));
+    assert_false(gw_port_listed("80,8000,65535", 800));  /* a prefix is not the port */
+    assert_false(gw_port_listed("80,8000,65535", 655));
+    assert_false(gw_port_listed("18000", 8000));         /* nor a suffix */
+    assert_false(gw_port_listed("", 8000));
+    assert_false(gw_port_listed(NULL, 8000));
+    assert_false(gw_port_listed("8000", 0));
+    assert_false(gw_port_listed("8000x,9000", 9000));   /* malformed: nothing is listed */
+    assert_false(gw_port_listed("1234567,9000", 9000));
+    assert_false(gw_port_listed(",9000", 9000));
+}
+
+static const char *const PORTS_FIXTURE[] = {
+    "INSERT INTO users (id, name, created_at) VALUES ('u1', 'agent', 0)",
+    "INSERT INTO tenants (id, name, created_at) VALUES ('t1', 'red', 0)",
+    "INSERT INTO projects (id, tenant_id, name, class, created_at) VALUES ('p1', 't1', 'p', 'research', 0)",
+    "INSERT INTO nodes (id, name, cpus, memory_gib, agent_user_id, registered_at, last_heartbeat)"
+    " VALUES ('n1', 'a', 64, 512, 'u1', 0, 0)",
+    "INSERT INTO jobs (id, tenant_id, project_id, name, class, units, priority_class, priority,"
+    " preemptible, may_preempt, recovery, submitter, state, created_at, queued_at, listen_ports)"
+    " VALUES ('j1', 't1', 'p1', 'a', 'x', 1, 'normal', 100, 1, 0, 'requeue', 'u1', 'running', 0, 0,"
+    " '8000,9000')",
+    "INSERT INTO jobs (id, tenant_id, project_id, name, class, units, priority_class, priority,"
+    " preemptible, may_preempt, recovery, submitter, state, created_at, queued_at, listen_ports)"
+    " VALUES ('j2', 't1', 'p1', 'b', 'x', 1, 'normal', 100, 1, 0, 'requeue', 'u1', 'running', 0, 0,"
+    " '7000')",
+    "INSERT INTO bindings (id, job_id, unit, gpu_uuid, node, model, form, weight_milli, tenant_id,"
+    " project_id, tenant, project, start_us) VALUES"
+    " ('b1', 'j1', 0, 'GPU-1', 'a', 'L4', 'whole', 1000, 't1', 'p1', 'red', 'p', 5)",
+    "INSERT INTO bindings (id, job_id, unit, gpu_uuid, node, model, form, weight_milli, tenant_id,"
+    " project_id, tenant, project, start_us) VALUES"
+    " ('b2', 'j2', 0, 'GPU-2', 'a', 'L4', 'whole', 1000, 't1', 'p1', 'red', 'p', 5)",
+    "INSERT INTO models (id, tenant_id, name, visibility, created_by, created_at)"
+    " VALUES ('m1', 't1', 'm', 'private', 'u1', 0)",
+    "INSERT INTO endpoints (id, model_id, job_id, port, created_at) VALUES ('e1', 'm1', 'j1', 8000, 0)",
+    NULL,
+};
+
+static void sql(store_t *st, const char *q) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    assert_int_equal(store_begin(st, STORE_WRITE, &tx, &err), GP_OK);
+    int rc = store_exec(tx, NULL, &err, q, "");
+    if (rc) fail_msg("%s: %s", q, err.msg);
+    assert_int_equal(store_commit(tx, &err), GP_OK);
+}
+
+static int64_t epoch_of(store_t *st) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    store_stmt *s;
+    assert_int_equal(store_begin(st, STORE_READ, &tx, &err), GP_OK);
+    assert_int_equal(store_query(tx, &s, &err, "SELECT n FROM gw_epoch WHERE id = 1", ""), GP_OK);
+    assert_int_equal(store_step(s, &err), 1);
+    int64_t n = store_int(s, 0);
+    store_done(s);
+    store_rollback(tx);
+    return n;
+}
+
+/* A route naming endpoint e1 (job j1, node a, port `port`) as the cache would hold it. */
+static void job_route(gw_route *r, int port) {
+    memset(r, 0, sizeof *r);
+    r->n = 1;
+    snprintf(r->ep[0].id, sizeof r->ep[0].id, "e1");
+    r->ep[0].job = 1;
+    snprintf(r->ep[0].job_id, sizeof r->ep[0].job_id, "j1");
+    snprintf(r->ep[0].node, sizeof r->ep[0].node, "a");
+    r->ep[0].port = port;
+}
+
+/* Issue 33 item 2 against a real store (SQLite, or PostgreSQL with GP_TEST_PG): the port set
+ * follows jobs.listen_ports; a change of a serving job's ports moves gw_epoch (migration 21),
+ * another job's does not; a job that stops running, or a node that differs, closes it. */
+static void ports_at_connect(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    store_t *st = tu_store(dir, 2);
+    for (int i = 0; PORTS_FIXTURE[i]; i++) sql(st, PORTS_FIXTURE[i]);
+    gp_err err = GP_ERR_INIT;
+    gw_cache *c;
+    assert_int_equal(gw_cache_new(st, &c, &err), GP_OK);
+    gw_route r;
+    /* before any poll there is no port set: closed */
+    job_route(&r, 8000);
+    assert_int_equal(gw_cache_ports_check(c, &r), 0);
+    assert_true(r.ep[0].closed);
+    assert_int_equal(gw_cache_poll(c, &err), GP_OK);
+    job_route(&r, 8000);
+    assert_int_equal(gw_cache_ports_check(c, &r), 1);
+    assert_false(r.ep[0].closed);
+    job_route(&r, 9000);
+    assert_int_equal(gw_cache_ports_check(c, &r), 1);
+    job_route(&r, 7000); /* another job's port */
+    assert_int_equal(gw_cache_ports_check(c, &r), 0);
+    job_route(&r, 8000);
+    snprintf(r.ep[0].node, sizeof r.ep[0].node, "b"); /* another node */
+    assert_int_equal(gw_cache_ports_check(c, &r), 0);
+    /* a URL endpoint is never closed by the port set */
+    memset(&r, 0, sizeof r);
+    r.n = 1;
+    assert_int_equal(gw_cache_ports_check(c, &r), 1);
+
+    /* the job closes 8000: the epoch moves in the same transaction, the next poll closes it */
+    int64_t e0 = epoch_of(st);
+    sql(st, "UPDATE jobs SET listen_ports = '9000' WHERE id = 'j1'");
+    int64_t e1 = epoch_of(st);
+    assert_true(e1 > e0);
+    job_route(&r, 8000);
+    assert_int_equal(gw_cache_ports_check(c, &r), 1); /* not polled yet: the set of e0 */
+    assert_int_equal(gw_cache_poll(c, &err), GP_OK);
+    assert_int_equal(gw_cache_ports_check(c, &r), 0);
+    /* a job serving no endpoint changes its ports: no epoch move (caches kept) */
+    sql(st, "UPDATE jobs SET listen_ports = '7000,7001' WHERE id = 'j2'");
+    assert_int_equal(epoch_of(st), e1);
+    /* the same ports written again: no move */
+    sql(st, "UPDATE jobs SET listen_ports = '9000' WHERE id = 'j1'");
+    assert_int_equal(epoch_of(st), e1);
+    /* the port opens again */
+    sql(st, "UPDATE jobs SET listen_ports = '8000,9000' WHERE id = 'j1'");
+    assert_true(epoch_of(st) > e1);
+    assert_int_equal(gw_cache_poll(c, &err), GP_OK);
+    job_route(&r, 8000);
+    assert_int_equal(gw_cache_ports_check(c, &r), 1);
+    /* the job stops running (ports left as they were): closed */
+    sql(st, "UPDATE jobs SET state = 'failed' WHERE id = 'j1'");
+    assert_int_equal(gw_cache_poll(c, &err), GP_OK);
+    assert_int_equal(gw_cache_ports_check(c, &r), 0);
+    assert_true(r.ep[0].closed);
+    gw_cache_free(c);
+    store_close(st);
+    tu_rmdir(dir);
+}
+
 static void ejection(void **state) {
     (void)state;
     char *dir = tu_mkdtemp();
@@ -1526,7 +1713,10 @@ int main(void) {
         cmocka_unit_test(endpoint_addresses), cmocka_unit_test(ledger_limits),
         cmocka_unit_test(ledger_property), cmocka_unit_test(responses_requests),
         cmocka_unit_test(sse_responses), cmocka_unit_test(in_flight), cmocka_unit_test(endpoint_slots),
-        cmocka_unit_test(route_order), cmocka_unit_test(ejection),
+        cmocka_unit_test(route_order),
+        cmocka_unit_test(route_order_closed),
+        cmocka_unit_test(port_listed),
+        cmocka_unit_test(ports_at_connect), cmocka_unit_test(ejection),
         cmocka_unit_test(lease_sizing), cmocka_unit_test(lease_store),
         cmocka_unit_test(budget_fit), cmocka_unit_test(budget_request_fields),
         cmocka_unit_test(budget_usage_clip), cmocka_unit_test(sse_budget_cut),
