@@ -7,7 +7,8 @@
  * Invalidation: every change to what these depend on bumps gw_epoch in the
  * store, in the same transaction (triggers of migration 15 on keys, users,
  * role bindings, tenants, projects, apps, quotas, models, endpoints; the jobs
- * serving an endpoint and their bindings, migration 17).  The runtime reads that row about once a second
+ * serving an endpoint, their bindings, migration 17, and their listening
+ * ports, migration 21).  The runtime reads that row about once a second
  * (gw_cache_poll); a new value drops every entry.  After any commit of
  * this process (store_commit_total moved) the next lookup reads the epoch
  * first, so a change made here - a key revoked, an owner disabled, a role
@@ -18,6 +19,11 @@
  *
  * Only successes are cached for keys (an unknown or revoked secret reads
  * the store each time); routes are cached found or not.
+ *
+ * The port set (issue 33 item 2): the running jobs that serve endpoints,
+ * each with its node and listening ports, reloaded with each new epoch and
+ * consulted on every request (gw_cache_ports_check), so a job endpoint
+ * whose port closed is not tried, whatever route is cached.
  */
 #include "gateway.h"
 
