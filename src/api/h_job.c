@@ -25,6 +25,7 @@
 #include "../quota/quota.h"
 #include "../sched/jobs.h"
 #include "../sched/loop.h"
+#include "../sched/share.h"
 #include "../tenancy/tenancy.h"
 
 #include <stdlib.h>
@@ -155,9 +156,18 @@ void h_job_get(api_req *r) {
     json_t *job;
     char sub[64];
     if (api_begin(r, STORE_READ, &tx)) return;
-    int ok = !load_job(r, tx, &sc, ACT_JOB_READ, &job, sub);
+    int ok = !load_job(r, tx, &sc, ACT_JOB_READ, &job, sub), borrowed = 0;
+    gp_err err = GP_ERR_INIT;
+    /* running above its tenant's guarantee (docs/scheduling.md, Guarantees) */
+    if (ok && share_job_borrowed(tx, api_param(r, "id"), &borrowed, &err)) {
+        json_decref(job);
+        api_abort(r, tx, &err);
+        return;
+    }
     store_rollback(tx);
-    if (ok) api_reply(r, 200, job);
+    if (!ok) return;
+    json_object_set_new(job, "borrowed", json_boolean(borrowed));
+    api_reply(r, 200, job);
 }
 
 /* The submitter, or someone who manages jobs in the project. */
@@ -331,6 +341,10 @@ static int quota_consistent(store_tx *tx, const api_scope *sc, int project, cons
                             gp_err *err) {
     quota_set other;
     if (project) {
+        if (next->guarantee != QUOTA_NONE || next->kept || next->weight != 1)
+            return gp_err_set(err, GP_EINVALID,
+                              "guaranteed_gpus, kept_gpus and borrow_weight are a tenant's; a "
+                              "project shares its tenant's guarantee");
         int rc = quota_load(tx, sc->t.id, NULL, &other, err);
         return rc ? rc : quota_within(next, &other, err);
     }

@@ -36,6 +36,7 @@
 #include "../quota/quota.h"
 #include "../sched/jobs.h"
 #include "../sched/sched.h"
+#include "../sched/share.h"
 #include "../tenancy/tenancy.h"
 
 #include <stdlib.h>
@@ -460,6 +461,11 @@ static void overview(api_req *r) {
     if (!rc) {
         rc = accel_view(tx, t.id, pid, &part, &err);
         if (!rc) json_object_set_new(o, "accelerators", part);
+    }
+    /* its guaranteed share: guaranteed / in use / borrowed / lent, its own figures only */
+    if (!rc && !pn) {
+        rc = share_tenant_view(tx, t.id, &part, &err);
+        if (!rc) json_object_set_new(o, "share", part);
     }
     /* the other parts, each as its own endpoint would allow */
     if (!rc && !pn) {

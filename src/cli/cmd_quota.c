@@ -13,11 +13,16 @@ static const char usage[] =
     "\n"
     "  show\n"
     "  set [--gpus N] [--gpu-memory GIB] [--cpus N] [--memory GIB] [--jobs N]\n"
-    "      [--card-hours N] [--class NAME=UNITS]... [--replace]\n"
+    "      [--card-hours N] [--class NAME=UNITS]... [--guaranteed-gpus N]\n"
+    "      [--kept-gpus N] [--borrow-weight W] [--replace]\n"
     "      set changes only the ceilings it is given (a value 'none' lifts one, e.g.\n"
     "      --gpus none or --class a100=none); the others stay.  --replace sets exactly\n"
     "      the given ceilings and lifts every other one.  Raising a tenant's ceilings\n"
-    "      needs approval by default.\n";
+    "      needs approval by default, and so does raising its guarantee.\n"
+    "      --guaranteed-gpus: GPUs the tenant is entitled to (its work above them is\n"
+    "      borrowed, preemptible, and reclaimed when an owner needs its share);\n"
+    "      --kept-gpus: the part of it never lent; --borrow-weight 1..1000: its weight\n"
+    "      among borrowers (docs/scheduling.md, Guarantees).\n";
 
 static const struct option lo[] = {
     {"tenant", required_argument, 0, 't'},     {"project", required_argument, 0, 'p'},
@@ -25,6 +30,8 @@ static const struct option lo[] = {
     {"cpus", required_argument, 0, 'c'},       {"memory", required_argument, 0, 'm'},
     {"jobs", required_argument, 0, 'j'},       {"card-hours", required_argument, 0, 'h'},
     {"class", required_argument, 0, 'C'},      {"replace", no_argument, 0, 'R'},
+    {"guaranteed-gpus", required_argument, 0, 'U'}, {"kept-gpus", required_argument, 0, 'K'},
+    {"borrow-weight", required_argument, 0, 'W'},
     {0, 0, 0, 0}};
 
 static int q_run(cli_ctx *ctx, int argc, char **argv, int set) {
@@ -67,7 +74,8 @@ static int q_run(cli_ctx *ctx, int argc, char **argv, int set) {
         }
         const char *key = c == 'g' ? "gpus" : c == 'G' ? "gpu_memory_gib" : c == 'c' ? "cpus"
                           : c == 'm' ? "memory_gib" : c == 'j' ? "concurrent_jobs"
-                                                               : "card_hours_month";
+                          : c == 'U' ? "guaranteed_gpus" : c == 'K' ? "kept_gpus"
+                          : c == 'W' ? "borrow_weight" : "card_hours_month";
         if (!strcmp(optarg, "none")) {
             json_object_set_new(body, key, json_null());
             continue;
@@ -78,7 +86,8 @@ static int q_run(cli_ctx *ctx, int argc, char **argv, int set) {
             rc = cli_error(CLI_USAGE, "quota set: %s must be a number or none, got '%s'", key, optarg);
             goto out;
         }
-        json_object_set_new(body, key, (c == 'g' || c == 'h') ? json_real(v) : json_integer((long long)v));
+        json_object_set_new(body, key, (c == 'g' || c == 'h' || c == 'U' || c == 'K')
+                                           ? json_real(v) : json_integer((long long)v));
     }
     if (!tenant) {
         rc = cli_error(CLI_USAGE, "%s: --tenant is required", verb);

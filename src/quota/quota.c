@@ -24,6 +24,9 @@ void quota_unlimited(quota_set *q) {
     for (int d = 0; d < QD__N; d++) q->v[d] = QUOTA_NONE;
     for (int d = 0; d < QG__N; d++) q->g[d] = QUOTA_NONE;
     q->card_hours_grace_s = 600;
+    q->guarantee = QUOTA_NONE;
+    q->kept = 0;
+    q->weight = 1;
 }
 
 int64_t quota_class_limit(const quota_set *q, const char *name) {
@@ -35,12 +38,46 @@ int64_t quota_class_limit(const quota_set *q, const char *name) {
 /* GPUs and card-hours are kept in thousandths. */
 static int scaled(int d) { return d == QD_GPU_MILLI || d == QD_CARD_HOURS; }
 
+/* GPUs in milli from a non-negative number (at most 1e12), or GP_EINVALID naming `what`. */
+static int gpus_milli(json_t *v, const char *what, int64_t *out, gp_err *err) {
+    if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1e12)
+        return gp_err_set(err, GP_EINVALID, "%s must be a non-negative number of GPUs (or null)",
+                          what);
+    *out = (int64_t)llround(json_number_value(v) * 1000.0);
+    return GP_OK;
+}
+
+/* guaranteed_gpus, kept_gpus, borrow_weight into q (its gpus ceiling already read). */
+static int parse_share(json_t *j, quota_set *q, gp_err *err) {
+    json_t *g = json_object_get(j, "guaranteed_gpus"), *k = json_object_get(j, "kept_gpus"),
+           *w = json_object_get(j, "borrow_weight");
+    int rc;
+    if (g && !json_is_null(g) && (rc = gpus_milli(g, "guaranteed_gpus", &q->guarantee, err)))
+        return rc;
+    if (k && !json_is_null(k) && (rc = gpus_milli(k, "kept_gpus", &q->kept, err))) return rc;
+    if (w && !json_is_null(w)) {
+        if (!json_is_integer(w) || json_integer_value(w) < 1 || json_integer_value(w) > 1000)
+            return gp_err_set(err, GP_EINVALID, "borrow_weight must be an integer 1..1000");
+        q->weight = json_integer_value(w);
+    }
+    if (q->guarantee != QUOTA_NONE && q->v[QD_GPU_MILLI] != QUOTA_NONE &&
+        q->guarantee > q->v[QD_GPU_MILLI])
+        return gp_err_set(err, GP_EINVALID, "guaranteed_gpus %g exceeds the gpus ceiling %g",
+                          (double)q->guarantee / 1000.0, (double)q->v[QD_GPU_MILLI] / 1000.0);
+    if (q->kept > (q->guarantee == QUOTA_NONE ? 0 : q->guarantee))
+        return gp_err_set(err, GP_EINVALID, "kept_gpus %g exceeds guaranteed_gpus %g",
+                          (double)q->kept / 1000.0,
+                          q->guarantee == QUOTA_NONE ? 0.0 : (double)q->guarantee / 1000.0);
+    return GP_OK;
+}
+
 int quota_parse(json_t *j, quota_set *out, gp_err *err) {
     static const char *const fields[] = {"gpus", "gpu_memory_gib", "cpus", "memory_gib",
                                          "concurrent_jobs", "card_hours_month", "class_gpus",
                                          "tokens_month", "requests_per_minute",
                                          "tokens_per_minute", "card_hours_policy",
-                                         "card_hours_grace_seconds", NULL};
+                                         "card_hours_grace_seconds", "guaranteed_gpus",
+                                         "kept_gpus", "borrow_weight", NULL};
     quota_set q;
     quota_unlimited(&q);
     if (!json_is_object(j)) return gp_err_set(err, GP_EINVALID, "quota must be an object");
@@ -78,6 +115,8 @@ int quota_parse(json_t *j, quota_set *out, gp_err *err) {
             return gp_err_set(err, GP_EINVALID, "card_hours_grace_seconds must be 0..2592000");
         q.card_hours_grace_s = json_integer_value(gr);
     }
+    rc = parse_share(j, &q, err);
+    if (rc) return rc;
     json_t *cg = json_object_get(j, "class_gpus");
     if (cg && !json_is_null(cg)) {
         const char *k;
@@ -115,6 +154,11 @@ json_t *quota_json(const quota_set *q) {
         json_object_set_new(o, gw_names[d], q->g[d] == QUOTA_NONE ? json_null() : json_integer(q->g[d]));
     json_object_set_new(o, "card_hours_policy", json_string(q->card_hours_stop ? "stop" : "finish"));
     json_object_set_new(o, "card_hours_grace_seconds", json_integer(q->card_hours_grace_s));
+    json_object_set_new(o, "guaranteed_gpus", q->guarantee == QUOTA_NONE
+                                                  ? json_null()
+                                                  : json_real((double)q->guarantee / 1000.0));
+    json_object_set_new(o, "kept_gpus", json_real((double)q->kept / 1000.0));
+    json_object_set_new(o, "borrow_weight", json_integer(q->weight));
     return o;
 }
 
@@ -137,12 +181,18 @@ int quota_patch(const quota_set *cur, json_t *patch, quota_set *out, gp_err *err
                 else json_object_set(cg, ck, cv);
             }
         } else if (json_is_null(v) && (strcmp(k, "card_hours_policy") == 0 ||
-                                       strcmp(k, "card_hours_grace_seconds") == 0)) {
+                                       strcmp(k, "card_hours_grace_seconds") == 0 ||
+                                       strcmp(k, "kept_gpus") == 0 ||
+                                       strcmp(k, "borrow_weight") == 0)) {
             json_object_del(merged, k); /* back to the default */
         } else {
             json_object_set(merged, k, v); /* unknown members fail in quota_parse */
         }
     }
+    /* lifting the guarantee lifts its kept part too, unless the patch names one */
+    json_t *pg = json_object_get(patch, "guaranteed_gpus");
+    if (pg && json_is_null(pg) && !json_object_get(patch, "kept_gpus"))
+        json_object_del(merged, "kept_gpus");
     int rc = quota_parse(merged, out, err);
     json_decref(merged);
     return rc;
@@ -196,7 +246,10 @@ int quota_raises(const quota_set *cur, const quota_set *next) {
         if (raised(cur->g[d], next->g[d])) return 1;
     for (int i = 0; i < cur->nclass; i++)
         if (raised(cur->class_units[i], quota_class_limit(next, cur->class_name[i]))) return 1;
-    return 0;
+    if (next->guarantee != QUOTA_NONE &&
+        (cur->guarantee == QUOTA_NONE || next->guarantee > cur->guarantee))
+        return 1;
+    return next->kept > cur->kept || next->weight > cur->weight;
 }
 
 int quota_load(store_tx *tx, const char *tenant_id, const char *project_id, quota_set *out,

@@ -40,6 +40,12 @@ typedef struct quota_set {
     int64_t g[QG__N];                        /* gateway ceilings; QUOTA_NONE = none */
     int card_hours_stop;        /* at the card-hour ceiling: 0 let running jobs finish, 1 stop them */
     int64_t card_hours_grace_s; /* ... after this long a warning alarm stands (default 600) */
+    /* Guaranteed share (a tenant's only; docs/scheduling.md "Guarantees", share.h): GPUs in
+     * milli the tenant is entitled to whenever it asks, QUOTA_NONE = none (0 once another
+     * tenant has one: then all its work is borrowed).  The `gpus` ceiling bounds it; work above it is
+     * borrowed.  kept: the part of it never lent (0 .. guarantee); weight: its weight among
+     * borrowers (1 .. 1000). */
+    int64_t guarantee, kept, weight;
 } quota_set;
 
 /* No ceiling anywhere. */
@@ -52,8 +58,10 @@ int64_t quota_class_limit(const quota_set *q, const char *name);
  * Parse the API shape {"gpus","gpu_memory_gib","cpus","memory_gib",
  * "concurrent_jobs","card_hours_month","class_gpus":{"name":n},
  * "tokens_month","requests_per_minute","tokens_per_minute",
- * "card_hours_policy":"finish"|"stop","card_hours_grace_seconds":N} (null or
- * absent = no ceiling; gpus and card_hours may be fractional).
+ * "card_hours_policy":"finish"|"stop","card_hours_grace_seconds":N,
+ * "guaranteed_gpus","kept_gpus","borrow_weight"} (null or absent = no ceiling, no
+ * guarantee, nothing kept, weight 1; gpus, card_hours and the guarantee may be fractional;
+ * the guarantee at most the gpus ceiling, kept at most the guarantee).
  */
 int quota_parse(json_t *j, quota_set *out, gp_err *err);
 json_t *quota_json(const quota_set *q);
@@ -74,7 +82,8 @@ int quota_patch(const quota_set *cur, json_t *patch, quota_set *out, gp_err *err
  */
 int quota_within(const quota_set *proposed, const quota_set *tenant, gp_err *err);
 
-/* 1 if `next` raises any ceiling of `cur` (a lifted or higher limit). */
+/* 1 if `next` raises any ceiling of `cur` (a lifted or higher limit), or gives more
+ * guarantee, more kept or more weight (a guarantee where there was none is more). */
 int quota_raises(const quota_set *cur, const quota_set *next);
 
 /* Store: ceilings of a tenant (project_id NULL) or project; unlimited when none stored. */

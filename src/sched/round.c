@@ -1017,7 +1017,8 @@ static int place_holds(store_tx *tx, const snap *n, guard *gd, const sch_decisio
 }
 
 /* Whether preemption d still holds: the victim still running, on cards the snapshot had it
- * on, preemptible, of lower priority than its preemptor, which still waits and may preempt.
+ * on, preemptible (or borrowed), of lower priority than its preemptor, which still waits and
+ * may preempt; for a reclaim, the victim running as read and its beneficiary waiting.
  * OUT: the victim's priority class, and its nodes (touched when it is stopped). */
 static int preempt_holds(store_tx *tx, const snap *n, const sch_decision *d, char pclass[64],
                          round_stats *st, int *holds, gp_err *err) {
@@ -1027,8 +1028,10 @@ static int preempt_holds(store_tx *tx, const snap *n, const sch_decision *d, cha
     int rc = job_now(tx, j->id, state, pclass, &prio, &flag, err);
     if (!rc) rc = job_now(tx, n->jobs[d->by].id, bstate, bclass, &bprio, &bflag, err);
     *holds = 0;
-    if (rc || strcmp(state, "running") || !(flag & 2) || !waiting(bstate) || !(bflag & 1) ||
-        bprio <= prio)
+    /* a reclaim (sched.h, step 6) takes borrowed work whatever its priority; borrowed work is
+     * preemptible by priority whatever its class says */
+    if (rc || strcmp(state, "running") || (!(flag & 2) && !d->borrowed && !d->reclaim) ||
+        !waiting(bstate) || (!d->reclaim && (!(bflag & 1) || bprio <= prio)))
         return rc;
     store_stmt *q;
     char nodes[ROUND_MAX_NODES][64];
@@ -1127,14 +1130,14 @@ static int commit_preempt(store_tx *tx, const snap *n, const sch_decision *d, co
     if (!rc) rc = jobs__event(tx, j->id, "preempted", reason, err);
     if (!rc) sched_metrics_observe_preempt(n->tnames[n->projects[j->project].tenant], pclass);
     if (!rc)
-        rc = audit_job(tx, n, d->job, "job.preempt",
-                       json_pack("{s:s,s:i,s:i,s:b}", "why", d->reason, "victim_priority",
+        rc = audit_job(tx, n, d->job, d->reclaim ? "job.reclaim" : "job.preempt",
+                       json_pack("{s:s,s:i,s:i,s:b,s:b}", "why", d->reason, "victim_priority",
                                  j->priority, "preemptor_priority", by->priority, "requeued",
-                                 requeue),
+                                 requeue, "borrowed", d->borrowed || d->reclaim),
                        err);
     /* the preemptor's side of the story, in its own tenant's trail */
     if (!rc)
-        rc = audit_job(tx, n, d->by, "job.preempt_for",
+        rc = audit_job(tx, n, d->by, d->reclaim ? "job.reclaim_for" : "job.preempt_for",
                        json_pack("{s:i,s:i}", "victim_priority", j->priority, "preemptor_priority",
                                  by->priority),
                        err);

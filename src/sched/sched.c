@@ -13,6 +13,7 @@
 #include "sched.h"
 
 #include "pack.h"
+#include "share.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -63,6 +64,12 @@ typedef struct st {
     /* reasons already written, by what decides them (see rc_find) */
     unsigned long charges; /* bumped by every charge */
     struct rcache *rc;
+    /* guaranteed shares (share.h; sched.h step 6): set when a tenant has a guarantee */
+    int guarantees;
+    int64_t capacity;        /* allocatable GPUs, milli */
+    unsigned char *borrowed; /* per job: running above its tenant's guarantee at round start */
+    int64_t *tborrowed;      /* per tenant: what it borrows at round start, milli */
+    int64_t held;            /* sum over tenants of max(GPU use, kept part): not lendable */
 } st;
 
 /*
@@ -134,10 +141,19 @@ int64_t sch_demand(const sch_snapshot *s, const sch_job *j, int d) {
 
 /* ---- usage ---- */
 
+/* What tenant tn holds from lending (guarantees): its GPU use, or its idle kept part. */
+static int64_t held_by(const st *t, int tn) {
+    const quota_set *q = &t->s->tenants[tn].quota;
+    int64_t use = t->tuse[(size_t)tn * QD__N + QD_GPU_MILLI];
+    int64_t kept = q->guarantee == QUOTA_NONE ? 0 : q->kept;
+    return use > kept ? use : kept;
+}
+
 static void charge(st *t, const sch_job *j, int sign) {
     const sch_snapshot *s = t->s;
     int p = j->project, tn = s->projects[p].tenant;
     t->charges++;
+    if (t->guarantees) t->held -= held_by(t, tn);
     for (int d = 0; d < QD__N; d++) {
         int64_t v = sch_demand(s, j, d) * sign;
         t->puse[(size_t)p * QD__N + d] += v;
@@ -146,6 +162,7 @@ static void charge(st *t, const sch_job *j, int sign) {
     int bc = SCH_CLASS_BASE(s->classes, j->cls);
     t->pcls[(size_t)p * s->nclasses + bc] += j->units * sign;
     t->tcls[(size_t)tn * s->nclasses + bc] += j->units * sign;
+    if (t->guarantees) t->held += held_by(t, tn);
 }
 
 static void take_unit(st *t, const sch_class *c, const sch_unit *u) {
@@ -842,16 +859,116 @@ static void no_place_reason(st *t, const sch_job *j, int blocker, char *why, siz
     }
 }
 
+/* ---- guaranteed shares (share.h; sched.h, step 6) ---- */
+
+static int any_guarantee(const sch_snapshot *s) {
+    for (int i = 0; i < s->ntenants; i++)
+        if (s->tenants[i].quota.guarantee != QUOTA_NONE) return 1;
+    return 0;
+}
+
+/* A tenant's guarantee while any tenant has one: none counts as 0 (all its work borrowed). */
+static int64_t gtee(const sch_snapshot *s, int tn) {
+    int64_t g = s->tenants[tn].quota.guarantee;
+    return g == QUOTA_NONE ? 0 : g;
+}
+
+/* A running job, for marking in start order. */
+typedef struct mark {
+    int tenant;
+    int64_t start;
+    const char *id;
+    int job;
+} mark;
+
+static int mark_cmp(const void *a, const void *b) {
+    const mark *x = a, *y = b;
+    if (x->tenant != y->tenant) return x->tenant - y->tenant;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+/*
+ * Which running jobs are borrowed (share_mark: above their tenant's guarantee, counting in
+ * start order, oldest first) and what each tenant borrows.  Only when a tenant has a
+ * guarantee; a tenant without one then borrows all it runs.  -1 when out of memory.
+ */
+static int mark_borrowed(st *t) {
+    const sch_snapshot *s = t->s;
+    if (!(t->guarantees = any_guarantee(s))) return 0;
+    for (int g = 0; g < s->ngpus; g++) t->capacity += s->gpus[g].allocatable ? 1000 : 0;
+    for (int i = 0; i < s->ntenants; i++) t->held += held_by(t, i); /* charge() keeps it */
+    size_t J = (size_t)s->njobs + 1;
+    t->borrowed = calloc(J, 1);
+    t->tborrowed = calloc((size_t)s->ntenants + 1, sizeof *t->tborrowed);
+    mark *m = malloc(sizeof *m * J);
+    int64_t *dem = malloc(sizeof *dem * J);
+    unsigned char *out = malloc(J);
+    int n = 0, rc = -1;
+    if (!t->borrowed || !t->tborrowed || !m || !dem || !out) goto done;
+    for (int i = 0; i < s->njobs; i++) {
+        const sch_job *j = &s->jobs[i];
+        int tn = s->projects[j->project].tenant;
+        if (j->state == SCH_RUNNING) m[n++] = (mark){tn, j->start_us, j->id, i};
+    }
+    qsort(m, (size_t)n, sizeof *m, mark_cmp);
+    for (int lo = 0, hi; lo < n; lo = hi) {
+        for (hi = lo; hi < n && m[hi].tenant == m[lo].tenant; hi++)
+            dem[hi - lo] = sch_demand(s, &s->jobs[m[hi].job], QD_GPU_MILLI);
+        t->tborrowed[m[lo].tenant] = share_mark(gtee(s, m[lo].tenant), dem, hi - lo, out);
+        for (int k = lo; k < hi; k++) t->borrowed[m[k].job] = out[k - lo];
+    }
+    rc = 0;
+done:
+    free(m);
+    free(dem);
+    free(out);
+    return rc;
+}
+
+/*
+ * Rule 2 of share.h for a job not charged yet: 1 when it stays within its tenant's guarantee
+ * (or no tenant has one), or is borrowed and the capacity idle for borrowing covers it
+ * (what every other tenant holds, or keeps while idle, is not lent; share_free_for);
+ * otherwise 0 with the reason.  Its ceilings are admissible()'s.
+ */
+static int borrow_ok(const st *t, const sch_job *j, char *why, size_t n) {
+    const sch_snapshot *s = t->s;
+    int tn = s->projects[j->project].tenant;
+    if (!t->guarantees) return 1;
+    int64_t need = sch_demand(s, j, QD_GPU_MILLI), use = t->tuse[(size_t)tn * QD__N + QD_GPU_MILLI];
+    if (use + need <= gtee(s, tn)) return 1;
+    /* what every other tenant holds (t->held, kept by charge(), less tn's own part) */
+    int64_t idle = t->capacity - (t->held - held_by(t, tn)) - use;
+    if (idle >= need) return 1;
+    snprintf(why, n,
+             "borrow_limit: tenant %s above its guarantee of %g GPUs borrows only idle "
+             "capacity, %g GPUs idle to lend now (needs %g)",
+             s->tenants[tn].name, (double)gtee(s, tn) / 1000.0,
+             (double)(idle > 0 ? idle : 0) / 1000.0, (double)need / 1000.0);
+    return 0;
+}
+
+/* Would j, charged already, be owned (its tenant's use within its guarantee)? */
+static int owned_now(const st *t, const sch_job *j) {
+    const sch_snapshot *s = t->s;
+    int tn = s->projects[j->project].tenant;
+    int64_t g = s->tenants[tn].quota.guarantee;
+    return t->guarantees && g != QUOTA_NONE && t->tuse[(size_t)tn * QD__N + QD_GPU_MILLI] <= g;
+}
+
 /* ---- preemption ---- */
 
 typedef struct victim {
     int job;
+    int64_t over; /* reclaim: its tenant's borrowing per weight (most over its share first) */
     int prio;
     int64_t start;
 } victim;
 
 static int victim_cmp(const void *a, const void *b) {
     const victim *x = a, *y = b;
+    if (x->over != y->over) return x->over > y->over ? -1 : 1;
     if (x->prio != y->prio) return x->prio < y->prio ? -1 : 1;
     if (x->start != y->start) return x->start > y->start ? -1 : 1; /* newest first */
     return x->job - y->job;
@@ -862,22 +979,47 @@ static int victim_cmp(const void *a, const void *b) {
  * victims stay released (and uncharged), j is placed into `units`, and the
  * chosen victims (one at least) are listed in out[0..*nout).  On failure
  * (also when j fits with no victim) nothing changes.
+ *
+ * By priority (reclaim 0): running jobs of strictly lower priority that are
+ * preemptible or borrowed, lowest priority first, then newest (a job that
+ * would be borrowed takes no other tenant's owned work).  Reclaim (1,
+ * for a job its tenant's guarantee covers): borrowed running jobs of other
+ * tenants whatever their priority, those of the tenants borrowing most per
+ * weight first, then lowest priority, then newest, never one whose stop
+ * takes its tenant below its guarantee.
  */
 static int preempt_for(st *t, const sch_job *j, const unsigned char *gone, sch_unit *units,
-                       int *out, int *nout) {
+                       int *out, int *nout, int reclaim) {
     const sch_snapshot *s = t->s;
     victim *cand = malloc(sizeof *cand * (size_t)(s->njobs ? s->njobs : 1));
-    int nc = 0, nchosen = 0, ok = 0;
+    int nc = 0, nchosen = 0, ok = 0, me = s->projects[j->project].tenant;
+    int borrower = t->guarantees && !owned_now(t, j);
     if (!cand) return -1;
     for (int i = 0; i < s->njobs; i++) {
         const sch_job *v = &s->jobs[i];
-        if (v->state != SCH_RUNNING || gone[i] || !v->preemptible || v->priority >= j->priority)
-            continue;
-        cand[nc++] = (victim){i, v->priority, v->start_us};
+        if (v->state != SCH_RUNNING || gone[i]) continue;
+        int b = t->borrowed && t->borrowed[i], vt = s->projects[v->project].tenant;
+        int64_t over = 0;
+        if (reclaim) {
+            if (!b || vt == me) continue;
+            over = t->tborrowed[vt] * 1000 / (s->tenants[vt].quota.weight > 0
+                                                  ? s->tenants[vt].quota.weight : 1);
+        } else if ((!v->preemptible && !b) || v->priority >= j->priority ||
+                   (borrower && !b && vt != me)) {
+            continue; /* (borrowed work never takes another tenant's owned work: it would
+                         only be reclaimed) */
+        }
+        cand[nc++] = (victim){i, over, v->priority, v->start_us};
     }
     qsort(cand, (size_t)nc, sizeof *cand, victim_cmp);
     for (int i = 0; i < nc && !ok; i++) {
         const sch_job *v = &s->jobs[cand[i].job];
+        if (reclaim) {
+            int vt = s->projects[v->project].tenant;
+            if (t->tuse[(size_t)vt * QD__N + QD_GPU_MILLI] - sch_demand(s, v, QD_GPU_MILLI) <
+                gtee(s, vt))
+                continue; /* it would take its tenant below its guarantee */
+        }
         unplace_job(t, v, v->place);
         charge(t, v, -1);
         out[nchosen++] = cand[i].job;
@@ -958,6 +1100,8 @@ static void st_free(st *t) {
     free(t->rc);
     free(t->wweight);
     free(t->memo);
+    free(t->borrowed);
+    free(t->tborrowed);
     pack_workload_free(t->wl);
 }
 
@@ -1030,6 +1174,10 @@ static int st_init(st *t, const sch_snapshot *s) {
         }
         if (j->state != SCH_PENDING) charge(t, j, +1);
     }
+    if (mark_borrowed(t)) {
+        st_free(t);
+        return -1;
+    }
     t->norm = (pack_norm){1, 1};
     for (int n = 0; n < s->nnodes; n++) {
         int ng = s->nodes[n].ngpus;
@@ -1088,7 +1236,7 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
         if (!admitted) {
             int hit;
             rcache *e = rc_find(&t, 0, j, -1, t.charges, &hit);
-            if (hit || !admissible(&t, j, why, sizeof why)) {
+            if (hit || !admissible(&t, j, why, sizeof why) || !borrow_ok(&t, j, why, sizeof why)) {
                 if (!hit) rc_keep(e, 0, j, -1, t.charges, why);
                 sch_decision *d = add(r, &cap, ji, SCH_DO_NOTHING);
                 if (!d) goto out;
@@ -1114,24 +1262,43 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
             r->placed++;
             continue;
         }
-        int nv = 0;
-        if (j->may_preempt && preempt_for(&t, j, gone, units, victims, &nv) == 0) {
+        int nv = 0, reclaim = 0;
+        /* an owned job takes its tenant's lent guarantee back (step 6), whatever it may
+         * preempt; otherwise a job that may preempt stops lower-priority work (step 5) */
+        if ((owned_now(&t, j) && (reclaim = 1, preempt_for(&t, j, gone, units, victims, &nv, 1) == 0)) ||
+            (j->may_preempt && (reclaim = 0, preempt_for(&t, j, gone, units, victims, &nv, 0) == 0))) {
             free(units); /* reserved now; bound once the victims have stopped */
             sch_decision *d = add(r, &cap, ji, SCH_DO_WAIT_PREEMPT);
             if (!d) goto out;
-            snprintf(d->reason, sizeof d->reason,
-                     "waiting_for_preemption: %d lower-priority job%s being stopped", nv,
-                     nv == 1 ? "" : "s");
+            d->reclaim = reclaim;
+            if (reclaim)
+                snprintf(d->reason, sizeof d->reason,
+                         "waiting_for_reclaim: %d borrowed job%s being stopped to return tenant "
+                         "%s's guarantee",
+                         nv, nv == 1 ? "" : "s", s->tenants[s->projects[j->project].tenant].name);
+            else
+                snprintf(d->reason, sizeof d->reason,
+                         "waiting_for_preemption: %d lower-priority job%s being stopped", nv,
+                         nv == 1 ? "" : "s");
             for (int v = 0; v < nv; v++) {
+                const sch_job *vj = &s->jobs[victims[v]];
+                int vt = s->projects[vj->project].tenant;
                 gone[victims[v]] = 1;
                 sch_decision *dv = add(r, &cap, victims[v], SCH_DO_PREEMPT);
                 if (!dv) goto out;
                 dv->by = ji;
-                int same = s->projects[s->jobs[victims[v]].project].tenant ==
-                           s->projects[j->project].tenant;
-                snprintf(dv->reason, sizeof dv->reason, "preempted by %s%s (priority %d > %d)",
-                         same ? "job " : "a job of another tenant", same ? j->id : "",
-                         j->priority, s->jobs[victims[v]].priority);
+                dv->reclaim = reclaim;
+                dv->borrowed = t.borrowed && t.borrowed[victims[v]];
+                int same = vt == s->projects[j->project].tenant;
+                if (reclaim)
+                    snprintf(dv->reason, sizeof dv->reason,
+                             "reclaimed: it ran on capacity borrowed above tenant %s's guarantee "
+                             "of %g GPUs, which another tenant's guarantee takes back",
+                             s->tenants[vt].name, (double)gtee(s, vt) / 1000.0);
+                else
+                    snprintf(dv->reason, sizeof dv->reason, "preempted by %s%s (priority %d > %d)%s",
+                             same ? "job " : "a job of another tenant", same ? j->id : "",
+                             j->priority, vj->priority, dv->borrowed ? ", borrowed" : "");
                 r->preempted++;
             }
             continue;
@@ -1317,8 +1484,9 @@ out:
 
 int sch_delta_submit(sch_delta *d, const sch_snapshot *s, int job, sch_result *out) {
     memset(out, 0, sizeof *out);
-    if (job < 0 || job >= s->njobs || s->jobs[job].state != SCH_PENDING || s->jobs[job].may_preempt)
-        return 1;
+    if (job < 0 || job >= s->njobs || s->jobs[job].state != SCH_PENDING || s->jobs[job].may_preempt ||
+        any_guarantee(s))
+        return 1; /* guarantees: borrowing and reclaim weigh every tenant, a full round */
     for (int i = 0; i < s->njobs; i++)
         if (s->jobs[i].state == SCH_ADMITTED && s->jobs[i].credited)
             return 1; /* a credited job goes first, whatever its class: a full round */
@@ -1356,7 +1524,7 @@ int sch_delta_submit(sch_delta *d, const sch_snapshot *s, int job, sch_result *o
 
 int sch_delta_exit(sch_delta *d, const sch_snapshot *s, const sch_job *gone, sch_result *out) {
     memset(out, 0, sizeof *out);
-    if (!gone || gone->state != SCH_RUNNING || !gone->place) return 1;
+    if (!gone || gone->state != SCH_RUNNING || !gone->place || any_guarantee(s)) return 1;
     st *t = &d->t;
     if (gone->cls < 0 || gone->cls >= s->nclasses || gone->project < 0 ||
         gone->project >= s->nprojects)

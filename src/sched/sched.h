@@ -30,6 +30,22 @@
  *      it and make it stop one more victim each round.  A credited job that
  *      still finds no place (the freed cards went unhealthy, say) is a job
  *      like any other again.
+ *   6. Guarantees (share.h; a tenant's quota "guaranteed_gpus"): a running
+ *      job of a tenant with a guarantee is BORROWED when its tenant's GPU use,
+ *      counted in start order up to and with it, exceeds the guarantee.
+ *      Borrowed work is preemptible by priority whatever its class says, and
+ *      a job that would be borrowed preempts no other tenant's owned work.  A
+ *      job that would be borrowed is admitted only while the capacity idle
+ *      for borrowing covers it (others' use, or their idle kept part, is not
+ *      lent).  A job its tenant's guarantee covers (owned) that finds no
+ *      place reclaims: borrowed running jobs of other tenants are stopped
+ *      (most borrowing per weight first, then lowest priority, then newest;
+ *      never one whose stop takes its tenant below its guarantee) and it is
+ *      credited for them as in step 5.  Only owned work reclaims, and only
+ *      borrowed work is reclaimed, so no reclaim ever feeds another.  Once
+ *      any tenant has a guarantee, a tenant without one has none (0): all
+ *      its work is borrowed.  With no guarantee anywhere, none of this
+ *      applies.
  *
  * Invariant (checked by sch_check, asserted in debug builds): no GPU, slice
  * or node is ever over-committed and no quota exceeded by a round's result.
@@ -177,6 +193,8 @@ typedef struct sch_decision {
     int job;            /* index into snapshot jobs */
     int action;
     int by;             /* SCH_DO_PREEMPT: the preemptor's index */
+    int reclaim;        /* SCH_DO_PREEMPT / SCH_DO_WAIT_PREEMPT: for a guarantee (step 6) */
+    int borrowed;       /* SCH_DO_PREEMPT: the victim ran above its tenant's guarantee */
     char reason[200];   /* queue reason, or why it was preempted */
     sch_unit *units;    /* SCH_DO_PLACE: [job.units] (owned by the result) */
 } sch_decision;

@@ -177,3 +177,18 @@ int64_t share_decay(int64_t recent, int64_t last_us, int64_t now_us, int64_t hal
     r += (double)borrowed * dt;
     return r >= 9.2e18 ? INT64_MAX : (int64_t)r;
 }
+
+int64_t share_lent(const share_tenant *ts, int n, int i, int64_t capacity) {
+    assert(i >= 0 && i < n);
+    int64_t guaranteed = 0, borrowed = 0, idle = 0;
+    for (int t = 0; t < n; t++) {
+        guaranteed += ts[t].guarantee;
+        borrowed += share_borrowed(&ts[t]);
+        idle += max64(0, ts[t].guarantee - max64(ts[t].used, ts[t].kept));
+    }
+    int64_t mine = max64(0, ts[i].guarantee - max64(ts[i].used, ts[i].kept));
+    int64_t from_idle = max64(0, borrowed - max64(0, capacity - guaranteed));
+    if (mine == 0 || from_idle == 0) return 0;
+    if (from_idle >= idle) return mine;
+    return min64(mine, (int64_t)((double)from_idle * (double)mine / (double)idle));
+}

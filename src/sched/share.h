@@ -130,4 +130,34 @@ int share_reclaim(const share_tenant *ts, int n, int owner, int64_t need, const 
 int64_t share_decay(int64_t recent, int64_t last_us, int64_t now_us, int64_t half_life_s,
                     int64_t borrowed);
 
+/*
+ * What ts[i] lends now (for the views: each tenant sees its own, never to
+ * whom).  Borrowing is served first from capacity nobody is guaranteed
+ * (capacity - sum of guarantees), then from guarantees left idle: each
+ * tenant's idle lendable part, max(0, guarantee - max(used, kept)), lends
+ * that rest in proportion to its size.  Never more than its idle part.
+ */
+int64_t share_lent(const share_tenant *ts, int n, int i, int64_t capacity);
+
+/*
+ * Guarantees as the store holds them (share_store.c): the views' side of
+ * the scheduler's step 6 (sched.h), counted from open bindings (GPU milli as
+ * metering weighs them) in start order, and from the tenants' quotas.  A
+ * guarantee applies once any tenant has one; without, everything is owned.
+ */
+#include "../core/err.h"
+#include "../store/store.h"
+
+#include <jansson.h>
+
+/* Is job `job_id` (running) borrowed now?  *borrowed 0 when it is not running. */
+int share_job_borrowed(store_tx *tx, const char *job_id, int *borrowed, gp_err *err);
+
+/*
+ * A tenant's share now: {"guaranteed_gpus" (null: none), "kept_gpus", "borrow_weight",
+ * "in_use_gpus", "borrowed_gpus", "lent_gpus", "applies" (any tenant has a guarantee)}.
+ * Only its own figures: never who borrows from it.  *out is the caller's.
+ */
+int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err *err);
+
 #endif

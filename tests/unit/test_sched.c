@@ -612,6 +612,235 @@ static void property_random_clusters(void **state) {
     }
 }
 
+/* How many of tenant tn's jobs run. */
+static int w_running(const world *w, int tn) {
+    int n = 0;
+    for (int i = 0; i < w->nj; i++)
+        n += w->jobs[i].state == SCH_RUNNING && w->projects[w->jobs[i].project].tenant == tn;
+    return n;
+}
+
+/*
+ * Guarantees (sched.h, step 6): a tenant borrows what another leaves idle up to its ceiling;
+ * the owner's job within its guarantee takes it back in the next round (the newest borrowed
+ * job stops, whatever its priority and preemptible flag), the borrower keeps its guarantee
+ * and may not borrow again what the owner uses; work above a guarantee never reclaims.
+ */
+static void guarantees_borrow_and_reclaim(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    w_init(&w);
+    w_node(&w, 8, 0, SCH_WHOLE, 64, 512, 0);
+    int c = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+    for (int t = 0; t < 2; t++) {
+        w.tenants[t].quota.v[QD_GPU_MILLI] = 8000;
+        w.tenants[t].quota.guarantee = 4000;
+    }
+    int blue[8], red[6];
+    for (int i = 0; i < 8; i++) {
+        blue[i] = w_job(&w, 1, c, 1, 200, i);
+        w.jobs[blue[i]].preemptible = 0; /* borrowed work is taken all the same */
+    }
+    round_ok(&w, &r);
+    assert_int_equal(r.placed, 8); /* red is idle: blue borrows 4 up to its ceiling */
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    /* red (lower priority, may not preempt) asks for 2: within its guarantee, it reclaims */
+    for (int i = 0; i < 2; i++) red[i] = w_job(&w, 0, c, 1, 10, 100 + i);
+    round_ok(&w, &r);
+    assert_int_equal(r.preempted, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(dec(&r, red[i])->action, SCH_DO_WAIT_PREEMPT);
+        assert_true(dec(&r, red[i])->reclaim);
+        assert_non_null(strstr(dec(&r, red[i])->reason, "waiting_for_reclaim"));
+    }
+    for (int i = 0; i < 8; i++) /* the newest borrowed go: blue[6], blue[7] */
+        assert_int_equal(preempted(&r, blue[i]), i >= 6);
+    for (int i = 0; i < r.n; i++)
+        if (r.d[i].action == SCH_DO_PREEMPT) {
+            assert_true(r.d[i].reclaim && r.d[i].borrowed);
+            assert_non_null(strstr(r.d[i].reason, "reclaimed"));
+            assert_null(strstr(r.d[i].reason, "red")); /* the owner is not named */
+        }
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    round_ok(&w, &r); /* the next round: red runs, blue may not borrow back what red uses */
+    assert_int_equal(dec(&r, red[0])->action, SCH_DO_PLACE);
+    assert_int_equal(dec(&r, red[1])->action, SCH_DO_PLACE);
+    assert_int_equal(r.preempted, 0);
+    assert_non_null(strstr(dec(&r, blue[6])->reason, "borrow_limit"));
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    /* red wants 4 more: two are owned and reclaim, two above its guarantee wait; blue keeps 4 */
+    for (int i = 2; i < 6; i++) red[i] = w_job(&w, 0, c, 1, 10, 200 + i);
+    int stops = 0;
+    for (int round = 0; round < 6; round++) {
+        round_ok(&w, &r);
+        stops += r.preempted;
+        w_apply(&w, &r);
+        sch_result_free(&r);
+    }
+    assert_int_equal(stops, 2);
+    assert_int_equal(w_running(&w, 0), 4);
+    assert_int_equal(w_running(&w, 1), 4);
+    /* settled: a round changes nothing */
+    round_ok(&w, &r);
+    assert_int_equal(r.placed + r.preempted, 0);
+    sch_result_free(&r);
+}
+
+/* A kept part is never lent, even idle; a tenant without a guarantee borrows all it runs once
+ * another has one (and is reclaimed first when it borrows most per weight). */
+static void guarantees_kept_and_weight(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    w_init(&w);
+    w.nt = 3;
+    w.np = 3;
+    w.projects[2].tenant = 2;
+    w.projects[2].name = "green-p";
+    w_node(&w, 8, 0, SCH_WHOLE, 64, 512, 0);
+    int c = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+    w.tenants[0].quota.guarantee = 4000;
+    w.tenants[0].quota.kept = 2000; /* red runs nothing, but 2 of its 4 stay free */
+    w.tenants[1].quota.guarantee = 2000;
+    w.tenants[1].quota.weight = 4;
+    int b[8];
+    for (int i = 0; i < 8; i++) b[i] = w_job(&w, 1, c, 1, 100, i);
+    round_ok(&w, &r);
+    assert_int_equal(r.placed, 6);
+    assert_non_null(strstr(dec(&r, b[6])->reason, "borrow_limit"));
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    /* green, no guarantee: all it would run is borrowed, and nothing is idle to lend */
+    int g = w_job(&w, 2, c, 1, 100, 50);
+    round_ok(&w, &r);
+    assert_non_null(strstr(dec(&r, g)->reason, "borrow_limit"));
+    sch_result_free(&r);
+    /* blue gives two back; green borrows one, blue's queued borrowed work the other */
+    w.jobs[b[4]].state = SCH_PENDING;
+    w.jobs[b[5]].state = SCH_PENDING;
+    w.jobs[b[4]].submit_us = w.jobs[b[5]].submit_us = 1000;
+    round_ok(&w, &r);
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    assert_int_equal(w.jobs[g].state, SCH_RUNNING);
+    /* red asks for 3: green borrows 1 per weight 1, blue 3 per weight 4 (0.75): green first */
+    for (int i = 0; i < 3; i++) w_job(&w, 0, c, 1, 0, 2000 + i);
+    round_ok(&w, &r);
+    assert_int_equal(r.preempted, 1); /* red's kept two are free: one more is needed */
+    assert_true(preempted(&r, g));
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    for (int round = 0; round < 4; round++) {
+        round_ok(&w, &r);
+        w_apply(&w, &r);
+        sch_result_free(&r);
+    }
+    assert_int_equal(w_running(&w, 0), 3);
+    assert_true(w_running(&w, 1) >= 2); /* never below its guarantee */
+}
+
+/*
+ * No reclaim loops: random tenants with guarantees (some over-committed), ceilings, kept
+ * parts and weights, random arrivals and ends.  A job is never reclaimed twice for the same
+ * capacity (between two reclaims of it some work arrived or ended), a reclaim never takes a
+ * victim's tenant below its guarantee nor serves work that is itself borrowed, its
+ * beneficiary is placed in the next round, and once arrivals and ends stop the rounds settle:
+ * a round that changes nothing, and nothing stopped after the first quiet round.
+ */
+static void guarantees_property_no_loops(void **state) {
+    (void)state;
+    unsigned seed = 0x2545f491u;
+    for (int trial = 0; trial < 80; trial++) {
+        world w;
+        w_init(&w);
+        w.nt = 3;
+        w.np = 3;
+        w.projects[2].tenant = 2;
+        w.projects[2].name = "green-p";
+        int ngpu = 0, nodes = 1 + (int)(rnd(&seed) % 4);
+        for (int n = 0; n < nodes; n++) {
+            int k = 2 + (int)(rnd(&seed) % 6);
+            w_node(&w, k, 0, SCH_WHOLE, 64, 512, 0);
+            ngpu += k;
+        }
+        int c1 = w_class(&w, "x1", SCH_WHOLE, 1, 1, 1, 0), c2 = w_class(&w, "x2", SCH_WHOLE, 2, 1, 1, 0);
+        for (int t = 0; t < 3; t++) {
+            quota_set *q = &w.tenants[t].quota;
+            if (rnd(&seed) % 4) q->guarantee = 1000 * (int64_t)(rnd(&seed) % (unsigned)(ngpu / 2 + 1));
+            if (q->guarantee > 0 && rnd(&seed) % 3 == 0) q->kept = q->guarantee / 2;
+            if (rnd(&seed) % 2)
+                q->v[QD_GPU_MILLI] = (q->guarantee > 0 ? q->guarantee : 0) + 1000 * (int64_t)(rnd(&seed) % 6);
+            q->weight = 1 + (int64_t)(rnd(&seed) % 4);
+        }
+        int epoch = 0, last[MAXJ], owed[MAXJ] = {0}, quiet_stops = 0;
+        for (int i = 0; i < MAXJ; i++) last[i] = -1;
+        for (int round = 0; round < 24; round++) {
+            int changed = 0;
+            if (round < 14)
+                for (int k = (int)(rnd(&seed) % 4); k > 0 && w.nj < MAXJ; k--, changed = 1) {
+                    int j = w_job(&w, (int)(rnd(&seed) % 3), rnd(&seed) % 3 ? c1 : c2,
+                                  1 + (int)(rnd(&seed) % 2), (int)(rnd(&seed) % 3) * 10, 100 * round + k);
+                    w.jobs[j].preemptible = rnd(&seed) % 2;
+                    w.jobs[j].may_preempt = rnd(&seed) % 4 == 0;
+                }
+            if (round < 14)
+                for (int i = w.nj - 1; i >= 0; i--) /* some work ends */
+                    if (w.jobs[i].state == SCH_RUNNING && rnd(&seed) % 8 == 0) {
+                        int n = --w.nj; /* the last job takes its index */
+                        w.jobs[i] = w.jobs[n];
+                        memcpy(w.places[i], w.places[n], sizeof w.places[i]);
+                        memcpy(w.ids[i], w.ids[n], sizeof w.ids[i]);
+                        w.jobs[i].id = w.ids[i];
+                        w.jobs[i].place = w.places[i];
+                        last[i] = last[n];
+                        owed[i] = owed[n];
+                        last[n] = -1;
+                        owed[n] = 0;
+                        changed = 1;
+                    }
+            epoch += changed;
+            sch_result r;
+            round_ok(&w, &r);
+            int64_t use[3] = {0};
+            for (int i = 0; i < w.nj; i++)
+                if (w.jobs[i].state == SCH_RUNNING)
+                    use[w.projects[w.jobs[i].project].tenant] += sch_demand(&w.s, &w.jobs[i], QD_GPU_MILLI);
+            for (int i = 0; i < w.nj; i++) /* reclaimed for last round: it runs now */
+                if (owed[i] && !changed) assert_int_equal(dec(&r, i)->action, SCH_DO_PLACE);
+            memset(owed, 0, sizeof owed);
+            for (int i = 0; i < r.n; i++) {
+                const sch_decision *d = &r.d[i];
+                if (d->action == SCH_DO_WAIT_PREEMPT && d->reclaim) owed[d->job] = 1;
+                if (d->action != SCH_DO_PREEMPT) continue;
+                quiet_stops += round >= 15;
+                if (!d->reclaim) continue;
+                const sch_job *v = &w.jobs[d->job];
+                int vt = w.projects[v->project].tenant;
+                int64_t g = w.tenants[vt].quota.guarantee < 0 ? 0 : w.tenants[vt].quota.guarantee;
+                use[vt] -= sch_demand(&w.s, v, QD_GPU_MILLI);
+                assert_true(use[vt] >= g); /* never below its guarantee */
+                assert_true(d->borrowed);  /* only borrowed work is reclaimed */
+                assert_int_not_equal(w.projects[w.jobs[d->by].project].tenant, vt);
+                if (last[d->job] == epoch)
+                    fail_msg("trial %d: job %s reclaimed twice for the same capacity", trial,
+                             v->id);
+                last[d->job] = epoch;
+            }
+            w_apply(&w, &r);
+            sch_result_free(&r);
+        }
+        assert_int_equal(quiet_stops, 0);
+        sch_result r;
+        round_ok(&w, &r);
+        assert_int_equal(r.placed + r.preempted, 0); /* settled */
+        sch_result_free(&r);
+    }
+}
+
 /* Compatibility rules as the snapshot carries them (sched.h: gpu_ok, derived classes, alts,
  * why_none): never a card the rules refuse, one vendor per job, the rule named when none. */
 static void vendor_rules(void **state) {
@@ -723,6 +952,9 @@ int main(void) {
         cmocka_unit_test(no_preemption_loops),
         cmocka_unit_test(preemptor_keeps_what_its_victims_free),
         cmocka_unit_test(property_random_clusters),
+        cmocka_unit_test(guarantees_borrow_and_reclaim),
+        cmocka_unit_test(guarantees_kept_and_weight),
+        cmocka_unit_test(guarantees_property_no_loops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

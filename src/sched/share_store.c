@@ -1,0 +1,205 @@
+/*
+ * share_store.c - guarantees as the store holds them, for the views (share.h,
+ * bottom): whether a running job is borrowed, and a tenant's guaranteed /
+ * in use / borrowed / lent figures.  The scheduler decides the same rules on
+ * its snapshot (sched.c, step 6); this reads them back the same way: a
+ * tenant's open bindings summed per job in start order (started_at, then the
+ * job id), each job borrowed once the sum with it exceeds the guarantee.
+ */
+#include "share.h"
+
+#include "../quota/quota.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A tenant's quota as stored, and its share figures. */
+typedef struct tq {
+    char id[64];
+    quota_set q;
+    int64_t used;
+} tq;
+
+/* Every tenant that has a stored ceiling: *out (caller frees), *n, *any (a guarantee set). */
+static int load_quotas(store_tx *tx, tq **out, int *n, int *any, gp_err *err) {
+    store_stmt *s;
+    int cap = 0, rc;
+    *out = NULL;
+    *n = *any = 0;
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT tenant_id, spec FROM quotas WHERE project_id = '' ORDER BY tenant_id",
+                          "")))
+        return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        json_t *j = json_loads(store_text(s, 1), 0, NULL);
+        quota_set q;
+        int bad = !j || quota_parse(j, &q, NULL) != GP_OK;
+        json_decref(j);
+        if (bad) continue; /* (gpupool check reports a spec that does not parse) */
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            tq *m = realloc(*out, sizeof *m * (size_t)cap);
+            if (!m) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
+            }
+            *out = m;
+        }
+        tq *t = &(*out)[(*n)++];
+        memset(t, 0, sizeof *t);
+        snprintf(t->id, sizeof t->id, "%s", store_text(s, 0));
+        t->q = q;
+        *any |= q.guarantee != QUOTA_NONE;
+    }
+    store_done(s);
+    if (rc < 0) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+        return rc;
+    }
+    return GP_OK;
+}
+
+static int64_t gtee_of(const quota_set *q) { return q->guarantee == QUOTA_NONE ? 0 : q->guarantee; }
+
+static const quota_set *find_quota(const tq *ts, int n, const char *tenant_id) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(ts[i].id, tenant_id) == 0) return &ts[i].q;
+    return NULL;
+}
+
+int share_job_borrowed(store_tx *tx, const char *job_id, int *borrowed, gp_err *err) {
+    store_stmt *s;
+    char tenant[64] = "";
+    int64_t started = 0;
+    int running = 0, rc;
+    *borrowed = 0;
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT tenant_id, state, COALESCE(started_at, 0) FROM jobs WHERE id = ?",
+                          "s", job_id)))
+        return rc;
+    if ((rc = store_step(s, err)) > 0) {
+        snprintf(tenant, sizeof tenant, "%s", store_text(s, 0));
+        running = strcmp(store_text(s, 1), "running") == 0;
+        started = store_int(s, 2);
+    }
+    store_done(s);
+    if (rc < 0 || !running) return rc < 0 ? rc : GP_OK;
+    tq *ts;
+    int n, any;
+    if ((rc = load_quotas(tx, &ts, &n, &any, err))) return rc;
+    const quota_set *q = find_quota(ts, n, tenant);
+    int64_t g = q ? gtee_of(q) : 0;
+    free(ts);
+    if (!any) return GP_OK;
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT COALESCE(SUM(b.weight_milli), 0) FROM bindings b"
+                          " JOIN jobs j ON j.id = b.job_id"
+                          " WHERE b.end_us IS NULL AND b.tenant_id = ?"
+                          " AND (COALESCE(j.started_at, 0) < ?"
+                          " OR (COALESCE(j.started_at, 0) = ? AND j.id <= ?))",
+                          "siis", tenant, started, started, job_id)))
+        return rc;
+    if ((rc = store_step(s, err)) > 0) *borrowed = store_int(s, 0) > g;
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+/* What `tenant_id` borrows: its running jobs in start order, share_mark over the guarantee. */
+static int tenant_borrowed(store_tx *tx, const char *tenant_id, int64_t g, int64_t *out,
+                           gp_err *err) {
+    store_stmt *s;
+    int64_t cum = 0;
+    int rc;
+    *out = 0;
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT SUM(b.weight_milli) FROM bindings b JOIN jobs j ON j.id = b.job_id"
+                          " WHERE b.end_us IS NULL AND b.tenant_id = ?"
+                          " GROUP BY j.id, j.started_at ORDER BY COALESCE(j.started_at, 0), j.id",
+                          "s", tenant_id)))
+        return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        int64_t d = store_int(s, 0);
+        cum += d;
+        if (cum > g) *out += d; /* share_mark, one job at a time */
+    }
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+static json_t *gpus(int64_t milli) { return json_real((double)milli / 1000.0); }
+
+int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err *err) {
+    store_stmt *s;
+    tq *ts;
+    int n, any, rc, me = -1;
+    int64_t capacity = 0, other_used = 0;
+    *out = NULL;
+    if ((rc = load_quotas(tx, &ts, &n, &any, err))) return rc;
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT tenant_id, SUM(weight_milli) FROM bindings WHERE end_us IS NULL"
+                          " GROUP BY tenant_id",
+                          "")))
+        goto done;
+    while ((rc = store_step(s, err)) > 0) {
+        int found = 0;
+        for (int i = 0; i < n && !found; i++)
+            if (strcmp(ts[i].id, store_text(s, 0)) == 0) {
+                ts[i].used = store_int(s, 1);
+                found = 1;
+            }
+        if (!found) other_used += store_int(s, 1); /* a tenant with no stored quota */
+    }
+    store_done(s);
+    if (rc < 0) goto done;
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT COUNT(*) FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                          " WHERE n.state = 'ready' AND n.admin_state = 'none'",
+                          "")))
+        goto done;
+    if ((rc = store_step(s, err)) > 0) capacity = store_int(s, 0) * 1000;
+    store_done(s);
+    if (rc < 0) goto done;
+    for (int i = 0; i < n; i++)
+        if (strcmp(ts[i].id, tenant_id) == 0) me = i;
+    const quota_set *q = me >= 0 ? &ts[me].q : NULL;
+    int64_t used = me >= 0 ? ts[me].used : 0, borrowed = 0, lent = 0;
+    if (me < 0) { /* no stored quota: its use is what its bindings hold */
+        if ((rc = store_query(tx, &s, err,
+                              "SELECT COALESCE(SUM(weight_milli), 0) FROM bindings"
+                              " WHERE end_us IS NULL AND tenant_id = ?",
+                              "s", tenant_id)))
+            goto done;
+        if ((rc = store_step(s, err)) > 0) used = store_int(s, 0);
+        store_done(s);
+        if (rc < 0) goto done;
+    }
+    if (any) {
+        int64_t g = q ? gtee_of(q) : 0;
+        if ((rc = tenant_borrowed(tx, tenant_id, g, &borrowed, err))) goto done;
+        /* lent: share_lent over every tenant (those without a quota borrow all they use) */
+        share_tenant *st = calloc((size_t)n + 2, sizeof *st);
+        if (!st) {
+            rc = gp_err_set(err, GP_ENOMEM, NULL);
+            goto done;
+        }
+        for (int i = 0; i < n; i++) {
+            int64_t gi = gtee_of(&ts[i].q);
+            st[i] = (share_tenant){gi, gi, ts[i].q.guarantee == QUOTA_NONE ? 0 : ts[i].q.kept,
+                                   1, ts[i].used, 0, 0};
+        }
+        st[n] = (share_tenant){0, 0, 0, 1, other_used, 0, 0};
+        if (me >= 0) lent = share_lent(st, n + 1, me, capacity);
+        free(st);
+    }
+    *out = json_pack("{s:o,s:o,s:I,s:o,s:o,s:o,s:b}", "guaranteed_gpus",
+                     q && q->guarantee != QUOTA_NONE ? gpus(q->guarantee) : json_null(),
+                     "kept_gpus", gpus(q && q->guarantee != QUOTA_NONE ? q->kept : 0),
+                     "borrow_weight", (json_int_t)(q ? q->weight : 1), "in_use_gpus", gpus(used),
+                     "borrowed_gpus", gpus(borrowed), "lent_gpus", gpus(lent), "applies", any);
+    if (!*out) rc = gp_err_set(err, GP_ENOMEM, NULL);
+done:
+    free(ts);
+    return rc < 0 ? rc : GP_OK;
+}

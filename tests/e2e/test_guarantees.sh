@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2119,SC2317  # start_server takes optional flags; poll calls helpers indirectly
+#
+# test_guarantees.sh - guaranteed shares end to end (docs/scheduling.md,
+# "Guarantees"), on one simulated 8-GPU node:
+#
+#  1. the quota's guarantee fields through the CLI: set, shown, refused when
+#     they break a rule (above the ceiling, kept above the guarantee, on a
+#     project, a weight out of range), each refusal changing nothing;
+#  2. borrowing up to the ceiling: red (guarantee 4) idle, blue (guarantee 4,
+#     ceiling 8) runs 8 jobs; the 4 newest are `borrowed` in `job show`;
+#     each tenant's overview shows its own guaranteed / in use / borrowed /
+#     lent figures;
+#  3. reclaim: red submits 2 jobs within its guarantee (its project-user, no
+#     right to preempt anything); they run within two rounds, blue's 2 newest
+#     borrowed jobs are requeued with a reason that does not name red, blue
+#     keeps 6 and may not borrow back what red uses (borrow_limit); the audit
+#     trail has job.reclaim in blue's tenant and job.reclaim_for in red's;
+#  4. isolation: blue's tenant-admin reads neither red's overview nor red's
+#     reclaim events, and may not set its own guarantee;
+#  5. lifting a guarantee (none) lifts its kept part with it.
+#
+#   GPUPOOL_BIN=/path/to/gpupool bash tests/e2e/test_guarantees.sh
+. "$(dirname "$0")/lib.sh"
+
+workload_bin
+ln -s "$(command -v sleep)" "$BIN/gsleep"
+
+cat >"$E2E_TMP/node.json" <<'EOF'
+{"nodes":[{"name":"g8","cpus":64,"memory_gib":512,
+  "gpus":[{"model":"A100-80GB","memory_gib":80,"count":8,"mode":"whole"}]}]}
+EOF
+for u in ru bu ba; do printf '%s-Secret-9\n' "$u" >"$E2E_TMP/pw.$u"; done
+
+start_server
+ADMIN=$TOKEN
+gp member grant admin ops-engineer
+assert_rc 0
+gp -o json jointoken create --ttl 3600
+assert_rc 0
+JT=$(jout .token)
+AGENT_ERR=$E2E_TMP/agent.err
+"$GPUPOOL_BIN" --server "$URL" agent --join-token "$JT" --inventory "$E2E_TMP/node.json" \
+    --state-dir "$E2E_TMP/agent-state" --interval 1 >"$E2E_TMP/agent.out" 2>"$AGENT_ERR" </dev/null &
+E2E_PIDS+=("$!")
+node_ready() {
+    gp -o json node list
+    [ "$(jout '[.items[] | select(.state == "ready")] | length')" == 1 ]
+}
+poll 15 node_ready || { _show "agent stderr" "$AGENT_ERR"; fail "the node did not register"; }
+_pass
+gp class create a100.1x --form whole --models A100-80GB --cpus 1 --memory 1
+assert_rc 0
+for t in red blue; do
+    gp tenant create $t
+    assert_rc 0
+    gp project create p --tenant $t --class development
+    assert_rc 0
+done
+# user NAME ROLE TENANT [PROJECT]: create, grant, log in; prints nothing, sets TOK_NAME
+user() {
+    local name=$1 role=$2 tenant=$3 project=${4:-}
+    run_in "$E2E_TMP/pw.$name" --server "$URL" --token "$ADMIN" user create "$name"
+    assert_rc 0
+    if [ -n "$project" ]; then
+        gp member grant "$name" "$role" --tenant "$tenant" --project "$project"
+    else
+        gp member grant "$name" "$role" --tenant "$tenant"
+    fi
+    assert_rc 0
+    run_in "$E2E_TMP/pw.$name" --server "$URL" login "$name"
+    assert_rc 0
+    printf -v "TOK_$name" '%s' "$(head -n 1 "$OUT_FILE")"
+}
+user ru project-user red p
+user bu project-user blue p
+user ba tenant-admin blue
+RU=$TOK_ru BU=$TOK_bu BA=$TOK_ba
+
+note "guarantee fields: set, shown, refused when they break a rule"
+gp -o json quota set --tenant red --gpus 8 --guaranteed-gpus 4
+assert_rc 0
+assert_json '"\(.gpus) \(.guaranteed_gpus) \(.kept_gpus) \(.borrow_weight)"' "8 4 0 1" "$OUT_FILE"
+gp -o json quota set --tenant blue --gpus 8 --guaranteed-gpus 4 --borrow-weight 2
+assert_rc 0
+gp quota set --tenant blue --guaranteed-gpus 9
+assert_rc 1
+assert_one_line_error
+assert_file_contains "$ERR_FILE" "guaranteed_gpus 9 exceeds the gpus ceiling 8"
+gp quota set --tenant blue --kept-gpus 5
+assert_rc 1
+assert_file_contains "$ERR_FILE" "kept_gpus 5 exceeds guaranteed_gpus 4"
+gp quota set --tenant blue --borrow-weight 0
+assert_rc 1
+assert_file_contains "$ERR_FILE" "borrow_weight must be an integer 1..1000"
+gp quota set --tenant blue --project p --guaranteed-gpus 1
+assert_rc 1
+assert_file_contains "$ERR_FILE" "a project shares its tenant's guarantee"
+# a tenant-admin may not give its tenant a guarantee
+as "$BA" quota set --tenant blue --guaranteed-gpus 6
+assert_denied 403
+gp -o json quota show --tenant blue
+assert_rc 0
+assert_json '"\(.gpus) \(.guaranteed_gpus) \(.kept_gpus) \(.borrow_weight)"' "8 4 0 2" "$OUT_FILE"
+
+# sub TOKEN TENANT NAME: a 1-GPU sleeping job; JID
+sub() {
+    as "$1" -o json job submit --tenant "$2" --project p "$3" --class a100.1x -- "$BIN/gsleep" 600
+    assert_rc 0
+    JID=$(jout .id)
+}
+# state TOKEN TENANT ID
+state() {
+    as "$1" -o json job show --tenant "$2" --project p "$3"
+    jout .state
+}
+running_of() {
+    as "$1" -o json job list --tenant "$2" --project p
+    jout '[.items[] | select(.state == "running")] | length'
+}
+is_running() { [ "$(state "$@")" == running ]; }
+count_is() { [ "$(running_of "$1" "$2")" == "$3" ]; }
+
+note "borrowing up to the ceiling while red is idle"
+BL=()
+for i in 1 2 3 4 5 6 7 8; do
+    sub "$BU" blue "b$i"
+    BL+=("$JID")
+    sleep 0.05 # distinct start times, in submit order
+done
+poll 20 count_is "$BU" blue 8 || fail "blue's 8 jobs did not all start"
+_pass
+BORROWED=""
+for i in 0 1 2 3 4 5 6 7; do
+    as "$BU" -o json job show --tenant blue --project p "${BL[i]}"
+    BORROWED+="$(jout .borrowed)"
+done
+assert_eq "$BORROWED" "falsefalsefalsefalsetruetruetruetrue" "blue's jobs above its guarantee are borrowed"
+as "$BA" -o json tenant overview blue
+assert_rc 0
+assert_json '"\(.share.guaranteed_gpus) \(.share.in_use_gpus) \(.share.borrowed_gpus) \(.share.lent_gpus) \(.share.applies)"' \
+    "4 8 4 0 true" "$OUT_FILE"
+gp -o json tenant overview red
+assert_rc 0
+assert_json '"\(.share.guaranteed_gpus) \(.share.in_use_gpus) \(.share.borrowed_gpus) \(.share.lent_gpus)"' \
+    "4 0 0 4" "$OUT_FILE"
+assert_file_lacks "$OUT_FILE" "blue"
+
+note "reclaim: red's jobs within its guarantee take it back"
+sub "$RU" red r1
+R1=$JID
+sub "$RU" red r2
+R2=$JID
+poll 20 is_running "$RU" red "$R1" || fail "r1 did not start after reclaim"
+poll 20 is_running "$RU" red "$R2" || fail "r2 did not start after reclaim"
+_pass
+as "$RU" -o json job show --tenant red --project p "$R1"
+assert_json .borrowed false "$OUT_FILE"
+assert_json '[.events[] | .kind] | join(",")' "submitted,admitted,placed" "$OUT_FILE"
+assert_match "$(jout '[.events[] | select(.kind == "admitted") | .message] | .[0]')" \
+    '^waiting_for_reclaim: [12] borrowed jobs? being stopped' "r1 waited for the reclaim"
+# the newest borrowed go, the reason does not name red
+for i in 6 7; do
+    as "$BU" -o json job show --tenant blue --project p "${BL[i]}"
+    assert_match "$(jout .state)" '^(queued|admitted)$' "state of reclaimed b$((i + 1))"
+    assert_json .preemptions 1 "$OUT_FILE"
+    assert_match "$(jout '[.events[] | select(.kind == "preempted") | .message] | .[0]')" \
+        "^requeued: reclaimed: it ran on capacity borrowed above tenant blue's guarantee of 4 GPUs" \
+        "reason of reclaimed b$((i + 1))"
+    assert_file_lacks "$OUT_FILE" "red"
+done
+count_is "$BU" blue 6 || fail "blue should keep 6 running"
+_pass
+as "$BU" -o json job show --tenant blue --project p "${BL[7]}"
+assert_match "$(jout .reason)" '^borrow_limit: tenant blue above its guarantee of 4 GPUs' \
+    "blue may not borrow back what red uses"
+for i in 0 1 2 3 4 5; do
+    assert_eq "$(state "$BU" blue "${BL[i]}")" running "b$((i + 1)) keeps running"
+done
+as "$BA" -o json tenant overview blue
+assert_json '"\(.share.in_use_gpus) \(.share.borrowed_gpus)"' "6 2" "$OUT_FILE"
+gp -o json tenant overview red
+assert_json '"\(.share.in_use_gpus) \(.share.borrowed_gpus) \(.share.lent_gpus)"' "2 0 2" "$OUT_FILE"
+
+note "audit: each tenant's side in its own trail"
+gp -o json audit list --action job.reclaim
+assert_rc 0
+assert_json '[.items[] | .target.id] | sort | join(",")' \
+    "$(printf '%s\n' "${BL[6]}" "${BL[7]}" | sort | paste -sd,)" "$OUT_FILE"
+assert_json '[.items[] | "\(.tenant) \(.summary.borrowed)"] | unique | join(",")' "blue true" "$OUT_FILE"
+gp -o json audit list --action job.reclaim_for
+assert_rc 0
+assert_json '[.items[] | .tenant] | unique | join(",")' "red" "$OUT_FILE"
+assert_json '.items | length' 2 "$OUT_FILE"
+
+note "isolation: blue's admin sees only blue"
+as "$BA" -o json tenant overview red
+assert_denied 403 404
+as "$BA" -o json audit list --tenant blue --action job.reclaim
+assert_rc 0
+assert_json '.items | length' 2 "$OUT_FILE"
+assert_file_lacks "$OUT_FILE" "$R1"
+assert_file_lacks "$OUT_FILE" "$R2"
+as "$BA" -o json audit list --tenant blue --action job.reclaim_for
+assert_rc 0
+assert_json '.items | length' 0 "$OUT_FILE"
+as "$BA" -o json audit list --tenant red --action job.reclaim_for
+assert_denied 403 404
+
+note "settled: nothing more is stopped"
+sleep 2
+gp -o json audit list --action job.reclaim
+assert_json '.items | length' 2 "$OUT_FILE"
+
+note "lifting a guarantee lifts its kept part"
+gp -o json quota set --tenant red --kept-gpus 1
+assert_rc 0
+assert_json '"\(.guaranteed_gpus) \(.kept_gpus)"' "4 1" "$OUT_FILE"
+gp -o json quota set --tenant red --guaranteed-gpus none
+assert_rc 0
+assert_json '"\(.guaranteed_gpus) \(.kept_gpus)"' "null 0" "$OUT_FILE"
+
+done_testing
