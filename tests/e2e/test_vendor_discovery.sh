@@ -156,6 +156,8 @@ assert_eq "$(gpu_field a0000000-0000-1000-8000-000000000000 .health)" healthy "h
 
 if [ -n "${FAKE_NVML_PATH:-}" ] && [ -r "$FAKE_NVML_PATH" ]; then
     note "one node, three vendors"
+    # other cards than amd-box's and hl-box's: a card another node holds is refused
+    FAKE_AMDSMI_HOST=1 FAKE_HLML_HOST=1 \
     run_cli --server "$URL" agent --once --node-name mixed-box --join-token "$JT" \
         --nvml-library "$FAKE_NVML_PATH" --amdsmi-library "$FAKE_AMDSMI_PATH" \
         --hlml-library "$FAKE_HLML_PATH" --state-dir "$E2E_TMP/mixed-state"

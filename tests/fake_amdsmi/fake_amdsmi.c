@@ -26,6 +26,8 @@
  *                            GFX and MMHUB blocks count 0, the others are not supported)
  *   FAKE_AMDSMI_BAD_PAGES=<n> card 1's bad (retired) page count (at most 64)
  *   FAKE_AMDSMI_TEMP=<c>     card 1's hotspot temperature
+ * Another host: FAKE_AMDSMI_HOST=<d> (0-9) puts d in the UUIDs' eighth digit (a card
+ * belongs to the node that registered it, so a second simulated node needs other cards).
  * Processes (none by default):
  *   FAKE_AMDSMI_PROCS_<p>=<pid>:<vram MiB>[,...]  the processes on processor <p>
  *   FAKE_AMDSMI_PROCS_N_<p>=<n>  n processes (pids 10000..) of 1 MiB on processor <p>
@@ -167,8 +169,11 @@ FAKE_EXPORT unsigned amdsmi_get_gpu_device_uuid(void *h, unsigned *len, char *uu
     proc_t *p = P(h, &rc);
     if (!p) return rc;
     if (!len || !uuid || *len < 38) return INVAL;
-    if (p->card == 0) snprintf(uuid, *len, "a0000000-0000-1000-8000-00000000000%d", p->part);
-    else snprintf(uuid, *len, "b1000000-0000-1000-8000-000000000001");
+    /* FAKE_AMDSMI_HOST=d (0-9): another host's cards, other UUIDs (a card belongs to one node) */
+    long host = envl("FAKE_AMDSMI_HOST", 0) % 10;
+    if (p->card == 0)
+        snprintf(uuid, *len, "a000000%ld-0000-1000-8000-00000000000%d", host, p->part);
+    else snprintf(uuid, *len, "b100000%ld-0000-1000-8000-000000000001", host);
     return OK;
 }
 FAKE_EXPORT unsigned amdsmi_get_gpu_bdf_id(void *h, uint64_t *bdf) {

@@ -15,6 +15,8 @@
  *   FAKE_HLML_LOST=1      every call on card 1 returns 15 (AIP is lost)
  *   FAKE_HLML_DBE=<n>     card 0's uncorrected ECC count (volatile and aggregate)
  *   FAKE_HLML_TEMP=<c>    card 1's AIP temperature
+ *   FAKE_HLML_HOST=<d>    another host's cards: UUIDs hl-fake-<d>00<k> (a card belongs to
+ *                         the node that registered it)
  *   FAKE_HLML_CRITICAL=<n> the event set reports n critical events (type 0x2) on
  *                         card 1, once per process for each distinct n, provided
  *                         card 1 registered critical events on that set
@@ -102,7 +104,9 @@ FAKE_EXPORT int hlml_device_get_name(void *d, char *out, unsigned len) {
 FAKE_EXPORT int hlml_device_get_uuid(void *d, char *out, unsigned len) {
     int rc, i = C(d, &rc);
     if (i < 0) return rc;
-    snprintf(out, len, "hl-fake-000%d", i);
+    /* FAKE_HLML_HOST=d (0-9): another host's cards, other UUIDs (a card belongs to one node) */
+    const char *h = getenv("FAKE_HLML_HOST");
+    snprintf(out, len, "hl-fake-%c00%d", h && *h >= '0' && *h <= '9' ? *h : '0', i);
     return SUCCESS;
 }
 FAKE_EXPORT int hlml_device_get_memory_info(void *d, memory *m) {
