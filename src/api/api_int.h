@@ -352,11 +352,11 @@ void h_metrics(api_req *r);
 void h_openapi(api_req *r);
 void h_whoami(api_req *r);
 void h_tenant_create(api_req *r);
-void h_tenant_list(api_req *r);
-void h_tenant_get(api_req *r);
-void h_project_create(api_req *r);
+int h_tenant_list(api_ctx *c, gp_err *err);
+int h_tenant_get(api_ctx *c, gp_err *err);
+int h_project_create(api_ctx *c, gp_err *err);
 void h_project_list(api_req *r);
-void h_project_get(api_req *r);
+int h_project_get(api_ctx *c, gp_err *err);
 /* tenant and project overviews (h_overview.c) */
 void h_tenant_overview(api_req *r);
 void h_project_overview(api_req *r);

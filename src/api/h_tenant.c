@@ -1,9 +1,12 @@
 /*
  * h_tenant.c - tenants and projects: create, list, show.
  *
- * Each handler resolves the path's names, authorises against the resolved
- * ids (a missing object and an invisible one answer the same 404), and only
- * then reads the body or returns data.
+ * The path's names are resolved and authorised against the resolved ids
+ * before anything else (a missing object and an invisible one answer the
+ * same 404): by dispatch for the declared routes (routes.c), by the handler
+ * for the two legacy ones (a tenant's create is a sensitive operation,
+ * decided before any transaction; the project list shows a member what it
+ * may see in a tenant it only partly reads).
  */
 #include "api_int.h"
 
@@ -74,84 +77,48 @@ void h_tenant_create(api_req *r) {
     json_decref(body);
 }
 
-void h_tenant_list(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
+int h_tenant_list(api_ctx *c, gp_err *err) {
     tenancy_tenant *ts;
     int n;
     int64_t now = gt_now_us();
-    if (api_begin(r, STORE_READ, &tx)) return;
-    int rc = tenancy_tenant_list(tx, &ts, &n, &err);
-    store_rollback(tx);
-    if (rc) {
-        api_fail(r, &err);
-        return;
-    }
+    int rc = tenancy_tenant_list(c->tx, &ts, &n, err);
+    if (rc) return rc;
     json_t *items = json_array();
     for (int i = 0; i < n; i++) {
         /* list exactly what GET /tenants/{t} would show */
         authz_target tg = {ts[i].id, NULL};
-        if (authz_check(r->who->bindings, r->who->nbindings, ACT_TENANT_READ, &tg, now) ==
+        if (authz_check(c->who->bindings, c->who->nbindings, ACT_TENANT_READ, &tg, now) ==
             AUTHZ_ALLOW)
             json_array_append_new(items, tenancy_tenant_json(&ts[i]));
     }
     free(ts);
-    api_reply(r, 200, api_list(items, NULL));
+    api_reply(c->r, 200, api_list(items, NULL));
+    return GP_OK;
 }
 
-void h_tenant_get(api_req *r) {
-    store_tx *tx;
-    tenancy_tenant t;
-    api_target(r, "tenant", api_param(r, "tenant"), NULL, NULL);
-    if (api_begin(r, STORE_READ, &tx)) return;
-    int ok = !load_tenant(r, tx, &t);
-    store_rollback(tx);
-    if (!ok || !api_authorize(r, ACT_TENANT_READ, t.id, NULL)) return;
-    api_reply(r, 200, tenancy_tenant_json(&t));
+/* Resolved and authorised by dispatch (SC_TENANT, ACT_TENANT_READ). */
+int h_tenant_get(api_ctx *c, gp_err *err) {
+    (void)err;
+    api_target(c->r, "tenant", c->sc.t.name, NULL, NULL);
+    api_reply(c->r, 200, tenancy_tenant_json(&c->sc.t));
+    return GP_OK;
 }
 
-void h_project_create(api_req *r) {
+/* Dispatch resolved the tenant and authorised ACT_PROJECT_CREATE there (SC_TENANT). */
+int h_project_create(api_ctx *c, gp_err *err) {
     static const char *const fields[] = {"name", "class", NULL};
-    gp_err err = GP_ERR_INIT;
-    json_t *body;
     const char *name, *cls;
-    store_tx *tx;
-    tenancy_tenant t;
     tenancy_project p;
-    api_target(r, "project", NULL, NULL, NULL);
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (load_tenant(r, tx, &t) || !api_authorize(r, ACT_PROJECT_CREATE, t.id, NULL)) {
-        store_rollback(tx);
-        return;
-    }
-    if (api_body(r, &body)) {
-        store_rollback(tx);
-        return;
-    }
-    if (jx_only_fields(body, fields, &err) || jx_get_str(body, "name", 1, &name, &err) ||
-        jx_get_str(body, "class", 0, &cls, &err)) {
-        store_rollback(tx);
-        api_fail(r, &err);
-        json_decref(body);
-        return;
-    }
-    api_target(r, NULL, name, NULL, name);
-    int rc = tenancy_project_create(tx, &t, name, cls, &p, &err);
-    if (!rc) {
-        json_t *sum = json_pack("{s:s,s:s}", "name", p.name, "class", p.cls);
-        char *summary = jx_dump(sum);
-        json_decref(sum);
-        rc = api_audit(r, tx, "ok", 201, summary, &err);
-        free(summary);
-    }
-    json_decref(body);
-    if (rc) {
-        r->audited = 0;
-        store_rollback(tx);
-        api_fail(r, &err);
-        return;
-    }
-    if (!api_commit(r, tx)) api_reply(r, 201, tenancy_project_json(&p));
+    api_target(c->r, "project", NULL, NULL, NULL);
+    int rc = jx_only_fields(c->body, fields, err);
+    if (!rc) rc = jx_get_str(c->body, "name", 1, &name, err);
+    if (!rc) rc = jx_get_str(c->body, "class", 0, &cls, err);
+    if (rc) return rc;
+    api_target(c->r, NULL, name, NULL, name);
+    if ((rc = tenancy_project_create(c->tx, &c->sc.t, name, cls, &p, err))) return rc;
+    c->summary = json_pack("{s:s,s:s}", "name", p.name, "class", p.cls);
+    api_reply(c->r, 201, tenancy_project_json(&p));
+    return GP_OK;
 }
 
 void h_project_list(api_req *r) {
@@ -189,27 +156,10 @@ void h_project_list(api_req *r) {
     api_reply(r, 200, api_list(items, NULL));
 }
 
-void h_project_get(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    tenancy_tenant t;
-    tenancy_project p;
-    api_target(r, "project", api_param(r, "project"), NULL, api_param(r, "project"));
-    if (api_begin(r, STORE_READ, &tx)) return;
-    if (load_tenant(r, tx, &t)) {
-        store_rollback(tx);
-        return;
-    }
-    int rc = tenancy_project_find(tx, &t, api_param(r, "project"), &p, &err);
-    store_rollback(tx);
-    if (rc == GP_ENOTFOUND) {
-        api_error(r, 404, "not_found", "not found");
-        return;
-    }
-    if (rc) {
-        api_fail(r, &err);
-        return;
-    }
-    if (!api_authorize(r, ACT_PROJECT_READ, t.id, p.id)) return;
-    api_reply(r, 200, tenancy_project_json(&p));
+/* Resolved and authorised by dispatch (SC_PROJECT, ACT_PROJECT_READ). */
+int h_project_get(api_ctx *c, gp_err *err) {
+    (void)err;
+    api_target(c->r, "project", c->sc.p.name, NULL, NULL);
+    api_reply(c->r, 200, tenancy_project_json(&c->sc.p));
+    return GP_OK;
 }
