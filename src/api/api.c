@@ -391,12 +391,35 @@ static void audit_outcome(api_req *r) {
  * handler's after-commit step.  Every failure rolls back here: handlers
  * hold no transaction, scope or audit code.
  */
+static int run_pipeline(api_req *r, int dry_run, json_t **summary, char *approval_tenant);
+
 static void run_declared(api_req *r) {
     const api_route *rt = r->route;
-    api_ctx c = {.r = r, .who = r->who};
+    if (rt->sensitive && !r->approval_id) {
+        /* a sensitive change: validated by a dry run, then filed for approval, or (approvals
+         * not armed yet, or the policy does not list it) carried out */
+        json_t *summary = NULL;
+        char tenant[64] = "";
+        if (run_pipeline(r, 1, &summary, tenant)) {
+            json_decref(summary);
+            return;
+        }
+        int pending = api_needs_approval(r, rt->sensitive, tenant[0] ? tenant : NULL, summary);
+        json_decref(summary);
+        if (pending) return; /* 202 with the approval, or an error */
+    }
+    run_pipeline(r, 0, NULL, NULL);
+}
+
+/* One pass of the pipeline; a dry run rolls back whatever happened and hands its summary
+ * and the approval's tenant to the caller.  0 when the handler succeeded. */
+static int run_pipeline(api_req *r, int dry_run, json_t **summary, char *approval_tenant) {
+    const api_route *rt = r->route;
+    api_ctx c = {.r = r, .who = r->who, .dry_run = dry_run};
     gp_err err = GP_ERR_INIT;
-    int rc = GP_OK;
+    int rc = GP_OK, ok = 0;
     assert(rt->run && rt->scope != SC_NONE);
+    assert(!dry_run || (rt->tx == API_TX_WRITE && summary && approval_tenant));
     assert(rt->tx || (rt->scope != SC_TENANT && rt->scope != SC_PROJECT));
     if (rt->scope == SC_GLOBAL && !api_authorize(r, rt->act, NULL, NULL)) goto out;
     if (rt->tx && (rc = store_begin(r->store, rt->tx == API_TX_WRITE ? STORE_WRITE : STORE_READ,
@@ -407,6 +430,15 @@ static void run_declared(api_req *r) {
         goto out;
     if ((rt->flags & ROUTE_BODY) && api_body(r, &c.body)) goto out;
     if ((rc = rt->run(&c, &err))) goto out;
+    if (dry_run) {
+        ok = 1;
+        if (!c.approval_tenant[0] && c.sc.t.name[0])
+            snprintf(c.approval_tenant, sizeof c.approval_tenant, "%s", c.sc.t.name);
+        snprintf(approval_tenant, 64, "%s", c.approval_tenant);
+        *summary = c.summary;
+        c.summary = NULL;
+        goto out; /* rolled back below */
+    }
     if ((rt->flags & ROUTE_MUTATES) && c.tx) {
         if (r->approval_id || r->approval_note[0]) {
             if (!c.summary) c.summary = json_object();
@@ -424,6 +456,7 @@ static void run_declared(api_req *r) {
         if (rc) goto out;
     }
     if (c.on_commit) c.on_commit(r);
+    ok = 1;
 out:
     if (c.tx) store_rollback(c.tx);
     if (rc) {
@@ -433,6 +466,7 @@ out:
     }
     json_decref(c.body);
     json_decref(c.summary);
+    return ok ? 0 : -1;
 }
 
 void api__dispatch(api_req *r) {

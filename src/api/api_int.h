@@ -77,6 +77,12 @@ typedef struct api_ctx {
     json_t *body;               /* ROUTE_BODY: a JSON object, borrowed */
     json_t *summary;            /* the audit event's summary (owned; NULL: {}) */
     void (*on_commit)(api_req *r); /* run once the change has committed */
+    /* a sensitive route (API_ROUTE's `sensitive`): the handler first runs as a dry run, in a
+     * transaction dispatch always rolls back, so that an approval is only ever filed for a
+     * change that would go through; `summary` then describes the change for the approval,
+     * and `approval_tenant` (a name, "" none) the tenant whose admins see it */
+    int dry_run;
+    char approval_tenant[64];
 } api_ctx;
 
 /* A declared route's handler: GP_OK commits; anything else rolls back, and
@@ -94,6 +100,7 @@ typedef struct api_route {
     int act;              /* the authz_action, checked at `scope` (SC_GLOBAL and below) */
     api_scope_kind scope;
     int tx;               /* API_TX_* */
+    const char *sensitive; /* the policy operation this change is ("policy.change"), or NULL */
 } api_route;
 
 typedef struct api_kv {
@@ -351,7 +358,7 @@ void h_readyz(api_req *r);
 void h_metrics(api_req *r);
 void h_openapi(api_req *r);
 void h_whoami(api_req *r);
-void h_tenant_create(api_req *r);
+int h_tenant_create(api_ctx *c, gp_err *err);
 int h_tenant_list(api_ctx *c, gp_err *err);
 int h_tenant_get(api_ctx *c, gp_err *err);
 int h_project_create(api_ctx *c, gp_err *err);
@@ -393,8 +400,8 @@ void h_invitation_global_list(api_req *r);
 void h_invitation_global_accept(api_req *r);
 void h_invitation_global_decline(api_req *r);
 void h_invitation_global_withdraw(api_req *r);
-void h_policy_get(api_req *r);
-void h_policy_put(api_req *r);
+int h_policy_get(api_ctx *c, gp_err *err);
+int h_policy_put(api_ctx *c, gp_err *err);
 void h_approval_list(api_req *r);
 void h_approval_get(api_req *r);
 void h_approval_approve(api_req *r);

@@ -1,61 +1,32 @@
 /*
  * h_policy.c - the security policy: GET (security/platform-admin), PUT
- * (security-admin).  See policy.h for the fields.
+ * (security-admin; the sensitive operation policy.change).  See policy.h for
+ * the fields.  Declared routes (routes.c): dispatch authorises and audits.
  */
 #include "api_int.h"
 
 #include "../policy/policy.h"
 
-void h_policy_get(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
+int h_policy_get(api_ctx *c, gp_err *err) {
     policy p;
-    api_target(r, "policy", "security", NULL, NULL);
-    if (!api_authorize(r, ACT_POLICY_READ, NULL, NULL)) return;
-    if (api_begin(r, STORE_READ, &tx)) return;
-    if (policy_load(tx, &p, &err)) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    store_rollback(tx);
-    api_reply(r, 200, policy_json(&p));
+    api_target(c->r, "policy", "security", NULL, NULL);
+    int rc = policy_load(c->tx, &p, err);
+    if (rc) return rc;
+    api_reply(c->r, 200, policy_json(&p));
     policy_release(&p);
+    return GP_OK;
 }
 
-void h_policy_put(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    json_t *body;
+/* A sensitive route: dispatch runs this first as a dry run (validation, the approval's
+ * summary), then files the approval or runs it for real. */
+int h_policy_put(api_ctx *c, gp_err *err) {
     policy p;
-    api_target(r, "policy", "security", NULL, NULL);
-    if (!api_authorize(r, ACT_POLICY_CHANGE, NULL, NULL)) return;
-    if (api_body(r, &body)) return;
-    /* validate first (a dry run), so an approval is only ever for a valid change */
-    if (api_begin(r, STORE_WRITE, &tx)) {
-        json_decref(body);
-        return;
-    }
-    int bad = policy_update(tx, body, &err);
-    store_rollback(tx);
-    if (bad) {
-        json_decref(body);
-        api_fail(r, &err);
-        return;
-    }
-    int pending = api_needs_approval(r, "policy.change", NULL, body);
-    if (pending) {
-        json_decref(body);
-        return;
-    }
-    if (api_begin(r, STORE_WRITE, &tx)) {
-        json_decref(body);
-        return;
-    }
-    if (policy_update(tx, body, &err) || policy_load(tx, &p, &err)) {
-        json_decref(body);
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (!api_finish(r, tx, 200, body)) api_reply(r, 200, policy_json(&p));
+    api_target(c->r, "policy", "security", NULL, NULL);
+    int rc = policy_update(c->tx, c->body, err);
+    if (!rc) rc = policy_load(c->tx, &p, err);
+    if (rc) return rc;
+    c->summary = json_incref(c->body);
+    api_reply(c->r, 200, policy_json(&p));
     policy_release(&p);
+    return GP_OK;
 }

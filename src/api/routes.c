@@ -17,7 +17,11 @@
  * given: nothing is left to a default.
  */
 #define DECLARED(method, pattern, run, name, flags, scope, act, tx)                              \
-    { method, pattern, NULL, name, flags, run, act, scope, tx }
+    { method, pattern, NULL, name, flags, run, act, scope, tx, NULL }
+/* ... a change that is a sensitive operation `op` of the security policy: dispatch runs the
+ * handler as a dry run first, then files the request for approval (docs/governance.md) */
+#define DECLARED_SENSITIVE(method, pattern, run, name, flags, scope, act, op)                    \
+    { method, pattern, NULL, name, flags, run, act, scope, API_TX_WRITE, op }
 
 const api_route api_routes[] = {
     {"GET", "/healthz", h_healthz, "system.healthz", ROUTE_PUBLIC | ROUTE_GATEWAY},
@@ -30,7 +34,8 @@ const api_route api_routes[] = {
     {"GET", "/api/v1/whoami", h_whoami, "user.whoami", 0},
     DECLARED("GET", "/api/v1/tenants", h_tenant_list, "tenant.list", 0, SC_SIGNED_IN, -1,
              API_TX_READ),
-    {"POST", "/api/v1/tenants", h_tenant_create, "tenant.create", ROUTE_MUTATES},
+    DECLARED_SENSITIVE("POST", "/api/v1/tenants", h_tenant_create, "tenant.create",
+                       ROUTE_MUTATES | ROUTE_BODY, SC_GLOBAL, ACT_TENANT_CREATE, "tenant.create"),
     DECLARED("GET", "/api/v1/tenants/{tenant}", h_tenant_get, "tenant.get", 0, SC_TENANT,
              ACT_TENANT_READ, API_TX_READ),
     {"GET", "/api/v1/tenants/{tenant}/projects", h_project_list, "project.list", 0},
@@ -141,8 +146,10 @@ const api_route api_routes[] = {
      "invitation.decline", ROUTE_MUTATES},
     {"DELETE", "/api/v1/invitations/{id}", h_invitation_global_withdraw, "invitation.withdraw",
      ROUTE_MUTATES},
-    {"GET", "/api/v1/security-policy", h_policy_get, "policy.get", 0},
-    {"PUT", "/api/v1/security-policy", h_policy_put, "policy.change", ROUTE_MUTATES},
+    DECLARED("GET", "/api/v1/security-policy", h_policy_get, "policy.get", 0, SC_GLOBAL,
+             ACT_POLICY_READ, API_TX_READ),
+    DECLARED_SENSITIVE("PUT", "/api/v1/security-policy", h_policy_put, "policy.change",
+                       ROUTE_MUTATES | ROUTE_BODY, SC_GLOBAL, ACT_POLICY_CHANGE, "policy.change"),
     {"GET", "/api/v1/approvals", h_approval_list, "approval.list", 0},
     {"GET", "/api/v1/approvals/{id}", h_approval_get, "approval.get", 0},
     {"POST", "/api/v1/approvals/{id}/approve", h_approval_approve, "approval.approve",

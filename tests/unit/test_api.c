@@ -287,6 +287,7 @@ static void declared_rows(void **state) {
         if (rt->scope >= SC_GLOBAL) assert_true(rt->act >= 0);
         if (rt->flags & ROUTE_MUTATES) assert_int_equal(rt->tx, API_TX_WRITE);
         if (rt->flags & ROUTE_BODY) assert_true(rt->flags & ROUTE_MUTATES);
+        if (rt->sensitive) assert_true((rt->flags & ROUTE_MUTATES) && rt->tx == API_TX_WRITE);
         assert_false(rt->flags & ROUTE_PUBLIC);
     }
     assert_true(declared >= 9);

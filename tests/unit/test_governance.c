@@ -466,6 +466,54 @@ static void login_disable_tokens(void **state) {
     assert_int_equal(CALL(f, A(f), "POST", "/api/v1/users/dave/tokens", "{}", NULL), 403);
 }
 
+/* A declared sensitive route (tenant.create listed): a dry run first, so a create that
+ * would fail files no approval; one that would go through waits, then runs once. */
+static void sensitive_declared_route(void **state) {
+    gx *f = *state;
+    json_t *resp;
+    at_sql(&f->t, "INSERT INTO security_policy (key, value) VALUES ('approvals_armed', '1')"
+                  " ON CONFLICT (key) DO NOTHING");
+    at_sql(&f->t, "UPDATE security_policy SET value = '[\"tenant.create\",\"policy.change\"]'"
+                  " WHERE key = 'sensitive_operations'");
+    /* red exists: refused at once, no approval */
+    assert_int_equal(CALL(f, A(f), "POST", "/api/v1/tenants", "{\"name\":\"red\"}", &resp), 409);
+    json_decref(resp);
+    assert_int_equal(CALL(f, A(f), "POST", "/api/v1/tenants", "{\"name\":\"Bad Name\"}", NULL),
+                     400);
+    assert_int_equal(CALL(f, A(f), "GET", "/api/v1/approvals?state=pending", NULL, &resp), 200);
+    assert_int_equal(json_array_size(json_object_get(resp, "items")), 0);
+    json_decref(resp);
+    /* a new one waits for a second person; nothing exists meanwhile */
+    assert_int_equal(CALL(f, A(f), "POST", "/api/v1/tenants", "{\"name\":\"green\"}", &resp),
+                     202);
+    assert_string_equal(at_str(resp, "operation"), "tenant.create");
+    char path[128];
+    snprintf(path, sizeof path, "/api/v1/approvals/%s/approve", at_str(resp, "id"));
+    json_decref(resp);
+    assert_int_equal(CALL(f, A(f), "GET", "/api/v1/tenants/green", NULL, NULL), 404);
+    assert_int_equal(CALL(f, f->sec2, "POST", path, NULL, &resp), 200);
+    assert_int_equal(json_integer_value(json_object_get(resp, "result_status")), 201);
+    json_decref(resp);
+    assert_int_equal(CALL(f, A(f), "GET", "/api/v1/tenants/green", NULL, NULL), 200);
+    /* the create's audit event says it was approved */
+    assert_int_equal(CALL(f, A(f), "GET", "/api/v1/audit?action=tenant.create&result=ok", NULL,
+                          &resp),
+                     200);
+    int approved = 0;
+    size_t i;
+    json_t *ev;
+    json_array_foreach(json_object_get(resp, "items"), i, ev) {
+        json_t *sum = json_object_get(ev, "summary");
+        char *text = sum ? json_dumps(sum, 0) : NULL;
+        /* the execution (201), not the request that filed the approval (202) */
+        approved += json_integer_value(json_object_get(ev, "status")) == 201 && text &&
+                    strstr(text, "approval") && strstr(text, "green");
+        free(text);
+    }
+    json_decref(resp);
+    assert_int_equal(approved, 1);
+}
+
 static void policy_and_export(void **state) {
     gx *f = *state;
     json_t *resp;
@@ -843,6 +891,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(vendor_access, setup, teardown),
         cmocka_unit_test_setup_teardown(login_disable_tokens, setup, teardown),
         cmocka_unit_test_setup_teardown(policy_and_export, setup, teardown),
+        cmocka_unit_test_setup_teardown(sensitive_declared_route, setup, teardown),
         cmocka_unit_test_setup_teardown(ownership_and_invitations, setup, teardown),
         cmocka_unit_test_setup_teardown(approval_bootstrap_one_to_two, setup, teardown),
         cmocka_unit_test_setup_teardown(user_create_approval_keeps_no_password, setup, teardown),
