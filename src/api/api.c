@@ -122,6 +122,24 @@ int api_authorize(api_req *r, int action, const char *tenant_id, const char *pro
     return 0;
 }
 
+int api_allow(api_ctx *c, int action, const char *tenant_id, const char *project_id,
+              gp_err *err) {
+    authz_target t = {tenant_id, project_id};
+    authz_decision d = authz_check(c->who->bindings, c->who->nbindings, (authz_action)action, &t,
+                                   gt_now_us());
+    if (d == AUTHZ_ALLOW) return GP_OK;
+    if (d == AUTHZ_DENY)
+        return gp_err_set(err, GP_EFORBIDDEN, "your role does not allow this action here");
+    return gp_err_set(err, GP_ENOTFOUND, "not found");
+}
+
+int api_decided(int decision, gp_err *err) {
+    if (decision == AUTHZ_ALLOW) return GP_OK;
+    if (decision == AUTHZ_DENY)
+        return gp_err_set(err, GP_EFORBIDDEN, "your role does not allow this action here");
+    return gp_err_set(err, GP_ENOTFOUND, "not found");
+}
+
 void api_target(api_req *r, const char *type, const char *id, const char *tenant,
                 const char *project) {
     if (type) r->a_type = type;
@@ -445,8 +463,15 @@ static int run_pipeline(api_req *r, int dry_run, json_t **summary, char *approva
             json_object_set_new(c.summary, "approval",
                                 json_string(r->approval_id ? r->approval_id : r->approval_note));
         }
+        /* a handler may answer a refusal and still commit what it recorded (a failed
+         * login's count): the event says what was answered */
+        const char *result = r->status == 401 || r->status == 403 || r->status == 404 ||
+                                     r->status == 429
+                                 ? "denied"
+                             : r->status >= 400 ? "error"
+                                                : "ok";
         char *text = c.summary ? jx_dump(c.summary) : NULL;
-        rc = api_audit(r, c.tx, "ok", r->status, text ? text : "{}", &err);
+        rc = api_audit(r, c.tx, result, r->status, text ? text : "{}", &err);
         free(text);
         if (rc) goto out;
     }
@@ -595,7 +620,17 @@ int api_load_scope(api_req *r, store_tx *tx, api_scope *sc, int action) {
         return -1;
     }
     sc->has_project = pn != NULL;
-    if (!api_authorize(r, action, sc->t.id, pn ? sc->p.id : NULL)) return -1;
+    if (action < 0) {
+        /* no one action: the scope need only be visible (a list that shows each caller
+         * what it may read there, the handler filtering) */
+        authz_target tg = {sc->t.id, pn ? sc->p.id : NULL};
+        if (!authz_visible(r->who->bindings, r->who->nbindings, &tg, gt_now_us())) {
+            api_error(r, 404, "not_found", "not found");
+            return -1;
+        }
+    } else if (!api_authorize(r, action, sc->t.id, pn ? sc->p.id : NULL)) {
+        return -1;
+    }
     /* authorised in this tenant: the rest of the transaction sees its rows only */
     if (store_set_tenant(tx, sc->t.id, &err)) {
         api_fail(r, &err);

@@ -54,6 +54,9 @@ enum {
  */
 typedef enum { SC_NONE = 0, SC_SIGNED_IN, SC_GLOBAL, SC_TENANT, SC_PROJECT } api_scope_kind;
 enum { API_TX_NONE = 0, API_TX_READ, API_TX_WRITE };
+/* a row's `act` where it checks no one action: at SC_SIGNED_IN none at all; at SC_TENANT /
+ * SC_PROJECT the scope need only be visible to the caller (the handler filters what it shows) */
+enum { API_ACT_NONE = -1, API_ACT_VISIBLE = -2 };
 
 /* A {tenant}[/{project}] path, resolved (api_load_scope). */
 typedef struct api_scope {
@@ -248,6 +251,16 @@ int api_status_for(int code);
 int api_authorize(api_req *r, int action, const char *tenant_id, const char *project_id);
 
 /*
+ * In a declared handler: may the caller do `action` at (tenant_id, project_id)?  GP_OK, or
+ * GP_EFORBIDDEN (403) / GP_ENOTFOUND (404, the object is not the caller's to see) set in
+ * `err`, answered and audited as a denial by dispatch.  api_decided() does the same for a
+ * decision already made (authz_owner_or and the like).
+ */
+int api_allow(api_ctx *c, int action, const char *tenant_id, const char *project_id,
+              gp_err *err);
+int api_decided(int decision, gp_err *err);
+
+/*
  * Record what the request acts on, for its audit event: object type, id,
  * tenant and project names (NULL leaves a field as it is).  Values are copied.
  */
@@ -279,7 +292,9 @@ int api__approvals_arm(store_tx *tx, int *armed, gp_err *err);
  * Resolve the path's {tenant} (and {project} when the route has one) and
  * authorise `action` there: 0, or -1 with the response set (404 for a tenant
  * or project that does not exist or that the caller cannot see, 403 for a
- * role that does not allow the action).  Records the names for the audit.
+ * role that does not allow the action).  `action` -1: the scope need only be
+ * visible to the caller (authz_visible; a list the handler filters).  Records
+ * the names for the audit, and ties `tx` to the tenant.
  */
 int api_load_scope(api_req *r, store_tx *tx, api_scope *sc, int action);
 
@@ -362,7 +377,7 @@ int h_tenant_create(api_ctx *c, gp_err *err);
 int h_tenant_list(api_ctx *c, gp_err *err);
 int h_tenant_get(api_ctx *c, gp_err *err);
 int h_project_create(api_ctx *c, gp_err *err);
-void h_project_list(api_req *r);
+int h_project_list(api_ctx *c, gp_err *err);
 int h_project_get(api_ctx *c, gp_err *err);
 /* tenant and project overviews (h_overview.c) */
 void h_tenant_overview(api_req *r);

@@ -3,10 +3,7 @@
  *
  * The path's names are resolved and authorised against the resolved ids
  * before anything else (a missing object and an invisible one answer the
- * same 404): by dispatch for the declared routes (routes.c), by the handler
- * for the two legacy ones (a tenant's create is a sensitive operation,
- * decided before any transaction; the project list shows a member what it
- * may see in a tenant it only partly reads).
+ * same 404), by dispatch: every route here is declared (routes.c).
  */
 #include "api_int.h"
 
@@ -17,22 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Resolve the {tenant} path parameter; 404 when absent. */
-static int load_tenant(api_req *r, store_tx *tx, tenancy_tenant *t) {
-    gp_err err = GP_ERR_INIT;
-    api_target(r, NULL, NULL, api_param(r, "tenant"), NULL);
-    int rc = tenancy_tenant_find(tx, api_param(r, "tenant"), t, &err);
-    if (rc == GP_ENOTFOUND) {
-        api_error(r, 404, "not_found", "not found");
-        return -1;
-    }
-    if (rc) {
-        api_fail(r, &err);
-        return -1;
-    }
-    return 0;
-}
 
 /* A sensitive route (tenant.create when the policy lists it): dispatch runs this as a dry
  * run first, so an approval is only filed for a create that would go through. */
@@ -97,39 +78,25 @@ int h_project_create(api_ctx *c, gp_err *err) {
     return GP_OK;
 }
 
-void h_project_list(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    tenancy_tenant t;
+/* SC_TENANT, API_ACT_VISIBLE: dispatch answers 404 where the caller sees nothing of the
+ * tenant; the list shows the projects it may read there. */
+int h_project_list(api_ctx *c, gp_err *err) {
     tenancy_project *ps;
     int n;
-    api_target(r, "project", NULL, NULL, NULL);
-    if (api_begin(r, STORE_READ, &tx)) return;
-    if (load_tenant(r, tx, &t)) {
-        store_rollback(tx);
-        return;
-    }
-    authz_target tg = {t.id, NULL};
-    if (!authz_visible(r->who->bindings, r->who->nbindings, &tg, gt_now_us())) {
-        store_rollback(tx);
-        api_error(r, 404, "not_found", "not found");
-        return;
-    }
-    int rc = tenancy_project_list(tx, &t, &ps, &n, &err);
-    store_rollback(tx);
-    if (rc) {
-        api_fail(r, &err);
-        return;
-    }
+    int64_t now = gt_now_us();
+    api_target(c->r, "project", NULL, NULL, NULL);
+    int rc = tenancy_project_list(c->tx, &c->sc.t, &ps, &n, err);
+    if (rc) return rc;
     json_t *items = json_array();
     for (int i = 0; i < n; i++) {
-        authz_target pt = {t.id, ps[i].id};
-        if (authz_check(r->who->bindings, r->who->nbindings, ACT_PROJECT_READ, &pt,
-                        gt_now_us()) == AUTHZ_ALLOW)
+        authz_target pt = {c->sc.t.id, ps[i].id};
+        if (authz_check(c->who->bindings, c->who->nbindings, ACT_PROJECT_READ, &pt, now) ==
+            AUTHZ_ALLOW)
             json_array_append_new(items, tenancy_project_json(&ps[i]));
     }
     free(ps);
-    api_reply(r, 200, api_list(items, NULL));
+    api_reply(c->r, 200, api_list(items, NULL));
+    return GP_OK;
 }
 
 /* Resolved and authorised by dispatch (SC_PROJECT, ACT_PROJECT_READ). */

@@ -284,7 +284,10 @@ static void declared_rows(void **state) {
         assert_null(rt->handler);
         assert_true(rt->scope != SC_NONE);
         if (rt->scope == SC_TENANT || rt->scope == SC_PROJECT) assert_true(rt->tx != API_TX_NONE);
-        if (rt->scope >= SC_GLOBAL) assert_true(rt->act >= 0);
+        if (rt->scope == SC_SIGNED_IN) assert_int_equal(rt->act, API_ACT_NONE);
+        if (rt->scope == SC_GLOBAL) assert_true(rt->act >= 0);
+        if (rt->scope == SC_TENANT || rt->scope == SC_PROJECT)
+            assert_true(rt->act >= 0 || rt->act == API_ACT_VISIBLE);
         if (rt->flags & ROUTE_MUTATES) assert_int_equal(rt->tx, API_TX_WRITE);
         if (rt->flags & ROUTE_BODY) assert_true(rt->flags & ROUTE_MUTATES);
         if (rt->sensitive) assert_true((rt->flags & ROUTE_MUTATES) && rt->tx == API_TX_WRITE);
