@@ -409,7 +409,8 @@ static void audit_outcome(api_req *r) {
  * handler's after-commit step.  Every failure rolls back here: handlers
  * hold no transaction, scope or audit code.
  */
-static int run_pipeline(api_req *r, int dry_run, json_t **summary, char *approval_tenant);
+static int run_pipeline(api_req *r, int dry_run, json_t **summary, char *approval_tenant,
+                        int *plain);
 
 static void run_declared(api_req *r) {
     const api_route *rt = r->route;
@@ -418,20 +419,24 @@ static void run_declared(api_req *r) {
          * not armed yet, or the policy does not list it) carried out */
         json_t *summary = NULL;
         char tenant[64] = "";
-        if (run_pipeline(r, 1, &summary, tenant)) {
+        int plain = 0;
+        if (run_pipeline(r, 1, &summary, tenant, &plain)) {
             json_decref(summary);
             return;
         }
-        int pending = api_needs_approval(r, rt->sensitive, tenant[0] ? tenant : NULL, summary);
+        int pending =
+            plain ? 0 : api_needs_approval(r, rt->sensitive, tenant[0] ? tenant : NULL, summary);
         json_decref(summary);
         if (pending) return; /* 202 with the approval, or an error */
     }
-    run_pipeline(r, 0, NULL, NULL);
+    run_pipeline(r, 0, NULL, NULL, NULL);
 }
 
-/* One pass of the pipeline; a dry run rolls back whatever happened and hands its summary
- * and the approval's tenant to the caller.  0 when the handler succeeded. */
-static int run_pipeline(api_req *r, int dry_run, json_t **summary, char *approval_tenant) {
+/* One pass of the pipeline; a dry run rolls back whatever happened and hands its summary,
+ * the approval's tenant and whether this change is not the sensitive one (*plain) to the
+ * caller.  0 when the handler succeeded. */
+static int run_pipeline(api_req *r, int dry_run, json_t **summary, char *approval_tenant,
+                        int *plain) {
     const api_route *rt = r->route;
     api_ctx c = {.r = r, .who = r->who, .dry_run = dry_run};
     gp_err err = GP_ERR_INIT;
@@ -453,6 +458,7 @@ static int run_pipeline(api_req *r, int dry_run, json_t **summary, char *approva
         if (!c.approval_tenant[0] && c.sc.t.name[0])
             snprintf(c.approval_tenant, sizeof c.approval_tenant, "%s", c.sc.t.name);
         snprintf(approval_tenant, 64, "%s", c.approval_tenant);
+        *plain = c.not_sensitive;
         *summary = c.summary;
         c.summary = NULL;
         goto out; /* rolled back below */
@@ -481,9 +487,11 @@ static int run_pipeline(api_req *r, int dry_run, json_t **summary, char *approva
         if (rc) goto out;
     }
     if (c.on_commit) c.on_commit(r);
+    if (c.after && (rc = c.after(&c, &err))) goto out;
     ok = 1;
 out:
     if (c.tx) store_rollback(c.tx);
+
     if (rc) {
         r->audited = 0; /* an event rolled back with the change */
         if (err.code == GP_OK) gp_err_set(&err, GP_EINTERNAL, "handler failed without a reason");
@@ -491,6 +499,7 @@ out:
     }
     json_decref(c.body);
     json_decref(c.summary);
+    json_decref(c.after_arg);
     return ok ? 0 : -1;
 }
 

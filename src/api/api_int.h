@@ -86,6 +86,14 @@ typedef struct api_ctx {
      * and `approval_tenant` (a name, "" none) the tenant whose admins see it */
     int dry_run;
     char approval_tenant[64];
+    /* set in the dry run of a route only some of whose changes are the sensitive operation
+     * (raising a tenant's quota, not lowering it): this one goes ahead without approval */
+    int not_sensitive;
+    /* run once the transaction has ended (committed, or a read's closed), before the reply
+     * is final: work that must read the store outside the request's tenant-tied transaction
+     * (a job's explanation simulates the whole cluster's round).  Its failure is answered. */
+    int (*after)(struct api_ctx *c, gp_err *err);
+    json_t *after_arg; /* the handler's, for `after` (owned: dispatch releases it) */
 } api_ctx;
 
 /* A declared route's handler: GP_OK commits; anything else rolls back, and
@@ -464,24 +472,24 @@ void h_wo_list(api_req *r);
 void h_wo_get(api_req *r);
 void h_wo_update(api_req *r);
 void h_wo_comment(api_req *r);
-void h_job_submit(api_req *r);
-void h_job_list(api_req *r);
-void h_job_get(api_req *r);
-void h_job_cancel(api_req *r);
-void h_job_priority(api_req *r);
-void h_job_explain(api_req *r);
-void h_job_logs(api_req *r);
-void h_quota_get(api_req *r);
-void h_quota_put(api_req *r);
+int h_job_submit(api_ctx *c, gp_err *err);
+int h_job_list(api_ctx *c, gp_err *err);
+int h_job_get(api_ctx *c, gp_err *err);
+int h_job_cancel(api_ctx *c, gp_err *err);
+int h_job_priority(api_ctx *c, gp_err *err);
+int h_job_explain(api_ctx *c, gp_err *err);
+int h_job_logs(api_ctx *c, gp_err *err);
+int h_quota_get(api_ctx *c, gp_err *err);
+int h_quota_put(api_ctx *c, gp_err *err);
 /* PATCH …/quota: change only the ceilings the body names (null lifts one). */
-void h_quota_patch(api_req *r);
-void h_prio_list(api_req *r);
-void h_prio_get(api_req *r);
-void h_prio_create(api_req *r);
-void h_prio_put(api_req *r);
-void h_prio_delete(api_req *r);
-void h_binding_list(api_req *r);
-void h_binding_release(api_req *r);
+int h_quota_patch(api_ctx *c, gp_err *err);
+int h_prio_list(api_ctx *c, gp_err *err);
+int h_prio_get(api_ctx *c, gp_err *err);
+int h_prio_create(api_ctx *c, gp_err *err);
+int h_prio_put(api_ctx *c, gp_err *err);
+int h_prio_delete(api_ctx *c, gp_err *err);
+int h_binding_list(api_ctx *c, gp_err *err);
+int h_binding_release(api_ctx *c, gp_err *err);
 /* model services, endpoints, apps, API keys, usage records (h_model.c) */
 void h_model_list(api_req *r);
 void h_model_create(api_req *r);

@@ -42,166 +42,120 @@ static void kick_nodes(api_req *r) {
     kick(r);
 }
 
-/* Role names the caller holds over project p of tenant t (for priority-class rules). */
-static json_t *roles_over(api_req *r, const api_scope *sc) {
+/* Role names the caller holds over the request's project (for priority-class rules). */
+static json_t *roles_over(const api_ctx *c) {
     json_t *out = json_array();
     authz_role roles[ROLE__COUNT * 4];
-    authz_target t = {sc->t.id, sc->p.id};
+    authz_target t = {c->sc.t.id, c->sc.p.id};
     int64_t now = gt_now_us();
     int cap = (int)(sizeof roles / sizeof *roles);
-    int n = authz_roles_covering(r->who->bindings, r->who->nbindings, &t, now, roles, cap);
+    int n = authz_roles_covering(c->who->bindings, c->who->nbindings, &t, now, roles, cap);
     authz_role *all = roles;
     if (n > cap && (all = malloc((size_t)n * sizeof *all)))
-        authz_roles_covering(r->who->bindings, r->who->nbindings, &t, now, all, n);
+        authz_roles_covering(c->who->bindings, c->who->nbindings, &t, now, all, n);
     if (!all) all = roles, n = cap; /* out of memory: the first ones */
     for (int i = 0; i < n; i++) json_array_append_new(out, json_string(authz_role_name(all[i])));
     if (all != roles) free(all);
     return out;
 }
 
-static void reply_job(api_req *r, const char *id, int status) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
+/* Answer job `id` as the request's transaction sees it: what commits is what is answered. */
+static int reply_job(api_ctx *c, const char *id, int status, gp_err *err) {
     json_t *o;
-    if (api_begin(r, STORE_READ, &tx)) return;
-    int rc = jobs_get(tx, id, &o, NULL, NULL, &err);
-    store_rollback(tx);
-    if (rc) api_fail(r, &err);
-    else api_reply(r, status, o);
+    int rc = jobs_get(c->tx, id, &o, NULL, NULL, err);
+    if (!rc) api_reply(c->r, status, o);
+    return rc;
 }
 
-void h_job_submit(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    api_scope sc;
-    json_t *body;
+/* SC_PROJECT, ACT_JOB_SUBMIT, the spec in the body. */
+int h_job_submit(api_ctx *c, gp_err *err) {
     char id[RND_ID_LEN];
-    api_target(r, "job", NULL, NULL, NULL);
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (api_load_scope(r, tx, &sc, ACT_JOB_SUBMIT) || api_body(r, &body)) {
-        store_rollback(tx);
-        return;
-    }
-    json_t *roles = roles_over(r, &sc);
-    job_submit js = {.tenant_id = sc.t.id, .tenant = sc.t.name, .project_id = sc.p.id,
-                     .project = sc.p.name, .submitter = r->who->name, .spec = body,
-                     .submitter_roles = roles, .project_class = sc.p.cls};
-    int rc = jobs_submit(tx, &js, id, &err);
+    api_target(c->r, "job", NULL, NULL, NULL);
+    json_t *roles = roles_over(c);
+    job_submit js = {.tenant_id = c->sc.t.id, .tenant = c->sc.t.name, .project_id = c->sc.p.id,
+                     .project = c->sc.p.name, .submitter = c->who->name, .spec = c->body,
+                     .submitter_roles = roles, .project_class = c->sc.p.cls};
+    int rc = jobs_submit(c->tx, &js, id, err);
     json_decref(roles);
-    if (rc) {
-        json_decref(body);
-        api_abort(r, tx, &err);
-        return;
-    }
-    api_target(r, NULL, id, NULL, NULL);
-    json_t *sum = json_pack("{s:O?,s:O?,s:O?,s:O?}", "name", json_object_get(body, "name"), "class",
-                            json_object_get(body, "class"), "units", json_object_get(body, "units"),
-                            "priority_class", json_object_get(body, "priority_class"));
-    json_decref(body);
-    if (api_finish(r, tx, 201, sum)) return;
-    kick(r);
-    reply_job(r, id, 201);
+    if (rc) return rc;
+    api_target(c->r, NULL, id, NULL, NULL);
+    c->summary = json_pack("{s:O?,s:O?,s:O?,s:O?}", "name", json_object_get(c->body, "name"),
+                           "class", json_object_get(c->body, "class"), "units",
+                           json_object_get(c->body, "units"), "priority_class",
+                           json_object_get(c->body, "priority_class"));
+    c->on_commit = kick;
+    return reply_job(c, id, 201, err);
 }
 
-void h_job_list(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    api_scope sc;
+int h_job_list(api_ctx *c, gp_err *err) {
     json_t *items;
-    const char *state = api_query(r, "state");
+    const char *state = api_query(c->r, "state");
     static const char *const states[] = {"queued", "admitted", "running", "succeeded", "failed",
                                          "cancelled", "preempted"};
     int known = !state;
-    for (size_t i = 0; state && i < sizeof states / sizeof *states; i++) known |= !strcmp(state, states[i]);
-    if (!known) {
-        api_error(r, 400, "invalid_argument", "state must be a job state (queued, admitted, running, "
-                                              "succeeded, failed, cancelled, preempted)");
-        return;
-    }
-    if (api_begin(r, STORE_READ, &tx)) return;
-    if (api_load_scope(r, tx, &sc, ACT_JOB_READ)) {
-        store_rollback(tx);
-        return;
-    }
-    int rc = jobs_list(tx, sc.t.id, sc.p.id, state, &items, &err);
-    store_rollback(tx);
-    if (rc) api_fail(r, &err);
-    else api_reply(r, 200, api_list(items, NULL));
+    for (size_t i = 0; state && i < sizeof states / sizeof *states; i++)
+        known |= !strcmp(state, states[i]);
+    if (!known)
+        return gp_err_set(err, GP_EINVALID,
+                          "state must be a job state (queued, admitted, running, succeeded, "
+                          "failed, cancelled, preempted)");
+    int rc = jobs_list(c->tx, c->sc.t.id, c->sc.p.id, state, &items, err);
+    if (!rc) api_reply(c->r, 200, api_list(items, NULL));
+    return rc;
 }
 
-/* Load {id} inside the project; 404 when it is another project's. */
-static int load_job(api_req *r, store_tx *tx, api_scope *sc, int action, json_t **job,
-                    char submitter[64]) {
-    gp_err err = GP_ERR_INIT;
+/* The path's {id} in the request's project (another project's job: not found); its
+ * submitter in `submitter`, and the job itself in *job when asked (owned). */
+static int find_job(api_ctx *c, json_t **job, char submitter[64], gp_err *err) {
     char pid[RND_ID_LEN];
-    if (api_load_scope(r, tx, sc, action)) return -1;
-    const char *id = api_param(r, "id");
-    api_target(r, "job", id, NULL, NULL);
-    int rc = jobs_get(tx, id, job, pid, submitter, &err);
-    if (rc == GP_ENOTFOUND || (!rc && strcmp(pid, sc->p.id) != 0)) {
-        if (!rc) json_decref(*job);
-        api_error(r, 404, "not_found", "not found");
-        return -1;
+    json_t *o;
+    const char *id = api_param(c->r, "id");
+    api_target(c->r, "job", id, NULL, NULL);
+    int rc = jobs_get(c->tx, id, &o, pid, submitter, err);
+    if (rc == GP_ENOTFOUND || (!rc && strcmp(pid, c->sc.p.id) != 0)) {
+        if (!rc) json_decref(o);
+        return gp_err_set(err, GP_ENOTFOUND, "not found");
     }
-    if (rc) {
-        api_fail(r, &err);
-        return -1;
-    }
-    return 0;
+    if (rc) return rc;
+    if (job) *job = o;
+    else json_decref(o);
+    return GP_OK;
 }
 
-void h_job_get(api_req *r) {
-    store_tx *tx;
-    api_scope sc;
+int h_job_get(api_ctx *c, gp_err *err) {
     json_t *job;
     char sub[64];
-    if (api_begin(r, STORE_READ, &tx)) return;
-    int ok = !load_job(r, tx, &sc, ACT_JOB_READ, &job, sub), borrowed = 0;
-    gp_err err = GP_ERR_INIT;
+    int borrowed = 0;
+    int rc = find_job(c, &job, sub, err);
     /* running above its tenant's guarantee (docs/scheduling.md, Guarantees) */
-    if (ok && share_job_borrowed(tx, api_param(r, "id"), &borrowed, &err)) {
+    if (!rc && (rc = share_job_borrowed(c->tx, api_param(c->r, "id"), &borrowed, err)))
         json_decref(job);
-        api_abort(r, tx, &err);
-        return;
-    }
-    store_rollback(tx);
-    if (!ok) return;
+    if (rc) return rc;
     json_object_set_new(job, "borrowed", json_boolean(borrowed));
-    api_reply(r, 200, job);
+    api_reply(c->r, 200, job);
+    return GP_OK;
 }
 
-/* The submitter, or someone who manages jobs in the project. */
-static int may_change(api_req *r, const api_scope *sc, const char *submitter) {
-    authz_target t = {sc->t.id, sc->p.id};
-    if (authz_owner_or(r->who->bindings, r->who->nbindings, r->who->name, submitter,
-                       ACT_JOB_MANAGE, &t, gt_now_us()) == AUTHZ_ALLOW)
-        return 1;
-    return api_authorize(r, ACT_JOB_MANAGE, sc->t.id, sc->p.id); /* the denial, audited */
-}
-
-void h_job_cancel(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    api_scope sc;
-    json_t *job;
+/* The job in the path, which the caller may change: its submitter, or someone who manages
+ * jobs in the project (403 for a reader who is neither). */
+static int find_own_job(api_ctx *c, gp_err *err) {
     char sub[64];
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (load_job(r, tx, &sc, ACT_JOB_READ, &job, sub)) {
-        store_rollback(tx);
-        return;
-    }
-    json_decref(job);
-    if (!may_change(r, &sc, sub)) {
-        store_rollback(tx);
-        return;
-    }
-    if (jobs_cancel(tx, api_param(r, "id"), r->who->name, &err)) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (api_finish(r, tx, 200, NULL)) return;
-    kick_nodes(r);
-    reply_job(r, api_param(r, "id"), 200);
+    int rc = find_job(c, NULL, sub, err);
+    if (rc) return rc;
+    authz_target t = {c->sc.t.id, c->sc.p.id};
+    if (authz_owner_or(c->who->bindings, c->who->nbindings, c->who->name, sub, ACT_JOB_MANAGE,
+                       &t, gt_now_us()) == AUTHZ_ALLOW)
+        return GP_OK;
+    return api_allow(c, ACT_JOB_MANAGE, c->sc.t.id, c->sc.p.id, err); /* 403 or 404 */
+}
+
+int h_job_cancel(api_ctx *c, gp_err *err) {
+    const char *id = api_param(c->r, "id");
+    int rc = find_own_job(c, err);
+    if (!rc) rc = jobs_cancel(c->tx, id, c->who->name, err);
+    if (rc) return rc;
+    c->on_commit = kick_nodes;
+    return reply_job(c, id, 200, err);
 }
 
 /*
@@ -212,128 +166,94 @@ void h_job_cancel(api_req *r) {
  * keeps an immunity its new class or its changer would not give (issue 33
  * item 5).  Audited with what it set.
  */
-void h_job_priority(api_req *r) {
+int h_job_priority(api_ctx *c, gp_err *err) {
     static const char *const fields[] = {"priority_class", "preemptible", NULL};
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    api_scope sc;
-    json_t *job, *body;
-    char sub[64];
-    const char *name;
+    const char *id = api_param(c->r, "id"), *name;
     prio_class pc;
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (load_job(r, tx, &sc, ACT_JOB_READ, &job, sub)) {
-        store_rollback(tx);
-        return;
-    }
-    json_decref(job);
-    if (!may_change(r, &sc, sub) || api_body(r, &body)) {
-        store_rollback(tx);
-        return;
-    }
     int pre = 1, has_pre = 0, opted = 0, now_pre = 0;
-    if (jx_only_fields(body, fields, &err) || jx_get_str(body, "priority_class", 1, &name, &err) ||
-        jx_get_bool(body, "preemptible", 0, &pre, &has_pre, &err) ||
-        prio_get(tx, name, &pc, &err)) {
-        json_decref(body);
-        if (err.code == GP_ENOTFOUND) err.code = GP_EINVALID;
-        api_abort(r, tx, &err);
-        return;
+    int rc = find_own_job(c, err);
+    if (rc) return rc;
+    if (jx_only_fields(c->body, fields, err) ||
+        jx_get_str(c->body, "priority_class", 1, &name, err) ||
+        jx_get_bool(c->body, "preemptible", 0, &pre, &has_pre, err) ||
+        prio_get(c->tx, name, &pc, err)) {
+        if (err->code == GP_ENOTFOUND) err->code = GP_EINVALID;
+        return err->code;
     }
-    json_t *roles = roles_over(r, &sc);
-    int rc = prio_allowed(&pc, sc.p.cls, roles, &err);
+    json_t *roles = roles_over(c);
+    rc = prio_allowed(&pc, c->sc.p.cls, roles, err);
     if (!rc && has_pre) opted = !pre;
-    else if (!rc) rc = jobs_opted_out(tx, api_param(r, "id"), &opted, &err);
+    else if (!rc) rc = jobs_opted_out(c->tx, id, &opted, err);
     gp_err why = GP_ERR_INIT;
     if (!rc && opted && prio_may_opt_out(&pc, roles, &why)) {
-        if (has_pre) rc = gp_err_set(&err, why.code, "%s", why.msg);
+        if (has_pre) rc = gp_err_set(err, why.code, "%s", why.msg);
         else opted = 0; /* the new class or this caller gives no immunity: dropped */
     }
     json_decref(roles);
-    if (!rc) rc = jobs_set_priority(tx, api_param(r, "id"), &pc, opted, r->who->name, &now_pre, &err);
-    json_t *sum = json_pack("{s:s,s:i,s:b}", "priority_class", pc.name, "value", pc.value,
-                            "preemptible", now_pre);
+    if (!rc) rc = jobs_set_priority(c->tx, id, &pc, opted, c->who->name, &now_pre, err);
+    if (!rc)
+        c->summary = json_pack("{s:s,s:i,s:b}", "priority_class", pc.name, "value", pc.value,
+                               "preemptible", now_pre);
     prio_release(&pc);
-    json_decref(body);
-    if (rc) {
-        json_decref(sum);
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (api_finish(r, tx, 200, sum)) return;
-    kick(r);
-    reply_job(r, api_param(r, "id"), 200);
+    if (rc) return rc;
+    c->on_commit = kick;
+    return reply_job(c, id, 200, err);
 }
 
-void h_job_logs(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    api_scope sc;
-    json_t *job, *out;
+int h_job_logs(api_ctx *c, gp_err *err) {
+    json_t *out;
     char sub[64];
-    if (api_begin(r, STORE_READ, &tx)) return;
-    if (load_job(r, tx, &sc, ACT_JOB_READ, &job, sub)) {
-        store_rollback(tx);
-        return;
-    }
-    json_decref(job);
-    int rc = jobs_logs(tx, api_param(r, "id"), &out, &err);
-    store_rollback(tx);
-    if (rc) api_fail(r, &err);
-    else api_reply(r, 200, out);
+    int rc = find_job(c, NULL, sub, err);
+    if (!rc) rc = jobs_logs(c->tx, api_param(c->r, "id"), &out, err);
+    if (!rc) api_reply(c->r, 200, out);
+    return rc;
 }
 
-void h_job_explain(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    api_scope sc;
-    json_t *job, *classes, *out;
+/* After the request's transaction: the explanation simulates the whole cluster's round, which
+ * reads every tenant's work, so it has its own transaction (sched_explain), outside the one
+ * tied to the caller's tenant.  after_arg: the priority classes the caller may use here. */
+static int explain_after(api_ctx *c, gp_err *err) {
+    json_t *out;
+    int rc = sched_explain(c->r->store, api_param(c->r, "id"), c->after_arg, &out, err);
+    if (!rc) api_reply(c->r, 200, out);
+    return rc;
+}
+
+int h_job_explain(api_ctx *c, gp_err *err) {
+    json_t *classes;
     char sub[64];
-    if (api_begin(r, STORE_READ, &tx)) return;
-    if (load_job(r, tx, &sc, ACT_JOB_READ, &job, sub)) {
-        store_rollback(tx);
-        return;
-    }
-    json_decref(job);
+    int rc = find_job(c, NULL, sub, err);
+    if (rc) return rc;
     /* the priority classes the submitter's side may use here */
-    json_t *roles = roles_over(r, &sc), *allowed = json_array();
-    if (prio_list(tx, &classes, &err) == GP_OK) {
+    json_t *roles = roles_over(c), *allowed = json_array();
+    if (prio_list(c->tx, &classes, NULL) == GP_OK) {
         size_t i;
-        json_t *c;
-        json_array_foreach(classes, i, c) {
+        json_t *cl;
+        json_array_foreach(classes, i, cl) {
             prio_class pc;
-            if (prio_get(tx, json_string_value(json_object_get(c, "name")), &pc, NULL) == GP_OK) {
-                if (prio_allowed(&pc, sc.p.cls, roles, NULL) == GP_OK)
-                    json_array_append(allowed, c);
+            if (prio_get(c->tx, json_string_value(json_object_get(cl, "name")), &pc, NULL) ==
+                GP_OK) {
+                if (prio_allowed(&pc, c->sc.p.cls, roles, NULL) == GP_OK)
+                    json_array_append(allowed, cl);
                 prio_release(&pc);
             }
         }
         json_decref(classes);
     }
     json_decref(roles);
-    store_rollback(tx);
-    int rc = sched_explain(r->store, api_param(r, "id"), allowed, &out, &err);
-    json_decref(allowed);
-    if (rc) api_fail(r, &err);
-    else api_reply(r, 200, out);
+    c->after = explain_after;
+    c->after_arg = allowed;
+    return GP_OK;
 }
 
 /* ---- quotas ---- */
 
-void h_quota_get(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    api_scope sc;
+/* SC_TENANT, ACT_TENANT_READ or SC_PROJECT, ACT_PROJECT_READ (routes.c) */
+int h_quota_get(api_ctx *c, gp_err *err) {
     quota_set q;
-    if (api_begin(r, STORE_READ, &tx)) return;
-    if (api_load_scope(r, tx, &sc, api_param(r, "project") ? ACT_PROJECT_READ : ACT_TENANT_READ)) {
-        store_rollback(tx);
-        return;
-    }
-    int rc = quota_load(tx, sc.t.id, sc.has_project ? sc.p.id : NULL, &q, &err);
-    store_rollback(tx);
-    if (rc) api_fail(r, &err);
-    else api_reply(r, 200, quota_json(&q));
+    int rc = quota_load(c->tx, c->sc.t.id, c->sc.has_project ? c->sc.p.id : NULL, &q, err);
+    if (!rc) api_reply(c->r, 200, quota_json(&q));
+    return rc;
 }
 
 /* Check `next` against the tenant (project ceilings) or against its projects (tenant ceiling). */
@@ -370,249 +290,134 @@ static int quota_consistent(store_tx *tx, const api_scope *sc, int project, cons
 }
 
 /* PUT replaces every ceiling; PATCH (`patch`) merges the body over the stored ones
- * (quota_patch()), re-read in the write transaction so concurrent patches all apply. */
-static void quota_write(api_req *r, int patch) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    api_scope sc;
-    json_t *body;
+ * (quota_patch()), read in the write transaction so concurrent patches all apply.  A
+ * tenant's is a sensitive route (tenant.quota.raise): only a change that raises a ceiling
+ * waits for approval; the dry run says when it does not (not_sensitive). */
+static int quota_write(api_ctx *c, int patch, gp_err *err) {
     quota_set cur, next;
-    int project = api_param(r, "project") != NULL;
-    api_target(r, "quota", project ? api_param(r, "project") : api_param(r, "tenant"), NULL, NULL);
-    if (api_begin(r, STORE_READ, &tx)) return;
-    if (api_load_scope(r, tx, &sc, project ? ACT_QUOTA_PROJECT_SET : ACT_QUOTA_TENANT_SET) ||
-        api_body(r, &body)) {
-        store_rollback(tx);
-        return;
+    int project = c->sc.has_project;
+    const char *pid = project ? c->sc.p.id : NULL;
+    api_target(c->r, "quota", project ? c->sc.p.name : c->sc.t.name, NULL, NULL);
+    int rc = quota_load(c->tx, c->sc.t.id, pid, &cur, err);
+    if (!rc) rc = patch ? quota_patch(&cur, c->body, &next, err) : quota_parse(c->body, &next, err);
+    if (!rc) rc = quota_consistent(c->tx, &c->sc, project, &next, err);
+    if (!rc) rc = quota_save(c->tx, c->sc.t.id, pid, &next, err);
+    if (rc) return rc;
+    if (c->dry_run) {
+        c->not_sensitive = project || !quota_raises(&cur, &next);
+        c->summary = json_incref(c->body);
+        return GP_OK;
     }
-    int rc = quota_load(tx, sc.t.id, project ? sc.p.id : NULL, &cur, &err);
-    if (!rc) rc = patch ? quota_patch(&cur, body, &next, &err) : quota_parse(body, &next, &err);
-    if (!rc) rc = quota_consistent(tx, &sc, project, &next, &err);
-    store_rollback(tx);
-    if (rc) {
-        json_decref(body);
-        api_fail(r, &err);
-        return;
-    }
-    /* raising a tenant's ceiling is a sensitive operation */
-    if (!project && quota_raises(&cur, &next)) {
-        int pending = api_needs_approval(r, "tenant.quota.raise", sc.t.name, body);
-        if (pending) {
-            json_decref(body);
-            return;
-        }
-    }
-    /* the write re-checks consistency in its own transaction (writers are serialised) */
-    if (api_begin(r, STORE_WRITE, &tx)) {
-        json_decref(body);
-        return;
-    }
-    if ((patch && (quota_load(tx, sc.t.id, project ? sc.p.id : NULL, &cur, &err) ||
-                   quota_patch(&cur, body, &next, &err))) ||
-        quota_consistent(tx, &sc, project, &next, &err) ||
-        quota_save(tx, sc.t.id, project ? sc.p.id : NULL, &next, &err)) {
-        json_decref(body);
-        api_abort(r, tx, &err);
-        return;
-    }
-    json_t *sum = json_pack("{s:o,s:o}", "from", quota_json(&cur), "to", quota_json(&next));
-    json_decref(body);
-    if (api_finish(r, tx, 200, sum)) return;
-    kick(r); /* new ceilings apply to the next admissions at once */
-    api_reply(r, 200, quota_json(&next));
+    c->summary = json_pack("{s:o,s:o}", "from", quota_json(&cur), "to", quota_json(&next));
+    c->on_commit = kick; /* new ceilings apply to the next admissions at once */
+    api_reply(c->r, 200, quota_json(&next));
+    return GP_OK;
 }
 
-void h_quota_put(api_req *r) { quota_write(r, 0); }
-void h_quota_patch(api_req *r) { quota_write(r, 1); }
+int h_quota_put(api_ctx *c, gp_err *err) { return quota_write(c, 0, err); }
+int h_quota_patch(api_ctx *c, gp_err *err) { return quota_write(c, 1, err); }
 
-/* ---- priority classes ---- */
+/* ---- priority classes: any signed-in user reads; changes are priority_class.change ---- */
 
-void h_prio_list(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    json_t *items;
-    if (api_begin(r, STORE_READ, &tx)) return;
-    int rc = prio_list(tx, &items, &err);
-    store_rollback(tx);
-    if (rc) api_fail(r, &err);
-    else api_reply(r, 200, api_list(items, NULL));
-}
-
-static void prio_reply(api_req *r, const char *name, int status) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    json_t *items;
-    if (api_begin(r, STORE_READ, &tx)) return;
-    int rc = prio_list(tx, &items, &err);
-    store_rollback(tx);
-    if (rc) {
-        api_fail(r, &err);
-        return;
-    }
+/* Answer every class (name NULL) or one (404 when absent), read in the request's tx. */
+static int prio_reply(api_ctx *c, const char *name, int status, gp_err *err) {
+    json_t *items, *cl;
     size_t i;
-    json_t *c;
-    json_array_foreach(items, i, c) if (!strcmp(json_string_value(json_object_get(c, "name")), name)) {
-        api_reply(r, status, json_incref(c));
+    int rc = prio_list(c->tx, &items, err);
+    if (rc) return rc;
+    if (!name) {
+        api_reply(c->r, status, api_list(items, NULL));
+        return GP_OK;
+    }
+    json_array_foreach(items, i, cl) if (!strcmp(json_string_value(json_object_get(cl, "name")),
+                                                 name)) {
+        api_reply(c->r, status, json_incref(cl));
         json_decref(items);
-        return;
+        return GP_OK;
     }
     json_decref(items);
-    api_error(r, 404, "not_found", "not found");
+    return gp_err_set(err, GP_ENOTFOUND, "not found");
 }
 
-void h_prio_get(api_req *r) { prio_reply(r, api_param(r, "name"), 200); }
+int h_prio_list(api_ctx *c, gp_err *err) { return prio_reply(c, NULL, 200, err); }
+int h_prio_get(api_ctx *c, gp_err *err) { return prio_reply(c, api_param(c->r, "name"), 200, err); }
 
-static void prio_write(api_req *r, int create) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    json_t *body;
-    if (!api_authorize(r, ACT_PRIORITY_MANAGE, NULL, NULL) || api_body(r, &body)) return;
-    const char *name = create ? json_string_value(json_object_get(body, "name"))
-                              : api_param(r, "name");
+/* A sensitive route: dispatch validates it by a dry run, files the approval, applies it. */
+static int prio_write(api_ctx *c, int create, gp_err *err) {
+    const char *name = create ? json_string_value(json_object_get(c->body, "name"))
+                              : api_param(c->r, "name");
     char nm[64] = "";
     if (name) snprintf(nm, sizeof nm, "%s", name);
-    api_target(r, "priority-class", nm, NULL, NULL);
-    /* validate first (dry run), then ask for approval, then apply */
-    if (api_begin(r, STORE_WRITE, &tx)) {
-        json_decref(body);
-        return;
-    }
-    int rc = prio_put(tx, body, create, nm, &err);
-    store_rollback(tx);
-    if (rc) {
-        json_decref(body);
-        api_fail(r, &err);
-        return;
-    }
-    if (api_needs_approval(r, "priority_class.change", NULL, body)) {
-        json_decref(body);
-        return;
-    }
-    if (api_begin(r, STORE_WRITE, &tx)) {
-        json_decref(body);
-        return;
-    }
-    if (prio_put(tx, body, create, nm, &err)) {
-        json_decref(body);
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (api_finish(r, tx, create ? 201 : 200, body)) return;
-    prio_reply(r, nm, create ? 201 : 200);
+    api_target(c->r, "priority-class", nm, NULL, NULL);
+    int rc = prio_put(c->tx, c->body, create, nm, err);
+    if (rc) return rc;
+    c->summary = json_incref(c->body);
+    return c->dry_run ? GP_OK : prio_reply(c, nm, create ? 201 : 200, err);
 }
 
-void h_prio_create(api_req *r) { prio_write(r, 1); }
-void h_prio_put(api_req *r) { prio_write(r, 0); }
+int h_prio_create(api_ctx *c, gp_err *err) { return prio_write(c, 1, err); }
+int h_prio_put(api_ctx *c, gp_err *err) { return prio_write(c, 0, err); }
 
-void h_prio_delete(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    api_target(r, "priority-class", api_param(r, "name"), NULL, NULL);
-    if (!api_authorize(r, ACT_PRIORITY_MANAGE, NULL, NULL)) return;
-    /* dry run first: an approval is only ever for a deletion that can happen */
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    int bad = prio_delete(tx, api_param(r, "name"), &err);
-    store_rollback(tx);
-    if (bad) {
-        api_fail(r, &err);
-        return;
-    }
-    if (api_needs_approval(r, "priority_class.change", NULL, NULL)) return;
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (prio_delete(tx, api_param(r, "name"), &err)) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (!api_finish(r, tx, 200, NULL))
-        api_reply(r, 200, json_pack("{s:s,s:b}", "name", api_param(r, "name"), "deleted", 1));
+int h_prio_delete(api_ctx *c, gp_err *err) {
+    const char *name = api_param(c->r, "name");
+    api_target(c->r, "priority-class", name, NULL, NULL);
+    int rc = prio_delete(c->tx, name, err);
+    if (!rc) api_reply(c->r, 200, json_pack("{s:s,s:b}", "name", name, "deleted", 1));
+    return rc;
 }
 
 /* ---- bindings ---- */
 
-void h_binding_list(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
+/* SC_SIGNED_IN: ops and admins see every binding; a tenant's readers name their tenant. */
+int h_binding_list(api_ctx *c, gp_err *err) {
     json_t *items;
-    const char *tenant = api_query(r, "tenant"), *at = api_query(r, "at");
+    const char *tenant = api_query(c->r, "tenant"), *at = api_query(c->r, "at");
     int64_t at_us = 0;
-    if (at && (gt_parse_rfc3339(at, &at_us) != 0 || at_us <= 0)) {
-        api_error(r, 400, "invalid_argument", "at must be an RFC 3339 time after 1970");
-        return;
-    }
+    if (at && (gt_parse_rfc3339(at, &at_us) != 0 || at_us <= 0))
+        return gp_err_set(err, GP_EINVALID, "at must be an RFC 3339 time after 1970");
     authz_target g = {NULL, NULL};
-    int all = authz_check(r->who->bindings, r->who->nbindings, ACT_NODE_READ, &g, gt_now_us()) ==
+    int all = authz_check(c->who->bindings, c->who->nbindings, ACT_NODE_READ, &g, gt_now_us()) ==
               AUTHZ_ALLOW;
-    const char *node = api_query(r, "node");
+    const char *node = api_query(c->r, "node");
+    int rc;
     if (node) {
         /* the incident view: who was on this node (at that time) - ops and admins only */
-        if (!all) {
-            api_error(r, 403, "forbidden", "your role does not allow this action here");
-            return;
+        if (!all) return gp_err_set(err, GP_EFORBIDDEN, "your role does not allow this action here");
+        rc = bind_list_node(c->tx, node, at_us, &items, err);
+    } else {
+        tenancy_tenant t;
+        const char *tid = NULL;
+        if (tenant) {
+            rc = tenancy_tenant_find(c->tx, tenant, &t, err);
+            if (rc == GP_ENOTFOUND) return gp_err_set(err, rc, "not found");
+            if (!rc && !all) rc = api_allow(c, ACT_TENANT_READ, t.id, NULL, err);
+            if (rc) return rc;
+            tid = t.id;
+        } else if (!all) {
+            return gp_err_set(err, GP_EFORBIDDEN, "name your tenant: ?tenant=T");
         }
-        if (api_begin(r, STORE_READ, &tx)) return;
-        int rc = bind_list_node(tx, node, at_us, &items, &err);
-        store_rollback(tx);
-        if (rc) api_fail(r, &err);
-        else api_reply(r, 200, api_list(items, NULL));
-        return;
+        rc = bind_list(c->tx, api_query(c->r, "gpu"), api_query(c->r, "job"), tid, at_us, &items,
+                       err);
     }
-    if (api_begin(r, STORE_READ, &tx)) return;
-    tenancy_tenant t;
-    const char *tid = NULL;
-    if (tenant) {
-        int rc = tenancy_tenant_find(tx, tenant, &t, &err);
-        if (rc == GP_ENOTFOUND || (!rc && !all && !api_authorize(r, ACT_TENANT_READ, t.id, NULL))) {
-            store_rollback(tx);
-            if (!r->status) api_error(r, 404, "not_found", "not found");
-            return;
-        }
-        if (rc) {
-            api_abort(r, tx, &err);
-            return;
-        }
-        tid = t.id;
-    } else if (!all) {
-        store_rollback(tx);
-        api_error(r, 403, "forbidden", "name your tenant: ?tenant=T");
-        return;
-    }
-    int rc = bind_list(tx, api_query(r, "gpu"), api_query(r, "job"), tid, at_us, &items, &err);
-    store_rollback(tx);
-    if (rc) api_fail(r, &err);
-    else api_reply(r, 200, api_list(items, NULL));
+    if (!rc) api_reply(c->r, 200, api_list(items, NULL));
+    return rc;
 }
 
 /* POST /api/v1/bindings/{id}/release {"reason"}: ops end a binding by hand. */
-void h_binding_release(api_req *r) {
+int h_binding_release(api_ctx *c, gp_err *err) {
     static const char *const fields[] = {"reason", NULL};
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    json_t *body;
-    const char *why;
-    api_target(r, "binding", api_param(r, "id"), NULL, NULL);
-    if (!api_authorize(r, ACT_NODE_MANAGE, NULL, NULL) || api_body(r, &body)) return;
-    if (jx_only_fields(body, fields, &err) || jx_get_str(body, "reason", 1, &why, &err)) {
-        json_decref(body);
-        api_fail(r, &err);
-        return;
-    }
-    if (!*why || strlen(why) > 200) {
-        json_decref(body);
-        api_error(r, 400, "invalid_argument", "a reason (1-200 characters) is required");
-        return;
-    }
-    if (api_begin(r, STORE_WRITE, &tx)) {
-        json_decref(body);
-        return;
-    }
-    if (jobs_release_binding(tx, api_param(r, "id"), why, &err)) {
-        json_decref(body);
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (api_finish(r, tx, 200, body)) return;
-    kick_nodes(r);
-    api_reply(r, 200, json_pack("{s:s,s:s}", "id", api_param(r, "id"), "state", "released"));
+    const char *why, *id = api_param(c->r, "id");
+    api_target(c->r, "binding", id, NULL, NULL);
+    int rc = jx_only_fields(c->body, fields, err);
+    if (!rc) rc = jx_get_str(c->body, "reason", 1, &why, err);
+    if (rc) return rc;
+    if (!*why || strlen(why) > 200)
+        return gp_err_set(err, GP_EINVALID, "a reason (1-200 characters) is required");
+    if ((rc = jobs_release_binding(c->tx, id, why, err))) return rc;
+    c->summary = json_incref(c->body);
+    c->on_commit = kick_nodes;
+    api_reply(c->r, 200, json_pack("{s:s,s:s}", "id", id, "state", "released"));
+    return GP_OK;
 }
 
 /* The leader's tick (and a leader's handler): wake the scheduler thread; never a round here. */

@@ -514,6 +514,80 @@ static void sensitive_declared_route(void **state) {
     assert_int_equal(approved, 1);
 }
 
+/* Approve the pending request at `path` as sec2 and check what the execution answered. */
+static void approve_as_sec2(gx *f, const char *approval_id, int want_status) {
+    char path[128];
+    json_t *resp;
+    snprintf(path, sizeof path, "/api/v1/approvals/%s/approve", approval_id);
+    assert_int_equal(CALL(f, f->sec2, "POST", path, NULL, &resp), 200);
+    assert_int_equal(json_integer_value(json_object_get(resp, "result_status")), want_status);
+    json_decref(resp);
+}
+
+/* A route only some of whose changes are sensitive (tenant.quota.raise): a new or lower
+ * ceiling goes through, a higher one waits; the dry run changes nothing; a priority class
+ * change waits too (priority_class.change), and a bad one files nothing. */
+static void quota_raise_and_priority_approvals(void **state) {
+    gx *f = *state;
+    json_t *resp;
+    char id[64];
+    at_sql(&f->t, "INSERT INTO security_policy (key, value) VALUES ('approvals_armed', '1')"
+                  " ON CONFLICT (key) DO NOTHING");
+    at_sql(&f->t, "UPDATE security_policy SET value ="
+                  " '[\"tenant.quota.raise\",\"priority_class.change\",\"policy.change\"]'"
+                  " WHERE key = 'sensitive_operations'");
+    /* a first ceiling limits: not a raise */
+    assert_int_equal(CALL(f, A(f), "PUT", "/api/v1/tenants/red/quota", "{\"gpus\":4}", &resp), 200);
+    assert_int_equal((int)json_number_value(json_object_get(resp, "gpus")), 4);
+    json_decref(resp);
+    assert_int_equal(CALL(f, A(f), "PATCH", "/api/v1/tenants/red/quota", "{\"gpus\":2}", NULL),
+                     200);
+    /* a project's ceiling is never the sensitive operation */
+    assert_int_equal(CALL(f, A(f), "PATCH", "/api/v1/tenants/red/projects/vision/quota",
+                          "{\"gpus\":2}", NULL),
+                     200);
+    /* a bad raise is refused at once, nothing filed */
+    assert_int_equal(CALL(f, A(f), "PATCH", "/api/v1/tenants/red/quota", "{\"gpus\":-3}", NULL),
+                     400);
+    /* a raise waits; the ceiling stays where it was meanwhile */
+    assert_int_equal(CALL(f, A(f), "PATCH", "/api/v1/tenants/red/quota", "{\"gpus\":8}", &resp),
+                     202);
+    assert_string_equal(at_str(resp, "operation"), "tenant.quota.raise");
+    snprintf(id, sizeof id, "%s", at_str(resp, "id"));
+    json_decref(resp);
+    assert_int_equal(CALL(f, A(f), "GET", "/api/v1/tenants/red/quota", NULL, &resp), 200);
+    assert_int_equal((int)json_number_value(json_object_get(resp, "gpus")), 2);
+    json_decref(resp);
+    approve_as_sec2(f, id, 200);
+    assert_int_equal(CALL(f, A(f), "GET", "/api/v1/tenants/red/quota", NULL, &resp), 200);
+    assert_int_equal((int)json_number_value(json_object_get(resp, "gpus")), 8);
+    json_decref(resp);
+    /* a priority class: a bad one refused at once, a good one waits, then exists */
+    assert_int_equal(CALL(f, A(f), "POST", "/api/v1/priority-classes", "{\"name\":\"urgent\"}",
+                          NULL),
+                     400);
+    assert_int_equal(CALL(f, A(f), "GET", "/api/v1/approvals?state=pending", NULL, &resp), 200);
+    assert_int_equal(json_array_size(json_object_get(resp, "items")), 0);
+    json_decref(resp);
+    assert_int_equal(CALL(f, A(f), "POST", "/api/v1/priority-classes",
+                          "{\"name\":\"urgent\",\"value\":900}", &resp),
+                     202);
+    snprintf(id, sizeof id, "%s", at_str(resp, "id"));
+    json_decref(resp);
+    assert_int_equal(CALL(f, f->alice, "GET", "/api/v1/priority-classes/urgent", NULL, NULL), 404);
+    approve_as_sec2(f, id, 201);
+    assert_int_equal(CALL(f, f->alice, "GET", "/api/v1/priority-classes/urgent", NULL, &resp),
+                     200);
+    assert_int_equal(json_integer_value(json_object_get(resp, "value")), 900);
+    json_decref(resp);
+    /* a tenant-admin may not raise its own tenant's ceiling at all: 403, nothing filed */
+    assert_int_equal(CALL(f, f->alice, "PATCH", "/api/v1/tenants/red/quota", "{\"gpus\":9}", NULL),
+                     403);
+    assert_int_equal(CALL(f, A(f), "GET", "/api/v1/approvals?state=pending", NULL, &resp), 200);
+    assert_int_equal(json_array_size(json_object_get(resp, "items")), 0);
+    json_decref(resp);
+}
+
 static void policy_and_export(void **state) {
     gx *f = *state;
     json_t *resp;
@@ -892,6 +966,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(login_disable_tokens, setup, teardown),
         cmocka_unit_test_setup_teardown(policy_and_export, setup, teardown),
         cmocka_unit_test_setup_teardown(sensitive_declared_route, setup, teardown),
+        cmocka_unit_test_setup_teardown(quota_raise_and_priority_approvals, setup, teardown),
         cmocka_unit_test_setup_teardown(ownership_and_invitations, setup, teardown),
         cmocka_unit_test_setup_teardown(approval_bootstrap_one_to_two, setup, teardown),
         cmocka_unit_test_setup_teardown(user_create_approval_keeps_no_password, setup, teardown),
