@@ -366,6 +366,19 @@ json_t *api_list(json_t *items, const char *next) {
 #define ANON_AUDIT_PER_MIN 60
 static api_ratelog anon_audit = API_RATELOG_INIT_WINDOW(60 * 1000000LL);
 
+/* Append the request's event in a transaction of its own (the change, if any, rolled back). */
+static void audit_in_own_tx(api_req *r, const char *result, const char *summary) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    if (store_begin(r->store, STORE_WRITE, &tx, &err) == GP_OK) {
+        if (api_audit(r, tx, result, r->status, summary, &err) == GP_OK &&
+            store_commit(tx, &err) == GP_OK)
+            return;
+        store_rollback(tx);
+    }
+    log_kv(LOG_ERROR, "audit write failed", "rid", r->request_id, "detail", err.msg, (char *)NULL);
+}
+
 /* Audit an outcome the handler did not record itself, in its own transaction. */
 static void audit_outcome(api_req *r) {
     const char *result;
@@ -380,6 +393,11 @@ static void audit_outcome(api_req *r) {
     if (!(r->route->flags & ROUTE_MUTATES) && strcmp(result, "denied") != 0 && !vendor) return;
     /* summary: the error code only, never the request body (it may hold secrets) */
     long unaudited = 0;
+    if (r->fail_summary) {
+        /* the handler said what it refused (its own words, never the body) */
+        audit_in_own_tx(r, result, r->fail_summary);
+        return;
+    }
     if (!r->who && r->status == 401 &&
         !api__ratelog_take(&anon_audit, ANON_AUDIT_PER_MIN, gt_mono_us(), &unaudited))
         return;
@@ -390,15 +408,7 @@ static void audit_outcome(api_req *r) {
                  json_string_value(e), unaudited);
     else if (e && json_is_string(e))
         snprintf(summary, sizeof summary, "{\"error\":\"%.100s\"}", json_string_value(e));
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    if (store_begin(r->store, STORE_WRITE, &tx, &err) == GP_OK) {
-        if (api_audit(r, tx, result, r->status, summary, &err) == GP_OK &&
-            store_commit(tx, &err) == GP_OK)
-            return;
-        store_rollback(tx);
-    }
-    log_kv(LOG_ERROR, "audit write failed", "rid", r->request_id, "detail", err.msg, (char *)NULL);
+    audit_in_own_tx(r, result, summary);
 }
 
 /*
@@ -496,6 +506,10 @@ out:
         r->audited = 0; /* an event rolled back with the change */
         if (err.code == GP_OK) gp_err_set(&err, GP_EINTERNAL, "handler failed without a reason");
         if (r->status < 400) api_fail(r, &err); /* a reply set before the failure is void */
+        if (c.summary && !dry_run) {
+            free(r->fail_summary);
+            r->fail_summary = jx_dump(c.summary);
+        }
     }
     json_decref(c.body);
     json_decref(c.summary);
@@ -602,6 +616,7 @@ void api__req_release(api_req *r) {
     if (r->stream_free) r->stream_free(r->stream_cls);
     free(r->path);
     free(r->authorization);
+    free(r->fail_summary);
     for (int i = 0; i < r->nquery; i++) {
         free(r->query[i].key);
         free(r->query[i].value);

@@ -46,13 +46,24 @@ enum {
 /*
  * Where a declared route acts (issue 34, ../shared/PIPELINE.md): dispatch
  * resolves it and authorises the route's action there before the handler
- * runs.  SC_SIGNED_IN: any authenticated caller, no action checked.
+ * runs.  SC_PUBLIC, SC_AGENT: below.  SC_SIGNED_IN: any authenticated
+ * caller, no action checked (the handler decides per object).
  * SC_GLOBAL: the action at global scope.  SC_TENANT / SC_PROJECT: the
  * path's {tenant} (and {project}) resolved (404 when unseen), the action
  * checked there, and the transaction tied to the tenant (PostgreSQL's row
  * fence, store_set_tenant).
  */
-typedef enum { SC_NONE = 0, SC_SIGNED_IN, SC_GLOBAL, SC_TENANT, SC_PROJECT } api_scope_kind;
+typedef enum {
+    SC_NONE = 0,
+    SC_PUBLIC,    /* no credential (a ROUTE_PUBLIC row): a node's registration with its join
+                   * token, which the handler proves */
+    SC_AGENT,     /* a node's agent account: signed in, and the domain answers 404 for any node
+                   * but the caller's own (inv_heartbeat, the long poll's check) */
+    SC_SIGNED_IN,
+    SC_GLOBAL,
+    SC_TENANT,
+    SC_PROJECT
+} api_scope_kind;
 enum { API_TX_NONE = 0, API_TX_READ, API_TX_WRITE };
 /* a row's `act` where it checks no one action: at SC_SIGNED_IN none at all; at SC_TENANT /
  * SC_PROJECT the scope need only be visible to the caller (the handler filters what it shows) */
@@ -78,7 +89,8 @@ typedef struct api_ctx {
     const auth_principal *who;  /* NULL on a public route */
     api_scope sc;               /* SC_TENANT / SC_PROJECT */
     json_t *body;               /* ROUTE_BODY: a JSON object, borrowed */
-    json_t *summary;            /* the audit event's summary (owned; NULL: {}) */
+    json_t *summary;            /* the audit event's summary (owned; NULL: {}); on a failure,
+                                 * the refusal's event says it (a join token refused) */
     void (*on_commit)(api_req *r); /* run once the change has committed */
     /* a sensitive route (API_ROUTE's `sensitive`): the handler first runs as a dry run, in a
      * transaction dispatch always rolls back, so that an approval is only ever filed for a
@@ -144,6 +156,7 @@ struct api_req {
     const char *approval_id;
     char on_behalf[64]; /* audit: the requester the approver acted for */
     char approval_note[64]; /* audit: why a sensitive operation went ahead unapproved */
+    char *fail_summary; /* audit: a declared handler's summary of its refusal (owned) */
     /* output */
     int status;
     json_t *resp;     /* JSON response (owned) */
@@ -376,11 +389,11 @@ void api__exec_approved(store_t *st, const api_config *cfg, const char *approval
                         const char *approver, const char *source, const char *request_id);
 
 /* Handlers. */
-void h_healthz(api_req *r);
-void h_readyz(api_req *r);
-void h_metrics(api_req *r);
-void h_openapi(api_req *r);
-void h_whoami(api_req *r);
+int h_healthz(api_ctx *c, gp_err *err);
+int h_readyz(api_ctx *c, gp_err *err);
+int h_metrics(api_ctx *c, gp_err *err);
+int h_openapi(api_ctx *c, gp_err *err);
+int h_whoami(api_ctx *c, gp_err *err);
 int h_tenant_create(api_ctx *c, gp_err *err);
 int h_tenant_list(api_ctx *c, gp_err *err);
 int h_tenant_get(api_ctx *c, gp_err *err);
@@ -388,11 +401,11 @@ int h_project_create(api_ctx *c, gp_err *err);
 int h_project_list(api_ctx *c, gp_err *err);
 int h_project_get(api_ctx *c, gp_err *err);
 /* tenant and project overviews (h_overview.c) */
-void h_tenant_overview(api_req *r);
-void h_project_overview(api_req *r);
+int h_tenant_overview(api_ctx *c, gp_err *err);
+int h_project_overview(api_ctx *c, gp_err *err);
 /* the web console's static files (h_console.c) */
-void h_console_index(api_req *r);
-void h_console_asset(api_req *r);
+int h_console_index(api_ctx *c, gp_err *err);
+int h_console_asset(api_ctx *c, gp_err *err);
 void h_audit_list(api_req *r);
 void h_audit_verify(api_req *r);
 void h_audit_checkpoints(api_req *r);
@@ -429,35 +442,35 @@ void h_approval_list(api_req *r);
 void h_approval_get(api_req *r);
 void h_approval_approve(api_req *r);
 void h_approval_reject(api_req *r);
-void h_vendor_create(api_req *r);
-void h_vendor_list(api_req *r);
-void h_vendor_revoke(api_req *r);
-void h_join_create(api_req *r);
-void h_join_list(api_req *r);
-void h_join_revoke(api_req *r);
-void h_agent_register(api_req *r);
-void h_agent_heartbeat(api_req *r);
-void h_agent_wait(api_req *r); /* the agent's long poll (sched/loop.h) */
-void h_node_list(api_req *r);
-void h_node_get(api_req *r);
-void h_node_history(api_req *r);
-void h_node_cordon(api_req *r);
-void h_node_uncordon(api_req *r);
-void h_node_drain(api_req *r);
-void h_node_pool(api_req *r);
-void h_gpu_list(api_req *r);
-void h_gpu_get(api_req *r);
-void h_gpu_history(api_req *r);
-void h_gpu_cordon(api_req *r);
-void h_gpu_uncordon(api_req *r);
-void h_gpu_drain(api_req *r);
-void h_gpu_reset(api_req *r);
-void h_gpu_mode(api_req *r);
-void h_gpu_move(api_req *r);
-void h_health_policy_get(api_req *r);
-void h_health_policy_put(api_req *r);
-void h_alarm_list(api_req *r);
-void h_alarm_ack(api_req *r);
+int h_vendor_create(api_ctx *c, gp_err *err);
+int h_vendor_list(api_ctx *c, gp_err *err);
+int h_vendor_revoke(api_ctx *c, gp_err *err);
+int h_join_create(api_ctx *c, gp_err *err);
+int h_join_list(api_ctx *c, gp_err *err);
+int h_join_revoke(api_ctx *c, gp_err *err);
+int h_agent_register(api_ctx *c, gp_err *err);
+int h_agent_heartbeat(api_ctx *c, gp_err *err);
+int h_agent_wait(api_ctx *c, gp_err *err); /* the agent's long poll (sched/loop.h) */
+int h_node_list(api_ctx *c, gp_err *err);
+int h_node_get(api_ctx *c, gp_err *err);
+int h_node_history(api_ctx *c, gp_err *err);
+int h_node_cordon(api_ctx *c, gp_err *err);
+int h_node_uncordon(api_ctx *c, gp_err *err);
+int h_node_drain(api_ctx *c, gp_err *err);
+int h_node_pool(api_ctx *c, gp_err *err);
+int h_gpu_list(api_ctx *c, gp_err *err);
+int h_gpu_get(api_ctx *c, gp_err *err);
+int h_gpu_history(api_ctx *c, gp_err *err);
+int h_gpu_cordon(api_ctx *c, gp_err *err);
+int h_gpu_uncordon(api_ctx *c, gp_err *err);
+int h_gpu_drain(api_ctx *c, gp_err *err);
+int h_gpu_reset(api_ctx *c, gp_err *err);
+int h_gpu_mode(api_ctx *c, gp_err *err);
+int h_gpu_move(api_ctx *c, gp_err *err);
+int h_health_policy_get(api_ctx *c, gp_err *err);
+int h_health_policy_put(api_ctx *c, gp_err *err);
+int h_alarm_list(api_ctx *c, gp_err *err);
+int h_alarm_ack(api_ctx *c, gp_err *err);
 int h_class_create(api_ctx *c, gp_err *err);
 int h_class_list(api_ctx *c, gp_err *err);
 int h_class_get(api_ctx *c, gp_err *err);
@@ -529,6 +542,12 @@ int api__card_hours_enforce(store_t *st, gp_err *err);
 
 /* A stall of the server, for node liveness: a quarter of the node timeout, 2 s at least. */
 #define API_STALL_US(timeout_us) ((timeout_us) / 4 > 2000000 ? (timeout_us) / 4 : 2000000)
+
+/* A node's state transitions, audited and contained (a lost node's or failed card's jobs
+ * end), in `tx`; `r` names the actor and request (zeroed: the system's) (h_node.c). */
+struct inv_transition;
+int api__node_transitions(api_req *r, store_tx *tx, const struct inv_transition *t, int n,
+                          gp_err *err);
 
 /* Mark silent nodes unreachable and audit it (the server's reachability loop; inv_sweep has
  * the rules: observed_since_us, mass silences, *held).  A sweep that waited more than

@@ -45,6 +45,14 @@ static void serve(api_req *r, const char *name) {
     api_reply_text(r, 200, type_of(name), data);
 }
 
-void h_console_index(api_req *r) { serve(r, "index.html"); }
+int h_console_index(api_ctx *c, gp_err *err) {
+    (void)err;
+    serve(c->r, "index.html");
+    return GP_OK;
+}
 
-void h_console_asset(api_req *r) { serve(r, api_param(r, "file")); }
+int h_console_asset(api_ctx *c, gp_err *err) {
+    (void)err;
+    serve(c->r, api_param(c->r, "file"));
+    return GP_OK;
+}

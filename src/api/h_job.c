@@ -419,25 +419,3 @@ int h_binding_release(api_ctx *c, gp_err *err) {
     api_reply(c->r, 200, json_pack("{s:s,s:s}", "id", id, "state", "released"));
     return GP_OK;
 }
-
-/* The leader's tick (and a leader's handler): wake the scheduler thread; never a round here. */
-int api__sched_round(store_t *st, gp_err *err) {
-    (void)err;
-    sched_wake(st, 1);
-    return GP_OK;
-}
-
-int api__card_hours_enforce(store_t *st, gp_err *err) {
-    store_tx *tx;
-    int stopped = 0;
-    int rc = store_begin(st, STORE_WRITE, &tx, err);
-    if (rc) return rc;
-    rc = jobs_card_hours_enforce(tx, gt_now_us(), &stopped, err);
-    if (rc) {
-        store_rollback(tx);
-        return rc;
-    }
-    rc = store_commit(tx, err);
-    if (!rc && stopped) sched_node_touch(st, NULL); /* their agents stop them now */
-    return rc;
-}

@@ -54,9 +54,10 @@ typedef struct ov_use {
     int64_t units[OV_MAX_CLASSES];
 } ov_use;
 
-static int caller_may(api_req *r, int action, const char *tenant_id, const char *project_id) {
+static int caller_may(const api_ctx *c, int action, const char *tenant_id,
+                      const char *project_id) {
     authz_target t = {tenant_id, project_id};
-    return authz_check(r->who->bindings, r->who->nbindings, action, &t, gt_now_us()) ==
+    return authz_check(c->who->bindings, c->who->nbindings, action, &t, gt_now_us()) ==
            AUTHZ_ALLOW;
 }
 
@@ -418,92 +419,76 @@ static int projects_view(store_tx *tx, const tenancy_tenant *t, json_t **out, gp
     return rc;
 }
 
-static void overview(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    tenancy_tenant t;
-    tenancy_project p;
-    const char *tn = api_param(r, "tenant"), *pn = api_param(r, "project");
-    api_target(r, pn ? "project" : "tenant", pn ? pn : tn, tn, pn);
-    if (api_begin(r, STORE_READ, &tx)) return;
-    int rc = tenancy_tenant_find(tx, tn, &t, &err);
-    if (!rc && pn) rc = tenancy_project_find(tx, &t, pn, &p, &err);
-    if (rc == GP_ENOTFOUND) {
-        store_rollback(tx);
-        api_error(r, 404, "not_found", "not found");
-        return;
-    }
-    if (rc) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    const char *pid = pn ? p.id : NULL;
-    if (!api_authorize(r, pn ? ACT_PROJECT_READ : ACT_TENANT_READ, t.id, pid)) {
-        store_rollback(tx);
-        return;
-    }
+/* SC_TENANT, ACT_TENANT_READ or SC_PROJECT, ACT_PROJECT_READ (routes.c): every part as
+ * its own endpoint would allow, read in the one transaction (tied to the tenant). */
+static int overview(api_ctx *c, gp_err *err) {
+    const tenancy_tenant *t = &c->sc.t;
+    const tenancy_project *p = &c->sc.p;
+    store_tx *tx = c->tx;
+    int pn = c->sc.has_project, rc = GP_OK;
+    api_target(c->r, pn ? "project" : "tenant", pn ? p->name : t->name, NULL, NULL);
+    const char *pid = pn ? p->id : NULL;
     int64_t now = gt_now_us();
-    json_t *o = json_pack("{s:s,s:s,s:o}", "tenant", t.name, "display_name", t.display_name,
+    json_t *o = json_pack("{s:s,s:s,s:o}", "tenant", t->name, "display_name", t->display_name,
                           "as_of", jx_time(now));
     json_t *omitted = json_array(), *part = NULL;
     if (pn) {
-        json_object_set_new(o, "project", json_string(p.name));
-        json_object_set_new(o, "class", json_string(p.cls));
+        json_object_set_new(o, "project", json_string(p->name));
+        json_object_set_new(o, "class", json_string(p->cls));
     }
     /* quota and allocation */
     quota_set q, tq;
     ov_use u, tu;
-    rc = quota_load(tx, t.id, pid, &q, &err);
-    if (!rc) rc = load_use(tx, t.id, pid, now, &u, &err);
-    if (!rc && pn) rc = quota_load(tx, t.id, NULL, &tq, &err);
-    if (!rc && pn) rc = load_use(tx, t.id, NULL, now, &tu, &err);
+    rc = quota_load(tx, t->id, pid, &q, err);
+    if (!rc) rc = load_use(tx, t->id, pid, now, &u, err);
+    if (!rc && pn) rc = quota_load(tx, t->id, NULL, &tq, err);
+    if (!rc && pn) rc = load_use(tx, t->id, NULL, now, &tu, err);
     if (!rc) json_object_set_new(o, "quota", quota_view(&q, &u, pn ? &tq : NULL, pn ? &tu : NULL));
     if (!rc) {
-        rc = accel_view(tx, t.id, pid, &part, &err);
+        rc = accel_view(tx, t->id, pid, &part, err);
         if (!rc) json_object_set_new(o, "accelerators", part);
     }
     /* its guaranteed share: guaranteed / in use / borrowed / lent, its own figures only */
     if (!rc && !pn) {
-        rc = share_tenant_view(tx, t.id, &part, &err);
+        rc = share_tenant_view(tx, t->id, &part, err);
         if (!rc) json_object_set_new(o, "share", part);
     }
     /* the other parts, each as its own endpoint would allow */
     if (!rc && !pn) {
-        rc = projects_view(tx, &t, &part, &err);
+        rc = projects_view(tx, t, &part, err);
         if (!rc) json_object_set_new(o, "projects", part);
     }
-    if (!rc && caller_may(r, ACT_JOB_READ, t.id, pid)) {
-        rc = jobs_view(tx, t.id, pid, &part, &err);
+    if (!rc && caller_may(c, ACT_JOB_READ, t->id, pid)) {
+        rc = jobs_view(tx, t->id, pid, &part, err);
         if (!rc) json_object_set_new(o, "jobs", part);
     } else if (!rc) {
         json_array_append_new(omitted, json_string("jobs"));
     }
-    if (!rc && caller_may(r, ACT_USAGE_READ, t.id, pid)) {
-        rc = usage_view(tx, t.id, pid, now, &part, &err);
+    if (!rc && caller_may(c, ACT_USAGE_READ, t->id, pid)) {
+        rc = usage_view(tx, t->id, pid, now, &part, err);
         if (!rc) json_object_set_new(o, "usage", part);
     } else if (!rc) {
         json_array_append_new(omitted, json_string("usage"));
     }
-    if (!rc && !pn && caller_may(r, ACT_MODEL_READ, t.id, NULL)) {
-        rc = models_view(tx, t.id, &part, &err);
+    if (!rc && !pn && caller_may(c, ACT_MODEL_READ, t->id, NULL)) {
+        rc = models_view(tx, t->id, &part, err);
         if (!rc) json_object_set_new(o, "models", part);
     } else if (!rc && !pn) {
         json_array_append_new(omitted, json_string("models"));
     }
     if (!rc) {
-        rc = alarms_view(tx, t.name, &part, &err);
+        rc = alarms_view(tx, t->name, &part, err);
         if (!rc) json_object_set_new(o, "alarms", part);
     }
-    store_rollback(tx);
     if (rc) {
         json_decref(o);
         json_decref(omitted);
-        api_fail(r, &err);
-        return;
+        return rc;
     }
     json_object_set_new(o, "omitted", omitted);
-    api_reply(r, 200, o);
+    api_reply(c->r, 200, o);
+    return GP_OK;
 }
 
-void h_tenant_overview(api_req *r) { overview(r); }
-void h_project_overview(api_req *r) { overview(r); }
+int h_tenant_overview(api_ctx *c, gp_err *err) { return overview(c, err); }
+int h_project_overview(api_ctx *c, gp_err *err) { return overview(c, err); }

@@ -18,18 +18,23 @@
 
 #include <stdlib.h>
 
-void h_healthz(api_req *r) { api_reply(r, 200, json_pack("{s:s}", "status", "ok")); }
+int h_healthz(api_ctx *c, gp_err *err) {
+    (void)err;
+    api_reply(c->r, 200, json_pack("{s:s}", "status", "ok"));
+    return GP_OK;
+}
 
-void h_readyz(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    if (store_ping(r->store, &err)) {
+int h_readyz(api_ctx *c, gp_err *err) {
+    api_req *r = c->r;
+    if (store_ping(r->store, err)) {
         api_error(r, 503, "store_unavailable", "the store does not answer");
-        return;
+        return err->code ? err->code : GP_EBUSY;
     }
     json_t *o = json_pack("{s:s,s:s}", "status", "ready", "store", store_backend(r->store));
     /* whether this server runs the scheduler among those sharing the store */
     if (r->leader >= 0) json_object_set_new(o, "leader", json_boolean(r->leader == 1));
     api_reply(r, 200, o);
+    return GP_OK;
 }
 
 /*
@@ -38,12 +43,10 @@ void h_readyz(api_req *r) {
  * allocation, queues, card-hours and tokens by tenant for those who read
  * every tenant's usage (platform- and security-admins).
  */
-void h_metrics(api_req *r) {
+int h_metrics(api_ctx *c, gp_err *err) {
+    api_req *r = c->r;
     char *text = api__metrics_render();
-    if (!text) {
-        api_error(r, 500, "out_of_memory", "out of memory");
-        return;
-    }
+    if (!text) return gp_err_set(err, GP_ENOMEM, "out of memory");
     strbuf sb = SB_INIT;
     sb_adds(&sb, text);
     free(text);
@@ -66,50 +69,41 @@ void h_metrics(api_req *r) {
                 "gpupool_agent_waits %d\n",
                 (unsigned long long)ls.rounds, (unsigned long long)ls.wakes,
                 (double)ls.last_round_us / 1e6, ls.waiters);
-    gp_err err = GP_ERR_INIT;
-    if (r->authorization && !r->who && auth_authenticate(r->store, r->authorization, &r->who, &err)) {
+    /* public, but a bearer token shows more: checked here, not by dispatch */
+    if (r->authorization && !r->who && auth_authenticate(r->store, r->authorization, &r->who, err)) {
         sb_release(&sb);
-        api_error(r, 401, "unauthenticated", err.msg);
-        return;
+        err->code = GP_EUNAUTH; /* whatever failed, the credential was not taken: 401 */
+        return GP_EUNAUTH;
     }
     if (r->who) {
         authz_target g = {NULL, NULL};
         int64_t now = gt_now_us();
         int gpus = authz_check(r->who->bindings, r->who->nbindings, ACT_NODE_READ, &g, now) == AUTHZ_ALLOW;
         int tenants = authz_check(r->who->bindings, r->who->nbindings, ACT_USAGE_READ, &g, now) == AUTHZ_ALLOW;
-        store_tx *tx;
-        if ((gpus || tenants) && !store_begin(r->store, STORE_READ, &tx, &err)) {
-            if (meter_prometheus(tx, now, gpus, tenants, &sb, &err))
-                log_kv(LOG_WARN, "platform gauges unavailable", "detail", err.msg, (char *)NULL);
-            store_rollback(tx);
-        }
+        gp_err why = GP_ERR_INIT;
+        if ((gpus || tenants) && meter_prometheus_read(r->store, now, gpus, tenants, &sb, &why))
+            log_kv(LOG_WARN, "platform gauges unavailable", "detail", why.msg, (char *)NULL);
     }
     if (!sb_ok(&sb)) {
         sb_release(&sb);
-        api_error(r, 500, "out_of_memory", "out of memory");
-        return;
+        return gp_err_set(err, GP_ENOMEM, "out of memory");
     }
     api_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", sb.buf);
     sb_release(&sb);
+    return GP_OK;
 }
 
-void h_openapi(api_req *r) { api_reply_text(r, 200, "application/json", api_openapi_json()); }
+int h_openapi(api_ctx *c, gp_err *err) {
+    (void)err;
+    api_reply_text(c->r, 200, "application/json", api_openapi_json());
+    return GP_OK;
+}
 
-void h_whoami(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
+/* SC_SIGNED_IN: who the caller is, and the roles in force now. */
+int h_whoami(api_ctx *c, gp_err *err) {
     json_t *all;
-    if (store_begin(r->store, STORE_READ, &tx, &err)) {
-        api_fail(r, &err);
-        return;
-    }
-    int rc = auth_member_list_user(tx, r->who->user_id, &all, &err);
-    store_rollback(tx);
-    if (rc) {
-        api_fail(r, &err);
-        return;
-    }
-    /* only the roles in force now */
+    int rc = auth_member_list_user(c->tx, c->who->user_id, &all, err);
+    if (rc) return rc;
     json_t *roles = json_array();
     int64_t now = gt_now_us();
     size_t i;
@@ -121,7 +115,8 @@ void h_whoami(api_req *r) {
         json_array_append(roles, b);
     }
     json_decref(all);
-    api_reply(r, 200,
-              json_pack("{s:s,s:s,s:s,s:o}", "id", r->who->user_id, "name", r->who->name, "kind",
-                        r->who->kind, "roles", roles));
+    api_reply(c->r, 200,
+              json_pack("{s:s,s:s,s:s,s:o}", "id", c->who->user_id, "name", c->who->name, "kind",
+                        c->who->kind, "roles", roles));
+    return GP_OK;
 }

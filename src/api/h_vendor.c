@@ -39,117 +39,82 @@ static char *names_array(json_t *body, const char *key, size_t *count, gp_err *e
     return jx_dump(v);
 }
 
-void h_vendor_create(api_req *r) {
+/* A sensitive route (vendor.create): dispatch validates it by a dry run, then files it. */
+int h_vendor_create(api_ctx *c, gp_err *err) {
     static const char *const fields[] = {"user", "nodes", "work_orders", "ttl_seconds", NULL};
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    json_t *body;
     const char *uname;
     int64_t ttl = 0;
-    int present;
+    int present, others = 0, grants = 0, rc;
     auth_user u;
     size_t nn, nw;
-    api_target(r, "vendor-access", NULL, NULL, NULL);
-    if (!api_authorize(r, ACT_VENDOR_MANAGE, NULL, NULL)) return;
-    if (api_body(r, &body)) return;
     char *nodes = NULL, *wos = NULL;
-    if (jx_only_fields(body, fields, &err) || jx_get_str(body, "user", 1, &uname, &err) ||
-        jx_get_int(body, "ttl_seconds", 1, &ttl, &present, &err) ||
-        !(nodes = names_array(body, "nodes", &nn, &err)) ||
-        !(wos = names_array(body, "work_orders", &nw, &err)))
-        goto bad;
+    api_target(c->r, "vendor-access", NULL, NULL, NULL);
+    if (jx_only_fields(c->body, fields, err) || jx_get_str(c->body, "user", 1, &uname, err) ||
+        jx_get_int(c->body, "ttl_seconds", 1, &ttl, &present, err) ||
+        !(nodes = names_array(c->body, "nodes", &nn, err)) ||
+        !(wos = names_array(c->body, "work_orders", &nw, err))) {
+        rc = err->code;
+        goto out;
+    }
     if (ttl < 60 || ttl > VENDOR_MAX_TTL) {
-        gp_err_set(&err, GP_EINVALID, "ttl_seconds must be between 60 and %lld",
-                   (long long)VENDOR_MAX_TTL);
-        goto bad;
+        rc = gp_err_set(err, GP_EINVALID, "ttl_seconds must be between 60 and %lld",
+                        (long long)VENDOR_MAX_TTL);
+        goto out;
     }
     if (nn + nw == 0) {
-        gp_err_set(&err, GP_EINVALID, "name at least one node or work order");
-        goto bad;
+        rc = gp_err_set(err, GP_EINVALID, "name at least one node or work order");
+        goto out;
     }
-    api_target(r, NULL, uname, NULL, NULL);
-    if (api_begin(r, STORE_READ, &tx)) goto out;
-    int others = 0, grants = 0;
-    int rc = auth_user_find(tx, uname, &u, &err);
-    if (rc == GP_ENOTFOUND) gp_err_set(&err, rc, "user '%s' not found", uname);
-    if (!rc) rc = auth_user_role_counts(tx, u.id, &others, &grants, &err);
+    api_target(c->r, NULL, uname, NULL, NULL);
+    rc = auth_user_find(c->tx, uname, &u, err);
+    if (rc == GP_ENOTFOUND) gp_err_set(err, rc, "user '%s' not found", uname);
+    if (!rc) rc = auth_user_role_counts(c->tx, u.id, &others, &grants, err);
     if (!rc && others > 0)
-        rc = gp_err_set(&err, GP_ECONFLICT,
+        rc = gp_err_set(err, GP_ECONFLICT,
                         "user '%s' holds other roles; vendor access goes to vendor-only accounts",
                         uname);
-    store_rollback(tx);
-    if (rc) goto bad;
-    json_t *nv = json_object_get(body, "nodes"), *wv = json_object_get(body, "work_orders");
-    json_t *change = json_pack("{s:s,s:o,s:o,s:I}", "user", uname, "nodes",
-                               nv ? json_incref(nv) : json_array(), "work_orders",
-                               wv ? json_incref(wv) : json_array(), "ttl_seconds",
-                               (json_int_t)ttl);
-    int pending = api_needs_approval(r, "vendor.create", NULL, change);
-    if (pending) {
-        json_decref(change);
-        goto out;
-    }
-    if (api_begin(r, STORE_WRITE, &tx)) {
-        json_decref(change);
-        goto out;
-    }
     char id[RND_ID_LEN];
-    if (auth_vendor_grant(tx, u.id, nodes, wos, ttl, r->who->user_id, id, &err)) {
-        json_decref(change);
-        api_abort(r, tx, &err);
-        goto out;
-    }
-    api_target(r, NULL, id, NULL, NULL);
-    json_object_set_new(change, "id", json_string(id));
-    if (!api_finish(r, tx, 201, change)) {
-        char exp[GT_RFC3339_LEN];
-        gt_format_us(gt_now_us() + ttl * 1000000, exp, sizeof exp);
-        api_reply(r, 201, json_pack("{s:s,s:s,s:s,s:s}", "id", id, "user", uname, "expires_at",
-                                    exp, "state", "active"));
-    }
-    goto out;
-bad:
-    api_fail(r, &err);
+    if (!rc) rc = auth_vendor_grant(c->tx, u.id, nodes, wos, ttl, c->who->user_id, id, err);
+    if (rc) goto out;
+    json_t *nv = json_object_get(c->body, "nodes"), *wv = json_object_get(c->body, "work_orders");
+    c->summary = json_pack("{s:s,s:o,s:o,s:I}", "user", uname, "nodes",
+                           nv ? json_incref(nv) : json_array(), "work_orders",
+                           wv ? json_incref(wv) : json_array(), "ttl_seconds", (json_int_t)ttl);
+    if (c->dry_run) goto out; /* the approval shows the change, not a grant's id */
+    api_target(c->r, NULL, id, NULL, NULL);
+    json_object_set_new(c->summary, "id", json_string(id));
+    char exp[GT_RFC3339_LEN];
+    gt_format_us(gt_now_us() + ttl * 1000000, exp, sizeof exp);
+    api_reply(c->r, 201, json_pack("{s:s,s:s,s:s,s:s}", "id", id, "user", uname, "expires_at",
+                                   exp, "state", "active"));
 out:
     free(nodes);
     free(wos);
-    json_decref(body);
+    return rc;
 }
 
-void h_vendor_list(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
+/* SC_SIGNED_IN: ops see every grant, a vendor its own; anyone else 403. */
+int h_vendor_list(api_ctx *c, gp_err *err) {
     json_t *items;
     authz_target g = {NULL, NULL};
     int64_t now = gt_now_us();
-    int ops = authz_check(r->who->bindings, r->who->nbindings, ACT_VENDOR_MANAGE, &g, now) ==
+    int ops = authz_check(c->who->bindings, c->who->nbindings, ACT_VENDOR_MANAGE, &g, now) ==
               AUTHZ_ALLOW;
-    int vendor = authz_holds(r->who->bindings, r->who->nbindings, ROLE_VENDOR, now);
-    api_target(r, "vendor-access", NULL, NULL, NULL);
-    if (!ops && !vendor) {
-        api_error(r, 403, "forbidden", "your role does not allow this action here");
-        return;
-    }
-    if (api_begin(r, STORE_READ, &tx)) return;
-    if (auth_vendor_list(tx, ops ? NULL : r->who->user_id, &items, &err)) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    store_rollback(tx);
-    api_reply(r, 200, api_list(items, NULL));
+    int vendor = authz_holds(c->who->bindings, c->who->nbindings, ROLE_VENDOR, now);
+    api_target(c->r, "vendor-access", NULL, NULL, NULL);
+    if (!ops && !vendor)
+        return gp_err_set(err, GP_EFORBIDDEN, "your role does not allow this action here");
+    int rc = auth_vendor_list(c->tx, ops ? NULL : c->who->user_id, &items, err);
+    if (!rc) api_reply(c->r, 200, api_list(items, NULL));
+    return rc;
 }
 
-void h_vendor_revoke(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    const char *id = api_param(r, "id");
-    api_target(r, "vendor-access", id, NULL, NULL);
-    if (!api_authorize(r, ACT_VENDOR_MANAGE, NULL, NULL)) return;
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (auth_vendor_revoke(tx, id, &err)) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (!api_finish(r, tx, 200, json_pack("{s:s}", "id", id)))
-        api_reply(r, 200, json_pack("{s:s,s:s}", "id", id, "state", "revoked"));
+int h_vendor_revoke(api_ctx *c, gp_err *err) {
+    const char *id = api_param(c->r, "id");
+    api_target(c->r, "vendor-access", id, NULL, NULL);
+    int rc = auth_vendor_revoke(c->tx, id, err);
+    if (rc) return rc;
+    c->summary = json_pack("{s:s}", "id", id);
+    api_reply(c->r, 200, json_pack("{s:s,s:s}", "id", id, "state", "revoked"));
+    return GP_OK;
 }

@@ -172,5 +172,9 @@ int meter_serving_cost(store_tx *tx, const char *tenant_id, const char *model, i
  */
 int meter_prometheus(store_tx *tx, int64_t now_us, int gpus, int tenants, strbuf *out,
                      gp_err *err);
+/* The same in a read transaction of its own (/metrics: public, served without one, so that
+ * a scrape answers the request metrics even while the store does not). */
+int meter_prometheus_read(store_t *st, int64_t now_us, int gpus, int tenants, strbuf *out,
+                          gp_err *err);
 
 #endif

@@ -1122,3 +1122,13 @@ int meter_prometheus(store_tx *tx, int64_t now_us, int gpus, int tenants, strbuf
     }
     return rc;
 }
+
+int meter_prometheus_read(store_t *st, int64_t now_us, int gpus, int tenants, strbuf *out,
+                          gp_err *err) {
+    store_tx *tx;
+    int rc = store_begin(st, STORE_READ, &tx, err);
+    if (rc) return rc;
+    rc = meter_prometheus(tx, now_us, gpus, tenants, out, err);
+    store_rollback(tx);
+    return rc;
+}
