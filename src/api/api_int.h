@@ -406,10 +406,10 @@ int h_project_overview(api_ctx *c, gp_err *err);
 /* the web console's static files (h_console.c) */
 int h_console_index(api_ctx *c, gp_err *err);
 int h_console_asset(api_ctx *c, gp_err *err);
-void h_audit_list(api_req *r);
-void h_audit_verify(api_req *r);
-void h_audit_checkpoints(api_req *r);
-void h_audit_export(api_req *r);
+int h_audit_list(api_ctx *c, gp_err *err);
+int h_audit_verify(api_ctx *c, gp_err *err);
+int h_audit_checkpoints(api_ctx *c, gp_err *err);
+int h_audit_export(api_ctx *c, gp_err *err);
 void h_login(api_req *r);
 void h_user_create(api_req *r);
 void h_user_list(api_req *r);

@@ -53,57 +53,44 @@ static int parse_filter(api_req *r, const char *tenant, audit_filter *f) {
     return 0;
 }
 
-/* Authorise reading the audit (whole, or one tenant's with ?tenant=); 0 when allowed. */
-static int authorize_read(api_req *r, store_tx *tx, const char *tenant, int export) {
-    gp_err err = GP_ERR_INIT;
-    if (tenant) {
-        tenancy_tenant t;
-        int rc = tenancy_tenant_find(tx, tenant, &t, &err);
-        if (rc == GP_ENOTFOUND) {
-            api_error(r, 404, "not_found", "not found");
-            return -1;
-        }
-        if (rc) {
-            api_fail(r, &err);
-            return -1;
-        }
-        return api_authorize(r, export ? ACT_AUDIT_EXPORT : ACT_AUDIT_READ_TENANT, t.id, NULL)
-                   ? 0
-                   : -1;
-    }
-    return api_authorize(r, export ? ACT_AUDIT_EXPORT : ACT_AUDIT_READ_ALL, NULL, NULL) ? 0 : -1;
+/* Authorise reading the audit (whole, or one tenant's with ?tenant=). */
+static int authorize_read(api_ctx *c, const char *tenant, int export, gp_err *err) {
+    if (!tenant)
+        return api_allow(c, export ? ACT_AUDIT_EXPORT : ACT_AUDIT_READ_ALL, NULL, NULL, err);
+    tenancy_tenant t;
+    int rc = tenancy_tenant_find(c->tx, tenant, &t, err);
+    if (rc == GP_ENOTFOUND) return gp_err_set(err, rc, "not found");
+    return rc ? rc : api_allow(c, export ? ACT_AUDIT_EXPORT : ACT_AUDIT_READ_TENANT, t.id, NULL,
+                               err);
 }
 
 /*
  * GET /api/v1/audit/export - the filtered events as JSON Lines.  Exporting is
- * the sensitive operation audit.export: by default it answers 202 with an
- * approval, and the export is produced when a second person approves (the
- * approval's result holds it).
+ * the sensitive operation audit.export (a sensitive route: dispatch checks it
+ * by a dry run, then files it): by default it answers 202 with an approval,
+ * and the export is produced when a second person approves (the approval's
+ * result holds it).  The export itself is recorded, with its size.
  */
-void h_audit_export(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
+int h_audit_export(api_ctx *c, gp_err *err) {
     audit_filter f;
-    const char *tenant = api_query(r, "tenant");
-    api_target(r, "audit", "export", tenant, NULL);
-    if (api_begin(r, STORE_READ, &tx)) return;
-    int ok = !authorize_read(r, tx, tenant, 1) && !parse_filter(r, tenant, &f);
-    store_rollback(tx);
-    if (!ok) return;
-    json_t *change = json_pack("{s:s?}", "tenant", tenant);
-    int pending = api_needs_approval(r, "audit.export", tenant, change);
-    json_decref(change);
-    if (pending) return;
+    const char *tenant = api_query(c->r, "tenant");
+    api_target(c->r, "audit", "export", tenant, NULL);
+    int rc = authorize_read(c, tenant, 1, err);
+    if (rc) return rc;
+    if (parse_filter(c->r, tenant, &f)) return GP_EINVALID; /* its 400 is set */
+    if (c->dry_run) {
+        if (tenant) snprintf(c->approval_tenant, sizeof c->approval_tenant, "%s", tenant);
+        c->summary = json_pack("{s:s?}", "tenant", tenant);
+        return GP_OK;
+    }
     strbuf out = SB_INIT;
     f.limit = 1000;
-    if (api_begin(r, STORE_READ, &tx)) return;
     for (;;) {
         json_t *items;
         int64_t next;
-        if (audit_list(tx, &f, &items, &next, &err)) {
+        if ((rc = audit_list(c->tx, &f, &items, &next, err))) {
             sb_release(&out);
-            api_abort(r, tx, &err);
-            return;
+            return rc;
         }
         size_t i;
         json_t *e;
@@ -117,101 +104,65 @@ void h_audit_export(api_req *r) {
         if (!next) break;
         f.after_seq = next;
     }
-    store_rollback(tx);
     if (!sb_ok(&out)) {
         sb_release(&out);
-        api_error(r, 500, "out_of_memory", "out of memory");
-        return;
+        return gp_err_set(err, GP_ENOMEM, "out of memory");
     }
-    /* the export itself is recorded */
-    if (api_begin(r, STORE_WRITE, &tx)) {
-        sb_release(&out);
-        return;
-    }
-    if (api_finish(r, tx, 200, json_pack("{s:s?,s:I}", "tenant", tenant, "bytes",
-                                         (json_int_t)out.len))) {
-        sb_release(&out);
-        return;
-    }
-    api_reply_text(r, 200, "application/x-ndjson", out.buf);
+    c->summary = json_pack("{s:s?,s:I}", "tenant", tenant, "bytes", (json_int_t)out.len);
+    api_reply_text(c->r, 200, "application/x-ndjson", out.buf);
     sb_release(&out);
+    return GP_OK;
 }
 
-void h_audit_list(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    const char *tenant = api_query(r, "tenant");
-    api_target(r, "audit", NULL, tenant, NULL);
-    if (store_begin(r->store, STORE_READ, &tx, &err)) {
-        api_fail(r, &err);
-        return;
-    }
-    if (authorize_read(r, tx, tenant, 0)) {
-        store_rollback(tx);
-        return;
-    }
+/* SC_SIGNED_IN: the whole audit for its readers, one tenant's (?tenant=) for its admins. */
+int h_audit_list(api_ctx *c, gp_err *err) {
+    const char *tenant = api_query(c->r, "tenant");
+    api_target(c->r, "audit", NULL, tenant, NULL);
+    int rc = authorize_read(c, tenant, 0, err);
+    if (rc) return rc;
     audit_filter f;
-    if (parse_filter(r, tenant, &f)) {
-        store_rollback(tx);
-        return;
-    }
+    if (parse_filter(c->r, tenant, &f)) return GP_EINVALID; /* its 400 is set */
     json_t *items;
     int64_t next;
-    int rc = audit_list(tx, &f, &items, &next, &err);
-    store_rollback(tx);
-    if (rc) {
-        api_fail(r, &err);
-        return;
-    }
+    if ((rc = audit_list(c->tx, &f, &items, &next, err))) return rc;
     char cursor[32];
     snprintf(cursor, sizeof cursor, "%" PRId64, next);
-    api_reply(r, 200, api_list(items, next ? cursor : NULL));
+    api_reply(c->r, 200, api_list(items, next ? cursor : NULL));
+    return GP_OK;
 }
 
-void h_audit_verify(api_req *r) {
-    gp_err err = GP_ERR_INIT;
+/* SC_GLOBAL, ACT_AUDIT_VERIFY; no transaction of the request's: the check reads the whole
+ * chain in transactions of its own (audit_verify_signed). */
+int h_audit_verify(api_ctx *c, gp_err *err) {
     audit_report rep;
+    api_req *r = c->r;
     api_target(r, "audit", "chain", NULL, NULL);
-    if (!api_authorize(r, ACT_AUDIT_VERIFY, NULL, NULL)) return;
     /* with a signing key, the chain is checked against its signed checkpoints */
     audit_trust trust = {0};
     if (r->cfg && r->cfg->audit_key_id) {
         trust.key_id = r->cfg->audit_key_id;
         trust.checkpoint_file = r->cfg->audit_checkpoint_file;
     }
-    if (audit_verify_signed(r->store, trust.key_id ? &trust : NULL, &rep, &err)) {
-        api_fail(r, &err);
-        return;
-    }
-    json_t *o = audit_report_json(&rep);
-    api_reply(r, 200, o);
+    int rc = audit_verify_signed(r->store, trust.key_id ? &trust : NULL, &rep, err);
+    if (!rc) api_reply(r, 200, audit_report_json(&rep));
+    return rc;
 }
 
-void h_audit_checkpoints(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
+int h_audit_checkpoints(api_ctx *c, gp_err *err) {
     int64_t after = 0, limit = 100;
-    api_target(r, "audit", "checkpoints", NULL, NULL);
-    if (!api_authorize(r, ACT_AUDIT_READ_ALL, NULL, NULL)) return;
-    if (api_query_int(r, "after", 0, INT64_MAX, &after) ||
-        api_query_int(r, "limit", 1, 1000, &limit))
-        return;
-    if (store_begin(r->store, STORE_READ, &tx, &err)) {
-        api_fail(r, &err);
-        return;
-    }
+    api_target(c->r, "audit", "checkpoints", NULL, NULL);
+    if (api_query_int(c->r, "after", 0, INT64_MAX, &after) ||
+        api_query_int(c->r, "limit", 1, 1000, &limit))
+        return GP_EINVALID; /* its 400 is set */
     json_t *items;
     int64_t next;
-    int rc = audit_checkpoint_list(tx, after, (int)limit, &items, &next, &err);
-    store_rollback(tx);
-    if (rc) {
-        api_fail(r, &err);
-        return;
-    }
+    int rc = audit_checkpoint_list(c->tx, after, (int)limit, &items, &next, err);
+    if (rc) return rc;
     char cursor[32];
     snprintf(cursor, sizeof cursor, "%" PRId64, next);
     json_t *o = api_list(items, next ? cursor : NULL);
-    const char *key = r->cfg ? r->cfg->audit_key_id : NULL;
+    const char *key = c->r->cfg ? c->r->cfg->audit_key_id : NULL;
     json_object_set_new(o, "key_id", key ? json_string(key) : json_null());
-    api_reply(r, 200, o);
+    api_reply(c->r, 200, o);
+    return GP_OK;
 }
