@@ -520,19 +520,19 @@ void h_key_get(api_req *r);
 void h_key_revoke(api_req *r);
 void h_usage_records(api_req *r);
 /* knowledge bases, documents, queries; applications bound to KBs (h_kb.c) */
-void h_kb_list(api_req *r);
-void h_kb_create(api_req *r);
-void h_kb_get(api_req *r);
-void h_kb_update(api_req *r);
-void h_kb_delete(api_req *r);
-void h_kb_doc_list(api_req *r);
-void h_kb_doc_upload(api_req *r);
-void h_kb_doc_get(api_req *r);
-void h_kb_doc_delete(api_req *r);
-void h_kb_query(api_req *r);
-void h_app_rag_list(api_req *r);
-void h_app_rag_set(api_req *r);
-void h_app_rag_delete(api_req *r);
+int h_kb_list(api_ctx *c, gp_err *err);
+int h_kb_create(api_ctx *c, gp_err *err);
+int h_kb_get(api_ctx *c, gp_err *err);
+int h_kb_update(api_ctx *c, gp_err *err);
+int h_kb_delete(api_ctx *c, gp_err *err);
+int h_kb_doc_list(api_ctx *c, gp_err *err);
+void h_kb_doc_upload(api_req *r); /* legacy: extracts outside the write lock */
+int h_kb_doc_get(api_ctx *c, gp_err *err);
+int h_kb_doc_delete(api_ctx *c, gp_err *err);
+int h_kb_query(api_ctx *c, gp_err *err);
+int h_app_rag_list(api_ctx *c, gp_err *err);
+int h_app_rag_set(api_ctx *c, gp_err *err);
+int h_app_rag_delete(api_ctx *c, gp_err *err);
 
 /* Wake the scheduler thread for a round (sched/loop.h); called by the leader only (its
  * once-a-second tick, a leader's handler).  Never runs the round itself.  Returns GP_OK. */

@@ -1,8 +1,16 @@
 /*
  * h_kb.c - knowledge bases, their documents and queries, and the binding
  * of an application's model to KBs (retrieval-augmented answers).  The
- * logic is in src/kb (kb.h); these handlers resolve the path, authorise,
- * and wrap store calls in a transaction with the audit event.
+ * logic is in src/kb (kb.h).  The routes are declared (routes.c): dispatch
+ * opens the transaction, resolves {tenant} (SC_TENANT: 404 unless the
+ * caller sees the tenant, and the transaction tied to it) or {project}
+ * (SC_PROJECT, the app routes), parses the body and appends the audit
+ * event; these handlers load the KB and decide on it.  The ops routes have
+ * no tenant: who may act on an ops KB depends on the KB (a vendor holding
+ * one of its work orders reads it), so they are SC_SIGNED_IN and decided
+ * here, except create, which is kb.ops_write at global scope.  A document
+ * upload stays a legacy handler: it extracts the text (pdftotext may take a
+ * while) between a read and a write transaction, outside any write lock.
  *
  *   GET|POST /tenants/{t}/kbs                           (filtered) | kb.manage
  *   GET|PATCH|DELETE /tenants/{t}/kbs/{kb}              kb.read | kb.manage
@@ -36,19 +44,14 @@
 
 enum { NEED_READ, NEED_WRITE, NEED_MANAGE };
 
-typedef struct kbscope {
-    int ops;             /* /api/v1/ops/kbs… */
-    tenancy_tenant t;    /* tenant routes */
-    kb_info kb;          /* once loaded */
-} kbscope;
-
-static int is_ops(api_req *r) { return !strncmp(r->route->pattern, "/api/v1/ops/", 12); }
-
 static int allowed(api_req *r, int action, const char *tid, const char *pid) {
     authz_target tg = {tid, pid};
     return authz_check(r->who->bindings, r->who->nbindings, (authz_action)action, &tg,
                        gt_now_us()) == AUTHZ_ALLOW;
 }
+
+/* The tenant a declared route acts in: NULL on the ops routes (no {tenant}). */
+static const char *tenant_of(const api_ctx *c) { return c->sc.t.id[0] ? c->sc.t.id : NULL; }
 
 /* Is the caller a vendor holding one of `wos` (by a live grant, or assigned)? */
 static int vendor_holds(api_req *r, store_tx *tx, json_t *wos) {
@@ -72,10 +75,10 @@ static int vendor_holds(api_req *r, store_tx *tx, json_t *wos) {
     return yes;
 }
 
-/* May the caller read `kb`?  (Sets no response.) */
-static int may_read(api_req *r, store_tx *tx, const kbscope *sc, const kb_info *kb) {
-    if (sc->ops) return allowed(r, ACT_KB_OPS_READ, NULL, NULL) || vendor_holds(r, tx, kb->work_orders);
-    const char *tid = sc->t.id, *pid = kb->project_id[0] ? kb->project_id : NULL;
+/* May the caller read `kb`, of tenant `tid` (NULL: an ops KB)? */
+static int may_read(api_req *r, store_tx *tx, const char *tid, const kb_info *kb) {
+    if (!tid) return allowed(r, ACT_KB_OPS_READ, NULL, NULL) || vendor_holds(r, tx, kb->work_orders);
+    const char *pid = kb->project_id[0] ? kb->project_id : NULL;
     if (pid) return allowed(r, ACT_KB_READ, tid, pid);
     /* a tenant-wide KB: members of any of the tenant's projects read it */
     return authz_tenant_wide(r->who->bindings, r->who->nbindings, ACT_KB_READ, tid, gt_now_us());
@@ -84,287 +87,226 @@ static int may_read(api_req *r, store_tx *tx, const kbscope *sc, const kb_info *
 typedef struct keepcls {
     api_req *r;
     store_tx *tx;
-    const kbscope *sc;
+    const char *tid;
 } keepcls;
 
 static int keep_readable(void *cls, const kb_info *kb) {
     keepcls *k = cls;
-    return may_read(k->r, k->tx, k->sc, kb);
+    return may_read(k->r, k->tx, k->tid, kb);
 }
 
-/* Resolve {tenant} (tenant routes): 404 unless it exists and the caller can see it. */
-static int load_tenant(api_req *r, store_tx *tx, kbscope *sc) {
-    gp_err err = GP_ERR_INIT;
-    memset(sc, 0, sizeof *sc);
-    sc->ops = is_ops(r);
-    if (sc->ops) return 0;
-    const char *tn = api_param(r, "tenant");
-    api_target(r, NULL, NULL, tn, NULL);
-    int rc = tenancy_tenant_find(tx, tn, &sc->t, &err);
-    authz_target tg = {sc->t.id, NULL};
-    if (rc == GP_ENOTFOUND ||
-        (!rc && !authz_visible(r->who->bindings, r->who->nbindings, &tg, gt_now_us()))) {
-        api_error(r, 404, "not_found", "not found");
-        return -1;
-    }
-    if (rc) {
-        api_fail(r, &err);
-        return -1;
-    }
-    return 0;
-}
-
-/* The project name of a project KB ("" otherwise), for the audit target. */
-static void target_project(api_req *r, store_tx *tx, const kbscope *sc) {
-    if (sc->ops || !sc->kb.project_id[0]) return;
+/* The project name of a project KB, for the audit target. */
+static void target_project(api_req *r, store_tx *tx, const kb_info *kb) {
+    if (!kb->project_id[0]) return;
     store_stmt *s;
     gp_err err = GP_ERR_INIT;
-    if (store_query(tx, &s, &err, "SELECT name FROM projects WHERE id = ?", "s",
-                    sc->kb.project_id))
+    if (store_query(tx, &s, &err, "SELECT name FROM projects WHERE id = ?", "s", kb->project_id))
         return;
     if (store_step(s, &err) > 0) api_target(r, NULL, NULL, NULL, store_text(s, 0));
     store_done(s);
 }
 
-/* Load {kb} and check `need` on it; on failure the response is set. */
-static int load_kb(api_req *r, store_tx *tx, kbscope *sc, int need) {
-    gp_err err = GP_ERR_INIT;
-    if (load_tenant(r, tx, sc)) return -1;
+/*
+ * Load {kb} of tenant `tid` (NULL: the ops KBs) and check `need` on it:
+ * GP_ENOTFOUND for a KB the caller cannot read, exactly as for a missing
+ * one, GP_EFORBIDDEN for a change its role does not allow on a KB it reads.
+ * Records the KB as the audit target unless the handler named one.
+ * OUT: *kb (kb_info_release; released on failure).
+ */
+static int load_kb(api_req *r, store_tx *tx, const char *tid, int need, kb_info *kb,
+                   gp_err *err) {
     const char *name = api_param(r, "kb");
     if (!r->a_type) api_target(r, "kb", name, NULL, NULL);
-    int rc = kb_find(tx, sc->ops ? NULL : sc->t.id, name, &sc->kb, &err);
-    if (rc && rc != GP_ENOTFOUND) {
-        api_fail(r, &err);
-        return -1;
+    int rc = kb_find(tx, tid, name, kb, err);
+    if (rc && rc != GP_ENOTFOUND) return rc;
+    if (rc || !may_read(r, tx, tid, kb)) {
+        kb_info_release(kb);
+        return gp_err_set(err, GP_ENOTFOUND, "not found");
     }
-    int readable = !rc && may_read(r, tx, sc, &sc->kb);
-    if (!readable) {
-        kb_info_release(&sc->kb);
-        api_error(r, 404, "not_found", "not found");
-        return -1;
-    }
-    target_project(r, tx, sc);
-    if (need == NEED_READ) return 0;
-    int ok = sc->ops ? allowed(r, ACT_KB_OPS_WRITE, NULL, NULL)
-                     : allowed(r, need == NEED_WRITE ? ACT_KB_WRITE : ACT_KB_MANAGE, sc->t.id,
-                               sc->kb.project_id[0] ? sc->kb.project_id : NULL);
+    if (tid) target_project(r, tx, kb);
+    if (need == NEED_READ) return GP_OK;
+    int ok = !tid ? allowed(r, ACT_KB_OPS_WRITE, NULL, NULL)
+                  : allowed(r, need == NEED_WRITE ? ACT_KB_WRITE : ACT_KB_MANAGE, tid,
+                            kb->project_id[0] ? kb->project_id : NULL);
     if (!ok) {
-        kb_info_release(&sc->kb);
-        api_error(r, 403, "forbidden", "your role does not allow this action here");
-        return -1;
+        kb_info_release(kb);
+        return gp_err_set(err, GP_EFORBIDDEN, "your role does not allow this action here");
     }
-    return 0;
-}
-
-static int open_kb(api_req *r, int mode, int need, store_tx **tx, kbscope *sc) {
-    if (api_begin(r, mode, tx)) return -1;
-    if (load_kb(r, *tx, sc, need)) {
-        store_rollback(*tx);
-        return -1;
-    }
-    return 0;
-}
-
-static void close_kb(store_tx *tx, kbscope *sc) {
-    store_rollback(tx);
-    kb_info_release(&sc->kb);
+    return GP_OK;
 }
 
 /* ---- knowledge bases ---- */
 
-void h_kb_list(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    kbscope sc;
+/* The tenant's KBs the caller reads (SC_TENANT, visible), or the ops KBs (SC_SIGNED_IN:
+ * kb.ops_read, or a vendor, who sees those of its work orders). */
+int h_kb_list(api_ctx *c, gp_err *err) {
     json_t *items;
-    if (api_begin(r, STORE_READ, &tx)) return;
-    if (load_tenant(r, tx, &sc)) {
-        store_rollback(tx);
-        return;
-    }
-    if (sc.ops && !allowed(r, ACT_KB_OPS_READ, NULL, NULL) &&
-        !authz_holds(r->who->bindings, r->who->nbindings, ROLE_VENDOR, gt_now_us())) {
-        store_rollback(tx);
-        api_error(r, 403, "forbidden", "your role does not allow this action here");
-        return;
-    }
-    keepcls k = {r, tx, &sc};
-    int rc = kb_list(tx, sc.ops ? NULL : sc.t.id, keep_readable, &k, &items, &err);
-    store_rollback(tx);
-    if (rc) api_fail(r, &err);
-    else api_reply(r, 200, api_list(items, NULL));
+    const char *tid = tenant_of(c);
+    if (!tid && !allowed(c->r, ACT_KB_OPS_READ, NULL, NULL) &&
+        !authz_holds(c->who->bindings, c->who->nbindings, ROLE_VENDOR, gt_now_us()))
+        return gp_err_set(err, GP_EFORBIDDEN, "your role does not allow this action here");
+    keepcls k = {c->r, c->tx, tid};
+    int rc = kb_list(c->tx, tid, keep_readable, &k, &items, err);
+    if (rc) return rc;
+    api_reply(c->r, 200, api_list(items, NULL));
+    return GP_OK;
 }
 
-void h_kb_get(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    kbscope sc;
+int h_kb_get(api_ctx *c, gp_err *err) {
+    kb_info kb;
     json_t *out;
-    if (open_kb(r, STORE_READ, NEED_READ, &tx, &sc)) return;
-    int rc = kb_get_json(tx, &sc.kb, &out, &err);
-    close_kb(tx, &sc);
-    if (rc) api_fail(r, &err);
-    else api_reply(r, 200, out);
+    int rc = load_kb(c->r, c->tx, tenant_of(c), NEED_READ, &kb, err);
+    if (rc) return rc;
+    rc = kb_get_json(c->tx, &kb, &out, err);
+    kb_info_release(&kb);
+    if (rc) return rc;
+    api_reply(c->r, 200, out);
+    return GP_OK;
 }
 
-void h_kb_create(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    kbscope sc;
-    json_t *body, *out = NULL;
+/* A tenant KB (SC_TENANT, visible: kb.manage is checked on the tenant, or on the project the
+ * body names), or an ops KB (SC_GLOBAL, kb.ops_write). */
+int h_kb_create(api_ctx *c, gp_err *err) {
+    json_t *out = NULL;
     tenancy_project p;
+    kb_info kb;
     char id[RND_ID_LEN];
-    api_target(r, "kb", NULL, NULL, NULL);
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (load_tenant(r, tx, &sc)) {
-        store_rollback(tx);
-        return;
+    const char *tid = tenant_of(c);
+    api_target(c->r, "kb", NULL, NULL, NULL);
+    const char *name = json_string_value(json_object_get(c->body, "name"));
+    const char *pn = json_string_value(json_object_get(c->body, "project"));
+    json_t *pv = json_object_get(c->body, "project");
+    if (name) api_target(c->r, NULL, name, NULL, NULL);
+    int rc;
+    if (tid && pn) {
+        rc = tenancy_project_find(c->tx, &c->sc.t, pn, &p, err);
+        if (rc && rc != GP_ENOTFOUND) return rc;
+        if (rc || !authz_visible(c->who->bindings, c->who->nbindings,
+                                 &(authz_target){tid, p.id}, gt_now_us()))
+            return gp_err_set(err, GP_ENOTFOUND, "project not found");
+        api_target(c->r, NULL, NULL, NULL, pn);
+    } else if (tid && pv && !json_is_null(pv)) {
+        return gp_err_set(err, GP_EINVALID, "project must be a project name");
     }
-    /* authorise on the tenant first (a project named in the body narrows it below) */
-    int can = sc.ops ? allowed(r, ACT_KB_OPS_WRITE, NULL, NULL)
-                     : authz_visible(r->who->bindings, r->who->nbindings,
-                                     &(authz_target){sc.t.id, NULL}, gt_now_us());
-    if (!can) {
-        store_rollback(tx);
-        api_error(r, 403, "forbidden", "your role does not allow this action here");
-        return;
-    }
-    if (api_body(r, &body)) {
-        store_rollback(tx);
-        return;
-    }
-    const char *name = json_string_value(json_object_get(body, "name"));
-    const char *pn = json_string_value(json_object_get(body, "project"));
-    if (name) api_target(r, NULL, name, NULL, NULL);
-    int rc = GP_OK;
-    if (!sc.ops && pn) {
-        rc = tenancy_project_find(tx, &sc.t, pn, &p, &err);
-        if (rc == GP_ENOTFOUND ||
-            (!rc && !authz_visible(r->who->bindings, r->who->nbindings,
-                                   &(authz_target){sc.t.id, p.id}, gt_now_us()))) {
-            json_decref(body);
-            store_rollback(tx);
-            api_error(r, 404, "not_found", "project not found");
-            return;
-        }
-        api_target(r, NULL, NULL, NULL, pn);
-    } else if (!sc.ops && json_object_get(body, "project") &&
-               !json_is_null(json_object_get(body, "project"))) {
-        rc = gp_err_set(&err, GP_EINVALID, "project must be a project name");
-    }
-    if (!rc && !sc.ops &&
-        !api_authorize(r, ACT_KB_MANAGE, sc.t.id, pn ? p.id : NULL)) {
-        json_decref(body);
-        store_rollback(tx);
-        return;
-    }
-    if (!rc) rc = kb_create(tx, sc.ops ? NULL : sc.t.id, pn ? p.id : NULL, body, r->who->name, id, &err);
-    if (!rc) rc = kb_find(tx, sc.ops ? NULL : sc.t.id, name, &sc.kb, &err);
-    if (!rc) rc = kb_get_json(tx, &sc.kb, &out, &err);
-    json_decref(body);
-    kb_info_release(&sc.kb);
-    if (rc) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    json_t *sum = json_pack("{s:O,s:O,s:O,s:O}", "name", json_object_get(out, "name"), "scope",
-                            json_object_get(out, "scope"), "project",
-                            json_object_get(out, "project"), "work_orders",
-                            json_object_get(out, "work_orders"));
-    if (api_finish(r, tx, 201, sum)) json_decref(out);
-    else api_reply(r, 201, out);
+    if (tid && (rc = api_allow(c, ACT_KB_MANAGE, tid, pn ? p.id : NULL, err))) return rc;
+    rc = kb_create(c->tx, tid, pn && tid ? p.id : NULL, c->body, c->who->name, id, err);
+    if (!rc) rc = kb_find(c->tx, tid, name, &kb, err);
+    if (rc) return rc;
+    rc = kb_get_json(c->tx, &kb, &out, err);
+    kb_info_release(&kb);
+    if (rc) return rc;
+    c->summary = json_pack("{s:O,s:O,s:O,s:O}", "name", json_object_get(out, "name"), "scope",
+                           json_object_get(out, "scope"), "project",
+                           json_object_get(out, "project"), "work_orders",
+                           json_object_get(out, "work_orders"));
+    api_reply(c->r, 201, out);
+    return GP_OK;
 }
 
-void h_kb_update(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    kbscope sc;
-    json_t *body, *before = NULL, *after = NULL;
-    if (open_kb(r, STORE_WRITE, NEED_MANAGE, &tx, &sc)) return;
-    if (api_body(r, &body)) {
-        close_kb(tx, &sc);
-        return;
-    }
-    int rc = kb_get_json(tx, &sc.kb, &before, &err);
-    if (!rc) rc = kb_update(tx, &sc.kb, body, &err);
-    if (!rc) rc = kb_get_json(tx, &sc.kb, &after, &err);
-    json_decref(body);
-    kb_info_release(&sc.kb);
+int h_kb_update(api_ctx *c, gp_err *err) {
+    kb_info kb;
+    json_t *before = NULL, *after = NULL;
+    int rc = load_kb(c->r, c->tx, tenant_of(c), NEED_MANAGE, &kb, err);
+    if (rc) return rc;
+    rc = kb_get_json(c->tx, &kb, &before, err);
+    if (!rc) rc = kb_update(c->tx, &kb, c->body, err);
+    if (!rc) rc = kb_get_json(c->tx, &kb, &after, err);
+    kb_info_release(&kb);
     if (rc) {
         json_decref(before);
-        api_abort(r, tx, &err);
-        return;
+        return rc;
     }
-    json_t *sum = json_pack("{s:{s:O,s:O},s:{s:O,s:O}}", "from", "description",
-                            json_object_get(before, "description"), "work_orders",
-                            json_object_get(before, "work_orders"), "to", "description",
-                            json_object_get(after, "description"), "work_orders",
-                            json_object_get(after, "work_orders"));
+    c->summary = json_pack("{s:{s:O,s:O},s:{s:O,s:O}}", "from", "description",
+                           json_object_get(before, "description"), "work_orders",
+                           json_object_get(before, "work_orders"), "to", "description",
+                           json_object_get(after, "description"), "work_orders",
+                           json_object_get(after, "work_orders"));
     json_decref(before);
-    if (api_finish(r, tx, 200, sum)) json_decref(after);
-    else api_reply(r, 200, after);
+    api_reply(c->r, 200, after);
+    return GP_OK;
 }
 
-void h_kb_delete(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    kbscope sc;
+int h_kb_delete(api_ctx *c, gp_err *err) {
+    kb_info kb;
     int64_t docs = 0;
-    if (open_kb(r, STORE_WRITE, NEED_MANAGE, &tx, &sc)) return;
+    int rc = load_kb(c->r, c->tx, tenant_of(c), NEED_MANAGE, &kb, err);
+    if (rc) return rc;
     char name[64], scope[8];
-    snprintf(name, sizeof name, "%s", sc.kb.name);
-    snprintf(scope, sizeof scope, "%s", sc.kb.scope);
-    int rc = kb_delete(tx, &sc.kb, &docs, &err);
-    kb_info_release(&sc.kb);
-    if (rc) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    json_t *sum = json_pack("{s:s,s:s,s:I}", "name", name, "scope", scope, "documents",
-                            (json_int_t)docs);
-    if (!api_finish(r, tx, 200, sum))
-        api_reply(r, 200, json_pack("{s:s,s:b,s:I}", "name", name, "deleted", 1, "documents",
-                                    (json_int_t)docs));
+    snprintf(name, sizeof name, "%s", kb.name);
+    snprintf(scope, sizeof scope, "%s", kb.scope);
+    rc = kb_delete(c->tx, &kb, &docs, err);
+    kb_info_release(&kb);
+    if (rc) return rc;
+    c->summary = json_pack("{s:s,s:s,s:I}", "name", name, "scope", scope, "documents",
+                           (json_int_t)docs);
+    api_reply(c->r, 200, json_pack("{s:s,s:b,s:I}", "name", name, "deleted", 1, "documents",
+                                   (json_int_t)docs));
+    return GP_OK;
 }
 
 /* ---- documents ---- */
 
-void h_kb_doc_list(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    kbscope sc;
+int h_kb_doc_list(api_ctx *c, gp_err *err) {
+    kb_info kb;
     json_t *items;
-    if (open_kb(r, STORE_READ, NEED_READ, &tx, &sc)) return;
-    int rc = kb_doc_list(tx, &sc.kb, &items, &err);
-    close_kb(tx, &sc);
-    if (rc) api_fail(r, &err);
-    else api_reply(r, 200, api_list(items, NULL));
+    int rc = load_kb(c->r, c->tx, tenant_of(c), NEED_READ, &kb, err);
+    if (rc) return rc;
+    rc = kb_doc_list(c->tx, &kb, &items, err);
+    kb_info_release(&kb);
+    if (rc) return rc;
+    api_reply(c->r, 200, api_list(items, NULL));
+    return GP_OK;
 }
 
-void h_kb_doc_get(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    kbscope sc;
+int h_kb_doc_get(api_ctx *c, gp_err *err) {
+    kb_info kb;
     json_t *d;
-    if (open_kb(r, STORE_READ, NEED_READ, &tx, &sc)) return;
-    int rc = kb_doc_get(tx, &sc.kb, api_param(r, "doc"), 1, &d, &err);
-    close_kb(tx, &sc);
-    if (rc) api_fail(r, &err);
-    else api_reply(r, 200, d);
+    int rc = load_kb(c->r, c->tx, tenant_of(c), NEED_READ, &kb, err);
+    if (rc) return rc;
+    rc = kb_doc_get(c->tx, &kb, api_param(c->r, "doc"), 1, &d, err);
+    kb_info_release(&kb);
+    if (rc) return rc;
+    api_reply(c->r, 200, d);
+    return GP_OK;
+}
+
+/*
+ * A legacy route: it authorises in a read transaction, extracts the text
+ * (pdftotext may take a while) with no transaction open, then adds the
+ * document in a write transaction, re-checking the KB there; dispatch's one
+ * transaction would hold the write lock through the extraction.  The scope
+ * is resolved with api_load_scope, which ties each transaction to the
+ * tenant.  0, or -1 with the response set (and `*tx` closed).
+ */
+static int open_kb(api_req *r, int mode, store_tx **tx, kb_info *kb) {
+    gp_err err = GP_ERR_INIT;
+    api_scope sc;
+    memset(&sc, 0, sizeof sc);
+    if (api_begin(r, mode, tx)) return -1;
+    if (api_param(r, "tenant") && api_load_scope(r, *tx, &sc, API_ACT_VISIBLE)) {
+        store_rollback(*tx);
+        return -1;
+    }
+    if (load_kb(r, *tx, sc.t.id[0] ? sc.t.id : NULL, NEED_WRITE, kb, &err)) {
+        api_abort(r, *tx, &err);
+        return -1;
+    }
+    return 0;
 }
 
 void h_kb_doc_upload(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
-    kbscope sc;
+    kb_info kb;
     json_t *body, *d = NULL;
     kb_doc_input in;
     char id[RND_ID_LEN], target[200];
     const char *kbname = api_param(r, "kb");
     api_target(r, "kb-document", kbname, NULL, NULL);
     /* authorise first, then extract (pdftotext may take a while) outside any write lock */
-    if (open_kb(r, STORE_READ, NEED_WRITE, &tx, &sc)) return;
-    close_kb(tx, &sc);
+    if (open_kb(r, STORE_READ, &tx, &kb)) return;
+    store_rollback(tx);
+    kb_info_release(&kb);
     if (api_body(r, &body)) return;
     int rc = kb_doc_prepare(body, &in, &err);
     json_decref(body);
@@ -378,13 +320,13 @@ void h_kb_doc_upload(api_req *r) {
         else api_fail(r, &err);
         return;
     }
-    if (open_kb(r, STORE_WRITE, NEED_WRITE, &tx, &sc)) {
+    if (open_kb(r, STORE_WRITE, &tx, &kb)) {
         kb_doc_input_release(&in);
         return;
     }
-    rc = kb_doc_add(tx, &sc.kb, &in, r->who->name, id, &err);
-    if (!rc) rc = kb_doc_get(tx, &sc.kb, in.name, 0, &d, &err);
-    kb_info_release(&sc.kb);
+    rc = kb_doc_add(tx, &kb, &in, r->who->name, id, &err);
+    if (!rc) rc = kb_doc_get(tx, &kb, in.name, 0, &d, &err);
+    kb_info_release(&kb);
     if (rc) {
         kb_doc_input_release(&in);
         api_abort(r, tx, &err);
@@ -398,130 +340,84 @@ void h_kb_doc_upload(api_req *r) {
     else api_reply(r, 201, d);
 }
 
-void h_kb_doc_delete(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    kbscope sc;
+int h_kb_doc_delete(api_ctx *c, gp_err *err) {
+    kb_info kb;
     char target[200];
-    const char *kbname = api_param(r, "kb"), *doc = api_param(r, "doc");
+    const char *kbname = api_param(c->r, "kb"), *doc = api_param(c->r, "doc");
     snprintf(target, sizeof target, "%s/%s", kbname, doc);
-    api_target(r, "kb-document", target, NULL, NULL);
-    if (open_kb(r, STORE_WRITE, NEED_WRITE, &tx, &sc)) return;
-    int rc = kb_doc_delete(tx, &sc.kb, doc, &err);
-    kb_info_release(&sc.kb);
-    if (rc) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (!api_finish(r, tx, 200, json_pack("{s:s,s:s}", "kb", kbname, "document", doc)))
-        api_reply(r, 200, json_pack("{s:s,s:s,s:b}", "kb", kbname, "document", doc, "deleted", 1));
+    api_target(c->r, "kb-document", target, NULL, NULL);
+    int rc = load_kb(c->r, c->tx, tenant_of(c), NEED_WRITE, &kb, err);
+    if (rc) return rc;
+    rc = kb_doc_delete(c->tx, &kb, doc, err);
+    kb_info_release(&kb);
+    if (rc) return rc;
+    c->summary = json_pack("{s:s,s:s}", "kb", kbname, "document", doc);
+    api_reply(c->r, 200, json_pack("{s:s,s:s,s:b}", "kb", kbname, "document", doc, "deleted", 1));
+    return GP_OK;
 }
 
-/* POST …/query {"query","k","document"}: the best chunks, best first. */
-void h_kb_query(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    kbscope sc;
-    json_t *body, *items = NULL;
+/* POST …/query {"query","k","document"}: the best chunks, best first.  A read that takes a
+ * body (ROUTE_BODY on a read transaction). */
+int h_kb_query(api_ctx *c, gp_err *err) {
+    kb_info kb;
+    json_t *items = NULL;
     static const char *const fields[] = {"query", "k", "document", NULL};
-    const char *q = NULL, *doc = NULL;
+    const char *q = NULL, *doc = NULL, *tid = tenant_of(c);
     int64_t k = KB_DEFAULT_K;
     int given;
-    if (open_kb(r, STORE_READ, NEED_READ, &tx, &sc)) return;
-    if (api_body(r, &body)) {
-        close_kb(tx, &sc);
-        return;
-    }
-    int rc = jx_only_fields(body, fields, &err);
-    if (!rc) rc = jx_get_str(body, "query", 1, &q, &err);
-    if (!rc) rc = jx_get_str(body, "document", 0, &doc, &err);
-    if (!rc) rc = jx_get_int(body, "k", 0, &k, &given, &err);
+    int rc = load_kb(c->r, c->tx, tid, NEED_READ, &kb, err);
+    if (rc) return rc;
+    rc = jx_only_fields(c->body, fields, err);
+    if (!rc) rc = jx_get_str(c->body, "query", 1, &q, err);
+    if (!rc) rc = jx_get_str(c->body, "document", 0, &doc, err);
+    if (!rc) rc = jx_get_int(c->body, "k", 0, &k, &given, err);
     if (!rc && (k < 1 || k > KB_MAX_K))
-        rc = gp_err_set(&err, GP_EINVALID, "k must be 1-%d", KB_MAX_K);
+        rc = gp_err_set(err, GP_EINVALID, "k must be 1-%d", KB_MAX_K);
     if (!rc && doc) {
         json_t *d;
-        rc = kb_doc_get(tx, &sc.kb, doc, 0, &d, &err);
+        rc = kb_doc_get(c->tx, &kb, doc, 0, &d, err);
         json_decref(rc ? NULL : d);
     }
     if (!rc) {
-        json_t *ids = json_pack("[s]", sc.kb.id);
-        rc = kb_query(tx, sc.ops ? NULL : sc.t.id, ids, doc, q, (int)k, &items, &err);
+        json_t *ids = json_pack("[s]", kb.id);
+        rc = kb_query(c->tx, tid, ids, doc, q, (int)k, &items, err);
         json_decref(ids);
     }
-    json_decref(body);
-    close_kb(tx, &sc);
-    if (rc) api_fail(r, &err);
-    else api_reply(r, 200, api_list(items, NULL));
+    kb_info_release(&kb);
+    if (rc) return rc;
+    api_reply(c->r, 200, api_list(items, NULL));
+    return GP_OK;
 }
 
-/* ---- applications bound to KBs ---- */
+/* ---- applications bound to KBs (SC_PROJECT: key.read to list, app.manage to change) ---- */
 
-typedef struct appscope {
-    tenancy_tenant t;
-    tenancy_project p;
-} appscope;
-
-static int open_app(api_req *r, int mode, int action, store_tx **tx, appscope *sc) {
-    gp_err err = GP_ERR_INIT;
-    const char *tn = api_param(r, "tenant"), *pn = api_param(r, "project");
-    api_target(r, "app", api_param(r, "app"), tn, pn);
-    if (api_begin(r, mode, tx)) return -1;
-    int rc = tenancy_tenant_find(*tx, tn, &sc->t, &err);
-    if (!rc) rc = tenancy_project_find(*tx, &sc->t, pn, &sc->p, &err);
-    if (rc == GP_ENOTFOUND) api_error(r, 404, "not_found", "not found");
-    else if (rc) api_fail(r, &err);
-    if (rc || !api_authorize(r, action, sc->t.id, sc->p.id)) {
-        store_rollback(*tx);
-        return -1;
-    }
-    return 0;
-}
-
-void h_app_rag_list(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    appscope sc;
+int h_app_rag_list(api_ctx *c, gp_err *err) {
     json_t *items;
-    if (open_app(r, STORE_READ, ACT_KEY_READ, &tx, &sc)) return;
-    int rc = kb_rag_list(tx, sc.p.id, api_param(r, "app"), &items, &err);
-    store_rollback(tx);
-    if (rc) api_fail(r, &err);
-    else api_reply(r, 200, api_list(items, NULL));
+    api_target(c->r, "app", api_param(c->r, "app"), NULL, NULL);
+    int rc = kb_rag_list(c->tx, c->sc.p.id, api_param(c->r, "app"), &items, err);
+    if (rc) return rc;
+    api_reply(c->r, 200, api_list(items, NULL));
+    return GP_OK;
 }
 
-void h_app_rag_set(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    appscope sc;
-    json_t *body, *out = NULL;
-    const char *app = api_param(r, "app"), *model = api_param(r, "model");
-    if (open_app(r, STORE_WRITE, ACT_APP_MANAGE, &tx, &sc)) return;
-    if (api_body(r, &body)) {
-        store_rollback(tx);
-        return;
-    }
-    int rc = kb_rag_set(tx, sc.t.id, sc.p.id, app, model, body, &out, &err);
-    json_decref(body);
-    if (rc) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    json_t *sum = json_pack("{s:s,s:s,s:O,s:O}", "app", app, "model", model, "kbs",
-                            json_object_get(out, "kbs"), "k", json_object_get(out, "k"));
-    if (api_finish(r, tx, 200, sum)) json_decref(out);
-    else api_reply(r, 200, out);
+int h_app_rag_set(api_ctx *c, gp_err *err) {
+    json_t *out = NULL;
+    const char *app = api_param(c->r, "app"), *model = api_param(c->r, "model");
+    api_target(c->r, "app", app, NULL, NULL);
+    int rc = kb_rag_set(c->tx, c->sc.t.id, c->sc.p.id, app, model, c->body, &out, err);
+    if (rc) return rc;
+    c->summary = json_pack("{s:s,s:s,s:O,s:O}", "app", app, "model", model, "kbs",
+                           json_object_get(out, "kbs"), "k", json_object_get(out, "k"));
+    api_reply(c->r, 200, out);
+    return GP_OK;
 }
 
-void h_app_rag_delete(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    appscope sc;
-    const char *app = api_param(r, "app"), *model = api_param(r, "model");
-    if (open_app(r, STORE_WRITE, ACT_APP_MANAGE, &tx, &sc)) return;
-    if (kb_rag_delete(tx, sc.p.id, app, model, &err)) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (!api_finish(r, tx, 200, json_pack("{s:s,s:s}", "app", app, "model", model)))
-        api_reply(r, 200, json_pack("{s:s,s:s,s:b}", "app", app, "model", model, "deleted", 1));
+int h_app_rag_delete(api_ctx *c, gp_err *err) {
+    const char *app = api_param(c->r, "app"), *model = api_param(c->r, "model");
+    api_target(c->r, "app", app, NULL, NULL);
+    int rc = kb_rag_delete(c->tx, c->sc.p.id, app, model, err);
+    if (rc) return rc;
+    c->summary = json_pack("{s:s,s:s}", "app", app, "model", model);
+    api_reply(c->r, 200, json_pack("{s:s,s:s,s:b}", "app", app, "model", model, "deleted", 1));
+    return GP_OK;
 }

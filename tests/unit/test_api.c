@@ -289,6 +289,8 @@ static void declared_rows(void **state) {
         if (rt->scope == SC_TENANT || rt->scope == SC_PROJECT)
             assert_true(rt->act >= 0 || rt->act == API_ACT_VISIBLE);
         if (rt->flags & ROUTE_MUTATES) assert_int_equal(rt->tx, API_TX_WRITE);
+        /* a body is a change's, or a read's that asks more than a query string holds (POST
+         * …/kbs/{kb}/query, an agent's heartbeat) */
         if (rt->flags & ROUTE_BODY) assert_true(strcmp(rt->method, "GET") != 0);
         if (rt->sensitive) assert_true((rt->flags & ROUTE_MUTATES) && rt->tx == API_TX_WRITE);
         /* public exactly where the row says no credential is asked */
