@@ -115,181 +115,119 @@ int h_pool_delete(api_ctx *c, gp_err *err) {
     return rc;
 }
 
-/* ---- work orders ---- */
+/* ---- work orders: SC_SIGNED_IN, the handler decides who sees which ---- */
 
 /*
  * The caller's reach: 1 = every work order (ops and admins who read nodes),
  * 2 = a vendor's (OUT: *ids from its grants), 0 = none.
  */
-static int wo_scope(api_req *r, store_tx *tx, json_t **ids) {
-    gp_err err = GP_ERR_INIT;
+static int wo_scope(api_ctx *c, json_t **ids) {
     authz_target g = {NULL, NULL};
     int64_t now = gt_now_us();
     *ids = NULL;
-    if (authz_check(r->who->bindings, r->who->nbindings, ACT_NODE_READ, &g, now) == AUTHZ_ALLOW)
+    if (authz_check(c->who->bindings, c->who->nbindings, ACT_NODE_READ, &g, now) == AUTHZ_ALLOW)
         return 1;
-    if (!authz_holds(r->who->bindings, r->who->nbindings, ROLE_VENDOR, now)) return 0;
+    if (!authz_holds(c->who->bindings, c->who->nbindings, ROLE_VENDOR, now)) return 0;
     json_t *nodes = NULL;
-    if (auth_vendor_scope(tx, r->who->user_id, &nodes, ids, &err)) return 0;
+    if (auth_vendor_scope(c->tx, c->who->user_id, &nodes, ids, NULL)) return 0;
     json_decref(nodes);
     return 2;
 }
 
-/* Load {id} if the caller may see it (else 404). OUT: *wo (new ref), *vendor. */
-static int wo_load(api_req *r, store_tx *tx, json_t **wo, int *vendor) {
-    gp_err err = GP_ERR_INIT;
-    json_t *ids;
-    const char *id = api_param(r, "id");
-    api_target(r, "work-order", id, NULL, NULL);
-    int scope = wo_scope(r, tx, &ids);
-    int rc = scope ? inv_wo_get(tx, id, wo, &err) : GP_ENOTFOUND;
+/* {id} if the caller may see it (else not found). OUT: *wo (new ref, may be NULL: not
+ * wanted), *vendor. */
+static int wo_load(api_ctx *c, json_t **wo, int *vendor, gp_err *err) {
+    json_t *ids, *o = NULL;
+    const char *id = api_param(c->r, "id");
+    api_target(c->r, "work-order", id, NULL, NULL);
+    int scope = wo_scope(c, &ids);
+    int rc = scope ? inv_wo_get(c->tx, id, &o, err) : GP_ENOTFOUND;
     int visible = rc == GP_OK;
     if (visible && scope == 2) {
         size_t i;
         json_t *v;
-        visible = strcmp(json_string_value(json_object_get(*wo, "assignee")), r->who->name) == 0;
+        visible = strcmp(json_string_value(json_object_get(o, "assignee")), c->who->name) == 0;
         json_array_foreach(ids, i, v) if (strcmp(json_string_value(v), id) == 0) visible = 1;
-        if (!visible) json_decref(*wo);
     }
     json_decref(ids);
     *vendor = scope == 2;
-    if (rc && rc != GP_ENOTFOUND) {
-        api_fail(r, &err);
-        return -1;
-    }
+    if (rc && rc != GP_ENOTFOUND) return rc;
     if (!visible) {
-        api_error(r, 404, "not_found", "not found");
-        return -1;
+        json_decref(o);
+        return gp_err_set(err, GP_ENOTFOUND, "not found");
     }
-    return 0;
+    if (wo) *wo = o;
+    else json_decref(o);
+    return GP_OK;
 }
 
-void h_wo_create(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    json_t *body;
+/* Answer work order `id` as the request's transaction sees it. */
+static int wo_reply(api_ctx *c, const char *id, int status, gp_err *err) {
+    json_t *wo;
+    int rc = inv_wo_get(c->tx, id, &wo, err);
+    if (!rc) api_reply(c->r, status, wo);
+    return rc;
+}
+
+/* SC_GLOBAL, ACT_WORKORDER_MANAGE */
+int h_wo_create(api_ctx *c, gp_err *err) {
     char id[32];
-    api_target(r, "work-order", NULL, NULL, NULL);
-    if (!api_authorize(r, ACT_WORKORDER_MANAGE, NULL, NULL)) return;
-    if (api_body(r, &body)) return;
-    if (api_begin(r, STORE_WRITE, &tx)) {
-        json_decref(body);
-        return;
-    }
-    if (inv_wo_create(tx, body, r->who->name, id, &err)) {
-        json_decref(body);
-        api_abort(r, tx, &err);
-        return;
-    }
-    api_target(r, NULL, id, NULL, NULL);
-    json_object_set_new(body, "id", json_string(id));
-    if (api_finish(r, tx, 201, body)) return;
-    json_t *wo;
-    if (api_begin(r, STORE_READ, &tx)) return;
-    int rc = inv_wo_get(tx, id, &wo, &err);
-    store_rollback(tx);
-    if (rc) api_fail(r, &err);
-    else api_reply(r, 201, wo);
+    api_target(c->r, "work-order", NULL, NULL, NULL);
+    int rc = inv_wo_create(c->tx, c->body, c->who->name, id, err);
+    if (rc) return rc;
+    api_target(c->r, NULL, id, NULL, NULL);
+    c->summary = json_deep_copy(c->body);
+    json_object_set_new(c->summary, "id", json_string(id));
+    return wo_reply(c, id, 201, err);
 }
 
-void h_wo_list(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
+int h_wo_list(api_ctx *c, gp_err *err) {
     json_t *ids, *items;
-    if (api_begin(r, STORE_READ, &tx)) return;
-    int scope = wo_scope(r, tx, &ids);
-    if (!scope) {
-        store_rollback(tx);
-        api_error(r, 403, "forbidden", "your role does not allow this action here");
-        return;
-    }
+    int scope = wo_scope(c, &ids);
+    if (!scope) return gp_err_set(err, GP_EFORBIDDEN, "your role does not allow this action here");
     if (scope == 2 && !ids) ids = json_array();
-    int rc = inv_wo_list(tx, scope == 2 ? ids : NULL, scope == 2 ? r->who->name : NULL, &items,
-                         &err);
+    int rc = inv_wo_list(c->tx, scope == 2 ? ids : NULL, scope == 2 ? c->who->name : NULL,
+                         &items, err);
     json_decref(ids);
-    store_rollback(tx);
-    if (rc) {
-        api_fail(r, &err);
-        return;
-    }
-    api_reply(r, 200, api_list(items, NULL));
+    if (!rc) api_reply(c->r, 200, api_list(items, NULL));
+    return rc;
 }
 
-void h_wo_get(api_req *r) {
-    store_tx *tx;
+int h_wo_get(api_ctx *c, gp_err *err) {
     json_t *wo;
     int vendor;
-    if (api_begin(r, STORE_READ, &tx)) return;
-    int ok = !wo_load(r, tx, &wo, &vendor);
-    store_rollback(tx);
-    if (ok) api_reply(r, 200, wo);
+    int rc = wo_load(c, &wo, &vendor, err);
+    if (!rc) api_reply(c->r, 200, wo);
+    return rc;
 }
 
-void h_wo_update(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    json_t *wo, *body;
+/* The work order in the path, which the caller may change: its vendor, or ops. */
+static int wo_changeable(api_ctx *c, int *vendor, gp_err *err) {
+    int rc = wo_load(c, NULL, vendor, err);
+    if (!rc && !*vendor) rc = api_allow(c, ACT_WORKORDER_MANAGE, NULL, NULL, err);
+    return rc;
+}
+
+int h_wo_update(api_ctx *c, gp_err *err) {
     int vendor;
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (wo_load(r, tx, &wo, &vendor)) {
-        store_rollback(tx);
-        return;
-    }
-    json_decref(wo);
-    if (!vendor && !api_authorize(r, ACT_WORKORDER_MANAGE, NULL, NULL)) {
-        store_rollback(tx);
-        return;
-    }
-    if (api_body(r, &body)) {
-        store_rollback(tx);
-        return;
-    }
+    const char *id = api_param(c->r, "id");
+    int rc = wo_changeable(c, &vendor, err);
     /* a vendor moves its work orders along, nothing more */
-    if (inv_wo_update(tx, api_param(r, "id"), body, vendor, &err)) {
-        json_decref(body);
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (api_finish(r, tx, 200, body)) return;
-    if (api_begin(r, STORE_READ, &tx)) return;
-    int rc = inv_wo_get(tx, api_param(r, "id"), &wo, &err);
-    store_rollback(tx);
-    if (rc) api_fail(r, &err);
-    else api_reply(r, 200, wo);
+    if (!rc) rc = inv_wo_update(c->tx, id, c->body, vendor, err);
+    if (rc) return rc;
+    c->summary = json_incref(c->body);
+    return wo_reply(c, id, 200, err);
 }
 
-void h_wo_comment(api_req *r) {
+int h_wo_comment(api_ctx *c, gp_err *err) {
     static const char *const fields[] = {"body", NULL};
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    json_t *wo, *body;
-    const char *text;
+    const char *text, *id = api_param(c->r, "id");
     int vendor;
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (wo_load(r, tx, &wo, &vendor)) {
-        store_rollback(tx);
-        return;
-    }
-    json_decref(wo);
-    if (!vendor && !api_authorize(r, ACT_WORKORDER_MANAGE, NULL, NULL)) {
-        store_rollback(tx);
-        return;
-    }
-    if (api_body(r, &body)) {
-        store_rollback(tx);
-        return;
-    }
-    if (jx_only_fields(body, fields, &err) || jx_get_str(body, "body", 1, &text, &err) ||
-        inv_wo_comment(tx, api_param(r, "id"), r->who->name, text, &err)) {
-        json_decref(body);
-        api_abort(r, tx, &err);
-        return;
-    }
-    json_decref(body);
-    if (api_finish(r, tx, 201, json_pack("{s:s}", "comment", "added"))) return;
-    if (api_begin(r, STORE_READ, &tx)) return;
-    int rc = inv_wo_get(tx, api_param(r, "id"), &wo, &err);
-    store_rollback(tx);
-    if (rc) api_fail(r, &err);
-    else api_reply(r, 201, wo);
+    int rc = wo_changeable(c, &vendor, err);
+    if (!rc) rc = jx_only_fields(c->body, fields, err);
+    if (!rc) rc = jx_get_str(c->body, "body", 1, &text, err);
+    if (!rc) rc = inv_wo_comment(c->tx, id, c->who->name, text, err);
+    if (rc) return rc;
+    c->summary = json_pack("{s:s}", "comment", "added");
+    return wo_reply(c, id, 201, err);
 }
