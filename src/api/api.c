@@ -461,7 +461,9 @@ static int run_pipeline(api_req *r, int dry_run, json_t **summary, char *approva
     if ((rt->scope == SC_TENANT || rt->scope == SC_PROJECT) &&
         api_load_scope(r, c.tx, &c.sc, rt->act))
         goto out;
-    if ((rt->flags & ROUTE_BODY) && api_body(r, &c.body)) goto out;
+    if ((rt->flags & ROUTE_BODY) && (!(rt->flags & ROUTE_BODY_OPTIONAL) || r->body_len) &&
+        api_body(r, &c.body))
+        goto out;
     if ((rc = rt->run(&c, &err))) goto out;
     if (dry_run) {
         ok = 1;

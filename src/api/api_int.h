@@ -40,7 +40,8 @@ enum {
     ROUTE_PUBLIC = 1,
     ROUTE_MUTATES = 2,
     ROUTE_GATEWAY = 4, /* served by `gpupool gateway` too */
-    ROUTE_BODY = 8     /* declared routes: the body is a JSON object, parsed by dispatch */
+    ROUTE_BODY = 8,    /* declared routes: the body is a JSON object, parsed by dispatch */
+    ROUTE_BODY_OPTIONAL = 16 /* ... or may be left out (c->body NULL then) */
 };
 
 /*
@@ -384,9 +385,12 @@ typedef struct api_ratelog {
 int api__ratelog_take(api_ratelog *rl, int per_sec, int64_t now_us, long *report);
 void api__ratelog_flush(api_ratelog *rl, int64_t now_us, long *report);
 
-/* Run an approved request as its requester (h_approval.c). */
-void api__exec_approved(store_t *st, const api_config *cfg, const char *approval_id,
-                        const char *approver, const char *source, const char *request_id);
+/* Run an approved request as its requester (approved.c), and record its outcome; OUT:
+ * *result, the approval as it then stands (with the result).  A failure of the execution is
+ * its result; the return says whether the approval could be read back. */
+int api__exec_approved(store_t *st, const api_config *cfg, const char *approval_id,
+                       const char *approver, const char *source, const char *request_id,
+                       json_t **result, gp_err *err);
 
 /* Handlers. */
 int h_healthz(api_ctx *c, gp_err *err);
@@ -438,10 +442,10 @@ void h_invitation_global_decline(api_req *r);
 void h_invitation_global_withdraw(api_req *r);
 int h_policy_get(api_ctx *c, gp_err *err);
 int h_policy_put(api_ctx *c, gp_err *err);
-void h_approval_list(api_req *r);
-void h_approval_get(api_req *r);
-void h_approval_approve(api_req *r);
-void h_approval_reject(api_req *r);
+int h_approval_list(api_ctx *c, gp_err *err);
+int h_approval_get(api_ctx *c, gp_err *err);
+int h_approval_approve(api_ctx *c, gp_err *err);
+int h_approval_reject(api_ctx *c, gp_err *err);
 int h_vendor_create(api_ctx *c, gp_err *err);
 int h_vendor_list(api_ctx *c, gp_err *err);
 int h_vendor_revoke(api_ctx *c, gp_err *err);
