@@ -158,6 +158,9 @@ struct api_req {
     char on_behalf[64]; /* audit: the requester the approver acted for */
     char approval_note[64]; /* audit: why a sensitive operation went ahead unapproved */
     char *fail_summary; /* audit: a declared handler's summary of its refusal (owned) */
+    /* the tenant the request's transaction was tied to (api_load_scope: PostgreSQL's row
+     * fence), "" none: what the isolation test reads back for every tenant route */
+    char tied_tenant[RND_ID_LEN];
     /* output */
     int status;
     json_t *resp;     /* JSON response (owned) */
@@ -416,12 +419,12 @@ int h_audit_checkpoints(api_ctx *c, gp_err *err);
 int h_audit_export(api_ctx *c, gp_err *err);
 void h_login(api_req *r);
 void h_user_create(api_req *r);
-void h_user_list(api_req *r);
-void h_user_get(api_req *r);
+int h_user_list(api_ctx *c, gp_err *err);
+int h_user_get(api_ctx *c, gp_err *err);
 void h_user_update(api_req *r);
-void h_token_create(api_req *r);
-void h_token_list(api_req *r);
-void h_token_revoke(api_req *r);
+int h_token_create(api_ctx *c, gp_err *err);
+int h_token_list(api_ctx *c, gp_err *err);
+int h_token_revoke(api_ctx *c, gp_err *err);
 void h_member_global_list(api_req *r);
 void h_member_global_put(api_req *r);
 void h_member_global_delete(api_req *r);

@@ -236,6 +236,28 @@ static int load_user(api_req *r, store_tx *tx, auth_user *u, int *level) {
     return 0;
 }
 
+/* The same, for a declared handler: the {user} in c's transaction; not found when missing
+ * or invisible.  OUT: *level. */
+static int find_user(api_ctx *c, auth_user *u, int *level, gp_err *err) {
+    const char *name = api_param(c->r, "user");
+    api_target(c->r, "user", name, NULL, NULL);
+    int rc = auth_user_find(c->tx, name, u, err);
+    if (rc && rc != GP_ENOTFOUND) return rc;
+    *level = rc ? SEE_NONE : user_access(c->r, c->tx, u);
+    if (*level == SEE_NONE) return gp_err_set(err, GP_ENOTFOUND, "not found");
+    /* the event belongs to the user's home tenant too: its admins read it there */
+    if (u->home[0]) api_target(c->r, NULL, NULL, u->home, NULL);
+    return GP_OK;
+}
+
+/* A node account belongs to its node: nobody manages it through the user API (403). */
+static int node_account_refused(const auth_user *u, gp_err *err) {
+    if (!u->node_account) return GP_OK;
+    return gp_err_set(err, GP_EFORBIDDEN,
+                      "a node account belongs to its node: only the node's registration manages "
+                      "it");
+}
+
 /* Refuse (403) acting on a node account through the user API; 1 when refused. */
 static int node_refused(api_req *r, store_tx *tx, const auth_user *u) {
     if (!u->node_account) return 0;
@@ -393,41 +415,31 @@ void h_user_create(api_req *r) {
     if (!api_finish(r, tx, 201, change)) api_reply(r, 201, auth_user_json(&u));
 }
 
-void h_user_list(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
+/* SC_SIGNED_IN: every user one may see (user_access). */
+int h_user_list(api_ctx *c, gp_err *err) {
     auth_user *us;
     int n;
-    if (api_begin(r, STORE_READ, &tx)) return;
-    if (auth_user_list(tx, &us, &n, &err)) {
-        api_abort(r, tx, &err);
-        return;
-    }
+    int rc = auth_user_list(c->tx, &us, &n, err);
+    if (rc) return rc;
     json_t *items = json_array();
     for (int i = 0; i < n; i++)
-        if (user_access(r, tx, &us[i]) != SEE_NONE)
+        if (user_access(c->r, c->tx, &us[i]) != SEE_NONE)
             json_array_append_new(items, auth_user_json(&us[i]));
     free(us);
-    store_rollback(tx);
-    api_reply(r, 200, api_list(items, NULL));
+    api_reply(c->r, 200, api_list(items, NULL));
+    return GP_OK;
 }
 
-void h_user_get(api_req *r) {
-    store_tx *tx;
+int h_user_get(api_ctx *c, gp_err *err) {
     auth_user u;
     int level;
-    if (api_begin(r, STORE_READ, &tx)) return;
-    int ok = !load_user(r, tx, &u, &level);
-    json_t *o = NULL;
-    if (ok) {
-        o = auth_user_json(&u);
-        gp_err err = GP_ERR_INIT;
-        json_t *roles;
-        if (auth_member_list_user(tx, u.id, &roles, &err) == GP_OK)
-            json_object_set_new(o, "roles", roles);
-    }
-    store_rollback(tx);
-    if (ok) api_reply(r, 200, o);
+    int rc = find_user(c, &u, &level, err);
+    if (rc) return rc;
+    json_t *o = auth_user_json(&u), *roles;
+    if (auth_member_list_user(c->tx, u.id, &roles, NULL) == GP_OK)
+        json_object_set_new(o, "roles", roles);
+    api_reply(c->r, 200, o);
+    return GP_OK;
 }
 
 /* Does user `u` hold platform-admin or security-admin now?  OUT: *yes. */
@@ -570,133 +582,79 @@ void h_user_update(api_req *r) {
     api_reply(r, 200, auth_user_json(&u));
 }
 
-void h_token_create(api_req *r) {
+/* One's own tokens; an administrator makes tokens for service accounts only. */
+int h_token_create(api_ctx *c, gp_err *err) {
     static const char *const fields[] = {"ttl_seconds", "label", NULL};
-    gp_err err = GP_ERR_INIT;
-    json_t *body;
-    store_tx *tx;
     auth_user u;
     policy pol;
     int level, present;
     int64_t ttl = 0;
     const char *label;
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (load_user(r, tx, &u, &level)) {
-        store_rollback(tx);
-        return;
-    }
-    if (node_refused(r, tx, &u)) return;
-    /* one's own tokens; an administrator makes tokens for service accounts only */
-    int self = strcmp(u.id, r->who->user_id) == 0, admin_target = 0;
-    if (!(level == SEE_SELF || (level == SEE_ADMIN && (self || strcmp(u.kind, "service") == 0)))) {
-        store_rollback(tx);
-        api_error(r, 403, "forbidden", "you may create tokens only for yourself or for service "
-                                       "accounts you administer");
-        return;
-    }
+    int rc = find_user(c, &u, &level, err);
+    if (!rc) rc = node_account_refused(&u, err);
+    if (rc) return rc;
+    int self = strcmp(u.id, c->who->user_id) == 0, admin_target = 0;
+    if (!(level == SEE_SELF || (level == SEE_ADMIN && (self || strcmp(u.kind, "service") == 0))))
+        return gp_err_set(err, GP_EFORBIDDEN, "you may create tokens only for yourself or for "
+                                              "service accounts you administer");
     /* a service account granted an administrator role before that was refused: nobody but
      * itself mints its tokens (docs/security.md "Who administers the administrators") */
-    if (!self && privileged(tx, &u, &admin_target, &err)) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (admin_target) {
-        store_rollback(tx);
-        api_error(r, 403, "forbidden",
-                  "tokens of an account holding platform-admin or security-admin are made only "
-                  "by that account itself");
-        return;
-    }
-    if (api_body(r, &body)) {
-        store_rollback(tx);
-        return;
-    }
-    if (jx_only_fields(body, fields, &err) ||
-        jx_get_int(body, "ttl_seconds", 0, &ttl, &present, &err) ||
-        jx_get_str(body, "label", 0, &label, &err) || policy_load(tx, &pol, &err)) {
-        json_decref(body);
-        api_abort(r, tx, &err);
-        return;
-    }
+    if (!self && (rc = privileged(c->tx, &u, &admin_target, err))) return rc;
+    if (admin_target)
+        return gp_err_set(err, GP_EFORBIDDEN,
+                          "tokens of an account holding platform-admin or security-admin are "
+                          "made only by that account itself");
+    if (jx_only_fields(c->body, fields, err) ||
+        jx_get_int(c->body, "ttl_seconds", 0, &ttl, &present, err) ||
+        jx_get_str(c->body, "label", 0, &label, err) || policy_load(c->tx, &pol, err))
+        return err->code;
     int64_t max = pol.max_token_ttl_s;
     policy_release(&pol);
     if (!present) ttl = max;
-    if (ttl < 60 || ttl > max) {
-        json_decref(body);
-        gp_err_set(&err, GP_EINVALID, "ttl_seconds must be between 60 and %lld (security policy)",
-                   (long long)max);
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (label && strlen(label) > 100) {
-        json_decref(body);
-        gp_err_set(&err, GP_EINVALID, "label longer than 100 bytes");
-        api_abort(r, tx, &err);
-        return;
-    }
+    if (ttl < 60 || ttl > max)
+        return gp_err_set(err, GP_EINVALID,
+                          "ttl_seconds must be between 60 and %lld (security policy)",
+                          (long long)max);
+    if (label && strlen(label) > 100)
+        return gp_err_set(err, GP_EINVALID, "label longer than 100 bytes");
     char token[RND_SECRET_LEN], tid[RND_ID_LEN];
-    int rc = auth_token_create(tx, u.id, label ? label : "", ttl, token, tid, &err);
-    json_t *change = json_pack("{s:s,s:s,s:s,s:I}", "user", u.name, "token_id", tid, "label",
-                               label ? label : "", "ttl_seconds", (json_int_t)ttl);
-    json_decref(body);
-    if (rc) {
-        json_decref(change);
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (api_finish(r, tx, 201, change)) return;
+    if ((rc = auth_token_create(c->tx, u.id, label ? label : "", ttl, token, tid, err))) return rc;
+    c->summary = json_pack("{s:s,s:s,s:s,s:I}", "user", u.name, "token_id", tid, "label",
+                           label ? label : "", "ttl_seconds", (json_int_t)ttl);
     char exp[GT_RFC3339_LEN];
     gt_format_us(gt_now_us() + ttl * 1000000, exp, sizeof exp);
-    api_reply(r, 201, json_pack("{s:s,s:s,s:s,s:s}", "id", tid, "token", token, "expires_at", exp,
-                                "user", u.name));
-    memset(token, 0, sizeof token);
+    api_reply(c->r, 201, json_pack("{s:s,s:s,s:s,s:s}", "id", tid, "token", token, "expires_at",
+                                   exp, "user", u.name));
+    sodium_memzero(token, sizeof token);
+    return GP_OK;
 }
 
-void h_token_list(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    auth_user u;
+/* The user in the path, whose tokens the caller may see and revoke: oneself, or its admin. */
+static int token_owner(api_ctx *c, auth_user *u, gp_err *err) {
     int level;
+    int rc = find_user(c, u, &level, err);
+    if (!rc && level != SEE_SELF && level != SEE_ADMIN)
+        rc = gp_err_set(err, GP_EFORBIDDEN, "your role does not allow this action here");
+    return rc;
+}
+
+int h_token_list(api_ctx *c, gp_err *err) {
+    auth_user u;
     json_t *items;
-    if (api_begin(r, STORE_READ, &tx)) return;
-    if (load_user(r, tx, &u, &level)) {
-        store_rollback(tx);
-        return;
-    }
-    if (level != SEE_SELF && level != SEE_ADMIN) {
-        store_rollback(tx);
-        api_error(r, 403, "forbidden", "your role does not allow this action here");
-        return;
-    }
-    if (auth_token_list(tx, u.id, &items, &err)) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    store_rollback(tx);
-    api_reply(r, 200, api_list(items, NULL));
+    int rc = token_owner(c, &u, err);
+    if (!rc) rc = auth_token_list(c->tx, u.id, &items, err);
+    if (!rc) api_reply(c->r, 200, api_list(items, NULL));
+    return rc;
 }
 
-void h_token_revoke(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
+int h_token_revoke(api_ctx *c, gp_err *err) {
     auth_user u;
-    int level;
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (load_user(r, tx, &u, &level)) {
-        store_rollback(tx);
-        return;
-    }
-    if (level != SEE_SELF && level != SEE_ADMIN) {
-        store_rollback(tx);
-        api_error(r, 403, "forbidden", "your role does not allow this action here");
-        return;
-    }
-    const char *id = api_param(r, "id");
-    api_target(r, "token", id, NULL, NULL);
-    if (auth_token_revoke(tx, u.id, id, &err)) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (!api_finish(r, tx, 200, json_pack("{s:s,s:s}", "user", u.name, "token_id", id)))
-        api_reply(r, 200, json_pack("{s:s,s:s}", "id", id, "state", "revoked"));
+    const char *id = api_param(c->r, "id");
+    int rc = token_owner(c, &u, err);
+    if (rc) return rc;
+    api_target(c->r, "token", id, NULL, NULL);
+    if ((rc = auth_token_revoke(c->tx, u.id, id, err))) return rc;
+    c->summary = json_pack("{s:s,s:s}", "user", u.name, "token_id", id);
+    api_reply(c->r, 200, json_pack("{s:s,s:s}", "id", id, "state", "revoked"));
+    return GP_OK;
 }
