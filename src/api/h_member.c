@@ -31,6 +31,12 @@
  *                                                        admins (platform-homed users' home)
  * Accepting re-checks that the inviter may still grant the role; the binding
  * is then granted_by the inviter.  Invitations expire after 7 days.
+ *
+ * The member routes and the global invitation routes are declared
+ * (routes.c): dispatch resolves and authorises the scope, holds the
+ * transaction and appends the event; the handlers add the home tenant's
+ * copy of it (audit_also).  The tenant invitation routes stay legacy (see
+ * "invitations" below).
  */
 #include "api_int.h"
 
@@ -42,78 +48,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct scope_ctx {
-    authz_scope scope;
-    tenancy_tenant t;
-    tenancy_project p;
-    authz_target target;
-} scope_ctx;
-
-/* Resolve the scope named by the path (tenant/project); 404 when missing. */
-static int load_scope(api_req *r, store_tx *tx, authz_scope scope, scope_ctx *c) {
-    gp_err err = GP_ERR_INIT;
-    memset(c, 0, sizeof *c);
-    c->scope = scope;
-    if (scope == SCOPE_GLOBAL) return 0;
-    const char *tn = api_param(r, "tenant"), *pn = api_param(r, "project");
-    api_target(r, NULL, NULL, tn, pn);
-    int rc = tenancy_tenant_find(tx, tn, &c->t, &err);
-    if (!rc && scope == SCOPE_PROJECT) rc = tenancy_project_find(tx, &c->t, pn, &c->p, &err);
-    if (rc == GP_ENOTFOUND) {
-        api_error(r, 404, "not_found", "not found");
-        return -1;
-    }
-    if (rc) {
-        api_fail(r, &err);
-        return -1;
-    }
-    c->target.tenant_id = c->t.id;
-    c->target.project_id = scope == SCOPE_PROJECT ? c->p.id : NULL;
-    return 0;
+/*
+ * Where a member route acts: dispatch resolved the path's tenant (and
+ * project) and authorised the route's action there; the global routes have
+ * neither.
+ */
+static authz_target target_of(const api_ctx *c, authz_scope scope) {
+    authz_target tg = {scope == SCOPE_GLOBAL ? NULL : c->sc.t.id,
+                       scope == SCOPE_PROJECT ? c->sc.p.id : NULL};
+    return tg;
 }
 
-static void list(api_req *r, authz_scope scope) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    scope_ctx c;
+/* Declared (SC_GLOBAL / SC_TENANT / SC_PROJECT, ACT_MEMBER_READ). */
+static int list(api_ctx *c, authz_scope scope, gp_err *err) {
     json_t *items;
-    api_target(r, "member", NULL, NULL, NULL);
-    if (api_begin(r, STORE_READ, &tx)) return;
-    if (load_scope(r, tx, scope, &c) || !api_authorize(r, ACT_MEMBER_READ, c.target.tenant_id,
-                                                      c.target.project_id)) {
-        store_rollback(tx);
-        return;
-    }
-    if (auth_member_list(tx, scope, c.target.tenant_id, c.target.project_id, &items, &err)) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    store_rollback(tx);
-    api_reply(r, 200, api_list(items, NULL));
+    authz_target tg = target_of(c, scope);
+    api_target(c->r, "member", NULL, NULL, NULL);
+    int rc = auth_member_list(c->tx, scope, tg.tenant_id, tg.project_id, &items, err);
+    if (rc) return rc;
+    api_reply(c->r, 200, api_list(items, NULL));
+    return GP_OK;
 }
 
-/* May the caller grant/revoke `role` here? Sets 403/404 and returns 0 when not. */
-static int may_grant(api_req *r, const scope_ctx *c, authz_role role) {
-    authz_decision d = authz_can_grant(r->who->bindings, r->who->nbindings, role, &c->target,
+/* May the caller grant/revoke `role` at `tg`?  GP_OK, or 403/404 in `err`. */
+static int may_grant(const api_ctx *c, const authz_target *tg, authz_role role, gp_err *err) {
+    authz_decision d = authz_can_grant(c->who->bindings, c->who->nbindings, role, tg,
                                        gt_now_us());
-    if (d == AUTHZ_ALLOW) return 1;
-    if (d == AUTHZ_HIDDEN) {
-        api_error(r, 404, "not_found", "not found");
-    } else {
-        char msg[160];
-        snprintf(msg, sizeof msg,
-                 "you may not grant or revoke %s here: nobody grants a role beyond their own",
-                 authz_role_name(role));
-        api_error(r, 403, "forbidden", msg);
-    }
-    return 0;
+    if (d == AUTHZ_ALLOW) return GP_OK;
+    if (d == AUTHZ_HIDDEN) return gp_err_set(err, GP_ENOTFOUND, "not found");
+    return gp_err_set(err, GP_EFORBIDDEN,
+                      "you may not grant or revoke %s here: nobody grants a role beyond their own",
+                      authz_role_name(role));
 }
 
-static json_t *member_json(const scope_ctx *c, const char *user, const char *role) {
+static json_t *member_json(const api_ctx *c, authz_scope scope, const char *user,
+                           const char *role) {
     json_t *o = json_pack("{s:s,s:s,s:s}", "user", user, "role", role, "scope",
-                          authz_scope_name(c->scope));
-    if (c->scope != SCOPE_GLOBAL) json_object_set_new(o, "tenant", json_string(c->t.name));
-    if (c->scope == SCOPE_PROJECT) json_object_set_new(o, "project", json_string(c->p.name));
+                          authz_scope_name(scope));
+    if (scope != SCOPE_GLOBAL) json_object_set_new(o, "tenant", json_string(c->sc.t.name));
+    if (scope == SCOPE_PROJECT) json_object_set_new(o, "project", json_string(c->sc.p.name));
     return o;
 }
 
@@ -152,7 +125,21 @@ static int audit_also(api_req *r, store_tx *tx, const char *tenant, int status,
     return audit_append(tx, &ev, NULL, err);
 }
 
-/* api_finish, with the same event also in the tenant `home` (see audit_also). */
+/*
+ * A declared route's change: `change` (stolen) is the summary of the event
+ * dispatch appends, and the same event goes to tenant `home` too (audit_also),
+ * in this transaction.
+ */
+static int summarise(api_ctx *c, int status, json_t *change, const char *home, gp_err *err) {
+    char *text = jx_dump(change);
+    int rc = audit_also(c->r, c->tx, home, status, text ? text : "{}", err);
+    free(text);
+    json_decref(c->summary);
+    c->summary = change;
+    return rc;
+}
+
+/* A legacy route's api_finish, with the same event also in the tenant `home` (audit_also). */
 static int finish_both(api_req *r, store_tx *tx, int status, json_t *change, const char *home) {
     gp_err err = GP_ERR_INIT;
     char *text = jx_dump(change);
@@ -165,198 +152,156 @@ static int finish_both(api_req *r, store_tx *tx, int status, json_t *change, con
     return api_finish(r, tx, status, change);
 }
 
-static void put(api_req *r, authz_scope scope) {
+/*
+ * Declared and sensitive (member.grant_global on the global route, member.grant on the
+ * others): dispatch first runs this as a dry run, which checks everything and stops before
+ * the change, with the grant asked as the approval's summary; then, approved or not
+ * sensitive, for real (an approved one as its requester, who is then `by`).
+ */
+static int put(api_ctx *c, authz_scope scope, gp_err *err) {
     static const char *const fields[] = {"role", NULL};
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    scope_ctx c;
+    api_req *r = c->r;
     auth_user u;
-    json_t *body;
     const char *role_name;
     const char *uname = api_param(r, "user");
+    authz_target tg = target_of(c, scope);
     api_target(r, "member", uname, NULL, NULL);
-    if (api_begin(r, STORE_READ, &tx)) return;
-    if (load_scope(r, tx, scope, &c) || !api_authorize(r, ACT_MEMBER_MANAGE, c.target.tenant_id,
-                                                      c.target.project_id)) {
-        store_rollback(tx);
-        return;
-    }
-    if (api_body(r, &body)) {
-        store_rollback(tx);
-        return;
-    }
-    if (jx_only_fields(body, fields, &err) || jx_get_str(body, "role", 1, &role_name, &err)) {
-        json_decref(body);
-        api_abort(r, tx, &err);
-        return;
-    }
+    int rc = jx_only_fields(c->body, fields, err);
+    if (!rc) rc = jx_get_str(c->body, "role", 1, &role_name, err);
+    if (rc) return rc;
     int role = authz_role_parse(role_name);
-    if (role < 0 || !authz_role_fits_scope((authz_role)role, scope) || role == ROLE_VENDOR) {
-        gp_err_set(&err, GP_EINVALID, "role '%.40s' cannot be granted at %s scope", role_name,
-                   authz_scope_name(scope));
-        json_decref(body); /* role_name pointed into it */
-        api_abort(r, tx, &err);
-        return;
-    }
-    json_decref(body);
+    if (role < 0 || !authz_role_fits_scope((authz_role)role, scope) || role == ROLE_VENDOR)
+        return gp_err_set(err, GP_EINVALID, "role '%.40s' cannot be granted at %s scope",
+                          role_name, authz_scope_name(scope));
     int old = -1;
-    int rc = auth_user_find(tx, uname, &u, &err);
-    if (!rc) rc = auth_member_role_at(tx, u.id, scope, c.target.tenant_id, c.target.project_id,
-                                      &old, &err);
-    if (rc == GP_ENOTFOUND) gp_err_set(&err, rc, "user '%s' not found", uname);
+    rc = auth_user_find(c->tx, uname, &u, err);
+    if (!rc)
+        rc = auth_member_role_at(c->tx, u.id, scope, tg.tenant_id, tg.project_id, &old, err);
+    if (rc == GP_ENOTFOUND) gp_err_set(err, rc, "user '%s' not found", uname);
     int others = 0, vendor_grants = 0;
-    if (!rc) rc = auth_user_role_counts(tx, u.id, &others, &vendor_grants, &err);
+    if (!rc) rc = auth_user_role_counts(c->tx, u.id, &others, &vendor_grants, err);
     if (!rc && vendor_grants)
-        rc = gp_err_set(&err, GP_ECONFLICT, "'%s' is a vendor account; it holds no other role",
+        rc = gp_err_set(err, GP_ECONFLICT, "'%s' is a vendor account; it holds no other role",
                         uname);
     if (!rc && u.node_account)
-        rc = gp_err_set(&err, GP_ECONFLICT,
+        rc = gp_err_set(err, GP_ECONFLICT,
                         "'%s' is a node account; it belongs to its node and holds no role", uname);
     /* a service account's tokens are minted by its administrators: an administrator role on
      * it would let them act as a second administrator (docs/security.md) */
     if (!rc && (role == ROLE_PLATFORM_ADMIN || role == ROLE_SECURITY_ADMIN) &&
         strcmp(u.kind, "service") == 0)
-        rc = gp_err_set(&err, GP_ECONFLICT,
+        rc = gp_err_set(err, GP_ECONFLICT,
                         "'%s' is a service account: %s is a person's role (a service account's "
                         "tokens are minted by others)",
                         uname, authz_role_name(role));
-    if (rc) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    store_rollback(tx);
-    if (!may_grant(r, &c, (authz_role)role)) return;
-    if (scope != SCOPE_GLOBAL && old >= 0 && !may_grant(r, &c, (authz_role)old)) return;
+    if (!rc) rc = may_grant(c, &tg, (authz_role)role, err);
+    if (!rc && scope != SCOPE_GLOBAL && old >= 0) rc = may_grant(c, &tg, (authz_role)old, err);
+    if (rc) return rc;
     json_t *change = json_pack("{s:s,s:s,s:s}", "user", u.name, "role", authz_role_name(role),
                                "scope", authz_scope_name(scope));
-    int pending = api_needs_approval(r, scope == SCOPE_GLOBAL ? "member.grant_global"
-                                                              : "member.grant",
-                                     scope == SCOPE_GLOBAL ? NULL : c.t.name, change);
-    if (pending) {
-        json_decref(change);
-        return;
-    }
-    char replaced[32];
-    if (api_begin(r, STORE_WRITE, &tx)) {
-        json_decref(change);
-        return;
+    if (c->dry_run) {
+        /* what the approval shows: the grant asked, whichever form it then takes */
+        c->summary = change;
+        return GP_OK;
     }
     const char *by = r->on_behalf[0] ? r->on_behalf : r->who->name;
     if (scope != SCOPE_GLOBAL &&
-        authz_grant_needs_invitation(r->who->bindings, r->who->nbindings, u.home_tenant_id,
-                                     c.target.tenant_id, gt_now_us())) {
+        authz_grant_needs_invitation(c->who->bindings, c->who->nbindings, u.home_tenant_id,
+                                     tg.tenant_id, gt_now_us())) {
         /* the user's home decides: an invitation, not a binding */
         auth_invitation inv;
-        rc = auth_invitation_create(tx, c.target.tenant_id, c.target.project_id, u.id,
-                                    u.home_tenant_id, (authz_role)role, by, 0, &inv, &err);
+        rc = auth_invitation_create(c->tx, tg.tenant_id, tg.project_id, u.id, u.home_tenant_id,
+                                    (authz_role)role, by, 0, &inv, err);
         if (rc) {
             json_decref(change);
-            api_abort(r, tx, &err);
-            return;
+            return rc;
         }
         json_object_set_new(change, "invitation", json_string(inv.id));
         json_object_set_new(change, "home", u.home[0] ? json_string(u.home) : json_null());
-        if (!finish_both(r, tx, 202, change, u.home))
-            api_reply(r, 202, json_pack("{s:o,s:s}", "invitation", auth_invitation_json(&inv),
-                                        "message",
-                                        u.home[0] ? "the user's home tenant decides this grant"
-                                                  : "a platform-admin decides this grant"));
-        return;
+        if ((rc = summarise(c, 202, change, u.home, err))) return rc;
+        api_reply(r, 202, json_pack("{s:o,s:s}", "invitation", auth_invitation_json(&inv),
+                                    "message",
+                                    u.home[0] ? "the user's home tenant decides this grant"
+                                              : "a platform-admin decides this grant"));
+        return GP_OK;
     }
     /* granted by whoever asked (the requester, when this runs on an approval) */
-    rc = auth_member_set(tx, u.id, (authz_role)role, scope, c.target.tenant_id,
-                         c.target.project_id, by, replaced, &err);
-    if (rc) {
-        json_decref(change);
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (replaced[0]) json_object_set_new(change, "replaced", json_string(replaced));
+    char replaced[32];
+    rc = auth_member_set(c->tx, u.id, (authz_role)role, scope, tg.tenant_id, tg.project_id, by,
+                         replaced, err);
     /* a second security-admin arms approvals for good (bootstrap rule) */
     int armed = 0;
-    if (role == ROLE_SECURITY_ADMIN && (rc = api__approvals_arm(tx, &armed, &err))) {
+    if (!rc && role == ROLE_SECURITY_ADMIN) rc = api__approvals_arm(c->tx, &armed, err);
+    if (rc) {
         json_decref(change);
-        api_abort(r, tx, &err);
-        return;
+        return rc;
     }
+    if (replaced[0]) json_object_set_new(change, "replaced", json_string(replaced));
     if (armed) json_object_set_new(change, "approvals_armed", json_true());
-    if (!finish_both(r, tx, 200, change, scope == SCOPE_GLOBAL ? NULL : u.home))
-        api_reply(r, 200, member_json(&c, u.name, authz_role_name(role)));
+    if ((rc = summarise(c, 200, change, scope == SCOPE_GLOBAL ? NULL : u.home, err))) return rc;
+    api_reply(r, 200, member_json(c, scope, u.name, authz_role_name(role)));
+    return GP_OK;
 }
 
-static void del(api_req *r, authz_scope scope) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    scope_ctx c;
+/* Declared (ACT_MEMBER_MANAGE at the scope); the role removed must be the caller's to grant. */
+static int del(api_ctx *c, authz_scope scope, gp_err *err) {
+    api_req *r = c->r;
     auth_user u;
     const char *uname = api_param(r, "user");
     const char *qrole = api_query(r, "role");
+    authz_target tg = target_of(c, scope);
     api_target(r, "member", uname, NULL, NULL);
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (load_scope(r, tx, scope, &c) || !api_authorize(r, ACT_MEMBER_MANAGE, c.target.tenant_id,
-                                                      c.target.project_id)) {
-        store_rollback(tx);
-        return;
-    }
     int role = -1;
-    if (qrole && (role = authz_role_parse(qrole)) < 0) {
-        gp_err_set(&err, GP_EINVALID, "unknown role '%.40s'", qrole);
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (scope == SCOPE_GLOBAL && role < 0) {
-        gp_err_set(&err, GP_EINVALID, "removing a global role needs ?role=ROLE");
-        api_abort(r, tx, &err);
-        return;
-    }
-    int rc = auth_user_find(tx, uname, &u, &err);
+    if (qrole && (role = authz_role_parse(qrole)) < 0)
+        return gp_err_set(err, GP_EINVALID, "unknown role '%.40s'", qrole);
+    if (scope == SCOPE_GLOBAL && role < 0)
+        return gp_err_set(err, GP_EINVALID, "removing a global role needs ?role=ROLE");
+    int rc = auth_user_find(c->tx, uname, &u, err);
     int held = role;
-    if (rc == GP_ENOTFOUND) gp_err_set(&err, rc, "user '%s' not found", uname);
+    if (rc == GP_ENOTFOUND) gp_err_set(err, rc, "user '%s' not found", uname);
     if (!rc && role < 0)
-        rc = auth_member_role_at(tx, u.id, scope, c.target.tenant_id, c.target.project_id, &held,
-                                 &err);
-    if (!rc && held < 0) rc = gp_err_set(&err, GP_ENOTFOUND, "no such membership");
-    if (rc) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (!may_grant(r, &c, (authz_role)held)) {
-        store_rollback(tx);
-        return;
-    }
+        rc = auth_member_role_at(c->tx, u.id, scope, tg.tenant_id, tg.project_id, &held, err);
+    if (!rc && held < 0) rc = gp_err_set(err, GP_ENOTFOUND, "no such membership");
+    if (!rc) rc = may_grant(c, &tg, (authz_role)held, err);
     char removed[32];
-    rc = auth_member_remove(tx, u.id, held, scope, c.target.tenant_id, c.target.project_id,
-                            removed, &err);
-    if (rc) {
-        api_abort(r, tx, &err);
-        return;
-    }
+    if (!rc)
+        rc = auth_member_remove(c->tx, u.id, held, scope, tg.tenant_id, tg.project_id, removed,
+                                err);
+    if (rc) return rc;
     json_t *change = json_pack("{s:s,s:s,s:s}", "user", u.name, "role", removed, "scope",
                                authz_scope_name(scope));
-    if (!finish_both(r, tx, 200, change, scope == SCOPE_GLOBAL ? NULL : u.home)) {
-        json_t *o = member_json(&c, u.name, removed);
-        json_object_set_new(o, "removed", json_true());
-        api_reply(r, 200, o);
-    }
+    if ((rc = summarise(c, 200, change, scope == SCOPE_GLOBAL ? NULL : u.home, err))) return rc;
+    json_t *o = member_json(c, scope, u.name, removed);
+    json_object_set_new(o, "removed", json_true());
+    api_reply(r, 200, o);
+    return GP_OK;
 }
 
-void h_member_global_list(api_req *r) { list(r, SCOPE_GLOBAL); }
-void h_member_global_put(api_req *r) { put(r, SCOPE_GLOBAL); }
-void h_member_global_delete(api_req *r) { del(r, SCOPE_GLOBAL); }
-void h_member_tenant_list(api_req *r) { list(r, SCOPE_TENANT); }
-void h_member_tenant_put(api_req *r) { put(r, SCOPE_TENANT); }
-void h_member_tenant_delete(api_req *r) { del(r, SCOPE_TENANT); }
-void h_member_project_list(api_req *r) { list(r, SCOPE_PROJECT); }
-void h_member_project_put(api_req *r) { put(r, SCOPE_PROJECT); }
-void h_member_project_delete(api_req *r) { del(r, SCOPE_PROJECT); }
+int h_member_global_list(api_ctx *c, gp_err *err) { return list(c, SCOPE_GLOBAL, err); }
+int h_member_global_put(api_ctx *c, gp_err *err) { return put(c, SCOPE_GLOBAL, err); }
+int h_member_global_delete(api_ctx *c, gp_err *err) { return del(c, SCOPE_GLOBAL, err); }
+int h_member_tenant_list(api_ctx *c, gp_err *err) { return list(c, SCOPE_TENANT, err); }
+int h_member_tenant_put(api_ctx *c, gp_err *err) { return put(c, SCOPE_TENANT, err); }
+int h_member_tenant_delete(api_ctx *c, gp_err *err) { return del(c, SCOPE_TENANT, err); }
+int h_member_project_list(api_ctx *c, gp_err *err) { return list(c, SCOPE_PROJECT, err); }
+int h_member_project_put(api_ctx *c, gp_err *err) { return put(c, SCOPE_PROJECT, err); }
+int h_member_project_delete(api_ctx *c, gp_err *err) { return del(c, SCOPE_PROJECT, err); }
 
-/* ---- invitations ---- */
+/* ---- invitations ----
+ *
+ * The global routes are declared.  The tenant routes stay legacy: their
+ * rows are two tenants' by design (the home reads an invitation into
+ * another tenant's project, whose name PostgreSQL's tenant fence would hide
+ * from a transaction tied to the home), and an inviter reaches its own
+ * invitation on the home's path without seeing that tenant (403, not 404),
+ * so dispatch's SC_TENANT resolution does not fit them.  Both shapes share
+ * the steps below, which act in a transaction the caller holds.
+ */
 
-/* The {tenant} of an invitation route (NULL on the global routes); 404 when missing. */
-static int inv_tenant(api_req *r, store_tx *tx, int global, tenancy_tenant *t) {
+/* The {tenant} of a tenant invitation route; 404 when missing. */
+static int inv_tenant(api_req *r, store_tx *tx, tenancy_tenant *t) {
     gp_err err = GP_ERR_INIT;
     memset(t, 0, sizeof *t);
-    if (global) return 0;
     const char *tn = api_param(r, "tenant");
     api_target(r, NULL, NULL, tn, NULL);
     int rc = tenancy_tenant_find(tx, tn, t, &err);
@@ -371,24 +316,19 @@ static int inv_tenant(api_req *r, store_tx *tx, int global, tenancy_tenant *t) {
     return 0;
 }
 
-static void inv_list(api_req *r, int global) {
+/* Legacy: invitations from or to the path's tenant (member.read there). */
+void h_invitation_tenant_list(api_req *r) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
     tenancy_tenant t;
     json_t *items;
     api_target(r, "invitation", NULL, NULL, NULL);
     if (api_begin(r, STORE_READ, &tx)) return;
-    if (inv_tenant(r, tx, global, &t)) {
+    if (inv_tenant(r, tx, &t) || !api_authorize(r, ACT_MEMBER_READ, t.id, NULL)) {
         store_rollback(tx);
         return;
     }
-    int ok = global ? api_authorize(r, ACT_USER_READ_ALL, NULL, NULL)
-                    : api_authorize(r, ACT_MEMBER_READ, t.id, NULL);
-    if (!ok) {
-        store_rollback(tx);
-        return;
-    }
-    if (auth_invitation_list(tx, global ? NULL : t.id, &items, &err)) {
+    if (auth_invitation_list(tx, t.id, &items, &err)) {
         api_abort(r, tx, &err);
         return;
     }
@@ -396,36 +336,38 @@ static void inv_list(api_req *r, int global) {
     api_reply(r, 200, api_list(items, NULL));
 }
 
+/* Declared (SC_GLOBAL, ACT_USER_READ_ALL): every invitation. */
+int h_invitation_global_list(api_ctx *c, gp_err *err) {
+    json_t *items;
+    api_target(c->r, "invitation", NULL, NULL, NULL);
+    int rc = auth_invitation_list(c->tx, NULL, &items, err);
+    if (rc) return rc;
+    api_reply(c->r, 200, api_list(items, NULL));
+    return GP_OK;
+}
+
 /*
- * Load {id} for a decision or a withdrawal.  The invitation must concern the
- * path's tenant (as the home or the inviter), else 404.  0, or -1 with the
- * response set and tx rolled back.
+ * Load {id} for a decision or a withdrawal.  On a tenant route (`t`) the
+ * invitation must concern that tenant (as the home or the inviter) and the
+ * caller must read its members, decide for the home or be the inviter; on a
+ * global route (`t` NULL) the caller must be a platform-admin.  Else 404.
  */
-static int inv_load(api_req *r, store_tx *tx, int global, tenancy_tenant *t,
-                    auth_invitation *v) {
-    gp_err err = GP_ERR_INIT;
+static int inv_load(api_req *r, store_tx *tx, const tenancy_tenant *t, auth_invitation *v,
+                    gp_err *err) {
     const char *id = api_param(r, "id");
     api_target(r, "invitation", id, NULL, NULL);
-    if (inv_tenant(r, tx, global, t)) {
-        store_rollback(tx);
-        return -1;
-    }
-    int rc = auth_invitation_get(tx, id, v, &err);
-    if (rc && rc != GP_ENOTFOUND) return api_abort(r, tx, &err);
-    int seen = !rc && (global ? platform_admin(r)
-                              : (strcmp(v->home_tenant_id, t->id) == 0 ||
-                                 strcmp(v->tenant_id, t->id) == 0));
-    authz_target tt = {global ? NULL : t->id, NULL};
-    if (seen && !global)
+    int rc = auth_invitation_get(tx, id, v, err);
+    if (rc && rc != GP_ENOTFOUND) return rc;
+    int seen = !rc && (!t ? platform_admin(r)
+                          : (strcmp(v->home_tenant_id, t->id) == 0 ||
+                             strcmp(v->tenant_id, t->id) == 0));
+    if (seen && t) {
+        authz_target tt = {t->id, NULL};
         seen = authz_check(r->who->bindings, r->who->nbindings, ACT_MEMBER_READ, &tt,
                            gt_now_us()) == AUTHZ_ALLOW ||
                decides_home(r, v->home_tenant_id) || strcmp(v->invited_by, r->who->name) == 0;
-    if (!seen) {
-        store_rollback(tx);
-        api_error(r, 404, "not_found", "not found");
-        return -1;
     }
-    return 0;
+    return seen ? GP_OK : gp_err_set(err, GP_ENOTFOUND, "not found");
 }
 
 /* The summary of an invitation's event. */
@@ -453,118 +395,140 @@ static int inviter_still_may(store_tx *tx, const auth_invitation *v, gp_err *err
               : gp_err_set(err, GP_ECONFLICT, "the inviter can no longer grant this role");
 }
 
-static void inv_decide(api_req *r, int global, const char *state) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    tenancy_tenant t;
+/*
+ * One step on an invitation, in `tx`: `state` is the decision ("accepted",
+ * "declined", "withdrawn").  GP_OK with the reply set, *change the event's
+ * summary (owned) and `also` (64 bytes) the other tenant the event is for
+ * ("" none); or an error code in `err`, nothing to keep.  An expired
+ * invitation is recorded as expired and answered 409 with GP_OK: that
+ * refusal commits.
+ */
+typedef int (*inv_step)(api_req *r, store_tx *tx, const tenancy_tenant *t, const char *state,
+                        json_t **change, char *also, gp_err *err);
+
+/* The home decides: its tenant-admin (on the home's own route), or a platform-admin. */
+static int inv_decide(api_req *r, store_tx *tx, const tenancy_tenant *t, const char *state,
+                      json_t **change, char *also, gp_err *err) {
     auth_invitation v;
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (inv_load(r, tx, global, &t, &v)) return;
-    /* the home decides: its tenant-admin (on the home's own route), or a platform-admin */
-    int may = global ? platform_admin(r)
-                     : strcmp(v.home_tenant_id, t.id) == 0 && decides_home(r, v.home_tenant_id);
-    if (!may) {
-        store_rollback(tx);
-        api_error(r, 403, "forbidden",
-                  v.home_tenant_id[0]
-                      ? "only an admin of the user's home tenant decides this invitation"
-                      : "only a platform-admin decides invitations of platform users");
-        return;
-    }
+    *change = NULL;
+    also[0] = '\0';
+    int rc = inv_load(r, tx, t, &v, err);
+    if (rc) return rc;
+    int may = !t ? platform_admin(r)
+                 : strcmp(v.home_tenant_id, t->id) == 0 && decides_home(r, v.home_tenant_id);
+    if (!may)
+        return gp_err_set(err, GP_EFORBIDDEN, "%s",
+                          v.home_tenant_id[0]
+                              ? "only an admin of the user's home tenant decides this invitation"
+                              : "only a platform-admin decides invitations of platform users");
     if (strcmp(v.state, "expired") == 0) {
         /* record the expiry (once), then refuse */
-        int rc = auth_invitation_decide(tx, v.id, "expired", r->who->name, &err);
-        if (rc && rc != GP_ECONFLICT) {
-            api_abort(r, tx, &err);
-            return;
-        }
-        if (api_finish(r, tx, 409, inv_change(&v, "expired"))) return;
+        rc = auth_invitation_decide(tx, v.id, "expired", r->who->name, err);
+        if (rc && rc != GP_ECONFLICT) return rc;
+        *change = inv_change(&v, "expired");
         api_error(r, 409, "invitation_expired", "the invitation expired before it was decided");
-        return;
+        return GP_OK;
     }
-    if (strcmp(v.state, "pending") != 0) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "the invitation is already %s", v.state);
-        store_rollback(tx);
-        api_error(r, 409, "conflict", msg);
-        return;
-    }
-    int rc = GP_OK;
+    if (strcmp(v.state, "pending") != 0)
+        return gp_err_set(err, GP_ECONFLICT, "the invitation is already %s", v.state);
     int accept = strcmp(state, "accepted") == 0;
     if (accept) {
         int others = 0, vendor_grants = 0;
         auth_user u;
-        rc = auth_user_find(tx, v.user, &u, &err);
-        if (!rc) rc = auth_user_role_counts(tx, u.id, &others, &vendor_grants, &err);
+        rc = auth_user_find(tx, v.user, &u, err);
+        if (!rc) rc = auth_user_role_counts(tx, u.id, &others, &vendor_grants, err);
         if (!rc && (vendor_grants || u.node_account))
-            rc = gp_err_set(&err, GP_ECONFLICT, "'%s' can hold no such role", v.user);
-        if (!rc) rc = inviter_still_may(tx, &v, &err);
+            rc = gp_err_set(err, GP_ECONFLICT, "'%s' can hold no such role", v.user);
+        if (!rc) rc = inviter_still_may(tx, &v, err);
     }
-    if (!rc) rc = auth_invitation_decide(tx, v.id, state, r->who->name, &err);
+    if (!rc) rc = auth_invitation_decide(tx, v.id, state, r->who->name, err);
     char replaced[32] = "";
     if (!rc && accept)
         rc = auth_member_set(tx, v.user_id, (authz_role)authz_role_parse(v.role),
                              v.project_id[0] ? SCOPE_PROJECT : SCOPE_TENANT, v.tenant_id,
-                             v.project_id[0] ? v.project_id : NULL, v.invited_by, replaced, &err);
-    if (rc) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    json_t *change = inv_change(&v, state);
-    if (replaced[0]) json_object_set_new(change, "replaced", json_string(replaced));
+                             v.project_id[0] ? v.project_id : NULL, v.invited_by, replaced, err);
+    if (rc) return rc;
+    *change = inv_change(&v, state);
+    if (replaced[0]) json_object_set_new(*change, "replaced", json_string(replaced));
     /* the event is the home's (this route's tenant); the inviting tenant gets its own */
-    if (finish_both(r, tx, 200, change, v.tenant)) return;
+    snprintf(also, 64, "%s", v.tenant);
     snprintf(v.state, sizeof v.state, "%s", state);
     snprintf(v.decided_by, sizeof v.decided_by, "%s", r->who->name);
     v.decided_us = gt_now_us();
     api_reply(r, 200, auth_invitation_json(&v));
+    return GP_OK;
 }
 
-static void inv_withdraw(api_req *r, int global) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    tenancy_tenant t;
+/* The inviting tenant withdraws: its inviter, or whoever may grant that role there (a
+ * platform-admin on the global route). */
+static int inv_withdraw(api_req *r, store_tx *tx, const tenancy_tenant *t, const char *state,
+                        json_t **change, char *also, gp_err *err) {
     auth_invitation v;
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (inv_load(r, tx, global, &t, &v)) return;
-    int may = global ? platform_admin(r) : strcmp(v.tenant_id, t.id) == 0;
-    if (may && !global && strcmp(v.invited_by, r->who->name) != 0) {
+    *change = NULL;
+    also[0] = '\0';
+    int rc = inv_load(r, tx, t, &v, err);
+    if (rc) return rc;
+    int may = !t ? platform_admin(r) : strcmp(v.tenant_id, t->id) == 0;
+    if (may && t && strcmp(v.invited_by, r->who->name) != 0) {
         authz_target tt = {v.tenant_id, v.project_id[0] ? v.project_id : NULL};
         int role = authz_role_parse(v.role);
         may = role >= 0 && authz_can_grant(r->who->bindings, r->who->nbindings, (authz_role)role,
                                            &tt, gt_now_us()) == AUTHZ_ALLOW;
     }
-    if (!may) {
-        store_rollback(tx);
-        api_error(r, 403, "forbidden",
-                  "only the inviting tenant (its inviter, or whoever may grant the role there) "
-                  "withdraws an invitation");
-        return;
-    }
-    int rc = auth_invitation_decide(tx, v.id, "withdrawn", r->who->name, &err);
-    if (rc == GP_ECONFLICT) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "the invitation is already %s", v.state);
-        store_rollback(tx);
-        api_error(r, 409, "conflict", msg);
-        return;
-    }
-    if (rc) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (finish_both(r, tx, 200, inv_change(&v, "withdrawn"), v.home)) return;
-    snprintf(v.state, sizeof v.state, "withdrawn");
+    if (!may)
+        return gp_err_set(err, GP_EFORBIDDEN,
+                          "only the inviting tenant (its inviter, or whoever may grant the role "
+                          "there) withdraws an invitation");
+    rc = auth_invitation_decide(tx, v.id, state, r->who->name, err);
+    if (rc == GP_ECONFLICT)
+        return gp_err_set(err, GP_ECONFLICT, "the invitation is already %s", v.state);
+    if (rc) return rc;
+    *change = inv_change(&v, state);
+    snprintf(also, 64, "%s", v.home);
+    snprintf(v.state, sizeof v.state, "%s", state);
     snprintf(v.decided_by, sizeof v.decided_by, "%s", r->who->name);
     v.decided_us = gt_now_us();
     api_reply(r, 200, auth_invitation_json(&v));
+    return GP_OK;
 }
 
-void h_invitation_tenant_list(api_req *r) { inv_list(r, 0); }
-void h_invitation_tenant_accept(api_req *r) { inv_decide(r, 0, "accepted"); }
-void h_invitation_tenant_decline(api_req *r) { inv_decide(r, 0, "declined"); }
-void h_invitation_tenant_withdraw(api_req *r) { inv_withdraw(r, 0); }
-void h_invitation_global_list(api_req *r) { inv_list(r, 1); }
-void h_invitation_global_accept(api_req *r) { inv_decide(r, 1, "accepted"); }
-void h_invitation_global_decline(api_req *r) { inv_decide(r, 1, "declined"); }
-void h_invitation_global_withdraw(api_req *r) { inv_withdraw(r, 1); }
+/* Legacy: a step on the path's tenant, in a transaction of its own, audited in both tenants. */
+static void inv_tenant_route(api_req *r, inv_step step, const char *state) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    tenancy_tenant t;
+    json_t *change;
+    char also[64];
+    if (api_begin(r, STORE_WRITE, &tx)) return;
+    if (inv_tenant(r, tx, &t)) {
+        store_rollback(tx);
+        return;
+    }
+    if (step(r, tx, &t, state, &change, also, &err)) {
+        api_abort(r, tx, &err);
+        return;
+    }
+    finish_both(r, tx, r->status, change, also); /* the reply is set; a failure replaces it */
+}
+
+/* Declared (SC_SIGNED_IN: the step answers 404 to all but a platform-admin). */
+static int inv_global_route(api_ctx *c, inv_step step, const char *state, gp_err *err) {
+    json_t *change;
+    char also[64];
+    int rc = step(c->r, c->tx, NULL, state, &change, also, err);
+    if (rc) return rc;
+    return summarise(c, c->r->status, change, also, err);
+}
+
+void h_invitation_tenant_accept(api_req *r) { inv_tenant_route(r, inv_decide, "accepted"); }
+void h_invitation_tenant_decline(api_req *r) { inv_tenant_route(r, inv_decide, "declined"); }
+void h_invitation_tenant_withdraw(api_req *r) { inv_tenant_route(r, inv_withdraw, "withdrawn"); }
+int h_invitation_global_accept(api_ctx *c, gp_err *err) {
+    return inv_global_route(c, inv_decide, "accepted", err);
+}
+int h_invitation_global_decline(api_ctx *c, gp_err *err) {
+    return inv_global_route(c, inv_decide, "declined", err);
+}
+int h_invitation_global_withdraw(api_ctx *c, gp_err *err) {
+    return inv_global_route(c, inv_withdraw, "withdrawn", err);
+}
