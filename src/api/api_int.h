@@ -564,11 +564,11 @@ int api__sweep_nodes(store_t *st, int64_t timeout_us, int64_t observed_since_us,
                      int *stalled, gp_err *err);
 
 /* Metering (h_usage.c). */
-void h_usage_report(api_req *r);
-void h_ratecard_list(api_req *r);
-void h_ratecard_create(api_req *r);
-void h_billing_get(api_req *r);
-void h_billing_put(api_req *r);
+int h_usage_report(api_ctx *c, gp_err *err);
+int h_ratecard_list(api_ctx *c, gp_err *err);
+int h_ratecard_create(api_ctx *c, gp_err *err);
+int h_billing_get(api_ctx *c, gp_err *err);
+int h_billing_put(api_ctx *c, gp_err *err);
 void h_serving_cost(api_req *r);
 
 /* The gateway (h_gateway.c). */

@@ -378,11 +378,17 @@ const api_route api_routes[] = {
     DECLARED("POST", "/api/v1/bindings/{id}/release", h_binding_release, "binding.release",
              ROUTE_MUTATES | ROUTE_BODY, SC_GLOBAL, ACT_NODE_MANAGE, API_TX_WRITE),
     /* metering: usage and cost reports, rate cards, billing modes (h_usage.c) */
-    {"GET", "/api/v1/usage", h_usage_report, "usage.report", 0},
-    {"GET", "/api/v1/rate-cards", h_ratecard_list, "ratecard.list", 0},
-    {"POST", "/api/v1/rate-cards", h_ratecard_create, "ratecard.create", ROUTE_MUTATES},
-    {"GET", "/api/v1/tenants/{tenant}/billing", h_billing_get, "billing.get", 0},
-    {"PUT", "/api/v1/tenants/{tenant}/billing", h_billing_put, "billing.set", ROUTE_MUTATES},
+    DECLARED("GET", "/api/v1/usage", h_usage_report, "usage.report", 0, SC_SIGNED_IN,
+             API_ACT_NONE, API_TX_READ),
+    DECLARED("GET", "/api/v1/rate-cards", h_ratecard_list, "ratecard.list", 0, SC_SIGNED_IN,
+             API_ACT_NONE, API_TX_READ),
+    DECLARED("POST", "/api/v1/rate-cards", h_ratecard_create, "ratecard.create",
+             ROUTE_MUTATES | ROUTE_BODY, SC_GLOBAL, ACT_RATECARD_MANAGE, API_TX_WRITE),
+    DECLARED("GET", "/api/v1/tenants/{tenant}/billing", h_billing_get, "billing.get", 0,
+             SC_TENANT, ACT_USAGE_READ, API_TX_READ),
+    DECLARED("PUT", "/api/v1/tenants/{tenant}/billing", h_billing_put, "billing.set",
+             ROUTE_MUTATES | ROUTE_BODY, SC_TENANT, ACT_RATECARD_MANAGE, API_TX_WRITE),
+    /* legacy: it counts other tenants' calls of the model (h_usage.c) */
     {"GET", "/api/v1/tenants/{tenant}/models/{model}/serving-cost", h_serving_cost,
      "model.serving_cost", 0},
     /* the OpenAI-compatible gateway: API keys, not user tokens (h_gateway.c) */
