@@ -662,5 +662,6 @@ int api_load_scope(api_req *r, store_tx *tx, api_scope *sc, int action) {
         api_fail(r, &err);
         return -1;
     }
+    snprintf(r->tied_tenant, sizeof r->tied_tenant, "%s", sc->t.id);
     return 0;
 }

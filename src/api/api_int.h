@@ -3,17 +3,18 @@
  * response helpers and the route table type.  Include only from src/api/.
  *
  * Two shapes of route (routes.c).  A declared route (issue 34,
- * ../shared/PIPELINE.md) says its scope, action, transaction and whether it
+ * docs/request-path.md) says its scope, action, transaction and whether it
  * takes a body, and dispatch does all of it (api.c run_declared): its
  * handler, int h_x(api_ctx *, gp_err *), only calls the domain and sets the
- * reply.  A legacy handler, void h_x(api_req *), receives an api_req that
- * is already routed and authenticated (when the route needs it); it must
- * call api_authorize() (or decide authorisation itself) before it reads the
- * body or the store, then set a response with api_reply()/api_fail(), and
- * append its own audit event in the same transaction as a change.  Legacy
- * routes move to the declared shape file by file.  The dispatcher audits
- * every other outcome of a mutating route, and every denial (401/403/404)
- * of a protected route.
+ * reply.  A few legacy rows remain, each for a stated reason in routes.c (a
+ * password hashed or a document's text extracted outside the write
+ * transaction; an invitation's rows, two tenants'; the gateway's streams):
+ * their handler, void h_x(api_req *), receives an api_req that is already
+ * routed and authenticated (when the route needs it) and does every step
+ * itself, api_authorize() before it reads the body or the store, and its
+ * own audit event in the same transaction as a change.  The dispatcher
+ * audits every other outcome of a mutating route, and every denial
+ * (401/403/404) of a protected route.
  *
  * Ownership: the request owns everything it points to; the response JSON
  * set with api_reply() is stolen.
@@ -569,7 +570,7 @@ int h_ratecard_list(api_ctx *c, gp_err *err);
 int h_ratecard_create(api_ctx *c, gp_err *err);
 int h_billing_get(api_ctx *c, gp_err *err);
 int h_billing_put(api_ctx *c, gp_err *err);
-void h_serving_cost(api_req *r);
+int h_serving_cost(api_ctx *c, gp_err *err);
 
 /* The gateway (h_gateway.c). */
 void h_gw_chat(api_req *r);

@@ -12,7 +12,7 @@
  *   GET|PUT /tenants/{t}/billing            tenant readers | platform-admin
  *   GET  /tenants/{t}/models/{m}/serving-cost?from=&to=|month=   model readers
  *
- * Declared routes (routes.c) but the serving cost, which stays legacy (see there).
+ * Declared routes (routes.c); the serving cost reads its callers after its transaction.
  */
 #include "api_int.h"
 
@@ -182,48 +182,39 @@ int h_billing_put(api_ctx *c, gp_err *err) {
  * usage_records: a transaction tied to the model's tenant (SC_TENANT) would hide them on
  * PostgreSQL.
  */
-void h_serving_cost(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    tenancy_tenant t;
+/* After the tenant-tied transaction: the serving cost counts the tokens a model served to
+ * every calling tenant, from their usage records, which the fence would hide; so it reads
+ * in a transaction of the meter's.  after_arg: [tenant id, tenant, model, from, to, all]. */
+static int serving_cost_after(api_ctx *c, gp_err *err) {
+    json_t *a = c->after_arg, *out;
+    int rc = meter_serving_cost_read(
+        c->r->store, json_string_value(json_array_get(a, 0)),
+        json_string_value(json_array_get(a, 2)), json_integer_value(json_array_get(a, 3)),
+        json_integer_value(json_array_get(a, 4)), gt_now_us(),
+        (int)json_integer_value(json_array_get(a, 5)), json_string_value(json_array_get(a, 1)),
+        &out, err);
+    if (!rc) api_reply(c->r, 200, out);
+    return rc;
+}
+
+/* SC_TENANT, ACT_MODEL_READ: the tenant's model, and the window, checked in the request's
+ * transaction; the figures read after it (serving_cost_after). */
+int h_serving_cost(api_ctx *c, gp_err *err) {
     int64_t from, to;
-    const char *tn = api_param(r, "tenant");
-    if (api_begin(r, STORE_READ, &tx)) return;
-    api_target(r, "tenant", tn, tn, NULL);
-    int rc = tenancy_tenant_find(tx, tn, &t, &err);
-    if (rc) {
-        store_rollback(tx);
-        if (rc == GP_ENOTFOUND) api_error(r, 404, "not_found", "not found");
-        else api_fail(r, &err);
-        return;
-    }
-    if (!api_authorize(r, ACT_MODEL_READ, t.id, NULL)) {
-        store_rollback(tx);
-        return;
-    }
-    const char *model = api_param(r, "model");
+    const char *model = api_param(c->r, "model");
+    api_target(c->r, "tenant", c->sc.t.name, NULL, NULL);
     store_stmt *s;
-    rc = store_query(tx, &s, &err, "SELECT COUNT(*) FROM models WHERE tenant_id = ? AND name = ?",
-                     "ss", t.id, model);
-    int64_t found = 0;
-    if (!rc) {
-        if (store_step(s, &err) > 0) found = store_int(s, 0);
-        store_done(s);
-    }
-    if (!rc && !found) {
-        store_rollback(tx);
-        api_error(r, 404, "not_found", "model not found");
-        return;
-    }
-    if (rc || (rc = window(r, &from, &to, &err))) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    json_t *out;
+    int rc = store_query(c->tx, &s, err,
+                         "SELECT COUNT(*) FROM models WHERE tenant_id = ? AND name = ?", "ss",
+                         c->sc.t.id, model);
+    if (rc) return rc;
+    int64_t found = store_step(s, err) > 0 ? store_int(s, 0) : 0;
+    store_done(s);
+    if (!found) return gp_err_set(err, GP_ENOTFOUND, "model not found");
+    if ((rc = window(c->r, &from, &to, err))) return rc;
     /* other tenants' names and figures only for those who may read every tenant's usage */
-    rc = meter_serving_cost(tx, t.id, model, from, to, gt_now_us(),
-                            allowed(r->who, ACT_USAGE_READ, NULL, NULL), t.name, &out, &err);
-    store_rollback(tx);
-    if (rc) api_fail(r, &err);
-    else api_reply(r, 200, out);
+    c->after_arg = json_pack("[s,s,s,I,I,i]", c->sc.t.id, c->sc.t.name, model, (json_int_t)from,
+                             (json_int_t)to, allowed(c->who, ACT_USAGE_READ, NULL, NULL));
+    c->after = serving_cost_after;
+    return GP_OK;
 }

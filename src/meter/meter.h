@@ -172,6 +172,11 @@ int meter_serving_cost(store_tx *tx, const char *tenant_id, const char *model, i
  */
 int meter_prometheus(store_tx *tx, int64_t now_us, int gpus, int tenants, strbuf *out,
                      gp_err *err);
+/* meter_serving_cost in a read transaction of its own, tied to no tenant: a model's callers
+ * are other tenants too (GET .../models/{model}/serving-cost). */
+int meter_serving_cost_read(store_t *st, const char *tenant_id, const char *model,
+                            int64_t from_us, int64_t to_us, int64_t now_us, int name_callers,
+                            const char *own_tenant, json_t **out, gp_err *err);
 /* The same in a read transaction of its own (/metrics: public, served without one, so that
  * a scrape answers the request metrics even while the store does not). */
 int meter_prometheus_read(store_t *st, int64_t now_us, int gpus, int tenants, strbuf *out,

@@ -1132,3 +1132,15 @@ int meter_prometheus_read(store_t *st, int64_t now_us, int gpus, int tenants, st
     store_rollback(tx);
     return rc;
 }
+
+int meter_serving_cost_read(store_t *st, const char *tenant_id, const char *model,
+                            int64_t from_us, int64_t to_us, int64_t now_us, int name_callers,
+                            const char *own_tenant, json_t **out, gp_err *err) {
+    store_tx *tx;
+    int rc = store_begin(st, STORE_READ, &tx, err);
+    if (rc) return rc;
+    rc = meter_serving_cost(tx, tenant_id, model, from_us, to_us, now_us, name_callers,
+                            own_tenant, out, err);
+    store_rollback(tx);
+    return rc;
+}

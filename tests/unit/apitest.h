@@ -102,6 +102,9 @@ static inline void at_user(apitest *t, const char *name, const char *role, const
     assert_int_equal(store_commit(tx, &err), GP_OK);
 }
 
+/* The tenant the last at_call's transaction was tied to ("" none: api_req.tied_tenant). */
+static char at_last_tied[RND_ID_LEN];
+
 /* Dispatch one request; returns the status, *resp (optional) a new reference. */
 static inline int at_call(apitest *t, const char *token, const char *method, const char *path,
                           const char *body, json_t **resp) {
@@ -135,6 +138,8 @@ static inline int at_call(apitest *t, const char *token, const char *method, con
     snprintf(r.source, sizeof r.source, "test");
     api__dispatch(&r);
     int status = r.status;
+    snprintf(at_last_tied, sizeof at_last_tied, "%s", r.tied_tenant);
+    (void)at_last_tied;
     if (resp) *resp = r.resp ? json_incref(r.resp) : json_string(r.resp_text ? r.resp_text : "");
     api__req_release(&r);
     return status;
