@@ -123,7 +123,7 @@ static int find_job(api_ctx *c, json_t **job, char submitter[64], gp_err *err) {
 }
 
 int h_job_get(api_ctx *c, gp_err *err) {
-    json_t *job;
+    json_t *job = NULL;
     char sub[64];
     int borrowed = 0;
     int rc = find_job(c, &job, sub, err);
