@@ -110,7 +110,7 @@ int api_body(api_req *r, json_t **out) {
     return 0;
 }
 
-int api_authorize(api_req *r, int action, const char *tenant_id, const char *project_id) {
+static int api_authorize(api_req *r, int action, const char *tenant_id, const char *project_id) {
     authz_target t = {tenant_id, project_id};
     authz_decision d = authz_check(r->who->bindings, r->who->nbindings, (authz_action)action, &t,
                                    gt_now_us());
@@ -151,7 +151,7 @@ void api_target(api_req *r, const char *type, const char *id, const char *tenant
 int api_audit(api_req *r, store_tx *tx, const char *result, int status, const char *summary,
               gp_err *err) {
     audit_event ev = {
-        .actor = r->who ? r->who->name : "anonymous",
+        .actor = r->who ? r->who->name : r->actor[0] ? r->actor : "anonymous",
         .on_behalf = r->on_behalf,
         .source = r->source,
         .request_id = r->request_id,
@@ -169,7 +169,7 @@ int api_audit(api_req *r, store_tx *tx, const char *result, int status, const ch
     return rc;
 }
 
-int api_begin(api_req *r, int mode, store_tx **tx) {
+static int api_begin(api_req *r, int mode, store_tx **tx) {
     gp_err err = GP_ERR_INIT;
     if (store_begin(r->store, mode, tx, &err)) {
         api_fail(r, &err);
@@ -178,7 +178,7 @@ int api_begin(api_req *r, int mode, store_tx **tx) {
     return 0;
 }
 
-int api_commit(api_req *r, store_tx *tx) {
+static int api_commit(api_req *r, store_tx *tx) {
     gp_err err = GP_ERR_INIT;
     if (store_commit(tx, &err)) {
         r->audited = 0; /* the event rolled back with the change */
@@ -188,26 +188,11 @@ int api_commit(api_req *r, store_tx *tx) {
     return 0;
 }
 
-int api_abort(api_req *r, store_tx *tx, const gp_err *err) {
+static int api_abort(api_req *r, store_tx *tx, const gp_err *err) {
     store_rollback(tx);
     r->audited = 0;
     api_fail(r, err);
     return -1;
-}
-
-int api_finish(api_req *r, store_tx *tx, int status, json_t *summary) {
-    gp_err err = GP_ERR_INIT;
-    if (r->approval_id || r->approval_note[0]) {
-        if (!summary) summary = json_object();
-        json_object_set_new(summary, "approval",
-                            json_string(r->approval_id ? r->approval_id : r->approval_note));
-    }
-    char *text = summary ? jx_dump(summary) : NULL;
-    json_decref(summary);
-    int rc = api_audit(r, tx, "ok", status, text ? text : "{}", &err);
-    free(text);
-    if (rc) return api_abort(r, tx, &err);
-    return api_commit(r, tx);
 }
 
 int api_query_int(api_req *r, const char *name, int64_t lo, int64_t hi, int64_t *out) {
@@ -286,7 +271,7 @@ static int approvers_state(store_tx *tx, const char *requester_id, int *others, 
     return rc < 0 ? rc : GP_OK;
 }
 
-int api_needs_approval(api_req *r, const char *operation, const char *tenant, json_t *summary) {
+static int api_needs_approval(api_req *r, const char *operation, const char *tenant, json_t *summary) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
     policy pol;
@@ -418,61 +403,118 @@ static void audit_outcome(api_req *r) {
  * audit event of a change in the same transaction, commit, then the
  * handler's after-commit step.  Every failure rolls back here: handlers
  * hold no transaction, scope or audit code.
+ *
+ * A route runs in up to three passes of that pipeline: its `prepare` step
+ * (a read transaction: the slow work that must not hold the write lock),
+ * a dry run (a sensitive route: rolled back, then filed for approval), and
+ * the real one.  Each pass resolves and authorises afresh, so a role
+ * revoked between them counts.
  */
-static int run_pipeline(api_req *r, int dry_run, json_t **summary, char *approval_tenant,
-                        int *plain);
+enum { PASS_PREPARE, PASS_DRY, PASS_REAL };
+typedef struct pass {
+    int mode;
+    /* the prepare pass's result, lent to the later passes (pass_release frees it) */
+    void *prep;
+    void (*prep_free)(void *prep);
+    /* a dry run's: the change's summary, the approval's tenant ("" none), whether this change
+     * is not the sensitive one, and the body the approval keeps (NULL: the request's) */
+    json_t *summary;
+    char tenant[64];
+    int plain;
+    json_t *approval_body;
+} pass;
+
+static void pass_release(pass *p) {
+    if (p->prep && p->prep_free) p->prep_free(p->prep);
+    json_decref(p->summary);
+    json_decref(p->approval_body);
+    memset(p, 0, sizeof *p);
+}
+
+static int run_pipeline(api_req *r, pass *p);
+static int load_scope(api_req *r, store_tx *tx, api_scope *sc, int action, int tie);
+
+/* File a sensitive request for approval: the body the dry run says the approval keeps, if
+ * any, in place of the one sent.  1 filed (202), 0 go ahead, -1 answered with an error. */
+static int file_approval(api_req *r, const pass *p) {
+    const char *body = r->body;
+    size_t len = r->body_len;
+    char *kept = NULL;
+    if (p->approval_body) {
+        if (!(kept = jx_dump(p->approval_body))) {
+            api_error(r, 500, "internal", "out of memory");
+            return -1;
+        }
+        r->body = kept;
+        r->body_len = strlen(kept);
+    }
+    int pending = api_needs_approval(r, r->route->sensitive, p->tenant[0] ? p->tenant : NULL,
+                                     p->summary);
+    r->body = body;
+    r->body_len = len;
+    free(kept);
+    return pending;
+}
 
 static void run_declared(api_req *r) {
     const api_route *rt = r->route;
+    pass p = {.mode = PASS_PREPARE};
+    if (rt->prepare && run_pipeline(r, &p)) goto out;
     if (rt->sensitive && !r->approval_id) {
         /* a sensitive change: validated by a dry run, then filed for approval, or (approvals
          * not armed yet, or the policy does not list it) carried out */
-        json_t *summary = NULL;
-        char tenant[64] = "";
-        int plain = 0;
-        if (run_pipeline(r, 1, &summary, tenant, &plain)) {
-            json_decref(summary);
-            return;
-        }
-        int pending =
-            plain ? 0 : api_needs_approval(r, rt->sensitive, tenant[0] ? tenant : NULL, summary);
-        json_decref(summary);
-        if (pending) return; /* 202 with the approval, or an error */
+        p.mode = PASS_DRY;
+        if (run_pipeline(r, &p)) goto out;
+        if (!p.plain && file_approval(r, &p)) goto out; /* 202 with the approval, or an error */
     }
-    run_pipeline(r, 0, NULL, NULL, NULL);
+    p.mode = PASS_REAL;
+    run_pipeline(r, &p);
+out:
+    pass_release(&p);
 }
 
-/* One pass of the pipeline; a dry run rolls back whatever happened and hands its summary,
- * the approval's tenant and whether this change is not the sensitive one (*plain) to the
- * caller.  0 when the handler succeeded. */
-static int run_pipeline(api_req *r, int dry_run, json_t **summary, char *approval_tenant,
-                        int *plain) {
+/* One pass of the pipeline (p->mode); a prepare pass or a dry run rolls back whatever
+ * happened and hands its results on in `p`.  0 when the handler succeeded. */
+static int run_pipeline(api_req *r, pass *p) {
     const api_route *rt = r->route;
-    api_ctx c = {.r = r, .who = r->who, .dry_run = dry_run};
+    int dry_run = p->mode == PASS_DRY, prepare = p->mode == PASS_PREPARE;
+    api_ctx c = {.r = r, .who = r->who, .dry_run = dry_run, .prep = p->prep};
     gp_err err = GP_ERR_INIT;
     int rc = GP_OK, ok = 0;
     assert(rt->run && rt->scope != SC_NONE);
-    assert(!dry_run || (rt->tx == API_TX_WRITE && summary && approval_tenant));
-    assert(rt->tx || (rt->scope != SC_TENANT && rt->scope != SC_PROJECT));
+    assert(!dry_run || rt->tx == API_TX_WRITE);
+    assert(!prepare || rt->prepare);
+    assert(rt->tx || (rt->scope != SC_TENANT && rt->scope != SC_PROJECT &&
+                      rt->scope != SC_TENANT_SPAN));
     if (rt->scope == SC_GLOBAL && !api_authorize(r, rt->act, NULL, NULL)) goto out;
-    if (rt->tx && (rc = store_begin(r->store, rt->tx == API_TX_WRITE ? STORE_WRITE : STORE_READ,
-                                    &c.tx, &err)))
-        goto out;
-    if ((rt->scope == SC_TENANT || rt->scope == SC_PROJECT) &&
-        api_load_scope(r, c.tx, &c.sc, rt->act))
+    int mode = rt->tx == API_TX_WRITE && !prepare ? STORE_WRITE : STORE_READ;
+    if (rt->tx && (rc = store_begin(r->store, mode, &c.tx, &err))) goto out;
+    if ((rt->scope == SC_TENANT || rt->scope == SC_PROJECT || rt->scope == SC_TENANT_SPAN) &&
+        load_scope(r, c.tx, &c.sc, rt->act, rt->scope != SC_TENANT_SPAN))
         goto out;
     if ((rt->flags & ROUTE_BODY) && (!(rt->flags & ROUTE_BODY_OPTIONAL) || r->body_len) &&
         api_body(r, &c.body))
         goto out;
+    if (prepare) {
+        rc = rt->prepare(&c, &err);
+        /* what it made is the request's now, whatever the outcome */
+        p->prep = c.prep;
+        p->prep_free = c.prep_free;
+        if (rc) goto out;
+        ok = 1;
+        goto out; /* a read: rolled back below */
+    }
     if ((rc = rt->run(&c, &err))) goto out;
     if (dry_run) {
         ok = 1;
         if (!c.approval_tenant[0] && c.sc.t.name[0])
             snprintf(c.approval_tenant, sizeof c.approval_tenant, "%s", c.sc.t.name);
-        snprintf(approval_tenant, 64, "%s", c.approval_tenant);
-        *plain = c.not_sensitive;
-        *summary = c.summary;
+        snprintf(p->tenant, sizeof p->tenant, "%s", c.approval_tenant);
+        p->plain = c.not_sensitive;
+        p->summary = c.summary;
         c.summary = NULL;
+        p->approval_body = c.approval_body;
+        c.approval_body = NULL;
         goto out; /* rolled back below */
     }
     if ((rt->flags & ROUTE_MUTATES) && c.tx) {
@@ -516,6 +558,7 @@ out:
     json_decref(c.body);
     json_decref(c.summary);
     json_decref(c.after_arg);
+    json_decref(c.approval_body);
     return ok ? 0 : -1;
 }
 
@@ -630,7 +673,17 @@ void api__req_release(api_req *r) {
     memset(r, 0, sizeof *r);
 }
 
-int api_load_scope(api_req *r, store_tx *tx, api_scope *sc, int action) {
+/*
+ * Resolve the path's {tenant} (and {project} when the route has one) and
+ * authorise `action` there: 0, or -1 with the response set (404 for a tenant
+ * or project that does not exist or that the caller cannot see, 403 for a
+ * role that does not allow the action).  API_ACT_VISIBLE: the scope need
+ * only be visible to the caller (authz_visible; a list the handler filters);
+ * API_ACT_NONE on an untied span: only that the tenant exists (the handler
+ * decides per object).  Records the names for the audit and, with `tie`,
+ * ties `tx` to the tenant.
+ */
+static int load_scope(api_req *r, store_tx *tx, api_scope *sc, int action, int tie) {
     gp_err err = GP_ERR_INIT;
     const char *tn = api_param(r, "tenant"), *pn = api_param(r, "project");
     memset(sc, 0, sizeof *sc);
@@ -646,7 +699,8 @@ int api_load_scope(api_req *r, store_tx *tx, api_scope *sc, int action) {
         return -1;
     }
     sc->has_project = pn != NULL;
-    if (action < 0) {
+    assert(tie || action != API_ACT_VISIBLE);
+    if (action == API_ACT_VISIBLE || (action == API_ACT_NONE && tie)) {
         /* no one action: the scope need only be visible (a list that shows each caller
          * what it may read there, the handler filtering) */
         authz_target tg = {sc->t.id, pn ? sc->p.id : NULL};
@@ -654,9 +708,10 @@ int api_load_scope(api_req *r, store_tx *tx, api_scope *sc, int action) {
             api_error(r, 404, "not_found", "not found");
             return -1;
         }
-    } else if (!api_authorize(r, action, sc->t.id, pn ? sc->p.id : NULL)) {
+    } else if (action >= 0 && !api_authorize(r, action, sc->t.id, pn ? sc->p.id : NULL)) {
         return -1;
     }
+    if (!tie) return 0;
     /* authorised in this tenant: the rest of the transaction sees its rows only */
     if (store_set_tenant(tx, sc->t.id, &err)) {
         api_fail(r, &err);

@@ -6,15 +6,14 @@
  * docs/request-path.md) says its scope, action, transaction and whether it
  * takes a body, and dispatch does all of it (api.c run_declared): its
  * handler, int h_x(api_ctx *, gp_err *), only calls the domain and sets the
- * reply.  A few legacy rows remain, each for a stated reason in routes.c (a
- * password hashed or a document's text extracted outside the write
- * transaction; an invitation's rows, two tenants'; the gateway's streams):
- * their handler, void h_x(api_req *), receives an api_req that is already
- * routed and authenticated (when the route needs it) and does every step
- * itself, api_authorize() before it reads the body or the store, and its
- * own audit event in the same transaction as a change.  The dispatcher
- * audits every other outcome of a mutating route, and every denial
- * (401/403/404) of a protected route.
+ * reply; work too slow to hold the write lock through is the row's `prepare`
+ * step, run first in a read transaction.  Handlers never open, commit or
+ * roll back a transaction (tests/api_pipeline_check.sh fails the build's
+ * tests if one does).  The gateway's /v1 rows
+ * alone keep the legacy shape, void h_x(api_req *): their pipeline (an API
+ * key, limits, a lease, a stream) is the gateway's own (src/gateway/); they
+ * receive an api_req already routed.  The dispatcher audits every outcome of
+ * a mutating route, and every denial (401/403/404) of a protected route.
  *
  * Ownership: the request owns everything it points to; the response JSON
  * set with api_reply() is stolen.
@@ -64,14 +63,19 @@ typedef enum {
     SC_SIGNED_IN,
     SC_GLOBAL,
     SC_TENANT,
-    SC_PROJECT
+    SC_PROJECT,
+    /* the path's {tenant} resolved (404 when missing) and the action, if any, checked there,
+     * but the transaction not tied: the route's rows are two tenants' by design (an
+     * invitation: the user's home and the inviting tenant, whose project the fence would
+     * hide from the home); with API_ACT_NONE the handler authorises per object */
+    SC_TENANT_SPAN
 } api_scope_kind;
 enum { API_TX_NONE = 0, API_TX_READ, API_TX_WRITE };
 /* a row's `act` where it checks no one action: at SC_SIGNED_IN none at all; at SC_TENANT /
  * SC_PROJECT the scope need only be visible to the caller (the handler filters what it shows) */
 enum { API_ACT_NONE = -1, API_ACT_VISIBLE = -2 };
 
-/* A {tenant}[/{project}] path, resolved (api_load_scope). */
+/* A {tenant}[/{project}] path, resolved by dispatch (SC_TENANT, SC_PROJECT, SC_TENANT_SPAN). */
 typedef struct api_scope {
     tenancy_tenant t;
     tenancy_project p;
@@ -108,6 +112,14 @@ typedef struct api_ctx {
      * (a job's explanation simulates the whole cluster's round).  Its failure is answered. */
     int (*after)(struct api_ctx *c, gp_err *err);
     json_t *after_arg; /* the handler's, for `after` (owned: dispatch releases it) */
+    /* a route with a `prepare` step (API_ROUTE's): what that step made outside the write
+     * transaction (a password's hash, a document's extracted text), set by it and lent to
+     * the route's handler in the later passes; dispatch frees it with prep_free */
+    void *prep;
+    void (*prep_free)(void *prep);
+    /* a sensitive route's dry run: what the approval keeps instead of the request's body
+     * (owned; NULL: the body as sent), e.g. a password only as its hash */
+    json_t *approval_body;
 } api_ctx;
 
 /* A declared route's handler: GP_OK commits; anything else rolls back, and
@@ -126,6 +138,11 @@ typedef struct api_route {
     api_scope_kind scope;
     int tx;               /* API_TX_* */
     const char *sensitive; /* the policy operation this change is ("policy.change"), or NULL */
+    /* work too slow to hold the write lock through (hashing a password, extracting a
+     * document's text): dispatch first runs it in a read transaction, with the scope
+     * resolved and authorised and the body parsed as for `run`, and hands what it sets in
+     * c->prep to `run`, which re-checks what it reads (NULL: none) */
+    api_run prepare;
 } api_route;
 
 typedef struct api_kv {
@@ -157,10 +174,12 @@ struct api_req {
     /* set while executing an approved sensitive request (h_approval.c) */
     const char *approval_id;
     char on_behalf[64]; /* audit: the requester the approver acted for */
+    char actor[64];     /* audit: the actor of a request without a principal (a login's user) */
     char approval_note[64]; /* audit: why a sensitive operation went ahead unapproved */
     char *fail_summary; /* audit: a declared handler's summary of its refusal (owned) */
-    /* the tenant the request's transaction was tied to (api_load_scope: PostgreSQL's row
-     * fence), "" none: what the isolation test reads back for every tenant route */
+    /* the tenant the request's transaction was tied to (dispatch, SC_TENANT and SC_PROJECT:
+     * PostgreSQL's row fence), "" none: what the isolation test reads back for every tenant
+     * route */
     char tied_tenant[RND_ID_LEN];
     /* output */
     int status;
@@ -270,13 +289,6 @@ void api_fail(api_req *r, const gp_err *err);
 int api_status_for(int code);
 
 /*
- * Check the caller may perform `action` on target (tenant_id, project_id may
- * be NULL).  Returns 1 when allowed; otherwise sets a 403 or 404 response
- * and returns 0.
- */
-int api_authorize(api_req *r, int action, const char *tenant_id, const char *project_id);
-
-/*
  * In a declared handler: may the caller do `action` at (tenant_id, project_id)?  GP_OK, or
  * GP_EFORBIDDEN (403) / GP_ENOTFOUND (404, the object is not the caller's to see) set in
  * `err`, answered and audited as a denial by dispatch.  api_decided() does the same for a
@@ -298,47 +310,11 @@ int api_audit(api_req *r, store_tx *tx, const char *result, int status, const ch
               gp_err *err);
 
 /*
- * Sensitive operations: call after authorising and validating, before
- * changing anything, and with no transaction open.  When the security
- * policy lists `operation` and this is not already the execution of an
- * approved request, stores the exact request as a pending approval, audits
- * it, answers 202 with the approval, and returns 1: the handler must return.
- * Returns 0 to go ahead, -1 with an error response set.
- */
-int api_needs_approval(api_req *r, const char *operation, const char *tenant, json_t *summary);
-
-/*
  * Arm approvals for good once two or more live security-admins exist (the
  * bootstrap rule, docs/governance.md); called when a sensitive operation is
  * asked and whenever security-admin is granted.  OUT: *armed.
  */
 int api__approvals_arm(store_tx *tx, int *armed, gp_err *err);
-
-/*
- * Resolve the path's {tenant} (and {project} when the route has one) and
- * authorise `action` there: 0, or -1 with the response set (404 for a tenant
- * or project that does not exist or that the caller cannot see, 403 for a
- * role that does not allow the action).  `action` -1: the scope need only be
- * visible to the caller (authz_visible; a list the handler filters).  Records
- * the names for the audit, and ties `tx` to the tenant.
- */
-int api_load_scope(api_req *r, store_tx *tx, api_scope *sc, int action);
-
-/* Begin a transaction or set the failure response; returns 0 on success. */
-int api_begin(api_req *r, int mode, store_tx **tx);
-
-/* Commit or set the failure response (and forget `audited`); returns 0 on success. */
-int api_commit(api_req *r, store_tx *tx);
-
-/*
- * Finish a change: append the audit event (summary stolen, may be NULL) and
- * commit; on any failure roll back and set the error response.  Returns 0
- * when committed.  `status` is the status the handler will answer.
- */
-int api_finish(api_req *r, store_tx *tx, int status, json_t *summary);
-
-/* Fail with `err`, rolling back `tx` (may be NULL). Always returns -1. */
-int api_abort(api_req *r, store_tx *tx, const gp_err *err);
 
 /* Parse an optional integer query argument in [lo, hi]; -1 with a 400 set. */
 int api_query_int(api_req *r, const char *name, int64_t lo, int64_t hi, int64_t *out);
@@ -418,11 +394,14 @@ int h_audit_list(api_ctx *c, gp_err *err);
 int h_audit_verify(api_ctx *c, gp_err *err);
 int h_audit_checkpoints(api_ctx *c, gp_err *err);
 int h_audit_export(api_ctx *c, gp_err *err);
-void h_login(api_req *r);
-void h_user_create(api_req *r);
+int h_login_prepare(api_ctx *c, gp_err *err);
+int h_login(api_ctx *c, gp_err *err);
+int h_user_create_prepare(api_ctx *c, gp_err *err);
+int h_user_create(api_ctx *c, gp_err *err);
 int h_user_list(api_ctx *c, gp_err *err);
 int h_user_get(api_ctx *c, gp_err *err);
-void h_user_update(api_req *r);
+int h_user_update_prepare(api_ctx *c, gp_err *err);
+int h_user_update(api_ctx *c, gp_err *err);
 int h_token_create(api_ctx *c, gp_err *err);
 int h_token_list(api_ctx *c, gp_err *err);
 int h_token_revoke(api_ctx *c, gp_err *err);
@@ -436,10 +415,10 @@ int h_member_project_list(api_ctx *c, gp_err *err);
 int h_member_project_put(api_ctx *c, gp_err *err);
 int h_member_project_delete(api_ctx *c, gp_err *err);
 /* invitations into another tenant (h_member.c) */
-void h_invitation_tenant_list(api_req *r);
-void h_invitation_tenant_accept(api_req *r);
-void h_invitation_tenant_decline(api_req *r);
-void h_invitation_tenant_withdraw(api_req *r);
+int h_invitation_tenant_list(api_ctx *c, gp_err *err);
+int h_invitation_tenant_accept(api_ctx *c, gp_err *err);
+int h_invitation_tenant_decline(api_ctx *c, gp_err *err);
+int h_invitation_tenant_withdraw(api_ctx *c, gp_err *err);
 int h_invitation_global_list(api_ctx *c, gp_err *err);
 int h_invitation_global_accept(api_ctx *c, gp_err *err);
 int h_invitation_global_decline(api_ctx *c, gp_err *err);
@@ -534,7 +513,8 @@ int h_kb_get(api_ctx *c, gp_err *err);
 int h_kb_update(api_ctx *c, gp_err *err);
 int h_kb_delete(api_ctx *c, gp_err *err);
 int h_kb_doc_list(api_ctx *c, gp_err *err);
-void h_kb_doc_upload(api_req *r); /* legacy: extracts outside the write lock */
+int h_kb_doc_upload_prepare(api_ctx *c, gp_err *err); /* extracts outside the write lock */
+int h_kb_doc_upload(api_ctx *c, gp_err *err);
 int h_kb_doc_get(api_ctx *c, gp_err *err);
 int h_kb_doc_delete(api_ctx *c, gp_err *err);
 int h_kb_query(api_ctx *c, gp_err *err);

@@ -9,8 +9,8 @@
  * no tenant: who may act on an ops KB depends on the KB (a vendor holding
  * one of its work orders reads it), so they are SC_SIGNED_IN and decided
  * here, except create, which is kb.ops_write at global scope.  A document
- * upload stays a legacy handler: it extracts the text (pdftotext may take a
- * while) between a read and a write transaction, outside any write lock.
+ * upload has a `prepare` step: it extracts the text (pdftotext may take a
+ * while) in dispatch's read pass, before the write transaction.
  *
  *   GET|POST /tenants/{t}/kbs                           (filtered) | kb.manage
  *   GET|PATCH|DELETE /tenants/{t}/kbs/{kb}              kb.read | kb.manage
@@ -38,6 +38,7 @@
 #include "../kb/kb.h"
 #include "../tenancy/tenancy.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,73 +272,61 @@ int h_kb_doc_get(api_ctx *c, gp_err *err) {
 }
 
 /*
- * A legacy route: it authorises in a read transaction, extracts the text
- * (pdftotext may take a while) with no transaction open, then adds the
- * document in a write transaction, re-checking the KB there; dispatch's one
- * transaction would hold the write lock through the extraction.  The scope
- * is resolved with api_load_scope, which ties each transaction to the
- * tenant.  0, or -1 with the response set (and `*tx` closed).
+ * A document's upload, in two steps (a route with a `prepare` step): the
+ * first authorises in a read transaction and extracts the text (pdftotext
+ * may take a while) with no write lock held; the second adds the document in
+ * the write transaction, checking the KB again there.
  */
-static int open_kb(api_req *r, int mode, store_tx **tx, kb_info *kb) {
-    gp_err err = GP_ERR_INIT;
-    api_scope sc;
-    memset(&sc, 0, sizeof sc);
-    if (api_begin(r, mode, tx)) return -1;
-    if (api_param(r, "tenant") && api_load_scope(r, *tx, &sc, API_ACT_VISIBLE)) {
-        store_rollback(*tx);
-        return -1;
-    }
-    if (load_kb(r, *tx, sc.t.id[0] ? sc.t.id : NULL, NEED_WRITE, kb, &err)) {
-        api_abort(r, *tx, &err);
-        return -1;
-    }
-    return 0;
+static void doc_input_free(void *p) {
+    kb_doc_input_release(p);
+    free(p);
 }
 
-void h_kb_doc_upload(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    kb_info kb;
-    json_t *body, *d = NULL;
-    kb_doc_input in;
-    char id[RND_ID_LEN], target[200];
-    const char *kbname = api_param(r, "kb");
+/* Name the document in the audit target, "kb/doc". */
+static void doc_target(api_req *r, const char *kbname, const kb_doc_input *in) {
+    char target[200];
     api_target(r, "kb-document", kbname, NULL, NULL);
-    /* authorise first, then extract (pdftotext may take a while) outside any write lock */
-    if (open_kb(r, STORE_READ, &tx, &kb)) return;
-    store_rollback(tx);
+    if (!in->name[0]) return;
+    snprintf(target, sizeof target, "%s/%s", kbname, in->name);
+    api_target(r, NULL, target, NULL, NULL);
+}
+
+int h_kb_doc_upload_prepare(api_ctx *c, gp_err *err) {
+    kb_info kb;
+    const char *kbname = api_param(c->r, "kb");
+    api_target(c->r, "kb-document", kbname, NULL, NULL);
+    int rc = load_kb(c->r, c->tx, tenant_of(c), NEED_WRITE, &kb, err);
+    if (rc) return rc;
     kb_info_release(&kb);
-    if (api_body(r, &body)) return;
-    int rc = kb_doc_prepare(body, &in, &err);
-    json_decref(body);
-    if (in.name[0]) {
-        snprintf(target, sizeof target, "%s/%s", kbname, in.name);
-        api_target(r, NULL, target, NULL, NULL);
-    }
-    if (rc) {
-        kb_doc_input_release(&in);
-        if (rc == GP_EUNSUPPORTED) api_error(r, 415, "unsupported_format", err.msg);
-        else api_fail(r, &err);
-        return;
-    }
-    if (open_kb(r, STORE_WRITE, &tx, &kb)) {
-        kb_doc_input_release(&in);
-        return;
-    }
-    rc = kb_doc_add(tx, &kb, &in, r->who->name, id, &err);
-    if (!rc) rc = kb_doc_get(tx, &kb, in.name, 0, &d, &err);
+    kb_doc_input *in = calloc(1, sizeof *in);
+    if (!in) return gp_err_set(err, GP_ENOMEM, "out of memory");
+    c->prep = in;
+    c->prep_free = doc_input_free;
+    rc = kb_doc_prepare(c->body, in, err);
+    doc_target(c->r, kbname, in);
+    if (rc == GP_EUNSUPPORTED) api_error(c->r, 415, "unsupported_format", err->msg);
+    return rc;
+}
+
+int h_kb_doc_upload(api_ctx *c, gp_err *err) {
+    kb_info kb;
+    json_t *d = NULL;
+    char id[RND_ID_LEN];
+    const kb_doc_input *in = c->prep;
+    const char *kbname = api_param(c->r, "kb");
+    assert(in);
+    doc_target(c->r, kbname, in);
+    int rc = load_kb(c->r, c->tx, tenant_of(c), NEED_WRITE, &kb, err);
+    if (rc) return rc;
+    rc = kb_doc_add(c->tx, &kb, in, c->r->who->name, id, err);
+    if (!rc) rc = kb_doc_get(c->tx, &kb, in->name, 0, &d, err);
     kb_info_release(&kb);
-    if (rc) {
-        kb_doc_input_release(&in);
-        api_abort(r, tx, &err);
-        return;
-    }
-    json_t *sum = json_pack("{s:s,s:s,s:s,s:I,s:I}", "kb", kbname, "document", in.name, "format",
-                            in.format, "bytes", (json_int_t)in.bytes, "chunks",
-                            (json_int_t)in.nspans);
-    kb_doc_input_release(&in);
-    if (api_finish(r, tx, 201, sum)) json_decref(d);
-    else api_reply(r, 201, d);
+    if (rc) return rc;
+    c->summary = json_pack("{s:s,s:s,s:s,s:I,s:I}", "kb", kbname, "document", in->name, "format",
+                           in->format, "bytes", (json_int_t)in->bytes, "chunks",
+                           (json_int_t)in->nspans);
+    api_reply(c->r, 201, d);
+    return GP_OK;
 }
 
 int h_kb_doc_delete(api_ctx *c, gp_err *err) {

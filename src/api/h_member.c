@@ -139,19 +139,6 @@ static int summarise(api_ctx *c, int status, json_t *change, const char *home, g
     return rc;
 }
 
-/* A legacy route's api_finish, with the same event also in the tenant `home` (audit_also). */
-static int finish_both(api_req *r, store_tx *tx, int status, json_t *change, const char *home) {
-    gp_err err = GP_ERR_INIT;
-    char *text = jx_dump(change);
-    int rc = audit_also(r, tx, home, status, text ? text : "{}", &err);
-    free(text);
-    if (rc) {
-        json_decref(change);
-        return api_abort(r, tx, &err);
-    }
-    return api_finish(r, tx, status, change);
-}
-
 /*
  * Declared and sensitive (member.grant_global on the global route, member.grant on the
  * others): dispatch first runs this as a dry run, which checks everything and stops before
@@ -289,51 +276,24 @@ int h_member_project_delete(api_ctx *c, gp_err *err) { return del(c, SCOPE_PROJE
 
 /* ---- invitations ----
  *
- * The global routes are declared.  The tenant routes stay legacy: their
- * rows are two tenants' by design (the home reads an invitation into
- * another tenant's project, whose name PostgreSQL's tenant fence would hide
- * from a transaction tied to the home), and an inviter reaches its own
- * invitation on the home's path without seeing that tenant (403, not 404),
- * so dispatch's SC_TENANT resolution does not fit them.  Both shapes share
- * the steps below, which act in a transaction the caller holds.
+ * The tenant routes are SC_TENANT_SPAN: their rows are two tenants' by
+ * design (the home reads an invitation into another tenant's project, whose
+ * name PostgreSQL's tenant fence would hide from a transaction tied to the
+ * home), so dispatch resolves the path's tenant but does not tie the
+ * transaction; and an inviter reaches its own invitation on the home's path
+ * without seeing that tenant (403, not 404), so the steps below authorise
+ * per invitation.  The global routes are SC_SIGNED_IN (a platform-admin
+ * decides).  Both shapes share the steps.
  */
 
-/* The {tenant} of a tenant invitation route; 404 when missing. */
-static int inv_tenant(api_req *r, store_tx *tx, tenancy_tenant *t) {
-    gp_err err = GP_ERR_INIT;
-    memset(t, 0, sizeof *t);
-    const char *tn = api_param(r, "tenant");
-    api_target(r, NULL, NULL, tn, NULL);
-    int rc = tenancy_tenant_find(tx, tn, t, &err);
-    if (rc == GP_ENOTFOUND) {
-        api_error(r, 404, "not_found", "not found");
-        return -1;
-    }
-    if (rc) {
-        api_fail(r, &err);
-        return -1;
-    }
-    return 0;
-}
-
-/* Legacy: invitations from or to the path's tenant (member.read there). */
-void h_invitation_tenant_list(api_req *r) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    tenancy_tenant t;
+/* SC_TENANT_SPAN, member.read there: invitations from or to the path's tenant. */
+int h_invitation_tenant_list(api_ctx *c, gp_err *err) {
     json_t *items;
-    api_target(r, "invitation", NULL, NULL, NULL);
-    if (api_begin(r, STORE_READ, &tx)) return;
-    if (inv_tenant(r, tx, &t) || !api_authorize(r, ACT_MEMBER_READ, t.id, NULL)) {
-        store_rollback(tx);
-        return;
-    }
-    if (auth_invitation_list(tx, t.id, &items, &err)) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    store_rollback(tx);
-    api_reply(r, 200, api_list(items, NULL));
+    api_target(c->r, "invitation", NULL, NULL, NULL);
+    int rc = auth_invitation_list(c->tx, c->sc.t.id, &items, err);
+    if (rc) return rc;
+    api_reply(c->r, 200, api_list(items, NULL));
+    return GP_OK;
 }
 
 /* Declared (SC_GLOBAL, ACT_USER_READ_ALL): every invitation. */
@@ -492,43 +452,32 @@ static int inv_withdraw(api_req *r, store_tx *tx, const tenancy_tenant *t, const
     return GP_OK;
 }
 
-/* Legacy: a step on the path's tenant, in a transaction of its own, audited in both tenants. */
-static void inv_tenant_route(api_req *r, inv_step step, const char *state) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    tenancy_tenant t;
+/* A step on an invitation, audited in both tenants: on the path's tenant (SC_TENANT_SPAN,
+ * the step authorising per invitation), or on a global route (SC_SIGNED_IN: the step
+ * answers 404 to all but a platform-admin). */
+static int inv_route(api_ctx *c, inv_step step, const char *state, gp_err *err) {
     json_t *change;
     char also[64];
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (inv_tenant(r, tx, &t)) {
-        store_rollback(tx);
-        return;
-    }
-    if (step(r, tx, &t, state, &change, also, &err)) {
-        api_abort(r, tx, &err);
-        return;
-    }
-    finish_both(r, tx, r->status, change, also); /* the reply is set; a failure replaces it */
-}
-
-/* Declared (SC_SIGNED_IN: the step answers 404 to all but a platform-admin). */
-static int inv_global_route(api_ctx *c, inv_step step, const char *state, gp_err *err) {
-    json_t *change;
-    char also[64];
-    int rc = step(c->r, c->tx, NULL, state, &change, also, err);
+    int rc = step(c->r, c->tx, c->sc.t.id[0] ? &c->sc.t : NULL, state, &change, also, err);
     if (rc) return rc;
     return summarise(c, c->r->status, change, also, err);
 }
 
-void h_invitation_tenant_accept(api_req *r) { inv_tenant_route(r, inv_decide, "accepted"); }
-void h_invitation_tenant_decline(api_req *r) { inv_tenant_route(r, inv_decide, "declined"); }
-void h_invitation_tenant_withdraw(api_req *r) { inv_tenant_route(r, inv_withdraw, "withdrawn"); }
+int h_invitation_tenant_accept(api_ctx *c, gp_err *err) {
+    return inv_route(c, inv_decide, "accepted", err);
+}
+int h_invitation_tenant_decline(api_ctx *c, gp_err *err) {
+    return inv_route(c, inv_decide, "declined", err);
+}
+int h_invitation_tenant_withdraw(api_ctx *c, gp_err *err) {
+    return inv_route(c, inv_withdraw, "withdrawn", err);
+}
 int h_invitation_global_accept(api_ctx *c, gp_err *err) {
-    return inv_global_route(c, inv_decide, "accepted", err);
+    return inv_route(c, inv_decide, "accepted", err);
 }
 int h_invitation_global_decline(api_ctx *c, gp_err *err) {
-    return inv_global_route(c, inv_decide, "declined", err);
+    return inv_route(c, inv_decide, "declined", err);
 }
 int h_invitation_global_withdraw(api_ctx *c, gp_err *err) {
-    return inv_global_route(c, inv_withdraw, "withdrawn", err);
+    return inv_route(c, inv_withdraw, "withdrawn", err);
 }

@@ -41,6 +41,7 @@
 #include "../core/jsonx.h"
 #include "../policy/policy.h"
 
+#include <assert.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,99 +100,99 @@ static int login_allowed(store_tx *tx, const api_login_guard *g, const char *nam
     return rc;
 }
 
-void h_login(api_req *r) {
+/*
+ * A login has a `prepare` step: the throttle and the password are checked
+ * in a read transaction (the hash takes tens of milliseconds, for which a
+ * write transaction would hold every other writer); the write pass then
+ * records the outcome: a failure's count (for every server), or the token.
+ */
+typedef struct login_prep {
+    int refused;   /* the password did not match */
+    char why[256]; /* ... the refusal's message */
+    auth_user u;   /* the user, when it matched */
+} login_prep;
+
+static int login_fields(api_ctx *c, const char **name, const char **password, gp_err *err) {
     static const char *const fields[] = {"name", "password", NULL};
-    gp_err err = GP_ERR_INIT;
-    json_t *body;
+    int rc = jx_only_fields(c->body, fields, err);
+    if (!rc) rc = jx_get_str(c->body, "name", 1, name, err);
+    if (!rc) rc = jx_get_str(c->body, "password", 1, password, err);
+    return rc;
+}
+
+int h_login_prepare(api_ctx *c, gp_err *err) {
+    api_req *r = c->r;
     const char *name, *password;
-    store_tx *tx;
-    auth_user u;
-    policy pol;
     api_target(r, "user", NULL, NULL, NULL);
-    if (api_body(r, &body)) return;
-    if (jx_only_fields(body, fields, &err) || jx_get_str(body, "name", 1, &name, &err) ||
-        jx_get_str(body, "password", 1, &password, &err)) {
-        json_decref(body);
-        api_fail(r, &err);
-        return;
-    }
+    int rc = login_fields(c, &name, &password, err);
+    if (rc) return rc;
     api_target(r, NULL, name, NULL, NULL);
-    /* the throttle and the password in a read transaction: the hash takes tens of
-     * milliseconds, for which a write transaction would hold every other writer */
-    if (api_begin(r, STORE_READ, &tx)) {
-        json_decref(body);
-        return;
-    }
-    int64_t now = gt_now_us(), retry = 0;
+    login_prep *p = calloc(1, sizeof *p);
+    if (!p) return gp_err_set(err, GP_ENOMEM, "out of memory");
+    c->prep = p;
+    c->prep_free = free;
+    int64_t retry = 0;
     int allowed = 1;
     const char *by = NULL;
-    int rc = login_allowed(tx, r->login_guard, name, r->source, now, &allowed, &retry, &by, &err);
-    if (!rc && allowed) rc = auth_login_check(tx, name, password, &u, &err);
-    store_rollback(tx);
-    if (rc && rc != GP_EUNAUTH) {
-        json_decref(body);
-        api_fail(r, &err);
-        return;
-    }
+    rc = login_allowed(c->tx, r->login_guard, name, r->source, gt_now_us(), &allowed, &retry, &by,
+                       err);
+    if (rc) return rc;
     if (!allowed) {
-        json_decref(body);
-        char secs[24], msg[128];
+        char secs[24];
         snprintf(secs, sizeof secs, "%lld", (long long)retry);
-        snprintf(msg, sizeof msg, "too many failed logins; retry in %lld s", (long long)retry);
         api_header(r, "Retry-After", secs);
-        api_error(r, 429, "too_many_attempts", msg);
         api__metrics_login_throttled(by ? by : "source");
-        return; /* the dispatcher audits the refusal (denied) */
+        gp_err_set(err, GP_EBUSY, "too many failed logins; retry in %lld s", (long long)retry);
+        api_error(r, 429, "too_many_attempts", err->msg); /* audited as a denial */
+        return GP_EBUSY;
     }
-    if (api_begin(r, STORE_WRITE, &tx)) {
-        json_decref(body);
-        return;
+    rc = auth_login_check(c->tx, name, password, &p->u, err);
+    if (rc == GP_EUNAUTH) {
+        p->refused = 1;
+        snprintf(p->why, sizeof p->why, "%s", err->msg);
+        gp_err_clear(err);
+        return GP_OK; /* the write pass counts it */
     }
-    if (rc == GP_EUNAUTH) { /* counted for every server, then refused */
-        gp_err e2 = GP_ERR_INIT;
-        int rc2 = r->login_guard ? auth_failures_add(tx, name, r->source, now, LOGIN_WINDOW_US, &e2)
-                                 : GP_OK;
-        json_decref(body);
-        if (rc2) {
-            api_abort(r, tx, &e2);
-            return;
-        }
-        if (store_commit(tx, &e2)) {
-            api_fail(r, &e2);
-            return;
-        }
-        api_error(r, 401, "unauthenticated", err.msg);
-        return; /* the dispatcher audits the refusal */
+    return rc;
+}
+
+int h_login(api_ctx *c, gp_err *err) {
+    api_req *r = c->r;
+    const login_prep *p = c->prep;
+    const char *name, *password;
+    policy pol;
+    int64_t now = gt_now_us();
+    int rc = login_fields(c, &name, &password, err);
+    if (rc) return rc;
+    assert(p);
+    if (p->refused) {
+        /* counted for every server, then refused: the count commits with the refusal's
+         * event */
+        if (r->login_guard &&
+            (rc = auth_failures_add(c->tx, name, r->source, now, LOGIN_WINDOW_US, err)))
+            return rc;
+        c->summary = json_pack("{s:s}", "error", "unauthenticated");
+        api_error(r, 401, "unauthenticated", p->why);
+        return GP_OK;
     }
-    json_decref(body);
-    if (r->login_guard && (rc = auth_failures_clear(tx, u.name, r->source, &err))) {
-        api_abort(r, tx, &err);
-        return;
-    }
+    if (r->login_guard && (rc = auth_failures_clear(c->tx, p->u.name, r->source, err)))
+        return rc;
     char token[RND_SECRET_LEN], tid[RND_ID_LEN];
-    rc = policy_load(tx, &pol, &err);
+    if ((rc = policy_load(c->tx, &pol, err))) return rc;
     int64_t ttl = pol.login_token_ttl_s;
     policy_release(&pol);
-    if (rc || (rc = auth_token_create(tx, u.id, "login", ttl, token, tid, &err))) {
-        api_abort(r, tx, &err);
-        return;
-    }
+    if ((rc = auth_token_create(c->tx, p->u.id, "login", ttl, token, tid, err))) return rc;
     /* the login is audited under the user's own name, in the user's home tenant */
-    if (u.home[0]) api_target(r, NULL, NULL, u.home, NULL);
-    snprintf(r->on_behalf, sizeof r->on_behalf, "%s", "");
-    auth_principal self = {0};
-    snprintf(self.name, sizeof self.name, "%s", u.name);
-    r->who = &self;
-    rc = api_finish(r, tx, 200, json_pack("{s:s,s:I}", "token_id", tid, "ttl_seconds",
-                                          (json_int_t)ttl));
-    r->who = NULL;
-    if (rc) return;
+    if (p->u.home[0]) api_target(r, NULL, NULL, p->u.home, NULL);
+    snprintf(r->actor, sizeof r->actor, "%s", p->u.name);
+    c->summary = json_pack("{s:s,s:I}", "token_id", tid, "ttl_seconds", (json_int_t)ttl);
     char exp[GT_RFC3339_LEN];
-    gt_format_us(gt_now_us() + ttl * 1000000, exp, sizeof exp);
+    gt_format_us(now + ttl * 1000000, exp, sizeof exp);
     api_reply(r, 200,
               json_pack("{s:s,s:s,s:s,s:s}", "token", token, "token_id", tid, "expires_at", exp,
-                        "user", u.name));
-    memset(token, 0, sizeof token);
+                        "user", p->u.name));
+    sodium_memzero(token, sizeof token);
+    return GP_OK;
 }
 
 /* Load the {user} of the path and decide what the caller may do with it. */
@@ -216,28 +217,8 @@ static int user_access(api_req *r, store_tx *tx, const auth_user *u) {
     return level;
 }
 
-/* Resolve {user}; 404 when missing or invisible. OUT: *level. */
-static int load_user(api_req *r, store_tx *tx, auth_user *u, int *level) {
-    gp_err err = GP_ERR_INIT;
-    const char *name = api_param(r, "user");
-    api_target(r, "user", name, NULL, NULL);
-    int rc = auth_user_find(tx, name, u, &err);
-    if (rc && rc != GP_ENOTFOUND) {
-        api_fail(r, &err);
-        return -1;
-    }
-    *level = rc ? SEE_NONE : user_access(r, tx, u);
-    if (*level == SEE_NONE) {
-        api_error(r, 404, "not_found", "not found");
-        return -1;
-    }
-    /* the event belongs to the user's home tenant too: its admins read it there */
-    if (u->home[0]) api_target(r, NULL, NULL, u->home, NULL);
-    return 0;
-}
-
-/* The same, for a declared handler: the {user} in c's transaction; not found when missing
- * or invisible.  OUT: *level. */
+/* Resolve the {user} of the path in c's transaction; not found when missing or invisible.
+ * OUT: *level. */
 static int find_user(api_ctx *c, auth_user *u, int *level, gp_err *err) {
     const char *name = api_param(c->r, "user");
     api_target(c->r, "user", name, NULL, NULL);
@@ -258,161 +239,141 @@ static int node_account_refused(const auth_user *u, gp_err *err) {
                       "it");
 }
 
-/* Refuse (403) acting on a node account through the user API; 1 when refused. */
-static int node_refused(api_req *r, store_tx *tx, const auth_user *u) {
-    if (!u->node_account) return 0;
-    if (tx) store_rollback(tx);
-    api_error(r, 403, "forbidden",
-              "a node account belongs to its node: only the node's registration manages it");
-    return 1;
+/*
+ * What a password's `prepare` step makes outside the write lock: its hash,
+ * and (one's own change) that the current password was given right for the
+ * user `user_id`.  Zeroed when freed.
+ */
+typedef struct pw_prep {
+    char hash[AUTH_PWHASH_LEN];
+    char user_id[RND_ID_LEN]; /* whose current password was checked ("" none) */
+} pw_prep;
+
+static void pw_prep_free(void *p) {
+    sodium_memzero(p, sizeof(pw_prep));
+    free(p);
+}
+
+static int pw_prep_new(api_ctx *c, pw_prep **out, gp_err *err) {
+    if (!(*out = calloc(1, sizeof **out))) return gp_err_set(err, GP_ENOMEM, "out of memory");
+    c->prep = *out;
+    c->prep_free = pw_prep_free;
+    return GP_OK;
 }
 
 /*
  * The home of a user the caller creates: "tenant" when given (the caller
  * needs user.create there: a platform-admin, or that tenant's admin), else
  * the platform for a platform-admin, else the one tenant the caller
- * administers.  OUT: *home (zeroed for the platform).  0, or -1 with the
- * response set.
+ * administers.  OUT: *home (zeroed for the platform).
  */
-static int resolve_home(api_req *r, const char *tenant, tenancy_tenant *home) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
+static int resolve_home(api_ctx *c, const char *tenant, tenancy_tenant *home, gp_err *err) {
+    const auth_principal *who = c->who;
     int64_t now = gt_now_us();
     memset(home, 0, sizeof *home);
     authz_target g = {NULL, NULL};
-    int platform = authz_check(r->who->bindings, r->who->nbindings, ACT_USER_CREATE, &g, now) ==
-                   AUTHZ_ALLOW;
-    if (!tenant && platform) return 0;
-    if (api_begin(r, STORE_READ, &tx)) return -1;
-    int rc;
+    int platform =
+        authz_check(who->bindings, who->nbindings, ACT_USER_CREATE, &g, now) == AUTHZ_ALLOW;
+    if (!tenant && platform) return GP_OK;
     if (tenant) {
-        rc = tenancy_tenant_find(tx, tenant, home, &err);
+        int rc = tenancy_tenant_find(c->tx, tenant, home, err);
+        if (rc && rc != GP_ENOTFOUND) return rc;
         authz_target t = {home->id, NULL};
-        authz_decision d = rc ? AUTHZ_HIDDEN
-                              : authz_check(r->who->bindings, r->who->nbindings, ACT_USER_CREATE,
-                                            &t, now);
-        if (rc && rc != GP_ENOTFOUND) return api_abort(r, tx, &err);
-        store_rollback(tx);
-        if (d == AUTHZ_HIDDEN) {
-            api_error(r, 404, "not_found", "tenant not found");
-            return -1;
-        }
-        if (d != AUTHZ_ALLOW) {
-            api_error(r, 403, "forbidden", "you may create users only in tenants you administer");
-            return -1;
-        }
-        return 0;
+        authz_decision d =
+            rc ? AUTHZ_HIDDEN : authz_check(who->bindings, who->nbindings, ACT_USER_CREATE, &t, now);
+        if (d == AUTHZ_HIDDEN) return gp_err_set(err, GP_ENOTFOUND, "tenant not found");
+        if (d != AUTHZ_ALLOW)
+            return gp_err_set(err, GP_EFORBIDDEN,
+                              "you may create users only in tenants you administer");
+        return GP_OK;
     }
     const char *only = NULL;
     int several = 0;
-    for (int i = 0; i < r->who->nbindings; i++) {
-        const authz_binding *b = &r->who->bindings[i];
+    for (int i = 0; i < who->nbindings; i++) {
+        const authz_binding *b = &who->bindings[i];
         if (b->role != ROLE_TENANT_ADMIN || b->scope != SCOPE_TENANT ||
             (b->expires_us && b->expires_us <= now))
             continue;
         if (only && strcmp(only, b->tenant_id) != 0) several = 1;
         only = b->tenant_id;
     }
-    if (!only || several) {
-        store_rollback(tx);
-        api_error(r, 400, "invalid_argument",
-                  "you administer several tenants: say which is the user's home with \"tenant\"");
-        return -1;
-    }
-    rc = tenancy_tenant_get(tx, only, home, &err);
-    if (rc) return api_abort(r, tx, &err);
-    store_rollback(tx);
-    return 0;
+    if (!only || several)
+        return gp_err_set(err, GP_EINVALID,
+                          "you administer several tenants: say which is the user's home with "
+                          "\"tenant\"");
+    return tenancy_tenant_get(c->tx, only, home, err);
 }
 
+/* A user's creation, as asked: the body, and the home it resolves to. */
+typedef struct create_args {
+    const char *name, *password, *pwhash, *kind, *tenant;
+    tenancy_tenant home;
+} create_args;
 
-void h_user_create(api_req *r) {
+static int create_read(api_ctx *c, create_args *a, gp_err *err) {
     static const char *const fields[] = {"name", "password", "kind", "tenant", NULL};
     /* an approved request replays the body kept with the approval: its password is a hash */
     static const char *const replay_fields[] = {"name", "password_hash", "kind", "tenant", NULL};
-    gp_err err = GP_ERR_INIT;
-    json_t *body;
-    const char *name, *password = NULL, *pwhash = NULL, *kind, *tenant;
-    store_tx *tx;
-    auth_user u;
-    tenancy_tenant home;
+    api_req *r = c->r;
     int64_t now = gt_now_us();
+    memset(a, 0, sizeof *a);
     api_target(r, "user", NULL, NULL, NULL);
     /* platform-admins, and tenant-admins of any tenant, create accounts */
     authz_target g = {NULL, NULL};
-    if (authz_check(r->who->bindings, r->who->nbindings, ACT_USER_CREATE, &g, now) !=
+    if (authz_check(c->who->bindings, c->who->nbindings, ACT_USER_CREATE, &g, now) !=
             AUTHZ_ALLOW &&
-        !authz_holds(r->who->bindings, r->who->nbindings, ROLE_TENANT_ADMIN, now)) {
-        api_error(r, 403, "forbidden", "your role does not allow this action here");
-        return;
+        !authz_holds(c->who->bindings, c->who->nbindings, ROLE_TENANT_ADMIN, now))
+        return gp_err_set(err, GP_EFORBIDDEN, "your role does not allow this action here");
+    int rc = jx_only_fields(c->body, r->approval_id ? replay_fields : fields, err);
+    if (!rc) rc = jx_get_str(c->body, "name", 1, &a->name, err);
+    if (!rc)
+        rc = r->approval_id ? jx_get_str(c->body, "password_hash", 0, &a->pwhash, err)
+                            : jx_get_str(c->body, "password", 0, &a->password, err);
+    if (!rc) rc = jx_get_str(c->body, "kind", 0, &a->kind, err);
+    if (!rc) rc = jx_get_str(c->body, "tenant", 0, &a->tenant, err);
+    if (rc) return rc;
+    api_target(r, NULL, a->name, NULL, NULL);
+    if ((rc = resolve_home(c, a->tenant, &a->home, err))) return rc;
+    if (a->home.id[0]) api_target(r, NULL, NULL, a->home.name, NULL);
+    return GP_OK;
+}
+
+/* prepare: may the caller create it?  Then hash its password, outside the write lock. */
+int h_user_create_prepare(api_ctx *c, gp_err *err) {
+    create_args a;
+    pw_prep *p;
+    int rc = create_read(c, &a, err);
+    if (rc || !a.password) return rc;
+    if ((rc = pw_prep_new(c, &p, err))) return rc;
+    return auth_password_hash(a.password, p->hash, err);
+}
+
+/* Sensitive (user.create): an approval keeps the password only as its hash. */
+int h_user_create(api_ctx *c, gp_err *err) {
+    create_args a;
+    auth_user u;
+    const pw_prep *p = c->prep;
+    int rc = create_read(c, &a, err);
+    if (rc) return rc;
+    assert(p || !a.password);
+    const char *hash = a.password ? p->hash : a.pwhash;
+    auth_user_spec spec = {a.name,      a.kind,      NULL, hash, a.home.id,
+                           a.home.name, c->who->user_id};
+    if ((rc = auth_user_create(c->tx, &spec, &u, err))) return rc;
+    c->summary = json_pack("{s:s,s:s,s:o}", "name", a.name, "kind", a.kind ? a.kind : "user",
+                           "home", a.home.id[0] ? json_string(a.home.name) : json_null());
+    if (c->dry_run) {
+        /* what an approval keeps: the home resolved, and the password only as its hash */
+        json_t *kept = json_pack("{s:s}", "name", a.name);
+        if (a.kind) json_object_set_new(kept, "kind", json_string(a.kind));
+        if (a.home.id[0]) json_object_set_new(kept, "tenant", json_string(a.home.name));
+        if (hash) json_object_set_new(kept, "password_hash", json_string(hash));
+        c->approval_body = kept;
+        if (a.home.id[0])
+            snprintf(c->approval_tenant, sizeof c->approval_tenant, "%s", a.home.name);
     }
-    if (api_body(r, &body)) return;
-    if (jx_only_fields(body, r->approval_id ? replay_fields : fields, &err) ||
-        jx_get_str(body, "name", 1, &name, &err) ||
-        (r->approval_id ? jx_get_str(body, "password_hash", 0, &pwhash, &err)
-                        : jx_get_str(body, "password", 0, &password, &err)) ||
-        jx_get_str(body, "kind", 0, &kind, &err) || jx_get_str(body, "tenant", 0, &tenant, &err)) {
-        json_decref(body);
-        api_fail(r, &err);
-        return;
-    }
-    api_target(r, NULL, name, NULL, NULL);
-    if (resolve_home(r, tenant, &home)) {
-        json_decref(body);
-        return;
-    }
-    if (home.id[0]) api_target(r, NULL, NULL, home.name, NULL);
-    json_t *change = json_pack("{s:s,s:s,s:o}", "name", name, "kind", kind ? kind : "user",
-                               "home", home.id[0] ? json_string(home.name) : json_null());
-    /* what an approval keeps: the home resolved, and the password only as its hash */
-    char hash[AUTH_PWHASH_LEN] = "";
-    if (password && !r->approval_id && auth_password_hash(password, hash, &err)) {
-        json_decref(change);
-        json_decref(body);
-        api_fail(r, &err);
-        return;
-    }
-    json_t *kept = json_pack("{s:s}", "name", name);
-    if (kind) json_object_set_new(kept, "kind", json_string(kind));
-    if (home.id[0]) json_object_set_new(kept, "tenant", json_string(home.name));
-    if (hash[0]) json_object_set_new(kept, "password_hash", json_string(hash));
-    else if (pwhash) json_object_set_new(kept, "password_hash", json_string(pwhash));
-    char *kept_text = jx_dump(kept);
-    json_decref(kept);
-    const char *body_text = r->body;
-    size_t body_len = r->body_len;
-    r->body = kept_text;
-    r->body_len = kept_text ? strlen(kept_text) : 0;
-    int pending = kept_text ? api_needs_approval(r, "user.create", home.id[0] ? home.name : NULL,
-                                                 change)
-                            : -1;
-    r->body = body_text;
-    r->body_len = body_len;
-    free(kept_text);
-    if (pending < 0 && !r->status) api_error(r, 500, "internal", "out of memory");
-    if (pending) {
-        sodium_memzero(hash, sizeof hash);
-        json_decref(change);
-        json_decref(body);
-        return;
-    }
-    if (api_begin(r, STORE_WRITE, &tx)) {
-        sodium_memzero(hash, sizeof hash);
-        json_decref(change);
-        json_decref(body);
-        return;
-    }
-    auth_user_spec spec = {name, kind, hash[0] ? NULL : password, hash[0] ? hash : pwhash,
-                           home.id, home.name, r->who->user_id};
-    int rc = auth_user_create(tx, &spec, &u, &err);
-    sodium_memzero(hash, sizeof hash);
-    json_decref(body);
-    if (rc) {
-        json_decref(change);
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (!api_finish(r, tx, 201, change)) api_reply(r, 201, auth_user_json(&u));
+    api_reply(c->r, 201, auth_user_json(&u));
+    return GP_OK;
 }
 
 /* SC_SIGNED_IN: every user one may see (user_access). */
@@ -453,133 +414,108 @@ static int privileged(store_tx *tx, const auth_user *u, int *yes, gp_err *err) {
     return GP_OK;
 }
 
-/*
- * A new password for an administrator set by someone else: the sensitive
- * operation user.credentials, whatever the policy lists.  Files the approval
- * (the request kept with the password only as its hash, `hash` filled) and
- * answers 202: returns 1.  0: approvals are not armed yet (the bootstrap
- * rule), go ahead with `hash`.  -1: answered with an error.
- */
-static int credentials_approval(api_req *r, const auth_user *u, const char *password,
-                                const int *disabled, char hash[AUTH_PWHASH_LEN]) {
-    gp_err err = GP_ERR_INIT;
-    if (auth_password_hash(password, hash, &err)) {
-        api_fail(r, &err);
-        return -1;
-    }
-    json_t *kept = json_pack("{s:s}", "password_hash", hash);
-    if (disabled) json_object_set_new(kept, "disabled", json_boolean(*disabled));
-    char *kept_text = jx_dump(kept);
-    json_decref(kept);
-    json_t *change = json_pack("{s:s,s:s}", "user", u->name, "password", "reset");
-    const char *body_text = r->body;
-    size_t body_len = r->body_len;
-    r->body = kept_text;
-    r->body_len = kept_text ? strlen(kept_text) : 0;
-    int pending = kept_text ? api_needs_approval(r, "user.credentials", u->home[0] ? u->home : NULL,
-                                                 change)
-                            : -1;
-    r->body = body_text;
-    r->body_len = body_len;
-    free(kept_text);
-    json_decref(change);
-    if (pending < 0 && !r->status) api_error(r, 500, "internal", "out of memory");
-    return pending;
-}
+/* A change to a user, as asked: the user, what the caller may do with it, and the body. */
+typedef struct update_args {
+    auth_user u;
+    int level, self, disabled, has_disabled;
+    const char *password, *pwhash, *current;
+    int admin_target; /* a new password for an administrator, set by someone else */
+} update_args;
 
-void h_user_update(api_req *r) {
+/*
+ * Read and check a change.  In the prepare pass (`prepare`, p the step's) one's own new
+ * password needs the current one, checked there; the write pass then needs that check to
+ * have been for this very user.
+ */
+static int update_read(api_ctx *c, int prepare, pw_prep *p, update_args *a, gp_err *err) {
     static const char *const fields[] = {"disabled", "password", "current_password", NULL};
     /* an approved request replays the body kept with the approval: its password is a hash */
     static const char *const replay_fields[] = {"disabled", "password_hash", NULL};
-    gp_err err = GP_ERR_INIT;
-    json_t *body;
-    store_tx *tx;
-    auth_user u, check;
-    int level, disabled = 0, has_disabled = 0, admin_target = 0;
-    const char *password = NULL, *pwhash = NULL, *current = NULL;
-    char hash[AUTH_PWHASH_LEN] = "";
-    if (api_begin(r, STORE_WRITE, &tx)) return;
-    if (load_user(r, tx, &u, &level)) {
-        store_rollback(tx);
-        return;
-    }
-    if (level < SEE_SELF || (level == SEE_READ)) {
-        store_rollback(tx);
-        api_error(r, 403, "forbidden", "your role does not allow this action here");
-        return;
-    }
-    if (node_refused(r, tx, &u)) return;
-    if (api_body(r, &body)) {
-        store_rollback(tx);
-        return;
-    }
-    if (jx_only_fields(body, r->approval_id ? replay_fields : fields, &err) ||
-        jx_get_bool(body, "disabled", 0, &disabled, &has_disabled, &err) ||
-        (r->approval_id ? jx_get_str(body, "password_hash", 0, &pwhash, &err)
-                        : jx_get_str(body, "password", 0, &password, &err)) ||
-        jx_get_str(body, "current_password", 0, &current, &err)) {
-        json_decref(body);
-        api_abort(r, tx, &err);
-        return;
-    }
-    int self = strcmp(u.id, r->who->user_id) == 0;
-    int rc = GP_OK;
-    if (has_disabled && level != SEE_ADMIN) {
-        rc = gp_err_set(&err, GP_EFORBIDDEN, "only an administrator of this user may disable it");
-    } else if (has_disabled && self) {
-        rc = gp_err_set(&err, GP_EINVALID, "you cannot disable yourself");
-    } else if (pwhash && level != SEE_ADMIN) {
-        rc = gp_err_set(&err, GP_EFORBIDDEN, "only an administrator of this user may reset it");
-    } else if (password && level != SEE_ADMIN) {
+    api_req *r = c->r;
+    memset(a, 0, sizeof *a);
+    int rc = find_user(c, &a->u, &a->level, err);
+    if (rc) return rc;
+    if (a->level != SEE_SELF && a->level != SEE_ADMIN)
+        return gp_err_set(err, GP_EFORBIDDEN, "your role does not allow this action here");
+    if ((rc = node_account_refused(&a->u, err))) return rc;
+    rc = jx_only_fields(c->body, r->approval_id ? replay_fields : fields, err);
+    if (!rc) rc = jx_get_bool(c->body, "disabled", 0, &a->disabled, &a->has_disabled, err);
+    if (!rc)
+        rc = r->approval_id ? jx_get_str(c->body, "password_hash", 0, &a->pwhash, err)
+                            : jx_get_str(c->body, "password", 0, &a->password, err);
+    if (!rc) rc = jx_get_str(c->body, "current_password", 0, &a->current, err);
+    if (rc) return rc;
+    a->self = strcmp(a->u.id, c->who->user_id) == 0;
+    if (a->has_disabled && a->level != SEE_ADMIN)
+        return gp_err_set(err, GP_EFORBIDDEN, "only an administrator of this user may disable it");
+    if (a->has_disabled && a->self) return gp_err_set(err, GP_EINVALID, "you cannot disable yourself");
+    if (a->pwhash && a->level != SEE_ADMIN)
+        return gp_err_set(err, GP_EFORBIDDEN, "only an administrator of this user may reset it");
+    if (a->password && a->level != SEE_ADMIN) {
         /* changing one's own password needs the current one */
-        if (!current || auth_login_check(tx, u.name, current, &check, &err) != GP_OK)
-            rc = gp_err_set(&err, GP_EFORBIDDEN, "current_password is wrong or missing");
+        auth_user check;
+        int ok = prepare ? a->current && auth_login_check(c->tx, a->u.name, a->current, &check,
+                                                          err) == GP_OK
+                         : p && strcmp(p->user_id, a->u.id) == 0;
+        if (!ok) return gp_err_set(err, GP_EFORBIDDEN, "current_password is wrong or missing");
+        if (prepare) snprintf(p->user_id, sizeof p->user_id, "%s", a->u.id);
     }
-    if (!rc && (password || pwhash) && strcmp(u.kind, "user") != 0)
-        rc = gp_err_set(&err, GP_EINVALID, "service accounts have no password");
-    if (!rc && password && !self) rc = privileged(tx, &u, &admin_target, &err);
-    if (rc) {
-        json_decref(body);
-        api_abort(r, tx, &err);
-        return;
-    }
-    if (admin_target && !r->approval_id) {
-        /* taking over an administrator's account: a second security-admin approves it */
-        store_rollback(tx);
-        int pending = credentials_approval(r, &u, password, has_disabled ? &disabled : NULL, hash);
-        json_decref(body);
-        body = NULL;
-        if (pending || api_begin(r, STORE_WRITE, &tx)) {
-            sodium_memzero(hash, sizeof hash);
-            return;
-        }
-        password = NULL; /* waived (approvals not armed yet): go ahead with the hash */
-        pwhash = hash;
-    }
-    if (password || pwhash)
-        rc = auth_user_set_password(tx, u.id, password, pwhash, r->who->user_id, &err);
-    sodium_memzero(hash, sizeof hash);
+    if ((a->password || a->pwhash) && strcmp(a->u.kind, "user") != 0)
+        return gp_err_set(err, GP_EINVALID, "service accounts have no password");
+    if (a->password && !a->self) return privileged(c->tx, &a->u, &a->admin_target, err);
+    return GP_OK;
+}
+
+/* prepare: check the current password (one's own change) and hash the new one, outside
+ * the write lock. */
+int h_user_update_prepare(api_ctx *c, gp_err *err) {
+    update_args a;
+    pw_prep *p;
+    int rc = pw_prep_new(c, &p, err);
+    if (!rc) rc = update_read(c, 1, p, &a, err);
+    if (!rc && a.password) rc = auth_password_hash(a.password, p->hash, err);
+    return rc;
+}
+
+/*
+ * Sensitive only for a new password for an administrator set by someone else: taking over
+ * an administrator's account is user.credentials, which a second security-admin approves
+ * whatever the policy lists; the approval keeps the password only as its hash.
+ */
+int h_user_update(api_ctx *c, gp_err *err) {
+    update_args a;
+    const pw_prep *p = c->prep;
     int revoked = 0;
+    int rc = update_read(c, 0, c->prep, &a, err);
+    if (rc) return rc;
+    const char *hash = a.password ? p->hash : a.pwhash;
+    if (c->dry_run) {
+        c->not_sensitive = !a.admin_target;
+        if (c->not_sensitive) return GP_OK; /* the real pass does it */
+        json_t *kept = json_pack("{s:s}", "password_hash", hash);
+        if (a.has_disabled) json_object_set_new(kept, "disabled", json_boolean(a.disabled));
+        c->approval_body = kept;
+        c->summary = json_pack("{s:s,s:s}", "user", a.u.name, "password", "reset");
+        snprintf(c->approval_tenant, sizeof c->approval_tenant, "%s", a.u.home);
+        return GP_OK;
+    }
+    if (hash) rc = auth_user_set_password(c->tx, a.u.id, NULL, hash, c->who->user_id, err);
     /* a new password ends the sessions of the old one (one's own change keeps the token
      * that made it, so the caller is not logged out by their own change) */
-    if (!rc && (password || pwhash))
-        rc = auth_user_revoke_tokens(tx, u.id, self ? r->who->token_id : NULL, &revoked, &err);
-    if (!rc && has_disabled) rc = auth_user_set_disabled(tx, u.id, disabled, &err);
-    int changed_password = password || pwhash;
-    json_decref(body);
-    if (rc) {
-        api_abort(r, tx, &err);
-        return;
+    if (!rc && hash)
+        rc = auth_user_revoke_tokens(c->tx, a.u.id, a.self ? c->who->token_id : NULL, &revoked,
+                                     err);
+    if (!rc && a.has_disabled) rc = auth_user_set_disabled(c->tx, a.u.id, a.disabled, err);
+    if (rc) return rc;
+    c->summary = json_object();
+    if (a.has_disabled) json_object_set_new(c->summary, "disabled", json_boolean(a.disabled));
+    if (hash) {
+        json_object_set_new(c->summary, "password", json_string("changed"));
+        json_object_set_new(c->summary, "tokens_revoked", json_integer(revoked));
     }
-    json_t *change = json_object();
-    if (has_disabled) json_object_set_new(change, "disabled", json_boolean(disabled));
-    if (changed_password) {
-        json_object_set_new(change, "password", json_string("changed"));
-        json_object_set_new(change, "tokens_revoked", json_integer(revoked));
-    }
-    if (api_finish(r, tx, 200, change)) return;
-    u.disabled = has_disabled ? disabled : u.disabled;
-    api_reply(r, 200, auth_user_json(&u));
+    if (a.has_disabled) a.u.disabled = a.disabled;
+    api_reply(c->r, 200, auth_user_json(&a.u));
+    return GP_OK;
 }
 
 /* One's own tokens; an administrator makes tokens for service accounts only. */

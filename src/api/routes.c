@@ -16,11 +16,17 @@
  * given: nothing is left to a default.
  */
 #define DECLARED(method, pattern, run, name, flags, scope, act, tx)                              \
-    { method, pattern, NULL, name, flags, run, act, scope, tx, NULL }
+    { method, pattern, NULL, name, flags, run, act, scope, tx, NULL, NULL }
+/* ... with a `prepare` step run first in a read transaction: work too slow to hold the
+ * write lock through (a password's hash, a document's text) */
+#define DECLARED_PREPARED(method, pattern, prepare, run, name, flags, scope, act, tx)             \
+    { method, pattern, NULL, name, flags, run, act, scope, tx, NULL, prepare }
 /* ... a change that is a sensitive operation `op` of the security policy: dispatch runs the
  * handler as a dry run first, then files the request for approval (docs/governance.md) */
 #define DECLARED_SENSITIVE(method, pattern, run, name, flags, scope, act, op)                    \
-    { method, pattern, NULL, name, flags, run, act, scope, API_TX_WRITE, op }
+    { method, pattern, NULL, name, flags, run, act, scope, API_TX_WRITE, op, NULL }
+#define DECLARED_SENSITIVE_PREPARED(method, pattern, prepare, run, name, flags, scope, act, op)  \
+    { method, pattern, NULL, name, flags, run, act, scope, API_TX_WRITE, op, prepare }
 
 /* the prefixes of tenant and project routes */
 #define T "/api/v1/tenants/{tenant}"
@@ -98,7 +104,7 @@ const api_route api_routes[] = {
      * tenant's KBs at SC_TENANT, the tenant visible (the handler decides on the KB itself, 404
      * for one the caller cannot read); the ops KBs at SC_SIGNED_IN (a vendor reads those of its
      * work orders), created with kb.ops_write; a query is a read that takes a body; a document
-     * upload stays legacy (it extracts the text outside the write lock) */
+     * upload extracts its text in a `prepare` step, outside the write lock */
     DECLARED("GET", "/api/v1/tenants/{tenant}/kbs", h_kb_list,
              "kb.list", 0, SC_TENANT, API_ACT_VISIBLE, API_TX_READ),
     DECLARED("POST", "/api/v1/tenants/{tenant}/kbs", h_kb_create,
@@ -111,8 +117,9 @@ const api_route api_routes[] = {
              "kb.delete", ROUTE_MUTATES, SC_TENANT, API_ACT_VISIBLE, API_TX_WRITE),
     DECLARED("GET", "/api/v1/tenants/{tenant}/kbs/{kb}/documents", h_kb_doc_list,
              "kb.document.list", 0, SC_TENANT, API_ACT_VISIBLE, API_TX_READ),
-    {"POST", "/api/v1/tenants/{tenant}/kbs/{kb}/documents", h_kb_doc_upload,
-     "kb.document.upload", ROUTE_MUTATES},
+    DECLARED_PREPARED("POST", "/api/v1/tenants/{tenant}/kbs/{kb}/documents",
+                      h_kb_doc_upload_prepare, h_kb_doc_upload, "kb.document.upload",
+                      ROUTE_MUTATES | ROUTE_BODY, SC_TENANT, API_ACT_VISIBLE, API_TX_WRITE),
     DECLARED("GET", "/api/v1/tenants/{tenant}/kbs/{kb}/documents/{doc}", h_kb_doc_get,
              "kb.document.get", 0, SC_TENANT, API_ACT_VISIBLE, API_TX_READ),
     DECLARED("DELETE", "/api/v1/tenants/{tenant}/kbs/{kb}/documents/{doc}", h_kb_doc_delete,
@@ -131,8 +138,9 @@ const api_route api_routes[] = {
              "kb.delete", ROUTE_MUTATES, SC_SIGNED_IN, API_ACT_NONE, API_TX_WRITE),
     DECLARED("GET", "/api/v1/ops/kbs/{kb}/documents", h_kb_doc_list,
              "kb.document.list", 0, SC_SIGNED_IN, API_ACT_NONE, API_TX_READ),
-    {"POST", "/api/v1/ops/kbs/{kb}/documents", h_kb_doc_upload,
-     "kb.document.upload", ROUTE_MUTATES},
+    DECLARED_PREPARED("POST", "/api/v1/ops/kbs/{kb}/documents", h_kb_doc_upload_prepare,
+                      h_kb_doc_upload, "kb.document.upload", ROUTE_MUTATES | ROUTE_BODY,
+                      SC_SIGNED_IN, API_ACT_NONE, API_TX_WRITE),
     DECLARED("GET", "/api/v1/ops/kbs/{kb}/documents/{doc}", h_kb_doc_get,
              "kb.document.get", 0, SC_SIGNED_IN, API_ACT_NONE, API_TX_READ),
     DECLARED("DELETE", "/api/v1/ops/kbs/{kb}/documents/{doc}", h_kb_doc_delete,
@@ -157,17 +165,25 @@ const api_route api_routes[] = {
              SC_GLOBAL, ACT_AUDIT_READ_ALL, API_TX_READ),
     DECLARED_SENSITIVE("GET", "/api/v1/audit/export", h_audit_export, "audit.export",
                        ROUTE_MUTATES, SC_SIGNED_IN, API_ACT_NONE, "audit.export"),
-    {"POST", "/api/v1/login", h_login, "user.login", ROUTE_PUBLIC | ROUTE_MUTATES},
+    /* a login checks the password (tens of ms) in its `prepare` step, outside the write lock,
+     * and then records the token, or the failure's count (h_user.c) */
+    DECLARED_PREPARED("POST", "/api/v1/login", h_login_prepare, h_login, "user.login",
+                      ROUTE_PUBLIC | ROUTE_MUTATES | ROUTE_BODY, SC_PUBLIC, API_ACT_NONE,
+                      API_TX_WRITE),
     /* users and their tokens (h_user.c): who sees and administers whom the handler decides
-     * (authz_can_admin_user).  A login, a user's creation and a password change stay legacy:
-     * each hashes a password (tens of ms) outside the write transaction, which dispatch's one
-     * transaction cannot do yet */
+     * (authz_can_admin_user).  A user's creation and a password change hash the password in
+     * a `prepare` step; the creation is the sensitive operation user.create, and a new
+     * password for an administrator set by someone else user.credentials */
     DECLARED("GET", "/api/v1/users", h_user_list, "user.list", 0, SC_SIGNED_IN, API_ACT_NONE,
              API_TX_READ),
-    {"POST", "/api/v1/users", h_user_create, "user.create", ROUTE_MUTATES},
+    DECLARED_SENSITIVE_PREPARED("POST", "/api/v1/users", h_user_create_prepare, h_user_create,
+                                "user.create", ROUTE_MUTATES | ROUTE_BODY, SC_SIGNED_IN,
+                                API_ACT_NONE, "user.create"),
     DECLARED("GET", "/api/v1/users/{user}", h_user_get, "user.get", 0, SC_SIGNED_IN,
              API_ACT_NONE, API_TX_READ),
-    {"PATCH", "/api/v1/users/{user}", h_user_update, "user.update", ROUTE_MUTATES},
+    DECLARED_SENSITIVE_PREPARED("PATCH", "/api/v1/users/{user}", h_user_update_prepare,
+                                h_user_update, "user.update", ROUTE_MUTATES | ROUTE_BODY,
+                                SC_SIGNED_IN, API_ACT_NONE, "user.credentials"),
     DECLARED("GET", "/api/v1/users/{user}/tokens", h_token_list, "token.list", 0, SC_SIGNED_IN,
              API_ACT_NONE, API_TX_READ),
     DECLARED("POST", "/api/v1/users/{user}/tokens", h_token_create, "token.create",
@@ -198,16 +214,17 @@ const api_route api_routes[] = {
     DECLARED("DELETE", "/api/v1/tenants/{tenant}/projects/{project}/members/{user}",
              h_member_project_delete, "member.revoke", ROUTE_MUTATES, SC_PROJECT,
              ACT_MEMBER_MANAGE, API_TX_WRITE),
-    /* invitations into another tenant, decided by the user's home (h_member.c); legacy: their
-     * rows are two tenants' (see there) */
-    {"GET", "/api/v1/tenants/{tenant}/invitations", h_invitation_tenant_list, "invitation.list",
-     0},
-    {"POST", "/api/v1/tenants/{tenant}/invitations/{id}/accept", h_invitation_tenant_accept,
-     "invitation.accept", ROUTE_MUTATES},
-    {"POST", "/api/v1/tenants/{tenant}/invitations/{id}/decline", h_invitation_tenant_decline,
-     "invitation.decline", ROUTE_MUTATES},
-    {"DELETE", "/api/v1/tenants/{tenant}/invitations/{id}", h_invitation_tenant_withdraw,
-     "invitation.withdraw", ROUTE_MUTATES},
+    /* invitations into another tenant, decided by the user's home (h_member.c): their rows
+     * are two tenants' by design, so the transaction is not tied (SC_TENANT_SPAN); a step
+     * authorises per invitation (its home's admin decides, its inviter withdraws) */
+    DECLARED("GET", T "/invitations", h_invitation_tenant_list, "invitation.list", 0,
+             SC_TENANT_SPAN, ACT_MEMBER_READ, API_TX_READ),
+    DECLARED("POST", T "/invitations/{id}/accept", h_invitation_tenant_accept,
+             "invitation.accept", ROUTE_MUTATES, SC_TENANT_SPAN, API_ACT_NONE, API_TX_WRITE),
+    DECLARED("POST", T "/invitations/{id}/decline", h_invitation_tenant_decline,
+             "invitation.decline", ROUTE_MUTATES, SC_TENANT_SPAN, API_ACT_NONE, API_TX_WRITE),
+    DECLARED("DELETE", T "/invitations/{id}", h_invitation_tenant_withdraw,
+             "invitation.withdraw", ROUTE_MUTATES, SC_TENANT_SPAN, API_ACT_NONE, API_TX_WRITE),
     /* the platform's users' invitations: a platform-admin decides (the handler answers 404
      * to anyone else) */
     DECLARED("GET", "/api/v1/invitations", h_invitation_global_list, "invitation.list", 0,

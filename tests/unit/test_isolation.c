@@ -456,17 +456,13 @@ static void every_route_every_role(void **state) {
     assert_true(x->probes >= (long)api_nroutes * NROLES * 2);
 }
 
-/* Rows whose pattern names {tenant} but which stay in the legacy shape.  A KB upload ties
- * its transactions itself (api_load_scope); it extracts the text outside the write lock (two
- * transactions), which dispatch's one transaction cannot do yet.  An invitation's rows are
- * two tenants' by design (the home reads an invitation into another tenant's project, which
- * the fence would hide): its routes are the only tenant routes not tied (h_member.c). */
-static int legacy_tenant_route(const api_route *rt) {
-    return !rt->run && !strcmp(rt->action, "kb.document.upload");
-}
-
+/* The only tenant routes whose transaction is not tied: SC_TENANT_SPAN, an invitation's,
+ * whose rows are two tenants' by design (the home reads an invitation into another tenant's
+ * project, which the fence would hide; h_member.c).  No other route may take that scope. */
 static int untied_tenant_route(const api_route *rt) {
-    return !rt->run && !strncmp(rt->action, "invitation.", 11);
+    if (!rt->run || rt->scope != SC_TENANT_SPAN) return 0;
+    assert_int_equal(strncmp(rt->action, "invitation.", 11), 0);
+    return 1;
 }
 
 /*
@@ -490,12 +486,10 @@ static void tenant_routes_tie_their_tenant(void **state) {
             untied++;
             continue;
         }
-        if (!legacy_tenant_route(rt)) {
-            if (!rt->run || (rt->scope != SC_TENANT && rt->scope != SC_PROJECT)) {
-                fprintf(stderr, "tenant route not declared at its tenant: %s %s\n", rt->method,
-                        rt->pattern);
-                undeclared++;
-            }
+        if (!rt->run || (rt->scope != SC_TENANT && rt->scope != SC_PROJECT)) {
+            fprintf(stderr, "tenant route not declared at its tenant: %s %s\n", rt->method,
+                    rt->pattern);
+            undeclared++;
         }
         fill(rt, own, x, path, sizeof path);
         const char *body = body_for(rt->action, own, buf, sizeof buf);
