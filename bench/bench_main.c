@@ -16,6 +16,7 @@ int bench_sched(int argc, char **argv);
 int bench_gateway(int argc, char **argv);
 int bench_usage(int argc, char **argv);
 int bench_load(int argc, char **argv);
+int bench_shares(int argc, char **argv);
 
 typedef struct bench_cmd {
     const char *name;
@@ -32,6 +33,8 @@ static const bench_cmd bench_cmds[] = {
      "latency and throughput the /v1 gateway adds, against the same upstream reached directly"},
     {"load", bench_load,
      "many clients on loopback mixing API and gateway calls: errors and latency percentiles"},
+    {"shares", bench_shares,
+     "guarantees + borrowing against hard ceilings: the openb tasks among 4-8 tenants, replayed"},
     {"usage", bench_usage,
      "a month's usage and cost report over 10 million usage records and 1 million bindings"},
 };
