@@ -14,7 +14,7 @@ static const char usage[] =
     "\n"
     "  submit NAME --class C [--units N] [--priority-class PC] [--no-preempt]\n"
     "         [--recovery requeue|fail] [--time-limit S] [--image REF] [--stack RT>=V]\n"
-    "         [--wait] [-- COMMAND ARGS...]\n"
+    "         [--after JOB[:ok|:any|:notok]]... [--wait] [-- COMMAND ARGS...]\n"
     "  list [--state queued|admitted|running|succeeded|failed|cancelled|preempted]\n"
     "  show ID             state, reason, bindings and events\n"
     "  explain ID          what would start it, and the smallest change that would\n"
@@ -25,6 +25,8 @@ static const char usage[] =
 typedef struct jopts {
     const char *tenant, *project, *cls, *units, *pc, *recovery, *tl, *state, *image, *stack;
     int no_preempt, preempt, follow, wait;
+    const char *after[64]; /* --after, each once (the server checks the jobs) */
+    int nafter;
 } jopts;
 
 static int parse(int argc, char **argv, const char *verb, jopts *o) {
@@ -36,7 +38,7 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         {"no-preempt", no_argument, 0, 'n'},       {"image", required_argument, 0, 'i'},
         {"follow", no_argument, 0, 'f'},           {"wait", no_argument, 0, 'w'},
         {"stack", required_argument, 0, 'S'},      {"preemptible", no_argument, 0, 'e'},
-        {0, 0, 0, 0}};
+        {"after", required_argument, 0, 'a'},      {0, 0, 0, 0}};
     int c, rc = 0;
     memset(o, 0, sizeof *o);
     optind = 0;
@@ -57,12 +59,19 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         case 'S': o->stack = optarg; break;
         case 'f': o->follow = 1; break;
         case 'w': o->wait = 1; break;
+        case 'a':
+            if (o->nafter == (int)(sizeof o->after / sizeof o->after[0]))
+                return cli_error(CLI_USAGE, "%s: at most 64 --after", verb);
+            o->after[o->nafter++] = optarg;
+            break;
         }
     }
     if (o->follow && strcmp(verb, "job logs") != 0)
         return cli_error(CLI_USAGE, "%s: --follow is for job logs", verb);
     if (o->wait && strcmp(verb, "job submit") != 0)
         return cli_error(CLI_USAGE, "%s: --wait is for job submit", verb);
+    if (o->nafter && strcmp(verb, "job submit") != 0)
+        return cli_error(CLI_USAGE, "%s: --after is for job submit", verb);
     if (o->preempt && strcmp(verb, "job priority") != 0)
         return cli_error(CLI_USAGE, "%s: --preemptible is for job priority", verb);
     if (o->no_preempt && o->preempt)
@@ -149,6 +158,11 @@ static int j_submit(cli_ctx *ctx, int argc, char **argv) {
         json_object_set_new(body, "image", img);
     }
     if (o.stack) json_object_set_new(body, "stack", json_string(o.stack));
+    if (o.nafter) {
+        json_t *after = json_array();
+        for (int i = 0; i < o.nafter; i++) json_array_append_new(after, json_string(o.after[i]));
+        json_object_set_new(body, "after", after);
+    }
     for (; optind < argc; optind++) json_array_append_new(cmd, json_string(argv[optind]));
     json_object_set(body, "command", cmd);
     strbuf p = SB_INIT;
@@ -376,8 +390,13 @@ int cli_cmd_job(cli_ctx *ctx, int argc, char **argv) {
         {"submit", j_submit,
          "usage: gpupool job submit NAME --tenant T --project P --class C [--units N]\n"
          "       [--priority-class PC] [--no-preempt] [--recovery requeue|fail]\n"
-         "       [--time-limit S] [--image REF] [--stack RUNTIME>=V] [-- COMMAND ARGS...]\n"
+         "       [--time-limit S] [--image REF] [--stack RUNTIME>=V]\n"
+         "       [--after JOB[:ok|:any|:notok]]... [--wait] [-- COMMAND ARGS...]\n"
          "\n"
+         "  --after JOB[:K] start only after job JOB (of this project) has ended: ok (the\n"
+         "                  default) once it succeeded, any however it ended, notok once it\n"
+         "                  ended without succeeding; repeat for several.  A dependency that\n"
+         "                  can no longer be met cancels the job, with the reason\n"
          "  --stack RT>=V   what the image needs, e.g. rocm>=6.1 or cuda>=12.2 (runtimes:\n"
          "                  cuda, rocm, synapse): it runs only on cards offering that\n"
          "                  runtime at that version or newer\n"

@@ -44,7 +44,7 @@ static int image_valid(const char *ref) {
 int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err *err) {
     static const char *const fields[] = {"name", "class", "units", "priority_class", "command",
                                          "image", "preemptible", "recovery", "time_limit_s",
-                                         "stack", NULL};
+                                         "stack", "after", NULL};
     json_t *b = js->spec;
     const char *name, *cls, *pcn, *recovery, *image, *stack;
     int64_t units = 1, tl = 0;
@@ -60,6 +60,10 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
         (rc = jx_get_int(b, "time_limit_s", 0, &tl, &has_tl, err)) ||
         (rc = jx_get_str(b, "stack", 0, &stack, err)))
         return rc;
+    /* the jobs it starts after (deps.c), checked against the store below */
+    jobs_dep deps[JOBS_MAX_DEPS];
+    int ndeps = 0;
+    if ((rc = jobs_dep_parse(json_object_get(b, "after"), deps, &ndeps, err))) return rc;
     /* what the image needs: "" or "<runtime>>=<version>" (compat.h), kept canonical */
     cp_req req;
     char why[200], stack_c[CP_VER_MAX + 16];
@@ -120,14 +124,16 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
                     " priority_class, priority, preemptible, may_preempt, recovery, command,"
                     " time_limit_s, submitter, state, reason, created_at, queued_at, image,"
                     " stack, opted_out)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,'queued','waiting for the scheduler',"
-                    "?,?,?,?,?)",
-                    "sssssisiiissisiissi", id, js->tenant_id, js->project_id, name, cls, units,
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,'queued',?,?,?,?,?,?)",
+                    "sssssisiiississiissi", id, js->tenant_id, js->project_id, name, cls, units,
                     pc.name, (int64_t)pc.value, (int64_t)preemptible, (int64_t)pc.may_preempt,
-                    recovery, command, tl, js->submitter, now, now, image ? image : "", stack_c,
-                    (int64_t)opted_out);
+                    recovery, command, tl, js->submitter,
+                    ndeps ? "waiting for its dependencies (job explain lists them)"
+                          : "waiting for the scheduler",
+                    now, now, image ? image : "", stack_c, (int64_t)opted_out);
     free(command);
     prio_release(&pc);
+    if (!rc) rc = jobs_deps_add(tx, id, js->project_id, deps, ndeps, err);
     if (!rc) rc = jobs__event(tx, id, "submitted", "queued", err);
     return rc;
 }
@@ -197,10 +203,13 @@ int jobs_get(store_tx *tx, const char *id, json_t **out, char project_id[RND_ID_
         store_done(s);
     }
     json_object_set_new(o, "events", events);
+    json_t *after = NULL;
+    if (rc >= 0) rc = jobs_deps_json(tx, id, &after, NULL, err);
     if (rc < 0) {
         json_decref(o);
         return rc;
     }
+    json_object_set_new(o, "after", after); /* the jobs it starts after (deps.c) */
     *out = o;
     return GP_OK;
 }

@@ -92,6 +92,52 @@ int jobs_set_priority(store_tx *tx, const char *id, const prio_class *p, int opt
 /* Did job `id` opt out of preemption?  GP_ENOTFOUND when there is no such job. */
 int jobs_opted_out(store_tx *tx, const char *id, int *opted_out, gp_err *err);
 
+/* ---- dependencies (deps.c) ---- */
+
+/* `job submit --after JOB[:ok|:any|:notok]`: the kinds, and what a dependency is now. */
+enum { JOBS_DEP_OK, JOBS_DEP_ANY, JOBS_DEP_NOTOK, JOBS_DEP__KINDS };
+enum { JOBS_DEP_WAITS, JOBS_DEP_MET, JOBS_DEP_NEVER };
+#define JOBS_MAX_DEPS 64
+
+typedef struct jobs_dep {
+    char job[RND_ID_LEN];
+    int kind; /* JOBS_DEP_* */
+} jobs_dep;
+
+/* Is a dependency of `kind` on a job in `state` met, still waiting, or never to be met?
+ * Pure. */
+int jobs_dep_judge(int kind, const char *state);
+const char *jobs_dep_kind_name(int kind);
+
+/* Parse a submit's "after": NULL/null none, else an array of "JOB[:ok|:any|:notok]" (ok when
+ * no kind), each job once, at most JOBS_MAX_DEPS.  OUT: out[*n].  Pure. */
+int jobs_dep_parse(json_t *after, jobs_dep *out, int *n, gp_err *err);
+
+/* Record job `job`'s dependencies: each a job of project `project_id` (else GP_ENOTFOUND)
+ * that has not already ended in a way that can never meet it (else GP_ECONFLICT). */
+int jobs_deps_add(store_tx *tx, const char *job, const char *project_id, const jobs_dep *d, int n,
+                  gp_err *err);
+
+/* Job `job`'s dependencies, [{job,name,kind,state,status: met|waiting|never}]; OUT
+ * (optional) *waiting, how many still wait. */
+int jobs_deps_json(store_tx *tx, const char *job, json_t **out, int *waiting, gp_err *err);
+
+/* Is any queued job's dependency never to be met?  (A read: the round settles them.) */
+int jobs_deps_doomed(store_tx *tx, int *any, gp_err *err);
+
+/* Cancel every queued job with a dependency never to be met (the reason says which), then
+ * those waiting on them, and so on.  Appends {job, reason} to `cancelled` (may be NULL). */
+int jobs_deps_settle(store_tx *tx, json_t *cancelled, gp_err *err);
+
+/* SQL over job_deps d joined to the job it names, dj: the dependency is met / never met. */
+#define JOBS_DEPS_MET_SQL                                                                        \
+    "((d.kind = 'ok' AND dj.state = 'succeeded')"                                                \
+    " OR (d.kind = 'any' AND dj.state IN ('succeeded','failed','cancelled','preempted'))"       \
+    " OR (d.kind = 'notok' AND dj.state IN ('failed','cancelled','preempted')))"
+#define JOBS_DEPS_NEVER_SQL                                                                      \
+    "((d.kind = 'ok' AND dj.state IN ('failed','cancelled','preempted'))"                        \
+    " OR (d.kind = 'notok' AND dj.state = 'succeeded'))"
+
 /* ---- containment ---- */
 
 /*

@@ -717,7 +717,12 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
                           " queued_at, COALESCE(started_at, 0), state, recovery, preempt_credit,"
                           " COALESCE(reason, ''), stack"
                           " FROM jobs"
-                          " WHERE state IN ('queued','admitted','running') ORDER BY id",
+                          " WHERE state IN ('queued','admitted','running')"
+                          /* a job waiting for its dependencies holds nothing (deps.c) */
+                          " AND NOT EXISTS (SELECT 1 FROM job_deps d JOIN jobs dj"
+                          "  ON dj.id = d.dep_id WHERE d.job_id = jobs.id AND NOT "
+                          JOBS_DEPS_MET_SQL ")"
+                          " ORDER BY id",
                           "")))
         return rc;
     int used_units = 0;
@@ -1293,11 +1298,30 @@ int sched_run_between(store_t *st, void (*between)(void *arg), void *arg, round_
      *    PostgreSQL: REPEATABLE READ), ended before anything is decided */
     int rc = store_begin(st, STORE_READ, &tx, err);
     if (rc) return rc;
+    int doomed = 0;
     rc = build(tx, &n, err);
+    if (!rc) rc = jobs_deps_doomed(tx, &doomed, err);
     store_rollback(tx);
     if (rc) {
         snap_free(&n);
         return rc;
+    }
+    /* queued jobs whose dependencies can never be met end now (deps.c); what waited on them
+     * may move: another round */
+    if (doomed) {
+        json_t *gone = json_array();
+        if (!(rc = store_begin(st, STORE_WRITE_ALONE, &tx, err))) {
+            rc = jobs_deps_settle(tx, gone, err);
+            if (rc) store_rollback(tx);
+            else rc = store_commit(tx, err);
+        }
+        int any = json_array_size(gone) > 0;
+        json_decref(gone);
+        if (rc) {
+            snap_free(&n);
+            return rc;
+        }
+        if (any) sched_wake_freed(st, 1);
     }
     int64_t t1 = gt_mono_us();
     /* 2. decide, holding nothing */
@@ -1344,11 +1368,50 @@ static int starts(const sch_decision *d) {
     return d && (d->action == SCH_DO_PLACE || d->action == SCH_DO_WAIT_PREEMPT);
 }
 
+/* A queued job waiting for its dependencies (deps.c): what it waits for.  *answered 0 when it
+ * waits for none. */
+static int explain_deps(store_tx *tx, const char *id, json_t **out, int *answered, gp_err *err) {
+    json_t *deps;
+    int waiting = 0;
+    *answered = 0;
+    int rc = jobs_deps_json(tx, id, &deps, &waiting, err);
+    if (rc) return rc;
+    if (!waiting) {
+        json_decref(deps);
+        return GP_OK;
+    }
+    strbuf sb = SB_INIT;
+    size_t i;
+    json_t *d;
+    json_array_foreach(deps, i, d) {
+        if (strcmp(json_string_value(json_object_get(d, "status")), "waiting")) continue;
+        const char *kind = json_string_value(json_object_get(d, "kind"));
+        sb_addf(&sb, "%sjob %s (%s) to %s", sb.len ? ", " : "",
+                json_string_value(json_object_get(d, "job")),
+                json_string_value(json_object_get(d, "name")),
+                !strcmp(kind, "ok")      ? "succeed"
+                : !strcmp(kind, "notok") ? "end without succeeding"
+                                         : "end");
+    }
+    char *why = sb_detach(&sb);
+    *out = json_pack("{s:s,s:s,s:s,s:b,s:o,s:s+}", "job", id, "state", "queued", "reason",
+                     "waiting for its dependencies", "would_start_now", 0, "after", deps,
+                     "explanation", "it waits for ", why ? why : "its dependencies");
+    free(why);
+    *answered = 1;
+    return GP_OK;
+}
+
 int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp_err *err) {
     store_tx *tx;
     snap n;
+    int answered = 0;
     int rc = store_begin(st, STORE_READ, &tx, err);
     if (rc) return rc;
+    if ((rc = explain_deps(tx, id, out, &answered, err)) || answered) {
+        store_rollback(tx);
+        return rc;
+    }
     rc = build(tx, &n, err);
     if (rc) goto done;
     int ji = find_str(n.jids, sizeof *n.jids, n.s.njobs, id);

@@ -739,6 +739,15 @@ static const char *const migrations[] = {
     "CREATE TRIGGER gw_epoch_jobs_ports AFTER UPDATE ON jobs FOR EACH ROW"
     " WHEN (OLD.listen_ports IS DISTINCT FROM NEW.listen_ports)"
     " EXECUTE PROCEDURE gw_epoch_bump_job();",
+    /* 22 (issue 37 item 4): job dependencies, `job submit --after JOB[:ok|:any|:notok]`: the
+     * dependent, the job it waits for (same project), the kind; met or not is read from the
+     * other job's state (src/sched/deps.c) */
+    "CREATE TABLE job_deps ("
+    "  job_id TEXT COLLATE \"C\" NOT NULL REFERENCES jobs(id),"
+    "  dep_id TEXT COLLATE \"C\" NOT NULL REFERENCES jobs(id),"
+    "  kind TEXT COLLATE \"C\" NOT NULL CHECK (kind IN ('ok','any','notok')),"
+    "  PRIMARY KEY (job_id, dep_id));"
+    "CREATE INDEX job_deps_dep ON job_deps(dep_id);",
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -687,6 +687,15 @@ static const char *const migrations[] = {
     " WHEN OLD.listen_ports IS NOT NEW.listen_ports"
     " AND EXISTS (SELECT 1 FROM endpoints WHERE job_id = NEW.id)"
     " BEGIN UPDATE gw_epoch SET n = n + 1 WHERE id = 1; END;",
+    /* 22 (issue 37 item 4): job dependencies, `job submit --after JOB[:ok|:any|:notok]`: the
+     * dependent, the job it waits for (same project), the kind; met or not is read from the
+     * other job's state (src/sched/deps.c) */
+    "CREATE TABLE job_deps ("
+    "  job_id TEXT NOT NULL REFERENCES jobs(id),"
+    "  dep_id TEXT NOT NULL REFERENCES jobs(id),"
+    "  kind TEXT NOT NULL CHECK (kind IN ('ok','any','notok')),"
+    "  PRIMARY KEY (job_id, dep_id));"
+    "CREATE INDEX job_deps_dep ON job_deps(dep_id);",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }
