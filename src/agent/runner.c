@@ -1428,6 +1428,15 @@ static void launch(runner *r, const char *node, json_t *a) {
     bad = bad || list_take(&env, &ne, sb_detach(&eb));
     sb_addf(&eb, "GPUPOOL_PROJECT=%s", json_string_value(json_object_get(a, "project")));
     bad = bad || list_take(&env, &ne, sb_detach(&eb));
+    json_t *arr = json_object_get(a, "array");
+    if (json_is_object(arr)) {
+        /* a task of an array: which one (Slurm's SLURM_ARRAY_JOB_ID / _TASK_ID) */
+        sb_addf(&eb, "GPUPOOL_ARRAY_ID=%s", json_string_value(json_object_get(arr, "id")));
+        bad = bad || list_take(&env, &ne, sb_detach(&eb));
+        sb_addf(&eb, "GPUPOOL_ARRAY_INDEX=%lld",
+                (long long)json_integer_value(json_object_get(arr, "index")));
+        bad = bad || list_take(&env, &ne, sb_detach(&eb));
+    }
     for (size_t k = 0; denv[k]; k++) {
         if (!bad) bad = list_take(&env, &ne, denv[k]); /* taken (freed when it fails) */
         else free(denv[k]);

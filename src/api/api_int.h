@@ -479,6 +479,9 @@ int h_job_cancel(api_ctx *c, gp_err *err);
 int h_job_priority(api_ctx *c, gp_err *err);
 int h_job_explain(api_ctx *c, gp_err *err);
 int h_job_logs(api_ctx *c, gp_err *err);
+/* job arrays (h_job.c) */
+int h_array_get(api_ctx *c, gp_err *err);
+int h_array_cancel(api_ctx *c, gp_err *err);
 int h_quota_get(api_ctx *c, gp_err *err);
 int h_quota_put(api_ctx *c, gp_err *err);
 /* PATCH …/quota: change only the ceilings the body names (null lifts one). */

@@ -78,13 +78,53 @@ int h_job_submit(api_ctx *c, gp_err *err) {
     int rc = jobs_submit(c->tx, &js, id, err);
     json_decref(roles);
     if (rc) return rc;
+    json_t *array = json_object_get(c->body, "array");
+    if (array) api_target(c->r, "job-array", NULL, NULL, NULL);
     api_target(c->r, NULL, id, NULL, NULL);
-    c->summary = json_pack("{s:O?,s:O?,s:O?,s:O?}", "name", json_object_get(c->body, "name"),
+    c->summary = json_pack("{s:O?,s:O?,s:O?,s:O?,s:O?}", "name", json_object_get(c->body, "name"),
                            "class", json_object_get(c->body, "class"), "units",
                            json_object_get(c->body, "units"), "priority_class",
-                           json_object_get(c->body, "priority_class"));
+                           json_object_get(c->body, "priority_class"), "array", array);
     c->on_commit = kick;
-    return reply_job(c, id, 201, err);
+    if (!array) return reply_job(c, id, 201, err);
+    /* an array: the array as committed, its tasks by state */
+    json_t *o;
+    if ((rc = jobs_array_get(c->tx, id, c->sc.p.id, &o, err))) return rc;
+    api_reply(c->r, 201, o);
+    return GP_OK;
+}
+
+/* SC_PROJECT, job.read: an array, its tasks by state and the card-seconds they held. */
+int h_array_get(api_ctx *c, gp_err *err) {
+    json_t *o;
+    const char *id = api_param(c->r, "id");
+    api_target(c->r, "job-array", id, NULL, NULL);
+    int rc = jobs_array_get(c->tx, id, c->sc.p.id, &o, err);
+    if (!rc) api_reply(c->r, 200, o);
+    return rc;
+}
+
+/* SC_PROJECT: cancel every task of an array that has not ended; its submitter, or who manages
+ * the project's jobs (403 for a reader who is neither). */
+int h_array_cancel(api_ctx *c, gp_err *err) {
+    json_t *o;
+    int n = 0;
+    const char *id = api_param(c->r, "id");
+    api_target(c->r, "job-array", id, NULL, NULL);
+    int rc = jobs_array_get(c->tx, id, c->sc.p.id, &o, err);
+    if (rc) return rc;
+    authz_target t = {c->sc.t.id, c->sc.p.id};
+    int own = authz_owner_or(c->who->bindings, c->who->nbindings, c->who->name,
+                             json_string_value(json_object_get(o, "submitter")), ACT_JOB_MANAGE,
+                             &t, gt_now_us()) == AUTHZ_ALLOW;
+    json_decref(o);
+    if (!own && (rc = api_allow(c, ACT_JOB_MANAGE, c->sc.t.id, c->sc.p.id, err))) return rc;
+    if ((rc = jobs_array_cancel(c->tx, id, c->sc.p.id, c->who->name, &n, err))) return rc;
+    c->summary = json_pack("{s:i}", "tasks_cancelled", n);
+    c->on_commit = kick_nodes;
+    if ((rc = jobs_array_get(c->tx, id, c->sc.p.id, &o, err))) return rc;
+    api_reply(c->r, 200, o);
+    return GP_OK;
 }
 
 int h_job_list(api_ctx *c, gp_err *err) {
@@ -99,7 +139,8 @@ int h_job_list(api_ctx *c, gp_err *err) {
         return gp_err_set(err, GP_EINVALID,
                           "state must be a job state (queued, admitted, running, succeeded, "
                           "failed, cancelled, preempted)");
-    int rc = jobs_list(c->tx, c->sc.t.id, c->sc.p.id, state, &items, err);
+    int rc = jobs_list(c->tx, c->sc.t.id, c->sc.p.id, state, api_query(c->r, "array"), &items,
+                       err);
     if (!rc) api_reply(c->r, 200, api_list(items, NULL));
     return rc;
 }

@@ -353,6 +353,12 @@ const api_route api_routes[] = {
              API_TX_READ),
     DECLARED("GET", P "/jobs/{id}/explain", h_job_explain, "job.explain", 0, SC_PROJECT,
              ACT_JOB_READ, API_TX_READ),
+    /* a job array (job submit "array"): its tasks by state; cancel its unfinished tasks (the
+     * submitter, or who manages the project's jobs) */
+    DECLARED("GET", P "/arrays/{id}", h_array_get, "job.array.get", 0, SC_PROJECT, ACT_JOB_READ,
+             API_TX_READ),
+    DECLARED("POST", P "/arrays/{id}/cancel", h_array_cancel, "job.array.cancel", ROUTE_MUTATES,
+             SC_PROJECT, ACT_JOB_READ, API_TX_WRITE),
     DECLARED("GET", P "/jobs/{id}/logs", h_job_logs, "job.logs", 0, SC_PROJECT, ACT_JOB_READ,
              API_TX_READ),
     /* the submitter, or who manages the project's jobs (the handler checks the job's owner) */

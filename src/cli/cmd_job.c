@@ -14,8 +14,11 @@ static const char usage[] =
     "\n"
     "  submit NAME --class C [--units N] [--priority-class PC] [--no-preempt]\n"
     "         [--recovery requeue|fail] [--time-limit S] [--image REF] [--stack RT>=V]\n"
-    "         [--after JOB[:ok|:any|:notok]]... [--wait] [-- COMMAND ARGS...]\n"
+    "         [--after JOB[:ok|:any|:notok]]... [--array FIRST-LAST[%MAX]] [--wait]\n"
+    "         [-- COMMAND ARGS...]\n"
     "  list [--state queued|admitted|running|succeeded|failed|cancelled|preempted]\n"
+    "       [--array ID]     an array's tasks\n"
+    "  array show|cancel ID  a job array: its tasks by state; cancel its unfinished tasks\n"
     "  show ID             state, reason, bindings and events\n"
     "  explain ID          what would start it, and the smallest change that would\n"
     "  logs ID [--follow]  its captured output (--follow: as it comes, until it ends)\n"
@@ -24,6 +27,7 @@ static const char usage[] =
 
 typedef struct jopts {
     const char *tenant, *project, *cls, *units, *pc, *recovery, *tl, *state, *image, *stack;
+    const char *array; /* submit: the range; list: an array's id */
     int no_preempt, preempt, follow, wait;
     const char *after[64]; /* --after, each once (the server checks the jobs) */
     int nafter;
@@ -38,7 +42,8 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         {"no-preempt", no_argument, 0, 'n'},       {"image", required_argument, 0, 'i'},
         {"follow", no_argument, 0, 'f'},           {"wait", no_argument, 0, 'w'},
         {"stack", required_argument, 0, 'S'},      {"preemptible", no_argument, 0, 'e'},
-        {"after", required_argument, 0, 'a'},      {0, 0, 0, 0}};
+        {"after", required_argument, 0, 'a'},      {"array", required_argument, 0, 'A'},
+        {0, 0, 0, 0}};
     int c, rc = 0;
     memset(o, 0, sizeof *o);
     optind = 0;
@@ -59,6 +64,7 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         case 'S': o->stack = optarg; break;
         case 'f': o->follow = 1; break;
         case 'w': o->wait = 1; break;
+        case 'A': o->array = optarg; break;
         case 'a':
             if (o->nafter == (int)(sizeof o->after / sizeof o->after[0]))
                 return cli_error(CLI_USAGE, "%s: at most 64 --after", verb);
@@ -72,6 +78,9 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         return cli_error(CLI_USAGE, "%s: --wait is for job submit", verb);
     if (o->nafter && strcmp(verb, "job submit") != 0)
         return cli_error(CLI_USAGE, "%s: --after is for job submit", verb);
+    if (o->array && strcmp(verb, "job submit") != 0 && strcmp(verb, "job list") != 0)
+        return cli_error(CLI_USAGE, "%s: --array is for job submit and job list", verb);
+    if (o->array && o->wait) return cli_error(CLI_USAGE, "%s: --wait is for one job, not an array", verb);
     if (o->preempt && strcmp(verb, "job priority") != 0)
         return cli_error(CLI_USAGE, "%s: --preemptible is for job priority", verb);
     if (o->no_preempt && o->preempt)
@@ -158,6 +167,7 @@ static int j_submit(cli_ctx *ctx, int argc, char **argv) {
         json_object_set_new(body, "image", img);
     }
     if (o.stack) json_object_set_new(body, "stack", json_string(o.stack));
+    if (o.array) json_object_set_new(body, "array", json_string(o.array));
     if (o.nafter) {
         json_t *after = json_array();
         for (int i = 0; i < o.nafter; i++) json_array_append_new(after, json_string(o.after[i]));
@@ -173,6 +183,11 @@ static int j_submit(cli_ctx *ctx, int argc, char **argv) {
     if (rc) goto out;
     if (ctx->status == 202) {
         cli_print_pending(ctx, job);
+        json_decref(job);
+        goto out;
+    }
+    if (o.array) { /* the array, its tasks queued */
+        cli_print_object(ctx, job);
         json_decref(job);
         goto out;
     }
@@ -232,6 +247,10 @@ static int j_list(cli_ctx *ctx, int argc, char **argv) {
         sb_adds(&p, "?state=");
         cli_add_escaped(&p, o.state);
     }
+    if (o.array) {
+        sb_adds(&p, o.state ? "&array=" : "?array=");
+        cli_add_escaped(&p, o.array);
+    }
     rc = cli_run_call(ctx, "GET", p.buf, NULL, cols);
     sb_release(&p);
     return rc;
@@ -258,6 +277,24 @@ static int by_id(cli_ctx *ctx, int argc, char **argv, const char *verb, const ch
 }
 
 static int j_show(cli_ctx *c, int a, char **v) { return by_id(c, a, v, "job show", "GET", NULL, NULL, 1); }
+
+/* `job array show|cancel ID`: a job array (h_job.c). */
+static int j_array(cli_ctx *ctx, int argc, char **argv) {
+    jopts o;
+    int rc = parse(argc, argv, "job array", &o);
+    if (rc) return rc;
+    if (argc - optind != 2 || (strcmp(argv[optind], "show") && strcmp(argv[optind], "cancel")))
+        return cli_error(CLI_USAGE, "job array: expected show ID or cancel ID");
+    int cancel = !strcmp(argv[optind], "cancel");
+    strbuf p = SB_INIT;
+    cli_scope_path(&p, o.tenant, o.project);
+    sb_adds(&p, "/arrays/");
+    cli_add_escaped(&p, argv[optind + 1]);
+    if (cancel) sb_adds(&p, "/cancel");
+    rc = cli_run_call(ctx, cancel ? "POST" : "GET", p.buf, NULL, NULL);
+    sb_release(&p);
+    return rc;
+}
 static int j_cancel(cli_ctx *c, int a, char **v) {
     return by_id(c, a, v, "job cancel", "POST", "/cancel", NULL, 1);
 }
@@ -391,8 +428,12 @@ int cli_cmd_job(cli_ctx *ctx, int argc, char **argv) {
          "usage: gpupool job submit NAME --tenant T --project P --class C [--units N]\n"
          "       [--priority-class PC] [--no-preempt] [--recovery requeue|fail]\n"
          "       [--time-limit S] [--image REF] [--stack RUNTIME>=V]\n"
-         "       [--after JOB[:ok|:any|:notok]]... [--wait] [-- COMMAND ARGS...]\n"
+         "       [--after JOB[:ok|:any|:notok]]... [--array FIRST-LAST[%MAX]] [--wait]\n"
+         "       [-- COMMAND ARGS...]\n"
          "\n"
+         "  --array FIRST-LAST[%MAX]  one task per index (or a count N: 0..N-1), at most\n"
+         "                  10,000, each with GPUPOOL_ARRAY_ID and GPUPOOL_ARRAY_INDEX; %MAX:\n"
+         "                  at most MAX of them hold cards at once.  Prints the array\n"
          "  --after JOB[:K] start only after job JOB (of this project) has ended: ok (the\n"
          "                  default) once it succeeded, any however it ended, notok once it\n"
          "                  ended without succeeding; repeat for several.  A dependency that\n"
@@ -407,7 +448,12 @@ int cli_cmd_job(cli_ctx *ctx, int argc, char **argv) {
          "                  process on the node; with neither, the job just holds its GPUs.\n"
          "  --wait          wait until the job has ended and print it: exit 0 when it\n"
          "                  succeeded, 1 when it failed, was cancelled or preempted\n"},
-        {"list", j_list, "usage: gpupool job list --tenant T --project P [--state S]\n"},
+        {"list", j_list, "usage: gpupool job list --tenant T --project P [--state S] [--array ID]\n"},
+        {"array", j_array,
+         "usage: gpupool job array show|cancel ID --tenant T --project P\n\nA job array (job "
+         "submit --array): its range, cap, tasks by state and the card-seconds\nthey held; "
+         "cancel ends every task that has not ended.  Its tasks are jobs: job list\n--array "
+         "ID lists them, and show, explain, cancel and logs take a task's id.\n"},
         {"show", j_show, "usage: gpupool job show ID --tenant T --project P\n"},
         {"explain", j_explain, "usage: gpupool job explain ID --tenant T --project P\n\nIts place "
                                "in the queue, what blocks it and by how much, and the smallest\n"

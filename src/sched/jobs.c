@@ -44,9 +44,9 @@ static int image_valid(const char *ref) {
 int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err *err) {
     static const char *const fields[] = {"name", "class", "units", "priority_class", "command",
                                          "image", "preemptible", "recovery", "time_limit_s",
-                                         "stack", "after", NULL};
+                                         "stack", "after", "array", NULL};
     json_t *b = js->spec;
-    const char *name, *cls, *pcn, *recovery, *image, *stack;
+    const char *name, *cls, *pcn, *recovery, *image, *stack, *array;
     int64_t units = 1, tl = 0;
     int pre = 1, has_units, has_pre, has_tl;
     int rc;
@@ -58,8 +58,12 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
         (rc = jx_get_str(b, "recovery", 0, &recovery, err)) ||
         (rc = jx_get_str(b, "image", 0, &image, err)) ||
         (rc = jx_get_int(b, "time_limit_s", 0, &tl, &has_tl, err)) ||
-        (rc = jx_get_str(b, "stack", 0, &stack, err)))
+        (rc = jx_get_str(b, "stack", 0, &stack, err)) ||
+        (rc = jx_get_str(b, "array", 0, &array, err)))
         return rc;
+    /* an array: one task per index (arrays.c) */
+    jobs_array_spec arr = {0, 0, 0};
+    if (array && (rc = jobs_array_parse(array, &arr, err))) return rc;
     /* the jobs it starts after (deps.c), checked against the store below */
     jobs_dep deps[JOBS_MAX_DEPS];
     int ndeps = 0;
@@ -117,24 +121,32 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
     char *command = cmd ? jx_dump(cmd) : strdup("[]");
     int64_t now = gt_now_us();
     rnd_id(id);
+    if (array) rc = jobs_array_add(tx, id, js, name, &arr, err);
     /* a job is preemptible only if both it and its priority class are */
     int preemptible = pc.preemptible && !opted_out;
-    rc = store_exec(tx, NULL, err,
-                    "INSERT INTO jobs (id, tenant_id, project_id, name, class, units,"
-                    " priority_class, priority, preemptible, may_preempt, recovery, command,"
-                    " time_limit_s, submitter, state, reason, created_at, queued_at, image,"
-                    " stack, opted_out)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,'queued',?,?,?,?,?,?)",
-                    "sssssisiiississiissi", id, js->tenant_id, js->project_id, name, cls, units,
-                    pc.name, (int64_t)pc.value, (int64_t)preemptible, (int64_t)pc.may_preempt,
-                    recovery, command, tl, js->submitter,
-                    ndeps ? "waiting for its dependencies (job explain lists them)"
-                          : "waiting for the scheduler",
-                    now, now, image ? image : "", stack_c, (int64_t)opted_out);
+    char task[RND_ID_LEN];
+    for (int64_t i = arr.first; !rc && i <= arr.last; i++) {
+        if (array) rnd_id(task);
+        const char *jid = array ? task : id;
+        rc = store_exec(tx, NULL, err,
+                        "INSERT INTO jobs (id, tenant_id, project_id, name, class, units,"
+                        " priority_class, priority, preemptible, may_preempt, recovery, command,"
+                        " time_limit_s, submitter, state, reason, created_at, queued_at, image,"
+                        " stack, opted_out, array_id, array_index)"
+                        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,'queued',?,?,?,?,?,?,?,NULLIF(?, -1))",
+                        "sssssisiiississiissisi", jid, js->tenant_id, js->project_id, name, cls,
+                        units, pc.name, (int64_t)pc.value, (int64_t)preemptible,
+                        (int64_t)pc.may_preempt, recovery, command, tl, js->submitter,
+                        ndeps ? "waiting for its dependencies (job explain lists them)"
+                              : "waiting for the scheduler",
+                        now, now, image ? image : "", stack_c, (int64_t)opted_out,
+                        array ? id : NULL, array ? i : (int64_t)-1);
+        if (!rc) rc = jobs_deps_add(tx, jid, js->project_id, deps, ndeps, err);
+        if (!rc) rc = jobs__event(tx, jid, "submitted", array ? "queued (array task)" : "queued",
+                                  err);
+    }
     free(command);
     prio_release(&pc);
-    if (!rc) rc = jobs_deps_add(tx, id, js->project_id, deps, ndeps, err);
-    if (!rc) rc = jobs__event(tx, id, "submitted", "queued", err);
     return rc;
 }
 
@@ -144,7 +156,8 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
     "j.id, t.name, p.name, j.name, j.class, j.units, j.priority_class, j.priority,"        \
     " j.preemptible, j.may_preempt, j.recovery, j.command, j.time_limit_s, j.submitter,"   \
     " j.state, j.reason, j.created_at, j.started_at, j.ended_at, j.preemptions,"           \
-    " j.project_id, j.exit_code, j.image, j.stack"
+    " j.project_id, j.exit_code, j.image, j.stack, COALESCE(j.array_id, ''),"             \
+    " COALESCE(j.array_index, 0)"
 
 static json_t *job_json(store_stmt *s) {
     json_t *cmd = json_loads(store_text(s, 11), 0, NULL);
@@ -167,6 +180,13 @@ static json_t *job_json(store_stmt *s) {
                                                                : json_null());
     /* the software stack the image needs ("rocm>=6.1"; "" when it said nothing) */
     if (o) json_object_set_new(o, "stack", json_string(store_text(s, 23)));
+    /* a task of an array (arrays.c): the array and its index; null for a job of its own */
+    if (o)
+        json_object_set_new(o, "array",
+                            store_text(s, 24)[0]
+                                ? json_pack("{s:s,s:I}", "id", store_text(s, 24), "index",
+                                            (json_int_t)store_int(s, 25))
+                                : json_null());
     return o;
 }
 
@@ -215,14 +235,16 @@ int jobs_get(store_tx *tx, const char *id, json_t **out, char project_id[RND_ID_
 }
 
 int jobs_list(store_tx *tx, const char *tenant_id, const char *project_id, const char *state,
-              json_t **items, gp_err *err) {
+              const char *array, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
                          "SELECT " JOB_COLS " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
                          " JOIN projects p ON p.id = j.project_id WHERE j.tenant_id = ?"
                          " AND (? IS NULL OR j.project_id = ?) AND (? IS NULL OR j.state = ?)"
-                         " ORDER BY j.created_at DESC, j.id LIMIT 1000",
-                         "sssss", tenant_id, project_id, project_id, state, state);
+                         " AND (? IS NULL OR j.array_id = ?)"
+                         " ORDER BY j.created_at DESC, j.array_index, j.id LIMIT 1000",
+                         "sssssss", tenant_id, project_id, project_id, state, state, array,
+                         array);
     if (rc) return rc;
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0) json_array_append_new(arr, job_json(s));
@@ -488,7 +510,8 @@ int jobs_node_assignments(store_tx *tx, const char *node, json_t **out, gp_err *
                          " COALESCE(j.started_at, 0), c.cpus, c.memory_gib, b.gpu_uuid,"
                          " b.slice_uuid, b.shared_mem_gib, b.shared_pct, j.units, b.id, j.image,"
                          " COALESCE(g.vendor, b.vendor), COALESCE(g.idx, -1),"
-                         " COALESCE((SELECT sl.idx FROM slices sl WHERE sl.uuid = b.slice_uuid), -1)"
+                         " COALESCE((SELECT sl.idx FROM slices sl WHERE sl.uuid = b.slice_uuid), -1),"
+                         " COALESCE(j.array_id, ''), COALESCE(j.array_index, 0)"
                          " FROM bindings b JOIN jobs j ON j.id = b.job_id"
                          " LEFT JOIN gpus g ON g.uuid = b.gpu_uuid"
                          " JOIN tenants t ON t.id = j.tenant_id JOIN projects p ON p.id = j.project_id"
@@ -515,6 +538,10 @@ int jobs_node_assignments(store_tx *tx, const char *node, json_t **out, gp_err *
             /* the vendor of all its devices (one per job), and each device's card index */
             json_object_set_new(cur, "vendor", json_string(store_text(s, 15)));
             json_object_set_new(cur, "indexes", json_array());
+            if (store_text(s, 18)[0]) /* a task of an array: GPUPOOL_ARRAY_ID, _INDEX */
+                json_object_set_new(cur, "array",
+                                    json_pack("{s:s,s:I}", "id", store_text(s, 18), "index",
+                                              (json_int_t)store_int(s, 19)));
             json_array_append_new(arr, cur);
         }
         const char *dev = store_text(s, 9)[0] ? store_text(s, 9) : store_text(s, 8);

@@ -66,16 +66,17 @@ typedef struct job_submit {
     const char *project_class;
 } job_submit;
 
-/* Validate and queue a job. OUT: id. */
+/* Validate and queue a job, or with "array" an array of them (OUT: id, the array's). */
 int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err *err);
 
 /* One job with its bindings and events; GP_ENOTFOUND. OUT: project_id, submitter (optional). */
 int jobs_get(store_tx *tx, const char *id, json_t **out, char project_id[RND_ID_LEN],
              char submitter[64], gp_err *err);
 
-/* Jobs of a project (or a whole tenant when project_id is NULL); `state` filters. */
+/* Jobs of a project (or a whole tenant when project_id is NULL); `state` and `array` (an
+ * array's id: its tasks) filter when not NULL. */
 int jobs_list(store_tx *tx, const char *tenant_id, const char *project_id, const char *state,
-              json_t **items, gp_err *err);
+              const char *array, json_t **items, gp_err *err);
 
 /* Cancel: end its bindings (cancelled) and mark it cancelled. GP_ECONFLICT when already ended. */
 int jobs_cancel(store_tx *tx, const char *id, const char *actor, gp_err *err);
@@ -137,6 +138,43 @@ int jobs_deps_settle(store_tx *tx, json_t *cancelled, gp_err *err);
 #define JOBS_DEPS_NEVER_SQL                                                                      \
     "((d.kind = 'ok' AND dj.state IN ('failed','cancelled','preempted'))"                        \
     " OR (d.kind = 'notok' AND dj.state = 'succeeded'))"
+
+/* ---- job arrays (arrays.c) ---- */
+
+#define JOBS_MAX_ARRAY 10000
+
+/* Indexes first..last, at most max_running of its tasks admitted or running at once (0: no
+ * cap). */
+typedef struct jobs_array_spec {
+    int64_t first, last, max_running;
+} jobs_array_spec;
+
+/* Parse a submit's "array": "FIRST-LAST" or a count "N" (0..N-1), either with "%MAX_RUNNING";
+ * at most JOBS_MAX_ARRAY tasks.  Pure. */
+int jobs_array_parse(const char *s, jobs_array_spec *out, gp_err *err);
+
+/* Record array `id` of the submit (its tasks are jobs_submit's). */
+int jobs_array_add(store_tx *tx, const char *id, const job_submit *js, const char *name,
+                   const jobs_array_spec *a, gp_err *err);
+
+/* Array `id` of project `project_id` (else GP_ENOTFOUND): its range, cap, tasks by state and
+ * the card-seconds they held. */
+int jobs_array_get(store_tx *tx, const char *id, const char *project_id, json_t **out,
+                   gp_err *err);
+
+/* Cancel every task of array `id` that has not ended.  OUT: *cancelled, how many. */
+int jobs_array_cancel(store_tx *tx, const char *id, const char *project_id, const char *actor,
+                      int *cancelled, gp_err *err);
+
+/* The round's cap: which queued tasks of capped arrays it may read now (the lowest-indexed,
+ * as many as each array has room for).  jobs_array_allowed: may it read queued task `job`
+ * whose array is capped (`capped` 0: not an array task, or no cap)? */
+typedef struct jobs_array_allow jobs_array_allow;
+int jobs_array_allow_load(store_tx *tx, jobs_array_allow **out, gp_err *err);
+int jobs_array_allowed(const jobs_array_allow *al, int capped, const char *job);
+void jobs_array_allow_free(jobs_array_allow *al);
+/* A queued task its array's cap holds back: its explanation (*answered 1), else nothing. */
+int jobs_array_explain(store_tx *tx, const char *job, json_t **out, int *answered, gp_err *err);
 
 /* ---- containment ---- */
 

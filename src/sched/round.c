@@ -33,6 +33,7 @@ typedef struct ar_chunk {
 
 typedef struct snap {
     ar_chunk *arena;
+    jobs_array_allow *array_allow; /* the queued array tasks this round may read (arrays.c) */
     int64_t quota_rows, quota_at; /* the quotas as read: how many rows, the newest change */
     sch_snapshot s;
     health_policy pol;
@@ -120,6 +121,8 @@ static void *ar_alloc(snap *n, size_t cnt, size_t size) {
 
 /* Free everything build() allocated: the arena, in one go. */
 static void snap_free(snap *n) {
+    jobs_array_allow_free(n->array_allow);
+    n->array_allow = NULL;
     for (ar_chunk *c = n->arena, *next; c; c = next) {
         next = c->next;
         free(c);
@@ -710,12 +713,17 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     if (rc < 0) return rc;
     for (int i = 0; i < S->nprojects; i++)
         n->projects[i].pool_ok = &n->ppool_ok[(size_t)i * (size_t)(S->npools + 1)];
-    if ((rc = load_quotas(tx, n, err)) || (rc = load_card_hours(tx, n, err))) return rc;
+    if ((rc = load_quotas(tx, n, err)) || (rc = load_card_hours(tx, n, err)) ||
+        (rc = jobs_array_allow_load(tx, &n->array_allow, err)))
+        return rc;
     /* live jobs, and where the running ones are */
     if ((rc = store_query(tx, &s, err,
                           "SELECT id, project_id, class, units, priority, preemptible, may_preempt,"
                           " queued_at, COALESCE(started_at, 0), state, recovery, preempt_credit,"
-                          " COALESCE(reason, ''), stack"
+                          " COALESCE(reason, ''), stack,"
+                          /* a task of an array with a cap (arrays.c) */
+                          " COALESCE((SELECT a.max_running FROM job_arrays a"
+                          "  WHERE a.id = jobs.array_id), 0)"
                           " FROM jobs"
                           " WHERE state IN ('queued','admitted','running')"
                           /* a job waiting for its dependencies holds nothing (deps.c) */
@@ -727,6 +735,10 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         return rc;
     int used_units = 0;
     while ((rc = store_step(s, err)) > 0 && S->njobs < nj) {
+        /* a queued task of an array at its cap: not this round's (arrays.c) */
+        if (!strcmp(store_text(s, 9), "queued") &&
+            !jobs_array_allowed(n->array_allow, store_int(s, 14) > 0, store_text(s, 0)))
+            continue;
         int cls = find_str(n->cnames, sizeof *n->cnames, n->nstored, store_text(s, 2));
         int prj = find_str(n->pids, sizeof *n->pids, S->nprojects, store_text(s, 1));
         if (cls < 0 || prj < 0) continue; /* its class was deleted: it cannot be scheduled */
@@ -1408,7 +1420,8 @@ int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp
     int answered = 0;
     int rc = store_begin(st, STORE_READ, &tx, err);
     if (rc) return rc;
-    if ((rc = explain_deps(tx, id, out, &answered, err)) || answered) {
+    if ((rc = explain_deps(tx, id, out, &answered, err)) || answered ||
+        (rc = jobs_array_explain(tx, id, out, &answered, err)) || answered) {
         store_rollback(tx);
         return rc;
     }

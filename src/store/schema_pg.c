@@ -748,6 +748,22 @@ static const char *const migrations[] = {
     "  kind TEXT COLLATE \"C\" NOT NULL CHECK (kind IN ('ok','any','notok')),"
     "  PRIMARY KEY (job_id, dep_id));"
     "CREATE INDEX job_deps_dep ON job_deps(dep_id);",
+    /* 23 (issue 37 item 3): job arrays, `job submit --array 0-999%50`: the array (its range,
+     * how many of its tasks may hold cards at once, 0 no cap) and, on each task (a job), its
+     * array and index (src/sched/arrays.c) */
+    "CREATE TABLE job_arrays ("
+    "  id TEXT COLLATE \"C\" PRIMARY KEY,"
+    "  tenant_id TEXT COLLATE \"C\" NOT NULL REFERENCES tenants(id),"
+    "  project_id TEXT COLLATE \"C\" NOT NULL REFERENCES projects(id),"
+    "  name TEXT COLLATE \"C\" NOT NULL,"
+    "  first_index BIGINT NOT NULL,"
+    "  last_index BIGINT NOT NULL,"
+    "  max_running BIGINT NOT NULL DEFAULT 0,"
+    "  submitter TEXT COLLATE \"C\" NOT NULL,"
+    "  created_at BIGINT NOT NULL);"
+    "ALTER TABLE jobs ADD COLUMN array_id TEXT COLLATE \"C\" REFERENCES job_arrays(id);"
+    "ALTER TABLE jobs ADD COLUMN array_index BIGINT;"
+    "CREATE INDEX jobs_array ON jobs(array_id, state, array_index);",
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -1,7 +1,8 @@
 /*
- * test_deps.c - job dependencies' pure rules (src/sched/deps.c): what a
- * dependency of each kind is for every job state, and the parsing of a
- * submit's "after" with every malformed shape refused.
+ * test_deps.c - the pure rules of job dependencies (src/sched/deps.c) and
+ * job arrays (src/sched/arrays.c): what a dependency of each kind is for
+ * every job state; the parsing of a submit's "after" and "array", every
+ * malformed shape refused.
  */
 #include "testutil.h"
 
@@ -77,10 +78,40 @@ static void parse_after(void **state) {
     json_decref(a);
 }
 
+static void parse_array(void **state) {
+    (void)state;
+    static const struct {
+        const char *in;
+        int64_t first, last, cap;
+    } good[] = {{"0-199%5", 0, 199, 5}, {"3-3", 3, 3, 0}, {"20", 0, 19, 0}, {"20%3", 0, 19, 3},
+                {"0-9999", 0, 9999, 0}, {"10000", 0, 9999, 0}, {"5-10004%1", 5, 10004, 1}};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        jobs_array_spec a;
+        gp_err err = GP_ERR_INIT;
+        if (jobs_array_parse(good[i].in, &a, &err) != GP_OK)
+            fail_msg("refused %s: %s", good[i].in, err.msg);
+        assert_int_equal(a.first, good[i].first);
+        assert_int_equal(a.last, good[i].last);
+        assert_int_equal(a.max_running, good[i].cap);
+    }
+    static const char *const bad[] = {"",     "5-3",   "0-10000", "10001", "0",      "abc",
+                                      "0-3%0", "-1-3", "1 - 3",   "0-3%x", "0-3%",   "%5",
+                                      "0-",    "1-2-3", "+4",     "1e3",   "9999999999", "0-3%5x",
+                                      NULL};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        jobs_array_spec a;
+        gp_err err = GP_ERR_INIT;
+        if (jobs_array_parse(bad[i], &a, &err) != GP_EINVALID)
+            fail_msg("accepted '%s'", bad[i] ? bad[i] : "(null)");
+        assert_true(err.msg[0] != '\0');
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(judge_every_state),
         cmocka_unit_test(parse_after),
+        cmocka_unit_test(parse_array),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

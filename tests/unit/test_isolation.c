@@ -34,7 +34,7 @@ typedef struct side {
     char tokens[NROLES][RND_SECRET_LEN];
     char tenant_id[RND_ID_LEN], project_id[RND_ID_LEN];
     char token_id[RND_ID_LEN], approval_id[RND_ID_LEN], job_id[RND_ID_LEN],
-        binding_id[RND_ID_LEN];
+        binding_id[RND_ID_LEN], array_id[RND_ID_LEN];
     char model[32], app[32], endpoint_id[RND_ID_LEN], key_id[RND_ID_LEN];
     char invitation_id[RND_ID_LEN]; /* the tenant's invitation of a platform user */
     char kb[32], doc[48], secret_word[48];
@@ -141,6 +141,13 @@ static int setup(void **state) {
                                  "{\"name\":\"train\",\"class\":\"a100.1x\"}", &resp),
                          201);
         snprintf(sd->job_id, sizeof sd->job_id, "%s", at_str(resp, "id"));
+        json_decref(resp);
+        /* and an array of four tasks, two at a time */
+        assert_int_equal(at_call(&x->t, sd->tokens[2], "POST", jpath,
+                                 "{\"name\":\"sweep\",\"class\":\"a100.1x\",\"array\":\"0-3%2\"}",
+                                 &resp),
+                         201);
+        snprintf(sd->array_id, sizeof sd->array_id, "%s", at_str(resp, "id"));
         json_decref(resp);
     }
     /* each side's model service (with an endpoint), application and API key */
@@ -340,6 +347,7 @@ static int fill(const api_route *rt, const side *v, const ix *x, char *out, size
         else if (len == 2 && strstr(rt->pattern, "/tokens/")) sb_adds(&sb, v->token_id);
         else if (len == 2 && strstr(rt->pattern, "/approvals/")) sb_adds(&sb, v->approval_id);
         else if (len == 2 && strstr(rt->pattern, "/jobs/")) sb_adds(&sb, v->job_id);
+        else if (len == 2 && strstr(rt->pattern, "/arrays/")) sb_adds(&sb, v->array_id);
         else if (len == 2 && strstr(rt->pattern, "/bindings/"))
             sb_adds(&sb, v->binding_id[0] ? v->binding_id : "no-binding-yet");
         else if (len == 5 && strncmp(p + 1, "model", 5) == 0) sb_adds(&sb, v->model);
@@ -378,13 +386,13 @@ static int fill(const api_route *rt, const side *v, const ix *x, char *out, size
 
 static void check_no_leak(const char *where, json_t *resp, const side *v) {
     char *text = json_dumps(resp, JSON_ENCODE_ANY);
-    const char *markers[16 + NROLES] = {v->tenant,     v->project,     v->display,
+    const char *markers[17 + NROLES] = {v->tenant,     v->project,     v->display,
                                         v->tenant_id,  v->project_id,  v->token_id,
                                         v->approval_id, v->job_id,     v->model,
                                         v->app,        v->endpoint_id, v->key_id,
                                         v->kb,         v->doc,         v->secret_word,
-                                        v->invitation_id};
-    int nm = 16;
+                                        v->invitation_id, v->array_id};
+    int nm = 17;
     for (int i = 0; i < NROLES; i++) markers[nm++] = v->users[i];
     for (int i = 0; i < nm; i++) {
         if (text && strstr(text, markers[i])) {
