@@ -959,6 +959,18 @@ static int owned_now(const st *t, const sch_job *j) {
 
 /* ---- preemption ---- */
 
+/* Is v past the reclaim cap (stopped reclaim_cap times within the window)? */
+static int capped(const sch_snapshot *s, const sch_job *v) {
+    return s->reclaim_cap > 0 && v->stops >= s->reclaim_cap;
+}
+
+/* "1h", "90m", "45s": a window for reasons. */
+static void fmt_window(int64_t sec, char *out, size_t n) {
+    if (sec > 0 && sec % 3600 == 0) snprintf(out, n, "%lldh", (long long)(sec / 3600));
+    else if (sec > 0 && sec % 60 == 0) snprintf(out, n, "%lldm", (long long)(sec / 60));
+    else snprintf(out, n, "%llds", (long long)(sec > 0 ? sec : 0));
+}
+
 typedef struct victim {
     int job;
     int64_t over; /* reclaim: its tenant's borrowing per weight (most over its share first) */
@@ -981,12 +993,14 @@ static int victim_cmp(const void *a, const void *b) {
  * (also when j fits with no victim) nothing changes.
  *
  * By priority (reclaim 0): running jobs of strictly lower priority that are
- * preemptible or borrowed, lowest priority first, then newest (a job that
+ * preemptible or borrowed (borrowed but past the reclaim cap: only when its class
+ * makes it preemptible), lowest priority first, then newest (a job that
  * would be borrowed takes no other tenant's owned work).  Reclaim (1,
  * for a job its tenant's guarantee covers): borrowed running jobs of other
  * tenants whatever their priority, those of the tenants borrowing most per
  * weight first, then lowest priority, then newest, never one whose stop
- * takes its tenant below its guarantee.
+ * takes its tenant below its guarantee, nor one past the reclaim cap (stops >= reclaim_cap;
+ * reclaim 2 ignores the cap: what reclaim would do without it, for the reason).
  */
 static int preempt_for(st *t, const sch_job *j, const unsigned char *gone, sch_unit *units,
                        int *out, int *nout, int reclaim) {
@@ -1001,10 +1015,10 @@ static int preempt_for(st *t, const sch_job *j, const unsigned char *gone, sch_u
         int b = t->borrowed && t->borrowed[i], vt = s->projects[v->project].tenant;
         int64_t over = 0;
         if (reclaim) {
-            if (!b || vt == me) continue;
+            if (!b || vt == me || (reclaim == 1 && capped(s, v))) continue;
             over = t->tborrowed[vt] * 1000 / (s->tenants[vt].quota.weight > 0
                                                   ? s->tenants[vt].quota.weight : 1);
-        } else if ((!v->preemptible && !b) || v->priority >= j->priority ||
+        } else if ((!v->preemptible && (!b || capped(s, v))) || v->priority >= j->priority ||
                    (borrower && !b && vt != me)) {
             continue; /* (borrowed work never takes another tenant's owned work: it would
                          only be reclaimed) */
@@ -1067,6 +1081,19 @@ static int preempt_for(st *t, const sch_job *j, const unsigned char *gone, sch_u
     assert(rc == 0);
     free(cand);
     return rc;
+}
+
+/* Undo a preempt_for that succeeded: j leaves its place, its victims take theirs back. */
+static void unpreempt(st *t, const sch_job *j, const sch_unit *units, const int *victims,
+                      int nv) {
+    const sch_snapshot *s = t->s;
+    unplace_job(t, j, units);
+    for (int i = 0; i < nv; i++) {
+        const sch_job *v = &s->jobs[victims[i]];
+        const sch_class *c = &s->classes[v->cls];
+        for (int k = 0; k < v->units; k++) take_unit(t, c, &v->place[k]);
+        charge(t, v, +1);
+    }
 }
 
 /* ---- the round ---- */
@@ -1262,10 +1289,10 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
             r->placed++;
             continue;
         }
-        int nv = 0, reclaim = 0;
+        int nv = 0, reclaim = 0, owned = owned_now(&t, j);
         /* an owned job takes its tenant's lent guarantee back (step 6), whatever it may
          * preempt; otherwise a job that may preempt stops lower-priority work (step 5) */
-        if ((owned_now(&t, j) && (reclaim = 1, preempt_for(&t, j, gone, units, victims, &nv, 1) == 0)) ||
+        if ((owned && (reclaim = 1, preempt_for(&t, j, gone, units, victims, &nv, 1) == 0)) ||
             (j->may_preempt && (reclaim = 0, preempt_for(&t, j, gone, units, victims, &nv, 0) == 0))) {
             free(units); /* reserved now; bound once the victims have stopped */
             sch_decision *d = add(r, &cap, ji, SCH_DO_WAIT_PREEMPT);
@@ -1303,12 +1330,31 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
             }
             continue;
         }
+        /* would reclaim have freed a place but for the cap?  Then that is why it waits (the
+         * capped jobs stay; nothing is stopped) */
+        int ncapped = 0;
+        if (owned && s->reclaim_cap > 0 &&
+            preempt_for(&t, j, gone, units, victims, &nv, 2) == 0) {
+            for (int v = 0; v < nv; v++) ncapped += capped(s, &s->jobs[victims[v]]);
+            unpreempt(&t, j, units, victims, nv);
+        }
         free(units);
         sch_decision *d = add(r, &cap, ji, admitted ? SCH_DO_NOTHING : SCH_DO_ADMIT);
         if (!d) goto out;
         /* the reason is written after the round, against its final state */
         d->by = may_jump ? -1 : blocker;
         d->reason[0] = '\0';
+        if (ncapped) {
+            char win[32];
+            fmt_window(s->reclaim_window_s, win, sizeof win);
+            d->by = -1;
+            d->capped = ncapped;
+            snprintf(d->reason, sizeof d->reason,
+                     "reclaim_capped: tenant %s's guarantee is lent to %d borrowed job%s "
+                     "preempted at least %d times in the last %s, which reclaim no longer stops",
+                     s->tenants[s->projects[j->project].tenant].name, ncapped,
+                     ncapped == 1 ? "" : "s", s->reclaim_cap, win);
+        }
         if (waiting[j->cls] < 0 || s->jobs[waiting[j->cls]].priority < j->priority)
             waiting[j->cls] = ji;
     }

@@ -42,7 +42,12 @@
  *      (most borrowing per weight first, then lowest priority, then newest;
  *      never one whose stop takes its tenant below its guarantee) and it is
  *      credited for them as in step 5.  Only owned work reclaims, and only
- *      borrowed work is reclaimed, so no reclaim ever feeds another.  Once
+ *      borrowed work is reclaimed, so no reclaim ever feeds another.  A job
+ *      stopped (by preemption or reclaim) reclaim_cap times within the window
+ *      (sch_job.stops) is never a reclaim victim, and is preemptible by
+ *      priority only as its class says (no longer because it is borrowed):
+ *      when only such jobs could free the place, the owner waits with
+ *      "reclaim_capped" and stops nobody.  Once
  *      any tenant has a guarantee, a tenant without one has none (0): all
  *      its work is borrowed.  With no guarantee anywhere, none of this
  *      applies.
@@ -162,6 +167,9 @@ typedef struct sch_job {
     int credited;       /* SCH_ADMITTED: an earlier round stopped victims for it (its decision
                            was SCH_DO_WAIT_PREEMPT) and they are gone: what they released is
                            its own, see step 5 */
+    int stops;          /* times preemption or reclaim stopped it within the snapshot's
+                           reclaim window (its bindings that ended `preempted` then): at
+                           reclaim_cap or more, reclaim no longer chooses it (step 6) */
 } sch_job;
 
 typedef struct sch_snapshot {
@@ -179,6 +187,10 @@ typedef struct sch_snapshot {
     int njobs;
     int nmodels, npools;
     const char *month; /* "2026-12", for reasons */
+    /* the reclaim cap (step 6): a job with stops >= reclaim_cap is never a reclaim victim;
+     * 0: no cap.  reclaim_window_s: the window its stops were counted in (for reasons). */
+    int reclaim_cap;
+    int64_t reclaim_window_s;
 } sch_snapshot;
 
 enum {
@@ -195,6 +207,9 @@ typedef struct sch_decision {
     int by;             /* SCH_DO_PREEMPT: the preemptor's index */
     int reclaim;        /* SCH_DO_PREEMPT / SCH_DO_WAIT_PREEMPT: for a guarantee (step 6) */
     int borrowed;       /* SCH_DO_PREEMPT: the victim ran above its tenant's guarantee */
+    int capped;         /* a job its guarantee covers that finds no place: how many borrowed
+                           jobs, past the reclaim cap, reclaim would otherwise stop for it
+                           (its reason says "reclaim_capped"); else 0 */
     char reason[200];   /* queue reason, or why it was preempted */
     sch_unit *units;    /* SCH_DO_PLACE: [job.units] (owned by the result) */
 } sch_decision;

@@ -744,19 +744,168 @@ static void guarantees_kept_and_weight(void **state) {
 }
 
 /*
+ * The reclaim cap (sched.h, step 6): a borrowed job stopped reclaim_cap times within the
+ * window (sch_job.stops, counted from the store) is never a reclaim victim; the owner waits
+ * with "reclaim_capped" and nobody is stopped.  Below the cap, reclaim goes on as before and
+ * skips only the capped jobs.  A capped job stays preemptible by priority only as its class
+ * says.  No cap (0): as before.
+ */
+static void guarantees_reclaim_cap(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    w_init(&w);
+    w_node(&w, 8, 0, SCH_WHOLE, 64, 512, 0);
+    int c = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+    for (int t = 0; t < 2; t++) {
+        w.tenants[t].quota.v[QD_GPU_MILLI] = 8000;
+        w.tenants[t].quota.guarantee = 4000;
+    }
+    w.s.reclaim_cap = 3;
+    w.s.reclaim_window_s = 3600;
+    int blue[8];
+    for (int i = 0; i < 8; i++) {
+        blue[i] = w_job(&w, 1, c, 1, 200, i);
+        w.jobs[blue[i]].preemptible = 0;
+    }
+    round_ok(&w, &r);
+    assert_int_equal(r.placed, 8);
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    for (int i = 0; i < 8; i++) w.jobs[blue[i]].start_us = 1000 + i; /* blue[7] newest */
+    /* every borrowed job (blue[4..7]) was stopped 3 times within the window: capped */
+    for (int i = 4; i < 8; i++) w.jobs[blue[i]].stops = 3;
+    int red[2];
+    for (int i = 0; i < 2; i++) red[i] = w_job(&w, 0, c, 1, 10, 100 + i);
+    round_ok(&w, &r);
+    assert_int_equal(r.preempted, 0);
+    for (int i = 0; i < 2; i++) {
+        const sch_decision *d = dec(&r, red[i]);
+        assert_int_equal(d->action, SCH_DO_ADMIT);
+        assert_true(d->capped >= 1);
+        if (!strstr(d->reason, "reclaim_capped: tenant red's guarantee is lent to") ||
+            !strstr(d->reason, "preempted at least 3 times in the last 1h") || strstr(d->reason, "blue"))
+            fail_msg("reason '%s'", d->reason);
+    }
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    /* settled: the next round stops nobody either */
+    round_ok(&w, &r);
+    assert_int_equal(r.placed + r.preempted, 0);
+    sch_result_free(&r);
+    /* the newest (blue[7]) stays capped; blue[6] is below the cap: reclaim takes it, skipping
+     * blue[7], and the second owner finds only capped work */
+    w.jobs[blue[6]].stops = 2;
+    round_ok(&w, &r);
+    assert_int_equal(r.preempted, 1);
+    assert_true(preempted(&r, blue[6]));
+    assert_false(preempted(&r, blue[7]));
+    assert_int_equal(dec(&r, red[0])->action, SCH_DO_WAIT_PREEMPT);
+    assert_int_equal(dec(&r, red[1])->capped, 1);
+    assert_non_null(strstr(dec(&r, red[1])->reason, "reclaim_capped"));
+    assert_non_null(strstr(dec(&r, red[1])->reason, "1 borrowed job preempted"));
+    sch_result_free(&r);
+    /* a higher-priority owner that may preempt: reclaim is capped, and priority preemption
+     * takes a capped job only when its class makes it preemptible */
+    w.jobs[blue[6]].stops = 3;
+    w.jobs[red[1]].may_preempt = 1;
+    w.jobs[red[1]].priority = 500;
+    round_ok(&w, &r);
+    assert_int_equal(r.preempted, 0);
+    sch_result_free(&r);
+    w.jobs[blue[7]].preemptible = 1;
+    round_ok(&w, &r);
+    assert_int_equal(r.preempted, 1);
+    assert_true(preempted(&r, blue[7]));
+    for (int i = 0; i < r.n; i++)
+        if (r.d[i].action == SCH_DO_PREEMPT) assert_false(r.d[i].reclaim);
+    sch_result_free(&r);
+    w.jobs[blue[7]].preemptible = 0;
+    w.jobs[red[1]].may_preempt = 0;
+    w.jobs[red[1]].priority = 10;
+    /* no cap: reclaim as before */
+    w.s.reclaim_cap = 0;
+    round_ok(&w, &r);
+    assert_int_equal(r.preempted, 2);
+    assert_true(preempted(&r, blue[7]) && preempted(&r, blue[6]));
+    for (int i = 0; i < 2; i++) assert_int_equal(dec(&r, red[i])->capped, 0);
+    sch_result_free(&r);
+}
+
+/* A copy of a world whose pointers point into the copy. */
+static void w_clone(world *dst, const world *src) {
+    memcpy(dst, src, sizeof *dst);
+    for (int i = 0; i < dst->nj; i++) {
+        dst->jobs[i].id = dst->ids[i];
+        dst->jobs[i].place = dst->places[i];
+    }
+    for (int t = 0; t < 4; t++) dst->tenants[t].pool_ok = dst->pool_ok[t];
+    for (int c = 0; c < dst->nc; c++) dst->classes[c].model_ok = dst->model_ok[c];
+}
+
+/*
+ * From the state a round leaves (applied), rounds with nothing arriving or ending reach a
+ * fixpoint within a few rounds: one that places, admits and stops nothing, after which the
+ * next one decides exactly the same (same actions, same reasons).
+ */
+static void settles(const world *w, int trial, int round) {
+    world *x = malloc(sizeof *x);
+    assert_non_null(x);
+    w_clone(x, w);
+    sch_result r;
+    int quiet = -1;
+    for (int k = 0; k < 6 && quiet < 0; k++) {
+        round_ok(x, &r);
+        int moves = r.placed + r.preempted;
+        for (int i = 0; i < r.n; i++) moves += r.d[i].action == SCH_DO_ADMIT;
+        w_apply(x, &r);
+        sch_result_free(&r);
+        if (!moves) quiet = k;
+    }
+    if (quiet < 0) fail_msg("trial %d round %d: no fixpoint within 6 quiet rounds", trial, round);
+    sch_result a, b;
+    round_ok(x, &a);
+    round_ok(x, &b); /* (a's decisions move nothing: applying them changes no state) */
+    assert_int_equal(a.n, b.n);
+    for (int i = 0; i < a.n; i++) {
+        assert_int_equal(a.d[i].job, b.d[i].job);
+        assert_true(a.d[i].action == SCH_DO_NOTHING && b.d[i].action == SCH_DO_NOTHING);
+        if (strcmp(a.d[i].reason, b.d[i].reason))
+            fail_msg("trial %d round %d: job %s's reason moved: '%s' then '%s'", trial, round,
+                     x->jobs[a.d[i].job].id, a.d[i].reason, b.d[i].reason);
+    }
+    sch_result_free(&a);
+    sch_result_free(&b);
+    free(x);
+}
+
+/*
  * No reclaim loops: random tenants with guarantees (some over-committed), ceilings, kept
- * parts and weights, random arrivals and ends.  A job is never reclaimed twice for the same
- * capacity (between two reclaims of it some work arrived or ended), a reclaim never takes a
- * victim's tenant below its guarantee nor serves work that is itself borrowed, its
- * beneficiary is placed in the next round, and once arrivals and ends stop the rounds settle:
- * a round that changes nothing, and nothing stopped after the first quiet round.
+ * parts and weights, random arrivals and ends, and the reclaim cap (none, or 1 to 3 stops
+ * within a window of WINDOW rounds; some jobs arrive with stops in the window).  A job is
+ * never reclaimed twice for the same capacity (between two reclaims of it some work arrived
+ * or ended, or the window moved), never reclaimed once past the cap, so never more than the
+ * cap within a window; a reclaim never leaves a victim's tenant below its guarantee (what it
+ * runs, or has a place reserved for, once the round is applied) nor serves work that is
+ * itself borrowed; its beneficiary is placed in the next round; every round ends in a state
+ * from which rounds with no change reach a fixpoint, which the next round does not change
+ * (settles()); and once arrivals, ends and the window stop moving the rounds settle: nothing
+ * stopped, and a last round that changes nothing.
  */
 static void guarantees_property_no_loops(void **state) {
     (void)state;
     unsigned seed = 0x2545f491u;
-    for (int trial = 0; trial < 80; trial++) {
+    enum { WINDOW = 5, MAXSTOPS = 24 }; /* the reclaim window, in rounds */
+    static int stops_at[MAXJ][MAXSTOPS], nstops[MAXJ], reclaim_at[MAXJ][MAXSTOPS], nreclaims[MAXJ];
+    int reclaims = 0, held = 0; /* reclaims seen, owners the cap held back (both must occur) */
+    for (int trial = 0; trial < 400; trial++) {
         world w;
         w_init(&w);
+        /* the reclaim cap: none in some trials (as before it), 1 to 3 stops in the others */
+        w.s.reclaim_cap = (int)(rnd(&seed) % 4);
+        w.s.reclaim_window_s = 60 * WINDOW;
+        memset(nstops, 0, sizeof nstops);
+        memset(nreclaims, 0, sizeof nreclaims);
         w.nt = 3;
         w.np = 3;
         w.projects[2].tenant = 2;
@@ -776,7 +925,8 @@ static void guarantees_property_no_loops(void **state) {
                 q->v[QD_GPU_MILLI] = (q->guarantee > 0 ? q->guarantee : 0) + 1000 * (int64_t)(rnd(&seed) % 6);
             q->weight = 1 + (int64_t)(rnd(&seed) % 4);
         }
-        int epoch = 0, last[MAXJ], owed[MAXJ] = {0}, quiet_stops = 0;
+        int epoch = 0, last[MAXJ], owed[MAXJ] = {0}, quiet_stops = 0, was_changed = 1,
+            prev_changed = 1;
         for (int i = 0; i < MAXJ; i++) last[i] = -1;
         for (int round = 0; round < 24; round++) {
             int changed = 0;
@@ -786,6 +936,11 @@ static void guarantees_property_no_loops(void **state) {
                                   1 + (int)(rnd(&seed) % 2), (int)(rnd(&seed) % 3) * 10, 100 * round + k);
                     w.jobs[j].preemptible = rnd(&seed) % 2;
                     w.jobs[j].may_preempt = rnd(&seed) % 4 == 0;
+                    /* some arrive with stops already in the window (stopped before: the
+                     * store remembers them), so the cap engages */
+                    nstops[j] = nreclaims[j] = 0;
+                    for (int m = rnd(&seed) % 3 == 0 ? 1 + (int)(rnd(&seed) % 3) : 0; m > 0; m--)
+                        stops_at[j][nstops[j]++] = round;
                 }
             if (round < 14)
                 for (int i = w.nj - 1; i >= 0; i--) /* some work ends */
@@ -800,29 +955,70 @@ static void guarantees_property_no_loops(void **state) {
                         owed[i] = owed[n];
                         last[n] = -1;
                         owed[n] = 0;
+                        memcpy(stops_at[i], stops_at[n], sizeof stops_at[i]);
+                        memcpy(reclaim_at[i], reclaim_at[n], sizeof reclaim_at[i]);
+                        nstops[i] = nstops[n];
+                        nreclaims[i] = nreclaims[n];
+                        nstops[n] = nreclaims[n] = 0;
                         changed = 1;
                     }
+            /* each job's stops within the window, as round.c counts them from the store */
+            for (int i = 0; i < w.nj; i++) {
+                int in = 0;
+                for (int k = 0; k < nstops[i]; k++) in += stops_at[i][k] > round - WINDOW;
+                changed |= w.jobs[i].stops != in; /* the window moved: like an arrival */
+                w.jobs[i].stops = in;
+            }
             epoch += changed;
+            if (round > 0) was_changed = prev_changed;
+            prev_changed = changed;
             sch_result r;
             round_ok(&w, &r);
             int64_t use[3] = {0};
             for (int i = 0; i < w.nj; i++)
                 if (w.jobs[i].state == SCH_RUNNING)
                     use[w.projects[w.jobs[i].project].tenant] += sch_demand(&w.s, &w.jobs[i], QD_GPU_MILLI);
+            int lost[3] = {0};
+            for (int i = 0; i < r.n; i++) { /* what each tenant runs once the round is applied,
+                                               * or has a place reserved for (its own victims') */
+                const sch_job *x = &w.jobs[r.d[i].job];
+                int64_t dm = sch_demand(&w.s, x, QD_GPU_MILLI);
+                if (r.d[i].action == SCH_DO_PLACE || r.d[i].action == SCH_DO_WAIT_PREEMPT)
+                    use[w.projects[x->project].tenant] += dm;
+                if (r.d[i].action == SCH_DO_PREEMPT) use[w.projects[x->project].tenant] -= dm;
+            }
             for (int i = 0; i < w.nj; i++) /* reclaimed for last round: it runs now */
                 if (owed[i] && !changed) assert_int_equal(dec(&r, i)->action, SCH_DO_PLACE);
             memset(owed, 0, sizeof owed);
             for (int i = 0; i < r.n; i++) {
                 const sch_decision *d = &r.d[i];
                 if (d->action == SCH_DO_WAIT_PREEMPT && d->reclaim) owed[d->job] = 1;
+                if (d->capped) {
+                    held++;
+                    assert_true(w.s.reclaim_cap > 0);
+                    assert_non_null(strstr(d->reason, "reclaim_capped"));
+                }
                 if (d->action != SCH_DO_PREEMPT) continue;
-                quiet_stops += round >= 15;
+                /* once arrivals and ends stop, nothing is stopped but in a round the reclaim
+                 * window moved in, or the one after it */
+                quiet_stops += round >= 15 && !changed && !was_changed;
+                if (nstops[d->job] < MAXSTOPS) stops_at[d->job][nstops[d->job]++] = round;
                 if (!d->reclaim) continue;
                 const sch_job *v = &w.jobs[d->job];
+                /* never a victim past the cap; so never reclaimed more than the cap within a
+                 * window */
+                if (w.s.reclaim_cap > 0) {
+                    assert_true(v->stops < w.s.reclaim_cap);
+                    if (nreclaims[d->job] < MAXSTOPS) reclaim_at[d->job][nreclaims[d->job]++] = round;
+                    int in = 0;
+                    for (int k = 0; k < nreclaims[d->job]; k++) in += reclaim_at[d->job][k] > round - WINDOW;
+                    if (in > w.s.reclaim_cap)
+                        fail_msg("trial %d: job %s reclaimed %d times within %d rounds (cap %d)",
+                                 trial, v->id, in, WINDOW, w.s.reclaim_cap);
+                }
                 int vt = w.projects[v->project].tenant;
-                int64_t g = w.tenants[vt].quota.guarantee < 0 ? 0 : w.tenants[vt].quota.guarantee;
-                use[vt] -= sch_demand(&w.s, v, QD_GPU_MILLI);
-                assert_true(use[vt] >= g); /* never below its guarantee */
+                lost[vt] = 1;
+                reclaims++;
                 assert_true(d->borrowed);  /* only borrowed work is reclaimed */
                 assert_int_not_equal(w.projects[w.jobs[d->by].project].tenant, vt);
                 if (last[d->job] == epoch)
@@ -830,8 +1026,13 @@ static void guarantees_property_no_loops(void **state) {
                              v->id);
                 last[d->job] = epoch;
             }
+            for (int t = 0; t < 3; t++) /* a tenant reclaimed from keeps its guarantee */
+                if (lost[t])
+                    assert_true(use[t] >= (w.tenants[t].quota.guarantee < 0 ? 0
+                                                                            : w.tenants[t].quota.guarantee));
             w_apply(&w, &r);
             sch_result_free(&r);
+            settles(&w, trial, round); /* the state it left: a fixpoint is near, and holds */
         }
         assert_int_equal(quiet_stops, 0);
         sch_result r;
@@ -839,6 +1040,8 @@ static void guarantees_property_no_loops(void **state) {
         assert_int_equal(r.placed + r.preempted, 0); /* settled */
         sch_result_free(&r);
     }
+    printf("guarantees: %d reclaims, %d owners held back by the reclaim cap\n", reclaims, held);
+    assert_true(reclaims > 0 && held > 0);
 }
 
 /* Compatibility rules as the snapshot carries them (sched.h: gpu_ok, derived classes, alts,
@@ -954,6 +1157,7 @@ int main(void) {
         cmocka_unit_test(property_random_clusters),
         cmocka_unit_test(guarantees_borrow_and_reclaim),
         cmocka_unit_test(guarantees_kept_and_weight),
+        cmocka_unit_test(guarantees_reclaim_cap),
         cmocka_unit_test(guarantees_property_no_loops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
