@@ -491,6 +491,9 @@ int h_prio_get(api_ctx *c, gp_err *err);
 int h_prio_create(api_ctx *c, gp_err *err);
 int h_prio_put(api_ctx *c, gp_err *err);
 int h_prio_delete(api_ctx *c, gp_err *err);
+/* GET|PUT /api/v1/scheduler-policy: the reclaim cap and its window (share.h) */
+int h_sched_policy_get(api_ctx *c, gp_err *err);
+int h_sched_policy_put(api_ctx *c, gp_err *err);
 int h_binding_list(api_ctx *c, gp_err *err);
 int h_binding_release(api_ctx *c, gp_err *err);
 /* model services, endpoints, apps, API keys, usage records (h_model.c) */

@@ -407,6 +407,30 @@ int h_prio_delete(api_ctx *c, gp_err *err) {
     return rc;
 }
 
+/* ---- the scheduler policy: the reclaim cap (share.h); anyone signed in reads it, who
+ * manages priority classes changes it ---- */
+
+int h_sched_policy_get(api_ctx *c, gp_err *err) {
+    share_policy p;
+    int rc = share_policy_load(c->tx, &p, err);
+    if (!rc) api_reply(c->r, 200, share_policy_json(&p));
+    return rc;
+}
+
+/* The fields the body names change; the others stay.  Audited with the policy as set. */
+int h_sched_policy_put(api_ctx *c, gp_err *err) {
+    share_policy p;
+    api_target(c->r, "policy", "scheduler", NULL, NULL);
+    int rc = share_policy_load(c->tx, &p, err);
+    if (!rc) rc = share_policy_apply(c->body, &p, err);
+    if (!rc) rc = share_policy_save(c->tx, &p, err);
+    if (rc) return rc;
+    c->summary = share_policy_json(&p);
+    c->on_commit = kick; /* a job past a new cap may now be reclaimed, or no longer */
+    api_reply(c->r, 200, share_policy_json(&p));
+    return GP_OK;
+}
+
 /* ---- bindings ---- */
 
 /* SC_SIGNED_IN: ops and admins see every binding; a tenant's readers name their tenant. */

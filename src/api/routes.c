@@ -394,6 +394,12 @@ const api_route api_routes[] = {
     DECLARED_SENSITIVE("DELETE", "/api/v1/priority-classes/{name}", h_prio_delete,
                        "priority_class.delete", ROUTE_MUTATES, SC_GLOBAL, ACT_PRIORITY_MANAGE,
                        "priority_class.change"),
+    /* the reclaim cap (docs/scheduling.md, Guarantees): read by anyone signed in (job
+     * explain quotes it), changed by who manages priority classes */
+    DECLARED("GET", "/api/v1/scheduler-policy", h_sched_policy_get, "scheduler_policy.get", 0,
+             SC_SIGNED_IN, API_ACT_NONE, API_TX_READ),
+    DECLARED("PUT", "/api/v1/scheduler-policy", h_sched_policy_put, "scheduler_policy.change",
+             ROUTE_MUTATES | ROUTE_BODY, SC_GLOBAL, ACT_PRIORITY_MANAGE, API_TX_WRITE),
     /* ops and admins see all bindings; a tenant's readers name theirs (?tenant=) */
     DECLARED("GET", "/api/v1/bindings", h_binding_list, "binding.list", 0, SC_SIGNED_IN,
              API_ACT_NONE, API_TX_READ),

@@ -400,6 +400,7 @@ static int j_explain(cli_ctx *ctx, int argc, char **argv) {
     printf("\nblocked by: %s\n", reason ? reason : json_string_value(json_object_get(out, "explanation")));
     size_t i;
     json_t *s;
+    json_array_foreach(json_object_get(out, "notes"), i, s) printf("note: %s\n", json_string_value(s));
     json_array_foreach(json_object_get(out, "suggestions"), i, s) {
         const char *what = json_string_value(json_object_get(s, "change"));
         if (!strcmp(what, "raise_quota"))

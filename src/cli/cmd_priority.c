@@ -1,5 +1,6 @@
 /*
- * cmd_priority.c - `gpupool priority list|show|create|set|delete` (priority classes).
+ * cmd_priority.c - `gpupool priority list|show|create|set|delete` (priority classes) and
+ * `gpupool priority policy` (the scheduler policy: the reclaim cap).
  */
 #include "cli.h"
 
@@ -17,6 +18,10 @@ static const char usage[] =
     "         [--description T]   (platform-admin)\n"
     "  set NAME [same options]\n"
     "  delete NAME\n"
+    "  policy [--reclaim-cap N] [--reclaim-window S]\n"
+    "         show the scheduler policy, or change it (platform-admin): a job preempted\n"
+    "         or reclaimed N times within S seconds is no longer a reclaim victim\n"
+    "         (defaults 3 and 3600; docs/scheduling.md, Guarantees)\n"
     "Changing priority classes needs approval by default.\n";
 
 static int write_pc(cli_ctx *ctx, int argc, char **argv, int create) {
@@ -88,9 +93,40 @@ static int pc_delete(cli_ctx *c, int a, char **v) {
                          NULL);
 }
 
+static int pc_policy(cli_ctx *ctx, int argc, char **argv) {
+    static const struct option lo[] = {{"reclaim-cap", required_argument, 0, 'c'},
+                                       {"reclaim-window", required_argument, 0, 'w'},
+                                       {0, 0, 0, 0}};
+    json_t *body = json_object();
+    int c, rc = 0;
+    optind = 0;
+    while ((c = cli_getopt(argc, argv, lo, "priority policy", &rc)) != -1) {
+        if (c == -2) goto out;
+        char *end;
+        long long v = strtoll(optarg, &end, 10);
+        if (!*optarg || *end) {
+            rc = cli_error(CLI_USAGE, "priority policy: %s must be a number, got '%s'",
+                           c == 'c' ? "--reclaim-cap" : "--reclaim-window", optarg);
+            goto out;
+        }
+        json_object_set_new(body, c == 'c' ? "reclaim_cap" : "reclaim_window_seconds",
+                            json_integer(v));
+    }
+    if (optind < argc)
+        rc = cli_error(CLI_USAGE, "priority policy: unexpected argument '%s'", argv[optind]);
+    else if (json_object_size(body) == 0)
+        rc = cli_run_call(ctx, "GET", "/api/v1/scheduler-policy", NULL, NULL);
+    else
+        rc = cli_run_call(ctx, "PUT", "/api/v1/scheduler-policy", body, NULL);
+out:
+    json_decref(body);
+    return rc;
+}
+
 int cli_cmd_priority(cli_ctx *ctx, int argc, char **argv) {
     static const cli_verb verbs[] = {
         {"list", pc_list, usage}, {"show", pc_show, usage}, {"create", pc_create, usage},
-        {"set", pc_set, usage},   {"delete", pc_delete, usage}, {NULL, NULL, NULL}};
+        {"set", pc_set, usage},   {"delete", pc_delete, usage}, {"policy", pc_policy, usage},
+        {NULL, NULL, NULL}};
     return cli_dispatch(ctx, usage, verbs, argc, argv);
 }

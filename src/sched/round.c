@@ -12,6 +12,7 @@
 #include "compat.h"
 #include "loop.h"
 #include "sched_metrics.h"
+#include "share.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@ typedef struct snap {
     int64_t quota_rows, quota_at; /* the quotas as read: how many rows, the newest change */
     sch_snapshot s;
     health_policy pol;
+    share_policy spol; /* the reclaim cap and its window */
     char month[16];
     int64_t now;
     /* nodes, in name order; GPUs grouped by node */
@@ -366,6 +368,23 @@ static int quota_mark(store_tx *tx, int64_t *rows, int64_t *at, gp_err *err) {
     return rc < 0 ? rc : GP_OK;
 }
 
+/* Each live job's stops within the reclaim window (sch_job.stops): its bindings that ended
+ * `preempted` since then, one stop per end time (a stop ends all its bindings at once). */
+static int load_stops(store_tx *tx, snap *n, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT job_id, COUNT(DISTINCT end_us) FROM bindings"
+                         " WHERE end_reason = 'preempted' AND end_us >= ? GROUP BY job_id",
+                         "i", n->now - n->spol.reclaim_window_s * 1000000);
+    if (rc) return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        int ji = find_str(n->jids, sizeof *n->jids, n->s.njobs, store_text(s, 0));
+        if (ji >= 0) n->jobs[ji].stops = (int)store_int(s, 1);
+    }
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
 static int build(store_tx *tx, snap *n, gp_err *err) {
     store_stmt *s;
     int rc, nn, ng, np, nc, nt, npj, nj, nu;
@@ -380,6 +399,7 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
                  (tm.tm_mon + 1) % 100);
     }
     if ((rc = inv_health_policy_load(tx, &n->pol, err)) ||
+        (rc = share_policy_load(tx, &n->spol, err)) ||
         (rc = count(tx, "SELECT COUNT(*) FROM nodes", &nn, err)) ||
         (rc = count(tx, "SELECT COUNT(*) FROM gpus", &ng, err)) ||
         (rc = count(tx, "SELECT COUNT(*) FROM pools", &np, err)) ||
@@ -416,6 +436,8 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         return gp_err_set(err, GP_ENOMEM, NULL);
     sch_snapshot *S = &n->s;
     S->month = n->month;
+    S->reclaim_cap = n->spol.reclaim_cap;
+    S->reclaim_window_s = n->spol.reclaim_window_s;
     /* pools */
     if ((rc = store_query(tx, &s, err, "SELECT name FROM pools ORDER BY name", ""))) return rc;
     while ((rc = store_step(s, err)) > 0 && S->npools < np)
@@ -821,6 +843,7 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     store_done(s);
     if (rc < 0) return rc;
     if (rc > 0) return gp_err_set(err, GP_ENOMEM, NULL);
+    if ((rc = load_stops(tx, n, err))) return rc;
     S->nodes = n->nodes;
     S->gpus = n->gpus;
     S->classes = n->classes;
@@ -1145,7 +1168,10 @@ static int commit_preempt(store_tx *tx, const snap *n, const sch_decision *d, co
                                   " preemptions = preemptions + 1 WHERE id = ?",
                                   "sis", reason, n->now, j->id);
     if (!rc) rc = jobs__event(tx, j->id, "preempted", reason, err);
-    if (!rc) sched_metrics_observe_preempt(n->tnames[n->projects[j->project].tenant], pclass);
+    if (!rc && d->reclaim)
+        sched_metrics_observe_reclaim(n->tnames[n->projects[j->project].tenant], pclass);
+    else if (!rc)
+        sched_metrics_observe_preempt(n->tnames[n->projects[j->project].tenant], pclass);
     if (!rc)
         rc = audit_job(tx, n, d->job, d->reclaim ? "job.reclaim" : "job.preempt",
                        json_pack("{s:s,s:i,s:i,s:b,s:b}", "why", d->reason, "victim_priority",
@@ -1414,6 +1440,67 @@ static int explain_deps(store_tx *tx, const char *id, json_t **out, int *answere
     return GP_OK;
 }
 
+/* "1h", "90m", "45s": the reclaim window, for notes. */
+static void fmt_secs(int64_t sec, char *out, size_t n) {
+    if (sec > 0 && sec % 3600 == 0) snprintf(out, n, "%lldh", (long long)(sec / 3600));
+    else if (sec > 0 && sec % 60 == 0) snprintf(out, n, "%lldm", (long long)(sec / 60));
+    else snprintf(out, n, "%llds", (long long)(sec > 0 ? sec : 0));
+}
+
+/*
+ * Guarantees in an explanation (docs/scheduling.md, "Guarantees"), from the baseline round's
+ * decision bd of the job: waiting to borrow ("borrow": what it needs, what is idle to lend),
+ * waiting for reclaim ("reclaim": how many borrowed jobs it takes back and their GPUs, never
+ * whose), or reclaim held back by the cap ("reclaim": how many capped jobs hold its place).
+ */
+static void explain_share(const snap *n, const sch_result *r, const sch_decision *bd, json_t *o,
+                          json_t *notes) {
+    if (!bd) return;
+    const sch_job *j = &n->jobs[bd->job];
+    const char *tenant = n->tnames[n->projects[j->project].tenant];
+    char note[240];
+    double g = 0, idle = 0, need = 0;
+    const char *at;
+    if (!strncmp(bd->reason, "borrow_limit", 12) && (at = strstr(bd->reason, "guarantee of ")) &&
+        sscanf(at, "guarantee of %lf", &g) == 1 && (at = strstr(at, "capacity, ")) &&
+        sscanf(at, "capacity, %lf", &idle) == 1 && (at = strstr(at, "(needs ")) &&
+        sscanf(at, "(needs %lf", &need) == 1) {
+        json_object_set_new(o, "borrow", json_pack("{s:f,s:f,s:f}", "guaranteed_gpus", g,
+                                                   "needs_gpus", need, "idle_gpus", idle));
+        snprintf(note, sizeof note,
+                 "it waits to borrow: tenant %s is above its guarantee of %g GPUs, so it runs "
+                 "only on idle capacity; it needs %g GPUs, %g are idle to lend now",
+                 tenant, g, need, idle);
+        json_array_append_new(notes, json_string(note));
+    } else if (bd->action == SCH_DO_WAIT_PREEMPT && bd->reclaim) {
+        int jobs = 0;
+        int64_t milli = 0;
+        for (int i = 0; i < r->n; i++)
+            if (r->d[i].action == SCH_DO_PREEMPT && r->d[i].by == bd->job) {
+                jobs++;
+                milli += sch_demand(&n->s, &n->jobs[r->d[i].job], QD_GPU_MILLI);
+            }
+        json_object_set_new(o, "reclaim", json_pack("{s:i,s:f}", "borrowed_jobs", jobs, "gpus",
+                                                    (double)milli / 1000.0));
+        snprintf(note, sizeof note,
+                 "it waits for reclaim: %d borrowed job%s of other tenants (%g GPUs) being "
+                 "stopped to return tenant %s's guarantee; it starts once they have",
+                 jobs, jobs == 1 ? "" : "s", (double)milli / 1000.0, tenant);
+        json_array_append_new(notes, json_string(note));
+    } else if (bd->capped) {
+        char win[32];
+        fmt_secs(n->s.reclaim_window_s, win, sizeof win);
+        json_object_set_new(o, "reclaim", json_pack("{s:i,s:i,s:b}", "borrowed_jobs", 0,
+                                                    "capped_jobs", bd->capped, "capped", 1));
+        snprintf(note, sizeof note,
+                 "reclaim would return tenant %s's guarantee from %d borrowed job%s, but each was "
+                 "preempted at least %d times in the last %s: reclaim no longer chooses them, "
+                 "it waits for them to end",
+                 tenant, bd->capped, bd->capped == 1 ? "" : "s", n->s.reclaim_cap, win);
+        json_array_append_new(notes, json_string(note));
+    }
+}
+
 int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp_err *err) {
     store_tx *tx;
     snap n;
@@ -1433,7 +1520,27 @@ int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp
         goto done;
     }
     sch_job *j = &n.jobs[ji];
-    json_t *o = json_pack("{s:s}", "job", id);
+    json_t *o = json_pack("{s:s}", "job", id), *notes = json_array();
+    json_object_set_new(o, "notes", notes);
+    /* stopped within the window: how often, and whether reclaim may still choose it */
+    if (j->stops > 0) {
+        char win[32], note[160];
+        int capped = n.s.reclaim_cap > 0 && j->stops >= n.s.reclaim_cap;
+        fmt_secs(n.s.reclaim_window_s, win, sizeof win);
+        json_object_set_new(o, "preempted",
+                            json_pack("{s:i,s:I,s:i,s:b}", "times", j->stops, "window_seconds",
+                                      (json_int_t)n.s.reclaim_window_s, "reclaim_cap",
+                                      n.s.reclaim_cap, "reclaim_victim", !capped));
+        if (capped)
+            snprintf(note, sizeof note,
+                     "preempted %d times in the last %s; reclaim no longer chooses it", j->stops,
+                     win);
+        else
+            snprintf(note, sizeof note,
+                     "preempted %d times in the last %s; reclaim stops choosing it at %d",
+                     j->stops, win, n.s.reclaim_cap);
+        json_array_append_new(notes, json_string(note));
+    }
     if (j->state == SCH_RUNNING) {
         json_object_set_new(o, "state", json_string("running"));
         json_object_set_new(o, "explanation", json_string("it is running"));
@@ -1460,6 +1567,7 @@ int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp
     char base_reason[200];
     int base_starts = starts(bd), have = bd != NULL;
     snprintf(base_reason, sizeof base_reason, "%s", bd ? bd->reason : "unknown");
+    explain_share(&n, &r, bd, o, notes);
     sch_result_free(&r);
     json_object_set_new(o, "reason", json_string(base_reason));
     json_object_set_new(o, "would_start_now", json_boolean(base_starts));

@@ -8,6 +8,9 @@
  */
 #include "sched_metrics.h"
 
+#include "../core/gtime.h"
+#include "share.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +24,7 @@ static const double wait_buckets[] = {1, 5, 15, 30, 60, 120, 300, 600, 1800, 360
 
 typedef struct pair {
     char tenant[64], pclass[64];
-    uint64_t placed, preempted;
+    uint64_t placed, preempted, reclaimed;
     uint64_t wait_bucket[NWB];
     double wait_sum;
 } pair;
@@ -109,6 +112,13 @@ void sched_metrics_observe_preempt(const char *tenant, const char *pclass) {
     pthread_mutex_unlock(&mu);
 }
 
+void sched_metrics_observe_reclaim(const char *tenant, const char *pclass) {
+    pthread_mutex_lock(&mu);
+    pair *p = slot(tenant ? tenant : "", pclass ? pclass : "");
+    if (p) p->reclaimed++;
+    pthread_mutex_unlock(&mu);
+}
+
 static void label(strbuf *sb, const char *v) {
     for (; *v; v++) {
         if (*v == '\\' || *v == '"') sb_addc(sb, '\\');
@@ -175,12 +185,21 @@ int sched_metrics_prometheus(store_tx *tx, strbuf *out, gp_err *err) {
         pair_labels(out, pairs[i].tenant, pairs[i].pclass);
         sb_addf(out, "} %llu\n", (unsigned long long)pairs[i].placed);
     }
-    sb_adds(out, "# HELP gpupool_sched_preemptions_total Jobs preempted, by the victim's tenant "
-                 "and priority class.\n# TYPE gpupool_sched_preemptions_total counter\n");
+    sb_adds(out, "# HELP gpupool_sched_preemptions_total Jobs preempted by a higher priority "
+                 "(reclaims are counted apart), by the victim's tenant and priority class.\n"
+                 "# TYPE gpupool_sched_preemptions_total counter\n");
     for (int i = 0; i < npairs; i++) {
         sb_adds(out, "gpupool_sched_preemptions_total{");
         pair_labels(out, pairs[i].tenant, pairs[i].pclass);
         sb_addf(out, "} %llu\n", (unsigned long long)pairs[i].preempted);
+    }
+    sb_adds(out, "# HELP gpupool_sched_reclaims_total Borrowed jobs stopped to return another "
+                 "tenant's guarantee, by the victim's tenant and priority class.\n"
+                 "# TYPE gpupool_sched_reclaims_total counter\n");
+    for (int i = 0; i < npairs; i++) {
+        sb_adds(out, "gpupool_sched_reclaims_total{");
+        pair_labels(out, pairs[i].tenant, pairs[i].pclass);
+        sb_addf(out, "} %llu\n", (unsigned long long)pairs[i].reclaimed);
     }
     sb_adds(out, "# HELP gpupool_sched_queue_wait_seconds Time placed jobs waited in the queue, "
                  "by tenant and priority class.\n"
@@ -220,7 +239,20 @@ int sched_metrics_prometheus(store_tx *tx, strbuf *out, gp_err *err) {
         sb_addf(out, "} %lld\n", (long long)store_int(s, 2));
     }
     store_done(s);
-    return rc < 0 ? rc : GP_OK;
+    if (rc < 0) return rc;
+    /* the longest preemption chain, from the store (every server's rounds, restarts too) */
+    share_policy pol;
+    int chain = 0;
+    if ((rc = share_policy_load(tx, &pol, err)) ||
+        (rc = share_chain_max(tx, gt_now_us() - pol.reclaim_window_s * 1000000, &chain, err)))
+        return rc;
+    sb_addf(out,
+            "# HELP gpupool_sched_preemption_chain_max The most times any live job was preempted"
+            " or reclaimed within the reclaim window (reclaim_window_seconds, %lld s).\n"
+            "# TYPE gpupool_sched_preemption_chain_max gauge\n"
+            "gpupool_sched_preemption_chain_max %d\n",
+            (long long)pol.reclaim_window_s, chain);
+    return GP_OK;
 }
 
 int sched_metrics_pairs(void) {

@@ -1,8 +1,8 @@
 /*
  * sched_metrics.h - the scheduler's Prometheus series (docs/operations.md,
- * "Metrics"): round durations, placements, preemptions and queue waits,
+ * "Metrics"): round durations, placements, preemptions, reclaims and queue waits,
  * counted in this process (the leader's scheduler), and queue depth read from
- * the store at scrape time.
+ * the store at scrape time, with the longest preemption chain.
  *
  * Label sets are bounded: (tenant, priority class) pairs are at most the
  * tenants and classes that exist, and a registry never holds more than
@@ -36,6 +36,8 @@ void sched_metrics_phases(int64_t read_us, int64_t decide_us, int64_t write_us, 
  * `pclass` (pure registry updates; the round reads the class with its guards). */
 void sched_metrics_observe_place(const char *tenant, const char *pclass, int64_t wait_us);
 void sched_metrics_observe_preempt(const char *tenant, const char *pclass);
+/* Job reclaimed (stopped to return another tenant's guarantee; not counted as preempted). */
+void sched_metrics_observe_reclaim(const char *tenant, const char *pclass);
 
 /*
  * Append the series without tenant names: gpupool_sched_round_duration_seconds
@@ -46,10 +48,13 @@ void sched_metrics_render_rounds(strbuf *out);
 
 /*
  * Append the tenant-labelled series: gpupool_sched_placements_total,
- * gpupool_sched_preemptions_total (counters) and
+ * gpupool_sched_preemptions_total (priority preemption only),
+ * gpupool_sched_reclaims_total (counters) and
  * gpupool_sched_queue_wait_seconds (histogram), each by {tenant,
- * priority_class}; and gpupool_sched_queue_depth{tenant,priority_class}
- * (jobs queued or admitted now, every tenant x class, from `tx`).
+ * priority_class}; gpupool_sched_queue_depth{tenant,priority_class}
+ * (jobs queued or admitted now, every tenant x class, from `tx`); and
+ * gpupool_sched_preemption_chain_max (gauge, from `tx`: the most times any
+ * live job was preempted or reclaimed within the reclaim window).
  */
 int sched_metrics_prometheus(store_tx *tx, strbuf *out, gp_err *err);
 

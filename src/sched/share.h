@@ -150,6 +150,44 @@ int64_t share_lent(const share_tenant *ts, int n, int i, int64_t capacity);
 
 #include <jansson.h>
 
+/*
+ * The reclaim cap (docs/scheduling.md, "Guarantees"): a job stopped by preemption or reclaim
+ * `reclaim_cap` times within the last `reclaim_window_s` seconds is no longer a reclaim
+ * victim.  An operator sets it with PUT /api/v1/scheduler-policy (`gpupool priority policy`);
+ * it is kept in the store (security_policy, key "scheduler_policy"), so every server's round
+ * reads the same, and the stops are counted from the store too (bindings that ended
+ * `preempted`), so they hold across servers and restarts.
+ */
+typedef struct share_policy {
+    int reclaim_cap;          /* 1 .. SHARE_CAP_MAX; default 3 */
+    int64_t reclaim_window_s; /* SHARE_WINDOW_MIN .. SHARE_WINDOW_MAX; default 3600 */
+} share_policy;
+
+#define SHARE_CAP_MAX 1000
+#define SHARE_WINDOW_MIN 60
+#define SHARE_WINDOW_MAX (30 * 86400)
+
+void share_policy_default(share_policy *p);
+/* Apply the fields `j` names ({"reclaim_cap", "reclaim_window_seconds"}; others refused) to
+ * *p, all or nothing: GP_EINVALID with the reason.  Pure. */
+int share_policy_apply(json_t *j, share_policy *p, gp_err *err);
+json_t *share_policy_json(const share_policy *p); /* new reference */
+/* The stored policy (the default when none is stored, or what is stored does not parse). */
+int share_policy_load(store_tx *tx, share_policy *out, gp_err *err);
+int share_policy_save(store_tx *tx, const share_policy *p, gp_err *err);
+
+/*
+ * How many times job `job_id` was stopped by preemption or reclaim since `since_us` (its
+ * bindings that ended `preempted` then, one stop per end time).  OUT: *stops.
+ */
+int share_job_stops(store_tx *tx, const char *job_id, int64_t since_us, int *stops, gp_err *err);
+
+/*
+ * The longest preemption chain: the most times any live job (queued, admitted or running)
+ * was stopped by preemption or reclaim since `since_us`.  OUT: *max (0 when none).
+ */
+int share_chain_max(store_tx *tx, int64_t since_us, int *max, gp_err *err);
+
 /* Is job `job_id` (running) borrowed now?  *borrowed 0 when it is not running. */
 int share_job_borrowed(store_tx *tx, const char *job_id, int *borrowed, gp_err *err);
 

@@ -5,9 +5,11 @@
  * its snapshot (sched.c, step 6); this reads them back the same way: a
  * tenant's open bindings summed per job in start order (started_at, then the
  * job id), each job borrowed once the sum with it exceeds the guarantee.
+ * Also the reclaim cap's policy and the stops it counts (share.h).
  */
 #include "share.h"
 
+#include "../core/jsonx.h"
 #include "../quota/quota.h"
 
 #include <stdlib.h>
@@ -201,5 +203,103 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
     if (!*out) rc = gp_err_set(err, GP_ENOMEM, NULL);
 done:
     free(ts);
+    return rc < 0 ? rc : GP_OK;
+}
+
+/* ---- the reclaim cap ---- */
+
+void share_policy_default(share_policy *p) {
+    p->reclaim_cap = 3;
+    p->reclaim_window_s = 3600;
+}
+
+int share_policy_apply(json_t *j, share_policy *p, gp_err *err) {
+    static const char *const fields[] = {"reclaim_cap", "reclaim_window_seconds", NULL};
+    share_policy n = *p;
+    int64_t v;
+    int rc, present;
+    if (!json_is_object(j)) return gp_err_set(err, GP_EINVALID, "scheduler policy must be an object");
+    if ((rc = jx_only_fields(j, fields, err))) return rc;
+    if ((rc = jx_get_int(j, "reclaim_cap", 0, &v, &present, err))) return rc;
+    if (present) {
+        if (v < 1 || v > SHARE_CAP_MAX)
+            return gp_err_set(err, GP_EINVALID, "reclaim_cap must be 1..%d", SHARE_CAP_MAX);
+        n.reclaim_cap = (int)v;
+    }
+    if ((rc = jx_get_int(j, "reclaim_window_seconds", 0, &v, &present, err))) return rc;
+    if (present) {
+        if (v < SHARE_WINDOW_MIN || v > SHARE_WINDOW_MAX)
+            return gp_err_set(err, GP_EINVALID, "reclaim_window_seconds must be %d..%d",
+                              SHARE_WINDOW_MIN, SHARE_WINDOW_MAX);
+        n.reclaim_window_s = v;
+    }
+    *p = n;
+    return GP_OK;
+}
+
+json_t *share_policy_json(const share_policy *p) {
+    return json_pack("{s:i,s:I}", "reclaim_cap", p->reclaim_cap, "reclaim_window_seconds",
+                     (json_int_t)p->reclaim_window_s);
+}
+
+int share_policy_load(store_tx *tx, share_policy *out, gp_err *err) {
+    store_stmt *s;
+    share_policy_default(out);
+    int rc = store_query(tx, &s, err,
+                         "SELECT value FROM security_policy WHERE key = 'scheduler_policy'", "");
+    if (rc) return rc;
+    rc = store_step(s, err);
+    json_t *j = rc > 0 && store_text(s, 0)[0] ? json_loads(store_text(s, 0), 0, NULL) : NULL;
+    store_done(s);
+    if (rc < 0) {
+        json_decref(j);
+        return rc;
+    }
+    if (j) {
+        share_policy p = *out;
+        if (share_policy_apply(j, &p, NULL) == GP_OK) *out = p;
+        json_decref(j);
+    }
+    return GP_OK;
+}
+
+int share_policy_save(store_tx *tx, const share_policy *p, gp_err *err) {
+    json_t *j = share_policy_json(p);
+    char *text = j ? jx_dump(j) : NULL;
+    json_decref(j);
+    if (!text) return gp_err_set(err, GP_ENOMEM, NULL);
+    int rc = store_exec(tx, NULL, err,
+                        "INSERT INTO security_policy (key, value) VALUES ('scheduler_policy', ?)"
+                        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        "s", text);
+    free(text);
+    return rc;
+}
+
+int share_job_stops(store_tx *tx, const char *job_id, int64_t since_us, int *stops, gp_err *err) {
+    store_stmt *s;
+    *stops = 0;
+    int rc = store_query(tx, &s, err,
+                         "SELECT COUNT(DISTINCT end_us) FROM bindings WHERE job_id = ?"
+                         " AND end_reason = 'preempted' AND end_us >= ?",
+                         "si", job_id, since_us);
+    if (rc) return rc;
+    if ((rc = store_step(s, err)) > 0) *stops = (int)store_int(s, 0);
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+int share_chain_max(store_tx *tx, int64_t since_us, int *max, gp_err *err) {
+    store_stmt *s;
+    *max = 0;
+    int rc = store_query(tx, &s, err,
+                         "SELECT COALESCE(MAX(n), 0) FROM (SELECT b.job_id, COUNT(DISTINCT b.end_us)"
+                         " AS n FROM bindings b JOIN jobs j ON j.id = b.job_id"
+                         " WHERE b.end_reason = 'preempted' AND b.end_us >= ?"
+                         " AND j.state IN ('queued','admitted','running') GROUP BY b.job_id) c",
+                         "i", since_us);
+    if (rc) return rc;
+    if ((rc = store_step(s, err)) > 0) *max = (int)store_int(s, 0);
+    store_done(s);
     return rc < 0 ? rc : GP_OK;
 }
