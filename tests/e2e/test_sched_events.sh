@@ -207,8 +207,10 @@ _pass
 T1=$(_now_ms)
 note "24 true jobs done in $((T1 - T0)) ms"
 # heartbeat-paced, each of the three waves waits up to an interval for its assignment and
-# another for its exit report (the same run took 15-30 s); sanitizer builds are slower
-[ $((T1 - T0)) -lt 9000 ] || fail "24 jobs took $((T1 - T0)) ms: events did not reach the agent at once (interval 5 s)"
+# another for its exit report (the same run took 15-30 s); with events it takes
+# 1-3 s, and up to 12 s under ThreadSanitizer on a loaded 2-core machine: the bound sits below
+# the heartbeat-paced floor, not near the evented figure
+[ $((T1 - T0)) -lt 14500 ] || fail "24 jobs took $((T1 - T0)) ms: events did not reach the agent at once (interval 5 s)"
 _pass
 api GET "/api/v1/bindings?job=${TIDS[0]}"
 assert_status 200
