@@ -421,7 +421,8 @@ const api_route api_routes[] = {
     DECLARED("GET", T "/models/{model}/serving-cost", h_serving_cost, "model.serving_cost", 0,
              SC_TENANT, ACT_MODEL_READ, API_TX_READ),
     /* the OpenAI-compatible gateway: API keys, not user tokens (h_gateway.c); legacy: its
-     * pipeline (key, limits, lease, stream) is its own, to move to src/gateway/ whole */
+     * pipeline (key, limits, lease, stream) is its own, in src/gateway/request.c
+     * (gw_request_run), and h_gateway.c only renders its answer */
     {"POST", "/v1/chat/completions", h_gw_chat, "gateway.chat", ROUTE_PUBLIC | ROUTE_GATEWAY},
     {"POST", "/v1/completions", h_gw_completions, "gateway.completions", ROUTE_PUBLIC | ROUTE_GATEWAY},
     {"POST", "/v1/embeddings", h_gw_embeddings, "gateway.embeddings", ROUTE_PUBLIC | ROUTE_GATEWAY},

@@ -20,6 +20,10 @@
  * Ownership: functions returning json_t* or filling json_t** give a new
  * reference; gw_key holds an owned `models` array released by
  * gw_key_release().  Nothing here authorises: handlers do.
+ *
+ * One /v1 request, from its API key to its answer, is gw_request_run()
+ * (request.c): the HTTP layer (src/api/h_gateway.c) hands it a gw_in and
+ * sends the gw_out it fills.
  */
 #ifndef GP_GATEWAY_H
 #define GP_GATEWAY_H
@@ -740,5 +744,66 @@ int gw_rt_record(gw_runtime *rt, const gw_usage *u);
 int gw_rt_flush(gw_runtime *rt, gp_err *err);
 /* The runtime's upstream timeout. */
 int gw_rt_timeout(const gw_runtime *rt);
+
+/* ---- one /v1 request, from its API key to its answer (request.c) ---- */
+
+/*
+ * What a /v1 request brings, borrowed for the call: the HTTP layer
+ * (src/api/h_gateway.c) fills it from its request.  `kind`: "chat",
+ * "completion", "embedding" or "response" (forwarded to `path` upstream,
+ * with `body`), "models" (GET /v1/models) or "model" (GET
+ * /v1/models/{model}: `model`).
+ */
+typedef struct gw_in {
+    const char *kind;
+    const char *path;          /* the upstream path ("/chat/completions"); forwarded kinds */
+    const char *model;         /* "model": the id asked for (NULL: "") */
+    const char *authorization; /* the Authorization header, NULL when absent */
+    const char *body;          /* as the client sent it (forwarded kinds) */
+    size_t body_len;
+    int max_depth;             /* JSON nesting the body may have (jx_parse) */
+    /* for the audit event of a refusal */
+    const char *request_id, *source;
+    const char *action;        /* the route's audit name ("gateway.chat"); NULL: "gateway" */
+} gw_in;
+
+/*
+ * The answer, for the HTTP layer to send.  An error (gw_request_run
+ * returned non-zero) is in OpenAI's terms, for its shape
+ * {"error":{message,type,param,code}}: `type`, `code`, `param` ("": null)
+ * and `message`.  Otherwise one of: a stream (`read` non-NULL: the bytes
+ * as they come, `release` once the response is done or the client went
+ * away, both with `cls`; see api_stream), a text body of `content_type`
+ * (`text`, NULL as ""), or a JSON body (`json`).  `retry_after` ("" none)
+ * goes out as the Retry-After header.  Owned: `json`, `text`, and `cls`
+ * until handed on; gw_out_release() frees what is left.
+ */
+typedef struct gw_out {
+    int status;
+    const char *type, *code; /* static strings; NULL on success */
+    char param[64];
+    char message[600];
+    char retry_after[24];
+    json_t *json;
+    char *text;
+    const char *content_type; /* a text body's or a stream's; NULL: the JSON body */
+    long (*read)(void *cls, char *buf, size_t max); /* > 0 bytes, 0 end, < 0 abort */
+    void (*release)(void *cls);
+    void *cls;
+} gw_out;
+
+/*
+ * Serve one /v1 request: the key (admit_key), the body's checks, the model's
+ * route, every limit (in flight, windows, monthly quotas), retrieval, the
+ * upstream call and the answer, with its usage record, metrics and the
+ * audit of a refusal.  `rt` NULL: no runtime (the key is read from `st`;
+ * anything forwarded is a 500).  Returns GP_OK with the answer in *out
+ * (whatever status the upstream answered), or the failure's code with its
+ * OpenAI error in *out.  Either way release *out with gw_out_release()
+ * once what it owns has been handed on.
+ */
+int gw_request_run(gw_runtime *rt, store_t *st, const gw_in *in, gw_out *out);
+/* Free what `o` still owns (a stream not handed on is released); NULL-safe. */
+void gw_out_release(gw_out *o);
 
 #endif
