@@ -432,7 +432,7 @@ static void pass_release(pass *p) {
 }
 
 static int run_pipeline(api_req *r, pass *p);
-static int load_scope(api_req *r, store_tx *tx, api_scope *sc, int action, int tie);
+static int load_scope(api_req *r, store_tx *tx, api_scope *sc, int action, int span);
 
 /* File a sensitive request for approval: the body the dry run says the approval keeps, if
  * any, in place of the one sent.  1 filed (202), 0 go ahead, -1 answered with an error. */
@@ -490,7 +490,7 @@ static int run_pipeline(api_req *r, pass *p) {
     int mode = rt->tx == API_TX_WRITE && !prepare ? STORE_WRITE : STORE_READ;
     if (rt->tx && (rc = store_begin(r->store, mode, &c.tx, &err))) goto out;
     if ((rt->scope == SC_TENANT || rt->scope == SC_PROJECT || rt->scope == SC_TENANT_SPAN) &&
-        load_scope(r, c.tx, &c.sc, rt->act, rt->scope != SC_TENANT_SPAN))
+        load_scope(r, c.tx, &c.sc, rt->act, rt->scope == SC_TENANT_SPAN))
         goto out;
     if ((rt->flags & ROUTE_BODY) && (!(rt->flags & ROUTE_BODY_OPTIONAL) || r->body_len) &&
         api_body(r, &c.body))
@@ -677,13 +677,13 @@ void api__req_release(api_req *r) {
  * Resolve the path's {tenant} (and {project} when the route has one) and
  * authorise `action` there: 0, or -1 with the response set (404 for a tenant
  * or project that does not exist or that the caller cannot see, 403 for a
- * role that does not allow the action).  API_ACT_VISIBLE: the scope need
- * only be visible to the caller (authz_visible; a list the handler filters);
- * API_ACT_NONE on an untied span: only that the tenant exists (the handler
- * decides per object).  Records the names for the audit and, with `tie`,
- * ties `tx` to the tenant.
+ * role that does not allow the action).  API_ACT_VISIBLE (or API_ACT_NONE
+ * outside a span): the scope need only be visible to the caller
+ * (authz_visible; a list the handler filters); API_ACT_NONE on a span
+ * (SC_TENANT_SPAN): only that the tenant exists, the handler deciding per
+ * object.  Records the names for the audit and ties `tx` to the tenant.
  */
-static int load_scope(api_req *r, store_tx *tx, api_scope *sc, int action, int tie) {
+static int load_scope(api_req *r, store_tx *tx, api_scope *sc, int action, int span) {
     gp_err err = GP_ERR_INIT;
     const char *tn = api_param(r, "tenant"), *pn = api_param(r, "project");
     memset(sc, 0, sizeof *sc);
@@ -699,8 +699,7 @@ static int load_scope(api_req *r, store_tx *tx, api_scope *sc, int action, int t
         return -1;
     }
     sc->has_project = pn != NULL;
-    assert(tie || action != API_ACT_VISIBLE);
-    if (action == API_ACT_VISIBLE || (action == API_ACT_NONE && tie)) {
+    if (action == API_ACT_VISIBLE || (action == API_ACT_NONE && !span)) {
         /* no one action: the scope need only be visible (a list that shows each caller
          * what it may read there, the handler filtering) */
         authz_target tg = {sc->t.id, pn ? sc->p.id : NULL};
@@ -711,7 +710,6 @@ static int load_scope(api_req *r, store_tx *tx, api_scope *sc, int action, int t
     } else if (action >= 0 && !api_authorize(r, action, sc->t.id, pn ? sc->p.id : NULL)) {
         return -1;
     }
-    if (!tie) return 0;
     /* authorised in this tenant: the rest of the transaction sees its rows only */
     if (store_set_tenant(tx, sc->t.id, &err)) {
         api_fail(r, &err);

@@ -64,10 +64,11 @@ typedef enum {
     SC_GLOBAL,
     SC_TENANT,
     SC_PROJECT,
-    /* the path's {tenant} resolved (404 when missing) and the action, if any, checked there,
-     * but the transaction not tied: the route's rows are two tenants' by design (an
-     * invitation: the user's home and the inviting tenant, whose project the fence would
-     * hide from the home); with API_ACT_NONE the handler authorises per object */
+    /* rows that span two tenants (an invitation: the user's home and the inviting tenant):
+     * the path's {tenant} resolved (404 when missing), the action, if any, checked there, and
+     * the transaction tied to it like SC_TENANT's (the invitation carries what it needs of
+     * the other tenant: its project's name); with API_ACT_NONE no visibility is required,
+     * the handler authorises per object (an inviter on the home's path: 403, not 404) */
     SC_TENANT_SPAN
 } api_scope_kind;
 enum { API_TX_NONE = 0, API_TX_READ, API_TX_WRITE };
@@ -177,9 +178,8 @@ struct api_req {
     char actor[64];     /* audit: the actor of a request without a principal (a login's user) */
     char approval_note[64]; /* audit: why a sensitive operation went ahead unapproved */
     char *fail_summary; /* audit: a declared handler's summary of its refusal (owned) */
-    /* the tenant the request's transaction was tied to (dispatch, SC_TENANT and SC_PROJECT:
-     * PostgreSQL's row fence), "" none: what the isolation test reads back for every tenant
-     * route */
+    /* the tenant the request's transaction was tied to (dispatch, for every tenant route:
+     * PostgreSQL's row fence), "" none: what the isolation test reads back for each of them */
     char tied_tenant[RND_ID_LEN];
     /* output */
     int status;

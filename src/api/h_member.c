@@ -277,11 +277,12 @@ int h_member_project_delete(api_ctx *c, gp_err *err) { return del(c, SCOPE_PROJE
 /* ---- invitations ----
  *
  * The tenant routes are SC_TENANT_SPAN: their rows are two tenants' by
- * design (the home reads an invitation into another tenant's project, whose
- * name PostgreSQL's tenant fence would hide from a transaction tied to the
- * home), so dispatch resolves the path's tenant but does not tie the
- * transaction; and an inviter reaches its own invitation on the home's path
- * without seeing that tenant (403, not 404), so the steps below authorise
+ * design (the user's home and the inviting tenant), and the transaction is
+ * tied to the path's tenant like any tenant route's; the invitation keeps
+ * its project's name (migration 24), so the home reads it without reading
+ * the other tenant's projects, which the fence hides.  An inviter reaches
+ * its own invitation on the home's path without seeing that tenant (403,
+ * not 404), so dispatch checks no visibility and the steps below authorise
  * per invitation.  The global routes are SC_SIGNED_IN (a platform-admin
  * decides).  Both shapes share the steps.
  */

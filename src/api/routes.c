@@ -215,8 +215,9 @@ const api_route api_routes[] = {
              h_member_project_delete, "member.revoke", ROUTE_MUTATES, SC_PROJECT,
              ACT_MEMBER_MANAGE, API_TX_WRITE),
     /* invitations into another tenant, decided by the user's home (h_member.c): their rows
-     * are two tenants' by design, so the transaction is not tied (SC_TENANT_SPAN); a step
-     * authorises per invitation (its home's admin decides, its inviter withdraws) */
+     * are two tenants' by design (SC_TENANT_SPAN: tied to the path's tenant, no visibility
+     * required); a step authorises per invitation (its home's admin decides, its inviter
+     * withdraws) */
     DECLARED("GET", T "/invitations", h_invitation_tenant_list, "invitation.list", 0,
              SC_TENANT_SPAN, ACT_MEMBER_READ, API_TX_READ),
     DECLARED("POST", T "/invitations/{id}/accept", h_invitation_tenant_accept,

@@ -156,12 +156,11 @@ int auth_member_list_user(store_tx *tx, const char *user_id, json_t **items, gp_
 
 #define INV_COLS                                                                              \
     "i.id, i.tenant_id, i.project_id, i.user_id, i.home_tenant_id, t.name,"                 \
-    " COALESCE(p.name, ''), u.name, COALESCE(h.name, ''), i.role, i.invited_by, i.state,"  \
+    " i.project_name, u.name, COALESCE(h.name, ''), i.role, i.invited_by, i.state,"         \
     " i.created_at, i.expires_at, i.decided_by, i.decided_at"
 #define INV_FROM                                                                              \
     " FROM invitations i JOIN tenants t ON t.id = i.tenant_id"                              \
-    " JOIN users u ON u.id = i.user_id LEFT JOIN projects p ON p.id = i.project_id"         \
-    " LEFT JOIN tenants h ON h.id = i.home_tenant_id"
+    " JOIN users u ON u.id = i.user_id LEFT JOIN tenants h ON h.id = i.home_tenant_id"
 
 static void inv_from_row(store_stmt *s, int64_t now, auth_invitation *v) {
     memset(v, 0, sizeof *v);
@@ -204,11 +203,12 @@ int auth_invitation_create(store_tx *tx, const char *tenant_id, const char *proj
     rnd_id(id);
     rc = store_exec(tx, NULL, err,
                     "INSERT INTO invitations (id, tenant_id, project_id, user_id, home_tenant_id,"
-                    " role, invited_by, state, created_at, expires_at)"
-                    " VALUES (?,?,?,?,?,?,?,'pending',?,?)",
-                    "sssssssii", id, tenant_id, project_id, user_id,
+                    " role, invited_by, state, created_at, expires_at, project_name)"
+                    " VALUES (?,?,?,?,?,?,?,'pending',?,?,"
+                    " COALESCE((SELECT name FROM projects WHERE id = ?), ''))",
+                    "sssssssiis", id, tenant_id, project_id, user_id,
                     home_tenant_id ? home_tenant_id : "", authz_role_name(role), invited_by, now,
-                    now + ttl_s * 1000000);
+                    now + ttl_s * 1000000, project_id);
     if (rc) return rc;
     return out ? auth_invitation_get(tx, id, out, err) : GP_OK;
 }

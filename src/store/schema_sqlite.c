@@ -712,6 +712,12 @@ static const char *const migrations[] = {
     "ALTER TABLE jobs ADD COLUMN array_id TEXT REFERENCES job_arrays(id);"
     "ALTER TABLE jobs ADD COLUMN array_index INTEGER;"
     "CREATE INDEX jobs_array ON jobs(array_id, state, array_index);",
+    /* 24 (issue 34): an invitation keeps its project's name, so that the home tenant's
+     * routes, whose transaction is tied to the home (PostgreSQL's row fence), show it without
+     * reading the inviting tenant's projects */
+    "ALTER TABLE invitations ADD COLUMN project_name TEXT NOT NULL DEFAULT '';"
+    "UPDATE invitations SET project_name = COALESCE((SELECT p.name FROM projects p"
+    " WHERE p.id = invitations.project_id), '') WHERE project_id <> '';",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }
