@@ -35,21 +35,7 @@ for u in ba ru bu; do printf '%s-Secret-9\n' "$u" >"$E2E_TMP/pw.$u"; done
 
 start_server
 ADMIN=$TOKEN
-gp member grant admin ops-engineer
-assert_rc 0
-gp -o json jointoken create --ttl 3600
-assert_rc 0
-JT=$(jout .token)
-AGENT_ERR=$E2E_TMP/agent.err
-"$GPUPOOL_BIN" --server "$URL" agent --join-token "$JT" --inventory "$E2E_TMP/node.json" \
-    --state-dir "$E2E_TMP/agent-state" --interval 1 >"$E2E_TMP/agent.out" 2>"$AGENT_ERR" </dev/null &
-E2E_PIDS+=("$!")
-node_ready() {
-    gp -o json node list
-    [ "$(jout '[.items[] | select(.state == "ready")] | length')" == 1 ]
-}
-poll 15 node_ready || { _show "agent stderr" "$AGENT_ERR"; fail "the node did not register"; }
-_pass
+start_agent
 gp class create a100.1x --form whole --models A100-80GB --cpus 1 --memory 1
 assert_rc 0
 for t in red blue; do
