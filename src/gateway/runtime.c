@@ -311,7 +311,7 @@ int gw_rt_lease_take_fit(gw_runtime *rt, const gw_key *k, int64_t base, int64_t 
         store_tx *tx;
         if ((rc = store_begin(rt->store, STORE_WRITE, &tx, err))) break;
         gw_room room;
-        int64_t grant = 0, fit = -1;
+        int64_t grant = 0, fit = -1, held = 0;
         rc = gw_quota_room(tx, k, now_us, &room, err);
         if (!rc) {
             pthread_mutex_lock(&rt->mu);
@@ -327,6 +327,13 @@ int gw_rt_lease_take_fit(gw_runtime *rt, const gw_key *k, int64_t base, int64_t 
                 e->refused_until_us = now_us + REFUSED_US;
                 e->refused = room;
                 rt->lease_refusals++;
+            } else if (e->l.avail > 0) {
+                /* what the lease has now is this request's while the grant is written: the
+                 * requests that take without the store would otherwise spend it meanwhile,
+                 * and this one, having counted it, would find too little after its commit
+                 * (held goes back to the lease below, with the grant, or on failure) */
+                held = e->l.avail < amount ? e->l.avail : amount;
+                e->l.avail -= held;
             }
             pthread_mutex_unlock(&rt->mu);
             if (fit < 0) {
@@ -339,8 +346,12 @@ int gw_rt_lease_take_fit(gw_runtime *rt, const gw_key *k, int64_t base, int64_t 
         }
         if (!rc && grant) rc = store_commit(tx, err);
         else store_rollback(tx);
-        if (rc) break;
         pthread_mutex_lock(&rt->mu);
+        e->l.avail = gw_sat_add(e->l.avail, held);
+        if (rc) {
+            pthread_mutex_unlock(&rt->mu);
+            break;
+        }
         e->l.avail = gw_sat_add(e->l.avail, grant);
         e->refused_until_us = 0;
         if (grant) rt->lease_grows++;

@@ -422,7 +422,7 @@ assert_eq "$(jout '[.type, .class] | join(" ")')" "insufficient_quota RateLimitE
 newkey kqresp2 --tenant red --project train --tokens-month 60
 call "$KEY" concurrent-responses '{"model":"llama","input":"hi there","max_output_tokens":5,"n":20}'
 assert_eq "$(jout '.outcomes | keys | map(select(. != "ok" and . != "429")) | length')" 0 \
-    "only successes and 429s ($(jout .outcomes))"
+    "only successes and 429s ($(jout .outcomes) $(jout .errors))"
 [ "$(jout .total_tokens)" -le 60 ] || fail "the quota was overspent by responses: $(jout .total_tokens)"
 _pass
 [ "$(jout '.outcomes["429"] // 0')" -ge 1 ] || fail "20 x 4 tokens fit a quota of 60: $(jout .outcomes)"
@@ -437,7 +437,7 @@ call "$KQ" concurrent '{"model":"llama","content":"hi there","max_tokens":5,"n":
 assert_eq "$(jout .ok)" true "concurrent run"
 OKS=$(jout '.outcomes.ok // 0')
 assert_eq "$(jout '.outcomes | keys | map(select(. != "ok" and . != "429")) | length')" 0 \
-    "only successes and 429s ($(jout .outcomes))"
+    "only successes and 429s ($(jout .outcomes) $(jout .errors))"
 [ "$(jout '.outcomes["429"] // 0')" -ge 1 ] || fail "30 x 4 tokens fit a quota of 100: $(jout .outcomes)"
 _pass
 TOTAL=$(jout .total_tokens)

@@ -65,10 +65,14 @@ const responseBody = (a) => ({
 
 // Tally of settled promises: {ok, n, outcomes, total_tokens, ...}; tokens(v) reads a success's.
 function tally(settled, tokens) {
-  const r = { ok: true, n: settled.length, outcomes: {}, total_tokens: 0, prompt_tokens: 0, completion_tokens: 0, retry_after: [] };
+  const r = { ok: true, n: settled.length, outcomes: {}, errors: {}, total_tokens: 0, prompt_tokens: 0, completion_tokens: 0, retry_after: [] };
   for (const s of settled) {
     const key = s.status === 'fulfilled' ? 'ok' : String(s.reason?.status ?? s.reason?.constructor?.name ?? 'error');
     r.outcomes[key] = (r.outcomes[key] ?? 0) + 1;
+    if (s.status !== 'fulfilled' && key !== '429') { // what a failure other than a limit said, by its code
+      const why = `${key} ${s.reason?.code ?? ''}: ${s.reason?.error?.message ?? s.reason?.message ?? ''}`;
+      r.errors[why] = (r.errors[why] ?? 0) + 1;
+    }
     if (s.status === 'fulfilled') {
       const t = tokens(s.value);
       r.total_tokens += t.total;
@@ -200,19 +204,7 @@ const scenarios = {
   async concurrent(a) {
     const n = a.n ?? 10;
     const settled = await Promise.allSettled(Array.from({ length: n }, () => client.chat.completions.create(chatBody(a))));
-    const r = { ok: true, n, outcomes: {}, total_tokens: 0, prompt_tokens: 0, completion_tokens: 0, retry_after: [] };
-    for (const s of settled) {
-      const key = s.status === 'fulfilled' ? 'ok' : String(s.reason?.status ?? s.reason?.constructor?.name ?? 'error');
-      r.outcomes[key] = (r.outcomes[key] ?? 0) + 1;
-      if (s.status === 'fulfilled') {
-        r.total_tokens += s.value.usage?.total_tokens ?? 0;
-        r.prompt_tokens += s.value.usage?.prompt_tokens ?? 0;
-        r.completion_tokens += s.value.usage?.completion_tokens ?? 0;
-      } else if (s.reason?.headers?.get?.('retry-after')) {
-        r.retry_after.push(s.reason.headers.get('retry-after'));
-      }
-    }
-    return r;
+    return tally(settled, (v) => ({ total: v.usage?.total_tokens ?? 0, prompt: v.usage?.prompt_tokens ?? 0, completion: v.usage?.completion_tokens ?? 0 }));
   },
 };
 

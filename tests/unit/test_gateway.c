@@ -1465,6 +1465,105 @@ static void lease_store(void **state) {
     tu_rmdir(dir);
 }
 
+/*
+ * Many requests of one key at once against a small quota, as the gateway's
+ * worker threads take them: each is admitted or refused for the quota,
+ * never told that the lease is busy, and the quota is never overspent.
+ * (While one request grows the lease in a write transaction, the others take
+ * from it without the store; what the grower counted must still be there.)
+ */
+enum { RACE_THREADS = 8 };
+typedef struct {
+    gw_runtime *rt;
+    const gw_key *k;
+    int ok, refused, other;
+    int64_t used;
+} race_arg;
+
+static void *race_taker(void *p) {
+    race_arg *a = p;
+    unsigned seed = (unsigned)(uintptr_t)p;
+    for (int i = 0; i < 400 && a->refused < 20; i++) {
+        char h[RND_ID_LEN];
+        gp_err e = GP_ERR_INIT;
+        seed = seed * 1103515245u + 12345u;
+        int64_t r = 1 + (int64_t)((seed >> 16) % 16);
+        int64_t used = (int64_t)((seed >> 8) % (unsigned)(r + 1)); /* some come back */
+        int rc = gw_rt_lease_take(a->rt, a->k, r, gt_now_us(), h, &e);
+        if (rc == GP_EFORBIDDEN) {
+            a->refused++;
+            continue;
+        }
+        if (rc) {
+            a->other++;
+            continue;
+        }
+        a->ok++;
+        gw_rt_lease_end(a->rt, a->k->id, h, r, used);
+        gw_usage u;
+        memset(&u, 0, sizeof u);
+        u.at_us = gt_now_us();
+        snprintf(u.tenant_id, sizeof u.tenant_id, "%s", a->k->tenant_id);
+        snprintf(u.project_id, sizeof u.project_id, "%s", a->k->project_id);
+        snprintf(u.key_id, sizeof u.key_id, "%s", a->k->id);
+        snprintf(u.kind, sizeof u.kind, "chat");
+        snprintf(u.hold, sizeof u.hold, "%s", h);
+        u.lease = 1;
+        u.status = 200;
+        u.prompt_tokens = used / 2;
+        u.completion_tokens = used - used / 2;
+        if (gw_rt_record(a->rt, &u) != GP_OK) a->other++;
+        a->used += used;
+    }
+    return NULL;
+}
+
+static void lease_race(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    store_t *st = tu_store(dir, 4);
+    gp_err err = GP_ERR_INIT;
+    gw_runtime_config cfg = {.flush_ms = 5};
+    gw_runtime *rt;
+    assert_int_equal(gw_rt_start(st, &cfg, &rt, &err), GP_OK);
+    /* keys of small quotas, one after another: each grows its lease many times */
+    enum { KEYS = 12 };
+    gw_key k[KEYS];
+    int64_t used[KEYS];
+    int ok = 0, refused = 0, other = 0;
+    for (int n = 0; n < KEYS; n++) {
+        memset(&k[n], 0, sizeof k[n]);
+        snprintf(k[n].id, sizeof k[n].id, "key-race-%d", n);
+        snprintf(k[n].project_id, sizeof k[n].project_id, "proj-race");
+        snprintf(k[n].tenant_id, sizeof k[n].tenant_id, "ten-race");
+        k[n].tokens_month = 400;
+        k[n].project_tokens_month = QUOTA_NONE;
+        k[n].tenant_tokens_month = QUOTA_NONE;
+        race_arg a[RACE_THREADS];
+        pthread_t th[RACE_THREADS];
+        for (int i = 0; i < RACE_THREADS; i++) {
+            a[i] = (race_arg){.rt = rt, .k = &k[n]};
+            assert_int_equal(pthread_create(&th[i], NULL, race_taker, &a[i]), 0);
+        }
+        used[n] = 0;
+        for (int i = 0; i < RACE_THREADS; i++) {
+            pthread_join(th[i], NULL);
+            ok += a[i].ok;
+            refused += a[i].refused;
+            other += a[i].other;
+            used[n] += a[i].used;
+        }
+        assert_true(used[n] <= 400);
+    }
+    gw_rt_stop(rt);
+    assert_int_equal(other, 0); /* no "the token lease is in demand" */
+    assert_true(ok > 100 && refused > 0);
+    for (int n = 0; n < KEYS; n++) assert_int_equal(used_of(st, "key", k[n].id), used[n]);
+    assert_int_equal(holds_sum(st), 0);
+    store_close(st);
+    tu_rmdir(dir);
+}
+
 /* ---- token budgets (issue 33, item 4) ---- */
 
 static void budget_fit(void **state) {
@@ -1717,7 +1816,7 @@ int main(void) {
         cmocka_unit_test(route_order_closed),
         cmocka_unit_test(port_listed),
         cmocka_unit_test(ports_at_connect), cmocka_unit_test(ejection),
-        cmocka_unit_test(lease_sizing), cmocka_unit_test(lease_store),
+        cmocka_unit_test(lease_sizing), cmocka_unit_test(lease_store), cmocka_unit_test(lease_race),
         cmocka_unit_test(budget_fit), cmocka_unit_test(budget_request_fields),
         cmocka_unit_test(budget_usage_clip), cmocka_unit_test(sse_budget_cut),
         cmocka_unit_test(sse_budget_responses), cmocka_unit_test(budget_lease),
