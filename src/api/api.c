@@ -495,6 +495,10 @@ static int run_pipeline(api_req *r, pass *p) {
     if ((rt->flags & ROUTE_BODY) && (!(rt->flags & ROUTE_BODY_OPTIONAL) || r->body_len) &&
         api_body(r, &c.body))
         goto out;
+    /* the body as docs/openapi.json declares it, before the handler reads it (an approved
+     * request's body was checked when it was filed, and is what its approval kept: a
+     * password only as its hash) */
+    if (c.body && !r->approval_id && (rc = api_schema_route_check(rt, c.body, &err))) goto out;
     if (prepare) {
         rc = rt->prepare(&c, &err);
         /* what it made is the request's now, whatever the outcome */

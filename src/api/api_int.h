@@ -273,6 +273,21 @@ const char *api_query(api_req *r, const char *name);
 /* Parse the body as a JSON object within the configured limits. OUT: *out (borrowed? no: new ref). */
 int api_body(api_req *r, json_t **out);
 
+/*
+ * Request bodies against docs/openapi.json (schema.c): a route's body schema is
+ * its operation's requestBody there.  api_schema_route_check: GP_OK when `rt`
+ * has none or `body` satisfies it, else GP_EINVALID naming the field (dispatch
+ * answers 400 before the handler runs).  api_schema_check: the same check of
+ * `v` against `schema`, $refs resolved in `doc` (pure).  api_schema_body_of:
+ * the body schema of an operation of `doc`, or NULL.  api_schema_keywords_ok:
+ * 1 when `schema` uses only keywords the check knows; else 0 with the first
+ * other one in bad_kw.
+ */
+int api_schema_route_check(const api_route *rt, const json_t *body, gp_err *err);
+int api_schema_check(const json_t *doc, const json_t *schema, const json_t *v, gp_err *err);
+const json_t *api_schema_body_of(const json_t *doc, const char *method, const char *pattern);
+int api_schema_keywords_ok(const json_t *doc, const json_t *schema, char *bad_kw, size_t n);
+
 /* Set a JSON response (steals `body`). */
 void api_reply(api_req *r, int status, json_t *body);
 

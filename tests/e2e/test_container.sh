@@ -223,7 +223,7 @@ assert_status 201
 OK255=$(jq -r .id "$BODY_FILE")
 as "$RU" job submit bad --tenant red --project train --class a100.c4 --image 'bad ref'
 assert_rc 1
-assert_one_line_error "image must be an OCI image reference"
+assert_one_line_error "field 'image' ('bad ref') is not valid: OCI image reference"
 assert_eq "$(wc -c <"$OUT_FILE")" 0 "stdout of a refused job submit"
 
 note "a container job: its exact argument list, output, exit 0"

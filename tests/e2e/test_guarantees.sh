@@ -78,7 +78,7 @@ assert_rc 1
 assert_file_contains "$ERR_FILE" "kept_gpus 5 exceeds guaranteed_gpus 4"
 gp quota set --tenant blue --borrow-weight 0
 assert_rc 1
-assert_file_contains "$ERR_FILE" "borrow_weight must be an integer 1..1000"
+assert_file_contains "$ERR_FILE" "field 'borrow_weight' must be at least 1"
 gp quota set --tenant blue --project p --guaranteed-gpus 1
 assert_rc 1
 assert_file_contains "$ERR_FILE" "a project shares its tenant's guarantee"

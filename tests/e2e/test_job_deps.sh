@@ -166,7 +166,7 @@ as "$BU" job submit x --tenant blue --project p --class a100.1x --after "$PREP"
 assert_denied 404
 as "$RU" job submit x --tenant red --project p --class a100.1x --after "$PREP:maybe"
 assert_denied 400
-assert_file_contains "$ERR_FILE" "'maybe' is not a dependency kind"
+assert_file_contains "$ERR_FILE" "field 'after[0]' ('$PREP:maybe') is not valid: A job's id, alone or with"
 as "$RU" job submit x --tenant red --project p --class a100.1x --after "$PREP" --after "$PREP:any"
 assert_denied 400
 as "$RU" job submit x --tenant red --project p --class a100.1x --after "$BAD:ok"

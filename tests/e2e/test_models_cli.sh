@@ -146,7 +146,7 @@ for bad in Bad_Name "has space" trail- "$(printf 'x%.0s' {1..64})"; do
 done
 as "$TADMIN" model create mistral "${R[@]}" --visibility secret
 assert_denied 400
-assert_file_contains "$ERR_FILE" "visibility must be private or public"
+assert_file_contains "$ERR_FILE" "field 'visibility' ('secret') must be one of: private, public"
 as "$TADMIN" model create llama "${R[@]}"
 assert_denied 409
 # a tenant-admin does not publish
@@ -227,10 +227,10 @@ assert_denied 400
 assert_file_contains "$ERR_FILE" "not a job of this tenant"
 as "$TADMIN" endpoint add "${R[@]}" --model llama --job no-such-job --port 8000
 assert_denied 400
-for port in 0 65536 -1; do
-    as "$TADMIN" endpoint add "${R[@]}" --model llama --job "$JOB" --port "$port"
+for port in 0:"at least 1" 65536:"at most 65535" -1:"at least 1"; do
+    as "$TADMIN" endpoint add "${R[@]}" --model llama --job "$JOB" --port "${port%%:*}"
     assert_denied 400
-    assert_file_contains "$ERR_FILE" "port must be 1..65535"
+    assert_file_contains "$ERR_FILE" "field 'port' must be ${port#*:}"
 done
 for url in ftp://h/v1 "http://user:pw@h/v1" "http://h/v1?x=1" "http://"; do
     as "$TADMIN" endpoint add "${R[@]}" --model llama --url "$url"
@@ -334,7 +334,7 @@ assert_file_contains "$ERR_FILE" "model 'llama' not found"
 for ttl in 0 -5 999999999999; do
     as "$ALICE" key create k2 "${RV[@]}" --ttl "$ttl"
     assert_denied 400
-    assert_file_contains "$ERR_FILE" "ttl_seconds must be"
+    assert_file_contains "$ERR_FILE" "field 'ttl_seconds' must be at"
 done
 as "$ALICE" key create k2 "${RV[@]}" --expires-at 2001-01-01T00:00:00Z
 assert_denied 400

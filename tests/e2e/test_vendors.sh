@@ -233,7 +233,7 @@ assert_rc 1
 assert_one_line_error "no GPU could ever satisfy"
 gp class create badv --form whole --models MI300X --vendors amd,cerebras --cpus 1 --memory 1
 assert_rc 1
-assert_one_line_error "cerebras"
+assert_one_line_error "field 'vendors[1]' ('cerebras') must be one of: nvidia, amd, intel"
 gp tenant create red
 assert_rc 0
 gp project create train --tenant red
