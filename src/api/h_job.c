@@ -290,11 +290,26 @@ int h_job_explain(api_ctx *c, gp_err *err) {
 /* ---- quotas ---- */
 
 /* SC_TENANT, ACT_TENANT_READ or SC_PROJECT, ACT_PROJECT_READ (routes.c) */
+/* A quota as answered: a project's says what it inherits from its tenant too. */
+static int quota_reply(api_ctx *c, const quota_set *q, gp_err *err) {
+    json_t *o = quota_json(q);
+    if (c->sc.has_project) {
+        quota_set t;
+        int rc = quota_load(c->tx, c->sc.t.id, NULL, &t, err);
+        if (rc) {
+            json_decref(o);
+            return rc;
+        }
+        json_object_set_new(o, "inherited", quota_inherited_json(q, &t));
+    }
+    api_reply(c->r, 200, o);
+    return GP_OK;
+}
+
 int h_quota_get(api_ctx *c, gp_err *err) {
     quota_set q;
     int rc = quota_load(c->tx, c->sc.t.id, c->sc.has_project ? c->sc.p.id : NULL, &q, err);
-    if (!rc) api_reply(c->r, 200, quota_json(&q));
-    return rc;
+    return rc ? rc : quota_reply(c, &q, err);
 }
 
 /* Check `next` against the tenant (project ceilings) or against its projects (tenant ceiling). */
@@ -351,8 +366,7 @@ static int quota_write(api_ctx *c, int patch, gp_err *err) {
     }
     c->summary = json_pack("{s:o,s:o}", "from", quota_json(&cur), "to", quota_json(&next));
     c->on_commit = kick; /* new ceilings apply to the next admissions at once */
-    api_reply(c->r, 200, quota_json(&next));
-    return GP_OK;
+    return quota_reply(c, &next, err);
 }
 
 int h_quota_put(api_ctx *c, gp_err *err) { return quota_write(c, 0, err); }

@@ -204,11 +204,30 @@ static void fmt(int d, int64_t v, char *buf, size_t n) {
     else snprintf(buf, n, "%lld", (long long)v);
 }
 
+json_t *quota_inherited_json(const quota_set *p, const quota_set *t) {
+    json_t *o = json_object(), *cg = json_object();
+    for (int d = 0; d < QD__N; d++)
+        if (p->v[d] == QUOTA_NONE && t->v[d] != QUOTA_NONE)
+            json_object_set_new(o, dim_names[d], scaled(d) ? json_real((double)t->v[d] / 1000.0)
+                                                           : json_integer(t->v[d]));
+    for (int i = 0; i < t->nclass; i++)
+        if (quota_class_limit(p, t->class_name[i]) == QUOTA_NONE)
+            json_object_set_new(cg, t->class_name[i], json_integer(t->class_units[i]));
+    if (json_object_size(cg)) json_object_set_new(o, "class_gpus", cg);
+    else json_decref(cg);
+    for (int d = 0; d < QG__N; d++)
+        if (p->g[d] == QUOTA_NONE && t->g[d] != QUOTA_NONE)
+            json_object_set_new(o, gw_names[d], json_integer(t->g[d]));
+    return o;
+}
+
 int quota_within(const quota_set *p, const quota_set *t, gp_err *err) {
     char a[32], b[32];
     for (int d = 0; d < QD__N; d++) {
-        if (t->v[d] == QUOTA_NONE) continue;
-        if (p->v[d] == QUOTA_NONE || p->v[d] > t->v[d]) {
+        /* a dimension the project leaves open inherits the tenant's ceiling (admission
+         * checks both): only a ceiling of its own can exceed the tenant's */
+        if (t->v[d] == QUOTA_NONE || p->v[d] == QUOTA_NONE) continue;
+        if (p->v[d] > t->v[d]) {
             fmt(d, p->v[d], a, sizeof a);
             fmt(d, t->v[d], b, sizeof b);
             return gp_err_set(err, GP_EINVALID,
@@ -216,8 +235,8 @@ int quota_within(const quota_set *p, const quota_set *t, gp_err *err) {
         }
     }
     for (int d = 0; d < QG__N; d++) {
-        if (t->g[d] == QUOTA_NONE) continue;
-        if (p->g[d] == QUOTA_NONE || p->g[d] > t->g[d]) {
+        if (t->g[d] == QUOTA_NONE || p->g[d] == QUOTA_NONE) continue;
+        if (p->g[d] > t->g[d]) {
             fmt(QD_JOBS, p->g[d], a, sizeof a);
             fmt(QD_JOBS, t->g[d], b, sizeof b);
             return gp_err_set(err, GP_EINVALID,
@@ -226,7 +245,7 @@ int quota_within(const quota_set *p, const quota_set *t, gp_err *err) {
     }
     for (int i = 0; i < t->nclass; i++) {
         int64_t pl = quota_class_limit(p, t->class_name[i]);
-        if (pl == QUOTA_NONE || pl > t->class_units[i])
+        if (pl != QUOTA_NONE && pl > t->class_units[i])
             return gp_err_set(err, GP_EINVALID,
                               "project class_gpus(%s) ceiling exceeds the tenant's %lld",
                               t->class_name[i], (long long)t->class_units[i]);

@@ -7,8 +7,8 @@
  * memory and compute share), GPU memory (GiB), CPUs, memory (GiB),
  * concurrent jobs, card-hours this calendar month (milli-hours), and units
  * per resource class.  QUOTA_NONE (-1) means no ceiling.  A tenant's ceiling
- * bounds the sum of its projects; a project's ceiling may not exceed its
- * tenant's.  Admission reserves the job's demand against both.
+ * bounds the sum of its projects; a project's own ceiling may not exceed its
+ * tenant's, and a dimension it leaves open inherits the tenant's.  Admission reserves the job's demand against both.
  */
 #ifndef GP_QUOTA_H
 #define GP_QUOTA_H
@@ -78,9 +78,14 @@ int quota_patch(const quota_set *cur, json_t *patch, quota_set *out, gp_err *err
 
 /*
  * Would `proposed` (a project's ceilings) exceed `tenant`'s?  GP_EINVALID
- * naming the first dimension that does.
+ * naming the first dimension that does.  A dimension the project leaves open
+ * (QUOTA_NONE) inherits the tenant's ceiling and never exceeds it.
  */
 int quota_within(const quota_set *proposed, const quota_set *tenant, gp_err *err);
+/* The ceilings a project (`p`) inherits from its tenant (`t`): each dimension the tenant caps
+ * and the project leaves open, with the tenant's value, in quota_json()'s names (a new
+ * object; {} when none). */
+json_t *quota_inherited_json(const quota_set *p, const quota_set *t);
 
 /* 1 if `next` raises any ceiling of `cur` (a lifted or higher limit), or gives more
  * guarantee, more kept or more weight (a guarantee where there was none is more). */

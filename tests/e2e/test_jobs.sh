@@ -387,8 +387,13 @@ note "quotas: the project's, within the tenant's"
 as "$RA" quota set --tenant red --project train --gpus 8
 assert_denied 400
 assert_file_contains "$ERR_FILE" "exceeds the tenant's"
-as "$RA" quota set --tenant red --project train --jobs 2
-assert_denied 400
+# one dimension changes alone: the ceilings the tenant sets and the project leaves open are
+# inherited, not an error (issue 42, item 2)
+as "$RA" -o json quota set --tenant red --project train --jobs 2
+assert_rc 0
+assert_json '"\(.concurrent_jobs) \(.gpus) \(.inherited.gpus)"' "2 null 4" "$OUT_FILE"
+as "$RA" -o json quota set --tenant red --project train --jobs none
+assert_rc 0
 as "$RU" quota set --tenant red --project train --gpus 2
 assert_denied 403
 as "$BA" quota set --tenant red --project train --gpus 2
@@ -441,14 +446,18 @@ wait_state blue "$CH" running
 cancel blue "$CH"
 gp quota set --tenant blue --replace
 assert_rc 0
-# lift the ceilings: the tenant's first (a project's may not exceed it)
-as "$RA" quota set --tenant red --project train --replace
-assert_denied 400
-gp quota set --tenant red --replace
-assert_rc 0
+# lift the ceilings, the project's first: it inherits the tenant's, which still hold
 as "$RA" -o json quota set --tenant red --project train --replace
 assert_rc 0
-assert_json .gpus null "$OUT_FILE"
+assert_json '"\(.gpus) \(.inherited.gpus)"' "null 4" "$OUT_FILE"
+# a project's own ceiling still may not exceed its tenant's
+as "$RA" quota set --tenant red --project train --gpus 5
+assert_denied 400
+assert_file_contains "$ERR_FILE" "project gpus ceiling 5 exceeds the tenant's 4"
+gp quota set --tenant red --replace
+assert_rc 0
+as "$RA" -o json quota show --tenant red --project train
+assert_json '"\(.gpus) \(.inherited | length)"' "null 0" "$OUT_FILE"
 
 # ---------------------------------------------------------------- capacity
 note "capacity, gang, models and pools"
