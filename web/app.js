@@ -648,7 +648,8 @@ function alarmTable(items, ack) {
   return table(null, [{ label: 'When', get: (a) => when(a.at) }, { label: 'Severity', get: (a) => a.severity },
     { label: 'Kind', get: (a) => a.kind }, { label: 'Node', get: (a) => a.node }, { label: 'GPU', get: (a) => a.gpu || '' },
     { label: 'Message', get: (a) => a.message },
-    { label: 'Acknowledged', get: (a) => (a.acked_at ? 'by ' + a.acked_by : ack && S.global.has('ops-engineer')
+    { label: 'State', get: (a) => (a.state === 'resolved' ? 'resolved ' + when(a.resolved_at) + ': ' + a.resolution : a.state || 'open') },
+    { label: 'Acknowledged', get: (a) => (a.acked_at ? 'by ' + a.acked_by : a.state === 'resolved' ? '' : ack && S.global.has('ops-engineer')
       ? h('button', { type: 'button', class: 'secondary', on: { click: async () => {
         try { await api('POST', '/api/v1/alarms/' + enc(a.id) + '/ack', {}); rerender(); } catch (e) { say(e.message, true); } } } }, 'Acknowledge')
       : 'no') }], items);

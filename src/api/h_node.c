@@ -668,9 +668,21 @@ int h_alarm_list(api_ctx *c, gp_err *err) {
             return gp_err_set(err, GP_ENOTFOUND, "not found");
         if (rc) return rc;
     }
+    const char *state = api_query(c->r, "state");
+    if (state && strcmp(state, "open") && strcmp(state, "acknowledged") && strcmp(state, "resolved"))
+        return gp_err_set(err, GP_EINVALID, "state must be open, acknowledged or resolved");
     int rc = inv_alarm_list(c->tx, tenant, &items, err);
-    if (!rc) api_reply(c->r, 200, api_list(items, NULL));
-    return rc;
+    if (rc) return rc;
+    if (state) {
+        json_t *kept = json_array(), *a;
+        size_t i;
+        json_array_foreach(items, i, a) if (!strcmp(json_string_value(json_object_get(a, "state")), state))
+            json_array_append(kept, a);
+        json_decref(items);
+        items = kept;
+    }
+    api_reply(c->r, 200, api_list(items, NULL));
+    return GP_OK;
 }
 
 int h_alarm_ack(api_ctx *c, gp_err *err) {

@@ -376,7 +376,8 @@ static int models_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err
     return GP_OK;
 }
 
-/* Alarms naming the tenant (only its part of each): unacknowledged count and the newest. */
+/* Alarms naming the tenant (only its part of each): the open ones' count (neither resolved
+ * nor acknowledged) and the newest. */
 static int alarms_view(store_tx *tx, const char *tenant, json_t **out, gp_err *err) {
     json_t *all;
     int rc = inv_alarm_list(tx, tenant, &all, err);
@@ -386,7 +387,7 @@ static int alarms_view(store_tx *tx, const char *tenant, json_t **out, gp_err *e
     size_t i;
     json_t *a;
     json_array_foreach(all, i, a) {
-        if (!json_object_get(a, "acked_at")) open++;
+        if (!strcmp(json_string_value(json_object_get(a, "state")), "open")) open++;
         if (json_array_size(items) < OV_MAX_ALARMS) json_array_append(items, a);
     }
     json_int_t total = (json_int_t)json_array_size(all);

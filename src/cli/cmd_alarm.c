@@ -1,5 +1,5 @@
 /*
- * cmd_alarm.c - `gpupool alarm list [--tenant T]|ack ID` and
+ * cmd_alarm.c - `gpupool alarm list [--tenant T] [--state S]|ack ID` and
  * `gpupool alarm policy [FILE]` (the health policy: show, or set from a JSON file).
  */
 #include "cli.h"
@@ -10,20 +10,26 @@
 static const char usage[] =
     "usage: gpupool alarm <command>\n"
     "\n"
-    "  list [--tenant T]   alarms (ops: all; tenant members: those on their work)\n"
+    "  list [--tenant T] [--state open|acknowledged|resolved]\n"
+    "                      alarms (ops: all; tenant members: those on their work); an alarm\n"
+    "                      resolves itself when its condition clears (a node heard from, a\n"
+    "                      card healthy, an interference over)\n"
     "  ack ID              acknowledge (ops-engineer)\n"
     "  policy [FILE]       show the health policy, or replace it from a JSON file (ops)\n";
 
 static int a_list(cli_ctx *ctx, int argc, char **argv) {
-    static const struct option lo[] = {{"tenant", required_argument, 0, 't'}, {0, 0, 0, 0}};
-    static const char *const cols[] = {"at", "severity", "node", "gpu", "message", "acked_by",
-                                       NULL};
-    const char *tenant = NULL;
+    static const struct option lo[] = {{"tenant", required_argument, 0, 't'},
+                                       {"state", required_argument, 0, 's'},
+                                       {0, 0, 0, 0}};
+    static const char *const cols[] = {"at", "severity", "state", "node", "gpu", "message",
+                                       "acked_by", NULL};
+    const char *tenant = NULL, *state = NULL;
     int c, rc = 0;
     optind = 0;
     while ((c = cli_getopt(argc, argv, lo, "alarm list", &rc)) != -1) {
         if (c == -2) return rc;
-        tenant = optarg;
+        if (c == 's') state = optarg;
+        else tenant = optarg;
     }
     if (optind < argc) return cli_error(CLI_USAGE, "alarm list: unexpected argument");
     strbuf p = SB_INIT;
@@ -31,6 +37,10 @@ static int a_list(cli_ctx *ctx, int argc, char **argv) {
     if (tenant) {
         sb_adds(&p, "?tenant=");
         cli_add_escaped(&p, tenant);
+    }
+    if (state) {
+        sb_adds(&p, tenant ? "&state=" : "?state=");
+        cli_add_escaped(&p, state);
     }
     rc = cli_run_call(ctx, "GET", p.buf, NULL, cols);
     sb_release(&p);
@@ -54,7 +64,7 @@ static int a_policy(cli_ctx *ctx, int argc, char **argv) {
 
 int cli_cmd_alarm(cli_ctx *ctx, int argc, char **argv) {
     static const cli_verb verbs[] = {
-        {"list", a_list, "usage: gpupool alarm list [--tenant T]\n"},
+        {"list", a_list, "usage: gpupool alarm list [--tenant T] [--state open|acknowledged|resolved]\n"},
         {"ack", a_ack, "usage: gpupool alarm ack ID\n"},
         {"policy", a_policy,
          "usage: gpupool alarm policy [FILE]\n\nShow the health policy, or replace it with the "

@@ -4,6 +4,7 @@
  */
 #include "inventory.h"
 
+#include "../audit/audit.h"
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
 #include "../core/strbuf.h"
@@ -329,7 +330,7 @@ static int refuse_card(store_tx *tx, const char *node, const char *uuid, const c
     if (!open) {
         json_t *detail = json_pack("{s:s,s:s,s:s}", "reported_by", node, "gpu", uuid, "held_by",
                                    holder);
-        rc = inv_alarm_raise(tx, "critical", "identity", node, uuid, msg, NULL, detail, err);
+        rc = inv_alarm_raise(tx, "critical", "identity", node, uuid, "", msg, NULL, detail, err);
         json_decref(detail);
         if (rc) return rc;
     }
@@ -568,6 +569,14 @@ static int record(store_tx *tx, const inv_transition *t, const char *actor, gp_e
                         "sisssssss", id, now, t->node, t->gpu_uuid, t->kind, t->from, t->to,
                         t->cause, actor);
     if (rc) return rc;
+    /* good news closes the alarms of the bad news before it: a node heard from again, a card
+     * healthy again (a person acknowledges only what does not clear by itself) */
+    if ((strcmp(t->kind, "node") == 0 && strcmp(t->to, "ready") == 0) ||
+        (strcmp(t->kind, "health") == 0 && strcmp(t->to, "healthy") == 0)) {
+        char why[300];
+        snprintf(why, sizeof why, "%s %s: %s", t->gpu_uuid[0] ? "GPU" : "node", t->to, t->cause);
+        return inv_alarm_resolve(tx, t->kind, t->node, t->gpu_uuid, NULL, why, err);
+    }
     const char *sev = NULL;
     if (strcmp(t->to, "failed") == 0 || strcmp(t->to, "unreachable") == 0) sev = "critical";
     else if (strcmp(t->to, "degraded") == 0) sev = "warning";
@@ -592,25 +601,69 @@ static int record(store_tx *tx, const inv_transition *t, const char *actor, gp_e
     }
     while ((rc = store_step(q, err)) > 0) json_array_append_new(tenants, json_string(store_text(q, 0)));
     store_done(q);
-    if (rc == 0) rc = inv_alarm_raise(tx, sev, t->kind, t->node, t->gpu_uuid, msg, tenants, NULL, err);
+    if (rc == 0)
+        rc = inv_alarm_raise(tx, sev, t->kind, t->node, t->gpu_uuid, "", msg, tenants, NULL, err);
     json_decref(tenants);
     return rc < 0 ? rc : GP_OK;
 }
 
 int inv_alarm_raise(store_tx *tx, const char *severity, const char *kind, const char *node,
-                    const char *gpu, const char *message, json_t *tenants, json_t *detail,
-                    gp_err *err) {
+                    const char *gpu, const char *subject, const char *message, json_t *tenants,
+                    json_t *detail, gp_err *err) {
     char id[RND_ID_LEN];
     rnd_id(id);
     char *tj = tenants ? jx_dump(tenants) : NULL;
     char *dj = detail ? jx_dump(detail) : NULL;
     int rc = store_exec(tx, NULL, err,
-                        "INSERT INTO alarms (id, at, severity, kind, node, gpu_uuid, message,"
-                        " tenants, detail) VALUES (?,?,?,?,?,?,?,?,?)",
-                        "sisssssss", id, gt_now_us(), severity, kind, node ? node : "",
-                        gpu ? gpu : "", message, tj ? tj : "[]", dj ? dj : "{}");
+                        "INSERT INTO alarms (id, at, severity, kind, node, gpu_uuid, subject,"
+                        " message, tenants, detail) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                        "sissssssss", id, gt_now_us(), severity, kind, node ? node : "",
+                        gpu ? gpu : "", subject ? subject : "", message, tj ? tj : "[]",
+                        dj ? dj : "{}");
     free(tj);
     free(dj);
+    return rc;
+}
+
+int inv_alarm_resolve(store_tx *tx, const char *kind, const char *node, const char *gpu,
+                      const char *subject, const char *why, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT id, severity, message FROM alarms WHERE kind = ? AND node = ?"
+                         " AND gpu_uuid = ? AND (? = 1 OR subject = ?) AND resolved_at IS NULL"
+                         " ORDER BY at, id",
+                         "sssis", kind, node ? node : "", gpu ? gpu : "", (int64_t)(subject == NULL),
+                         subject ? subject : "");
+    if (rc) return rc;
+    json_t *ids = json_array();
+    while ((rc = store_step(s, err)) > 0)
+        json_array_append_new(ids, json_pack("{s:s,s:s,s:s}", "id", store_text(s, 0), "severity",
+                                             store_text(s, 1), "message", store_text(s, 2)));
+    store_done(s);
+    int64_t now = gt_now_us();
+    size_t i;
+    json_t *a;
+    json_array_foreach(ids, i, a) {
+        if (rc < 0) break;
+        const char *id = json_string_value(json_object_get(a, "id"));
+        rc = store_exec(tx, NULL, err,
+                        "UPDATE alarms SET resolved_at = ?, resolution = ? WHERE id = ?"
+                        " AND resolved_at IS NULL",
+                        "iss", now, why, id);
+        if (rc) break;
+        /* kept in the history, and in the audit trail: who closed it (the system) and why */
+        json_object_set_new(a, "resolution", json_string(why));
+        char *text = jx_dump(a);
+        audit_event ev = {.actor = "system",
+                          .action = "alarm.resolve",
+                          .target_type = "alarm",
+                          .target_id = id,
+                          .result = "ok",
+                          .summary = text};
+        rc = audit_append(tx, &ev, NULL, err);
+        free(text);
+    }
+    json_decref(ids);
     return rc;
 }
 
@@ -1231,7 +1284,8 @@ int inv_alarm_list(store_tx *tx, const char *tenant, json_t **items, gp_err *err
     store_stmt *s;
     int rc = store_query(tx, &s, err,
                          "SELECT id, at, severity, kind, node, gpu_uuid, message, tenants,"
-                         " COALESCE(acked_by, ''), COALESCE(acked_at, 0), detail FROM alarms"
+                         " COALESCE(acked_by, ''), COALESCE(acked_at, 0), detail,"
+                         " COALESCE(resolved_at, 0), resolution FROM alarms"
                          " ORDER BY at DESC, id LIMIT 1000",
                          "");
     if (rc) return rc;
@@ -1258,6 +1312,14 @@ int inv_alarm_list(store_tx *tx, const char *tenant, json_t **items, gp_err *err
             json_object_set_new(o, "acked_by", json_string(store_text(s, 8)));
             json_object_set_new(o, "acked_at", jx_time(store_int(s, 9)));
         }
+        if (store_int(s, 11)) {
+            json_object_set_new(o, "resolved_at", jx_time(store_int(s, 11)));
+            json_object_set_new(o, "resolution", json_string(store_text(s, 12)));
+        }
+        /* open until its condition clears (resolved) or a person acknowledges it */
+        json_object_set_new(o, "state", json_string(store_int(s, 11)  ? "resolved"
+                                                    : store_int(s, 9) ? "acknowledged"
+                                                                      : "open"));
         json_array_append_new(arr, o);
     }
     store_done(s);

@@ -219,11 +219,21 @@ int inv_history(store_tx *tx, const char *node, const char *uuid, json_t **items
  * Raise an alarm.  `tenants` (JSON array of tenant names, may be NULL) see
  * it too; `detail` (object or NULL) carries bindings as {"offender":{…,
  * "tenant"}, "affected":[{…, "tenant"}]}, of which a tenant is shown only
- * its own.
+ * its own.  `subject` says what, beyond its kind, node and GPU, the alarm is
+ * about, so that inv_alarm_resolve() closes this one and not another ("" none).
  */
 int inv_alarm_raise(store_tx *tx, const char *severity, const char *kind, const char *node,
-                    const char *gpu, const char *message, json_t *tenants, json_t *detail,
-                    gp_err *err);
+                    const char *gpu, const char *subject, const char *message, json_t *tenants,
+                    json_t *detail, gp_err *err);
+
+/*
+ * Its condition cleared: resolve the open alarms of `kind` on `node` and
+ * `gpu` ("" for a node's own) about `subject` (NULL: whatever their subject),
+ * saying `why`.  Each is kept, with resolved_at and its resolution, and the
+ * system's `alarm.resolve` audit event is appended in the same transaction.
+ */
+int inv_alarm_resolve(store_tx *tx, const char *kind, const char *node, const char *gpu,
+                      const char *subject, const char *why, gp_err *err);
 
 /*
  * Alarms, newest first; `tenant` non-NULL: only those naming that tenant,

@@ -68,7 +68,7 @@ static int enforce(store_tx *tx, const scope *sc, int64_t used, int64_t now, con
                  " (card_hours_policy stop); raise the quota to keep them running",
                  who, lim, month, (long long)sc->q.card_hours_grace_s);
         json_t *tenants = json_pack("[s]", sc->tenant);
-        rc = inv_alarm_raise(tx, "warning", "quota", "", "", msg, tenants, NULL, err);
+        rc = inv_alarm_raise(tx, "warning", "quota", "", "", "", msg, tenants, NULL, err);
         json_decref(tenants);
         if (!rc)
             rc = store_exec(tx, NULL, err,

@@ -127,7 +127,10 @@ static int act(store_tx *tx, const char *node, const char *gpu, const health_pol
              f->kind == INTF_MEMORY ? "a job uses more GPU memory than its slice holds"
                                     : "a job takes more than its compute share while others starve",
              f->nvictims, stop ? "; the offending job was stopped" : "");
-    int rc = inv_alarm_raise(tx, "warning", "interference", node, gpu, msg, tenants, detail, err);
+    char subject[RND_ID_LEN + 32];
+    snprintf(subject, sizeof subject, "job:%s:%s", o->job, kind);
+    int rc = inv_alarm_raise(tx, "warning", "interference", node, gpu, subject, msg, tenants,
+                             detail, err);
     json_decref(tenants);
     if (!rc && stop) {
         char why[260];
@@ -141,6 +144,50 @@ static int act(store_tx *tx, const char *node, const char *gpu, const health_pol
         json_array_append(events, detail);
     }
     json_decref(detail);
+    return rc;
+}
+
+/*
+ * Resolve the card's open interference alarms whose breach is over: the job
+ * no longer exceeds its slice, or no longer holds one (ended, stopped).
+ * `h`/`f`: the n jobs holding slices now and this report's nf findings.
+ */
+static int resolve_ended(store_tx *tx, const char *node, const char *gpu, const held *h, int n,
+                         const intf_finding *f, int nf, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT DISTINCT subject FROM alarms WHERE kind = 'interference'"
+                         " AND node = ? AND gpu_uuid = ? AND resolved_at IS NULL AND subject <> ''",
+                         "ss", node, gpu);
+    if (rc) return rc;
+    json_t *ended = json_array();
+    while ((rc = store_step(s, err)) > 0) {
+        const char *subj = store_text(s, 0);
+        int ongoing = 0;
+        for (int x = 0; x < nf && !ongoing; x++) {
+            char cur[RND_ID_LEN + 32];
+            snprintf(cur, sizeof cur, "job:%s:%s", h[f[x].offender].job,
+                     f[x].kind == INTF_MEMORY ? "memory" : "contention");
+            ongoing = strcmp(cur, subj) == 0;
+        }
+        if (!ongoing) json_array_append_new(ended, json_string(subj));
+    }
+    store_done(s);
+    size_t i;
+    json_t *v;
+    json_array_foreach(ended, i, v) {
+        if (rc < 0) break;
+        const char *subj = json_string_value(v);
+        char job[RND_ID_LEN] = "";
+        sscanf(subj, "job:%32[0-9a-f]", job);
+        int holds = 0;
+        for (int k = 0; k < n && !holds; k++) holds = !strcmp(h[k].job, job);
+        rc = inv_alarm_resolve(tx, "interference", node, gpu, subj,
+                               holds ? "the job keeps within its slice again"
+                                     : "the job no longer holds a slice of the card",
+                               err);
+    }
+    json_decref(ended);
     return rc;
 }
 
@@ -174,6 +221,7 @@ static int judge_gpu(store_tx *tx, const char *node, const char *gpu, json_t *pr
                             " VALUES (?,?,?,?)",
                             "ssii", gpu, h[k].job, (int64_t)sl[k].strikes, (int64_t)now);
     }
+    if (!rc) rc = resolve_ended(tx, node, gpu, h, n, f, nf, err);
     for (int k = 0; k < n; k++) json_decref(h[k].bindings);
     return rc;
 }

@@ -770,6 +770,14 @@ static const char *const migrations[] = {
     "ALTER TABLE invitations ADD COLUMN project_name TEXT NOT NULL DEFAULT '';"
     "UPDATE invitations SET project_name = COALESCE((SELECT p.name FROM projects p"
     " WHERE p.id = invitations.project_id), '') WHERE project_id <> '';",
+    /* 25 (issue 42, item 3): an alarm resolves itself when its condition clears: what it is
+     * about (subject: an interference's job and kind; '' for a node's or GPU's health, which
+     * its kind, node and GPU say), when it cleared and why; one that needs a person (a GPU's
+     * identity) is only acknowledged */
+    "ALTER TABLE alarms ADD COLUMN subject TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE alarms ADD COLUMN resolved_at BIGINT;"
+    "ALTER TABLE alarms ADD COLUMN resolution TEXT NOT NULL DEFAULT '';"
+    "CREATE INDEX alarms_open ON alarms(kind, node, gpu_uuid) WHERE resolved_at IS NULL;",
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -141,6 +141,7 @@ sleep 2.5 # more heartbeats with the same breach
 assert_eq "$(n_alarms memory)" 1 "one alarm while the breach lasts"
 gp -o json alarm list
 A='[.items[] | select(.kind == "interference")][0]'
+assert_eq "$(jout "$A.state")" "open" "open while the breach lasts"
 assert_eq "$(jout "$A.gpu")" "$GPU" "the alarm names the GPU"
 assert_eq "$(jout "$A.severity")" "warning" "severity"
 assert_eq "$(jout "$A.detail.offender.job")" "$HOG" "the offender"
@@ -182,6 +183,24 @@ sleep 0.3
 inject --process "$HOG:5000:30" --process "$MEEK:5000:10" # back under the share, at once
 sleep 2.5
 assert_eq "$(n_alarms contention)" 0 "a short burst"
+# the hog keeps within its memory now: that alarm resolved itself, kept and audited
+M='[.items[] | select(.kind == "interference" and .detail.kind == "memory")][0]'
+memory_resolved() { gp -o json alarm list; [ "$(jout "$M.state")" == resolved ]; }
+poll 8 memory_resolved || fail "the memory alarm stayed open after the breach ended"
+_pass
+assert_eq "$(jout "$M.resolution")" "the job keeps within its slice again" "why it resolved"
+assert_match "$(jout "$M.resolved_at")" '^20[0-9-]+T' "when it resolved"
+gp -o json alarm list --state open
+assert_eq "$(jout '[.items[] | select(.detail.kind == "memory")] | length')" 0 "not listed as open"
+gp -o json alarm list --state resolved
+assert_eq "$(jout '[.items[] | select(.detail.kind == "memory")] | length')" 1 "listed as resolved"
+gp alarm list --state closed
+assert_denied 400
+gp -o json audit list --action alarm.resolve
+assert_eq "$(jout '.items | length')" 1 "the resolution audited"
+assert_eq "$(jout '.items[0].actor')" "system" "by the system"
+as "$BU" -o json alarm list --tenant blue --state resolved
+assert_eq "$(jout '.items | length')" 1 "a tenant sees it resolved too"
 inject --process "$HOG:5000:85" --process "$MEEK:5000:10"
 poll 10 alarms_are contention 1 || fail "no contention alarm"
 _pass
@@ -195,6 +214,12 @@ inject --clear
 inject --process "$HOG:5000:20" --process "$MEEK:5000:10" --process "$$:1000:70"
 sleep 3
 assert_eq "$(n_alarms contention)" 1 "a process of no job is not a job's offence"
+contention_resolved() {
+    gp -o json alarm list
+    [ "$(jout "$C.state")" == resolved ]
+}
+poll 8 contention_resolved || fail "the contention alarm stayed open with the hog quiet"
+_pass
 
 # ---------------------------------------------------------------- stop
 note "policy stop: the offender is stopped, its neighbour runs on"

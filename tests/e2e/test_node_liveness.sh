@@ -128,6 +128,29 @@ done
 _pass
 gp -o json node show real
 assert_json .state ready "$OUT_FILE"
+# each silent node's critical alarm is open while it stays silent
+gp -o json alarm list --state open
+assert_eq "$(jout '[.items[] | select(.kind == "node" and .node == "sim-0")] | length')" 1 \
+    "sim-0's unreachable alarm is open"
+
+note "the simulated nodes come back: their alarms resolve themselves"
+GPUPOOL_JOIN_TOKEN=$JT "$GPUPOOL_BIN" --server "$URL" agent --inventory "$E2E_TMP/sim.json" \
+    --simulate 12 --state-dir "$E2E_TMP/a2" --interval 1 >"$E2E_TMP/a3.out" 2>"$E2E_TMP/a3.err" </dev/null &
+A3=$!
+E2E_PIDS+=("$A3")
+poll 30 ready_count 13 || { _show "agent stderr" "$E2E_TMP/a3.err"; fail "the simulated nodes did not come back"; }
+_pass
+gp -o json alarm list --state open
+assert_eq "$(jout '[.items[] | select(.kind == "node")] | length')" 0 "no node alarm left open"
+gp -o json alarm list --state resolved
+assert_eq "$(jout '[.items[] | select(.kind == "node" and .node == "sim-0")][0].resolution')" \
+    "node ready: heartbeats resumed" "sim-0's alarm says what cleared it"
+gp -o json audit list --action alarm.resolve
+assert_eq "$(jout '[.items[] | select(.target.id != null)] | length >= 12')" true \
+    "each resolution audited"
+kill -TERM "$A3"
+_wait_exit "$A3" 10
+_forget_pid "$A3"
 
 kill -TERM "$A1"
 _wait_exit "$A1" 10
