@@ -119,11 +119,17 @@ static char *cell_as(json_t *v, int human) {
 
 static char *cell(json_t *v) { return cell_as(v, 0); }
 
-static void print_json(json_t *v) {
+static void print_json(cli_ctx *ctx, json_t *v) {
+    if (ctx->yaml) {
+        cli_yaml_print(stdout, v);
+        return;
+    }
     char *s = json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
     if (s) puts(s);
     free(s);
 }
+
+void cli_print_json(cli_ctx *ctx, json_t *v) { print_json(ctx, v); }
 
 /* One CSV field (RFC 4180 quoting when needed). */
 static void csv_put(const char *s) {
@@ -161,7 +167,7 @@ static void print_csv_list(json_t *items, const char *const *cols) {
 
 void cli_print_list(cli_ctx *ctx, json_t *resp, const char *const *cols) {
     if (ctx->json) {
-        print_json(resp);
+        print_json(ctx, resp);
         return;
     }
     if (ctx->csv) {
@@ -204,7 +210,7 @@ void cli_print_list(cli_ctx *ctx, json_t *resp, const char *const *cols) {
 
 void cli_print_object(cli_ctx *ctx, json_t *obj) {
     if (ctx->json || !json_is_object(obj)) {
-        print_json(obj);
+        print_json(ctx, obj);
         return;
     }
     if (ctx->csv) {
@@ -251,22 +257,132 @@ int cli_dispatch(cli_ctx *ctx, const char *noun_usage, const cli_verb *verbs, in
         }
         return v->run(ctx, argc - 1, argv + 1);
     }
+    const char *names[64];
+    size_t n = 0;
+    for (const cli_verb *v = verbs; v->name && n + 1 < sizeof names / sizeof names[0]; v++)
+        names[n++] = v->name;
+    names[n] = NULL;
+    const char *near = cli_nearest(argv[1], names);
+    if (near)
+        return cli_error(CLI_USAGE, "%s: unknown command '%s'; did you mean '%s'? (see gpupool %s --help)",
+                         argv[0], argv[1], near, argv[0]);
     return cli_error(CLI_USAGE, "%s: unknown command '%s' (see gpupool %s --help)", argv[0],
                      argv[1], argv[0]);
 }
 
+/* Edit distance of a and b, a swap of two neighbours counting as one edit (optimal string
+ * alignment: "jbo" is one from "job"); short words: the CLI's commands and options. */
+static size_t edits(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 62 || lb > 62) return 64;
+    unsigned char d[64][64];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (unsigned char)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (unsigned char)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            unsigned best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1u < best) best = d[i - 1][j] + 1u;
+            if (d[i][j - 1] + 1u < best) best = d[i][j - 1] + 1u;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1u < best)
+                best = d[i - 2][j - 2] + 1u;
+            d[i][j] = (unsigned char)best;
+        }
+    return d[la][lb];
+}
+
+const char *cli_nearest(const char *word, const char *const *cands) {
+    const char *best = NULL;
+    size_t bd = 3, len = strlen(word);
+    for (const char *const *c = cands; *c; c++) {
+        size_t d = edits(word, *c);
+        /* a typo: at most 2 edits, fewer than half the word; a word that begins another
+         * (an abbreviation, "--ten" for "--tenant") counts as one edit */
+        if (len >= 3 && strncmp(*c, word, len) == 0 && d > 1) d = 1;
+        if (d < bd && d * 2 < len) {
+            best = *c;
+            bd = d;
+        }
+    }
+    return best;
+}
+
+/* ---- the context: default --tenant/--project (main.c reads it; `gpupool context`) ---- */
+
+static const char *ctx_tenant, *ctx_project;
+
+void cli_set_context(const char *tenant, const char *project) {
+    ctx_tenant = tenant && *tenant ? tenant : NULL;
+    ctx_project = project && *project ? project : NULL;
+}
+
+/* The nouns whose --tenant (and --project) say where the command acts: the context fills
+ * them in.  Elsewhere --tenant filters (alarm, audit, binding lists) or names another
+ * tenant's side (member, user), and the context never changes what is shown or granted. */
+static int scoped_verb(const char *verb) {
+    static const char *const nouns[] = {"app ", "endpoint ", "job ", "kb ", "key ", "model ",
+                                        "project ", "quota ", "usage records", "billing ", NULL};
+    for (const char *const *n = nouns; *n; n++)
+        if (strncmp(verb, *n, strlen(*n)) == 0) return 1;
+    return 0;
+}
+
+static struct {
+    int seen_tenant, seen_project, gave_tenant, done;
+} parse_state;
+
+/* The val of the long option `name` in `lo`, or 0 when the table has none. */
+static int opt_val(const struct option *lo, const char *name) {
+    for (; lo->name; lo++)
+        if (strcmp(lo->name, name) == 0 && !lo->flag) return lo->val;
+    return 0;
+}
+
 int cli_getopt(int argc, char **argv, const struct option *longopts, const char *verb, int *rc) {
     opterr = 0;
+    if (optind == 0) memset(&parse_state, 0, sizeof parse_state); /* a new parse */
+    int tv = opt_val(longopts, "tenant"), pv = opt_val(longopts, "project");
     int c = getopt_long(argc, argv, ":", longopts, NULL);
     if (c == ':') {
         *rc = cli_error(CLI_USAGE, "%s: option %s needs a value", verb, argv[optind - 1]);
         return -2;
     }
     if (c == '?') {
-        *rc = cli_error(CLI_USAGE, "%s: unknown option %s (see --help)", verb, argv[optind - 1]);
+        /* a long option near one this command has: say which */
+        const char *bad = argv[optind - 1], *names[96];
+        char buf[96][40];
+        size_t n = 0;
+        for (const struct option *o = longopts; o->name && n + 1 < 96; o++, n++) {
+            snprintf(buf[n], sizeof buf[n], "--%s", o->name);
+            names[n] = buf[n];
+        }
+        names[n] = NULL;
+        char word[64];
+        snprintf(word, sizeof word, "%.*s", (int)strcspn(bad, "="), bad);
+        const char *near = strncmp(word, "--", 2) == 0 ? cli_nearest(word, names) : NULL;
+        if (near)
+            *rc = cli_error(CLI_USAGE, "%s: unknown option %s; did you mean %s? (see --help)", verb,
+                            bad, near);
+        else
+            *rc = cli_error(CLI_USAGE, "%s: unknown option %s (see --help)", verb, bad);
         return -2;
     }
-    return c;
+    if (c == tv && tv) parse_state.seen_tenant = parse_state.gave_tenant = 1;
+    if (c == pv && pv) parse_state.seen_project = 1;
+    if (c != -1 || parse_state.done || !scoped_verb(verb)) return c;
+    /* the line is read: fill in what the context gives and the line does not */
+    if (tv && !parse_state.seen_tenant && ctx_tenant) {
+        parse_state.seen_tenant = 1;
+        optarg = (char *)ctx_tenant;
+        return tv;
+    }
+    if (pv && !parse_state.seen_project && !parse_state.gave_tenant && ctx_project && ctx_tenant) {
+        parse_state.seen_project = 1;
+        optarg = (char *)ctx_project;
+        return pv;
+    }
+    parse_state.done = 1;
+    return -1;
 }
 
 const char *cli_store_location(const char *data, const char *store, char *buf, size_t n) {

@@ -16,6 +16,7 @@
 #include "../core/strbuf.h"
 
 #include <jansson.h>
+#include <stdio.h>
 
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
@@ -26,7 +27,31 @@ typedef struct cli_ctx {
     int json;           /* -o json */
     long status;        /* HTTP status of the last cli_call() */
     int csv;            /* -o csv: lists (and reports) as CSV, objects as field,value */
+    int yaml;           /* -o yaml: what -o json prints, as YAML (json is set too) */
+    const char *tenant, *project; /* the context (`gpupool context`), NULL: none */
 } cli_ctx;
+
+/* Print a JSON value as -o json does (indented), or as YAML under -o yaml. */
+void cli_print_json(cli_ctx *ctx, json_t *v);
+
+/* A JSON value as block YAML (yaml.c). */
+void cli_yaml_print(FILE *f, const json_t *v);
+
+/*
+ * The candidate nearest to `word` by edit distance when it is near enough to
+ * be a typo (at most 2 edits, and fewer than half its letters), else NULL:
+ * "did you mean ...?".  `cands` is NULL-terminated; a leading "--" on both
+ * is compared as given.
+ */
+const char *cli_nearest(const char *word, const char *const *cands);
+
+/*
+ * The context: default --tenant and --project for the commands whose --tenant
+ * names where they act (cli_getopt() supplies them when the command line has
+ * none; a --tenant given on the line other than the context's drops the
+ * context's project).  Set once, from main().
+ */
+void cli_set_context(const char *tenant, const char *project);
 
 /* Print "gpupool: <message>" to stderr and return `code`. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -157,6 +182,7 @@ int cli_cmd_report(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_ratecard(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_billing(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_whoami(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_context(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_tenant(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_project(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_audit(cli_ctx *ctx, int argc, char **argv);

@@ -90,9 +90,7 @@ int cli_cmd_check(cli_ctx *ctx, int argc, char **argv) {
     if (rc) return cli_error(CLI_FAIL, "check: %s", err.msg);
     if (ctx->json) {
         json_t *j = check_report_json(&rep);
-        char *s = json_dumps(j, JSON_INDENT(2));
-        if (s) puts(s);
-        free(s);
+        cli_print_json(ctx, j);
         json_decref(j);
     } else {
         for (int i = 0; i < rep.n; i++) {

@@ -87,9 +87,7 @@ int cli_cmd_migrate(cli_ctx *ctx, int argc, char **argv) {
     if (ctx->json) {
         json_t *j = json_pack("{s:s, s:i, s:s?}", "backend", backend, "schema_version", version,
                               "granted", grant);
-        char *s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
-        if (s) puts(s);
-        free(s);
+        if (j) cli_print_json(ctx, j);
         json_decref(j);
     } else {
         printf("%s store at schema version %d\n", backend, version);

@@ -128,9 +128,7 @@ int cli_usage_report(cli_ctx *ctx, int argc, char **argv, const char *verb,
     sb_release(&p);
     if (rc) return rc;
     if (ctx->json) {
-        char *t = json_dumps(rep, JSON_INDENT(2));
-        if (t) puts(t);
-        free(t);
+        cli_print_json(ctx, rep);
     } else if (ctx->csv) {
         char *t = meter_report_csv(rep);
         if (t) fputs(t, stdout);

@@ -11,7 +11,9 @@
  * Client settings, first found wins: --server/--token flags, the
  * GPUPOOL_SERVER / GPUPOOL_TOKEN (or GPUPOOL_TOKEN_FILE) environment, then
  * the config file $XDG_CONFIG_HOME/gpupool/config (~/.config/gpupool/config)
- * with "server = URL", "token = T" or "token_file = PATH" lines.  The server
+ * with "server = URL", "token = T" or "token_file = PATH" lines, and the
+ * context: "tenant = T", "project = P" (`gpupool context`; GPUPOOL_TENANT and
+ * GPUPOOL_PROJECT override it).  The server
  * may be a comma-separated list of servers sharing one store; commands that
  * talk to the API get it parsed (ctx.servers) and fail over between them.
  */
@@ -52,6 +54,7 @@ static const struct {
     {"billing", cli_cmd_billing, NEEDS_CLIENT | HAS_VERBS, "a tenant's billing mode (showback or chargeback)"},
     {"agent", cli_cmd_agent, NEEDS_CLIENT, "run the node agent (NVML, inventory or simulated)"},
     {"whoami", cli_cmd_whoami, NEEDS_CLIENT, "show the calling identity and its roles"},
+    {"context", cli_cmd_context, HAS_VERBS, "the tenant and project commands default to"},
     {"tenant", cli_cmd_tenant, NEEDS_CLIENT | HAS_VERBS, "create, list and show tenants"},
     {"project", cli_cmd_project, NEEDS_CLIENT | HAS_VERBS, "create, list and show projects"},
     {"audit", cli_cmd_audit, NEEDS_CLIENT | HAS_VERBS, "list, export and verify the audit trail"},
@@ -172,13 +175,14 @@ static void usage(FILE *f) {
           "  --token T         bearer token (env GPUPOOL_TOKEN, or GPUPOOL_TOKEN_FILE)\n"
           "  --token-file F    read the token from a file\n"
           "  --ca FILE         trust these PEM CAs for an https server (env GPUPOOL_CA)\n"
-          "  -o, --output FMT  table (default), json, or csv (lists and reports)\n"
+          "  -o, --output FMT  table (default), json, yaml, or csv (lists and reports)\n"
           "  --version         print the version\n"
           "  -h, --help        this help; `gpupool <command> --help` for a command\n"
           "\n"
           "These options may also come after the command, anywhere before a \"--\".\n"
           "Settings may also live in ~/.config/gpupool/config (server = URL, token = T,\n"
-          "token_file = PATH).  Bash completion: source <(gpupool completion bash).\n",
+          "token_file = PATH; tenant = T, project = P: see gpupool context --help).\n"
+          "Bash completion: source <(gpupool completion bash).\n",
           f);
 }
 
@@ -196,8 +200,9 @@ static char *read_line_file(const char *path) {
     return out;
 }
 
-/* Fill unset server/token from the user's config file. Strings are heap (free). */
-static void read_user_config(char **server, char **token) {
+/* Fill unset server/token and the context from the user's config file. Strings are heap
+ * (free). */
+static void read_user_config(char **server, char **token, char **tenant, char **project) {
     char path[4096];
     const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
     if (xdg && *xdg) snprintf(path, sizeof path, "%s/gpupool/config", xdg);
@@ -218,6 +223,8 @@ static void read_user_config(char **server, char **token) {
         for (char *e = v + strlen(v); e > v && (e[-1] == ' ' || e[-1] == '\t');) *--e = '\0';
         if (strcmp(k, "server") == 0 && !*server) *server = strdup(v);
         else if (strcmp(k, "token") == 0 && !*token) *token = strdup(v);
+        else if (strcmp(k, "tenant") == 0 && !*tenant && *v) *tenant = strdup(v);
+        else if (strcmp(k, "project") == 0 && !*project && *v) *project = strdup(v);
         else if (strcmp(k, "token_file") == 0 && !*token && !(*token = read_line_file(v)))
             cli_error(0, "warning: cannot read token_file %s from %s", v, path);
     }
@@ -291,7 +298,7 @@ int main(int argc, char **argv) {
                                        {"version", no_argument, 0, 'V'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-    char *server = NULL, *token = NULL;
+    char *server = NULL, *token = NULL, *tenant = NULL, *project = NULL;
     const char *output = "table", *ca = NULL, *server_from = "--server";
     httpc_servers servers = HTTPC_SERVERS_INIT;
     int c, rc = CLI_OK;
@@ -308,7 +315,7 @@ int main(int argc, char **argv) {
                 goto out;
             }
             break;
-        case 'o': output = optarg; break;
+        case 'o': output = optarg[0] == '=' ? optarg + 1 : optarg; break; /* -o=json */
         case 'C': ca = optarg; break;
         case 'V': puts("gpupool " GPUPOOL_VERSION); goto out;
         case 'h': usage(stdout); goto out;
@@ -316,8 +323,9 @@ int main(int argc, char **argv) {
         default: rc = cli_error(CLI_USAGE, "unknown option %s (see gpupool --help)", argv[optind - 1]); goto out;
         }
     }
-    if (strcmp(output, "table") != 0 && strcmp(output, "json") != 0 && strcmp(output, "csv") != 0) {
-        rc = cli_error(CLI_USAGE, "-o must be table, json or csv, got '%s'", output);
+    if (strcmp(output, "table") != 0 && strcmp(output, "json") != 0 && strcmp(output, "csv") != 0 &&
+        strcmp(output, "yaml") != 0) {
+        rc = cli_error(CLI_USAGE, "-o must be table, json, yaml or csv, got '%s'", output);
         goto out;
     }
     if (optind >= argc) {
@@ -337,7 +345,23 @@ int main(int argc, char **argv) {
         goto out;
     }
     if (!server) server_from = "server in the config file";
-    read_user_config(&server, &token);
+    if (getenv("GPUPOOL_TENANT") && *getenv("GPUPOOL_TENANT")) {
+        tenant = strdup(getenv("GPUPOOL_TENANT"));
+        if (getenv("GPUPOOL_PROJECT") && *getenv("GPUPOOL_PROJECT"))
+            project = strdup(getenv("GPUPOOL_PROJECT"));
+        else
+            project = strdup(""); /* the environment's tenant: not the file's project */
+    }
+    read_user_config(&server, &token, &tenant, &project);
+    if (project && !*project) {
+        free(project);
+        project = NULL;
+    }
+    if (!tenant) { /* a project alone is no context */
+        free(project);
+        project = NULL;
+    }
+    cli_set_context(tenant, project);
     if (!ca && getenv("GPUPOOL_CA") && *getenv("GPUPOOL_CA")) ca = getenv("GPUPOOL_CA");
     if (ca && access(ca, R_OK) != 0) {
         rc = cli_error(CLI_USAGE, "cannot read CA file %s: %s", ca, strerror(errno));
@@ -348,7 +372,9 @@ int main(int argc, char **argv) {
         goto out;
     }
     cli_ctx ctx = {.server = server ? server : "http://127.0.0.1:7070", .token = token,
-                   .json = strcmp(output, "json") == 0, .csv = strcmp(output, "csv") == 0};
+                   .json = strcmp(output, "json") == 0 || strcmp(output, "yaml") == 0,
+                   .yaml = strcmp(output, "yaml") == 0, .csv = strcmp(output, "csv") == 0,
+                   .tenant = tenant, .project = project};
     int first = optind;
     const char *noun = argv[first];
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
@@ -375,10 +401,22 @@ int main(int argc, char **argv) {
         httpc_global_cleanup();
         goto out;
     }
-    rc = cli_error(CLI_USAGE, "unknown command '%s' (see gpupool --help)", noun);
+    {
+        const char *names[sizeof commands / sizeof commands[0] + 1];
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) names[i] = commands[i].name;
+        names[sizeof commands / sizeof commands[0]] = NULL;
+        const char *near = cli_nearest(noun, names);
+        if (near)
+            rc = cli_error(CLI_USAGE, "unknown command '%s'; did you mean '%s'? (see gpupool --help)",
+                           noun, near);
+        else
+            rc = cli_error(CLI_USAGE, "unknown command '%s' (see gpupool --help)", noun);
+    }
 out:
     httpc_servers_release(&servers);
     free(server);
     free(token);
+    free(tenant);
+    free(project);
     return rc;
 }

@@ -3,7 +3,9 @@
 # global flags anywhere on the line (also `agent --server URL`), `quota set`
 # changing only the ceilings it is given (PATCH …/quota, a merge on the
 # server; --replace for a whole new set), numbers rounded for people in
-# tables but full precision in -o json.
+# tables but full precision in -o json; -o=json and -o yaml; the context
+# (`gpupool context`: default --tenant and --project, like kubectl's); "did
+# you mean" for a mistyped command, verb or option (issue 42, item 4).
 . "$(dirname "$0")/lib.sh"
 
 DATA=$E2E_TMP/data
@@ -29,9 +31,9 @@ assert_rc 0
 run_cli --server "$URL" --token "$TOKEN" tenant show red -o
 assert_rc 2
 assert_one_line_error
-run_cli tenant show red --server "$URL" --token "$TOKEN" -o yaml
+run_cli tenant show red --server "$URL" --token "$TOKEN" -o xml
 assert_rc 2
-assert_one_line_error "-o must be table, json or csv"
+assert_one_line_error "-o must be table, json, yaml or csv"
 gp project create train --tenant red
 assert_rc 0
 
@@ -197,6 +199,96 @@ gp -o json job logs "$SLOW" "${J[@]}" --follow
 assert_rc 2
 gp job show "$SLOW" "${J[@]}" --follow
 assert_rc 2
+
+# ---------------------------------------------------------------- kubectl habits
+note "-o=json and -o yaml"
+gp -o=json tenant show red
+assert_rc 0
+assert_json .name red "$OUT_FILE"
+gp tenant show red --output=json
+assert_rc 0
+assert_json .name red "$OUT_FILE"
+# yaml says what json says: an object and a list, read back by a YAML parser
+for what in "tenant show red" "job list ${J[*]}" "quota show ${J[*]}"; do
+    # shellcheck disable=SC2086
+    gp -o json $what
+    cp "$OUT_FILE" "$E2E_TMP/as.json"
+    # shellcheck disable=SC2086
+    gp -o yaml $what
+    assert_rc 0
+    assert_eq "$(python3 -c 'import json,sys,yaml; print(yaml.safe_load(open(sys.argv[1])) == json.load(open(sys.argv[2])))' \
+        "$OUT_FILE" "$E2E_TMP/as.json")" True "-o yaml of $what reads back as its json"
+done
+gp -o yaml job show "$SLOW" "${J[@]}"
+assert_file_contains "$OUT_FILE" "state: succeeded"
+
+note "did you mean"
+gp jbo list
+assert_rc 2
+assert_one_line_error "unknown command 'jbo'; did you mean 'job'?"
+gp job lsit "${J[@]}"
+assert_rc 2
+assert_one_line_error "did you mean 'list'?"
+gp job list --tenat red --project train
+assert_rc 2
+assert_one_line_error "unknown option --tenat; did you mean --tenant?"
+gp job list --zzz
+assert_rc 2
+assert_file_lacks "$ERR_FILE" "did you mean"
+
+note "the context: default --tenant and --project"
+export XDG_CONFIG_HOME=$E2E_TMP/xdg
+gp context show
+assert_rc 0
+assert_file_contains "$OUT_FILE" "no context"
+gp context set --project train
+assert_rc 2
+assert_one_line_error "--project needs a tenant"
+gp -o json context set --tenant red --project train
+assert_rc 0
+assert_json '"\(.tenant) \(.project)"' "red train" "$OUT_FILE"
+assert_file_contains "$XDG_CONFIG_HOME/gpupool/config" "tenant = red"
+assert_eq "$(stat -c %a "$XDG_CONFIG_HOME/gpupool/config")" 600 "the config file is the user's only"
+# the commands that act in a tenant or project take it
+gp -o json job submit ctx --class a100.1x -- true
+assert_rc 0
+CTXJOB=$(jout .id)
+gp -o json job show "$CTXJOB"
+assert_rc 0
+assert_json '"\(.tenant) \(.project)"' "red train" "$OUT_FILE"
+gp -o json job list
+assert_rc 0
+assert_json "[.items[].id] | index(\"$CTXJOB\") != null" true "$OUT_FILE"
+gp -o json quota show
+assert_rc 0
+assert_json 'has("inherited")' true "$OUT_FILE"
+# a --tenant on the line leaves the context's project out: the tenant's own quota
+gp -o json quota show --tenant red
+assert_rc 0
+assert_json 'has("inherited")' false "$OUT_FILE"
+# --project alone on the line: in the context's tenant
+gp -o json job list --project train
+assert_rc 0
+assert_json "[.items[].id] | index(\"$CTXJOB\") != null" true "$OUT_FILE"
+gp -o json whoami
+assert_json '"\(.context.tenant) \(.context.project)"' "red train" "$OUT_FILE"
+gp whoami
+assert_file_contains "$OUT_FILE" "context: --tenant red --project train"
+# the environment overrides the file for one shell (its tenant with its project, or none)
+GPUPOOL_TENANT=blue GPUPOOL_PROJECT=x gp job list
+assert_denied 404
+GPUPOOL_TENANT=blue gp job list
+assert_rc 2
+assert_one_line_error "--tenant and --project are required"
+# a new tenant without --project drops the old tenant's project
+gp -o json context set --tenant blue
+assert_json .project null "$OUT_FILE"
+gp context clear
+assert_rc 0
+gp job list
+assert_rc 2
+assert_one_line_error "--tenant and --project are required"
+unset XDG_CONFIG_HOME
 
 stop_server
 done_testing
