@@ -139,8 +139,13 @@ int h_job_list(api_ctx *c, gp_err *err) {
         return gp_err_set(err, GP_EINVALID,
                           "state must be a job state (queued, admitted, running, succeeded, "
                           "failed, cancelled, preempted)");
-    int rc = jobs_list(c->tx, c->sc.t.id, c->sc.p.id, state, api_query(c->r, "array"), &items,
-                       err);
+    const char *match = api_query(c->r, "match");
+    if (match && !gp_name_valid(match))
+        return gp_err_set(err, GP_EINVALID,
+                          "match must be a job's name or the start of its id (1-63 lower-case "
+                          "letters, digits or '-')");
+    int rc = jobs_list(c->tx, c->sc.t.id, c->sc.p.id, state, api_query(c->r, "array"), match,
+                       &items, err);
     if (!rc) api_reply(c->r, 200, api_list(items, NULL));
     return rc;
 }

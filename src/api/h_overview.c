@@ -278,7 +278,7 @@ static int accel_view(store_tx *tx, const char *tenant_id, const char *project_i
 static int jobs_view(store_tx *tx, const char *tenant_id, const char *project_id, json_t **out,
                      gp_err *err) {
     json_t *all;
-    int rc = jobs_list(tx, tenant_id, project_id, NULL, NULL, &all, err);
+    int rc = jobs_list(tx, tenant_id, project_id, NULL, NULL, NULL, &all, err);
     if (rc) return rc;
     json_t *items = json_array();
     int64_t queued = 0, admitted = 0, running = 0;

@@ -3,6 +3,7 @@
  */
 #include "cli.h"
 
+#include "../core/gtime.h"
 #include "../core/httpc.h"
 
 #include <getopt.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int cli_error(int code, const char *fmt, ...) {
     va_list ap;
@@ -418,8 +420,47 @@ int cli_write_named(cli_ctx *ctx, const char *collection, const char *name, json
     return rc;
 }
 
+/* --watch: GET `path` every CLI_WATCH_MS and print it again each time it changed (kubectl's
+ * get -w shows the changes; a table here is short enough to show whole), until interrupted
+ * or the call fails. */
+#define CLI_WATCH_MS 2000
+
+static int watch_call(cli_ctx *ctx, const char *path, const char *const *columns) {
+    char *last = NULL;
+    for (int first = 1;; first = 0) {
+        json_t *out;
+        int rc = cli_call(ctx, "GET", path, NULL, &out);
+        if (rc) {
+            free(last);
+            return rc;
+        }
+        char *now = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+        if (!last || !now || strcmp(now, last) != 0) {
+            if (!first && !ctx->json && !ctx->csv) {
+                char ts[GT_RFC3339_LEN];
+                gt_format_us(gt_now_us(), ts, sizeof ts);
+                printf("\n-- %s\n", ts);
+            }
+            if (ctx->yaml && !first) fputs("---\n", stdout); /* one YAML document a change */
+            if (columns) cli_print_list(ctx, out, columns);
+            else cli_print_object(ctx, out);
+            fflush(stdout);
+        }
+        free(last);
+        last = now;
+        json_decref(out);
+        struct timespec ts = {CLI_WATCH_MS / 1000, (CLI_WATCH_MS % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 int cli_run_call(cli_ctx *ctx, const char *method, const char *path, json_t *body,
                  const char *const *columns) {
+    if (ctx->watch) {
+        if (strcmp(method, "GET") != 0)
+            return cli_error(CLI_USAGE, "--watch is for lists and show, not for a change");
+        return watch_call(ctx, path, columns);
+    }
     json_t *out;
     int rc = cli_call(ctx, method, path, body, &out);
     if (rc) return rc;

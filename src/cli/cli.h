@@ -28,6 +28,7 @@ typedef struct cli_ctx {
     long status;        /* HTTP status of the last cli_call() */
     int csv;            /* -o csv: lists (and reports) as CSV, objects as field,value */
     int yaml;           /* -o yaml: what -o json prints, as YAML (json is set too) */
+    int watch;          /* -w/--watch: cli_run_call() of a GET prints it again as it changes */
     const char *tenant, *project; /* the context (`gpupool context`), NULL: none */
 } cli_ctx;
 

@@ -3,6 +3,8 @@
  */
 #include "cli.h"
 
+#include "../core/jsonx.h"
+
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,11 +21,15 @@ static const char usage[] =
     "  list [--state queued|admitted|running|succeeded|failed|cancelled|preempted]\n"
     "       [--array ID]     an array's tasks\n"
     "  array show|cancel ID  a job array: its tasks by state; cancel its unfinished tasks\n"
-    "  show ID             state, reason, bindings and events\n"
-    "  explain ID          what would start it, and the smallest change that would\n"
-    "  logs ID [--follow]  its captured output (--follow: as it comes, until it ends)\n"
-    "  cancel ID\n"
-    "  priority ID PRIORITY_CLASS [--no-preempt|--preemptible]\n";
+    "  show JOB            state, reason, bindings and events\n"
+    "  explain JOB         what would start it, and the smallest change that would\n"
+    "  logs JOB [--follow] its captured output (--follow: as it comes, until it ends)\n"
+    "  cancel JOB\n"
+    "  priority JOB PRIORITY_CLASS [--no-preempt|--preemptible]\n"
+    "\n"
+    "JOB (here and in --after): the job's id, its first 4 or more characters, or its\n"
+    "name; a name several jobs share means the one of them not ended.\n"
+    "--tenant/--project: from `gpupool context` when not given.\n";
 
 typedef struct jopts {
     const char *tenant, *project, *cls, *units, *pc, *recovery, *tl, *state, *image, *stack;
@@ -100,6 +106,66 @@ static void jobs_path(strbuf *p, const jopts *o, const char *id, const char *suf
     if (suffix) sb_adds(p, suffix);
 }
 
+static int job_ended(const char *state);
+
+/* A full job id: 32 lower-case hex digits. */
+static int full_id(const char *s) {
+    size_t n = strspn(s, "0123456789abcdef");
+    return n == 32 && !s[n];
+}
+
+/*
+ * The job `arg` names in the project, into id[33]: a full id as it is; else the jobs of that
+ * name or whose id begins so (GET …/jobs?match=): one is it; of several, the one not ended
+ * if only one is (a name reused by reruns); otherwise a usage error listing them.
+ */
+static int resolve_job(cli_ctx *ctx, const jopts *o, const char *verb, const char *arg,
+                       char id[33]) {
+    if (full_id(arg)) {
+        snprintf(id, 33, "%s", arg);
+        return CLI_OK;
+    }
+    strbuf p = SB_INIT;
+    jobs_path(&p, o, NULL, "?match=");
+    cli_add_escaped(&p, arg);
+    json_t *out;
+    int rc = cli_call(ctx, "GET", p.buf, NULL, &out);
+    sb_release(&p);
+    if (rc) return rc;
+    json_t *items = json_object_get(out, "items"), *j, *live = NULL;
+    size_t i, nlive = 0, n = json_array_size(items);
+    json_array_foreach(items, i, j) if (!job_ended(json_string_value(json_object_get(j, "state")))) {
+        live = j;
+        nlive++;
+    }
+    json_t *pick = n == 1 ? json_array_get(items, 0) : nlive == 1 ? live : NULL;
+    if (pick) {
+        snprintf(id, 33, "%s", json_string_value(json_object_get(pick, "id")));
+        json_decref(out);
+        return CLI_OK;
+    }
+    if (!n) {
+        json_decref(out);
+        return cli_error(CLI_FAIL, "%s: no job named '%s' or with an id that begins so in %s/%s",
+                         verb, arg, o->tenant, o->project);
+    }
+    strbuf l = SB_INIT;
+    json_array_foreach(items, i, j) {
+        if (i == 5) {
+            sb_addf(&l, ", ...");
+            break;
+        }
+        sb_addf(&l, "%s%.12s (%s, %s)", i ? ", " : "", json_string_value(json_object_get(j, "id")),
+                json_string_value(json_object_get(j, "name")),
+                json_string_value(json_object_get(j, "state")));
+    }
+    rc = cli_error(CLI_USAGE, "%s: '%s' names %zu jobs: %s; give a longer id prefix", verb, arg, n,
+                   l.buf ? l.buf : "");
+    sb_release(&l);
+    json_decref(out);
+    return rc;
+}
+
 static int number(const char *s, const char *flag, long long *out) {
     char *end;
     *out = strtoll(s, &end, 10);
@@ -169,9 +235,22 @@ static int j_submit(cli_ctx *ctx, int argc, char **argv) {
     if (o.stack) json_object_set_new(body, "stack", json_string(o.stack));
     if (o.array) json_object_set_new(body, "array", json_string(o.array));
     if (o.nafter) {
+        /* JOB may be a name or an id's start, as everywhere a job is named */
         json_t *after = json_array();
-        for (int i = 0; i < o.nafter; i++) json_array_append_new(after, json_string(o.after[i]));
         json_object_set_new(body, "after", after);
+        for (int i = 0; i < o.nafter; i++) {
+            char job[64], id[33];
+            size_t n = strcspn(o.after[i], ":");
+            snprintf(job, sizeof job, "%.*s", (int)(n < 63 ? n : 63), o.after[i]);
+            if (!full_id(job) && gp_name_valid(job)) {
+                if ((rc = resolve_job(ctx, &o, "job submit --after", job, id))) goto out;
+                char full[64];
+                snprintf(full, sizeof full, "%s%s", id, o.after[i] + n);
+                json_array_append_new(after, json_string(full));
+            } else {
+                json_array_append_new(after, json_string(o.after[i]));
+            }
+        }
     }
     for (; optind < argc; optind++) json_array_append_new(cmd, json_string(argv[optind]));
     json_object_set(body, "command", cmd);
@@ -263,8 +342,10 @@ static int by_id(cli_ctx *ctx, int argc, char **argv, const char *verb, const ch
     int rc = parse(argc, argv, verb, &o);
     if (rc) return rc;
     if (argc - optind != nargs) return cli_error(CLI_USAGE, "%s: expected %s", verb, nargs == 1 ? "an ID" : "ID PRIORITY_CLASS");
+    char id[33];
+    if ((rc = resolve_job(ctx, &o, verb, argv[optind], id))) return rc;
     strbuf p = SB_INIT;
-    jobs_path(&p, &o, argv[optind], suffix);
+    jobs_path(&p, &o, id, suffix);
     if (nargs == 2) {
         body = json_pack("{s:s}", "priority_class", argv[optind + 1]);
         if (o.no_preempt || o.preempt)
@@ -357,15 +438,17 @@ static int j_logs(cli_ctx *ctx, int argc, char **argv) {
     if (argc - optind != 1) return cli_error(CLI_USAGE, "job logs: expected an ID");
     if (o.follow && ctx->json)
         return cli_error(CLI_USAGE, "job logs: --follow prints text, not -o json");
+    char id[33];
+    if ((rc = resolve_job(ctx, &o, "job logs", argv[optind], id))) return rc;
     if (o.follow) {
         strbuf fp = SB_INIT;
-        jobs_path(&fp, &o, argv[optind], "/logs");
+        jobs_path(&fp, &o, id, "/logs");
         rc = follow_logs(ctx, fp.buf);
         sb_release(&fp);
         return rc;
     }
     strbuf p = SB_INIT;
-    jobs_path(&p, &o, argv[optind], "/logs");
+    jobs_path(&p, &o, id, "/logs");
     json_t *out;
     rc = cli_call(ctx, "GET", p.buf, NULL, &out);
     sb_release(&p);
@@ -381,8 +464,10 @@ static int j_explain(cli_ctx *ctx, int argc, char **argv) {
     int rc = parse(argc, argv, "job explain", &o);
     if (rc) return rc;
     if (argc - optind != 1) return cli_error(CLI_USAGE, "job explain: expected an ID");
+    char id[33];
+    if ((rc = resolve_job(ctx, &o, "job explain", argv[optind], id))) return rc;
     strbuf p = SB_INIT;
-    jobs_path(&p, &o, argv[optind], "/explain");
+    jobs_path(&p, &o, id, "/explain");
     json_t *out;
     rc = cli_call(ctx, "GET", p.buf, NULL, &out);
     sb_release(&p);

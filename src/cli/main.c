@@ -176,6 +176,8 @@ static void usage(FILE *f) {
           "  --token-file F    read the token from a file\n"
           "  --ca FILE         trust these PEM CAs for an https server (env GPUPOOL_CA)\n"
           "  -o, --output FMT  table (default), json, yaml, or csv (lists and reports)\n"
+          "  -w, --watch       a list or show: print it again whenever it changes (every\n"
+          "                    2 s) until interrupted\n"
           "  --version         print the version\n"
           "  -h, --help        this help; `gpupool <command> --help` for a command\n"
           "\n"
@@ -250,6 +252,7 @@ static int hoist_globals(int argc, char **argv) {
             if (strcmp(argv[first], names[k]) == 0) takes = 1;
         first += 1 + takes;
     }
+    /* --watch (-w), a flag without a value, is lifted as it is */
     if (first >= argc) return argc;
     char **globals = calloc((size_t)argc, sizeof *globals), **rest = calloc((size_t)argc, sizeof *rest);
     if (!globals || !rest) {
@@ -261,6 +264,10 @@ static int hoist_globals(int argc, char **argv) {
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
         const char *a = argv[i];
         int match = 0; /* 1: the value is the next argument; 2: it is attached */
+        if (strcmp(a, "--watch") == 0 || strcmp(a, "-w") == 0) {
+            globals[ng++] = argv[i];
+            continue;
+        }
         for (int k = 0; names[k] && !match; k++) {
             if (agent && k == 3) continue;
             size_t n = strlen(names[k]);
@@ -296,6 +303,7 @@ int main(int argc, char **argv) {
                                        {"ca", required_argument, 0, 'C'},
                                        {"output", required_argument, 0, 'o'},
                                        {"version", no_argument, 0, 'V'},
+                                       {"watch", no_argument, 0, 'w'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     char *server = NULL, *token = NULL, *tenant = NULL, *project = NULL;
@@ -304,7 +312,8 @@ int main(int argc, char **argv) {
     int c, rc = CLI_OK;
     opterr = 0;
     argc = hoist_globals(argc, argv);
-    while ((c = getopt_long(argc, argv, "+:o:h", lo, NULL)) != -1) {
+    int watch = 0;
+    while ((c = getopt_long(argc, argv, "+:o:hw", lo, NULL)) != -1) {
         switch (c) {
         case 's': free(server); server = strdup(optarg); break;
         case 't': free(token); token = strdup(optarg); break;
@@ -317,6 +326,7 @@ int main(int argc, char **argv) {
             break;
         case 'o': output = optarg[0] == '=' ? optarg + 1 : optarg; break; /* -o=json */
         case 'C': ca = optarg; break;
+        case 'w': watch = 1; break;
         case 'V': puts("gpupool " GPUPOOL_VERSION); goto out;
         case 'h': usage(stdout); goto out;
         case ':': rc = cli_error(CLI_USAGE, "option %s needs a value", argv[optind - 1]); goto out;
@@ -374,7 +384,7 @@ int main(int argc, char **argv) {
     cli_ctx ctx = {.server = server ? server : "http://127.0.0.1:7070", .token = token,
                    .json = strcmp(output, "json") == 0 || strcmp(output, "yaml") == 0,
                    .yaml = strcmp(output, "yaml") == 0, .csv = strcmp(output, "csv") == 0,
-                   .tenant = tenant, .project = project};
+                   .tenant = tenant, .project = project, .watch = watch};
     int first = optind;
     const char *noun = argv[first];
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {

@@ -235,16 +235,20 @@ int jobs_get(store_tx *tx, const char *id, json_t **out, char project_id[RND_ID_
 }
 
 int jobs_list(store_tx *tx, const char *tenant_id, const char *project_id, const char *state,
-              const char *array, json_t **items, gp_err *err) {
+              const char *array, const char *match, json_t **items, gp_err *err) {
     store_stmt *s;
+    /* match: the jobs named so, and those whose id begins so (4 characters at least) */
+    int64_t mlen = match ? (int64_t)strlen(match) : 0;
     int rc = store_query(tx, &s, err,
                          "SELECT " JOB_COLS " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
                          " JOIN projects p ON p.id = j.project_id WHERE j.tenant_id = ?"
                          " AND (? IS NULL OR j.project_id = ?) AND (? IS NULL OR j.state = ?)"
                          " AND (? IS NULL OR j.array_id = ?)"
+                         " AND (? IS NULL OR j.name = ?"
+                         " OR (? >= 4 AND substr(j.id, 1, CAST(? AS INTEGER)) = ?))"
                          " ORDER BY j.created_at DESC, j.array_index, j.id LIMIT 1000",
-                         "sssssss", tenant_id, project_id, project_id, state, state, array,
-                         array);
+                         "sssssssssiis", tenant_id, project_id, project_id, state, state, array,
+                         array, match, match, mlen, mlen, match);
     if (rc) return rc;
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0) json_array_append_new(arr, job_json(s));
@@ -311,21 +315,15 @@ int jobs_opted_out(store_tx *tx, const char *id, int *opted_out, gp_err *err) {
 
 /* ---- bindings ---- */
 
-int bind_list(store_tx *tx, const char *gpu, const char *job, const char *tenant_id,
-              int64_t at, json_t **items, gp_err *err) {
-    store_stmt *s;
-    int rc = store_query(tx, &s, err,
-                         "SELECT b.id, b.job_id, b.unit, b.gpu_uuid, b.slice_uuid, b.node, b.model,"
-                         " b.form, b.weight_milli, b.tenant, b.project, b.start_us,"
-                         " COALESCE(b.end_us, 0), COALESCE(b.end_reason, ''), j.name, b.vendor"
-                         " FROM bindings b JOIN jobs j ON j.id = b.job_id"
-                         " WHERE (? IS NULL OR b.gpu_uuid = ? OR b.slice_uuid = ?)"
-                         " AND (? IS NULL OR b.job_id = ?) AND (? IS NULL OR b.tenant_id = ?)"
-                         " AND (? = 0 OR (b.start_us <= ? AND (b.end_us IS NULL OR b.end_us > ?)))"
-                         " ORDER BY b.start_us DESC, b.unit, b.id LIMIT 5000",
-                         "sssssssiii", gpu, gpu, gpu, job, job, tenant_id, tenant_id, at, at, at);
-    if (rc) return rc;
+/* The bindings a query of BIND_COLS read, as the API shows them. */
+#define BIND_COLS                                                                                \
+    "b.id, b.job_id, b.unit, b.gpu_uuid, b.slice_uuid, b.node, b.model, b.form, b.weight_milli,"  \
+    " b.tenant, b.project, b.start_us, COALESCE(b.end_us, 0), COALESCE(b.end_reason, ''),"       \
+    " j.name, b.vendor"
+
+static int bind_rows(store_stmt *s, json_t **items, gp_err *err) {
     json_t *arr = json_array();
+    int rc;
     while ((rc = store_step(s, err)) > 0) {
         json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:s,s:s,s:s,s:s,s:f,s:s,s:s,s:o,s:o}", "id",
                               store_text(s, 0), "job", store_text(s, 1), "job_name",
@@ -348,6 +346,20 @@ int bind_list(store_tx *tx, const char *gpu, const char *job, const char *tenant
     }
     *items = arr;
     return GP_OK;
+}
+
+int bind_list(store_tx *tx, const char *gpu, const char *job, const char *tenant_id,
+              int64_t at, json_t **items, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT " BIND_COLS " FROM bindings b JOIN jobs j ON j.id = b.job_id"
+                         " WHERE (? IS NULL OR b.gpu_uuid = ? OR b.slice_uuid = ?)"
+                         " AND (? IS NULL OR b.job_id = ?) AND (? IS NULL OR b.tenant_id = ?)"
+                         " AND (? = 0 OR (b.start_us <= ? AND (b.end_us IS NULL OR b.end_us > ?)))"
+                         " ORDER BY b.start_us DESC, b.unit, b.id LIMIT 5000",
+                         "sssssssiii", gpu, gpu, gpu, job, job, tenant_id, tenant_id, at, at, at);
+    if (rc) return rc;
+    return bind_rows(s, items, err);
 }
 
 int64_t jobs__month_start(int64_t now, char month[16]) {
@@ -473,32 +485,14 @@ int jobs_release_binding(store_tx *tx, const char *binding_id, const char *why, 
 
 int bind_list_node(store_tx *tx, const char *node, int64_t at, json_t **items, gp_err *err) {
     store_stmt *s;
+    /* the same fields as bind_list (a binding is a binding, whichever view lists it) */
     int rc = store_query(tx, &s, err,
-                         "SELECT b.id, b.job_id, j.name, b.unit, b.gpu_uuid, b.form, b.tenant,"
-                         " b.project, b.start_us, COALESCE(b.end_us, 0), COALESCE(b.end_reason, '')"
-                         " FROM bindings b JOIN jobs j ON j.id = b.job_id WHERE b.node = ?"
-                         " AND (? = 0 OR (b.start_us <= ? AND (b.end_us IS NULL OR b.end_us > ?)))"
+                         "SELECT " BIND_COLS " FROM bindings b JOIN jobs j ON j.id = b.job_id"
+                         " WHERE b.node = ? AND (? = 0 OR (b.start_us <= ? AND (b.end_us IS NULL OR b.end_us > ?)))"
                          " ORDER BY b.tenant, b.project, b.job_id, b.unit LIMIT 5000",
                          "siii", node, at, at, at);
     if (rc) return rc;
-    json_t *arr = json_array();
-    while ((rc = store_step(s, err)) > 0) {
-        json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:s,s:s,s:s,s:s,s:o,s:o}", "id", store_text(s, 0),
-                              "job", store_text(s, 1), "job_name", store_text(s, 2), "unit",
-                              (json_int_t)store_int(s, 3), "gpu", store_text(s, 4), "form",
-                              store_text(s, 5), "tenant", store_text(s, 6), "project",
-                              store_text(s, 7), "start", jx_time(store_int(s, 8)), "end",
-                              jx_time(store_int(s, 9)));
-        if (store_text(s, 10)[0]) json_object_set_new(o, "end_reason", json_string(store_text(s, 10)));
-        json_array_append_new(arr, o);
-    }
-    store_done(s);
-    if (rc < 0) {
-        json_decref(arr);
-        return rc;
-    }
-    *items = arr;
-    return GP_OK;
+    return bind_rows(s, items, err);
 }
 
 /* ---- workloads on the nodes ---- */

@@ -73,10 +73,11 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
 int jobs_get(store_tx *tx, const char *id, json_t **out, char project_id[RND_ID_LEN],
              char submitter[64], gp_err *err);
 
-/* Jobs of a project (or a whole tenant when project_id is NULL); `state` and `array` (an
- * array's id: its tasks) filter when not NULL. */
+/* Jobs of a project (or a whole tenant when project_id is NULL); `state`, `array` (an
+ * array's id: its tasks) and `match` (a job's name, or the first 4 or more characters of its
+ * id) filter when not NULL. */
 int jobs_list(store_tx *tx, const char *tenant_id, const char *project_id, const char *state,
-              const char *array, json_t **items, gp_err *err);
+              const char *array, const char *match, json_t **items, gp_err *err);
 
 /* Cancel: end its bindings (cancelled) and mark it cancelled. GP_ECONFLICT when already ended. */
 int jobs_cancel(store_tx *tx, const char *id, const char *actor, gp_err *err);

@@ -70,9 +70,10 @@ assert_file_contains "$ERR_FILE" "--bogus"
 assert_usage_error tenant create --bogus x
 assert_file_contains "$ERR_FILE" "--bogus"
 assert_usage_error tenant list --bogus
-assert_usage_error -o yaml tenant list
-assert_file_contains "$ERR_FILE" "yaml"
-assert_usage_error --output=yaml tenant list
+assert_usage_error -o xml tenant list
+assert_file_contains "$ERR_FILE" "xml"
+assert_usage_error --output=xml tenant list
+assert_usage_error -o=xml tenant list
 assert_usage_error --server
 assert_usage_error --token
 assert_usage_error tenant create

@@ -236,6 +236,58 @@ gp job list --zzz
 assert_rc 2
 assert_file_lacks "$ERR_FILE" "did you mean"
 
+note "a job by its name or a unique id prefix"
+gp -o json job show "${SLOW:0:8}" "${J[@]}"
+assert_rc 0
+assert_json .id "$SLOW" "$OUT_FILE"
+gp -o json job show slow "${J[@]}"
+assert_rc 0
+assert_json .id "$SLOW" "$OUT_FILE"
+gp -o json job submit twin --class a100.1x "${J[@]}" -- "$BIN/wlsleep" 30
+TWIN1=$(jout .id)
+gp -o json job cancel twin "${J[@]}"
+assert_rc 0
+assert_json .id "$TWIN1" "$OUT_FILE"
+gp -o json job submit twin --class a100.1x "${J[@]}" -- "$BIN/wlsleep" 30
+TWIN2=$(jout .id)
+# two named so: the one not ended is meant
+gp -o json job show twin "${J[@]}"
+assert_json .id "$TWIN2" "$OUT_FILE"
+gp job cancel twin "${J[@]}"
+assert_rc 0
+gp job show twin "${J[@]}"
+assert_rc 2
+assert_one_line_error "'twin' names 2 jobs"
+gp job show nosuchjob "${J[@]}"
+assert_rc 1
+assert_one_line_error "no job named 'nosuchjob'"
+gp -o json job submit after-slow --class a100.1x --after slow:ok "${J[@]}" -- true
+assert_rc 0
+assert_json '.after[0].job' "$SLOW" "$OUT_FILE"
+api GET "/api/v1/tenants/red/projects/train/jobs?match=NO_SUCH%25"
+assert_status 400
+
+note "--watch: a list printed again as it changes"
+timeout 7 "$GPUPOOL_BIN" --server "$URL" --token "$TOKEN" -o json job list "${J[@]}" --watch \
+    >"$E2E_TMP/watch.json" 2>"$E2E_TMP/watch.err" </dev/null &
+WATCH=$!
+seen_watch() { [ -s "$E2E_TMP/watch.json" ]; }
+poll 5 seen_watch || fail "--watch printed nothing"
+gp -o json job submit watched --class a100.1x "${J[@]}" -- true
+assert_rc 0
+WATCHED=$(jout .id)
+wait "$WATCH"
+assert_eq "$?" 124 "--watch runs until stopped"
+[ "$(jq -s length "$E2E_TMP/watch.json")" -ge 2 ] || fail "--watch printed one document for a change"
+_pass
+assert_eq "$(jq -s "[.[0].items[].id] | index(\"$WATCHED\")" "$E2E_TMP/watch.json")" null \
+    "the first document is from before the submit"
+assert_eq "$(jq -s "[.[-1].items[].id] | index(\"$WATCHED\") != null" "$E2E_TMP/watch.json")" true \
+    "the last one has the new job"
+gp -w job cancel "$WATCHED" "${J[@]}"
+assert_rc 2
+assert_one_line_error "--watch is for lists and show"
+
 note "the context: default --tenant and --project"
 export XDG_CONFIG_HOME=$E2E_TMP/xdg
 gp context show

@@ -158,7 +158,7 @@ note "help and usage errors"
 run_cli job --help
 assert_rc 0
 assert_file_contains "$OUT_FILE" "usage: gpupool job"
-assert_file_contains "$OUT_FILE" "explain ID"
+assert_file_contains "$OUT_FILE" "explain JOB"
 for nv in "job submit" "job explain" "quota set" "priority create" "binding list"; do
     # shellcheck disable=SC2086  # split "noun verb" on purpose
     run_cli $nv --help
@@ -286,6 +286,14 @@ assert_json '.items | length' 0 "$OUT_FILE"
 gp -o json binding list --gpu "$R1_GPU" --at "$(date -u -d '+1 second' +%Y-%m-%dT%H:%M:%SZ)"
 assert_rc 0
 assert_json '[.items[].job] | join(",")' "$R1" "$OUT_FILE"
+# the node's incident view lists the same fields: its node and share too (issue 42, item 7)
+gp -o json binding list --node a
+assert_rc 0
+assert_json "[.items[] | select(.job == \"$R1\")][0] | \"\(.node) \(.share) \(.gpu) \(.model)\"" \
+    "a 1 $R1_GPU A100-80GB" "$OUT_FILE"
+gp binding list --node a
+assert_rc 0
+assert_eq "$(awk -v j=r1 '$1 == j {print $4, $6}' "$OUT_FILE")" "a 1" "NODE and SHARE in the table"
 gp binding list --at yesterday
 assert_denied 400
 gp binding list --job "$R1"
