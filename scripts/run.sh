@@ -17,11 +17,14 @@ cmake --build build -j"$(nproc)"
 bin=$PWD/build/gpupool
 mkdir -p var
 rm -f var/server.url
-"$bin" server --data ./var "$@" &
+# the server's log (every request, a line each) goes to var/server.log, so that the banner
+# below stays the last thing on the screen; `tail -f var/server.log` follows it
+"$bin" server --data ./var "$@" 2>>var/server.log &
 server=$!
 trap 'kill $server ${agent:-} 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
 for _ in $(seq 1 100); do [ -s var/server.url ] && break; sleep 0.1; done
-[ -s var/server.url ] || { echo "run.sh: the server did not start" >&2; exit 1; }
+[ -s var/server.url ] || { echo "run.sh: the server did not start; var/server.log ends:" >&2
+                           tail -n 20 var/server.log >&2; exit 1; }
 export GPUPOOL_SERVER=$(cat var/server.url)
 
 # A service account for the simulated fleet: an ops-engineer that only makes join tokens.
@@ -43,7 +46,7 @@ agent=$!
 
 echo
 echo "gpupool is running at $GPUPOOL_SERVER with a simulated fleet (examples/inventory.json)."
-echo "Admin token file: $PWD/var/admin.token   (agent log: var/agent.log)"
+echo "Admin token file: $PWD/var/admin.token   (logs: var/server.log, var/agent.log)"
 echo "Try:  export GPUPOOL_SERVER=$GPUPOOL_SERVER GPUPOOL_TOKEN_FILE=$PWD/var/admin.token"
 echo "      build/gpupool whoami; build/gpupool tenant list"
 echo "Ctrl-C stops it."

@@ -451,19 +451,34 @@ async function viewJobs(body) {
 
 // ---------------------------------------------------------------- usage charts
 
+// The smallest of 1, 2, 2.5, 5 times a power of ten that is at least x (> 0).
+function niceStep(x) {
+  const p = Math.pow(10, Math.floor(Math.log10(x)));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= x * (1 - 1e-9)) return m * p;
+  return 10 * p;
+}
+
+// An axis label for a multiple of `step`: as many decimals as the step needs, no float noise.
+function tick(v, step) {
+  const dec = Math.max(0, -Math.floor(Math.log10(step)) + (String(step / Math.pow(10, Math.floor(Math.log10(step)))).includes('.') ? 1 : 0));
+  return v.toFixed(Math.min(dec, 8));
+}
+
 // A stacked bar chart of `series` ({key: {day: value}}) over `days`, drawn as SVG.
 function barChart(id, title, unit, days, series) {
   const keys = Object.keys(series).sort();
   const W = 760, H = 240, L = 56, B = 28, T = 10, R = 10;
   const totals = days.map((d) => keys.reduce((s, k) => s + (series[k][d] || 0), 0));
-  const max = Math.max(...totals, 0) || 1;
+  // the axis's top: four round steps (1, 2, 2.5 or 5 times a power of ten) above the tallest bar
+  const step = niceStep((Math.max(...totals, 0) || 1) / 4);
+  const max = step * 4;
   const bw = (W - L - R) / Math.max(days.length, 1);
   const svg = h('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-labelledby': id + '-t', id });
   svg.appendChild(h('title', { id: id + '-t' }, title));
   for (let i = 0; i <= 4; i++) {
     const y = T + ((H - T - B) * i) / 4;
     svg.appendChild(h('line', { x1: L, x2: W - R, y1: y, y2: y, class: 'gridline' }));
-    svg.appendChild(h('text', { x: L - 6, y: y + 3, 'text-anchor': 'end', class: 'axis' }, fmt((max * (4 - i)) / 4, max < 1 ? 4 : 2)));
+    svg.appendChild(h('text', { x: L - 6, y: y + 3, 'text-anchor': 'end', class: 'axis' }, tick(step * (4 - i), step)));
   }
   days.forEach((d, i) => {
     let y = H - B;

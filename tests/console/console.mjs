@@ -61,6 +61,12 @@ async function open(who) {
     if (!r.url().startsWith(cfg.url + '/') && !r.url().startsWith('data:'))
       problems.push(`${who}: request leaves the server: ${r.url()}`);
   });
+  // nothing the page asks for by itself is missing (a favicon, an asset); API 403/404s are
+  // the tests' own probes
+  page.on('response', (r) => {
+    if (r.status() === 404 && !r.url().includes('/api/'))
+      problems.push(`${who}: ${r.url()} answered 404`);
+  });
   return { ctx, page, problems };
 }
 function clean(s, where) {
@@ -186,6 +192,14 @@ async function labelled(page, where) {
   await view(page, 'usage');
   for (const id of ['chart-ch-project', 'chart-tok-project', 'chart-ch-model', 'chart-tok-model'])
     check(await page.locator('#' + id).count() === 1, `chart ${id} is drawn`);
+  // the axis's ticks are round numbers in even steps (1, 2, 2.5 or 5 times a power of ten)
+  for (const id of ['chart-ch-project', 'chart-tok-project']) {
+    const ticks = (await page.locator(`#${id} text.axis[text-anchor="end"]`).allTextContents()).map(Number);
+    const step = ticks[0] - ticks[1];
+    const mant = step / Math.pow(10, Math.floor(Math.log10(step)));
+    check(ticks.length === 5 && ticks[4] === 0 && ticks.every((t, i) => Math.abs(t - step * (4 - i)) < step * 1e-6) &&
+          [1, 2, 2.5, 5].some((m) => Math.abs(mant - m) < 1e-6), `chart ${id}: round ticks (${ticks.join(', ')})`);
+  }
   const chTitles = await page.locator('#chart-ch-project rect title').allTextContents();
   check(chTitles.some((t) => t.includes(cfg.a.project)), `daily card-hours show ${cfg.a.project}: ${chTitles.join('|')}`);
   const tokTitles = await page.locator('#chart-tok-model rect title').allTextContents();

@@ -137,7 +137,10 @@ for want in "-rwxr-xr-x root/root ./usr/bin/gpupool" \
     "-rw-r--r-- root/root ./etc/gpupool/agent.conf" \
     "-rw-r--r-- root/root ./usr/share/bash-completion/completions/gpupool" \
     "-rw-r--r-- root/root ./usr/share/doc/gpupool/operations.md" \
-    "-rw-r--r-- root/root ./usr/share/doc/gpupool/README.md"; do
+    "-rw-r--r-- root/root ./usr/share/doc/gpupool/README.md" \
+    "-rw-r--r-- root/root ./usr/share/doc/gpupool/copyright" \
+    "-rw-r--r-- root/root ./usr/share/doc/gpupool/changelog.gz" \
+    "-rw-r--r-- root/root ./usr/share/man/man1/gpupool.1.gz"; do
     assert_file_contains "$E2E_TMP/files" "$want"
 done
 assert_file_lacks "$E2E_TMP/files" "gpupool-bench"
@@ -154,6 +157,32 @@ cmp -s "$ROOT/usr/share/bash-completion/completions/gpupool" <("$PBIN" completio
 _pass
 assert_eq "$(bash -c ". '$ROOT/usr/share/bash-completion/completions/gpupool' && complete -p gpupool" 2>&1)" \
     "complete -F _gpupool gpupool" "bash completion loads"
+
+note "licence, changelog and manual page (issue 42, item 6)"
+DOC=$ROOT/usr/share/doc/gpupool
+assert_file_contains "$DOC/copyright" "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
+assert_file_contains "$DOC/copyright" "License: Apache-2.0"
+assert_file_contains "$DOC/copyright" "/usr/share/common-licenses/Apache-2.0"
+cmp -s "$(dirname "$0")/../../LICENSE" /usr/share/common-licenses/Apache-2.0 ||
+    fail "LICENSE is not the Apache License 2.0 the copyright file names"
+_pass
+assert_match "$(zcat "$DOC/changelog.gz" | head -n 1)" "^gpupool \\($VERSION\\) unstable; urgency=" \
+    "the changelog's newest entry is this version"
+if command -v dpkg-parsechangelog >/dev/null; then
+    zcat "$DOC/changelog.gz" >"$E2E_TMP/changelog"
+    assert_eq "$(dpkg-parsechangelog -l "$E2E_TMP/changelog" -S Version)" "$VERSION" "dpkg reads the changelog"
+fi
+MAN=$ROOT/usr/share/man/man1/gpupool.1.gz
+zcat "$MAN" | groff -man -Tutf8 -ww >"$E2E_TMP/man.txt" 2>"$E2E_TMP/man.err" || fail "groff failed"
+assert_eq "$(wc -c <"$E2E_TMP/man.err")" 0 "the manual page renders without a warning ($(head -c 300 "$E2E_TMP/man.err"))"
+# every command of the binary's table has its section, with its own help
+for c in $("$PBIN" --help | sed -n '/^commands:/,/^$/p' | awk 'NR > 1 && NF {print $1}'); do
+    zcat "$MAN" | grep -qx ".SS $c" || fail "the manual page has no section for '$c'"
+done
+_pass
+zcat "$MAN" >"$E2E_TMP/man.1"
+assert_file_contains "$E2E_TMP/man.1" "set [--tenant T] [--project P]"
+assert_match "$(dpkg-deb -f "$DEB" Recommends)" "poppler-utils" "PDF text extraction is declared"
 
 # ---------------------------------------------------------------- the units
 UNITS=$ROOT/usr/lib/systemd/system
