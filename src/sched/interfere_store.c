@@ -128,7 +128,7 @@ static int act(store_tx *tx, const char *node, const char *gpu, const health_pol
                                     : "a job takes more than its compute share while others starve",
              f->nvictims, stop ? "; the offending job was stopped" : "");
     char subject[RND_ID_LEN + 32];
-    snprintf(subject, sizeof subject, "job:%s:%s", o->job, kind);
+    snprintf(subject, sizeof subject, "job:%.32s:%.10s", o->job, kind);
     int rc = inv_alarm_raise(tx, "warning", "interference", node, gpu, subject, msg, tenants,
                              detail, err);
     json_decref(tenants);
@@ -166,7 +166,7 @@ static int resolve_ended(store_tx *tx, const char *node, const char *gpu, const 
         int ongoing = 0;
         for (int x = 0; x < nf && !ongoing; x++) {
             char cur[RND_ID_LEN + 32];
-            snprintf(cur, sizeof cur, "job:%s:%s", h[f[x].offender].job,
+            snprintf(cur, sizeof cur, "job:%.32s:%s", h[f[x].offender].job,
                      f[x].kind == INTF_MEMORY ? "memory" : "contention");
             ongoing = strcmp(cur, subj) == 0;
         }
