@@ -509,6 +509,12 @@ int h_prio_delete(api_ctx *c, gp_err *err);
 /* GET|PUT /api/v1/scheduler-policy: the reclaim cap and its window (share.h) */
 int h_sched_policy_get(api_ctx *c, gp_err *err);
 int h_sched_policy_put(api_ctx *c, gp_err *err);
+/* advance reservations and maintenance windows (h_reservation.c) */
+int h_reservation_list(api_ctx *c, gp_err *err);
+int h_reservation_create(api_ctx *c, gp_err *err);
+int h_reservation_get(api_ctx *c, gp_err *err);
+int h_reservation_update(api_ctx *c, gp_err *err);
+int h_reservation_delete(api_ctx *c, gp_err *err);
 int h_binding_list(api_ctx *c, gp_err *err);
 int h_binding_release(api_ctx *c, gp_err *err);
 /* model services, endpoints, apps, API keys, usage records (h_model.c) */

@@ -401,6 +401,20 @@ const api_route api_routes[] = {
              SC_SIGNED_IN, API_ACT_NONE, API_TX_READ),
     DECLARED("PUT", "/api/v1/scheduler-policy", h_sched_policy_put, "scheduler_policy.change",
              ROUTE_MUTATES | ROUTE_BODY, SC_GLOBAL, ACT_PRIORITY_MANAGE, API_TX_WRITE),
+    /* advance reservations and maintenance windows (h_reservation.c): the handler decides
+     * who sees which (a tenant's, its members and the platform roles; maintenance, who reads
+     * the inventory) and who changes them (reservation.manage for a tenant's,
+     * maintenance.manage for maintenance), from the reservation's holder */
+    DECLARED("GET", "/api/v1/reservations", h_reservation_list, "reservation.list", 0,
+             SC_SIGNED_IN, API_ACT_NONE, API_TX_READ),
+    DECLARED("POST", "/api/v1/reservations", h_reservation_create, "reservation.create",
+             ROUTE_MUTATES | ROUTE_BODY, SC_SIGNED_IN, API_ACT_NONE, API_TX_WRITE),
+    DECLARED("GET", "/api/v1/reservations/{name}", h_reservation_get, "reservation.get", 0,
+             SC_SIGNED_IN, API_ACT_NONE, API_TX_READ),
+    DECLARED("PATCH", "/api/v1/reservations/{name}", h_reservation_update, "reservation.update",
+             ROUTE_MUTATES | ROUTE_BODY, SC_SIGNED_IN, API_ACT_NONE, API_TX_WRITE),
+    DECLARED("DELETE", "/api/v1/reservations/{name}", h_reservation_delete, "reservation.delete",
+             ROUTE_MUTATES, SC_SIGNED_IN, API_ACT_NONE, API_TX_WRITE),
     /* ops and admins see all bindings; a tenant's readers name theirs (?tenant=) */
     DECLARED("GET", "/api/v1/bindings", h_binding_list, "binding.list", 0, SC_SIGNED_IN,
              API_ACT_NONE, API_TX_READ),

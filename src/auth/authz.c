@@ -82,6 +82,8 @@ static const struct {
     [ACT_KB_OPS_READ] = {"kb.ops_read",
                          R(ROLE_PLATFORM_ADMIN) | R(ROLE_SECURITY_ADMIN) | R(ROLE_OPS_ENGINEER)},
     [ACT_KB_OPS_WRITE] = {"kb.ops_write", R(ROLE_OPS_ENGINEER)},
+    [ACT_RESERVATION_MANAGE] = {"reservation.manage", R(ROLE_PLATFORM_ADMIN)},
+    [ACT_MAINTENANCE_MANAGE] = {"maintenance.manage", R(ROLE_PLATFORM_ADMIN) | R(ROLE_OPS_ENGINEER)},
 };
 
 /* Which roles each role may grant or revoke (escalation prevention). */

@@ -80,6 +80,8 @@ typedef enum authz_action {
     ACT_KB_MANAGE,         /* create, change, delete those KBs; bind applications to them */
     ACT_KB_OPS_READ,       /* ops KBs (vendors: those naming their work orders, in h_kb.c) */
     ACT_KB_OPS_WRITE,      /* create, change, delete ops KBs and their documents */
+    ACT_RESERVATION_MANAGE, /* reserve GPUs for a tenant or project (advance reservations) */
+    ACT_MAINTENANCE_MANAGE, /* maintenance windows: reservations for nobody, which drain nodes */
     ACT__COUNT
 } authz_action;
 

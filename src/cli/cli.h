@@ -203,6 +203,7 @@ int cli_cmd_pool(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_workorder(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_alarm(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_job(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_reservation(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_binding(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_quota(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_priority(cli_ctx *ctx, int argc, char **argv);

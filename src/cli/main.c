@@ -73,6 +73,7 @@ static const struct {
     {"workorder", cli_cmd_workorder, NEEDS_CLIENT | HAS_VERBS, "operations tickets on nodes and GPUs"},
     {"alarm", cli_cmd_alarm, NEEDS_CLIENT | HAS_VERBS, "alarms and the health policy"},
     {"job", cli_cmd_job, NEEDS_CLIENT | HAS_VERBS, "submit, list, show, explain, cancel, re-prioritise jobs"},
+    {"reservation", cli_cmd_reservation, NEEDS_CLIENT | HAS_VERBS, "advance reservations and maintenance windows"},
     {"binding", cli_cmd_binding, NEEDS_CLIENT | HAS_VERBS, "which job held which GPU, and when"},
     {"quota", cli_cmd_quota, NEEDS_CLIENT | HAS_VERBS, "tenant and project ceilings"},
     {"priority", cli_cmd_priority, NEEDS_CLIENT | HAS_VERBS, "priority classes and who may use them"},

@@ -117,3 +117,140 @@ int64_t rsv_unused_card_s(const rsv *r, int cards, const rsv_use_span *used, int
     }
     return (int64_t)(idle / 1000000.0L);
 }
+
+/* ---- recurrence ---- */
+
+#define DAY_US (86400LL * 1000000)
+
+/* The spacing of candidate occurrences (weekdays: a day, filtered), 0 for a one-off. */
+static int64_t period_of(const rsv_rule *r) {
+    switch (r->kind) {
+    case RSV_DAILY: return DAY_US;
+    case RSV_WEEKLY: return 7 * DAY_US;
+    case RSV_WEEKDAYS: return DAY_US;
+    case RSV_EVERY: return r->every_s > 0 ? r->every_s * 1000000 : 0;
+    default: return 0;
+    }
+}
+
+/* floor(a / b) for b > 0 */
+static int64_t floordiv(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0)) ? q - 1 : q;
+}
+
+int rsv_weekday(int64_t us) {
+    /* 1970-01-01 was a Thursday (3, counting Monday as 0) */
+    int64_t days = floordiv(us, DAY_US);
+    int64_t w = (days + 3) % 7;
+    return (int)(w < 0 ? w + 7 : w);
+}
+
+const char *rsv_rule_check(const rsv_rule *r) {
+    if (r->t2_us <= r->t1_us) return "the window must end after it starts";
+    if (r->kind == RSV_ONCE) return NULL;
+    if (r->kind < RSV_ONCE || r->kind > RSV_EVERY) return "unknown recurrence";
+    if (r->until_us <= r->t1_us) return "a recurring reservation needs a horizon (until) after its start";
+    if (r->kind == RSV_WEEKDAYS && (r->weekdays & 0x7f) == 0) return "name at least one weekday";
+    if (r->kind == RSV_EVERY && (r->every_s < 1 || r->every_s > 366LL * 86400))
+        return "every_seconds must be 1 .. 31622400";
+    if (r->t2_us - r->t1_us > period_of(r))
+        return "the window is longer than its period: occurrences would overlap";
+    return NULL;
+}
+
+/* Is candidate i (start t1 + i x period) an occurrence (its weekday named, before the horizon)? */
+static int cand_ok(const rsv_rule *r, int64_t start) {
+    if (r->kind == RSV_ONCE) return start == r->t1_us;
+    if (start >= r->until_us) return 0;
+    return r->kind != RSV_WEEKDAYS || (r->weekdays >> rsv_weekday(start) & 1u);
+}
+
+int rsv_occurrences(const rsv_rule *r, int64_t from, int64_t to, rsv_span *out, int max) {
+    int64_t dur = r->t2_us - r->t1_us, p = period_of(r);
+    if (dur <= 0) return 0;
+    if (r->kind == RSV_ONCE || p <= 0) {
+        if (r->t2_us > from && r->t1_us < to) {
+            if (max > 0 && out) out[0] = (rsv_span){r->t1_us, r->t2_us};
+            return 1;
+        }
+        return 0;
+    }
+    /* the first candidate that ends after `from` */
+    int64_t i = from < r->t1_us + dur ? 0 : floordiv(from - r->t1_us - dur, p) + 1;
+    int n = 0;
+    for (;; i++) {
+        if (i > (INT64_MAX - r->t1_us) / p) break;
+        int64_t start = r->t1_us + i * p;
+        if (start >= to || start >= r->until_us) break;
+        if (!cand_ok(r, start)) continue;
+        if (n < max && out) out[n] = (rsv_span){start, start + dur};
+        if (++n > max) break;
+    }
+    return n;
+}
+
+int rsv_current(const rsv_rule *r, int64_t at, rsv_span *out) {
+    return rsv_occurrences(r, at, INT64_MAX, out, 1) > 0;
+}
+
+int rsv_occurrence_at(const rsv_rule *r, int64_t at, rsv_span *out) {
+    rsv_span s;
+    if (!rsv_current(r, at, &s) || s.t1_us > at) return 0;
+    *out = s;
+    return 1;
+}
+
+int rsv_last(const rsv_rule *r, int64_t at, rsv_span *out) {
+    int64_t dur = r->t2_us - r->t1_us, p = period_of(r);
+    if (dur <= 0 || at < r->t1_us) return 0;
+    if (r->kind == RSV_ONCE || p <= 0) {
+        *out = (rsv_span){r->t1_us, r->t2_us};
+        return 1;
+    }
+    int64_t limit = at < r->until_us - 1 ? at : r->until_us - 1;
+    if (limit < r->t1_us) return 0;
+    /* candidates from the one at `limit` down: a weekday is named within a week */
+    for (int64_t i = floordiv(limit - r->t1_us, p), k = 0; i >= 0 && k < 8; i--, k++) {
+        int64_t start = r->t1_us + i * p;
+        if (cand_ok(r, start)) {
+            *out = (rsv_span){start, start + dur};
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void rsv_fmt_time(int64_t us, char *buf, unsigned long n) {
+    /* days since the epoch to a civil date (Howard Hinnant's algorithm): no time zone, no libc */
+    int64_t secs = floordiv(us, 1000000), days = floordiv(secs, 86400), sod = secs - days * 86400;
+    int64_t z = days + 719468, era = floordiv(z, 146097), doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t y = yoe + era * 400, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1;
+    int64_t m = mp < 10 ? mp + 3 : mp - 9;
+    if (m <= 2) y++;
+    if (!buf || n < 1) return;
+    char tmp[48];
+    int len = 0;
+    /* (no snprintf: stays free of locale and of stdio) */
+    int64_t parts[6] = {y, m, d, sod / 3600, sod / 60 % 60, sod % 60};
+    static const char seps[6] = {'-', '-', 'T', ':', ':', 'Z'};
+    for (int i = 0; i < 6; i++) {
+        int64_t v = parts[i] < 0 ? 0 : parts[i];
+        int width = i == 0 ? 4 : 2;
+        char dig[20];
+        int nd = 0;
+        do {
+            dig[nd++] = (char)('0' + v % 10);
+            v /= 10;
+        } while (v && nd < 19);
+        while (nd < width) dig[nd++] = '0';
+        while (nd) tmp[len++] = dig[--nd];
+        tmp[len++] = seps[i];
+    }
+    tmp[len] = '\0';
+    unsigned long k = 0;
+    for (; k + 1 < n && tmp[k]; k++) buf[k] = tmp[k];
+    buf[k] = '\0';
+}

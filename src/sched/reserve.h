@@ -109,4 +109,53 @@ typedef struct rsv_use_span {
 int64_t rsv_unused_card_s(const rsv *r, int cards, const rsv_use_span *used, int nused,
                           int64_t from_us, int64_t to_us);
 
+/* ---- recurrence (pure): a reservation's occurrences ----
+ *
+ * A reservation is one window [T1, T2), or a window that repeats, up to a
+ * horizon: every day, every week, on given weekdays (UTC) at T1's time of
+ * day, or every N seconds.  An occurrence is the first window moved by a
+ * whole number of periods (weekdays: of days, on the days named), starting
+ * before the horizon `until`.  Occurrences never overlap: the window is at
+ * most one period long (rsv_rule_check).
+ */
+enum { RSV_ONCE = 0, RSV_DAILY = 1, RSV_WEEKLY = 2, RSV_WEEKDAYS = 3, RSV_EVERY = 4 };
+
+typedef struct rsv_rule {
+    int64_t t1_us, t2_us; /* the first occurrence */
+    int kind;             /* RSV_ONCE .. RSV_EVERY */
+    unsigned weekdays;    /* RSV_WEEKDAYS: bit d for weekday d, 0 = Monday .. 6 = Sunday (UTC) */
+    int64_t every_s;      /* RSV_EVERY: the period, seconds */
+    int64_t until_us;     /* recurring: occurrences start before it */
+} rsv_rule;
+
+typedef struct rsv_span {
+    int64_t t1_us, t2_us;
+} rsv_span;
+
+/* NULL when the rule is sound, else why not (a static string). */
+const char *rsv_rule_check(const rsv_rule *r);
+
+/* The weekday of a time (UTC): 0 = Monday .. 6 = Sunday. */
+int rsv_weekday(int64_t us);
+
+/*
+ * The occurrences that end after `from_us` and start before `to_us`, in time
+ * order: the first `max` of them written to out[] (out may be NULL with max
+ * 0).  Returns how many there are in all (at most `max` + 1 are looked for
+ * past `max`: a caller learns "more" without walking a long horizon).
+ */
+int rsv_occurrences(const rsv_rule *r, int64_t from_us, int64_t to_us, rsv_span *out, int max);
+
+/* The occurrence in force at `at_us`, else the next one: 1 with *out, 0 when none is left. */
+int rsv_current(const rsv_rule *r, int64_t at_us, rsv_span *out);
+
+/* The occurrence that holds `at_us` (t1 <= at < t2): 1 with *out, else 0. */
+int rsv_occurrence_at(const rsv_rule *r, int64_t at_us, rsv_span *out);
+
+/* The last occurrence that began at or before `at_us`: 1 with *out, else 0. */
+int rsv_last(const rsv_rule *r, int64_t at_us, rsv_span *out);
+
+/* "2026-12-01T10:00:00Z" (seconds, UTC) into buf (>= 24 bytes). */
+void rsv_fmt_time(int64_t us, char *buf, unsigned long n);
+
 #endif

@@ -778,6 +778,45 @@ static const char *const migrations[] = {
     "ALTER TABLE alarms ADD COLUMN resolved_at BIGINT;"
     "ALTER TABLE alarms ADD COLUMN resolution TEXT NOT NULL DEFAULT '';"
     "CREATE INDEX alarms_open ON alarms(kind, node, gpu_uuid) WHERE resolved_at IS NULL;",
+    /* 26 (issue 36): advance reservations and maintenance windows
+     * (src/sched/reservations.c, the rules in reserve.h): GPUs held from start to end, once or
+     * recurring up to `until`, for a tenant (and maybe one of its projects) or for nobody
+     * (maintenance, tenant_id NULL): named nodes, or `count` cards of a class in a pool.  A
+     * deleted one keeps its row (deleted_at) for the report's reserved-unused time.  A job
+     * names the reservation it runs in; a node drained or cordoned by a maintenance window
+     * says which (maint_reservation, '' none), so the window gives back only what it took */
+    "CREATE TABLE reservations ("
+    "  id TEXT COLLATE \"C\" PRIMARY KEY,"
+    "  name TEXT COLLATE \"C\" NOT NULL,"
+    "  tenant_id TEXT COLLATE \"C\" REFERENCES tenants(id),"
+    "  project_id TEXT COLLATE \"C\" REFERENCES projects(id),"
+    "  pool TEXT COLLATE \"C\" NOT NULL DEFAULT '',"
+    "  class TEXT COLLATE \"C\" NOT NULL DEFAULT '',"
+    "  count BIGINT NOT NULL DEFAULT 0,"
+    "  nodes TEXT COLLATE \"C\" NOT NULL DEFAULT '[]',"
+    "  start_us BIGINT NOT NULL,"
+    "  end_us BIGINT NOT NULL,"
+    "  recurrence TEXT COLLATE \"C\" NOT NULL DEFAULT 'none'"
+    "   CHECK (recurrence IN ('none','daily','weekly','weekdays','every')),"
+    "  weekdays BIGINT NOT NULL DEFAULT 0,"
+    "  every_s BIGINT NOT NULL DEFAULT 0,"
+    "  until_us BIGINT NOT NULL DEFAULT 0,"
+    "  end_policy TEXT COLLATE \"C\" NOT NULL DEFAULT 'stop' CHECK (end_policy IN ('stop','run')),"
+    "  drain_before_s BIGINT NOT NULL DEFAULT 0,"
+    "  work_orders TEXT COLLATE \"C\" NOT NULL DEFAULT '[]',"
+    "  description TEXT COLLATE \"C\" NOT NULL DEFAULT '',"
+    "  created_by TEXT COLLATE \"C\" NOT NULL,"
+    "  created_at BIGINT NOT NULL,"
+    "  updated_at BIGINT NOT NULL,"
+    "  deleted_at BIGINT NOT NULL DEFAULT 0);"
+    "CREATE UNIQUE INDEX reservations_name ON reservations(name) WHERE deleted_at = 0;"
+    "CREATE INDEX reservations_tenant ON reservations(tenant_id);"
+    "ALTER TABLE jobs ADD COLUMN reservation_id TEXT COLLATE \"C\" REFERENCES reservations(id);"
+    "CREATE INDEX jobs_reservation ON jobs(reservation_id, state);"
+    "ALTER TABLE nodes ADD COLUMN maint_reservation TEXT COLLATE \"C\" NOT NULL DEFAULT '';"
+    /* a tenant's reservations are its rows: a transaction tied to it sees only them (a
+     * maintenance window, tenant_id NULL, is no tenant's) */
+    FENCE("reservations"),
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

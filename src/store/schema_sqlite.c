@@ -726,6 +726,42 @@ static const char *const migrations[] = {
     "ALTER TABLE alarms ADD COLUMN resolved_at INTEGER;"
     "ALTER TABLE alarms ADD COLUMN resolution TEXT NOT NULL DEFAULT '';"
     "CREATE INDEX alarms_open ON alarms(kind, node, gpu_uuid) WHERE resolved_at IS NULL;",
+    /* 26 (issue 36): advance reservations and maintenance windows
+     * (src/sched/reservations.c, the rules in reserve.h): GPUs held from start to end, once or
+     * recurring up to `until`, for a tenant (and maybe one of its projects) or for nobody
+     * (maintenance, tenant_id NULL): named nodes, or `count` cards of a class in a pool.  A
+     * deleted one keeps its row (deleted_at) for the report's reserved-unused time.  A job
+     * names the reservation it runs in; a node drained or cordoned by a maintenance window
+     * says which (maint_reservation, '' none), so the window gives back only what it took */
+    "CREATE TABLE reservations ("
+    "  id TEXT PRIMARY KEY,"
+    "  name TEXT NOT NULL,"
+    "  tenant_id TEXT REFERENCES tenants(id),"
+    "  project_id TEXT REFERENCES projects(id),"
+    "  pool TEXT NOT NULL DEFAULT '',"
+    "  class TEXT NOT NULL DEFAULT '',"
+    "  count INTEGER NOT NULL DEFAULT 0,"
+    "  nodes TEXT NOT NULL DEFAULT '[]',"
+    "  start_us INTEGER NOT NULL,"
+    "  end_us INTEGER NOT NULL,"
+    "  recurrence TEXT NOT NULL DEFAULT 'none'"
+    "   CHECK (recurrence IN ('none','daily','weekly','weekdays','every')),"
+    "  weekdays INTEGER NOT NULL DEFAULT 0,"
+    "  every_s INTEGER NOT NULL DEFAULT 0,"
+    "  until_us INTEGER NOT NULL DEFAULT 0,"
+    "  end_policy TEXT NOT NULL DEFAULT 'stop' CHECK (end_policy IN ('stop','run')),"
+    "  drain_before_s INTEGER NOT NULL DEFAULT 0,"
+    "  work_orders TEXT NOT NULL DEFAULT '[]',"
+    "  description TEXT NOT NULL DEFAULT '',"
+    "  created_by TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL,"
+    "  deleted_at INTEGER NOT NULL DEFAULT 0);"
+    "CREATE UNIQUE INDEX reservations_name ON reservations(name) WHERE deleted_at = 0;"
+    "CREATE INDEX reservations_tenant ON reservations(tenant_id);"
+    "ALTER TABLE jobs ADD COLUMN reservation_id TEXT REFERENCES reservations(id);"
+    "CREATE INDEX jobs_reservation ON jobs(reservation_id, state);"
+    "ALTER TABLE nodes ADD COLUMN maint_reservation TEXT NOT NULL DEFAULT '';",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -524,20 +524,21 @@ _workload_exit() {
 }
 
 # start_agent: after start_server, join one agent (heartbeat every second) simulating the nodes
-# of $E2E_TMP/node.json, the admin made ops-engineer to create its join token, and wait until
+# of $E2E_TMP/node.json (one join token good for as many nodes), the admin made ops-engineer
+# to create its join token, and wait until
 # every node is ready; AGENT_ERR is its stderr.
 start_agent() {
     local jt n
     gp member grant admin ops-engineer
     assert_rc 0
-    gp -o json jointoken create --ttl 3600
+    n=$(jq '.nodes | length' "$E2E_TMP/node.json")
+    gp -o json jointoken create --ttl 3600 --uses "$n"
     assert_rc 0
     jt=$(jout .token)
     AGENT_ERR=$E2E_TMP/agent.err
     "$GPUPOOL_BIN" --server "$URL" agent --join-token "$jt" --inventory "$E2E_TMP/node.json" \
         --state-dir "$E2E_TMP/agent-state" --interval 1 >"$E2E_TMP/agent.out" 2>"$AGENT_ERR" </dev/null &
     E2E_PIDS+=("$!")
-    n=$(jq '.nodes | length' "$E2E_TMP/node.json")
     poll 15 _nodes_ready "$n" || { _show "agent stderr" "$AGENT_ERR"; fail "the nodes did not register"; }
     _pass
 }

@@ -210,6 +210,7 @@ static const char *const contract[ACT__COUNT] = {
     [ACT_KB_READ] = "TAUV",          [ACT_KB_WRITE] = "TA",
     [ACT_KB_MANAGE] = "TA",          [ACT_KB_OPS_READ] = "PSO",
     [ACT_KB_OPS_WRITE] = "O",
+    [ACT_RESERVATION_MANAGE] = "P",  [ACT_MAINTENANCE_MANAGE] = "PO",
 };
 
 static int contract_allows(authz_role r, authz_action a) {

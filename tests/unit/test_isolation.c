@@ -15,6 +15,7 @@
  */
 #include "apitest.h"
 
+#include "../../src/core/gtime.h"
 #include "../../src/core/strbuf.h"
 
 #define NROLES 6
@@ -38,6 +39,7 @@ typedef struct side {
     char model[32], app[32], endpoint_id[RND_ID_LEN], key_id[RND_ID_LEN];
     char invitation_id[RND_ID_LEN]; /* the tenant's invitation of a platform user */
     char kb[32], doc[48], secret_word[48];
+    char rsv[32]; /* the tenant's reservation of node-x (h_reservation.c) */
     char user_ids[NROLES][RND_ID_LEN];
 } side;
 
@@ -205,6 +207,31 @@ static int setup(void **state) {
         snprintf(mbody, sizeof mbody, "{\"kbs\":[\"%s\"]}", sd->kb);
         assert_int_equal(at_call(&x->t, sd->tokens[0], "PUT", mpath, mbody, NULL), 200);
     }
+    /* each side's reservation of the node, an hour from now, and a maintenance window on it
+     * (a global object no tenant role may see) */
+    for (int side_i = 0; side_i < 2; side_i++) {
+        side *sd = &x->s[side_i];
+        char rbody[300], t1[GT_RFC3339_LEN], t2[GT_RFC3339_LEN];
+        gt_format_us(gt_now_us() + 3600LL * 1000000 * (side_i + 1), t1, sizeof t1);
+        gt_format_us(gt_now_us() + 3600LL * 1000000 * (side_i + 2), t2, sizeof t2);
+        snprintf(sd->rsv, sizeof sd->rsv, "rsv-%s", side_i ? "blue" : "red");
+        snprintf(rbody, sizeof rbody,
+                 "{\"name\":\"%s\",\"tenant\":\"%s\",\"project\":\"%s\",\"nodes\":[\"node-x\"],"
+                 "\"start\":\"%s\",\"end\":\"%s\"}",
+                 sd->rsv, sd->tenant, sd->project, t1, t2);
+        assert_int_equal(at_call(&x->t, x->t.admin, "POST", "/api/v1/reservations", rbody, NULL),
+                         201);
+    }
+    {
+        char rbody[300], t1[GT_RFC3339_LEN], t2[GT_RFC3339_LEN];
+        gt_format_us(gt_now_us() + 5 * 3600LL * 1000000, t1, sizeof t1);
+        gt_format_us(gt_now_us() + 6 * 3600LL * 1000000, t2, sizeof t2);
+        snprintf(rbody, sizeof rbody,
+                 "{\"name\":\"maint-x\",\"maintenance\":true,\"nodes\":[\"node-x\"],"
+                 "\"start\":\"%s\",\"end\":\"%s\"}",
+                 t1, t2);
+        assert_int_equal(at_call(&x->t, ops, "POST", "/api/v1/reservations", rbody, NULL), 201);
+    }
     /* an operations KB (a global object no tenant role may touch) */
     assert_int_equal(at_call(&x->t, ops, "POST", "/api/v1/ops/kbs", "{\"name\":\"ops-kb\"}", NULL),
                      201);
@@ -272,6 +299,8 @@ static char *snapshot(ix *x, const side *v) {
         " WHERE k.tenant_id = ?1 ORDER BY 1",
         "SELECT r.app_id || r.model || r.kb_id || r.k FROM kb_app_rag r JOIN kbs k ON k.id = r.kb_id"
         " WHERE k.tenant_id = ?1 ORDER BY 1",
+        "SELECT name || nodes || start_us || end_us || updated_at || deleted_at FROM reservations"
+        " WHERE tenant_id = ?1 OR tenant_id IS NULL ORDER BY 1",
     };
     assert_int_equal(store_begin(x->t.st, STORE_READ, &tx, &err), GP_OK);
     for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++) {
@@ -315,6 +344,18 @@ static const char *body_for(const char *action, const side *v, char *buf, size_t
         snprintf(buf, n, "{\"kbs\":[\"%s\"]}", v->kb);
         return buf;
     }
+    if (strcmp(action, "reservation.create") == 0) {
+        /* a valid reservation of the victim's tenant (only authority refuses it) */
+        char t1[GT_RFC3339_LEN], t2[GT_RFC3339_LEN];
+        gt_format_us(gt_now_us() + 7200LL * 1000000, t1, sizeof t1);
+        gt_format_us(gt_now_us() + 9000LL * 1000000, t2, sizeof t2);
+        snprintf(buf, n,
+                 "{\"name\":\"probe-rsv\",\"tenant\":\"%s\",\"nodes\":[\"node-x\"],"
+                 "\"start\":\"%s\",\"end\":\"%s\"}",
+                 v->tenant, t1, t2);
+        return buf;
+    }
+    if (strcmp(action, "reservation.update") == 0) return "{\"description\":\"probe\"}";
     if (strcmp(action, "vendor.create") == 0) {
         snprintf(buf, n, "{\"user\":\"%s\",\"nodes\":[\"n1\"],\"ttl_seconds\":600}",
                  v->users[5]);
@@ -360,6 +401,7 @@ static int fill(const api_route *rt, const side *v, const ix *x, char *out, size
             sb_adds(&sb, v->kb);
         else if (len == 3 && strncmp(p + 1, "doc", 3) == 0 && !strstr(rt->pattern, "/ops/"))
             sb_adds(&sb, v->doc);
+        else if (len == 4 && strstr(rt->pattern, "/reservations/")) sb_adds(&sb, v->rsv);
         else {
             tenant_obj = 0;
             if (len == 2 && strstr(rt->pattern, "/vendor-access/")) sb_adds(&sb, x->vendor_grant);
@@ -386,13 +428,14 @@ static int fill(const api_route *rt, const side *v, const ix *x, char *out, size
 
 static void check_no_leak(const char *where, json_t *resp, const side *v) {
     char *text = json_dumps(resp, JSON_ENCODE_ANY);
-    const char *markers[17 + NROLES] = {v->tenant,     v->project,     v->display,
+    const char *markers[19 + NROLES] = {v->tenant,     v->project,     v->display,
                                         v->tenant_id,  v->project_id,  v->token_id,
                                         v->approval_id, v->job_id,     v->model,
                                         v->app,        v->endpoint_id, v->key_id,
                                         v->kb,         v->doc,         v->secret_word,
-                                        v->invitation_id, v->array_id};
-    int nm = 17;
+                                        v->invitation_id, v->array_id, v->rsv,
+                                        "maint-x"};
+    int nm = 19;
     for (int i = 0; i < NROLES; i++) markers[nm++] = v->users[i];
     for (int i = 0; i < nm; i++) {
         if (text && strstr(text, markers[i])) {

@@ -170,6 +170,103 @@ typedef struct pjob {
     int card, running, done;
 } pjob;
 
+/* Recurrence (rsv_rule): a window once, every day, week, on weekdays, every N seconds, up to
+ * its horizon; the occurrence in force or next, and the one that held a moment. */
+static void recurrence(void **state) {
+    (void)state;
+    const int64_t D = 86400 * S, H = 3600 * S;
+    const int64_t mon = 1704067200LL * S; /* 2024-01-01T00:00:00Z, a Monday */
+    char txt[32];
+    rsv_fmt_time(mon, txt, sizeof txt);
+    assert_string_equal(txt, "2024-01-01T00:00:00Z");
+    rsv_fmt_time(1796639405LL * S + 999999, txt, sizeof txt);
+    assert_string_equal(txt, "2026-12-07T10:30:05Z");
+    rsv_fmt_time(-1 * S, txt, sizeof txt);
+    assert_string_equal(txt, "1969-12-31T23:59:59Z");
+    assert_int_equal(rsv_weekday(mon), 0);
+    assert_int_equal(rsv_weekday(mon + 6 * D + 23 * H), 6);
+    assert_int_equal(rsv_weekday(1796639405LL * S), 0); /* 2026-12-07 */
+    assert_int_equal(rsv_weekday(-1 * S), 2);            /* a Wednesday */
+    rsv_span o[16];
+    /* once */
+    rsv_rule once = {mon + 10 * H, mon + 12 * H, RSV_ONCE, 0, 0, 0};
+    assert_null(rsv_rule_check(&once));
+    assert_int_equal(rsv_occurrences(&once, 0, INT64_MAX, o, 16), 1);
+    assert_int_equal(rsv_occurrences(&once, mon + 12 * H, INT64_MAX, o, 16), 0);
+    assert_true(rsv_current(&once, mon, &o[0]) && o[0].t1_us == mon + 10 * H);
+    assert_false(rsv_occurrence_at(&once, mon, &o[0]));
+    assert_true(rsv_occurrence_at(&once, mon + 11 * H, &o[0]));
+    assert_false(rsv_current(&once, mon + 12 * H, &o[0]));
+    assert_true(rsv_last(&once, mon + 20 * H, &o[0]) && o[0].t2_us == mon + 12 * H);
+    assert_false(rsv_last(&once, mon, &o[0]));
+    /* daily 10:00-12:00 for five days */
+    rsv_rule daily = {mon + 10 * H, mon + 12 * H, RSV_DAILY, 0, 0, mon + 5 * D};
+    assert_null(rsv_rule_check(&daily));
+    assert_int_equal(rsv_occurrences(&daily, 0, INT64_MAX, o, 16), 5);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(o[i].t1_us, mon + i * D + 10 * H);
+        assert_int_equal(o[i].t2_us, mon + i * D + 12 * H);
+    }
+    /* only 2 asked: 3 reported (one past max says "more") */
+    assert_int_equal(rsv_occurrences(&daily, 0, INT64_MAX, o, 2), 3);
+    assert_true(rsv_current(&daily, mon + D + 11 * H, &o[0]) && o[0].t1_us == mon + D + 10 * H);
+    assert_true(rsv_current(&daily, mon + D + 12 * H, &o[0]) && o[0].t1_us == mon + 2 * D + 10 * H);
+    assert_false(rsv_current(&daily, mon + 4 * D + 12 * H, &o[0]));
+    assert_true(rsv_last(&daily, mon + 9 * D, &o[0]) && o[0].t1_us == mon + 4 * D + 10 * H);
+    assert_true(rsv_last(&daily, mon + 2 * D + 9 * H, &o[0]) && o[0].t1_us == mon + D + 10 * H);
+    assert_true(rsv_occurrence_at(&daily, mon + 3 * D + 10 * H, &o[0]) &&
+                o[0].t1_us == mon + 3 * D + 10 * H);
+    assert_false(rsv_occurrence_at(&daily, mon + 3 * D + 9 * H, &o[0]));
+    /* the window between two moments: days 1..2 */
+    assert_int_equal(rsv_occurrences(&daily, mon + D, mon + 2 * D + 10 * H + 1, o, 16), 2);
+    /* weekly, three weeks */
+    rsv_rule weekly = {mon, mon + 2 * D, RSV_WEEKLY, 0, 0, mon + 21 * D};
+    assert_int_equal(rsv_occurrences(&weekly, 0, INT64_MAX, o, 16), 3);
+    assert_int_equal(o[2].t1_us, mon + 14 * D);
+    /* weekdays: Monday, Wednesday, Friday, 8:00-9:00, two weeks */
+    rsv_rule wd = {mon + 8 * H, mon + 9 * H, RSV_WEEKDAYS, 1u | 4u | 16u, 0, mon + 14 * D};
+    assert_null(rsv_rule_check(&wd));
+    assert_int_equal(rsv_occurrences(&wd, 0, INT64_MAX, o, 16), 6);
+    for (int i = 0; i < 6; i++) {
+        int w = rsv_weekday(o[i].t1_us);
+        assert_true(w == 0 || w == 2 || w == 4);
+        assert_int_equal((o[i].t1_us - mon) % D, 8 * H);
+    }
+    assert_true(rsv_current(&wd, mon + D, &o[0]) && o[0].t1_us == mon + 2 * D + 8 * H);
+    assert_true(rsv_last(&wd, mon + 3 * D + 12 * H, &o[0]) && o[0].t1_us == mon + 2 * D + 8 * H);
+    /* a start on a day not named: the first occurrence is the next named day */
+    rsv_rule tue = {mon + 8 * H, mon + 9 * H, RSV_WEEKDAYS, 2u, 0, mon + 14 * D};
+    assert_int_equal(rsv_occurrences(&tue, 0, INT64_MAX, o, 16), 2);
+    assert_int_equal(o[0].t1_us, mon + D + 8 * H);
+    assert_false(rsv_last(&tue, mon + 12 * H, &o[0]));
+    /* every 10 s, 3 s windows, before 35 s: at 0, 10, 20, 30 */
+    rsv_rule ev = {mon, mon + 3 * S, RSV_EVERY, 0, 10, mon + 35 * S};
+    assert_null(rsv_rule_check(&ev));
+    assert_int_equal(rsv_occurrences(&ev, 0, INT64_MAX, o, 16), 4);
+    assert_int_equal(o[3].t1_us, mon + 30 * S);
+    assert_true(rsv_current(&ev, mon + 4 * S, &o[0]) && o[0].t1_us == mon + 10 * S);
+    assert_true(rsv_current(&ev, mon + 12 * S, &o[0]) && o[0].t1_us == mon + 10 * S);
+    assert_false(rsv_current(&ev, mon + 33 * S, &o[0]));
+    /* unsound rules */
+    rsv_rule bad = daily;
+    bad.t2_us = bad.t1_us;
+    assert_non_null(rsv_rule_check(&bad));
+    bad = daily;
+    bad.until_us = bad.t1_us;
+    assert_non_null(rsv_rule_check(&bad));
+    bad = daily;
+    bad.t2_us = bad.t1_us + D + 1;
+    assert_non_null(rsv_rule_check(&bad)); /* longer than a day: overlapping */
+    bad = wd;
+    bad.weekdays = 0;
+    assert_non_null(rsv_rule_check(&bad));
+    bad = ev;
+    bad.every_s = 2;
+    assert_non_null(rsv_rule_check(&bad));
+    bad.kind = 9;
+    assert_non_null(rsv_rule_check(&bad));
+}
+
 static void property(void **state) {
     (void)state;
     uint64_t rg = 7;
@@ -290,6 +387,7 @@ int main(void) {
         cmocka_unit_test(counts),
         cmocka_unit_test(two_reservations),
         cmocka_unit_test(unused_time),
+        cmocka_unit_test(recurrence),
         cmocka_unit_test(property),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

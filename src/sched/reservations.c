@@ -1,0 +1,666 @@
+/*
+ * reservations.c - advance reservations and maintenance windows in the store
+ * (see reservations.h; the rules are reserve.c's).
+ */
+#include "reservations.h"
+
+#include "../core/gtime.h"
+#include "../core/jsonx.h"
+#include "../inventory/inventory.h"
+#include "../tenancy/tenancy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const wd_names[7] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+
+int rsv_rule_from(const char *recurrence, int64_t start_us, int64_t end_us, int64_t weekdays,
+                  int64_t every_s, int64_t until_us, rsv_rule *out) {
+    static const char *const kinds[] = {"none", "daily", "weekly", "weekdays", "every"};
+    memset(out, 0, sizeof *out);
+    out->t1_us = start_us;
+    out->t2_us = end_us;
+    out->kind = -1;
+    for (int k = 0; k < 5; k++)
+        if (recurrence && !strcmp(recurrence, kinds[k])) out->kind = k;
+    out->weekdays = (unsigned)weekdays & 0x7fu;
+    out->every_s = every_s;
+    out->until_us = out->kind == RSV_ONCE ? 0 : until_us;
+    return out->kind < 0 ? -1 : 0;
+}
+
+/* ---- reading ---- */
+
+#define RSV_COLS                                                                              \
+    "r.id, r.name, COALESCE(t.name, ''), COALESCE(p.name, ''), r.pool, r.class, r.count,"    \
+    " r.nodes, r.start_us, r.end_us, r.recurrence, r.weekdays, r.every_s, r.until_us,"        \
+    " r.end_policy, r.drain_before_s, r.work_orders, r.description, r.created_by,"           \
+    " r.created_at, r.updated_at, COALESCE(r.tenant_id, ''), COALESCE(r.project_id, '')"
+#define RSV_FROM                                                                              \
+    " FROM reservations r LEFT JOIN tenants t ON t.id = r.tenant_id"                         \
+    " LEFT JOIN projects p ON p.id = r.project_id"
+
+static json_t *times_of(const rsv_span *s) {
+    return json_pack("{s:o,s:o}", "start", jx_time(s->t1_us), "end", jx_time(s->t2_us));
+}
+
+/* A row of RSV_COLS as the API shows it, at now_us: its state (upcoming, active, over), the
+ * occurrence in force or next, and the next few. */
+static json_t *row_json(store_stmt *s, int64_t now, rsv_holder *who) {
+    rsv_rule rule;
+    rsv_rule_from(store_text(s, 10), store_int(s, 8), store_int(s, 9), store_int(s, 11),
+                  store_int(s, 12), store_int(s, 13), &rule);
+    int maint = !store_text(s, 21)[0];
+    json_t *nodes = json_loads(store_text(s, 7), 0, NULL),
+           *wos = json_loads(store_text(s, 16), 0, NULL);
+    json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:s,s:s,s:s,s:o,s:o}",
+                          "id", store_text(s, 0), "name", store_text(s, 1), "kind",
+                          maint ? "maintenance" : "tenant", "tenant",
+                          maint ? json_null() : json_string(store_text(s, 2)), "project",
+                          store_text(s, 3)[0] ? json_string(store_text(s, 3)) : json_null(),
+                          "nodes", nodes ? nodes : json_array(), "pool",
+                          store_text(s, 4)[0] ? json_string(store_text(s, 4)) : json_null(),
+                          "class", store_text(s, 5)[0] ? json_string(store_text(s, 5)) : json_null(),
+                          "count", store_int(s, 6) ? json_integer(store_int(s, 6)) : json_null(),
+                          "start", jx_time(store_int(s, 8)), "end", jx_time(store_int(s, 9)),
+                          "recurrence", store_text(s, 10), "end_policy", store_text(s, 14),
+                          "created_by", store_text(s, 18), "created_at", jx_time(store_int(s, 19)),
+                          "updated_at", jx_time(store_int(s, 20)));
+    if (!o) return NULL;
+    json_t *wd = json_array();
+    for (int d = 0; d < 7; d++)
+        if (rule.kind == RSV_WEEKDAYS && (rule.weekdays >> d & 1u)) json_array_append_new(wd, json_string(wd_names[d]));
+    json_object_set_new(o, "weekdays", wd);
+    json_object_set_new(o, "every_seconds",
+                        rule.kind == RSV_EVERY ? json_integer(rule.every_s) : json_null());
+    json_object_set_new(o, "until", rule.kind == RSV_ONCE ? json_null() : jx_time(rule.until_us));
+    json_object_set_new(o, "drain_before_seconds", json_integer(store_int(s, 15)));
+    json_object_set_new(o, "work_orders", wos ? wos : json_array());
+    json_object_set_new(o, "description", json_string(store_text(s, 17)));
+    rsv_span cur, next[4];
+    const char *state = "over";
+    if (rsv_current(&rule, now, &cur)) {
+        state = cur.t1_us <= now ? "active" : "upcoming";
+        json_object_set_new(o, "current", times_of(&cur));
+    } else {
+        json_object_set_new(o, "current", json_null());
+    }
+    json_object_set_new(o, "state", json_string(state));
+    json_t *up = json_array();
+    int nn = rsv_occurrences(&rule, now, INT64_MAX, next, 4);
+    for (int i = 0; i < nn && i < 4; i++) json_array_append_new(up, times_of(&next[i]));
+    json_object_set_new(o, "occurrences", up); /* the next few, the one in force first */
+    if (who) {
+        memset(who, 0, sizeof *who);
+        snprintf(who->id, sizeof who->id, "%s", store_text(s, 0));
+        who->maintenance = maint;
+        snprintf(who->tenant_id, sizeof who->tenant_id, "%s", store_text(s, 21));
+        snprintf(who->project_id, sizeof who->project_id, "%s", store_text(s, 22));
+    }
+    return o;
+}
+
+int rsv_get(store_tx *tx, const char *name, int64_t now, json_t **out, rsv_holder *who,
+            gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT " RSV_COLS RSV_FROM " WHERE r.name = ? AND r.deleted_at = 0",
+                         "s", name);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    json_t *o = rc > 0 ? row_json(s, now, who) : NULL;
+    store_done(s);
+    if (rc < 0) return rc;
+    if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "reservation not found");
+    if (!o) return gp_err_set(err, GP_ENOMEM, NULL);
+    *out = o;
+    return GP_OK;
+}
+
+static int list_where(store_tx *tx, const char *tenant_id, int64_t now, json_t **items,
+                      rsv_holder **who, gp_err *err) {
+    store_stmt *s;
+    *items = NULL;
+    if (who) *who = NULL;
+    int rc = store_query(tx, &s, err,
+                         "SELECT " RSV_COLS RSV_FROM " WHERE r.deleted_at = 0"
+                         " AND (? IS NULL OR r.tenant_id = ?) ORDER BY r.start_us, r.name",
+                         "ss", tenant_id, tenant_id);
+    if (rc) return rc;
+    json_t *arr = json_array();
+    rsv_holder *hs = NULL;
+    size_t cap = 0;
+    while ((rc = store_step(s, err)) > 0) {
+        size_t i = json_array_size(arr);
+        if (who && i == cap) {
+            cap = cap ? cap * 2 : 16;
+            rsv_holder *nh = realloc(hs, cap * sizeof *nh);
+            if (!nh) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
+            }
+            hs = nh;
+        }
+        json_t *o = row_json(s, now, who ? &hs[i] : NULL);
+        if (!o) {
+            rc = gp_err_set(err, GP_ENOMEM, NULL);
+            break;
+        }
+        json_array_append_new(arr, o);
+    }
+    store_done(s);
+    if (rc < 0) {
+        json_decref(arr);
+        free(hs);
+        return rc;
+    }
+    *items = arr;
+    if (who) *who = hs;
+    else free(hs);
+    return GP_OK;
+}
+
+int rsv_list(store_tx *tx, int64_t now, json_t **items, rsv_holder **who, gp_err *err) {
+    return list_where(tx, NULL, now, items, who, err);
+}
+
+int rsv_list_tenant(store_tx *tx, const char *tenant_id, int64_t now, json_t **items,
+                    gp_err *err) {
+    return list_where(tx, tenant_id, now, items, NULL, err);
+}
+
+int rsv_delete(store_tx *tx, const char *name, int64_t now, gp_err *err) {
+    int changes = 0;
+    int rc = store_exec(tx, &changes, err,
+                        "UPDATE reservations SET deleted_at = ?, updated_at = ?"
+                        " WHERE name = ? AND deleted_at = 0",
+                        "iis", now, now, name);
+    if (rc) return rc;
+    return changes ? GP_OK : gp_err_set(err, GP_ENOTFOUND, "reservation not found");
+}
+
+/* ---- checking a spec ---- */
+
+typedef struct spec {
+    const char *name;
+    int maintenance;
+    char tenant_id[RND_ID_LEN], project_id[RND_ID_LEN];
+    const char *pool, *cls;
+    int64_t count;
+    json_t *nodes; /* borrowed */
+    rsv_rule rule;
+    const char *recurrence, *end_policy, *description;
+    int64_t drain_before_s;
+    json_t *work_orders; /* borrowed */
+} spec;
+
+static int one(store_tx *tx, const char *sql, const char *arg, int64_t *out, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err, sql, "s", arg);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    *out = rc > 0 ? store_int(s, 0) : 0;
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+static int get_time(json_t *o, const char *key, int required, int64_t *out, gp_err *err) {
+    const char *v;
+    int rc = jx_get_str(o, key, required, &v, err);
+    *out = 0;
+    if (rc || !v) return rc;
+    if (gt_parse_rfc3339(v, out))
+        return gp_err_set(err, GP_EINVALID, "%s must be an RFC 3339 time (2026-12-01T10:00:00Z)",
+                          key);
+    return GP_OK;
+}
+
+/* How many cards of class `cls` (its models, its form) the nodes of pool `pool` have. */
+static int class_cards(store_tx *tx, const char *pool, const char *cls, int64_t *cards,
+                       gp_err *err) {
+    store_stmt *s;
+    *cards = 0;
+    int rc = store_query(tx, &s, err, "SELECT form, gpu_models FROM classes WHERE name = ?", "s",
+                         cls);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    char form[64] = "";
+    json_t *models = NULL;
+    if (rc > 0) {
+        snprintf(form, sizeof form, "%s", store_text(s, 0));
+        models = json_loads(store_text(s, 1), 0, NULL);
+    }
+    store_done(s);
+    if (rc <= 0) return rc < 0 ? rc : GP_OK;
+    inv_form f;
+    const char *mode = inv_form_parse(form, &f, NULL) ? "whole"
+                       : f.kind == FORM_MIG            ? "mig"
+                       : f.kind == FORM_SHARED         ? "shared"
+                                                       : "whole";
+    rc = store_query(tx, &s, err,
+                     "SELECT g.model, g.mode FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                     " WHERE n.pool = ?",
+                     "s", pool);
+    if (rc) {
+        json_decref(models);
+        return rc;
+    }
+    while ((rc = store_step(s, err)) > 0) {
+        if (strcmp(store_text(s, 1), mode)) continue;
+        size_t i;
+        json_t *m;
+        json_array_foreach(models, i, m) {
+            if (inv_model_matches(json_string_value(m), store_text(s, 0))) {
+                (*cards)++;
+                break;
+            }
+        }
+    }
+    store_done(s);
+    json_decref(models);
+    return rc < 0 ? rc : GP_OK;
+}
+
+/* Check spec `o` (a create's body, or a patch merged over the stored spec) whole. */
+static int check_spec(store_tx *tx, json_t *o, int64_t now, spec *p, gp_err *err) {
+    static const char *const fields[] = {
+        "name",       "tenant",      "project",   "maintenance", "pool",  "class",
+        "count",      "nodes",       "start",     "end",         "recurrence", "weekdays",
+        "every_seconds", "until",    "end_policy", "drain_before_seconds", "work_orders",
+        "description", NULL};
+    const char *tenant, *project;
+    int maint = 0, has_maint, has_count, has_every, has_drain;
+    int64_t start, end, until, every = 0;
+    int rc;
+    memset(p, 0, sizeof *p);
+    if ((rc = jx_only_fields(o, fields, err)) || (rc = jx_get_str(o, "name", 1, &p->name, err)) ||
+        (rc = jx_get_str(o, "tenant", 0, &tenant, err)) ||
+        (rc = jx_get_str(o, "project", 0, &project, err)) ||
+        (rc = jx_get_bool(o, "maintenance", 0, &maint, &has_maint, err)) ||
+        (rc = jx_get_str(o, "pool", 0, &p->pool, err)) ||
+        (rc = jx_get_str(o, "class", 0, &p->cls, err)) ||
+        (rc = jx_get_int(o, "count", 0, &p->count, &has_count, err)) ||
+        (rc = get_time(o, "start", 1, &start, err)) || (rc = get_time(o, "end", 1, &end, err)) ||
+        (rc = get_time(o, "until", 0, &until, err)) ||
+        (rc = jx_get_str(o, "recurrence", 0, &p->recurrence, err)) ||
+        (rc = jx_get_int(o, "every_seconds", 0, &every, &has_every, err)) ||
+        (rc = jx_get_str(o, "end_policy", 0, &p->end_policy, err)) ||
+        (rc = jx_get_int(o, "drain_before_seconds", 0, &p->drain_before_s, &has_drain, err)) ||
+        (rc = jx_get_str(o, "description", 0, &p->description, err)))
+        return rc;
+    if (!gp_name_valid(p->name))
+        return gp_err_set(err, GP_EINVALID, "reservation name: [a-z0-9-], 1-63");
+    /* the holder: a tenant (maybe one of its projects), or nobody (maintenance) */
+    p->maintenance = maint;
+    if (maint == !!tenant)
+        return gp_err_set(err, GP_EINVALID,
+                          "a reservation is for a tenant (\"tenant\") or a maintenance window "
+                          "(\"maintenance\": true), one of them");
+    if (project && !tenant)
+        return gp_err_set(err, GP_EINVALID, "a project's reservation names its tenant too");
+    if (tenant) {
+        tenancy_tenant t;
+        tenancy_project pj;
+        gp_err e2 = GP_ERR_INIT;
+        if (tenancy_tenant_find(tx, tenant, &t, &e2))
+            return e2.code == GP_ENOTFOUND
+                       ? gp_err_set(err, GP_EINVALID, "tenant '%.64s' does not exist", tenant)
+                       : gp_err_set(err, e2.code, "%s", e2.msg);
+        snprintf(p->tenant_id, sizeof p->tenant_id, "%s", t.id);
+        if (project) {
+            if (tenancy_project_find(tx, &t, project, &pj, &e2))
+                return e2.code == GP_ENOTFOUND
+                           ? gp_err_set(err, GP_EINVALID,
+                                        "project '%.64s' of tenant '%.64s' does not exist",
+                                        project, tenant)
+                           : gp_err_set(err, e2.code, "%s", e2.msg);
+            snprintf(p->project_id, sizeof p->project_id, "%s", pj.id);
+        }
+    }
+    /* what it holds: named nodes, or a count of a class's cards in a pool */
+    p->nodes = json_object_get(o, "nodes");
+    if (json_is_null(p->nodes)) p->nodes = NULL;
+    int by_count = p->pool || p->cls || has_count;
+    if (!!p->nodes == by_count)
+        return gp_err_set(err, GP_EINVALID,
+                          "a reservation holds named nodes (\"nodes\") or a count of a class's "
+                          "cards in a pool (\"pool\", \"class\", \"count\"), one of them");
+    int64_t n = 0;
+    if (p->nodes) {
+        size_t i, k;
+        json_t *v, *w;
+        if (!json_is_array(p->nodes) || json_array_size(p->nodes) < 1 ||
+            json_array_size(p->nodes) > RSV_MAX_NAMED)
+            return gp_err_set(err, GP_EINVALID, "nodes must be a list of 1 to %d node names",
+                              RSV_MAX_NAMED);
+        json_array_foreach(p->nodes, i, v) {
+            if (!json_is_string(v)) return gp_err_set(err, GP_EINVALID, "nodes must be node names");
+            json_array_foreach(p->nodes, k, w) if (k < i && json_equal(v, w)) return gp_err_set(
+                err, GP_EINVALID, "node '%.64s' is named twice", json_string_value(v));
+            if ((rc = one(tx, "SELECT COUNT(*) FROM nodes WHERE name = ?", json_string_value(v),
+                          &n, err)))
+                return rc;
+            if (!n)
+                return gp_err_set(err, GP_EINVALID, "node '%.64s' does not exist",
+                                  json_string_value(v));
+        }
+    } else {
+        if (!p->pool || !p->cls || !has_count)
+            return gp_err_set(err, GP_EINVALID, "a count needs \"pool\", \"class\" and \"count\"");
+        if (p->count < 1) return gp_err_set(err, GP_EINVALID, "count must be at least 1");
+        if ((rc = one(tx, "SELECT COUNT(*) FROM pools WHERE name = ?", p->pool, &n, err)))
+            return rc;
+        if (!n) return gp_err_set(err, GP_EINVALID, "pool '%.64s' does not exist", p->pool);
+        if ((rc = one(tx, "SELECT COUNT(*) FROM classes WHERE name = ?", p->cls, &n, err)))
+            return rc;
+        if (!n)
+            return gp_err_set(err, GP_EINVALID, "resource class '%.64s' does not exist", p->cls);
+        if ((rc = class_cards(tx, p->pool, p->cls, &n, err))) return rc;
+        if (p->count > n)
+            return gp_err_set(err, GP_EINVALID,
+                              "count %lld is more than the %lld cards of class %.64s in pool %.64s",
+                              (long long)p->count, (long long)n, p->cls, p->pool);
+    }
+    /* when: the first window, its recurrence up to the horizon */
+    if (!p->recurrence) p->recurrence = "none";
+    json_t *wds = json_object_get(o, "weekdays");
+    if (json_is_null(wds)) wds = NULL;
+    unsigned mask = 0;
+    if (wds) {
+        size_t i;
+        json_t *v;
+        if (!json_is_array(wds)) return gp_err_set(err, GP_EINVALID, "weekdays must be a list");
+        json_array_foreach(wds, i, v) {
+            int d = -1;
+            for (int k = 0; k < 7; k++)
+                if (json_is_string(v) && !strcmp(json_string_value(v), wd_names[k])) d = k;
+            if (d < 0)
+                return gp_err_set(err, GP_EINVALID,
+                                  "weekdays are mon, tue, wed, thu, fri, sat, sun");
+            mask |= 1u << d;
+        }
+    }
+    if (rsv_rule_from(p->recurrence, start, end, mask, every, until, &p->rule))
+        return gp_err_set(err, GP_EINVALID,
+                          "recurrence must be none, daily, weekly, weekdays or every");
+    if ((wds && json_array_size(wds) && p->rule.kind != RSV_WEEKDAYS) ||
+        (p->rule.kind == RSV_WEEKDAYS && !wds))
+        return gp_err_set(err, GP_EINVALID, "weekdays go with recurrence weekdays (and it needs them)");
+    if ((has_every && p->rule.kind != RSV_EVERY) || (p->rule.kind == RSV_EVERY && !has_every))
+        return gp_err_set(err, GP_EINVALID,
+                          "every_seconds goes with recurrence every (and it needs it)");
+    if (p->rule.kind == RSV_ONCE && until)
+        return gp_err_set(err, GP_EINVALID, "until is the horizon of a recurring reservation");
+    const char *why = rsv_rule_check(&p->rule);
+    if (why) return gp_err_set(err, GP_EINVALID, "%s", why);
+    rsv_span cur;
+    if (!rsv_current(&p->rule, now, &cur))
+        return gp_err_set(err, GP_EINVALID, "the reservation would be over already (every "
+                                            "window ends in the past)");
+    /* the end: stop what still runs in it (with the grace period), or let it run */
+    if (!p->end_policy) p->end_policy = "stop";
+    if (strcmp(p->end_policy, "stop") && strcmp(p->end_policy, "run"))
+        return gp_err_set(err, GP_EINVALID, "end_policy must be stop or run");
+    /* a maintenance window: how long before it its nodes drain; the work orders it serves */
+    if (!has_drain) p->drain_before_s = maint && p->nodes ? 3600 : 0;
+    if (p->drain_before_s < 0 || p->drain_before_s > 7 * 86400)
+        return gp_err_set(err, GP_EINVALID, "drain_before_seconds must be 0 .. 604800");
+    if (p->drain_before_s && !(maint && p->nodes))
+        return gp_err_set(err, GP_EINVALID,
+                          "drain_before_seconds is a maintenance window's on named nodes");
+    p->work_orders = json_object_get(o, "work_orders");
+    if (json_is_null(p->work_orders)) p->work_orders = NULL;
+    if (p->work_orders) {
+        size_t i;
+        json_t *v;
+        if (!maint) return gp_err_set(err, GP_EINVALID, "work_orders are a maintenance window's");
+        if (!json_is_array(p->work_orders) || json_array_size(p->work_orders) > 64)
+            return gp_err_set(err, GP_EINVALID, "work_orders must be a list of up to 64 ids");
+        json_array_foreach(p->work_orders, i, v) {
+            if (!json_is_string(v)) return gp_err_set(err, GP_EINVALID, "work_orders are ids");
+            if ((rc = one(tx, "SELECT COUNT(*) FROM work_orders WHERE id = ?",
+                          json_string_value(v), &n, err)))
+                return rc;
+            if (!n)
+                return gp_err_set(err, GP_EINVALID, "work order '%.64s' does not exist",
+                                  json_string_value(v));
+        }
+    }
+    if (!p->description) p->description = "";
+    if (strlen(p->description) > 500)
+        return gp_err_set(err, GP_EINVALID, "description: at most 500 characters");
+    return GP_OK;
+}
+
+/* The stored reservation `name` as a spec (the fields a create takes), for a patch. */
+static int stored_spec(store_tx *tx, const char *name, json_t **out, rsv_holder *who,
+                       gp_err *err) {
+    json_t *o;
+    int rc = rsv_get(tx, name, gt_now_us(), &o, who, err);
+    if (rc) return rc;
+    static const char *const keep[] = {"name", "tenant", "project", "pool", "class", "count",
+                                       "nodes", "start", "end", "recurrence", "weekdays",
+                                       "every_seconds", "until", "end_policy",
+                                       "drain_before_seconds", "work_orders", "description",
+                                       NULL};
+    json_t *sp = json_object();
+    for (int i = 0; keep[i]; i++) {
+        json_t *v = json_object_get(o, keep[i]);
+        if (!v || json_is_null(v)) continue;
+        if (json_is_array(v) && !json_array_size(v)) continue;
+        json_object_set(sp, keep[i], v);
+    }
+    if (who->maintenance) json_object_set_new(sp, "maintenance", json_true());
+    json_decref(o);
+    *out = sp;
+    return GP_OK;
+}
+
+/* What a stored spec holds, read as it is (it was checked when written; its window may be over
+ * since): its rule, count, nodes and project. */
+static void loose_spec(json_t *o, spec *p) {
+    int64_t t1 = 0, t2 = 0, until = 0, mask = 0;
+    memset(p, 0, sizeof *p);
+    gt_parse_rfc3339(json_string_value(json_object_get(o, "start")) ? json_string_value(json_object_get(o, "start")) : "", &t1);
+    gt_parse_rfc3339(json_string_value(json_object_get(o, "end")) ? json_string_value(json_object_get(o, "end")) : "", &t2);
+    if (json_string_value(json_object_get(o, "until")))
+        gt_parse_rfc3339(json_string_value(json_object_get(o, "until")), &until);
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(o, "weekdays"), i, v) {
+        for (int k = 0; k < 7; k++)
+            if (json_is_string(v) && !strcmp(json_string_value(v), wd_names[k])) mask |= 1 << k;
+    }
+    const char *rec = json_string_value(json_object_get(o, "recurrence"));
+    rsv_rule_from(rec ? rec : "none", t1, t2, mask,
+                  json_integer_value(json_object_get(o, "every_seconds")), until, &p->rule);
+    p->count = json_integer_value(json_object_get(o, "count"));
+    p->nodes = json_object_get(o, "nodes");
+    if (json_object_get(o, "project")) snprintf(p->project_id, sizeof p->project_id, "%s", "p");
+}
+
+/* Does node list `b` name a node `a` does not? */
+static int adds_nodes(json_t *a, json_t *b) {
+    size_t i, k;
+    json_t *v, *w;
+    json_array_foreach(b, i, v) {
+        int seen = 0;
+        json_array_foreach(a, k, w) seen |= json_equal(v, w);
+        if (!seen) return 1;
+    }
+    return 0;
+}
+
+int rsv_put(store_tx *tx, const char *name, json_t *body, const char *actor, int64_t now,
+            json_t **out, int *widened, json_t **changes, gp_err *err) {
+    json_t *merged, *old = NULL;
+    rsv_holder oldh;
+    spec p, op;
+    int rc;
+    *out = NULL;
+    if (widened) *widened = 0;
+    if (changes) *changes = NULL;
+    if (!json_is_object(body)) return gp_err_set(err, GP_EINVALID, "the body must be an object");
+    if (name) {
+        if ((rc = stored_spec(tx, name, &old, &oldh, err))) return rc;
+        json_t *nm = json_object_get(body, "name");
+        if (nm && !(json_is_string(nm) && !strcmp(json_string_value(nm), name))) {
+            json_decref(old);
+            return gp_err_set(err, GP_EINVALID, "a reservation's name does not change");
+        }
+        merged = json_deep_copy(old);
+        const char *k;
+        json_t *v;
+        json_object_foreach(body, k, v) {
+            if (json_is_null(v)) json_object_del(merged, k);
+            else json_object_set(merged, k, v);
+        }
+    } else {
+        merged = json_deep_copy(body);
+    }
+    if (!merged) {
+        json_decref(old);
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    }
+    rc = check_spec(tx, merged, now, &p, err);
+    if (!rc && name &&
+        (p.maintenance != oldh.maintenance || strcmp(p.tenant_id, oldh.tenant_id) != 0))
+        rc = gp_err_set(err, GP_EINVALID, "a reservation's holder does not change: delete it and "
+                                          "create another");
+    char *nodes = NULL, *wos = NULL;
+    if (!rc) {
+        nodes = p.nodes ? jx_dump(p.nodes) : strdup("[]");
+        wos = p.work_orders ? jx_dump(p.work_orders) : strdup("[]");
+        if (!nodes || !wos) rc = gp_err_set(err, GP_ENOMEM, NULL);
+    }
+    if (!rc && !name) {
+        int64_t taken = 0;
+        rc = one(tx, "SELECT COUNT(*) FROM reservations WHERE name = ? AND deleted_at = 0",
+                 p.name, &taken, err);
+        if (!rc && taken)
+            rc = gp_err_set(err, GP_ECONFLICT, "a reservation named '%.64s' exists", p.name);
+        char id[RND_ID_LEN];
+        rnd_id(id);
+        if (!rc)
+            rc = store_exec(tx, NULL, err,
+                            "INSERT INTO reservations (id, name, tenant_id, project_id, pool,"
+                            " class, count, nodes, start_us, end_us, recurrence, weekdays,"
+                            " every_s, until_us, end_policy, drain_before_s, work_orders,"
+                            " description, created_by, created_at, updated_at)"
+                            " VALUES (?,?,NULLIF(?, ''),NULLIF(?, ''),?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                            "ssssssisiisiiisisssii", id, p.name, p.tenant_id, p.project_id,
+                            p.pool ? p.pool : "", p.cls ? p.cls : "", p.count, nodes,
+                            p.rule.t1_us, p.rule.t2_us, p.recurrence, (int64_t)p.rule.weekdays,
+                            p.rule.every_s, p.rule.until_us, p.end_policy, p.drain_before_s, wos,
+                            p.description, actor, now, now);
+    } else if (!rc) {
+        rc = store_exec(tx, NULL, err,
+                        "UPDATE reservations SET project_id = NULLIF(?, ''), pool = ?, class = ?,"
+                        " count = ?, nodes = ?, start_us = ?, end_us = ?, recurrence = ?,"
+                        " weekdays = ?, every_s = ?, until_us = ?, end_policy = ?,"
+                        " drain_before_s = ?, work_orders = ?, description = ?, updated_at = ?"
+                        " WHERE id = ?",
+                        "sssisiisiiisissis", p.project_id, p.pool ? p.pool : "",
+                        p.cls ? p.cls : "", p.count, nodes, p.rule.t1_us, p.rule.t2_us,
+                        p.recurrence, (int64_t)p.rule.weekdays, p.rule.every_s, p.rule.until_us,
+                        p.end_policy, p.drain_before_s, wos, p.description, now, oldh.id);
+    }
+    free(nodes);
+    free(wos);
+    /* a patch: what it changed, and whether the reservation holds more than before */
+    if (!rc && name) {
+        loose_spec(old, &op);
+        json_t *ch = json_array();
+        const char *k;
+        json_t *v;
+        json_object_foreach(body, k, v) {
+            json_t *was = json_object_get(old, k);
+            if (!(was ? json_equal(was, v) : json_is_null(v))) json_array_append_new(ch, json_string(k));
+        }
+        int w = p.rule.t1_us < op.rule.t1_us || p.rule.t2_us > op.rule.t2_us ||
+                (p.rule.t2_us - p.rule.t1_us) > (op.rule.t2_us - op.rule.t1_us) ||
+                p.count > op.count || (p.nodes && (!op.nodes || adds_nodes(op.nodes, p.nodes))) ||
+                (!op.nodes && p.nodes) || p.rule.until_us > op.rule.until_us ||
+                p.rule.kind != op.rule.kind || p.rule.weekdays != op.rule.weekdays ||
+                p.rule.every_s != op.rule.every_s || (op.project_id[0] && !p.project_id[0]);
+        if (widened) *widened = w;
+        if (changes) *changes = ch;
+        else json_decref(ch);
+    }
+    if (!rc) rc = rsv_get(tx, p.name, now, out, NULL, err);
+    json_decref(merged);
+    json_decref(old);
+    return rc;
+}
+
+/* ---- a job's reservation ---- */
+
+int rsv_for_job(store_tx *tx, const char *name, const char *tenant_id, const char *project_id,
+                const char *cls, int64_t cards, int64_t time_limit_s, int64_t now,
+                char id[RND_ID_LEN], gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT id, COALESCE(project_id, ''), class, count, nodes, start_us,"
+                         " end_us, recurrence, weekdays, every_s, until_us FROM reservations"
+                         " WHERE name = ? AND deleted_at = 0 AND tenant_id = ?",
+                         "ss", name, tenant_id);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc <= 0) {
+        store_done(s);
+        return rc < 0 ? rc
+                      : gp_err_set(err, GP_EINVALID,
+                                   "reservation '%.64s' does not exist for this tenant", name);
+    }
+    char proj[RND_ID_LEN], rcls[64];
+    snprintf(id, RND_ID_LEN, "%s", store_text(s, 0));
+    snprintf(proj, sizeof proj, "%s", store_text(s, 1));
+    snprintf(rcls, sizeof rcls, "%s", store_text(s, 2));
+    int64_t count = store_int(s, 3);
+    json_t *nodes = json_loads(store_text(s, 4), 0, NULL);
+    rsv_rule rule;
+    rsv_rule_from(store_text(s, 7), store_int(s, 5), store_int(s, 6), store_int(s, 8),
+                  store_int(s, 9), store_int(s, 10), &rule);
+    store_done(s);
+    rsv_span cur;
+    int64_t held = count;
+    if (!count) {
+        /* named nodes: every card of them */
+        size_t i;
+        json_t *v;
+        json_array_foreach(nodes, i, v) {
+            int64_t n = 0;
+            if ((rc = one(tx,
+                          "SELECT COUNT(*) FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                          " WHERE n.name = ?",
+                          json_string_value(v), &n, err))) {
+                json_decref(nodes);
+                return rc;
+            }
+            held += n;
+        }
+    }
+    json_decref(nodes);
+    if (proj[0] && strcmp(proj, project_id))
+        return gp_err_set(err, GP_EINVALID,
+                          "reservation '%.64s' is held by another project of the tenant", name);
+    if (count && strcmp(rcls, cls))
+        return gp_err_set(err, GP_EINVALID,
+                          "reservation '%.64s' holds cards of class %s: submit the job with "
+                          "--class %s",
+                          name, rcls, rcls);
+    if (cards > held)
+        return gp_err_set(err, GP_EINVALID,
+                          "the job takes %lld cards and reservation '%.64s' holds %lld",
+                          (long long)cards, name, (long long)held);
+    if (time_limit_s > 0 && time_limit_s > (rule.t2_us - rule.t1_us) / 1000000)
+        return gp_err_set(err, GP_EINVALID,
+                          "its time limit (%llds) is longer than reservation '%.64s''s window "
+                          "(%llds): it could never end by the window's end",
+                          (long long)time_limit_s, name,
+                          (long long)((rule.t2_us - rule.t1_us) / 1000000));
+    if (!rsv_current(&rule, now, &cur))
+        return gp_err_set(err, GP_ECONFLICT, "reservation '%.64s' is over", name);
+    return GP_OK;
+}

@@ -1,0 +1,86 @@
+/*
+ * reservations.h - advance reservations and maintenance windows in the store
+ * (docs/scheduling.md, "Reservations"; the rules are reserve.h's, pure).
+ *
+ * A reservation holds, from its start to its end (once, or recurring up to a
+ * horizon), either NAMED NODES or a COUNT of a class's cards in a pool, for a
+ * tenant (optionally one of its projects) or for nobody: a maintenance
+ * window.  Its spec is JSON, the same fields on create and on a patch:
+ *
+ *   name, tenant, project | maintenance: true,
+ *   nodes: [..] | pool, class, count,
+ *   start, end (RFC 3339), recurrence: none|daily|weekly|weekdays|every,
+ *   weekdays: ["mon", ..] (weekdays), every_seconds (every), until (recurring),
+ *   end_policy: stop|run, drain_before_seconds, work_orders: [..] (maintenance),
+ *   description
+ *
+ * Who may do what is the API's (src/api/h_reservation.c); this file checks
+ * the spec against the store and keeps the rows.
+ */
+#ifndef GP_RESERVATIONS_H
+#define GP_RESERVATIONS_H
+
+#include "../core/err.h"
+#include "../core/rand.h"
+#include "../store/store.h"
+#include "reserve.h"
+
+#include <jansson.h>
+#include <stdint.h>
+
+#define RSV_MAX_NAMED 256 /* named nodes of one reservation */
+
+/* Who holds a stored reservation: maintenance (no tenant), or a tenant and maybe a project
+ * (ids; "" none). */
+typedef struct rsv_holder {
+    char id[RND_ID_LEN];
+    int maintenance;
+    char tenant_id[RND_ID_LEN], project_id[RND_ID_LEN];
+} rsv_holder;
+
+/*
+ * Create reservation `spec` (name != NULL: patch the one of that name with `spec`, a JSON
+ * merge patch: null lifts an optional field).  Validated whole against the store (the
+ * tenant, project, nodes, pool, class and work orders exist; the times make a sound rule
+ * that is not over; either nodes or pool + class + count, count within the pool's cards of
+ * the class): GP_EINVALID with the reason, GP_ECONFLICT for a name in use, GP_ENOTFOUND for
+ * a patch of none.  A patch may not change the holder (delete and create).  OUT: *out the
+ * reservation as stored (rsv_get's), *widened (a patch: 1 when it holds more than before -
+ * earlier, later, more cards or nodes, a longer horizon or another recurrence), *changes
+ * (the fields a patch changed; owned).
+ */
+int rsv_put(store_tx *tx, const char *name, json_t *spec, const char *actor, int64_t now_us,
+            json_t **out, int *widened, json_t **changes, gp_err *err);
+
+/* Reservation `name` (not deleted): GP_ENOTFOUND.  OUT: *out (owned), *who (optional). */
+int rsv_get(store_tx *tx, const char *name, int64_t now_us, json_t **out, rsv_holder *who,
+            gp_err *err);
+
+/* Every reservation not deleted, in start order; each item's holder in who[] (owned array
+ * of json_array_size(*items), free()). */
+int rsv_list(store_tx *tx, int64_t now_us, json_t **items, rsv_holder **who, gp_err *err);
+
+/* A tenant's reservations (its overview), in start order. */
+int rsv_list_tenant(store_tx *tx, const char *tenant_id, int64_t now_us, json_t **items,
+                    gp_err *err);
+
+/* Delete reservation `name` (its row stays, marked, for the report).  GP_ENOTFOUND. */
+int rsv_delete(store_tx *tx, const char *name, int64_t now_us, gp_err *err);
+
+/* The rule of a stored row's fields (recurrence text, weekday bits, ...). */
+int rsv_rule_from(const char *recurrence, int64_t start_us, int64_t end_us, int64_t weekdays,
+                  int64_t every_s, int64_t until_us, rsv_rule *out);
+
+/*
+ * A job submit's "reservation": the reservation `name` of tenant `tenant_id` (another
+ * tenant's, a maintenance window, a deleted one: not found) that a job of `project_id`, of
+ * class `cls` taking `cards` cards with time limit `time_limit_s` (0 none), may run in: held
+ * by its project (or the whole tenant), the class the reservation's (a count), within its
+ * cards, a limit no longer than its window, an occurrence left.  GP_EINVALID (or
+ * GP_ECONFLICT: over) with the reason.  OUT: id.
+ */
+int rsv_for_job(store_tx *tx, const char *name, const char *tenant_id, const char *project_id,
+                const char *cls, int64_t cards, int64_t time_limit_s, int64_t now_us,
+                char id[RND_ID_LEN], gp_err *err);
+
+#endif
