@@ -554,6 +554,8 @@ int h_app_rag_delete(api_ctx *c, gp_err *err);
 int api__sched_round(store_t *st, gp_err *err);
 /* Apply the card-hour ceilings' policy to running jobs (jobs_card_hours_enforce). */
 int api__card_hours_enforce(store_t *st, gp_err *err);
+/* The reservations' tick (rsv_tick): ends of windows, maintenance nodes; wakes what moved. */
+int api__reservations_tick(store_t *st, gp_err *err);
 
 /* A stall of the server, for node liveness: a quarter of the node timeout, 2 s at least. */
 #define API_STALL_US(timeout_us) ((timeout_us) / 4 > 2000000 ? (timeout_us) / 4 : 2000000)

@@ -198,8 +198,8 @@ static int server_leads(void *arg) { return atomic_load(&((api_server *)arg)->le
 /*
  * Once a second, on the leader only (store_lead: one server among those
  * sharing a PostgreSQL store; always the one on SQLite): mark nodes
- * unreachable whose heartbeats stopped, enforce card-hour ceilings, run a
- * scheduling round.
+ * unreachable whose heartbeats stopped, enforce card-hour ceilings, end what a
+ * reservation's end stops and move maintenance windows' nodes, run a scheduling round.
  */
 static void *loop_main(void *arg) {
     api_server *srv = arg;
@@ -247,6 +247,9 @@ static void *loop_main(void *arg) {
         }
         if (api__card_hours_enforce(srv->store, &err))
             log_kv(LOG_WARN, "card-hour quota check failed", "detail", err.msg, (char *)NULL);
+        gp_err_clear(&err);
+        if (api__reservations_tick(srv->store, &err))
+            log_kv(LOG_WARN, "reservations tick failed", "detail", err.msg, (char *)NULL);
         gp_err_clear(&err);
         if (api__sched_round(srv->store, &err))
             log_kv(LOG_WARN, "scheduler round failed", "detail", err.msg, (char *)NULL);

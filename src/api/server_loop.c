@@ -1,7 +1,8 @@
 /*
  * server_loop.c - the work of the server's loop thread that goes through the
  * store outside any request (http.c's tick): the nodes' reachability sweep,
- * the card-hour ceilings' policy, and the leader's scheduler wake.  Handlers
+ * the card-hour ceilings' policy, the reservations' ends and maintenance windows, and the
+ * leader's scheduler wake.  Handlers
  * (h_*.c) hold request work only; their transactions are dispatch's.
  */
 #include "api_int.h"
@@ -10,6 +11,7 @@
 #include "../inventory/inventory.h"
 #include "../sched/jobs.h"
 #include "../sched/loop.h"
+#include "../sched/reservations.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,22 @@ int api__sched_round(store_t *st, gp_err *err) {
     (void)err;
     sched_wake(st, 1);
     return GP_OK;
+}
+
+int api__reservations_tick(store_t *st, gp_err *err) {
+    store_tx *tx;
+    int stopped = 0, changed = 0;
+    int rc = store_begin(st, STORE_WRITE, &tx, err);
+    if (rc) return rc;
+    rc = rsv_tick(tx, gt_now_us(), &stopped, &changed, err);
+    if (rc) {
+        store_rollback(tx);
+        return rc;
+    }
+    rc = store_commit(tx, err);
+    if (!rc && stopped) sched_node_touch(st, NULL); /* their agents stop them now */
+    if (!rc && (stopped || changed)) sched_wake_freed(st, 1);
+    return rc;
 }
 
 int api__card_hours_enforce(store_t *st, gp_err *err) {

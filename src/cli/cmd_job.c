@@ -17,6 +17,7 @@ static const char usage[] =
     "  submit NAME --class C [--units N] [--priority-class PC] [--no-preempt]\n"
     "         [--recovery requeue|fail] [--time-limit S] [--image REF] [--stack RT>=V]\n"
     "         [--after JOB[:ok|:any|:notok]]... [--array FIRST-LAST[%MAX]] [--wait]\n"
+    "         [--reservation NAME]   run in that reservation (its cards, its window)\n"
     "         [-- COMMAND ARGS...]\n"
     "  list [--state queued|admitted|running|succeeded|failed|cancelled|preempted]\n"
     "       [--array ID]     an array's tasks\n"
@@ -34,6 +35,7 @@ static const char usage[] =
 typedef struct jopts {
     const char *tenant, *project, *cls, *units, *pc, *recovery, *tl, *state, *image, *stack;
     const char *array; /* submit: the range; list: an array's id */
+    const char *reservation; /* submit: the reservation it runs in */
     int no_preempt, preempt, follow, wait;
     const char *after[64]; /* --after, each once (the server checks the jobs) */
     int nafter;
@@ -49,6 +51,7 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         {"follow", no_argument, 0, 'f'},           {"wait", no_argument, 0, 'w'},
         {"stack", required_argument, 0, 'S'},      {"preemptible", no_argument, 0, 'e'},
         {"after", required_argument, 0, 'a'},      {"array", required_argument, 0, 'A'},
+        {"reservation", required_argument, 0, 'R'},
         {0, 0, 0, 0}};
     int c, rc = 0;
     memset(o, 0, sizeof *o);
@@ -71,6 +74,7 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         case 'f': o->follow = 1; break;
         case 'w': o->wait = 1; break;
         case 'A': o->array = optarg; break;
+        case 'R': o->reservation = optarg; break;
         case 'a':
             if (o->nafter == (int)(sizeof o->after / sizeof o->after[0]))
                 return cli_error(CLI_USAGE, "%s: at most 64 --after", verb);
@@ -82,6 +86,8 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         return cli_error(CLI_USAGE, "%s: --follow is for job logs", verb);
     if (o->wait && strcmp(verb, "job submit") != 0)
         return cli_error(CLI_USAGE, "%s: --wait is for job submit", verb);
+    if (o->reservation && strcmp(verb, "job submit") != 0)
+        return cli_error(CLI_USAGE, "%s: --reservation is for job submit", verb);
     if (o->nafter && strcmp(verb, "job submit") != 0)
         return cli_error(CLI_USAGE, "%s: --after is for job submit", verb);
     if (o->array && strcmp(verb, "job submit") != 0 && strcmp(verb, "job list") != 0)
@@ -234,6 +240,7 @@ static int j_submit(cli_ctx *ctx, int argc, char **argv) {
     }
     if (o.stack) json_object_set_new(body, "stack", json_string(o.stack));
     if (o.array) json_object_set_new(body, "array", json_string(o.array));
+    if (o.reservation) json_object_set_new(body, "reservation", json_string(o.reservation));
     if (o.nafter) {
         /* JOB may be a name or an id's start, as everywhere a job is named */
         json_t *after = json_array();
@@ -515,8 +522,11 @@ int cli_cmd_job(cli_ctx *ctx, int argc, char **argv) {
          "       [--priority-class PC] [--no-preempt] [--recovery requeue|fail]\n"
          "       [--time-limit S] [--image REF] [--stack RUNTIME>=V]\n"
          "       [--after JOB[:ok|:any|:notok]]... [--array FIRST-LAST[%MAX]] [--wait]\n"
-         "       [-- COMMAND ARGS...]\n"
+         "       [--reservation NAME] [-- COMMAND ARGS...]\n"
          "\n"
+         "  --reservation NAME  run in the tenant's reservation NAME: only in its windows, on\n"
+         "                  what it holds (a count: within it, of its class), ending by the\n"
+         "                  window's end (--time-limit; without one it is stopped then)\n"
          "  --array FIRST-LAST[%MAX]  one task per index (or a count N: 0..N-1), at most\n"
          "                  10,000, each with GPUPOOL_ARRAY_ID and GPUPOOL_ARRAY_INDEX; %MAX:\n"
          "                  at most MAX of them hold cards at once.  Prints the array\n"

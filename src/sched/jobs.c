@@ -5,6 +5,7 @@
 #include "jobs_int.h"
 
 #include "compat.h"
+#include "reservations.h"
 
 #include "../audit/audit.h"
 #include "../core/gtime.h"
@@ -44,9 +45,9 @@ static int image_valid(const char *ref) {
 int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err *err) {
     static const char *const fields[] = {"name", "class", "units", "priority_class", "command",
                                          "image", "preemptible", "recovery", "time_limit_s",
-                                         "stack", "after", "array", NULL};
+                                         "stack", "after", "array", "reservation", NULL};
     json_t *b = js->spec;
-    const char *name, *cls, *pcn, *recovery, *image, *stack, *array;
+    const char *name, *cls, *pcn, *recovery, *image, *stack, *array, *rsv_name;
     int64_t units = 1, tl = 0;
     int pre = 1, has_units, has_pre, has_tl;
     int rc;
@@ -59,7 +60,8 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
         (rc = jx_get_str(b, "image", 0, &image, err)) ||
         (rc = jx_get_int(b, "time_limit_s", 0, &tl, &has_tl, err)) ||
         (rc = jx_get_str(b, "stack", 0, &stack, err)) ||
-        (rc = jx_get_str(b, "array", 0, &array, err)))
+        (rc = jx_get_str(b, "array", 0, &array, err)) ||
+        (rc = jx_get_str(b, "reservation", 0, &rsv_name, err)))
         return rc;
     /* an array: one task per index (arrays.c) */
     jobs_array_spec arr = {0, 0, 0};
@@ -100,6 +102,22 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
     store_done(s);
     if (rc < 0) return rc;
     if (!known) return gp_err_set(err, GP_EINVALID, "resource class '%.64s' does not exist", cls);
+    /* the reservation it runs in (reservations.c): the tenant's, held by its project, within
+     * its cards and its window */
+    char rsv_id[RND_ID_LEN] = "";
+    if (rsv_name) {
+        int64_t per_unit = 1;
+        if ((rc = store_query(tx, &s, err, "SELECT form, gpus FROM classes WHERE name = ?", "s",
+                              cls)))
+            return rc;
+        if ((rc = store_step(s, err)) > 0 && !strncmp(store_text(s, 0), "whole", 5))
+            per_unit = store_int(s, 1);
+        store_done(s);
+        if (rc < 0) return rc;
+        if ((rc = rsv_for_job(tx, rsv_name, js->tenant_id, js->project_id, cls, units * per_unit,
+                              tl, gt_now_us(), rsv_id, err)))
+            return rc;
+    }
     prio_class pc;
     if ((rc = prio_get(tx, pcn ? pcn : "normal", &pc, err))) {
         /* a bad name in the request is the request's fault: 400, not 404 */
@@ -132,15 +150,16 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
                         "INSERT INTO jobs (id, tenant_id, project_id, name, class, units,"
                         " priority_class, priority, preemptible, may_preempt, recovery, command,"
                         " time_limit_s, submitter, state, reason, created_at, queued_at, image,"
-                        " stack, opted_out, array_id, array_index)"
-                        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,'queued',?,?,?,?,?,?,?,NULLIF(?, -1))",
-                        "sssssisiiississiissisi", jid, js->tenant_id, js->project_id, name, cls,
+                        " stack, opted_out, array_id, array_index, reservation_id)"
+                        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,'queued',?,?,?,?,?,?,?,NULLIF(?, -1),"
+                        " NULLIF(?, ''))",
+                        "sssssisiiississiissisis", jid, js->tenant_id, js->project_id, name, cls,
                         units, pc.name, (int64_t)pc.value, (int64_t)preemptible,
                         (int64_t)pc.may_preempt, recovery, command, tl, js->submitter,
                         ndeps ? "waiting for its dependencies (job explain lists them)"
                               : "waiting for the scheduler",
                         now, now, image ? image : "", stack_c, (int64_t)opted_out,
-                        array ? id : NULL, array ? i : (int64_t)-1);
+                        array ? id : NULL, array ? i : (int64_t)-1, rsv_id);
         if (!rc) rc = jobs_deps_add(tx, jid, js->project_id, deps, ndeps, err);
         if (!rc) rc = jobs__event(tx, jid, "submitted", array ? "queued (array task)" : "queued",
                                   err);
@@ -157,7 +176,8 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
     " j.preemptible, j.may_preempt, j.recovery, j.command, j.time_limit_s, j.submitter,"   \
     " j.state, j.reason, j.created_at, j.started_at, j.ended_at, j.preemptions,"           \
     " j.project_id, j.exit_code, j.image, j.stack, COALESCE(j.array_id, ''),"             \
-    " COALESCE(j.array_index, 0)"
+    " COALESCE(j.array_index, 0),"                                                          \
+    " COALESCE((SELECT r.name FROM reservations r WHERE r.id = j.reservation_id), '')"
 
 static json_t *job_json(store_stmt *s) {
     json_t *cmd = json_loads(store_text(s, 11), 0, NULL);
@@ -187,6 +207,10 @@ static json_t *job_json(store_stmt *s) {
                                 ? json_pack("{s:s,s:I}", "id", store_text(s, 24), "index",
                                             (json_int_t)store_int(s, 25))
                                 : json_null());
+    /* the reservation it runs in (reservations.c), null for none */
+    if (o)
+        json_object_set_new(o, "reservation", store_text(s, 26)[0] ? json_string(store_text(s, 26))
+                                                                   : json_null());
     return o;
 }
 

@@ -4,6 +4,9 @@
  */
 #include "reservations.h"
 
+#include "jobs_int.h"
+
+#include "../audit/audit.h"
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
 #include "../inventory/inventory.h"
@@ -663,4 +666,151 @@ int rsv_for_job(store_tx *tx, const char *name, const char *tenant_id, const cha
     if (!rsv_current(&rule, now, &cur))
         return gp_err_set(err, GP_ECONFLICT, "reservation '%.64s' is over", name);
     return GP_OK;
+}
+
+/* ---- the leader's tick: the ends of windows ---- */
+
+typedef struct due {
+    char job[RND_ID_LEN], tenant[64], project[64], rsv[64];
+    int stop; /* 1: stop it (running past its window's end); 0: cancel it (waiting for none) */
+    int64_t at;
+} due;
+
+static int audit_sched(store_tx *tx, const due *d, const char *action, json_t *sum, gp_err *err) {
+    char *text = jx_dump(sum);
+    json_decref(sum);
+    audit_event ev = {.actor = "scheduler", .action = action, .target_type = "job",
+                      .target_id = d->job, .tenant = d->tenant, .project = d->project,
+                      .result = "ok", .summary = text};
+    int rc = audit_append(tx, &ev, NULL, err);
+    free(text);
+    return rc;
+}
+
+/* Jobs whose reservation says they end now: running past the end of the occurrence they run
+ * in (end policy stop), or waiting for a reservation deleted or over. */
+static int jobs_due(store_tx *tx, int64_t now, due **out, int *nout, gp_err *err) {
+    store_stmt *s;
+    *out = NULL;
+    *nout = 0;
+    int rc = store_query(tx, &s, err,
+                         "SELECT j.id, j.state, COALESCE(j.started_at, 0), r.name, r.end_policy,"
+                         " r.deleted_at, r.start_us, r.end_us, r.recurrence, r.weekdays,"
+                         " r.every_s, r.until_us, t.name, p.name FROM jobs j"
+                         " JOIN reservations r ON r.id = j.reservation_id"
+                         " JOIN tenants t ON t.id = j.tenant_id JOIN projects p ON p.id = j.project_id"
+                         " WHERE j.reservation_id IS NOT NULL"
+                         " AND j.state IN ('queued','admitted','running') ORDER BY j.id",
+                         "");
+    if (rc) return rc;
+    int cap = 0;
+    while ((rc = store_step(s, err)) > 0) {
+        rsv_rule rule;
+        rsv_span sp;
+        rsv_rule_from(store_text(s, 8), store_int(s, 6), store_int(s, 7), store_int(s, 9),
+                      store_int(s, 10), store_int(s, 11), &rule);
+        int running = !strcmp(store_text(s, 1), "running"), deleted = store_int(s, 5) != 0;
+        int64_t at = 0;
+        int act = -1;
+        if (running) {
+            if (deleted || strcmp(store_text(s, 4), "stop")) continue;
+            int64_t started = store_int(s, 2);
+            /* the occurrence it runs in (or, moved since, the next one from its start) */
+            if (!rsv_occurrence_at(&rule, started, &sp) && !rsv_current(&rule, started, &sp))
+                sp = (rsv_span){0, 0};
+            if (now < sp.t2_us) continue;
+            act = 1;
+            at = sp.t2_us;
+        } else if (deleted || !rsv_current(&rule, now, &sp)) {
+            act = 0;
+            if (!deleted && rsv_last(&rule, now, &sp)) at = sp.t2_us;
+        } else {
+            continue;
+        }
+        if (*nout == cap) {
+            cap = cap ? cap * 2 : 8;
+            due *nd = realloc(*out, (size_t)cap * sizeof *nd);
+            if (!nd) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
+            }
+            *out = nd;
+        }
+        due *d = &(*out)[(*nout)++];
+        memset(d, 0, sizeof *d);
+        snprintf(d->job, sizeof d->job, "%s", store_text(s, 0));
+        snprintf(d->rsv, sizeof d->rsv, "%s", store_text(s, 3));
+        snprintf(d->tenant, sizeof d->tenant, "%s", store_text(s, 12));
+        snprintf(d->project, sizeof d->project, "%s", store_text(s, 13));
+        d->stop = act;
+        d->at = at;
+        if (deleted) d->at = -1;
+    }
+    store_done(s);
+    if (rc < 0) {
+        free(*out);
+        *out = NULL;
+        *nout = 0;
+        return rc;
+    }
+    return GP_OK;
+}
+
+static int settle_jobs(store_tx *tx, int64_t now, int *stopped, int *cancelled, gp_err *err) {
+    due *ds;
+    int nd, rc = jobs_due(tx, now, &ds, &nd, err);
+    if (rc) return rc;
+    for (int i = 0; i < nd && !rc; i++) {
+        const due *d = &ds[i];
+        char reason[240], at[32] = "";
+        int changes = 0;
+        if (d->at > 0) rsv_fmt_time(d->at, at, sizeof at);
+        if (d->stop) {
+            snprintf(reason, sizeof reason,
+                     "reservation_end: reservation %s ended at %s; stopped (its end policy)",
+                     d->rsv, at);
+            rc = store_exec(tx, &changes, err,
+                            "UPDATE jobs SET state = 'failed', reason = ?, ended_at = ?"
+                            " WHERE id = ? AND state = 'running'",
+                            "sis", reason, now, d->job);
+            if (!rc && changes)
+                rc = store_exec(tx, NULL, err,
+                                "UPDATE bindings SET end_us = ?, end_reason = 'reservation_end'"
+                                " WHERE job_id = ? AND end_us IS NULL",
+                                "is", now, d->job);
+            if (!rc && changes) rc = jobs__event(tx, d->job, "stopped", reason, err);
+            if (!rc && changes)
+                rc = audit_sched(tx, d, "job.stop",
+                                 json_pack("{s:s,s:s,s:s}", "reservation", d->rsv, "ended_at", at,
+                                           "why", "reservation_end"),
+                                 err);
+            if (!rc && changes) (*stopped)++;
+        } else {
+            if (d->at < 0)
+                snprintf(reason, sizeof reason, "reservation %s was deleted; cancelled", d->rsv);
+            else
+                snprintf(reason, sizeof reason, "reservation %s is over%s%s%s; cancelled", d->rsv,
+                         at[0] ? " (its last window ended at " : "", at, at[0] ? ")" : "");
+            rc = store_exec(tx, &changes, err,
+                            "UPDATE jobs SET state = 'cancelled', reason = ?, ended_at = ?"
+                            " WHERE id = ? AND state IN ('queued','admitted')",
+                            "sis", reason, now, d->job);
+            if (!rc && changes) rc = jobs__event(tx, d->job, "cancelled", reason, err);
+            if (!rc && changes)
+                rc = audit_sched(tx, d, "job.cancel",
+                                 json_pack("{s:s,s:s}", "reservation", d->rsv, "why", reason),
+                                 err);
+            if (!rc && changes) (*cancelled)++;
+        }
+    }
+    free(ds);
+    return rc;
+}
+
+int rsv_tick(store_tx *tx, int64_t now, int *stopped, int *changed, gp_err *err) {
+    int cancelled = 0;
+    *stopped = *changed = 0;
+    int rc = settle_jobs(tx, now, stopped, &cancelled, err);
+    if (!rc && cancelled) *changed = 1;
+    return rc;
 }

@@ -83,4 +83,15 @@ int rsv_for_job(store_tx *tx, const char *name, const char *tenant_id, const cha
                 const char *cls, int64_t cards, int64_t time_limit_s, int64_t now_us,
                 char id[RND_ID_LEN], gp_err *err);
 
+/*
+ * The leader's tick, once a second (src/api/server_loop.c), in one write transaction: a job
+ * running in a reservation whose end policy is stop is stopped once the occurrence it runs
+ * in has ended (its bindings end `reservation_end`, the job `failed` with the reason; its
+ * agent stops the workload with its grace period); a job waiting for a reservation deleted or
+ * over is cancelled.  Each audited (job.stop, job.cancel by `scheduler`).  OUT: *stopped
+ * (jobs stopped: every node should look again), *changed (something the scheduler should
+ * see: it is woken).
+ */
+int rsv_tick(store_tx *tx, int64_t now_us, int *stopped, int *changed, gp_err *err);
+
 #endif

@@ -78,6 +78,21 @@ int rsv_allows(const rsv *rs, int n, const rsv_count_use *use, const rsv_job *j,
     return RSV_OK;
 }
 
+int rsv_named_check(const rsv *rs, int n, const rsv_count_use *use, const rsv_job *j, int cards,
+                    int64_t now) {
+    if (j->reservation < 0) return RSV_OK;
+    assert(j->reservation < n);
+    (void)n;
+    const rsv *r = &rs[j->reservation];
+    int64_t ends = end_of(j, now);
+    if (!rsv_holds(r, j)) return RSV_NOT_HOLDER;
+    if (now >= r->t2_us) return RSV_OVER;
+    if (now < r->t1_us) return RSV_NOT_YET;
+    if (ends != NEVER && ends > r->t2_us) return RSV_TOO_LONG;
+    if (!r->node_in && use && use[j->reservation].busy_own_now + cards > r->count) return RSV_FULL;
+    return RSV_OK;
+}
+
 int64_t rsv_blocked_until(const rsv *rs, int i, const rsv_job *j, int64_t now) {
     const rsv *r = &rs[i];
     if (now >= r->t2_us) return 0;

@@ -88,6 +88,15 @@ int rsv_allows(const rsv *rs, int n, const rsv_count_use *use, const rsv_job *j,
                int pool, const int *gpus, int k, int64_t now_us, int *blocker);
 
 /*
+ * The part of rsv_allows that does not depend on where: may job j, which names a
+ * reservation, take `cards` more cards in it at now_us (its holder, its window begun and not
+ * over, its limit ending by T2, a count with room)?  RSV_OK or the reason (RSV_NOT_HOLDER,
+ * RSV_OVER, RSV_NOT_YET, RSV_TOO_LONG, RSV_FULL); RSV_OK for a job naming none.
+ */
+int rsv_named_check(const rsv *rs, int n, const rsv_count_use *use, const rsv_job *j, int cards,
+                    int64_t now_us);
+
+/*
  * When job j's wait for reservation rs[i] ends at the latest: T1 for its
  * own reservation (j->reservation == i) not yet begun, T2 for one that keeps
  * it out.  0 once the window is over.

@@ -11,6 +11,7 @@
 #include "../inventory/inventory.h"
 #include "compat.h"
 #include "loop.h"
+#include "reservations.h"
 #include "sched_metrics.h"
 #include "share.h"
 
@@ -81,6 +82,11 @@ typedef struct snap {
     uint64_t *jreason; /* a hash of each job's reason as read: a round rewrites only changed ones */
     sch_unit *places;
     unsigned char *place_fill; /* [unit of places]: how many of its gpu[] the bindings filled */
+    /* advance reservations (reservations.c; sched.h step 7), by id */
+    rsv *rsvs;
+    id33 *rsv_ids;
+    name64 *rsv_names;
+    const char **rsv_name_ptrs;
     /* the open bindings build() read and left out (a job not running, a unit or card it does
      * not know): the commit's guards know them as read, not as changed */
     struct skipped *skipped;
@@ -385,6 +391,110 @@ static int load_stops(store_tx *tx, snap *n, gp_err *err) {
     return rc < 0 ? rc : GP_OK;
 }
 
+/*
+ * The reservations the round weighs (reserve.h): each one not deleted, at its occurrence in
+ * force or next (none left: skipped), and any a live job names (deleted or over: at its last
+ * occurrence, or a span long past), so that its jobs wait with the reason.  Named nodes by
+ * index; a count's cards those of its pool its class accepts (models, form, rules).  Read
+ * after the nodes, classes, tenants and projects, before the jobs.  ORDER BY id: jobs find
+ * theirs by id.
+ */
+static int load_reservations(store_tx *tx, snap *n, gp_err *err) {
+    sch_snapshot *S = &n->s;
+    store_stmt *s;
+    int cnt, rc;
+    const char *live_refs = "SELECT reservation_id FROM jobs WHERE reservation_id IS NOT NULL"
+                            " AND state IN ('queued','admitted','running')";
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "SELECT COUNT(*) FROM reservations WHERE deleted_at = 0 OR id IN (%s)", live_refs);
+    if ((rc = count(tx, sql, &cnt, err))) return rc;
+    if (!cnt) return GP_OK;
+    if (!ALLOC(n->rsvs, cnt) || !ALLOC(n->rsv_ids, cnt) || !ALLOC(n->rsv_names, cnt) ||
+        !ALLOC(n->rsv_name_ptrs, cnt))
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    snprintf(sql, sizeof sql,
+             "SELECT id, name, COALESCE(tenant_id, ''), COALESCE(project_id, ''), pool, class,"
+             " count, nodes, start_us, end_us, recurrence, weekdays, every_s, until_us,"
+             " deleted_at FROM reservations WHERE deleted_at = 0 OR id IN (%s) ORDER BY id",
+             live_refs);
+    if ((rc = store_query(tx, &s, err, sql, ""))) return rc;
+    while ((rc = store_step(s, err)) > 0 && S->nrsvs < cnt) {
+        rsv_rule rule;
+        rsv_span sp = {0, 1}; /* over long ago */
+        int deleted = store_int(s, 14) != 0, live = 0;
+        rsv_rule_from(store_text(s, 10), store_int(s, 8), store_int(s, 9), store_int(s, 11),
+                      store_int(s, 12), store_int(s, 13), &rule);
+        if (!deleted) {
+            live = rsv_current(&rule, n->now, &sp);
+            if (!live && !rsv_last(&rule, n->now, &sp)) sp = (rsv_span){0, 1};
+        }
+        int i = S->nrsvs;
+        rsv *r = &n->rsvs[i];
+        memset(r, 0, sizeof *r);
+        r->t1_us = sp.t1_us;
+        r->t2_us = sp.t2_us > sp.t1_us ? sp.t2_us : sp.t1_us + 1;
+        r->pool = -1;
+        r->project = -1;
+        r->tenant = store_text(s, 2)[0]
+                        ? find_str(n->tids, sizeof *n->tids, S->ntenants, store_text(s, 2))
+                        : -1;
+        if (store_text(s, 2)[0] && r->tenant < 0) live = 0; /* its tenant is gone */
+        if (r->tenant >= 0 && store_text(s, 3)[0]) {
+            r->project = project_of(n, r->tenant, store_text(s, 3));
+            if (r->project < 0) live = 0;
+        }
+        int64_t count = store_int(s, 6);
+        if (!count) {
+            unsigned char *in = ar_alloc(n, (size_t)S->nnodes + 1, 1);
+            json_t *names = json_loads(store_text(s, 7), 0, NULL);
+            if (!in) {
+                json_decref(names);
+                store_done(s);
+                return gp_err_set(err, GP_ENOMEM, NULL);
+            }
+            size_t k;
+            json_t *v;
+            json_array_foreach(names, k, v) {
+                int node = json_is_string(v) ? find_str(n->node_names, sizeof *n->node_names,
+                                                        S->nnodes, json_string_value(v))
+                                             : -1;
+                if (node >= 0) in[node] = 1;
+            }
+            json_decref(names);
+            r->node_in = in;
+        } else {
+            unsigned char *ok = ar_alloc(n, (size_t)S->ngpus + 1, 1);
+            if (!ok) {
+                store_done(s);
+                return gp_err_set(err, GP_ENOMEM, NULL);
+            }
+            r->pool = find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 4));
+            int c = find_str(n->cnames, sizeof *n->cnames, n->nstored, store_text(s, 5));
+            if (r->pool < 0 || c < 0) live = 0; /* its pool or class is gone: it holds nothing */
+            for (int g = 0; c >= 0 && g < S->ngpus; g++)
+                ok[g] = (unsigned char)(n->classes[c].model_ok[n->gpus[g].model] &&
+                                        n->classes[c].gpu_ok[g] &&
+                                        n->gpus[g].mode == n->classes[c].form);
+            r->card_ok = ok;
+            r->count = (int)(count > 1000000 ? 1000000 : count);
+        }
+        if (!live && sp.t2_us > n->now) { /* nothing it can hold: over (its jobs wait) */
+            r->t1_us = 0;
+            r->t2_us = 1;
+        }
+        snprintf(n->rsv_ids[i], RND_ID_LEN, "%s", store_text(s, 0));
+        snprintf(n->rsv_names[i], 64, "%s", store_text(s, 1));
+        n->rsv_name_ptrs[i] = n->rsv_names[i];
+        S->nrsvs++;
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    S->rsvs = n->rsvs;
+    S->rsv_names = n->rsv_name_ptrs;
+    return GP_OK;
+}
+
 static int build(store_tx *tx, snap *n, gp_err *err) {
     store_stmt *s;
     int rc, nn, ng, np, nc, nt, npj, nj, nu;
@@ -436,6 +546,7 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         return gp_err_set(err, GP_ENOMEM, NULL);
     sch_snapshot *S = &n->s;
     S->month = n->month;
+    S->now_us = n->now;
     S->reclaim_cap = n->spol.reclaim_cap;
     S->reclaim_window_s = n->spol.reclaim_window_s;
     /* pools */
@@ -736,7 +847,8 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     for (int i = 0; i < S->nprojects; i++)
         n->projects[i].pool_ok = &n->ppool_ok[(size_t)i * (size_t)(S->npools + 1)];
     if ((rc = load_quotas(tx, n, err)) || (rc = load_card_hours(tx, n, err)) ||
-        (rc = jobs_array_allow_load(tx, &n->array_allow, err)))
+        (rc = jobs_array_allow_load(tx, &n->array_allow, err)) ||
+        (rc = load_reservations(tx, n, err)))
         return rc;
     /* live jobs, and where the running ones are */
     if ((rc = store_query(tx, &s, err,
@@ -745,7 +857,9 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
                           " COALESCE(reason, ''), stack,"
                           /* a task of an array with a cap (arrays.c) */
                           " COALESCE((SELECT a.max_running FROM job_arrays a"
-                          "  WHERE a.id = jobs.array_id), 0)"
+                          "  WHERE a.id = jobs.array_id), 0),"
+                          /* the reservation it names (reservations.c), its time limit */
+                          " COALESCE(reservation_id, ''), time_limit_s"
                           " FROM jobs"
                           " WHERE state IN ('queued','admitted','running')"
                           /* a job waiting for its dependencies holds nothing (deps.c) */
@@ -781,6 +895,7 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         }
         int i = S->njobs++;
         sch_job *j = &n->jobs[i];
+        memset(j, 0, sizeof *j); /* (a row skipped below leaves its slot to the next) */
         snprintf(n->jids[i], RND_ID_LEN, "%s", store_text(s, 0));
         snprintf(n->jrecovery[i], 8, "%s", store_text(s, 10));
         n->jreason[i] = reason_hash(store_text(s, 12));
@@ -797,6 +912,17 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         j->state = !strcmp(st, "running") ? SCH_RUNNING : !strcmp(st, "admitted") ? SCH_ADMITTED
                                                                                   : SCH_PENDING;
         j->credited = j->state == SCH_ADMITTED && store_int(s, 11) != 0;
+        j->time_limit_s = store_int(s, 16);
+        if (store_text(s, 15)[0]) {
+            int ri = find_str(n->rsv_ids, sizeof *n->rsv_ids, S->nrsvs, store_text(s, 15));
+            j->reservation = ri >= 0 ? ri + 1 : 0;
+            /* (every reservation a live job names is loaded; should one not be, a waiting job
+             * naming it is not this round's rather than free to run anywhere) */
+            if (ri < 0 && j->state != SCH_RUNNING) {
+                S->njobs--;
+                continue;
+            }
+        }
         if (j->state == SCH_RUNNING) {
             if (used_units + j->units > nu) j->state = SCH_ADMITTED; /* cannot happen; be safe */
             else {
@@ -1501,6 +1627,47 @@ static void explain_share(const snap *n, const sch_result *r, const sch_decision
     }
 }
 
+/*
+ * A reservation in an explanation (docs/scheduling.md, "Reservations"), from the baseline
+ * round's decision bd: which one keeps the job from a place that would fit (or which it names
+ * and waits for) and until when at the latest: its end (one in the way), its start (its own,
+ * not begun).  Another tenant's is not named.
+ */
+static void explain_rsv(const snap *n, const sch_decision *bd, json_t *o, json_t *notes) {
+    if (!bd || !bd->rsv || bd->rsv > n->s.nrsvs) return;
+    int i = bd->rsv - 1;
+    const rsv *r = &n->rsvs[i];
+    const sch_job *j = &n->jobs[bd->job];
+    int tenant = n->projects[j->project].tenant;
+    int maint = r->tenant < 0, mine = !maint && r->tenant == tenant;
+    rsv_job rj = {tenant, j->project, j->reservation - 1, j->time_limit_s};
+    int64_t until = rsv_blocked_until(n->rsvs, i, &rj, n->now);
+    char t1[32], t2[32], u[32], note[320];
+    rsv_fmt_time(r->t1_us, t1, sizeof t1);
+    rsv_fmt_time(r->t2_us, t2, sizeof t2);
+    rsv_fmt_time(until, u, sizeof u);
+    const char *who = maint ? "maintenance window" : mine ? "reservation" : NULL;
+    json_object_set_new(
+        o, "reservation",
+        json_pack("{s:o,s:s,s:s,s:s,s:o}", "name",
+                  who ? json_string(n->rsv_names[i]) : json_null(), "kind",
+                  maint ? "maintenance" : mine ? "own" : "another_tenant", "starts_at", t1,
+                  "ends_at", t2, "waits_until", until ? json_string(u) : json_null()));
+    if (bd->rsv_code == RSV_BLOCKED)
+        snprintf(note, sizeof note,
+                 "%s%s%s holds the cards it could use from %s to %s; it waits until %s at the "
+                 "latest (or a place elsewhere)",
+                 who ? who : "a reservation of another tenant", who ? " " : "",
+                 who ? n->rsv_names[i] : "", t1, t2, u);
+    else if (bd->rsv_code == RSV_NOT_YET)
+        snprintf(note, sizeof note, "it runs in reservation %s, whose window opens at %s",
+                 n->rsv_names[i], t1);
+    else
+        snprintf(note, sizeof note, "it runs in reservation %s (%s to %s): %s", n->rsv_names[i],
+                 t1, t2, bd->reason);
+    json_array_append_new(notes, json_string(note));
+}
+
 int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp_err *err) {
     store_tx *tx;
     snap n;
@@ -1568,6 +1735,7 @@ int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp
     int base_starts = starts(bd), have = bd != NULL;
     snprintf(base_reason, sizeof base_reason, "%s", bd ? bd->reason : "unknown");
     explain_share(&n, &r, bd, o, notes);
+    explain_rsv(&n, bd, o, notes);
     sch_result_free(&r);
     json_object_set_new(o, "reason", json_string(base_reason));
     json_object_set_new(o, "would_start_now", json_boolean(base_starts));

@@ -70,6 +70,11 @@ typedef struct st {
     unsigned char *borrowed; /* per job: running above its tenant's guarantee at round start */
     int64_t *tborrowed;      /* per tenant: what it borrows at round start, milli */
     int64_t held;            /* sum over tenants of max(GPU use, kept part): not lendable */
+    /* advance reservations (reserve.h; sched.h step 7) */
+    rsv_count_use *ruse;     /* per reservation: the pool's work against a count */
+    unsigned char *rpool;    /* [reservation x npools]: a pool where it holds something */
+    int rsv_live;            /* a reservation not over yet */
+    int rsv_code, rsv_block; /* why the last placement try was refused by a reservation, which */
 } st;
 
 /*
@@ -137,6 +142,99 @@ int64_t sch_demand(const sch_snapshot *s, const sch_job *j, int d) {
     case QD_JOBS: return 1;
     default: return 0; /* card-hours are consumed by running, not reserved */
     }
+}
+
+/* ---- reservations (reserve.h; sched.h step 7) ---- */
+
+/* When j ends by its time limit if it runs now (running: since it started); INT64_MAX none. */
+static int64_t job_end(const st *t, const sch_job *j) {
+    int64_t from = j->state == SCH_RUNNING ? j->start_us : t->s->now_us;
+    if (j->time_limit_s <= 0 || j->time_limit_s > (INT64_MAX - from) / 1000000) return INT64_MAX;
+    return from + j->time_limit_s * 1000000;
+}
+
+/* The cards of unit u of class c into gpus[]; how many. */
+static int unit_gpus(const sch_class *c, const sch_unit *u, int *gpus) {
+    int k = c->form == SCH_WHOLE ? c->gpus : 1;
+    for (int i = 0; i < k; i++) gpus[i] = u->gpu[i];
+    return k;
+}
+
+/* Job j takes (sign 1) or gives back (-1) unit u: what count reservations see of it. */
+static void rsv_unit(st *t, const sch_job *j, const sch_class *c, const sch_unit *u, int sign) {
+    const sch_snapshot *s = t->s;
+    if (!t->ruse) return;
+    int gpus[SCH_MAX_GPUS_PER_UNIT], k = unit_gpus(c, u, gpus);
+    int pool = s->nodes[s->gpus[gpus[0]].node].pool;
+    for (int i = 0; i < s->nrsvs; i++) {
+        const rsv *r = &s->rsvs[i];
+        if (r->node_in || r->pool != pool) continue;
+        int m = 0;
+        for (int q = 0; q < k; q++) m += r->card_ok[gpus[q]] != 0;
+        if (!m) continue;
+        if (j->reservation == i + 1) {
+            t->ruse[i].busy_own_now += sign * m;
+        } else {
+            t->ruse[i].busy_other_now += sign * m;
+            if (job_end(t, j) > r->t1_us) t->ruse[i].busy_at_t1 += sign * m;
+        }
+    }
+}
+
+/* The reservations' starting state: matching cards of each count, what running work holds,
+ * the pools each one holds something in.  -1 when out of memory. */
+static int rsv_init(st *t) {
+    const sch_snapshot *s = t->s;
+    if (s->nrsvs <= 0) return 0;
+    t->ruse = calloc((size_t)s->nrsvs, sizeof *t->ruse);
+    t->rpool = calloc((size_t)s->nrsvs * (size_t)(t->npools + 1), 1);
+    if (!t->ruse || !t->rpool) return -1;
+    for (int i = 0; i < s->nrsvs; i++) {
+        const rsv *r = &s->rsvs[i];
+        unsigned char *rp = &t->rpool[(size_t)i * (size_t)(t->npools + 1)];
+        t->rsv_live |= s->now_us < r->t2_us;
+        if (r->node_in) {
+            for (int n = 0; n < s->nnodes; n++)
+                if (r->node_in[n]) rp[s->nodes[n].pool] = 1;
+            continue;
+        }
+        if (r->pool >= 0 && r->pool < t->npools) rp[r->pool] = 1;
+        for (int g = 0; g < s->ngpus; g++)
+            t->ruse[i].cards += s->gpus[g].allocatable && r->card_ok[g] &&
+                                s->nodes[s->gpus[g].node].pool == r->pool;
+    }
+    for (int i = 0; i < s->njobs; i++) {
+        const sch_job *j = &s->jobs[i];
+        if (j->state != SCH_RUNNING) continue;
+        const sch_class *c = &s->classes[j->cls];
+        for (int k = 0; k < j->units; k++) rsv_unit(t, j, c, &j->place[k], +1);
+    }
+    return 0;
+}
+
+static int pool_allowed(const sch_snapshot *s, const sch_class *c, int project, int p);
+
+/* Could a reservation keep job j from a place, or does j name one?  Then its units are
+ * placed by rsv_place_unit (each candidate node asked, rsv_allows); otherwise as always. */
+static int rsv_affects(const st *t, const sch_job *j) {
+    const sch_snapshot *s = t->s;
+    if (j->reservation) return 1;
+    if (!t->rsv_live) return 0;
+    const sch_class *c = &s->classes[j->cls];
+    int64_t ends = job_end(t, j);
+    for (int i = 0; i < s->nrsvs; i++) {
+        const rsv *r = &s->rsvs[i];
+        if (s->now_us >= r->t2_us || (s->now_us < r->t1_us && ends <= r->t1_us)) continue;
+        const unsigned char *rp = &t->rpool[(size_t)i * (size_t)(t->npools + 1)];
+        for (int p = 0; p < t->npools; p++)
+            if (rp[p] && pool_allowed(s, c, j->project, p)) return 1;
+    }
+    return 0;
+}
+
+static rsv_job rsv_job_of(const sch_snapshot *s, const sch_job *j) {
+    return (rsv_job){s->projects[j->project].tenant, j->project, j->reservation - 1,
+                     j->time_limit_s};
 }
 
 /* ---- usage ---- */
@@ -574,24 +672,107 @@ static int uses_fgd(const st *t, const sch_class *c) {
  * capacity figure says no but memory and compute fit, whole cards beyond PACK_MAX_GPUS on a
  * node.  0 with *u taken, or -1.
  */
-static int place_unit(st *t, const sch_class *c, int project, sch_unit *u) {
-    int ci = (int)(c - t->s->classes), fgd = uses_fgd(t, c);
+/*
+ * place_unit for a job a reservation may touch (rsv_affects): the same keys, each candidate
+ * node of the allowed pools asked in turn (no tree: the answer depends on the job), the best
+ * key that rsv_allows takes, ties to the lowest node index.  A node that fits but is refused
+ * is remembered in t->rsv_code / rsv_block (the first refusal) for the job's reason.
+ */
+static int rsv_place_unit(st *t, const sch_class *c, const sch_job *j, sch_unit *u) {
+    const sch_snapshot *s = t->s;
+    int ci = (int)(c - s->classes), fgd = uses_fgd(t, c);
+    rsv_job rj = rsv_job_of(s, j);
+    for (int pass = 0; pass < 2; pass++) {
+        int kind = pass ? KEY_FIT : KEY_FGD;
+        if (pass == 0 && !fgd) continue;
+        if (pass == 1 && !(!fgd || c->form == SCH_SHARED || t->big_nodes)) continue;
+        int best = -1;
+        int64_t bk = KEY_NONE;
+        for (int p = 0; p < t->npools; p++) {
+            if (t->pstart[p] == t->pstart[p + 1] || !pool_allowed(s, c, j->project, p)) continue;
+            for (int pos = t->pstart[p]; pos < t->pstart[p + 1]; pos++) {
+                int n = t->porder[pos], gpus[SCH_MAX_GPUS_PER_UNIT], blk;
+                sch_unit cand;
+                int64_t key = node_key(t, ci, kind, n, &cand);
+                if (key == KEY_NONE || (best >= 0 && (key > bk || (key == bk && n > best))))
+                    continue;
+                int k = unit_gpus(c, &cand, gpus);
+                int code = rsv_allows(s->rsvs, s->nrsvs, t->ruse, &rj, n, p, gpus, k, s->now_us,
+                                      &blk);
+                if (code != RSV_OK) {
+                    if (!t->rsv_code) {
+                        t->rsv_code = code;
+                        t->rsv_block = blk >= 0 ? blk : j->reservation - 1;
+                    }
+                    continue;
+                }
+                best = n;
+                bk = key;
+            }
+        }
+        if (best >= 0) {
+            node_key(t, ci, kind, best, u);
+            take_unit(t, c, u);
+            rsv_unit(t, j, c, u, +1);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int place_unit(st *t, const sch_class *c, const sch_job *j, sch_unit *u) {
+    int ci = (int)(c - t->s->classes), fgd = uses_fgd(t, c), project = j->project;
+    if (t->s->nrsvs > 0 && rsv_affects(t, j)) return rsv_place_unit(t, c, j, u);
     if ((fgd && best_node(t, ci, KEY_FGD, project, u) >= 0) ||
         ((!fgd || c->form == SCH_SHARED || t->big_nodes) &&
          best_node(t, ci, KEY_FIT, project, u) >= 0)) {
         take_unit(t, c, u);
+        rsv_unit(t, j, c, u, +1);
         return 0;
     }
     return -1;
+}
+
+/* Job j gives back unit u (take_unit's inverse, reservations included). */
+static void job_release_unit(st *t, const sch_job *j, const sch_class *c, const sch_unit *u) {
+    release_unit(t, c, u);
+    rsv_unit(t, j, c, u, -1);
+}
+
+/* A running job (a victim spared or restored) takes its place back. */
+static void retake_job(st *t, const sch_job *v) {
+    const sch_class *c = &t->s->classes[v->cls];
+    for (int k = 0; k < v->units; k++) {
+        take_unit(t, c, &v->place[k]);
+        rsv_unit(t, v, c, &v->place[k], +1);
+    }
 }
 
 /* Place every unit of job j (gang: all or none). 0 with units[] taken, or -1. */
 static int place_job(st *t, const sch_job *j, sch_unit *units) {
     const sch_snapshot *s = t->s;
     const sch_class *c = &s->classes[j->cls];
-    int tenant = s->projects[j->project].tenant;
     unsigned *fg = &t->failgen[(size_t)j->cls * s->nprojects + (size_t)j->project];
-    (void)tenant;
+    /* a job a reservation touches fails where others would not: it never marks the kind
+     * failed (it may read the mark: what fits nowhere fits nowhere for it either) */
+    unsigned scratch = t->gen; /* (never gen + 1) */
+    if (s->nrsvs > 0 && rsv_affects(t, j)) {
+        if (*fg == t->gen + 1) return -1;
+        fg = &scratch;
+        /* naming a reservation: its window, its holder, its count first (anywhere alike) */
+        if (j->reservation) {
+            rsv_job rj = rsv_job_of(s, j);
+            int cards = j->units * (c->form == SCH_WHOLE ? c->gpus : 1);
+            int code = rsv_named_check(s->rsvs, s->nrsvs, t->ruse, &rj, cards, s->now_us);
+            if (code != RSV_OK) {
+                if (!t->rsv_code) {
+                    t->rsv_code = code;
+                    t->rsv_block = j->reservation - 1;
+                }
+                return -1;
+            }
+        }
+    }
     if (*fg == t->gen + 1) return -1; /* nothing was freed since a unit of this kind failed */
     /* more than one card, of a class spanning vendors: all of them on one vendor */
     if (c->nalts && (j->units > 1 || (c->form == SCH_WHOLE && c->gpus > 1))) {
@@ -599,18 +780,18 @@ static int place_job(st *t, const sch_job *j, sch_unit *units) {
         for (int a = 0; a < c->nalts; a++) {
             const sch_class *ac = &s->classes[c->alts[a]];
             int k = 0;
-            while (k < j->units && place_unit(t, ac, j->project, &units[k]) == 0) k++;
+            while (k < j->units && place_unit(t, ac, j, &units[k]) == 0) k++;
             if (k == j->units) return 0;
             if (k > 0) first_fails = 0;
-            for (int m = 0; m < k; m++) release_unit(t, ac, &units[m]);
+            for (int m = 0; m < k; m++) job_release_unit(t, j, ac, &units[m]);
         }
         if (first_fails) *fg = t->gen + 1;
         return -1;
     }
     for (int k = 0; k < j->units; k++) {
-        if (place_unit(t, c, j->project, &units[k]) != 0) {
+        if (place_unit(t, c, j, &units[k]) != 0) {
             if (k == 0) *fg = t->gen + 1;
-            for (int m = 0; m < k; m++) release_unit(t, c, &units[m]);
+            for (int m = 0; m < k; m++) job_release_unit(t, j, c, &units[m]);
             return -1;
         }
     }
@@ -619,7 +800,7 @@ static int place_job(st *t, const sch_job *j, sch_unit *units) {
 
 static void unplace_job(st *t, const sch_job *j, const sch_unit *units) {
     const sch_class *c = &t->s->classes[j->cls];
-    for (int k = 0; k < j->units; k++) release_unit(t, c, &units[k]);
+    for (int k = 0; k < j->units; k++) job_release_unit(t, j, c, &units[k]);
 }
 
 /* ---- admission ---- */
@@ -859,6 +1040,63 @@ static void no_place_reason(st *t, const sch_job *j, int blocker, char *why, siz
     }
 }
 
+/* A reservation as a job's reason names it: maintenance, its own tenant's by name, another
+ * tenant's without (as a blocking job of another tenant is not named). */
+static void rsv_label(const sch_snapshot *s, const sch_job *j, int i, char *out, size_t n) {
+    const rsv *r = &s->rsvs[i];
+    const char *name = s->rsv_names && s->rsv_names[i] ? s->rsv_names[i] : "?";
+    if (r->tenant < 0) snprintf(out, n, "maintenance window %s", name);
+    else if (r->tenant == s->projects[j->project].tenant) snprintf(out, n, "reservation %s", name);
+    else snprintf(out, n, "a reservation of another tenant");
+}
+
+/* Why job j waits on reservation i (code: rsv_allows's). */
+static void rsv_reason(const st *t, const sch_job *j, int i, int code, char *out, size_t outn) {
+    const sch_snapshot *s = t->s;
+    char why[600]; /* (written whole, then cut to the reason's size) */
+    size_t n = sizeof why;
+    const rsv *r = &s->rsvs[i];
+    char who[128], t1[32], t2[32];
+    rsv_label(s, j, i, who, sizeof who);
+    rsv_fmt_time(r->t1_us, t1, sizeof t1);
+    rsv_fmt_time(r->t2_us, t2, sizeof t2);
+    switch (code) {
+    case RSV_BLOCKED:
+        if (s->now_us >= r->t1_us)
+            snprintf(why, n, "reserved: %s holds the cards it could use until %s", who, t2);
+        else if (j->time_limit_s > 0)
+            snprintf(why, n, "reserved: %s holds the cards it could use from %s to %s; with its "
+                             "time limit of %llds it would still run then",
+                     who, t1, t2, (long long)j->time_limit_s);
+        else
+            snprintf(why, n, "reserved: %s holds the cards it could use from %s to %s; without a "
+                             "time limit it would still run then",
+                     who, t1, t2);
+        break;
+    case RSV_NOT_YET: snprintf(why, n, "reservation_not_started: %s starts at %s", who, t1); break;
+    case RSV_OVER: snprintf(why, n, "reservation_over: %s ended at %s", who, t2); break;
+    case RSV_TOO_LONG:
+        snprintf(why, n, "reservation_too_long: with its time limit of %llds it would run past "
+                         "the end of %s at %s",
+                 (long long)j->time_limit_s, who, t2);
+        break;
+    case RSV_FULL:
+        snprintf(why, n, "reservation_full: %s holds %d cards, %d of them taken by its jobs "
+                         "(it waits for them)",
+                 who, r->count, t->ruse ? t->ruse[i].busy_own_now : 0);
+        break;
+    case RSV_NOT_HOLDER: snprintf(why, n, "reservation_not_held: %s is not its project's", who); break;
+    default:
+        snprintf(why, n, "no_capacity: %s has no free place for class %s now", who,
+                 s->classes[j->cls].name);
+    }
+    size_t len = strlen(why);
+    if (outn == 0) return;
+    if (len >= outn) len = outn - 1;
+    memcpy(out, why, len);
+    out[len] = '\0';
+}
+
 /* ---- guaranteed shares (share.h; sched.h, step 6) ---- */
 
 static int any_guarantee(const sch_snapshot *s) {
@@ -1045,8 +1283,7 @@ static int preempt_for(st *t, const sch_job *j, const unsigned char *gone, sch_u
     if (!ok) {
         for (int i = nchosen - 1; i >= 0; i--) {
             const sch_job *v = &s->jobs[out[i]];
-            const sch_class *c = &s->classes[v->cls];
-            for (int k = 0; k < v->units; k++) take_unit(t, c, &v->place[k]);
+            retake_job(t, v);
             charge(t, v, +1);
         }
         free(cand);
@@ -1055,8 +1292,7 @@ static int preempt_for(st *t, const sch_job *j, const unsigned char *gone, sch_u
     /* give back every victim the place does not need (most important first) */
     for (int i = nchosen - 1; i >= 0; i--) {
         const sch_job *v = &s->jobs[out[i]];
-        const sch_class *c = &s->classes[v->cls];
-        for (int k = 0; k < v->units; k++) take_unit(t, c, &v->place[k]);
+        retake_job(t, v);
         charge(t, v, +1);
         if (place_job(t, j, units) == 0) {
             unplace_job(t, j, units);
@@ -1090,8 +1326,7 @@ static void unpreempt(st *t, const sch_job *j, const sch_unit *units, const int 
     unplace_job(t, j, units);
     for (int i = 0; i < nv; i++) {
         const sch_job *v = &s->jobs[victims[i]];
-        const sch_class *c = &s->classes[v->cls];
-        for (int k = 0; k < v->units; k++) take_unit(t, c, &v->place[k]);
+        retake_job(t, v);
         charge(t, v, +1);
     }
 }
@@ -1129,6 +1364,8 @@ static void st_free(st *t) {
     free(t->memo);
     free(t->borrowed);
     free(t->tborrowed);
+    free(t->ruse);
+    free(t->rpool);
     pack_workload_free(t->wl);
 }
 
@@ -1201,7 +1438,7 @@ static int st_init(st *t, const sch_snapshot *s) {
         }
         if (j->state != SCH_PENDING) charge(t, j, +1);
     }
-    if (mark_borrowed(t)) {
+    if (mark_borrowed(t) || rsv_init(t)) {
         st_free(t);
         return -1;
     }
@@ -1278,6 +1515,8 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
          * credited one, tried first, blocks only the jobs below its own priority) */
         int blocker = waiting[j->cls];
         int may_jump = blocker < 0 || s->jobs[blocker].priority <= j->priority;
+        t.rsv_code = 0;
+        t.rsv_block = -1;
         if (may_jump && place_job(&t, j, units) == 0) {
             sch_decision *d = add(r, &cap, ji, SCH_DO_PLACE);
             if (!d) {
@@ -1289,6 +1528,8 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
             r->placed++;
             continue;
         }
+        /* a reservation kept it from a place that would have fit (or it waits for its own) */
+        int rsv_code = t.rsv_code, rsv_block = t.rsv_block;
         int nv = 0, reclaim = 0, owned = owned_now(&t, j);
         /* an owned job takes its tenant's lent guarantee back (step 6), whatever it may
          * preempt; otherwise a job that may preempt stops lower-priority work (step 5) */
@@ -1344,6 +1585,10 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
         /* the reason is written after the round, against its final state */
         d->by = may_jump ? -1 : blocker;
         d->reason[0] = '\0';
+        if (rsv_code && rsv_block >= 0) {
+            d->rsv = rsv_block + 1;
+            d->rsv_code = rsv_code;
+        }
         if (ncapped) {
             char win[32];
             fmt_window(s->reclaim_window_s, win, sizeof win);
@@ -1361,6 +1606,10 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
     for (int i = 0; i < r->n; i++) {
         sch_decision *d = &r->d[i];
         if (d->reason[0] || d->action == SCH_DO_PREEMPT) continue;
+        if (d->rsv && d->by < 0) { /* (a reason of its own: never cached) */
+            rsv_reason(&t, &s->jobs[d->job], d->rsv - 1, d->rsv_code, d->reason, sizeof d->reason);
+            continue;
+        }
         int hit;
         rcache *e = rc_find(&t, 1, &s->jobs[d->job], d->by, t.ops, &hit);
         if (!hit) {
@@ -1531,8 +1780,9 @@ out:
 int sch_delta_submit(sch_delta *d, const sch_snapshot *s, int job, sch_result *out) {
     memset(out, 0, sizeof *out);
     if (job < 0 || job >= s->njobs || s->jobs[job].state != SCH_PENDING || s->jobs[job].may_preempt ||
-        any_guarantee(s))
-        return 1; /* guarantees: borrowing and reclaim weigh every tenant, a full round */
+        any_guarantee(s) || s->nrsvs > 0)
+        return 1; /* guarantees: borrowing and reclaim weigh every tenant; reservations ask
+                   * every node per job: a full round */
     for (int i = 0; i < s->njobs; i++)
         if (s->jobs[i].state == SCH_ADMITTED && s->jobs[i].credited)
             return 1; /* a credited job goes first, whatever its class: a full round */
@@ -1570,7 +1820,8 @@ int sch_delta_submit(sch_delta *d, const sch_snapshot *s, int job, sch_result *o
 
 int sch_delta_exit(sch_delta *d, const sch_snapshot *s, const sch_job *gone, sch_result *out) {
     memset(out, 0, sizeof *out);
-    if (!gone || gone->state != SCH_RUNNING || !gone->place || any_guarantee(s)) return 1;
+    if (!gone || gone->state != SCH_RUNNING || !gone->place || any_guarantee(s) || s->nrsvs > 0)
+        return 1;
     st *t = &d->t;
     if (gone->cls < 0 || gone->cls >= s->nclasses || gone->project < 0 ||
         gone->project >= s->nprojects)

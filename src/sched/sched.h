@@ -51,6 +51,15 @@
  *      any tenant has a guarantee, a tenant without one has none (0): all
  *      its work is borrowed.  With no guarantee anywhere, none of this
  *      applies.
+ *   7. Advance reservations (reserve.h; docs/scheduling.md "Reservations"): a
+ *      unit goes only where the snapshot's reservations allow it (rsv_allows):
+ *      before a reservation's start, work that would still run then (by its
+ *      time limit; without one) is kept off what it will hold; in its window
+ *      only its holder's work naming it runs there (a count: within it; the
+ *      rest of the pool keeps the cards beyond it); a job naming one runs only
+ *      in it, ending by its end.  Where some place would have fit but for a
+ *      reservation, the job's reason names it (sch_decision.rsv).  The rules
+ *      apply to placement, preemption and reclaim alike.
  *
  * Invariant (checked by sch_check, asserted in debug builds): no GPU, slice
  * or node is ever over-committed and no quota exceeded by a round's result.
@@ -62,6 +71,7 @@
 #define GP_SCHED_H
 
 #include "../quota/quota.h"
+#include "reserve.h"
 
 #include <stdint.h>
 
@@ -170,6 +180,10 @@ typedef struct sch_job {
     int stops;          /* times preemption or reclaim stopped it within the snapshot's
                            reclaim window (its bindings that ended `preempted` then): at
                            reclaim_cap or more, reclaim no longer chooses it (step 6) */
+    int reservation;    /* 1 + index into the snapshot's rsvs of the reservation it names (it
+                           runs only in it, step 7); 0: none */
+    int64_t time_limit_s; /* its time limit (0: none): placement ahead of a reservation reads
+                           it (step 7) */
 } sch_job;
 
 typedef struct sch_snapshot {
@@ -191,6 +205,13 @@ typedef struct sch_snapshot {
      * 0: no cap.  reclaim_window_s: the window its stops were counted in (for reasons). */
     int reclaim_cap;
     int64_t reclaim_window_s;
+    /* advance reservations (step 7): for each, the occurrence in force or next (one over:
+     * its last, or any span before now), its holder as tenant/project indexes, named nodes
+     * or a count; names for reasons (may be NULL).  now_us: the time the round places at. */
+    const rsv *rsvs;
+    int nrsvs;
+    const char *const *rsv_names;
+    int64_t now_us;
 } sch_snapshot;
 
 enum {
@@ -210,6 +231,9 @@ typedef struct sch_decision {
     int capped;         /* a job its guarantee covers that finds no place: how many borrowed
                            jobs, past the reclaim cap, reclaim would otherwise stop for it
                            (its reason says "reclaim_capped"); else 0 */
+    int rsv;            /* 1 + the reservation that kept it from a place that would have fit
+                           (or that it names and waits for), rsv_code why (RSV_*); 0: none */
+    int rsv_code;
     char reason[200];   /* queue reason, or why it was preempted */
     sch_unit *units;    /* SCH_DO_PLACE: [job.units] (owned by the result) */
 } sch_decision;

@@ -9,6 +9,16 @@
 #     maintenance: ops-engineer too), bad input answered 400 with nothing
 #     changed, who sees which (a tenant's: its members; maintenance: ops and
 #     admins; anyone else 404), an update that widens one audited as such.
+#  2. on time, nothing killed: red reserves node n1 from +12 s; blue's jobs
+#     without a time limit are kept off it (the fifth waits, "reserved", and
+#     job explain names when the reservation ends), a short one runs there and
+#     ends; red's job naming the reservation waits for its start, runs there
+#     from it, and is stopped at its end (end policy stop); blue's jobs are
+#     never stopped, and the waiting one takes n1 after the end.
+#  3. a count: 2 cards of pool batch for red's project; a job of 3 cards is
+#     refused (400), a third job naming it waits (full) until one ends.
+#  4. a recurring window (every 12 s, 6 s long) opens twice: two jobs naming
+#     it, each as long as half of it by its limit, run one in each occurrence.
 #
 #   GPUPOOL_BIN=/path/to/gpupool bash tests/e2e/test_reservations.sh
 . "$(dirname "$0")/lib.sh"
@@ -28,6 +38,11 @@ start_server
 ADMIN=$TOKEN
 start_agent
 gp class create a100.1x --form whole --models A100-80GB --cpus 1 --memory 1
+assert_rc 0
+# pool default: n1, n2 (everyone's); pool batch: n3 (red's alone)
+gp pool create batch --tenants red
+assert_rc 0
+gp node pool n3 batch
 assert_rc 0
 for t in red blue; do
     gp tenant create $t
@@ -91,7 +106,7 @@ bad() {
 bad --tenant red --nodes n1 --start +2h --end +1h                # ends before it starts
 bad --tenant red --nodes n1 --start +1h --end +1h                # empty window
 bad --tenant red --pool default --class a100.1x --count 0 --start +1h --end +2h
-bad --tenant red --pool default --class a100.1x --count 13 --start +1h --end +2h
+bad --tenant red --pool default --class a100.1x --count 9 --start +1h --end +2h
 bad --tenant red --pool nowhere --class a100.1x --count 1 --start +1h --end +2h
 bad --tenant red --pool default --class nope --count 1 --start +1h --end +2h
 bad --tenant red --nodes n1,n9 --start +1h --end +2h             # no node n9
@@ -147,6 +162,142 @@ done
 as "$OPS" reservation delete far-maint
 assert_rc 0
 assert_eq "$(names "$ADMIN")" "" "every reservation deleted"
+
+# helpers: a job's state / field (TOKEN TENANT ID [FIELD])
+jget() {
+    as "$1" -o json job show --tenant "$2" --project p "$3"
+    jout "${4:-.state}"
+}
+state_is() { [ "$(jget "$1" "$2" "$3")" == "$4" ]; }
+reason_has() { [[ "$(jget "$1" "$2" "$3" .reason)" == *"$4"* ]]; }
+# sub TOKEN TENANT NAME ARGS... -- CMD...: JID
+sub() {
+    local tok=$1 tn=$2 name=$3
+    shift 3
+    as "$tok" -o json job submit "$name" --tenant "$tn" --project p --class a100.1x "$@"
+    assert_rc 0
+    JID=$(jout .id)
+}
+ts() { date -u -d "$1" +%s; } # RFC 3339 to seconds
+
+note "2. on time, nothing killed: red's reservation of n1, blue kept off it beforehand"
+gp -o json reservation create red-win --tenant red --nodes n1 --start +12s --end +30s
+assert_rc 0
+W1=$(ts "$(jout .start)") W2=$(ts "$(jout .end)")
+BLONG=()
+for i in 1 2 3 4; do
+    sub "$BU" blue "long$i" -- "$BIN/asleep" 600
+    BLONG+=("$JID")
+done
+for j in "${BLONG[@]}"; do
+    poll 15 state_is "$BU" blue "$j" running || fail "blue's long job $j did not start"
+    _pass
+    assert_eq "$(jget "$BU" blue "$j" '.bindings[0].node')" n2 "where blue's long job runs"
+done
+sub "$BU" blue long5 -- "$BIN/asleep" 600
+B5=$JID
+poll 10 reason_has "$BU" blue "$B5" "reserved: a reservation of another tenant" ||
+    fail "blue's fifth long job: $(jget "$BU" blue "$B5" .reason)"
+_pass
+as "$BU" -o json job explain "$B5" "${B[@]}"
+assert_rc 0
+assert_json '"\(.reservation.kind) \(.reservation.name)"' "another_tenant null" "$OUT_FILE"
+assert_eq "$(ts "$(jout .reservation.waits_until)")" "$W2" "blue's wait ends with the reservation"
+sub "$BU" blue short --time-limit 4 -- "$BIN/asleep" 1
+BS=$JID
+poll 15 state_is "$BU" blue "$BS" succeeded || fail "blue's short job: $(jget "$BU" blue "$BS" .reason)"
+_pass
+assert_eq "$(jget "$BU" blue "$BS" '.bindings[0].node')" n1 "the short job ran on the reserved node"
+# red: more cards than it holds is refused; the job naming it waits for its start
+as "$RU" job submit big "${R[@]}" --class a100.1x --units 5 --reservation red-win
+assert_denied 400
+as "$BU" job submit theirs "${B[@]}" --class a100.1x --reservation red-win
+assert_denied 400
+sub "$RU" red inwin --units 4 --reservation red-win -- "$BIN/asleep" 600
+RW=$JID
+assert_eq "$(jget "$RU" red "$RW" .reservation)" red-win "the job's reservation"
+if [ "$(date +%s)" -lt "$((W1 - 1))" ]; then
+    poll 5 reason_has "$RU" red "$RW" "reservation_not_started: reservation red-win" ||
+        fail "red's job before the window: $(jget "$RU" red "$RW" .reason)"
+    _pass
+    as "$RU" -o json job explain "$RW" "${R[@]}"
+    assert_json '"\(.reservation.kind) \(.reservation.name)"' "own red-win" "$OUT_FILE"
+fi
+poll 30 state_is "$RU" red "$RW" running || fail "red's job in the window: $(jget "$RU" red "$RW" .reason)"
+_pass
+started=$(ts "$(jget "$RU" red "$RW" .started_at)")
+[ "$started" -ge "$W1" ] || fail "red's job started at $started, before the window ($W1)"
+_pass
+assert_eq "$(jget "$RU" red "$RW" '[.bindings[].node] | unique | join(",")')" n1 "red's job holds n1"
+# nothing of blue's was stopped to make room
+for j in "${BLONG[@]}"; do assert_eq "$(jget "$BU" blue "$j")" running "blue's $j"; done
+# the end: red's job stopped (end policy stop), blue's waiting job takes n1
+poll 30 state_is "$RU" red "$RW" failed || fail "red's job at the end: $(jget "$RU" red "$RW" .reason)"
+_pass
+assert_contains "$(jget "$RU" red "$RW" .reason)" "reservation_end: reservation red-win ended"
+assert_eq "$(jget "$RU" red "$RW" '.bindings[0].end_reason')" reservation_end "its bindings' end"
+ended=$(ts "$(jget "$RU" red "$RW" .ended_at)")
+[ "$ended" -ge "$W2" ] || fail "red's job stopped at $ended, before the end ($W2)"
+_pass
+poll 15 state_is "$BU" blue "$B5" running || fail "blue's fifth job after the end: $(jget "$BU" blue "$B5" .reason)"
+_pass
+for j in "${BLONG[@]}"; do assert_eq "$(jget "$BU" blue "$j")" running "blue's $j, after the window"; done
+as "$BU" -o json job list "${B[@]}"
+assert_json '[.items[] | select(.state == "failed" or .state == "preempted")] | length' 0 "$OUT_FILE"
+for j in "${BLONG[@]}" "$B5"; do
+    as "$BU" job cancel "$j" "${B[@]}"
+    assert_rc 0
+done
+
+note "3. a count of a pool's cards: refused beyond it, waiting when it is full"
+gp -o json reservation create red-count --tenant red --project p --pool batch --class a100.1x \
+    --count 2 --start +4s --end +40s
+assert_rc 0
+as "$RU" job submit wide "${R[@]}" --class a100.1x --units 3 --reservation red-count
+assert_denied 400
+CJ=()
+for i in 1 2 3; do
+    sub "$RU" red "c$i" --time-limit 20 --reservation red-count -- "$BIN/asleep" $((i == 1 ? 3 : 30))
+    CJ+=("$JID")
+done
+poll 20 state_is "$RU" red "${CJ[1]}" running || fail "the count's second job: $(jget "$RU" red "${CJ[1]}" .reason)"
+_pass
+assert_eq "$(jget "$RU" red "${CJ[1]}" '.bindings[0].node')" n3 "the count's cards are the pool's"
+# while the first runs, the third waits: the count is full
+if [ "$(jget "$RU" red "${CJ[0]}")" == running ]; then
+    assert_contains "$(jget "$RU" red "${CJ[2]}" .reason)" "reservation_full: reservation red-count holds 2"
+fi
+poll 20 state_is "$RU" red "${CJ[2]}" running || fail "the count's third job: $(jget "$RU" red "${CJ[2]}" .reason)"
+_pass
+assert_eq "$(jget "$RU" red "${CJ[0]}")" succeeded "the first job ended by itself"
+for j in "${CJ[1]}" "${CJ[2]}"; do
+    as "$RU" job cancel "$j" "${R[@]}"
+    assert_rc 0
+done
+gp reservation delete red-count
+assert_rc 0
+
+note "4. a recurring window opens twice"
+gp -o json reservation create red-every --tenant red --nodes n1 --start +5s --end +11s \
+    --recurrence every:12 --until +25s
+assert_rc 0
+assert_json '.occurrences|length' 2 "$OUT_FILE"
+O1=$(ts "$(jout '.occurrences[0].start')") O1E=$(ts "$(jout '.occurrences[0].end')")
+O2=$(ts "$(jout '.occurrences[1].start')") O2E=$(ts "$(jout '.occurrences[1].end')")
+assert_eq "$((O2 - O1))" 12 "the period"
+# (a job runs there only if it can end by the window's end: these two fit one at a time)
+sub "$RU" red first --units 4 --time-limit 3 --reservation red-every -- "$BIN/asleep" 3.5
+E1=$JID
+sub "$RU" red second --units 4 --time-limit 3 --reservation red-every -- "$BIN/asleep" 1
+E2=$JID
+poll 45 state_is "$RU" red "$E2" succeeded || fail "the second job: $(jget "$RU" red "$E2" .events) first: $(jget "$RU" red "$E1" .events) occurrences $O1 $O2"
+_pass
+assert_eq "$(jget "$RU" red "$E1")" failed "the first job (stopped by its time limit)"
+s1=$(ts "$(jget "$RU" red "$E1" .started_at)") s2=$(ts "$(jget "$RU" red "$E2" .started_at)")
+[ "$s1" -ge "$O1" ] && [ "$s1" -lt "$O1E" ] || fail "the first job started at $s1, not in $O1..$O1E"
+_pass
+[ "$s2" -ge "$O2" ] && [ "$s2" -lt "$O2E" ] || fail "the second job started at $s2, not in $O2..$O2E"
+_pass
 
 stop_server
 done_testing

@@ -1140,6 +1140,295 @@ static void vendor_rules(void **state) {
     sch_result_free(&r);
 }
 
+/* ---- advance reservations (sched.h step 7, reserve.h) ---- */
+
+#define SEC 1000000LL
+
+/* Job i has ended: the last job takes its slot (its place and id with it). */
+static void w_end(world *w, int i) {
+    int last = w->nj - 1;
+    if (i != last) {
+        w->jobs[i] = w->jobs[last];
+        memcpy(w->places[i], w->places[last], sizeof w->places[i]);
+        memcpy(w->ids[i], w->ids[last], sizeof w->ids[i]);
+        w->jobs[i].place = w->places[i];
+        w->jobs[i].id = w->ids[i];
+    }
+    w->nj--;
+}
+
+/* Does any unit of job i sit on node n? */
+static int w_on(const world *w, int i, int n) {
+    const sch_job *j = &w->jobs[i];
+    for (int k = 0; k < j->units; k++)
+        if (w->gpus[j->place[k].gpu[0]].node == n) return 1;
+    return 0;
+}
+
+/*
+ * Named nodes, in the round: before the window, work that would still run at its start (no
+ * limit, or a limit past it) is kept off them and says why, short work goes there; a job naming
+ * it waits for its start; in it, only the holder's work naming it runs there (a limit past
+ * the end waits), a preempting job takes nothing there; after it, the nodes are anyone's.
+ */
+static void reservation_named_nodes(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    const unsigned char in0[2] = {1, 0};
+    w_init(&w);
+    int n0 = w_node(&w, 4, 0, SCH_WHOLE, 64, 512, 0), n1 = w_node(&w, 4, 0, SCH_WHOLE, 64, 512, 0);
+    (void)n1;
+    int c = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+    rsv rs[1] = {{.t1_us = 1100 * SEC, .t2_us = 1200 * SEC, .tenant = 0, .project = -1,
+                  .node_in = in0, .pool = -1}};
+    const char *names[1] = {"train-week"};
+    w.s.rsvs = rs;
+    w.s.nrsvs = 1;
+    w.s.rsv_names = names;
+    w.s.now_us = 1000 * SEC;
+    int longs[5];
+    for (int i = 0; i < 5; i++) longs[i] = w_job(&w, 1, c, 1, 100, i); /* blue, no limit */
+    int shortj = w_job(&w, 1, c, 1, 100, 10);
+    w.jobs[shortj].time_limit_s = 50; /* ends at 1050 s, before the window */
+    int named = w_job(&w, 0, c, 2, 100, 11);
+    w.jobs[named].reservation = 1;
+    w.jobs[named].time_limit_s = 60;
+    round_ok(&w, &r);
+    for (int i = 0; i < 4; i++) assert_int_equal(dec(&r, longs[i])->action, SCH_DO_PLACE);
+    const sch_decision *d = dec(&r, longs[4]);
+    assert_int_not_equal(d->action, SCH_DO_PLACE);
+    assert_int_equal(d->rsv, 1);
+    assert_int_equal(d->rsv_code, RSV_BLOCKED);
+    if (!strstr(d->reason, "reserved: a reservation of another tenant") ||
+        !strstr(d->reason, "without a time limit"))
+        fail_msg("reason: %s", d->reason);
+    assert_int_equal(dec(&r, shortj)->action, SCH_DO_PLACE);
+    d = dec(&r, named);
+    assert_int_equal(d->rsv_code, RSV_NOT_YET);
+    assert_non_null(strstr(d->reason, "reservation_not_started: reservation train-week"));
+    w_apply(&w, &r);
+    for (int i = 0; i < 4; i++) assert_false(w_on(&w, longs[i], n0));
+    assert_true(w_on(&w, shortj, n0));
+    sch_result_free(&r);
+    /* the sweep is a full round: the delta hands it back */
+    sch_delta *dl;
+    assert_int_equal(sch_delta_new(w_snap(&w), &dl), 0);
+    assert_int_equal(sch_delta_submit(dl, &w.s, longs[4], &r), 1);
+    sch_delta_free(dl);
+    /* the short job ended by the start; in the window the holder's job naming it runs there;
+     * another of red's with a limit past the end, or not naming it, waits; so does blue's
+     * preempting job (it stops its own lower work on n1 instead) */
+    w_end(&w, shortj); /* (the last job, `named`, moves into its slot) */
+    for (int i = 0; i < w.nj; i++)
+        if (w.jobs[i].reservation) named = i;
+    w.s.now_us = 1100 * SEC;
+    int toolong = w_job(&w, 0, c, 1, 100, 20);
+    w.jobs[toolong].reservation = 1;
+    w.jobs[toolong].time_limit_s = 150;
+    int redfree = w_job(&w, 0, c, 1, 100, 21);
+    w.jobs[redfree].time_limit_s = 5;
+    int pre = w_job(&w, 1, c, 1, 500, 22);
+    w.jobs[pre].may_preempt = 1;
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, named)->action, SCH_DO_PLACE);
+    assert_int_equal(dec(&r, toolong)->rsv_code, RSV_TOO_LONG);
+    assert_non_null(strstr(dec(&r, toolong)->reason, "reservation_too_long"));
+    assert_int_equal(dec(&r, redfree)->rsv_code, RSV_BLOCKED);
+    assert_non_null(strstr(dec(&r, redfree)->reason, "reservation train-week holds the cards it "
+                                                      "could use until"));
+    d = dec(&r, pre);
+    assert_int_equal(d->action, SCH_DO_WAIT_PREEMPT);
+    for (int i = 0; i < r.n; i++)
+        if (r.d[i].action == SCH_DO_PREEMPT) assert_true(w_on(&w, r.d[i].job, 1));
+    w_apply(&w, &r);
+    assert_true(w_on(&w, named, n0));
+    sch_result_free(&r);
+    /* after the window: anyone's again */
+    w.s.now_us = 1200 * SEC;
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, redfree)->action, SCH_DO_PLACE);
+    assert_int_equal(dec(&r, toolong)->rsv_code, RSV_OVER);
+    sch_result_free(&r);
+}
+
+/*
+ * A count of a class's cards in a pool: before it, work that would run into it leaves the
+ * count free; in it, the holder's jobs naming it take at most the count (more waits: full),
+ * the rest of the pool keeps the other cards; a maintenance window admits nobody.
+ */
+static void reservation_count_and_maintenance(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    unsigned char ok[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    const unsigned char in1[2] = {0, 1};
+    w_init(&w);
+    w_node(&w, 4, 0, SCH_WHOLE, 64, 512, 0);
+    w_node(&w, 4, 0, SCH_WHOLE, 64, 512, 0);
+    int c = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+    rsv rs[2] = {{.t1_us = 1100 * SEC, .t2_us = 1200 * SEC, .tenant = 0, .project = 0,
+                  .pool = 0, .count = 3, .card_ok = ok},
+                 {.t1_us = 5000 * SEC, .t2_us = 5100 * SEC, .tenant = -1, .project = -1,
+                  .node_in = in1, .pool = -1}};
+    const char *names[2] = {"three", "fans"};
+    w.s.rsvs = rs;
+    w.s.nrsvs = 2;
+    w.s.rsv_names = names;
+    w.s.now_us = 1000 * SEC;
+    int blue[7];
+    for (int i = 0; i < 7; i++) {
+        blue[i] = w_job(&w, 1, c, 1, 100, i);
+        w.jobs[blue[i]].time_limit_s = i < 6 ? 1000 : 5000; /* into the count's / both windows */
+    }
+    round_ok(&w, &r);
+    int placed = 0;
+    for (int i = 0; i < 7; i++) placed += dec(&r, blue[i])->action == SCH_DO_PLACE;
+    /* 8 cards, 3 held from 1100 s: 5 of them; the one running into the maintenance window
+     * keeps off its node (and is of them if it fits elsewhere) */
+    assert_int_equal(placed, 5);
+    if (dec(&r, blue[6])->action == SCH_DO_PLACE)
+        assert_int_equal(w.gpus[dec(&r, blue[6])->units[0].gpu[0]].node, 0);
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    /* in the count's window: red's two jobs naming it take 2 + 1, the third is full; a job
+     * of red's other project naming it is not its holder */
+    w.s.now_us = 1100 * SEC;
+    int a = w_job(&w, 0, c, 2, 100, 20), b = w_job(&w, 0, c, 1, 100, 21),
+        full = w_job(&w, 0, c, 1, 100, 22);
+    for (int j = a; j <= full; j++) {
+        w.jobs[j].reservation = 1;
+        w.jobs[j].time_limit_s = 60;
+    }
+    w.projects[2].tenant = 0;
+    w.projects[2].name = "red-q";
+    w.np = 3;
+    int other = w_job(&w, 2, c, 1, 100, 23);
+    w.jobs[other].reservation = 1;
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, a)->action, SCH_DO_PLACE);
+    assert_int_equal(dec(&r, b)->action, SCH_DO_PLACE);
+    assert_int_equal(dec(&r, full)->rsv_code, RSV_FULL);
+    assert_non_null(strstr(dec(&r, full)->reason, "reservation_full: reservation three holds 3"));
+    assert_int_equal(dec(&r, other)->rsv_code, RSV_NOT_HOLDER);
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    /* the maintenance window: nobody on its node, whoever asks */
+    w.s.now_us = 5000 * SEC;
+    for (int i = w.nj - 1; i >= 0; i--) w_end(&w, i);
+    int anyone = w_job(&w, 0, c, 4, 100, 30), more = w_job(&w, 1, c, 1, 100, 31);
+    w.jobs[more].time_limit_s = 1;
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, anyone)->action, SCH_DO_PLACE);
+    assert_false(w_on(&w, anyone, 1));
+    const sch_decision *d = dec(&r, more);
+    assert_int_equal(d->rsv_code, RSV_BLOCKED);
+    assert_non_null(strstr(d->reason, "maintenance window fans"));
+    sch_result_free(&r);
+}
+
+/*
+ * The property the rules promise, through the round: random fleets, jobs with and without
+ * limits (some naming a reservation), reservations of named nodes and counts (a tenant's or
+ * maintenance), time moving on and jobs ending only by their limits - never stopped.  At every
+ * step, in every window: on named nodes only the holder's jobs naming it; of a count, the
+ * other work of its pool never holds more than the cards beyond it; jobs naming one run only
+ * in its window, within its count.  So each window starts on time with nothing killed.
+ */
+static void reservation_property(void **state) {
+    (void)state;
+    unsigned seed = 0x5eed36u;
+    for (int trial = 0; trial < 40; trial++) {
+        world w;
+        static unsigned char ok[MAXG], in[3][MAXN];
+        memset(ok, 1, sizeof ok);
+        memset(in, 0, sizeof in);
+        w_init(&w);
+        int nodes = 2 + (int)(rnd(&seed) % 5);
+        for (int n = 0; n < nodes; n++) w_node(&w, 1 + (int)(rnd(&seed) % 4), 0, SCH_WHOLE, 64, 512, 0);
+        int c = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+        rsv rs[3];
+        int nr = 1 + (int)(rnd(&seed) % 3);
+        for (int i = 0; i < nr; i++) {
+            int64_t t1 = (int64_t)(10 + rnd(&seed) % 50) * SEC;
+            rs[i] = (rsv){.t1_us = t1, .t2_us = t1 + (int64_t)(5 + rnd(&seed) % 30) * SEC,
+                          .tenant = rnd(&seed) % 4 == 0 ? -1 : (int)(rnd(&seed) % 2),
+                          .project = -1, .pool = -1};
+            if (i == 0 && rnd(&seed) % 2) {
+                rs[i].pool = 0;
+                rs[i].count = 1 + (int)(rnd(&seed) % 2);
+                rs[i].card_ok = ok;
+            } else {
+                /* a node of its own (named nodes of two reservations never overlap here) */
+                int node = (int)((unsigned)i * 2 + rnd(&seed) % 2) % nodes;
+                in[i][node] = 1;
+                rs[i].node_in = in[i];
+            }
+        }
+        w.s.rsvs = rs;
+        w.s.nrsvs = nr;
+        for (int step = 0; step < 90; step++) {
+            int64_t now = (int64_t)step * SEC;
+            w.s.now_us = now;
+            /* jobs end by their limits only */
+            for (int i = w.nj - 1; i >= 0; i--)
+                if (w.jobs[i].state == SCH_RUNNING && w.jobs[i].time_limit_s &&
+                    w.jobs[i].start_us + w.jobs[i].time_limit_s * SEC <= now)
+                    w_end(&w, i);
+            for (int a = (int)(rnd(&seed) % 3); a > 0 && w.nj < 60; a--) {
+                int k = w_job(&w, (int)(rnd(&seed) % 2), c, 1, 100, now + a);
+                w.jobs[k].time_limit_s = rnd(&seed) % 4 == 0 ? 0 : 1 + (int64_t)(rnd(&seed) % 20);
+                if (rnd(&seed) % 4 == 0) {
+                    w.jobs[k].reservation = 1 + (int)(rnd(&seed) % (unsigned)nr);
+                    if (!w.jobs[k].time_limit_s) w.jobs[k].time_limit_s = 3;
+                }
+            }
+            sch_result r;
+            round_ok(&w, &r);
+            for (int i = 0; i < r.n; i++)
+                if (r.d[i].action == SCH_DO_PLACE) w.jobs[r.d[i].job].start_us = now;
+            for (int i = 0; i < r.n; i++)
+                if (r.d[i].action == SCH_DO_PLACE) {
+                    sch_job *j = &w.jobs[r.d[i].job];
+                    memcpy(w.places[r.d[i].job], r.d[i].units, sizeof(sch_unit) * (size_t)j->units);
+                    j->state = SCH_RUNNING;
+                }
+                else if (r.d[i].action == SCH_DO_ADMIT) w.jobs[r.d[i].job].state = SCH_ADMITTED;
+            sch_result_free(&r);
+            for (int ri = 0; ri < nr; ri++) {
+                const rsv *q = &rs[ri];
+                if (now < q->t1_us || now >= q->t2_us) continue;
+                int other = 0, own = 0, cards = 0;
+                for (int g = 0; g < w.ng; g++) cards += q->count ? 1 : 0;
+                for (int i = 0; i < w.nj; i++) {
+                    const sch_job *j = &w.jobs[i];
+                    if (j->state != SCH_RUNNING) continue;
+                    int mine = j->reservation == ri + 1;
+                    for (int k = 0; k < j->units; k++) {
+                        int node = w.gpus[j->place[k].gpu[0]].node;
+                        if (q->node_in && q->node_in[node] && !mine)
+                            fail_msg("trial %d step %d: job %s on reservation %d's node", trial,
+                                     step, j->id, ri);
+                        if (!q->node_in && mine) own++;
+                        else if (!q->node_in) other++;
+                    }
+                }
+                if (!q->node_in && (other > cards - q->count || own > q->count))
+                    fail_msg("trial %d step %d: count %d of %d: own %d, other %d", trial, step,
+                             q->count, cards, own, other);
+            }
+            /* a job naming a reservation runs only in its window */
+            for (int i = 0; i < w.nj; i++) {
+                const sch_job *j = &w.jobs[i];
+                if (j->state != SCH_RUNNING || !j->reservation) continue;
+                const rsv *q = &rs[j->reservation - 1];
+                assert_true(j->start_us >= q->t1_us && j->start_us < q->t2_us);
+                assert_true(j->start_us + j->time_limit_s * SEC <= q->t2_us);
+            }
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(admission_every_dimension),
@@ -1159,6 +1448,9 @@ int main(void) {
         cmocka_unit_test(guarantees_kept_and_weight),
         cmocka_unit_test(guarantees_reclaim_cap),
         cmocka_unit_test(guarantees_property_no_loops),
+        cmocka_unit_test(reservation_named_nodes),
+        cmocka_unit_test(reservation_count_and_maintenance),
+        cmocka_unit_test(reservation_property),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
