@@ -11,6 +11,8 @@
  */
 #include "api_int.h"
 
+#include "../sched/reservations.h"
+
 #include "../audit/audit.h"
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
@@ -445,6 +447,8 @@ int h_node_list(api_ctx *c, gp_err *err) {
     rc = inv_health_policy_load(c->tx, &pol, err);
     if (!rc) rc = inv_node_list(c->tx, &pol, scope, &items, err);
     json_decref(scope);
+    /* the maintenance windows ahead of each (docs/scheduling.md, "Reservations") */
+    if (!rc && (rc = rsv_node_windows(c->tx, gt_now_us(), items, err))) json_decref(items);
     if (!rc) api_reply(c->r, 200, api_list(items, NULL));
     return rc;
 }
@@ -475,6 +479,13 @@ int h_node_get(api_ctx *c, gp_err *err) {
     int rc = node_visible(c, node, err);
     if (!rc) rc = inv_health_policy_load(c->tx, &pol, err);
     if (!rc) rc = inv_node_get(c->tx, &pol, node, &out, err);
+    if (!rc) {
+        json_t *one = json_array();
+        json_array_append(one, out);
+        rc = rsv_node_windows(c->tx, gt_now_us(), one, err);
+        json_decref(one);
+        if (rc) json_decref(out);
+    }
     if (!rc) api_reply(c->r, 200, out);
     return rc;
 }

@@ -21,7 +21,8 @@ static const char *const hist_cols[] = {"at", "kind", "gpu", "from", "to", "caus
 static int n_list(cli_ctx *ctx, int argc, char **argv) {
     static const char *const cols[] = {"name", "state", "admin_state", "pool", "vendors",
                                        "gpu_count", "cpus", "memory_gib", "last_heartbeat",
-                                       NULL};
+                                       "next_maintenance.reservation",
+                                       "next_maintenance.start", "next_maintenance.end", NULL};
     if (argc > 1) return cli_error(CLI_USAGE, "node list: unexpected argument '%s'", argv[1]);
     return cli_run_call(ctx, "GET", "/api/v1/nodes", NULL, cols);
 }

@@ -875,9 +875,44 @@ static int set_admin(store_tx *tx, const char *table_sql_get, const char *table_
 
 int inv_node_admin(store_tx *tx, const char *node, const char *state, const char *actor,
                    inv_transition *tr, gp_err *err) {
+    /* an operator's state is the operator's: a maintenance window no longer gives it back */
     return set_admin(tx, "SELECT admin_state, name FROM nodes WHERE name = ?",
-                     "UPDATE nodes SET admin_state = ? WHERE name = ?", node, node, NULL, state,
-                     actor, tr, err);
+                     "UPDATE nodes SET admin_state = ?, maint_reservation = '' WHERE name = ?",
+                     node, node, NULL, state, actor, tr, err);
+}
+
+int inv_node_maintenance(store_tx *tx, const char *node, const char *state, const char *mark,
+                         const char *cause, const char *actor, int *changed, gp_err *err) {
+    store_stmt *s;
+    char from[16] = "", had[RND_ID_LEN + 8] = "";
+    *changed = 0;
+    if (!admin_state_ok(state)) return gp_err_set(err, GP_EINVALID, "unknown admin state");
+    int rc = store_query(tx, &s, err,
+                         "SELECT admin_state, maint_reservation FROM nodes WHERE name = ?", "s",
+                         node);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    if (rc > 0) {
+        snprintf(from, sizeof from, "%s", store_text(s, 0));
+        snprintf(had, sizeof had, "%s", store_text(s, 1));
+    }
+    store_done(s);
+    if (rc <= 0) return rc < 0 ? rc : GP_OK; /* gone: nothing to do */
+    /* a window touches a node in service, or one a window (this or another) set */
+    if (!had[0] && strcmp(from, "none") != 0) return GP_OK;
+    if (!strcmp(from, state) && !strcmp(had, mark)) return GP_OK;
+    int n = 0;
+    if ((rc = store_exec(tx, &n, err,
+                         "UPDATE nodes SET admin_state = ?, maint_reservation = ? WHERE name = ?"
+                         " AND admin_state = ? AND maint_reservation = ?",
+                         "sssss", state, mark, node, from, had)))
+        return rc;
+    if (!n) return GP_OK;
+    *changed = 1;
+    if (!strcmp(from, state)) return GP_OK; /* the same state, another window's mark */
+    inv_transition tr;
+    tr_set(&tr, node, NULL, "admin", from, state, cause);
+    return record(tx, &tr, actor, err);
 }
 
 int inv_gpu_admin(store_tx *tx, const char *uuid, const char *state, const char *actor,

@@ -182,6 +182,17 @@ int inv_sweep(store_tx *tx, int64_t timeout_us, int64_t observed_since_us, inv_t
 /* Set a node's or GPU's admin state ("none"|"cordoned"|"draining"). OUT: the transition. */
 int inv_node_admin(store_tx *tx, const char *node, const char *state, const char *actor,
                    inv_transition *tr, gp_err *err);
+
+/*
+ * A maintenance window (src/sched/reservations.c) moves node `node` to admin state `state`
+ * ("draining", "cordoned", or "none" to give it back) and marks it with `mark` (the window's
+ * reservation id; "" when given back), only when the node is in service (admin state none) or
+ * a window set it: an operator's own cordon or drain is never touched.  The transition is
+ * recorded in the node's history with `cause`.  OUT: *changed.  (An operator's cordon, drain or
+ * uncordon, inv_node_admin, clears the mark: the node is the operator's from then on.)
+ */
+int inv_node_maintenance(store_tx *tx, const char *node, const char *state, const char *mark,
+                         const char *cause, const char *actor, int *changed, gp_err *err);
 int inv_gpu_admin(store_tx *tx, const char *uuid, const char *state, const char *actor,
                   inv_transition *tr, gp_err *err);
 

@@ -807,10 +807,221 @@ static int settle_jobs(store_tx *tx, int64_t now, int *stopped, int *cancelled, 
     return rc;
 }
 
+/* ---- maintenance windows on named nodes ---- */
+
+/* A maintenance window's node as it should be now: "cordoned" in an occurrence, "draining"
+ * within drain_before of the next one's start, else NULL (given back). */
+typedef struct mwant {
+    char node[64], rsv_id[RND_ID_LEN], rname[64];
+    const char *state;
+    char cause[240];
+} mwant;
+
+/* What every maintenance window wants of its nodes now (one entry per node: a cordon wins). */
+static int maint_wants(store_tx *tx, int64_t now, mwant **out, int *nout, gp_err *err) {
+    store_stmt *s;
+    *out = NULL;
+    *nout = 0;
+    int rc = store_query(tx, &s, err,
+                         "SELECT id, name, nodes, start_us, end_us, recurrence, weekdays, every_s,"
+                         " until_us, drain_before_s, work_orders FROM reservations"
+                         " WHERE tenant_id IS NULL AND deleted_at = 0 AND nodes <> '[]'"
+                         " ORDER BY start_us, id",
+                         "");
+    if (rc) return rc;
+    int cap = 0;
+    while ((rc = store_step(s, err)) > 0) {
+        rsv_rule rule;
+        rsv_span sp;
+        rsv_rule_from(store_text(s, 5), store_int(s, 3), store_int(s, 4), store_int(s, 6),
+                      store_int(s, 7), store_int(s, 8), &rule);
+        if (!rsv_current(&rule, now, &sp)) continue;
+        const char *want = now >= sp.t1_us                                  ? "cordoned"
+                           : now >= sp.t1_us - store_int(s, 9) * 1000000LL ? "draining"
+                                                                           : NULL;
+        if (!want) continue;
+        char t1[32], t2[32];
+        rsv_fmt_time(sp.t1_us, t1, sizeof t1);
+        rsv_fmt_time(sp.t2_us, t2, sizeof t2);
+        json_t *nodes = json_loads(store_text(s, 2), 0, NULL);
+        size_t i;
+        json_t *v;
+        json_array_foreach(nodes, i, v) {
+            const char *node = json_string_value(v);
+            if (!node) continue;
+            int at = -1;
+            for (int k = 0; k < *nout; k++)
+                if (!strcmp((*out)[k].node, node)) at = k;
+            if (at >= 0 && !strcmp((*out)[at].state, "cordoned")) continue;
+            if (at < 0) {
+                if (*nout == cap) {
+                    cap = cap ? cap * 2 : 8;
+                    mwant *nw = realloc(*out, (size_t)cap * sizeof *nw);
+                    if (!nw) {
+                        json_decref(nodes);
+                        store_done(s);
+                        free(*out);
+                        *out = NULL;
+                        *nout = 0;
+                        return gp_err_set(err, GP_ENOMEM, NULL);
+                    }
+                    *out = nw;
+                }
+                at = (*nout)++;
+            }
+            mwant *w = &(*out)[at];
+            memset(w, 0, sizeof *w);
+            snprintf(w->node, sizeof w->node, "%s", node);
+            snprintf(w->rsv_id, sizeof w->rsv_id, "%s", store_text(s, 0));
+            snprintf(w->rname, sizeof w->rname, "%s", store_text(s, 1));
+            w->state = want;
+            snprintf(w->cause, sizeof w->cause, "maintenance window %.63s (%s to %s)%s%.80s",
+                     store_text(s, 1), t1, t2, strcmp(store_text(s, 10), "[]") ? ", work orders " : "",
+                     strcmp(store_text(s, 10), "[]") ? store_text(s, 10) : "");
+        }
+        json_decref(nodes);
+    }
+    store_done(s);
+    if (rc < 0) {
+        free(*out);
+        *out = NULL;
+        *nout = 0;
+        return rc;
+    }
+    return GP_OK;
+}
+
+static int audit_node(store_tx *tx, const char *node, const char *rname, const char *to,
+                      gp_err *err) {
+    json_t *sum = json_pack("{s:s,s:s}", "reservation", rname, "admin_state", to);
+    char *text = jx_dump(sum);
+    json_decref(sum);
+    audit_event ev = {.actor = "scheduler", .action = "node.maintenance", .target_type = "node",
+                      .target_id = node, .result = "ok", .summary = text};
+    int rc = audit_append(tx, &ev, NULL, err);
+    free(text);
+    return rc;
+}
+
+/* Drain and cordon what the windows want now; give back what a window set and no longer
+ * wants (over, deleted, moved). */
+static int settle_nodes(store_tx *tx, int64_t now, int *changed, gp_err *err) {
+    mwant *ws;
+    int nw, rc = maint_wants(tx, now, &ws, &nw, err);
+    if (rc) return rc;
+    for (int i = 0; i < nw && !rc; i++) {
+        int ch = 0;
+        rc = inv_node_maintenance(tx, ws[i].node, ws[i].state, ws[i].rsv_id, ws[i].cause,
+                                  "scheduler", &ch, err);
+        if (!rc && ch) rc = audit_node(tx, ws[i].node, ws[i].rname, ws[i].state, err);
+        if (ch) *changed = 1;
+    }
+    /* the nodes a window set that no window wants now */
+    store_stmt *s = NULL;
+    char (*back)[64] = NULL;
+    char (*from)[64] = NULL;
+    int nb = 0, cap = 0;
+    if (!rc)
+        rc = store_query(tx, &s, err,
+                         "SELECT n.name, COALESCE(r.name, n.maint_reservation) FROM nodes n"
+                         " LEFT JOIN reservations r ON r.id = n.maint_reservation"
+                         " WHERE n.maint_reservation <> '' ORDER BY n.name",
+                         "");
+    while (s && (rc = store_step(s, err)) > 0) {
+        int wanted = 0;
+        for (int k = 0; k < nw; k++) wanted |= !strcmp(ws[k].node, store_text(s, 0));
+        if (wanted) continue;
+        if (nb == cap) {
+            cap = cap ? cap * 2 : 8;
+            void *nb1 = realloc(back, (size_t)cap * sizeof *back), *nb2;
+            if (nb1) back = nb1;
+            nb2 = nb1 ? realloc(from, (size_t)cap * sizeof *from) : NULL;
+            if (nb2) from = nb2;
+            if (!nb1 || !nb2) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
+            }
+        }
+        snprintf(back[nb], 64, "%s", store_text(s, 0));
+        snprintf(from[nb], 64, "%s", store_text(s, 1));
+        nb++;
+    }
+    store_done(s);
+    if (rc > 0) rc = GP_OK;
+    for (int i = 0; i < nb && !rc; i++) {
+        int ch = 0;
+        char cause[160];
+        snprintf(cause, sizeof cause, "maintenance window %.63s over: back in service", from[i]);
+        rc = inv_node_maintenance(tx, back[i], "none", "", cause, "scheduler", &ch, err);
+        if (!rc && ch) rc = audit_node(tx, back[i], from[i], "none", err);
+        if (ch) *changed = 1;
+    }
+    free(back);
+    free(from);
+    free(ws);
+    return rc;
+}
+
 int rsv_tick(store_tx *tx, int64_t now, int *stopped, int *changed, gp_err *err) {
     int cancelled = 0;
     *stopped = *changed = 0;
     int rc = settle_jobs(tx, now, stopped, &cancelled, err);
     if (!rc && cancelled) *changed = 1;
+    if (!rc) rc = settle_nodes(tx, now, changed, err);
     return rc;
+}
+
+/* ---- the nodes' upcoming windows ---- */
+
+int rsv_node_windows(store_tx *tx, int64_t now, json_t *nodes, gp_err *err) {
+    store_stmt *s;
+    size_t i;
+    json_t *o;
+    json_array_foreach(nodes, i, o) {
+        json_object_set_new(o, "maintenance", json_array());
+        json_object_set_new(o, "next_maintenance", json_null());
+    }
+    int rc = store_query(tx, &s, err,
+                         "SELECT name, nodes, start_us, end_us, recurrence, weekdays, every_s,"
+                         " until_us, drain_before_s, work_orders FROM reservations"
+                         " WHERE tenant_id IS NULL AND deleted_at = 0 AND nodes <> '[]'",
+                         "");
+    if (rc) return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        rsv_rule rule;
+        rsv_span sp;
+        rsv_rule_from(store_text(s, 4), store_int(s, 2), store_int(s, 3), store_int(s, 5),
+                      store_int(s, 6), store_int(s, 7), &rule);
+        if (!rsv_current(&rule, now, &sp)) continue;
+        const char *st = now >= sp.t1_us                                  ? "active"
+                         : now >= sp.t1_us - store_int(s, 8) * 1000000LL ? "draining"
+                                                                         : "upcoming";
+        json_t *names = json_loads(store_text(s, 1), 0, NULL),
+               *wos = json_loads(store_text(s, 9), 0, NULL);
+        size_t k;
+        json_t *v;
+        json_array_foreach(nodes, i, o) {
+            const char *nm = json_string_value(json_object_get(o, "name"));
+            int named = 0;
+            json_array_foreach(names, k, v) named |= nm && json_is_string(v) &&
+                                                     !strcmp(json_string_value(v), nm);
+            if (!named) continue;
+            json_t *win = json_pack("{s:s,s:o,s:o,s:s,s:O}", "reservation", store_text(s, 0),
+                                    "start", jx_time(sp.t1_us), "end", jx_time(sp.t2_us),
+                                    "state", st, "work_orders", wos ? wos : json_null());
+            json_t *next = json_object_get(o, "next_maintenance");
+            char cur[32] = "", mine[32] = "";
+            if (!json_is_null(next)) {
+                snprintf(cur, sizeof cur, "%s", json_string_value(json_object_get(next, "start")));
+                snprintf(mine, sizeof mine, "%s", json_string_value(json_object_get(win, "start")));
+            }
+            if (json_is_null(next) || strcmp(mine, cur) < 0)
+                json_object_set(o, "next_maintenance", win);
+            json_array_append_new(json_object_get(o, "maintenance"), win);
+        }
+        json_decref(names);
+        json_decref(wos);
+    }
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
 }

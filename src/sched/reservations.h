@@ -93,5 +93,17 @@ int rsv_for_job(store_tx *tx, const char *name, const char *tenant_id, const cha
  * see: it is woken).
  */
 int rsv_tick(store_tx *tx, int64_t now_us, int *stopped, int *changed, gp_err *err);
+/*
+ * (rsv_tick, too) Maintenance windows on named nodes: each node drains (no new work) from
+ * drain_before_seconds before an occurrence, is cordoned in it, and is given back (admin state
+ * none) when no window wants it any more - over, deleted, moved.  A window touches only a node
+ * in service or one a window set (nodes.maint_reservation); an operator's own cordon or drain
+ * is the operator's.  Each move is in the node's history and audited (node.maintenance).
+ */
+
+/* Each node object of `nodes` (a node list's items) gains "maintenance": the maintenance
+ * windows naming it, each at its occurrence in force or next ({reservation, start, end, state:
+ * upcoming|draining|active, work_orders}), and "next_maintenance": the earliest, or null. */
+int rsv_node_windows(store_tx *tx, int64_t now_us, json_t *nodes, gp_err *err);
 
 #endif

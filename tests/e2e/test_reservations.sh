@@ -19,6 +19,10 @@
 #     refused (400), a third job naming it waits (full) until one ends.
 #  4. a recurring window (every 12 s, 6 s long) opens twice: two jobs naming
 #     it, each as long as half of it by its limit, run one in each occurrence.
+#  5. a maintenance window (ops, with a work order) on n2: `node list` shows it
+#     ahead; n2 drains before it, is cordoned in it and is back after it, each
+#     move in the node's history by the scheduler and audited; a node an
+#     operator cordoned stays the operator's.
 #
 #   GPUPOOL_BIN=/path/to/gpupool bash tests/e2e/test_reservations.sh
 . "$(dirname "$0")/lib.sh"
@@ -298,6 +302,51 @@ s1=$(ts "$(jget "$RU" red "$E1" .started_at)") s2=$(ts "$(jget "$RU" red "$E2" .
 _pass
 [ "$s2" -ge "$O2" ] && [ "$s2" -lt "$O2E" ] || fail "the second job started at $s2, not in $O2..$O2E"
 _pass
+
+note "5. a maintenance window drains its node, cordons it, gives it back"
+as "$OPS" -o json workorder open --node n2 --title "firmware"
+assert_rc 0
+WO=$(jout .id)
+as "$OPS" node cordon n3
+assert_rc 0
+as "$OPS" -o json reservation create fw --maintenance --nodes n2,n3 --start +8s --end +16s \
+    --drain-before 5 --work-orders "$WO"
+assert_rc 0
+M1=$(ts "$(jout .start)") M2=$(ts "$(jout .end)")
+as "$RU" job submit nope "${R[@]}" --class a100.1x --reservation fw
+assert_denied 400
+as "$OPS" -o json node list
+assert_rc 0
+assert_json '[.items[] | select(.name == "n2") | .next_maintenance.reservation][0]' fw "$OUT_FILE"
+assert_json '[.items[] | select(.name == "n1") | .next_maintenance][0]' null "$OUT_FILE"
+as "$OPS" node list
+assert_file_contains "$OUT_FILE" "NEXT_MAINTENANCE"
+admin_is() {
+    as "$OPS" -o json node show "$1"
+    [ "$(jout .admin_state)" == "$2" ]
+}
+poll 15 admin_is n2 cordoned || fail "n2 in the window: $(jout .admin_state)"
+_pass
+[ "$(date +%s)" -ge "$M1" ] || fail "n2 cordoned before the window"
+_pass
+poll 20 admin_is n2 none || fail "n2 after the window: $(jout .admin_state)"
+_pass
+[ "$(date +%s)" -ge "$M2" ] || fail "n2 given back before the window's end"
+_pass
+as "$OPS" -o json node history n2
+assert_rc 0
+assert_eq "$(jout '[.items[] | select(.kind == "admin" and .actor == "scheduler") | .to] | reverse | join(",")')" \
+    "draining,cordoned,none" "n2's moves"
+assert_contains "$(jout '[.items[] | select(.kind == "admin" and .to == "draining")][0].cause')" \
+    "maintenance window fw"
+assert_contains "$(jout '[.items[] | select(.kind == "admin" and .to == "draining")][0].cause')" "$WO"
+as "$OPS" -o json node show n3
+assert_json .admin_state cordoned "$OUT_FILE" # the operator's cordon is the operator's
+gp -o json audit list --action node.maintenance
+assert_json '[.items[] | select(.target.id == "n2") | .summary.admin_state] | join(",")' \
+    "draining,cordoned,none" "$OUT_FILE"
+as "$OPS" node uncordon n3
+assert_rc 0
 
 stop_server
 done_testing
