@@ -517,6 +517,17 @@ static int tokens(store_tx *tx, agg *a, gp_err *err) {
     return rc < 0 ? rc : GP_OK;
 }
 
+/* Set o.key_name to the name of API key `id` (none: unchanged). */
+static int add_key_name(store_tx *tx, const char *id, json_t *o, gp_err *err) {
+    store_stmt *q;
+    int rc = store_query(tx, &q, err, "SELECT name FROM api_keys WHERE id = ?", "s", id);
+    if (rc) return rc;
+    rc = store_step(q, err);
+    if (rc > 0) json_object_set_new(o, "key_name", json_string(store_text(q, 0)));
+    store_done(q);
+    return rc < 0 ? rc : GP_OK;
+}
+
 /* ---- capacity and idle ---- */
 
 typedef struct bucket_sum {
@@ -737,6 +748,8 @@ int meter_report(store_tx *tx, const meter_query *q, json_t **out, gp_err *err) 
         if (q->bucket != METER_BUCKET_NONE) json_object_set_new(o, "bucket", jx_time(r->bucket));
         for (int k = 0; k < F__N; k++)
             if (r->f[k]) json_object_set_new(o, fnames[k], json_string(r->f[k]));
+        /* a key by its name too (ids alone said nothing; a revoked key keeps its name) */
+        if (r->f[F_KEY] && r->f[F_KEY][0] && !rc) rc = add_key_name(tx, r->f[F_KEY], o, err);
         json_object_set_new(o, "card_hours", json_real(r6(r->card_hours)));
         json_object_set_new(o, "card_hour_cost", json_real(r4(r->card_cost)));
         json_object_set_new(o, "requests", json_integer(r->requests));
@@ -755,6 +768,14 @@ int meter_report(store_tx *tx, const meter_query *q, json_t **out, gp_err *err) 
         }
     }
     free(rows);
+    if (rc) {
+        json_decref(arr);
+        json_decref(billing);
+        agg_free(&a);
+        free(a.cards);
+        json_decref(report);
+        return rc;
+    }
     /* which tenants are invoiced and which only shown their figures */
     store_stmt *s;
     rc = store_query(tx, &s, err,
@@ -832,10 +853,11 @@ static void csv_field(strbuf *sb, const char *s) {
 
 char *meter_report_csv(json_t *report) {
     static const char *const cols[] = {"bucket", "tenant", "project", "model", "vendor",
-                                       "accelerator", "form", "key", "user", "card_hours",
-                                       "card_hour_cost", "requests", "prompt_tokens",
-                                       "completion_tokens", "token_cost", "cost", "billing", NULL};
-    enum { FIRST_FIGURE = 9 }; /* card_hours: the columns from here on are always shown */
+                                       "accelerator", "form", "key", "key_name", "user",
+                                       "card_hours", "card_hour_cost", "requests",
+                                       "prompt_tokens", "completion_tokens", "token_cost", "cost",
+                                       "billing", NULL};
+    enum { FIRST_FIGURE = 10 }; /* card_hours: the columns from here on are always shown */
     json_t *rows = json_object_get(report, "rows"), *billing = json_object_get(report, "billing");
     int show[24] = {0};
     int grouped_tenant = 0;
@@ -848,7 +870,9 @@ char *meter_report_csv(json_t *report) {
         else if (!strcmp(cols[c], "billing")) show[c] = grouped_tenant;
         else if (c >= FIRST_FIGURE) show[c] = 1;
         else {
-            const char *g = !strcmp(cols[c], "form") ? "accelerator" : cols[c];
+            const char *g = !strcmp(cols[c], "form")       ? "accelerator"
+                            : !strcmp(cols[c], "key_name") ? "key"
+                                                           : cols[c];
             json_array_foreach(by, i, v) if (!strcmp(json_string_value(v), g)) show[c] = 1;
             if (!strcmp(cols[c], "tenant") && json_object_get(report, "capacity")) show[c] = 1;
         }

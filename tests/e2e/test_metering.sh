@@ -258,6 +258,12 @@ assert_denied 403
 as "$BU" -o json usage report --month "$MONTH" --tenant blue --group-by key
 assert_rc 0
 assert_file_lacks "$OUT_FILE" '"red"'
+# a key by its name beside its id (issue 42, item 5)
+assert_eq "$(jout '[.rows[] | select(.requests > 0) | .key_name] | unique | join(",")')" kb \
+    "the report names the key"
+assert_match "$(jout '[.rows[] | select(.requests > 0)][0].key')" '^[0-9a-f]{32}$' "and keeps its id"
+as "$BU" usage report --month "$MONTH" --tenant blue --group-by key -o csv
+assert_eq "$(head -n 1 "$OUT_FILE" | tr -d '\r' | cut -d, -f1-2)" "key,key_name" "the CSV's key columns"
 # bad input
 gp usage report --month 2026-13
 assert_rc 1
