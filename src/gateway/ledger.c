@@ -104,10 +104,11 @@ int gw_reserve(store_tx *tx, const gw_key *k, int64_t amount, int64_t now_us,
         if (rc) return rc;
         if (!gw_quota_fits(used, reserved, amount, lv[i].quota))
             return gp_err_set(err, GP_EFORBIDDEN,
-                              "You exceeded %s monthly token quota (%lld used, %lld reserved by "
-                              "requests in flight, %lld asked, quota %lld).",
-                              lv[i].what, (long long)used, (long long)reserved, (long long)amount,
-                              (long long)lv[i].quota);
+                              "You exceeded %s monthly token quota of %lld tokens: %lld are used "
+                              "this month and %lld are held for requests being served, so the "
+                              "%lld this request needs do not fit.",
+                              lv[i].what, (long long)lv[i].quota, (long long)used,
+                              (long long)reserved, (long long)amount);
     }
     rnd_id(hold);
     int rc = store_exec(tx, NULL, err,

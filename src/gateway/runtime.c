@@ -251,13 +251,15 @@ static lease_ent *lease_find(gw_runtime *rt, const char *key_id, const char *hol
     return NULL;
 }
 
-/* The refusal of a request asking `amount` when the quotas left `r` (the same text as ever). */
+/* The refusal of a request asking `amount` when the quotas left `r` (ledger.c's words: "held"
+ * is what the gateways hold, for requests being served and ahead of them in their leases). */
 static int quota_refusal(gp_err *err, const gw_room *r, int64_t amount) {
     return gp_err_set(err, GP_EFORBIDDEN,
-                      "You exceeded %s monthly token quota (%lld used, %lld reserved by requests "
-                      "in flight, %lld asked, quota %lld).",
-                      r->what ? r->what : "a", (long long)r->used, (long long)r->reserved,
-                      (long long)amount, (long long)r->quota);
+                      "You exceeded %s monthly token quota of %lld tokens: %lld are used this "
+                      "month and %lld are held for requests being served, so the %lld this "
+                      "request needs do not fit.",
+                      r->what ? r->what : "a", (long long)r->quota, (long long)r->used,
+                      (long long)r->reserved, (long long)amount);
 }
 
 int gw_rt_lease_take(gw_runtime *rt, const gw_key *k, int64_t amount, int64_t now_us,

@@ -176,8 +176,8 @@ for ((i = 0; i < 80; i++)); do
 done
 assert_eq "$(jout '[.status, .code, .type, .class] | map(tostring) | join(" ")')" \
     "429 insufficient_quota insufficient_quota RateLimitError" "the quota refuses ($(jout .message))"
-assert_contains "$(jout .message)" "You exceeded this key's monthly token quota (" "which quota"
-assert_contains "$(jout .message)" "quota 300)." "its size"
+assert_contains "$(jout .message)" "You exceeded this key's monthly token quota of " "which quota"
+assert_contains "$(jout .message)" "quota of 300 tokens: " "its size"
 AUTH_HEADER="Authorization: Bearer $KS" api POST /v1/chat/completions \
     '{"model":"llama","messages":[{"role":"user","content":"hi there"}],"max_tokens":5}'
 assert_status 429

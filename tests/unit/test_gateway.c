@@ -1424,8 +1424,8 @@ static void lease_store(void **state) {
         int rc = gw_rt_lease_take(rt[which], &k, r, gt_now_us(), h, &e2);
         if (rc == GP_EFORBIDDEN) {
             refusals++;
-            assert_non_null(strstr(e2.msg, "You exceeded the project's monthly token quota ("));
-            assert_non_null(strstr(e2.msg, "quota 1000)."));
+            assert_non_null(strstr(e2.msg, "You exceeded the project's monthly token quota of 1000 tokens: "));
+            assert_non_null(strstr(e2.msg, " are held for requests being served, so the "));
             continue;
         }
         assert_int_equal(rc, GP_OK);
