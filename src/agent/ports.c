@@ -7,8 +7,11 @@
  */
 #include "ports.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,4 +163,50 @@ void ports_of_owners(const char *proc, ports_owner *owners, int nowners) {
     }
     if (d) closedir(d);
     free(socks);
+}
+
+int ports_pick(const ports_sock *listening, int nl, const int *avoid, int navoid, int lo, int hi,
+               unsigned seed, int (*usable)(int port)) {
+    if (lo < 1 || hi > 65536 || hi <= lo) return -1;
+    int span = hi - lo;
+    for (int i = 0; i < span; i++) {
+        int p = lo + (int)((seed + (unsigned)i) % (unsigned)span), taken = 0;
+        for (int k = 0; k < nl && !taken; k++) taken = listening[k].port == p;
+        for (int k = 0; k < navoid && !taken; k++) taken = avoid[k] == p;
+        if (!taken && (!usable || usable(p))) return p;
+    }
+    return -1;
+}
+
+/* Can a TCP socket be bound to `port` on every IPv4 address now? */
+static int bindable(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons((unsigned short)port);
+    int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
+int ports_pick_free(const char *proc, const int *avoid, int navoid, int lo, int hi, unsigned seed) {
+    ports_sock *socks = malloc(sizeof *socks * SOCKS_MAX);
+    int ns = 0;
+    if (!socks) return -1;
+    const char *files[] = {"net/tcp", "net/tcp6"};
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+        char path[300];
+        snprintf(path, sizeof path, "%s/%s", proc, files[k]);
+        char *t = slurp(path, (size_t)64 << 20);
+        if (t) ports_parse_listen(t, socks, &ns, SOCKS_MAX);
+        free(t);
+    }
+    int p = ports_pick(socks, ns, avoid, navoid, lo, hi, seed, bindable);
+    free(socks);
+    return p;
 }

@@ -58,4 +58,21 @@ void ports_of_owners(const char *proc, ports_owner *owners, int nowners);
  */
 void ports_add(int *port, int *n, int p);
 
+/*
+ * The rendezvous port of a job that spans nodes (MASTER_PORT), on its rank 0's node: a port
+ * of [lo, hi) that no socket of `listening` (ports_parse_listen's) listens on and that is not
+ * in avoid[navoid] (the ports this agent already gave jobs), trying from lo + seed % (hi - lo)
+ * upwards, wrapping.  `usable` (NULL: any) says whether a candidate can be bound now.  The
+ * port, or -1 when none is left.  Pure but for `usable`.
+ */
+int ports_pick(const ports_sock *listening, int nl, const int *avoid, int navoid, int lo, int hi,
+               unsigned seed, int (*usable)(int port));
+
+/* ports_pick over the sockets of `proc`/net/tcp and tcp6 listening now, a candidate usable when
+ * a TCP socket can be bound to it on every address. */
+int ports_pick_free(const char *proc, const int *avoid, int navoid, int lo, int hi, unsigned seed);
+
+#define PORTS_RDV_LO 29500 /* the rendezvous ports: torchrun's default and the 1,000 above it, */
+#define PORTS_RDV_HI 30500 /* below Linux's ephemeral range (32768-) */
+
 #endif

@@ -54,6 +54,7 @@ typedef struct wl {
     int rfd;              /* that file, open for reading (-1: reopen it by path) */
     int nports;           /* the TCP ports its processes listen on (ports.h) */
     int ports[PORTS_MAX];
+    int master_port;      /* rank 0 of a job that spans nodes: the port its ranks meet on */
 } wl;
 
 struct runner {
@@ -163,13 +164,13 @@ static void save(runner *r) {
         wl *w = &r->w[i];
         if (w->done) continue;
         json_array_append_new(
-            arr, json_pack("{s:s,s:s,s:s,s:i,s:I,s:I,s:s,s:I,s:s,s:s,s:I,s:I,s:I}", "node",
+            arr, json_pack("{s:s,s:s,s:s,s:i,s:I,s:I,s:s,s:I,s:s,s:s,s:I,s:I,s:I,s:i}", "node",
                            w->node, "job", w->job, "placement", w->placement, "pid", (int)w->pid,
                            "start", (json_int_t)w->proc_start, "deadline",
                            (json_int_t)w->deadline_us, "log", w->log, "log_sent",
                            (json_int_t)w->log_sent, "cgroup", w->cg, "container", w->ctr, "uid",
                            (json_int_t)w->uid, "log_dev", (json_int_t)w->log_dev, "log_ino",
-                           (json_int_t)w->log_ino));
+                           (json_int_t)w->log_ino, "master_port", w->master_port));
     }
     snprintf(path, sizeof path, "%s/workloads.json", r->dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -264,6 +265,7 @@ runner *runner_new(const char *state_dir, int grace_s) {
         w->uid = json_is_integer(u) ? (long long)json_integer_value(u) : -1;
         w->log_dev = (unsigned long long)json_integer_value(json_object_get(e, "log_dev"));
         w->log_ino = (unsigned long long)json_integer_value(json_object_get(e, "log_ino"));
+        w->master_port = (int)json_integer_value(json_object_get(e, "master_port"));
         if (proc_running(w->pid, w->proc_start)) {
             log_kv(LOG_INFO, "workload re-adopted", "node", w->node, "job", w->job, (char *)NULL);
         } else {
@@ -936,6 +938,106 @@ static int list_take(char ***v, size_t *n, char *s) {
     return 0;
 }
 
+/* A node's address as a hostfile line and MASTER_ADDR may hold it: 1-253 of [A-Za-z0-9.:-]. */
+static int host_ok(const char *h) {
+    size_t n = h ? strlen(h) : 0;
+    return n >= 1 && n <= 253 &&
+           strspn(h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.:-") == n;
+}
+
+int runner_gang_env(json_t *a, int port, const char *hostfile_path, char ***env, size_t *ne,
+                    char **hostfile, char *why, size_t len) {
+    json_t *g = json_object_get(a, "gang");
+    json_t *hosts = json_object_get(g, "hosts"), *names = json_object_get(g, "node_names");
+    json_t *slots = json_object_get(g, "slots");
+    json_int_t nodes = json_integer_value(json_object_get(g, "nodes"));
+    json_int_t rank = json_integer_value(json_object_get(g, "rank"));
+    *hostfile = NULL;
+    if (!json_is_object(g) || nodes < 1 || nodes > 64 || !json_is_array(hosts) ||
+        (json_int_t)json_array_size(hosts) != nodes || !json_is_array(names) ||
+        (json_int_t)json_array_size(names) != nodes || !json_is_array(slots) ||
+        (json_int_t)json_array_size(slots) != nodes || rank < 0 || rank >= nodes || port < 1 ||
+        port > 65535) {
+        snprintf(why, len, "its nodes (gang) are not a list of nodes it spans");
+        return -1;
+    }
+    strbuf hf = SB_INIT, hl = SB_INIT, nl = SB_INIT, eb = SB_INIT;
+    long long world = 0, mine = 0;
+    for (json_int_t i = 0; i < nodes; i++) {
+        const char *h = json_string_value(json_array_get(hosts, (size_t)i));
+        const char *nm = json_string_value(json_array_get(names, (size_t)i));
+        json_int_t sl = json_integer_value(json_array_get(slots, (size_t)i));
+        if (!host_ok(h) || !host_ok(nm) || sl < 1 || sl > 1024) {
+            snprintf(why, len, "a node of the job has an address that is not one");
+            sb_release(&hf);
+            sb_release(&hl);
+            sb_release(&nl);
+            return -1;
+        }
+        sb_addf(&hf, "%s slots=%lld\n", h, (long long)sl);
+        sb_addf(&hl, "%s%s", i ? "," : "", h);
+        sb_addf(&nl, "%s%s", i ? "," : "", nm);
+        world += sl;
+        if (i == rank) mine = sl;
+    }
+    int bad = !sb_ok(&hf) || !sb_ok(&hl) || !sb_ok(&nl);
+    sb_addf(&eb, "MASTER_ADDR=%s", json_string_value(json_array_get(hosts, 0)));
+    bad = bad || list_take(env, ne, sb_detach(&eb));
+    sb_addf(&eb, "MASTER_PORT=%d", port);
+    bad = bad || list_take(env, ne, sb_detach(&eb));
+    sb_addf(&eb, "WORLD_SIZE=%lld", world);
+    bad = bad || list_take(env, ne, sb_detach(&eb));
+    sb_addf(&eb, "NNODES=%lld", (long long)nodes);
+    bad = bad || list_take(env, ne, sb_detach(&eb));
+    sb_addf(&eb, "NODE_RANK=%lld", (long long)rank);
+    bad = bad || list_take(env, ne, sb_detach(&eb));
+    sb_addf(&eb, "GPUPOOL_NODES=%s", hl.buf ? hl.buf : "");
+    bad = bad || list_take(env, ne, sb_detach(&eb));
+    sb_addf(&eb, "GPUPOOL_NODE_NAMES=%s", nl.buf ? nl.buf : "");
+    bad = bad || list_take(env, ne, sb_detach(&eb));
+    sb_addf(&eb, "GPUPOOL_GPUS_PER_NODE=%lld", mine);
+    bad = bad || list_take(env, ne, sb_detach(&eb));
+    sb_addf(&eb, "GPUPOOL_HOSTFILE=%s", hostfile_path);
+    bad = bad || list_take(env, ne, sb_detach(&eb));
+    sb_release(&hl);
+    sb_release(&nl);
+    if (bad) {
+        sb_release(&hf);
+        snprintf(why, len, "out of memory");
+        return -1;
+    }
+    *hostfile = sb_detach(&hf);
+    return 0;
+}
+
+/*
+ * Write the hostfile `text` as `work`/hostfile, the runner's own new file (mode 0644): a name
+ * the job left there (a link to the node's credential, a folder) is removed, never followed.
+ * 0, or -1.
+ */
+static int write_hostfile(const char *work, const char *text) {
+    int dfd = open(work, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) return -1;
+    if (unlinkat(dfd, "hostfile", 0) != 0 && errno != ENOENT) {
+        close(dfd);
+        return -1;
+    }
+    int fd = openat(dfd, "hostfile", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    close(dfd);
+    if (fd < 0) return -1;
+    size_t n = strlen(text);
+    int ok = write(fd, text, n) == (ssize_t)n && fchmod(fd, 0644) == 0;
+    return close(fd) == 0 && ok ? 0 : -1;
+}
+
+/* The rendezvous ports this runner's live workloads hold (rank 0s), for ports_pick_free. */
+static int held_ports(const runner *r, int *out, int cap) {
+    int n = 0;
+    for (int i = 0; i < r->n && n < cap; i++)
+        if (!r->w[i].done && r->w[i].master_port > 0) out[n++] = r->w[i].master_port;
+    return n;
+}
+
 int runner_device_env(json_t *a, int container, char ***env, char *why, size_t len) {
     devset *d = malloc(sizeof *d);
     char **v = NULL;
@@ -1292,6 +1394,9 @@ json_t *runner_report(runner *r, const char *node) {
             json_t *ports = json_array();
             for (int k = 0; k < w->nports; k++) json_array_append_new(ports, json_integer(w->ports[k]));
             json_object_set_new(o, "ports", ports);
+            /* rank 0 of a job that spans nodes: where its other ranks meet it */
+            if (w->master_port > 0)
+                json_object_set_new(o, "master_port", json_integer(w->master_port));
         }
         json_array_append_new(arr, o);
     }
@@ -1342,8 +1447,15 @@ static void launch(runner *r, const char *node, json_t *a) {
         log_kv(LOG_ERROR, "an assignment names a job id that is not one", (char *)NULL);
         return;
     }
+    /* a rank of a job that spans nodes starts once rank 0's node said where they meet */
+    json_t *gang = json_object_get(a, "gang");
+    int gport = (int)json_integer_value(json_object_get(gang, "master_port"));
+    int grank = (int)json_integer_value(json_object_get(gang, "rank"));
+    if (gang && grank != 0 && gport <= 0) return;
     char work[560];
     snprintf(work, sizeof work, "%s/work/%s", r->dir, job);
+    /* (a job that spans nodes: a folder per node, for an agent that runs several of them) */
+    if (gang) snprintf(work, sizeof work, "%s/work/%s-%.63s", r->dir, job, node);
     /* its devices as their vendor's software names them; devices the runner cannot make sense
      * of (an unknown vendor, a bad index) start nothing: the job exits 126, saying why */
     char dwhy[64];
@@ -1442,7 +1554,41 @@ static void launch(runner *r, const char *node, json_t *a) {
         else free(denv[k]);
     }
     free(denv);
+    const char *gwhy = NULL;
+    char gwbuf[96];
+    if (gang && !bad) {
+        /* a job that spans nodes: its rank 0 reserves the port its ranks meet on (ports.h),
+         * then each node's process learns where (MASTER_ADDR...) and gets the hostfile */
+        if (gport <= 0) {
+            int held[64];
+            unsigned seed = (unsigned)gt_now_us() ^ (unsigned)getpid();
+            for (const char *p = job; *p; p++) seed = seed * 31u + (unsigned char)*p;
+            gport = ports_pick_free("/proc", held, held_ports(r, held, 64), PORTS_RDV_LO,
+                                    PORTS_RDV_HI, seed);
+        }
+        char hpath[600], *hosts = NULL;
+        snprintf(hpath, sizeof hpath, "%s/hostfile", image ? "/work" : work);
+        if (gport <= 0)
+            gwhy = "no free port for its ranks' rendezvous on this node";
+        else if (runner_gang_env(a, gport, hpath, &env, &ne, &hosts, gwbuf, sizeof gwbuf) != 0)
+            gwhy = gwbuf;
+        else if (write_hostfile(work, hosts) != 0)
+            gwhy = "cannot write its hostfile";
+        else
+            w->master_port = grank == 0 ? gport : 0;
+        free(hosts);
+    }
     char **argv = NULL, **renv = NULL;
+    if (gwhy) {
+        log_kv(LOG_ERROR, "cannot start the workload", "job", job, "detail", gwhy, (char *)NULL);
+        snprintf(w->reason, sizeof w->reason, "%.63s", gwhy);
+        runner_argv_free(env);
+        if (w->cg[0]) rmdir(w->cg);
+        w->cg[0] = '\0';
+        w->done = 1;
+        w->exit_code = 126;
+        return;
+    }
     if (bad) {
         argv = NULL; /* out of memory */
     } else if (image) {

@@ -174,6 +174,25 @@ int runner_set_runtime(runner *r, const char *runtime);
 int runner_device_env(json_t *a, int container, char ***env, char *why, size_t len);
 
 /*
+ * A job that spans nodes (its assignment's "gang": {nodes, rank, hosts, node_names, slots,
+ * master_port}; docs/workloads.md, "Distributed jobs"): the variables each node's process
+ * gets, for torchrun, MPI and DeepSpeed as they are -
+ *   MASTER_ADDR=<rank 0's node address>   MASTER_PORT=<port>
+ *   NNODES=<nodes>   NODE_RANK=<rank>   WORLD_SIZE=<devices of all its nodes>
+ *   GPUPOOL_NODES=<addresses, rank order, comma-separated>
+ *   GPUPOOL_NODE_NAMES=<the gpupool node names, same order>
+ *   GPUPOOL_GPUS_PER_NODE=<devices on this node>   GPUPOOL_HOSTFILE=<hostfile>
+ * - appended to env[*ne] (list_take's NULL-terminated heap list), and the hostfile's text
+ * (*hostfile, heap: one "<address> slots=<devices>" line per node, rank order: MPI's and
+ * DeepSpeed's format).  Returns 0, or -1 with a one-line reason in `why` for a "gang" that
+ * is not one: nodes 1..64 and as many hosts, names and slots, rank within them, an address
+ * that is not 1-253 of [A-Za-z0-9.:-] (a node's agent reports its own: never a line break
+ * into another node's hostfile), slots 1..1024, port 1-65535.  Pure.
+ */
+int runner_gang_env(json_t *a, int port, const char *hostfile_path, char ***env, size_t *ne,
+                    char **hostfile, char *why, size_t len);
+
+/*
  * Give each AMD and Intel Gaudi assignment of `assignments` (the server's
  * list, changed in place) the numbers its devices have on this node, from
  * `report` (the node's own report: gpus[] with "uuid", "index", "vendor",

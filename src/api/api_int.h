@@ -460,6 +460,8 @@ int h_node_cordon(api_ctx *c, gp_err *err);
 int h_node_uncordon(api_ctx *c, gp_err *err);
 int h_node_drain(api_ctx *c, gp_err *err);
 int h_node_pool(api_ctx *c, gp_err *err);
+/* PATCH …/nodes/{node}/labels: labels ops set (rack, switch: topology for jobs that span nodes) */
+int h_node_label(api_ctx *c, gp_err *err);
 int h_gpu_list(api_ctx *c, gp_err *err);
 int h_gpu_get(api_ctx *c, gp_err *err);
 int h_gpu_history(api_ctx *c, gp_err *err);

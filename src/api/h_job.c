@@ -85,6 +85,13 @@ int h_job_submit(api_ctx *c, gp_err *err) {
                            "class", json_object_get(c->body, "class"), "units",
                            json_object_get(c->body, "units"), "priority_class",
                            json_object_get(c->body, "priority_class"), "array", array);
+    /* a job that spans nodes (gang.c): its shape in the trail too */
+    json_t *nodes = json_object_get(c->body, "nodes");
+    if (c->summary && nodes) {
+        json_object_set(c->summary, "nodes", nodes);
+        json_t *per = json_object_get(c->body, "units_per_node");
+        if (per) json_object_set(c->summary, "units_per_node", per);
+    }
     c->on_commit = kick;
     if (!array) return reply_job(c, id, 201, err);
     /* an array: the array as committed, its tasks by state */

@@ -316,6 +316,15 @@ int h_agent_register(api_ctx *c, gp_err *err) {
  * never a round here: a heartbeat never waits behind a round's work). */
 static void wake_freed(api_req *r) { sched_wake_freed(r->store, r->leader == 1); }
 
+/* After a heartbeat's commit: the nodes in after_arg look at their assignments again. */
+static int touch_after(api_ctx *c, gp_err *err) {
+    (void)err;
+    size_t i;
+    json_t *v;
+    json_array_foreach(c->after_arg, i, v) sched_node_touch(c->r->store, json_string_value(v));
+    return GP_OK;
+}
+
 /* SC_AGENT: the domain answers 404 for a node that is not the caller's. */
 int h_agent_heartbeat(api_ctx *c, gp_err *err) {
     health_policy pol;
@@ -340,9 +349,9 @@ int h_agent_heartbeat(api_ctx *c, gp_err *err) {
     if (!rc) rc = inv_heartbeat(c->tx, node, uid, c->body, &pol, &tr, &ntr, err);
     /* what the node's workloads did (exits, output), then what it must run now */
     int ended = 0;
-    json_t *assignments = NULL, *intf = NULL, *reports = NULL;
+    json_t *assignments = NULL, *intf = NULL, *reports = NULL, *touch = json_array();
     if (!rc)
-        rc = jobs_node_report(c->tx, node, json_object_get(c->body, "workloads"), &ended,
+        rc = jobs_node_report(c->tx, node, json_object_get(c->body, "workloads"), &ended, touch,
                               &reports, err);
     /* per-process figures on shared cards: interference alarms (and stops, per policy) */
     if (!rc) rc = jobs_interference(c->tx, node, c->body, &pol, &intf, err);
@@ -356,8 +365,18 @@ int h_agent_heartbeat(api_ctx *c, gp_err *err) {
     json_decref(reports);
     json_decref(intf);
     free(tr);
-    if (rc) return rc;
+    if (rc) {
+        json_decref(touch);
+        return rc;
+    }
     if (ended || ntr) c->on_commit = wake_freed;
+    /* a job that spans nodes: its other nodes start (rendezvous known) or stop (it ended) now */
+    if (json_array_size(touch)) {
+        c->after = touch_after;
+        c->after_arg = touch;
+    } else {
+        json_decref(touch);
+    }
     api_reply(c->r, 200, json_pack("{s:s,s:o}", "status", "ok", "assignments", assignments));
     return GP_OK;
 }
@@ -558,6 +577,31 @@ static int set_field(api_ctx *c, int gpu, const char *key, const char *field, in
 
 int h_node_pool(api_ctx *c, gp_err *err) {
     return set_field(c, 0, "name", "pool", ACT_POOL_MANAGE, 0, inv_node_pool, err);
+}
+
+/*
+ * PATCH /api/v1/nodes/{node}/labels {"labels": {KEY: VALUE, KEY: null}}: set or remove
+ * labels ops keep on a node (over the agent's own); `rack` and `switch` are the topology jobs
+ * that span nodes are placed by.  Visible (404), then node.manage (403).  Answers the node.
+ */
+int h_node_label(api_ctx *c, gp_err *err) {
+    static const char *const fields[] = {"labels", NULL};
+    const char *node = api_param(c->r, "node");
+    health_policy pol;
+    json_t *out;
+    api_target(c->r, "node", node, NULL, NULL);
+    int rc = visible_then_allowed(c, 0, node, ACT_NODE_MANAGE, err);
+    if (!rc) rc = jx_only_fields(c->body, fields, err);
+    json_t *labels = json_object_get(c->body, "labels");
+    if (!rc && !labels) rc = gp_err_set(err, GP_EINVALID, "field 'labels' is required");
+    if (!rc) rc = inv_node_label(c->tx, node, labels, err);
+    if (!rc) rc = inv_health_policy_load(c->tx, &pol, err);
+    if (!rc) rc = inv_node_get(c->tx, &pol, node, &out, err);
+    if (rc) return rc;
+    c->summary = json_pack("{s:O}", "labels", labels);
+    c->on_commit = wake; /* where a job that spans nodes goes may change */
+    api_reply(c->r, 200, out);
+    return GP_OK;
 }
 
 int h_gpu_mode(api_ctx *c, gp_err *err) {

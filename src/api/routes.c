@@ -288,6 +288,9 @@ const api_route api_routes[] = {
              SC_SIGNED_IN, API_ACT_NONE, API_TX_WRITE),
     DECLARED("PUT", "/api/v1/nodes/{node}/pool", h_node_pool, "node.pool",
              ROUTE_MUTATES | ROUTE_BODY, SC_SIGNED_IN, API_ACT_NONE, API_TX_WRITE),
+    /* labels ops set on a node: `rack` and `switch` place jobs that span nodes (sched.h) */
+    DECLARED("PATCH", "/api/v1/nodes/{node}/labels", h_node_label, "node.label",
+             ROUTE_MUTATES | ROUTE_BODY, SC_SIGNED_IN, API_ACT_NONE, API_TX_WRITE),
     DECLARED("GET", "/api/v1/gpus", h_gpu_list, "gpu.list", 0, SC_SIGNED_IN, API_ACT_NONE,
              API_TX_READ),
     DECLARED("GET", "/api/v1/gpus/{uuid}", h_gpu_get, "gpu.get", 0, SC_SIGNED_IN, API_ACT_NONE,

@@ -11,7 +11,7 @@
  * The check is a subset of JSON Schema (the OpenAPI 3.0 dialect), the
  * keywords the document uses for request bodies: type (with nullable), enum,
  * properties, required, additionalProperties (false or a schema),
- * maxProperties, items, minItems, maxItems, uniqueItems, minLength and
+ * minProperties, maxProperties, items, minItems, maxItems, uniqueItems, minLength and
  * maxLength (in characters), pattern (POSIX extended, searched as JSON Schema
  * says), minimum, maximum, allOf and $ref (#/components/schemas/...).  The
  * annotations (description, example, default, format, title) change nothing.
@@ -37,6 +37,7 @@ typedef struct walk {
 
 static const char *const keywords[] = {
     "type", "nullable", "enum", "properties", "required", "additionalProperties", "maxProperties",
+    "minProperties",
     "items", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "pattern",
     "minimum", "maximum", "allOf", "$ref",
     /* annotations */
@@ -190,6 +191,11 @@ static int check_object(walk *w, const json_t *s, const json_t *v) {
     if ((k = json_object_get(s, "maxProperties")) &&
         (json_int_t)json_object_size(v) > json_integer_value(k))
         return badf(w, "must have at most %lld entries", (long long)json_integer_value(k));
+    if ((k = json_object_get(s, "minProperties")) &&
+        (json_int_t)json_object_size(v) < json_integer_value(k))
+        return json_integer_value(k) == 1 ? bad(w, "must not be empty", NULL)
+                                          : badf(w, "must have at least %lld entries",
+                                                 (long long)json_integer_value(k));
     const char *key;
     json_t *m;
     json_object_foreach((json_t *)v, key, m) {

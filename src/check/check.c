@@ -136,9 +136,11 @@ void check_job_bindings(const check_job *jobs, int njobs, const check_binding *b
                         check_result *r) {
     const check_binding **s = calloc((size_t)nb + 1, sizeof *s);
     int *units = calloc((size_t)njobs + 1, sizeof *units);
-    if (!s || !units) {
+    unsigned char *split = calloc((size_t)njobs + 1, 1);
+    if (!s || !units || !split) {
         free(s);
         free(units);
+        free(split);
         check_problem(r, "out of memory");
         return;
     }
@@ -159,6 +161,21 @@ void check_job_bindings(const check_job *jobs, int njobs, const check_binding *b
         /* count distinct units (a multi-GPU unit has one binding per card) */
         if (i == 0 || strcmp(s[i - 1]->job_id, s[i]->job_id) != 0 || s[i - 1]->unit != s[i]->unit)
             units[j - jobs]++;
+        /* a job that spans nodes: each rank on one node, no node holding two ranks */
+        if (j->nodes > 0 && j->units % j->nodes == 0 && s[i]->node && !split[j - jobs]) {
+            int K = j->units / j->nodes, rank = s[i]->unit / K;
+            for (int m = i - 1; m >= 0 && !strcmp(s[m]->job_id, s[i]->job_id); m--) {
+                if (!s[m]->node) continue;
+                int same_node = !strcmp(s[m]->node, s[i]->node), same_rank = s[m]->unit / K == rank;
+                if (same_node != same_rank) {
+                    check_problem(r, "running job %s spans nodes: rank %d %s node %s with rank %d",
+                                  j->id, rank, same_node ? "shares" : "is split from", s[i]->node,
+                                  s[m]->unit / K);
+                    split[j - jobs] = 1; /* (once per job) */
+                    break;
+                }
+            }
+        }
     }
     int running = 0;
     for (int k = 0; k < njobs; k++) {
@@ -170,6 +187,7 @@ void check_job_bindings(const check_job *jobs, int njobs, const check_binding *b
     }
     free(s);
     free(units);
+    free(split);
     r->checked += njobs;
     snprintf(r->note, sizeof r->note, "%d job(s), %d running, %d open binding(s)", njobs, running,
              nb);
@@ -302,7 +320,8 @@ static int load_bindings(store_tx *tx, spool *p, check_binding **out, int *n, gp
     store_stmt *s;
     int cap = 0, rc = store_query(tx, &s, err,
                                   "SELECT id, job_id, gpu_uuid, slice_uuid, form, unit,"
-                                  " shared_mem_gib, shared_pct FROM bindings WHERE end_us IS NULL",
+                                  " shared_mem_gib, shared_pct, node FROM bindings"
+                                  " WHERE end_us IS NULL",
                                   "");
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
@@ -316,6 +335,7 @@ static int load_bindings(store_tx *tx, spool *p, check_binding **out, int *n, gp
         b->unit = (int)store_int(s, 5);
         b->shared_mem_gib = (int)store_int(s, 6);
         b->shared_pct = (int)store_int(s, 7);
+        b->node = sp(p, store_text(s, 8));
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;
@@ -342,7 +362,8 @@ static int load_gpus(store_tx *tx, spool *p, check_gpu **out, const char ***mode
 
 static int load_jobs(store_tx *tx, spool *p, check_job **out, int *n, gp_err *err) {
     store_stmt *s;
-    int cap = 0, rc = store_query(tx, &s, err, "SELECT id, state, units FROM jobs ORDER BY id", "");
+    int cap = 0, rc = store_query(tx, &s, err, "SELECT id, state, units, nodes FROM jobs ORDER BY id",
+                                  "");
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
         if ((rc = GROW(*out, *n, cap))) break;
@@ -350,6 +371,7 @@ static int load_jobs(store_tx *tx, spool *p, check_job **out, int *n, gp_err *er
         j->id = sp(p, store_text(s, 0));
         j->state = sp(p, store_text(s, 1));
         j->units = (int)store_int(s, 2);
+        j->nodes = (int)store_int(s, 3);
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;

@@ -93,6 +93,7 @@ typedef struct check_binding {
     const char *id, *job_id, *gpu_uuid, *slice_uuid, *form;
     int unit;
     int shared_mem_gib, shared_pct;
+    const char *node; /* NULL: not known */
 } check_binding;
 
 /* A GPU as inventory knows it. */
@@ -109,9 +110,11 @@ void check_gpu_exclusive(const check_binding *b, int nb, const check_gpu *gpus, 
 typedef struct check_job {
     const char *id, *state;
     int units;
+    int nodes; /* a job that spans nodes: how many (0: its units go wherever each fits) */
 } check_job;
 
-/* Jobs (sorted by id) against the open bindings. */
+/* Jobs (sorted by id) against the open bindings; a running job that spans nodes holds
+ * units / nodes units on each of `nodes` distinct nodes, unit u in rank u / (units / nodes). */
 void check_job_bindings(const check_job *jobs, int njobs, const check_binding *b, int nb,
                         check_result *r);
 

@@ -14,7 +14,8 @@
 static const char usage[] =
     "usage: gpupool job <command> --tenant T --project P\n"
     "\n"
-    "  submit NAME --class C [--units N] [--priority-class PC] [--no-preempt]\n"
+    "  submit NAME --class C [--units N] [--nodes N [--units-per-node K]]\n"
+    "         [--priority-class PC] [--no-preempt]\n"
     "         [--recovery requeue|fail] [--time-limit S] [--image REF] [--stack RT>=V]\n"
     "         [--after JOB[:ok|:any|:notok]]... [--array FIRST-LAST[%MAX]] [--wait]\n"
     "         [--reservation NAME]   run in that reservation (its cards, its window)\n"
@@ -34,6 +35,7 @@ static const char usage[] =
 
 typedef struct jopts {
     const char *tenant, *project, *cls, *units, *pc, *recovery, *tl, *state, *image, *stack;
+    const char *nodes, *per; /* submit: a job that spans nodes (--nodes, --units-per-node) */
     const char *array; /* submit: the range; list: an array's id */
     const char *reservation; /* submit: the reservation it runs in */
     int no_preempt, preempt, follow, wait;
@@ -52,6 +54,7 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         {"stack", required_argument, 0, 'S'},      {"preemptible", no_argument, 0, 'e'},
         {"after", required_argument, 0, 'a'},      {"array", required_argument, 0, 'A'},
         {"reservation", required_argument, 0, 'R'},
+        {"nodes", required_argument, 0, 'N'},      {"units-per-node", required_argument, 0, 'K'},
         {0, 0, 0, 0}};
     int c, rc = 0;
     memset(o, 0, sizeof *o);
@@ -75,6 +78,8 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
         case 'w': o->wait = 1; break;
         case 'A': o->array = optarg; break;
         case 'R': o->reservation = optarg; break;
+        case 'N': o->nodes = optarg; break;
+        case 'K': o->per = optarg; break;
         case 'a':
             if (o->nafter == (int)(sizeof o->after / sizeof o->after[0]))
                 return cli_error(CLI_USAGE, "%s: at most 64 --after", verb);
@@ -93,6 +98,11 @@ static int parse(int argc, char **argv, const char *verb, jopts *o) {
     if (o->array && strcmp(verb, "job submit") != 0 && strcmp(verb, "job list") != 0)
         return cli_error(CLI_USAGE, "%s: --array is for job submit and job list", verb);
     if (o->array && o->wait) return cli_error(CLI_USAGE, "%s: --wait is for one job, not an array", verb);
+    if ((o->nodes || o->per) && strcmp(verb, "job submit") != 0)
+        return cli_error(CLI_USAGE, "%s: --nodes and --units-per-node are for job submit", verb);
+    if (o->per && !o->nodes)
+        return cli_error(CLI_USAGE, "%s: --units-per-node needs --nodes (one node: --nodes 1)",
+                         verb);
     if (o->preempt && strcmp(verb, "job priority") != 0)
         return cli_error(CLI_USAGE, "%s: --preemptible is for job priority", verb);
     if (o->no_preempt && o->preempt)
@@ -223,6 +233,14 @@ static int j_submit(cli_ctx *ctx, int argc, char **argv) {
         if ((rc = number(o.units, "--units", &v))) goto out;
         json_object_set_new(body, "units", json_integer(v));
     }
+    if (o.nodes) {
+        if ((rc = number(o.nodes, "--nodes", &v))) goto out;
+        json_object_set_new(body, "nodes", json_integer(v));
+    }
+    if (o.per) {
+        if ((rc = number(o.per, "--units-per-node", &v))) goto out;
+        json_object_set_new(body, "units_per_node", json_integer(v));
+    }
     if (o.tl) {
         if ((rc = number(o.tl, "--time-limit", &v))) goto out;
         json_object_set_new(body, "time_limit_s", json_integer(v));
@@ -321,8 +339,8 @@ out:
 }
 
 static int j_list(cli_ctx *ctx, int argc, char **argv) {
-    static const char *const cols[] = {"id", "name", "state", "class", "units", "priority_class",
-                                       "submitter", "reason", NULL};
+    static const char *const cols[] = {"id", "name", "state", "class", "units", "nodes",
+                                       "priority_class", "submitter", "reason", NULL};
     jopts o;
     int rc = parse(argc, argv, "job list", &o);
     if (rc) return rc;

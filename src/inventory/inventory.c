@@ -460,6 +460,103 @@ out:
     return rc;
 }
 
+/* ---- labels and topology ---- */
+
+/* The labels a node shows and the round groups it by: the agent's, ops' over them. */
+static json_t *labels_merged(const char *agent, const char *ops) {
+    json_t *m = json_loads(agent, 0, NULL), *o = json_loads(ops, 0, NULL);
+    if (!json_is_object(m)) {
+        json_decref(m);
+        m = json_object();
+    }
+    if (json_is_object(o)) json_object_update(m, o);
+    json_decref(o);
+    return m;
+}
+
+/* Node `name`'s topology columns (topo_rack, topo_switch) from its labels as they are now. */
+static int topo_refresh(store_tx *tx, const char *name, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err, "SELECT labels, ops_labels FROM nodes WHERE name = ?", "s",
+                         name);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    json_t *m = rc > 0 ? labels_merged(store_text(s, 0), store_text(s, 1)) : NULL;
+    store_done(s);
+    if (rc <= 0) return rc < 0 ? rc : GP_OK;
+    const char *rack = json_string_value(json_object_get(m, "rack"));
+    const char *sw = json_string_value(json_object_get(m, "switch"));
+    rc = store_exec(tx, NULL, err,
+                    "UPDATE nodes SET topo_rack = ?, topo_switch = ? WHERE name = ?"
+                    " AND (topo_rack <> ? OR topo_switch <> ?)",
+                    "sssss", rack ? rack : "", sw ? sw : "", name, rack ? rack : "", sw ? sw : "");
+    json_decref(m);
+    return rc;
+}
+
+/* A label's key: 1-63 of [a-z0-9._/-], starting with a letter or digit. */
+static int label_key_ok(const char *k) {
+    size_t n = strlen(k);
+    if (n < 1 || n > 63 || !((k[0] >= 'a' && k[0] <= 'z') || (k[0] >= '0' && k[0] <= '9')))
+        return 0;
+    return strspn(k, "abcdefghijklmnopqrstuvwxyz0123456789._/-") == n;
+}
+
+/* A label's value: 1-63 of [A-Za-z0-9._-]. */
+static int label_value_ok(const char *v) {
+    size_t n = strlen(v);
+    return n >= 1 && n <= 63 &&
+           strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+int inv_node_label(store_tx *tx, const char *node, json_t *changes, gp_err *err) {
+    const char *k;
+    json_t *v;
+    if (!json_is_object(changes) || json_object_size(changes) < 1 ||
+        json_object_size(changes) > INV_MAX_LABELS)
+        return gp_err_set(err, GP_EINVALID, "labels must be an object of 1-%d entries",
+                          INV_MAX_LABELS);
+    json_object_foreach(changes, k, v) {
+        if (!label_key_ok(k))
+            return gp_err_set(err, GP_EINVALID,
+                              "label key '%.64s': 1-63 of a-z, 0-9, '.', '_', '/', '-', "
+                              "starting with a letter or digit",
+                              k);
+        if (!json_is_null(v) && (!json_is_string(v) || !label_value_ok(json_string_value(v))))
+            return gp_err_set(err, GP_EINVALID,
+                              "label %.64s: its value is 1-63 of A-Z, a-z, 0-9, '.', '_', '-' "
+                              "(null removes it)",
+                              k);
+    }
+    store_stmt *s;
+    int rc = store_query(tx, &s, err, "SELECT ops_labels FROM nodes WHERE name = ?", "s", node);
+    if (rc) return rc;
+    rc = store_step(s, err);
+    json_t *ops = rc > 0 ? json_loads(store_text(s, 0), 0, NULL) : NULL;
+    store_done(s);
+    if (rc < 0) return rc;
+    if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
+    if (!json_is_object(ops)) {
+        json_decref(ops);
+        ops = json_object();
+    }
+    json_object_foreach(changes, k, v) {
+        if (json_is_null(v)) json_object_del(ops, k);
+        else json_object_set(ops, k, v);
+    }
+    if (json_object_size(ops) > INV_MAX_LABELS) {
+        json_decref(ops);
+        return gp_err_set(err, GP_EINVALID, "a node holds at most %d labels set by ops",
+                          INV_MAX_LABELS);
+    }
+    char *text = jx_dump(ops);
+    json_decref(ops);
+    rc = store_exec(tx, NULL, err, "UPDATE nodes SET ops_labels = ? WHERE name = ?", "ss", text,
+                    node);
+    free(text);
+    return rc ? rc : topo_refresh(tx, node, err);
+}
+
 int inv_node_register(store_tx *tx, json_t *r, char node_id[RND_ID_LEN],
                       char agent_user_id[RND_ID_LEN], int *rereg, json_t *refused, gp_err *err) {
     int rc = check_report(r, err);
@@ -508,6 +605,7 @@ int inv_node_register(store_tx *tx, json_t *r, char node_id[RND_ID_LEN],
                         jint(r, "memory_gib", 0), labels, jstr(r, "driver_version", ""),
                         jstr(r, "source", "nvml"), agent_user_id, now, now);
     }
+    if (!rc) rc = topo_refresh(tx, name, err);
     if (rc) goto out;
     rc = apply_gpus(tx, r, node_id, name, now, *rereg, refused, err);
 out:
@@ -542,6 +640,7 @@ int inv_node_report(store_tx *tx, const char *node, const char *agent_user_id, j
                     jint(r, "memory_gib", 0), labels, jstr(r, "driver_version", ""),
                     jstr(r, "source", "nvml"), nid);
     free(labels);
+    if (!rc) rc = topo_refresh(tx, node, err);
     return rc ? rc : apply_gpus(tx, r, nid, node, now, 1, refused, err);
 }
 
@@ -1179,18 +1278,21 @@ int inv_gpu_node(store_tx *tx, const char *uuid, char node[64], gp_err *err) {
 #define NODE_COLS                                                                       \
     "n.name, n.hostname, n.cpus, n.memory_gib, n.labels, n.pool, n.driver_version,"     \
     " n.source, n.state, n.admin_state, n.registered_at, n.last_heartbeat,"             \
-    " (SELECT COUNT(*) FROM gpus g WHERE g.node_id = n.id)"
+    " (SELECT COUNT(*) FROM gpus g WHERE g.node_id = n.id), n.ops_labels"
 
 static json_t *node_json(store_stmt *s) {
-    json_t *labels = json_loads(store_text(s, 4), 0, NULL);
-    return json_pack("{s:s,s:s,s:I,s:I,s:o,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:I}", "name",
+    /* its labels: the agent's with ops' over them (and those ops set, apart) */
+    json_t *labels = labels_merged(store_text(s, 4), store_text(s, 13));
+    json_t *ops = json_loads(store_text(s, 13), 0, NULL);
+    return json_pack("{s:s,s:s,s:I,s:I,s:o,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:I,s:o}", "name",
                      store_text(s, 0), "hostname", store_text(s, 1), "cpus",
                      (json_int_t)store_int(s, 2), "memory_gib", (json_int_t)store_int(s, 3),
                      "labels", labels ? labels : json_object(), "pool", store_text(s, 5),
                      "driver_version", store_text(s, 6), "source", store_text(s, 7), "state",
                      store_text(s, 8), "admin_state", store_text(s, 9), "registered_at",
                      jx_time(store_int(s, 10)), "last_heartbeat", jx_time(store_int(s, 11)),
-                     "gpu_count", (json_int_t)store_int(s, 12));
+                     "gpu_count", (json_int_t)store_int(s, 12), "ops_labels",
+                     json_is_object(ops) ? ops : (json_decref(ops), json_object()));
 }
 
 /* Each node object of `arr` gains "vendors": the vendors of its cards, in name order. */

@@ -206,6 +206,15 @@ int inv_gpu_mode(store_tx *tx, const char *uuid, const char *mode, gp_err *err);
 /* Set a node's pool. */
 int inv_node_pool(store_tx *tx, const char *node, const char *pool, gp_err *err);
 
+/*
+ * Labels ops set on node `node` (`node label`): `changes` {key: value, key: null (removes
+ * it)}, keys 1-63 of [a-z0-9._/-], values 1-63 of [A-Za-z0-9._-].  They show over the
+ * agent's own labels; `rack` and `switch` are the topology a job that spans nodes is placed
+ * by (sched.h, step 4a).  At most INV_MAX_LABELS set by ops.  GP_ENOTFOUND, GP_EINVALID.
+ */
+#define INV_MAX_LABELS 32
+int inv_node_label(store_tx *tx, const char *node, json_t *changes, gp_err *err);
+
 /* Lists and views. `nodes` (JSON array of names) limits to those nodes when non-NULL. */
 int inv_node_list(store_tx *tx, const health_policy *pol, json_t *nodes, json_t **items,
                   gp_err *err);

@@ -45,15 +45,18 @@ static int image_valid(const char *ref) {
 int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err *err) {
     static const char *const fields[] = {"name", "class", "units", "priority_class", "command",
                                          "image", "preemptible", "recovery", "time_limit_s",
-                                         "stack", "after", "array", "reservation", NULL};
+                                         "stack", "after", "array", "reservation", "nodes",
+                                         "units_per_node", NULL};
     json_t *b = js->spec;
     const char *name, *cls, *pcn, *recovery, *image, *stack, *array, *rsv_name;
-    int64_t units = 1, tl = 0;
-    int pre = 1, has_units, has_pre, has_tl;
+    int64_t units = 1, tl = 0, nodes = 0, per = 0;
+    int pre = 1, has_units, has_pre, has_tl, has_nodes, has_per;
     int rc;
     if ((rc = jx_only_fields(b, fields, err)) || (rc = jx_get_str(b, "name", 1, &name, err)) ||
         (rc = jx_get_str(b, "class", 1, &cls, err)) ||
         (rc = jx_get_int(b, "units", 0, &units, &has_units, err)) ||
+        (rc = jx_get_int(b, "nodes", 0, &nodes, &has_nodes, err)) ||
+        (rc = jx_get_int(b, "units_per_node", 0, &per, &has_per, err)) ||
         (rc = jx_get_str(b, "priority_class", 0, &pcn, err)) ||
         (rc = jx_get_bool(b, "preemptible", 0, &pre, &has_pre, err)) ||
         (rc = jx_get_str(b, "recovery", 0, &recovery, err)) ||
@@ -79,7 +82,10 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
         return gp_err_set(err, GP_EINVALID, "image must be an OCI image reference: 1-255 printable "
                                             "ASCII characters, no spaces, not starting with '-'");
     if (!gp_name_valid(name)) return gp_err_set(err, GP_EINVALID, "job name: [a-z0-9-], 1-63");
-    if (units < 1 || units > 64) return gp_err_set(err, GP_EINVALID, "units must be 1..64");
+    /* units, and the nodes it spans all at once (gang.c; 0: its units go wherever each fits) */
+    if ((rc = jobs_gang_shape(units, has_units, nodes, has_nodes, per, has_per, &units, &nodes,
+                              err)))
+        return rc;
     if (tl < 0 || tl > 365LL * 86400) return gp_err_set(err, GP_EINVALID, "time_limit_s out of range");
     if (!recovery) recovery = "requeue";
     if (strcmp(recovery, "requeue") && strcmp(recovery, "fail"))
@@ -150,16 +156,16 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
                         "INSERT INTO jobs (id, tenant_id, project_id, name, class, units,"
                         " priority_class, priority, preemptible, may_preempt, recovery, command,"
                         " time_limit_s, submitter, state, reason, created_at, queued_at, image,"
-                        " stack, opted_out, array_id, array_index, reservation_id)"
+                        " stack, opted_out, array_id, array_index, reservation_id, nodes)"
                         " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,'queued',?,?,?,?,?,?,?,NULLIF(?, -1),"
-                        " NULLIF(?, ''))",
-                        "sssssisiiississiissisis", jid, js->tenant_id, js->project_id, name, cls,
+                        " NULLIF(?, ''),?)",
+                        "sssssisiiississiissisisi", jid, js->tenant_id, js->project_id, name, cls,
                         units, pc.name, (int64_t)pc.value, (int64_t)preemptible,
                         (int64_t)pc.may_preempt, recovery, command, tl, js->submitter,
                         ndeps ? "waiting for its dependencies (job explain lists them)"
                               : "waiting for the scheduler",
                         now, now, image ? image : "", stack_c, (int64_t)opted_out,
-                        array ? id : NULL, array ? i : (int64_t)-1, rsv_id);
+                        array ? id : NULL, array ? i : (int64_t)-1, rsv_id, nodes);
         if (!rc) rc = jobs_deps_add(tx, jid, js->project_id, deps, ndeps, err);
         if (!rc) rc = jobs__event(tx, jid, "submitted", array ? "queued (array task)" : "queued",
                                   err);
@@ -177,7 +183,7 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
     " j.state, j.reason, j.created_at, j.started_at, j.ended_at, j.preemptions,"           \
     " j.project_id, j.exit_code, j.image, j.stack, COALESCE(j.array_id, ''),"             \
     " COALESCE(j.array_index, 0),"                                                          \
-    " COALESCE((SELECT r.name FROM reservations r WHERE r.id = j.reservation_id), '')"
+    " COALESCE((SELECT r.name FROM reservations r WHERE r.id = j.reservation_id), ''), j.nodes"
 
 static json_t *job_json(store_stmt *s) {
     json_t *cmd = json_loads(store_text(s, 11), 0, NULL);
@@ -211,6 +217,14 @@ static json_t *job_json(store_stmt *s) {
     if (o)
         json_object_set_new(o, "reservation", store_text(s, 26)[0] ? json_string(store_text(s, 26))
                                                                    : json_null());
+    /* a job that spans nodes (gang.c): how many, and its units on each; null for one whose
+     * units go wherever each fits */
+    if (o) {
+        int64_t nodes = store_int(s, 27);
+        json_object_set_new(o, "nodes", nodes > 0 ? json_integer(nodes) : json_null());
+        json_object_set_new(o, "units_per_node", nodes > 0 ? json_integer(store_int(s, 5) / nodes)
+                                                           : json_null());
+    }
     return o;
 }
 
@@ -529,12 +543,15 @@ int jobs_node_assignments(store_tx *tx, const char *node, json_t **out, gp_err *
                          " b.slice_uuid, b.shared_mem_gib, b.shared_pct, j.units, b.id, j.image,"
                          " COALESCE(g.vendor, b.vendor), COALESCE(g.idx, -1),"
                          " COALESCE((SELECT sl.idx FROM slices sl WHERE sl.uuid = b.slice_uuid), -1),"
-                         " COALESCE(j.array_id, ''), COALESCE(j.array_index, 0)"
+                         " COALESCE(j.array_id, ''), COALESCE(j.array_index, 0), j.nodes"
                          " FROM bindings b JOIN jobs j ON j.id = b.job_id"
                          " LEFT JOIN gpus g ON g.uuid = b.gpu_uuid"
                          " JOIN tenants t ON t.id = j.tenant_id JOIN projects p ON p.id = j.project_id"
                          " LEFT JOIN classes c ON c.name = j.class"
                          " WHERE b.node = ? AND b.end_us IS NULL AND j.state = 'running'"
+                         /* a rank of a job that spans nodes that ended (exit 0) before rank 0
+                          * is not started again (gang.c) */
+                         " AND b.rank_done_us IS NULL"
                          " ORDER BY j.id, b.unit, b.id",
                          "s", node);
     if (rc) return rc;
@@ -560,6 +577,8 @@ int jobs_node_assignments(store_tx *tx, const char *node, json_t **out, gp_err *
                 json_object_set_new(cur, "array",
                                     json_pack("{s:s,s:I}", "id", store_text(s, 18), "index",
                                               (json_int_t)store_int(s, 19)));
+            if (store_int(s, 20) > 0) /* spans nodes: its rank and rendezvous, below */
+                json_object_set_new(cur, "gang", json_true());
             json_array_append_new(arr, cur);
         }
         const char *dev = store_text(s, 9)[0] ? store_text(s, 9) : store_text(s, 8);
@@ -577,6 +596,14 @@ int jobs_node_assignments(store_tx *tx, const char *node, json_t **out, gp_err *
                                                          (json_int_t)store_int(s, 11)));
     }
     store_done(s);
+    /* a job that spans nodes: where its ranks are and where they meet (gang.c) */
+    size_t i;
+    json_array_foreach(arr, i, cur) {
+        if (rc < 0) break;
+        if (!json_is_true(json_object_get(cur, "gang"))) continue;
+        json_object_del(cur, "gang");
+        rc = jobs_gang_assign(tx, node, cur, err);
+    }
     if (rc < 0) {
         json_decref(arr);
         return rc;
@@ -686,8 +713,27 @@ static int record_ports(store_tx *tx, const char *node, const char *job, json_t 
                       "sssss", text, job, text, node, job);
 }
 
+/* Append to `nodes` (NULL: nothing) the nodes of job `job`'s open bindings not in it yet. */
+static int add_job_nodes(store_tx *tx, const char *job, json_t *nodes, gp_err *err) {
+    store_stmt *s;
+    if (!nodes) return GP_OK;
+    int rc = store_query(tx, &s, err,
+                         "SELECT DISTINCT node FROM bindings WHERE job_id = ? AND end_us IS NULL",
+                         "s", job);
+    if (rc) return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        size_t k;
+        json_t *v;
+        int seen = 0;
+        json_array_foreach(nodes, k, v) seen = seen || !strcmp(json_string_value(v), store_text(s, 0));
+        if (!seen) json_array_append_new(nodes, json_string(store_text(s, 0)));
+    }
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
 int jobs_node_report(store_tx *tx, const char *node, json_t *workloads, int *ended,
-                     json_t **events, gp_err *err) {
+                     json_t *touch, json_t **events, gp_err *err) {
     size_t i;
     json_t *w;
     int n = 0, refused = 0;
@@ -734,14 +780,72 @@ int jobs_node_report(store_tx *tx, const char *node, json_t *workloads, int *end
             json_decref(ev);
             return rc;
         }
+        /* rank 0 of a job that spans nodes says where its ranks meet (gang.c); only its own
+         * node may, once per placement */
+        json_t *mp = json_object_get(w, "master_port");
+        if (st == 2 && mp && !strcmp(state, "running")) {
+            int said;
+            if ((rc = jobs_gang_rendezvous(tx, node, job, mp, &said, err))) {
+                json_decref(ev);
+                return rc;
+            }
+            if (said == 1) {
+                /* its other ranks start now */
+                if ((rc = add_job_nodes(tx, job, touch, err))) {
+                    json_decref(ev);
+                    return rc;
+                }
+                json_array_append_new(ev, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:O}", "action",
+                                                    "job.rendezvous", "result", "ok", "job", job,
+                                                    "node", node, "placement", pl ? pl : "",
+                                                    "tenant", tenant, "project", project,
+                                                    "master_port", mp));
+            } else if (said < 0 && refused++ < REPORT_REFUSALS_MAX) {
+                json_array_append_new(ev, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:O}", "action",
+                                                    "job.rendezvous", "result", "denied", "job",
+                                                    job, "node", node, "placement", pl ? pl : "",
+                                                    "tenant", tenant, "project", project,
+                                                    "master_port", mp));
+            }
+        }
         if (st != 2 || strcmp(state, "exited") != 0) continue;
         int64_t code = json_integer_value(json_object_get(w, "exit_code"));
         int timed_out = why && !strcmp(why, "time_limit");
+        /* a job that spans nodes ends when rank 0 ends (its exit is the job's); a rank ending
+         * 0 before it is done (not started again), any other end of a rank fails the job, and
+         * its other ranks stop (gang.c) */
+        int gnodes = 0, grank = -1;
+        if ((rc = jobs_gang_rank(tx, job, node, &gnodes, &grank, err))) {
+            json_decref(ev);
+            return rc;
+        }
+        if (gnodes > 0 && grank > 0 && code == 0 && !timed_out) {
+            int done = 0;
+            char msg[160];
+            snprintf(msg, sizeof msg, "rank %d on node %.64s exited 0; the job runs until rank 0 "
+                                      "ends", grank, node);
+            if ((rc = store_exec(tx, &done, err,
+                                 "UPDATE bindings SET rank_done_us = ? WHERE job_id = ?"
+                                 " AND node = ? AND end_us IS NULL AND rank_done_us IS NULL",
+                                 "iss", gt_now_us(), job, node)) ||
+                (done && (rc = jobs__event(tx, job, "rank_exited", msg, err)))) {
+                json_decref(ev);
+                return rc;
+            }
+            continue;
+        }
+        if (gnodes > 0 && (rc = add_job_nodes(tx, job, touch, err))) { /* its other ranks stop */
+            json_decref(ev);
+            return rc;
+        }
         const char *end = timed_out ? "time_limit" : code == 0 ? "completed" : "failed";
         const char *jstate = code == 0 && !timed_out ? "succeeded" : "failed";
         char reason[160];
         if (timed_out) snprintf(reason, sizeof reason, "time limit reached; stopped");
         else if (code == 0) snprintf(reason, sizeof reason, "exited 0");
+        else if (gnodes > 0 && grank > 0)
+            snprintf(reason, sizeof reason, "rank %d on node %.40s exited %lld%s%.80s", grank,
+                     node, (long long)code, why && *why ? ": " : "", why && *why ? why : "");
         else snprintf(reason, sizeof reason, "exited %lld%s%.100s", (long long)code,
                       why && *why ? ": " : "", why && *why ? why : "");
         int64_t now = gt_now_us();

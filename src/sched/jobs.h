@@ -177,6 +177,45 @@ void jobs_array_allow_free(jobs_array_allow *al);
 /* A queued task its array's cap holds back: its explanation (*answered 1), else nothing. */
 int jobs_array_explain(store_tx *tx, const char *job, json_t **out, int *answered, gp_err *err);
 
+/* ---- jobs that span nodes (gang.c; sched.h step 4a) ---- */
+
+#define JOBS_MAX_UNITS 64 /* units of one job, at most (over all its nodes) */
+#define JOBS_MAX_NODES 64 /* nodes one job spans, at most */
+
+/*
+ * A submit's "units", "nodes" and "units_per_node" (has_*: the field was given) as the job's
+ * units and nodes (*nodes 0: no `nodes`, its units go wherever each fits, as before).
+ * nodes 1..JOBS_MAX_NODES; units_per_node 1..64, only with nodes (else units / nodes, which
+ * must divide, else 1); units, when given with both, nodes x units_per_node; at most
+ * JOBS_MAX_UNITS units in all.  GP_EINVALID with the reason.  Pure.
+ */
+int jobs_gang_shape(int64_t units, int has_units, int64_t nodes, int has_nodes, int64_t per,
+                    int has_per, int64_t *out_units, int64_t *out_nodes, gp_err *err);
+
+/* Job `job`'s rank on node `node`, the node of its open bindings there (rank r holds units
+ * r*K .. r*K+K-1, K = units / nodes).  OUT: *nodes, 0 when it does not span nodes; *rank, -1
+ * when it holds no open binding there. */
+int jobs_gang_rank(store_tx *tx, const char *job, const char *node, int *nodes, int *rank,
+                   gp_err *err);
+
+/*
+ * Node `node`'s assignment `a` of a job that spans nodes gains "gang": {nodes, rank, hosts:
+ * [address of each rank's node], node_names, slots: [devices of each rank's node],
+ * master_port (once rank 0's node reported it)}: what its process's MASTER_ADDR, NODE_RANK,
+ * WORLD_SIZE, hostfile... are made of (runner.c).  Nothing for another job.
+ */
+int jobs_gang_assign(store_tx *tx, const char *node, json_t *a, gp_err *err);
+
+/*
+ * Node `node` reports that job `job`'s rank 0 listens on `port` for its ranks (MASTER_PORT):
+ * kept (*outcome 1) when the node holds the job's rank 0 and no port was kept yet since it
+ * was placed; the same port again is nothing (0).  *outcome -1 (refused: the caller audits
+ * it) when the node is not the job's rank 0, the job does not span nodes, the port is not
+ * 1-65535 or another is already kept.
+ */
+int jobs_gang_rendezvous(store_tx *tx, const char *node, const char *job, json_t *port,
+                         int *outcome, gp_err *err);
+
 /* ---- containment ---- */
 
 /*
@@ -246,14 +285,23 @@ int jobs_ports_text(json_t *ports, char *out, size_t len);
  * cancel's last words).  A run the job has left (moved, placed anew) is
  * ignored; a report about a job never placed on that node under that
  * placement (or no job at all) changes nothing and is returned for the
- * audit.  OUT (optional): *ended, how many jobs ended; *events, a JSON array
- * (new reference) of {action:"job.end", result:"ok", job, node, placement,
- * tenant, project, exit_code, state, reason} for each job ended and
- * {action:"job.report", result:"denied", job, node, placement, tenant,
- * project} for each refused report (at most 16, then one {more_refused: N}).
+ * audit.  A job that spans nodes (gang.c): its rank 0's node reports the
+ * rendezvous port (`master_port`, kept once per placement; from any other
+ * node refused and audited); only rank 0's exit ends the job with its
+ * status, another rank's exit 0 leaves the job running (that rank is done
+ * and not started again), any other end of a rank fails the job.  OUT
+ * (optional): *ended, how many jobs ended; `touch` (a JSON array, may be
+ * NULL) gains the nodes whose assignments that changed (a rendezvous known,
+ * a job that spans nodes ended: its nodes);
+ * *events, a JSON array (new reference) of {action:"job.end", result:"ok",
+ * job, node, placement, tenant, project, exit_code, state, reason} for each
+ * job ended, {action:"job.rendezvous", result:"ok"|"denied", job, node,
+ * placement, tenant, project, master_port} and {action:"job.report",
+ * result:"denied", job, node, placement, tenant, project} for each refused
+ * report (at most 16, then one {more_refused: N}).
  */
 int jobs_node_report(store_tx *tx, const char *node, json_t *workloads, int *ended,
-                     json_t **events, gp_err *err);
+                     json_t *touch, json_t **events, gp_err *err);
 
 /* The captured output and exit status of a job: {log, exit_code}. */
 int jobs_logs(store_tx *tx, const char *id, json_t **out, gp_err *err);

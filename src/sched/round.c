@@ -557,8 +557,13 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     if (rc < 0) return rc;
     /* nodes and GPUs */
     if ((rc = store_query(tx, &s, err,
-                          "SELECT name, cpus, memory_gib, pool, state, admin_state FROM nodes"
-                          " ORDER BY name",
+                          "SELECT name, cpus, memory_gib, pool, state, admin_state,"
+                          /* topology labels as ids (sched.h: sch_node.rack, .sw; 0 none) */
+                          " CASE WHEN topo_rack = '' THEN 0"
+                          "  ELSE DENSE_RANK() OVER (ORDER BY topo_rack) END,"
+                          " CASE WHEN topo_switch = '' THEN 0"
+                          "  ELSE DENSE_RANK() OVER (ORDER BY topo_switch) END"
+                          " FROM nodes ORDER BY name",
                           "")))
         return rc;
     while ((rc = store_step(s, err)) > 0 && S->nnodes < nn) {
@@ -569,6 +574,8 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         snprintf(n->node_pool[i], 64, "%s", store_text(s, 3));
         n->nodes[i].pool = find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 3));
         if (n->nodes[i].pool < 0) n->nodes[i].pool = 0;
+        n->nodes[i].rack = (int)store_int(s, 6);
+        n->nodes[i].sw = (int)store_int(s, 7);
         /* node usability folds into each GPU's allocatable flag below */
         n->nodes[i].gpu0 = strcmp(store_text(s, 4), "ready") == 0 &&
                            strcmp(store_text(s, 5), "none") == 0; /* temporarily: node usable */
@@ -859,7 +866,9 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
                           " COALESCE((SELECT a.max_running FROM job_arrays a"
                           "  WHERE a.id = jobs.array_id), 0),"
                           /* the reservation it names (reservations.c), its time limit */
-                          " COALESCE(reservation_id, ''), time_limit_s"
+                          " COALESCE(reservation_id, ''), time_limit_s,"
+                          /* a job that spans nodes (sched.h, step 4a) */
+                          " nodes"
                           " FROM jobs"
                           " WHERE state IN ('queued','admitted','running')"
                           /* a job waiting for its dependencies holds nothing (deps.c) */
@@ -903,6 +912,9 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         j->project = prj;
         j->cls = cls;
         j->units = (int)store_int(s, 3);
+        j->nodes = (int)store_int(s, 17);
+        if (j->nodes < 0 || j->nodes > j->units || (j->nodes && j->units % j->nodes))
+            j->nodes = 0; /* (cannot happen: the submit checked it) */
         j->priority = (int)store_int(s, 4);
         j->preemptible = (int)store_int(s, 5);
         j->may_preempt = (int)store_int(s, 6);
@@ -1260,7 +1272,7 @@ static int commit_place(store_tx *tx, const snap *n, const sch_decision *d, cons
     if (!rc)
         rc = store_exec(tx, NULL, err,
                         "UPDATE jobs SET state = 'running', reason = ?, started_at = ?,"
-                        " preempt_credit = 0 WHERE id = ?",
+                        " preempt_credit = 0, master_port = NULL WHERE id = ?",
                         "sis", reason, n->now, j->id);
     if (!rc) rc = jobs__event(tx, j->id, "placed", reason, err);
     if (!rc) sched_metrics_observe_place(n->tnames[p->tenant], pclass, n->now - j->submit_us);
@@ -1810,7 +1822,20 @@ int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp
         long long freeu = 0;
         const char *at = strstr(base_reason, "needs ");
         const char *fr = at ? strstr(at, ", ") : NULL;
-        if (at && fr && sscanf(at, "needs %d", &needu) == 1 && sscanf(fr, ", %lld free", &freeu) == 1) {
+        const char *can = strstr(base_reason, "; ");
+        int neednodes = 0, cannodes = 0;
+        if (j->nodes > 0 && at && can && sscanf(at, "needs %d node", &neednodes) == 1 &&
+            sscanf(can, "; %d node", &cannodes) == 1 && neednodes > cannodes) {
+            /* a job that spans nodes: the nodes that cannot take K units yet */
+            const sch_class *c = &n.classes[j->cls];
+            int K = j->units / j->nodes;
+            json_array_append_new(sugg, json_pack("{s:s,s:s,s:i,s:i,s:I}", "change",
+                                                  "free_capacity", "class", c->name, "nodes",
+                                                  neednodes - cannodes, "units_per_node", K,
+                                                  "gpus",
+                                                  (json_int_t)(neednodes - cannodes) * K *
+                                                      (c->form == SCH_WHOLE ? c->gpus : 1)));
+        } else if (at && fr && sscanf(at, "needs %d", &needu) == 1 && sscanf(fr, ", %lld free", &freeu) == 1) {
             const sch_class *c = &n.classes[j->cls];
             json_array_append_new(sugg, json_pack("{s:s,s:s,s:I,s:I}", "change", "free_capacity",
                                                   "class", c->name, "units",

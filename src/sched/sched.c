@@ -75,6 +75,12 @@ typedef struct st {
     unsigned char *rpool;    /* [reservation x npools]: a pool where it holds something */
     int rsv_live;            /* a reservation not over yet */
     int rsv_code, rsv_block; /* why the last placement try was refused by a reservation, which */
+    /* jobs that span nodes (place_gang): per node, a version bumped whenever it changes
+     * (touch), and whether K units of class gk_cls fit there, kept while it is unchanged */
+    unsigned *nver;
+    int gk_cls, gk_k;
+    unsigned *gk_ver;        /* [node]: nver + 1 when gk_score is valid */
+    long long *gk_score;     /* [node]: node_takes' score, -1 none fit */
 } st;
 
 /*
@@ -84,24 +90,25 @@ typedef struct st {
  */
 #define RC_SLOTS 4096
 typedef struct rcache {
-    int used, kind, project, cls, units, by;
+    int used, kind, project, cls, units, nodes, by;
     unsigned long gen;
     char reason[200];
 } rcache;
 
 static rcache *rc_find(st *t, int kind, const sch_job *j, int by, unsigned long gen, int *hit) {
     unsigned h = (unsigned)kind * 2654435761u ^ (unsigned)j->project * 40503u ^
-                 (unsigned)j->cls * 9973u ^ (unsigned)j->units * 131u ^ (unsigned)(by + 1) * 7919u;
+                 (unsigned)j->cls * 9973u ^ (unsigned)j->units * 131u ^ (unsigned)(by + 1) * 7919u ^
+                 (unsigned)j->nodes * 2246822519u;
     rcache *e = t->rc ? &t->rc[h % RC_SLOTS] : NULL;
     *hit = e && e->used && e->kind == kind && e->project == j->project && e->cls == j->cls &&
-           e->units == j->units && e->by == by && e->gen == gen;
+           e->units == j->units && e->nodes == j->nodes && e->by == by && e->gen == gen;
     return e;
 }
 
 static void rc_keep(rcache *e, int kind, const sch_job *j, int by, unsigned long gen,
                     const char *reason) {
     if (!e) return;
-    *e = (rcache){1, kind, j->project, j->cls, j->units, by, gen, ""};
+    *e = (rcache){1, kind, j->project, j->cls, j->units, j->nodes, by, gen, ""};
     snprintf(e->reason, sizeof e->reason, "%s", reason);
 }
 
@@ -263,43 +270,39 @@ static void charge(st *t, const sch_job *j, int sign) {
     if (t->guarantees) t->held += held_by(t, tn);
 }
 
-static void take_unit(st *t, const sch_class *c, const sch_unit *u) {
+/* A unit's cards, slice or share and its node's CPUs and memory taken (sign +1) or given back
+ * (-1) in the usage arrays alone: nothing re-keyed, no counter moved (place_gang's trials, which
+ * always give back what they take, use it directly). */
+static void raw_unit(st *t, const sch_class *c, const sch_unit *u, int sign) {
     const sch_snapshot *s = t->s;
-    t->ops++;
     int node = s->gpus[u->gpu[0]].node;
-    t->ncpu[node] += c->cpus;
-    t->nmem[node] += c->mem_gib;
+    t->ncpu[node] += c->cpus * sign;
+    t->nmem[node] += c->mem_gib * sign;
     if (c->form == SCH_WHOLE) {
         for (int k = 0; k < c->gpus; k++) {
-            assert(!t->whole[u->gpu[k]]);
-            t->whole[u->gpu[k]] = 1;
+            assert(sign < 0 || !t->whole[u->gpu[k]]);
+            t->whole[u->gpu[k]] = sign > 0;
         }
     } else if (c->form == SCH_MIG) {
-        assert(!SL(t, u->gpu[0], u->slice));
-        SL(t, u->gpu[0], u->slice) = 1;
+        assert(sign < 0 || !SL(t, u->gpu[0], u->slice));
+        SL(t, u->gpu[0], u->slice) = sign > 0;
     } else {
-        t->shm[u->gpu[0]] += c->shared_mem_gib;
-        t->spct[u->gpu[0]] += c->shared_pct;
+        t->shm[u->gpu[0]] += c->shared_mem_gib * sign;
+        t->spct[u->gpu[0]] += c->shared_pct * sign;
     }
-    touch(t, node);
+}
+
+static void take_unit(st *t, const sch_class *c, const sch_unit *u) {
+    t->ops++;
+    raw_unit(t, c, u, +1);
+    touch(t, t->s->gpus[u->gpu[0]].node);
 }
 
 static void release_unit(st *t, const sch_class *c, const sch_unit *u) {
-    const sch_snapshot *s = t->s;
     t->ops++;
-    int node = s->gpus[u->gpu[0]].node;
-    t->ncpu[node] -= c->cpus;
-    t->nmem[node] -= c->mem_gib;
-    if (c->form == SCH_WHOLE) {
-        for (int k = 0; k < c->gpus; k++) t->whole[u->gpu[k]] = 0;
-    } else if (c->form == SCH_MIG) {
-        SL(t, u->gpu[0], u->slice) = 0;
-    } else {
-        t->shm[u->gpu[0]] -= c->shared_mem_gib;
-        t->spct[u->gpu[0]] -= c->shared_pct;
-    }
+    raw_unit(t, c, u, -1);
     t->gen++;
-    touch(t, node);
+    touch(t, t->s->gpus[u->gpu[0]].node);
 }
 
 /* ---- placement ---- */
@@ -613,6 +616,7 @@ static int tree_build(st *t, int idx) {
 /* Node n changed: re-key it in every tree built. */
 static void touch(st *t, int n) {
     sch_unit u;
+    if (t->nver) t->nver[n]++;
     for (int b = 0; b < t->nbuilt; b++) {
         int idx = t->built[b];
         int64_t *key = t->key[idx];
@@ -748,6 +752,219 @@ static void retake_job(st *t, const sch_job *v) {
     }
 }
 
+/* ---- jobs that span nodes (sched.h, step 4a) ---- */
+
+/* Whether the reservations let job j's unit u go on node n (1), or not (0: why noted). */
+static int rsv_unit_ok(st *t, const sch_class *c, const sch_job *j, int n, const sch_unit *u) {
+    const sch_snapshot *s = t->s;
+    if (s->nrsvs <= 0 || !rsv_affects(t, j)) return 1;
+    rsv_job rj = rsv_job_of(s, j);
+    int gpus[SCH_MAX_GPUS_PER_UNIT], k = unit_gpus(c, u, gpus), blk;
+    int code = rsv_allows(s->rsvs, s->nrsvs, t->ruse, &rj, n, s->nodes[n].pool, gpus, k,
+                          s->now_us, &blk);
+    if (code == RSV_OK) return 1;
+    if (!t->rsv_code) {
+        t->rsv_code = code;
+        t->rsv_block = blk >= 0 ? blk : j->reservation - 1;
+    }
+    return 0;
+}
+
+/*
+ * K units of job j's class c on node n, one after the other where best_on_node puts each (and
+ * the reservations let it).  take 0: a trial (the usage arrays alone, given back after; out may
+ * be NULL); take 1: the units are taken into out[0..K) (nothing when they do not all fit).
+ * Returns the node's score (the sum of its units' fit scores, lower tighter), or -1 when K
+ * units do not fit there.
+ */
+static long long node_takes(st *t, const sch_class *c, const sch_job *j, int n, int K, int take,
+                            sch_unit *out) {
+    const sch_node *nd = &t->s->nodes[n];
+    sch_unit tmp[64];
+    if (K < 1 || K > 64 || !nd->ngpus || nd->cpus - t->ncpu[n] < (long long)K * c->cpus ||
+        nd->mem_gib - t->nmem[n] < (long long)K * c->mem_gib)
+        return -1;
+    sch_unit *u = out ? out : tmp;
+    long long score = 0;
+    int k = 0;
+    for (; k < K; k++) {
+        long long sc = best_on_node(t, c, n, &u[k]);
+        if (sc < 0 || !rsv_unit_ok(t, c, j, n, &u[k])) break;
+        score += sc;
+        if (take) take_unit(t, c, &u[k]);
+        else raw_unit(t, c, &u[k], +1);
+        rsv_unit(t, j, c, &u[k], +1);
+    }
+    if (!take || k < K)
+        for (int m = k - 1; m >= 0; m--) {
+            if (take) release_unit(t, c, &u[m]);
+            else raw_unit(t, c, &u[m], -1);
+            rsv_unit(t, j, c, &u[m], -1);
+        }
+    return k < K ? -1 : score;
+}
+
+/* node_takes' trial on node n for K units of job j's class ci, kept per node while it is
+ * unchanged (not for a job a reservation touches: what fits depends on the job then). */
+static long long gang_score(st *t, const sch_job *j, int ci, int K, int n) {
+    if (t->s->nrsvs > 0 && rsv_affects(t, j))
+        return node_takes(t, &t->s->classes[ci], j, n, K, 0, NULL);
+    if (t->gk_cls != ci || t->gk_k != K) {
+        memset(t->gk_ver, 0, sizeof *t->gk_ver * (size_t)(t->s->nnodes + 1));
+        t->gk_cls = ci;
+        t->gk_k = K;
+    }
+    if (t->gk_ver[n] != t->nver[n] + 1) {
+        t->gk_score[n] = node_takes(t, &t->s->classes[ci], j, n, K, 0, NULL);
+        t->gk_ver[n] = t->nver[n] + 1;
+    }
+    return t->gk_score[n];
+}
+
+typedef struct gcand {
+    int node, rack, sw;
+    int nrack, nsw; /* candidates in its rack / switch (0: it has none) */
+    long long score;
+} gcand;
+
+/* The tightest first, then node order. */
+static int gc_by_score(const void *a, const void *b) {
+    const gcand *x = a, *y = b;
+    if (x->score != y->score) return x->score < y->score ? -1 : 1;
+    return x->node - y->node;
+}
+
+/* The fewest racks (no switch holds N): the largest rack first (of equal ones, that of the
+ * larger switch), nodes without a rack last, then the tightest. */
+static int gc_by_spread(const void *a, const void *b) {
+    const gcand *x = a, *y = b;
+    if (x->nrack != y->nrack) return y->nrack - x->nrack;
+    if (x->nsw != y->nsw) return y->nsw - x->nsw;
+    if (x->sw != y->sw) return x->sw - y->sw;
+    if (x->rack != y->rack) return x->rack - y->rack;
+    return gc_by_score(a, b);
+}
+
+static int gc_by_node(const void *a, const void *b) {
+    return ((const gcand *)a)->node - ((const gcand *)b)->node;
+}
+
+/*
+ * The nodes that can each take K units of job j's class now (in pools its project may use),
+ * into cand[]; their count.  cnt (2 x (nnodes + 1) ints, zeroed) counts them per rack and per
+ * switch id.
+ */
+static int gang_candidates(st *t, const sch_class *c, const sch_job *j, int K, gcand *cand,
+                           int *cnt) {
+    const sch_snapshot *s = t->s;
+    int ci = (int)(c - s->classes), nc = 0, N1 = s->nnodes + 1;
+    for (int n = 0; n < s->nnodes; n++) {
+        const sch_node *nd = &s->nodes[n];
+        if (!pool_allowed(s, c, j->project, nd->pool)) continue;
+        long long sc = gang_score(t, j, ci, K, n);
+        if (sc < 0) continue;
+        int rack = nd->rack > 0 && nd->rack < N1 ? nd->rack : 0;
+        int sw = nd->sw > 0 && nd->sw < N1 ? nd->sw : 0;
+        cand[nc++] = (gcand){n, rack, sw, 0, 0, sc};
+        if (rack) cnt[rack]++;
+        if (sw) cnt[N1 + sw]++;
+    }
+    for (int i = 0; i < nc; i++) {
+        cand[i].nrack = cand[i].rack ? cnt[cand[i].rack] : 0;
+        cand[i].nsw = cand[i].sw ? cnt[N1 + cand[i].sw] : 0;
+    }
+    return nc;
+}
+
+/*
+ * Choose j->nodes of the nc candidates (sched.h, step 4a), moving them to cand[0..N) in node
+ * order (rank order).  Pure over cand[].
+ */
+static void gang_choose(gcand *cand, int nc, int N) {
+    for (int level = 0; level < 2; level++) {
+        /* the group (rack, then switch) with the fewest candidates that still has N; ties to
+         * the lowest id */
+        int best = 0, bestn = 0;
+        for (int i = 0; i < nc; i++) {
+            int id = level ? cand[i].sw : cand[i].rack, cn = level ? cand[i].nsw : cand[i].nrack;
+            if (!id || cn < N) continue;
+            if (!best || cn < bestn || (cn == bestn && id < best)) {
+                best = id;
+                bestn = cn;
+            }
+        }
+        if (!best) continue;
+        int m = 0;
+        for (int i = 0; i < nc; i++)
+            if ((level ? cand[i].sw : cand[i].rack) == best) {
+                gcand x = cand[m];
+                cand[m++] = cand[i];
+                cand[i] = x;
+            }
+        qsort(cand, (size_t)m, sizeof *cand, gc_by_score);
+        qsort(cand, (size_t)N, sizeof *cand, gc_by_node);
+        return;
+    }
+    qsort(cand, (size_t)nc, sizeof *cand, gc_by_spread);
+    qsort(cand, (size_t)N, sizeof *cand, gc_by_node);
+}
+
+/* How many nodes could take K units of j's class now (for reasons). */
+static int gang_fitting(st *t, const sch_class *c, const sch_job *j) {
+    const sch_snapshot *s = t->s;
+    int K = j->nodes > 0 ? j->units / j->nodes : j->units, n = 0;
+    int ci = (int)(c - s->classes);
+    for (int i = 0; i < s->nnodes; i++)
+        if (pool_allowed(s, c, j->project, s->nodes[i].pool) && gang_score(t, j, ci, K, i) >= 0)
+            n++;
+    return n;
+}
+
+/* Place job j, which spans nodes, with class c: all of it (0, units[] taken, rank by rank) or
+ * nothing (-1). */
+static int place_gang(st *t, const sch_class *c, const sch_job *j, sch_unit *units) {
+    const sch_snapshot *s = t->s;
+    int N = j->nodes, K = N > 0 ? j->units / N : 0;
+    if (N < 1 || K < 1 || N * K != j->units || N > s->nnodes) return -1;
+    gcand *cand = malloc(sizeof *cand * (size_t)(s->nnodes + 1));
+    int *cnt = calloc(2 * (size_t)(s->nnodes + 1), sizeof *cnt);
+    if (!cand || !cnt) {
+        free(cand);
+        free(cnt);
+        t->oom = 1;
+        return -1;
+    }
+    int nc = gang_candidates(t, c, j, K, cand, cnt), rc = -1;
+    if (nc >= N) {
+        gang_choose(cand, nc, N);
+        int r = 0;
+        for (; r < N; r++)
+            if (node_takes(t, c, j, cand[r].node, K, 1, &units[(size_t)r * (size_t)K]) < 0) break;
+        if (r == N) rc = 0;
+        else /* cannot happen: the trial said it fits, and the nodes are distinct */
+            for (int m = r - 1; m >= 0; m--)
+                for (int k = 0; k < K; k++)
+                    job_release_unit(t, j, c, &units[(size_t)m * (size_t)K + (size_t)k]);
+    }
+    free(cand);
+    free(cnt);
+    return rc;
+}
+
+/* Every unit of job j with class c: 0 with units[] taken, or -1 with nothing taken and
+ * *first_fails 1 when not even its first unit found a place (a job that spans nodes: 0). */
+static int place_all(st *t, const sch_class *c, const sch_job *j, sch_unit *units,
+                     int *first_fails) {
+    *first_fails = 0;
+    if (j->nodes > 0) return place_gang(t, c, j, units);
+    int k = 0;
+    while (k < j->units && place_unit(t, c, j, &units[k]) == 0) k++;
+    if (k == j->units) return 0;
+    *first_fails = k == 0;
+    for (int m = 0; m < k; m++) job_release_unit(t, j, c, &units[m]);
+    return -1;
+}
+
 /* Place every unit of job j (gang: all or none). 0 with units[] taken, or -1. */
 static int place_job(st *t, const sch_job *j, sch_unit *units) {
     const sch_snapshot *s = t->s;
@@ -774,28 +991,20 @@ static int place_job(st *t, const sch_job *j, sch_unit *units) {
         }
     }
     if (*fg == t->gen + 1) return -1; /* nothing was freed since a unit of this kind failed */
+    int first_fails = 1, ff;
     /* more than one card, of a class spanning vendors: all of them on one vendor */
     if (c->nalts && (j->units > 1 || (c->form == SCH_WHOLE && c->gpus > 1))) {
-        int first_fails = 1;
         for (int a = 0; a < c->nalts; a++) {
-            const sch_class *ac = &s->classes[c->alts[a]];
-            int k = 0;
-            while (k < j->units && place_unit(t, ac, j, &units[k]) == 0) k++;
-            if (k == j->units) return 0;
-            if (k > 0) first_fails = 0;
-            for (int m = 0; m < k; m++) job_release_unit(t, j, ac, &units[m]);
+            if (place_all(t, &s->classes[c->alts[a]], j, units, &ff) == 0) return 0;
+            first_fails = first_fails && ff;
         }
-        if (first_fails) *fg = t->gen + 1;
-        return -1;
+    } else {
+        if (place_all(t, c, j, units, &ff) == 0) return 0;
+        first_fails = ff;
     }
-    for (int k = 0; k < j->units; k++) {
-        if (place_unit(t, c, j, &units[k]) != 0) {
-            if (k == 0) *fg = t->gen + 1;
-            for (int m = 0; m < k; m++) job_release_unit(t, j, c, &units[m]);
-            return -1;
-        }
-    }
-    return 0;
+    /* (nothing was released on the way: gen is as it was) */
+    if (first_fails) *fg = t->gen + 1;
+    return -1;
 }
 
 static void unplace_job(st *t, const sch_job *j, const sch_unit *units) {
@@ -1018,6 +1227,17 @@ static void no_place_reason(st *t, const sch_job *j, int blocker, char *why, siz
                          "class %s",
                  same ? "job " : "a job of another tenant", same ? s->jobs[blocker].id : "",
                  s->jobs[blocker].priority, c->name);
+    } else if (j->nodes > 0) {
+        /* a job that spans nodes: N nodes that can each take K units */
+        int K = j->units / j->nodes, fit = gang_fitting(t, c, j);
+        for (int a = 0; a < c->nalts; a++) {
+            int f = gang_fitting(t, &s->classes[c->alts[a]], j);
+            if (a == 0 || f > fit) fit = f; /* (all on one vendor) */
+        }
+        snprintf(why, n, "no_capacity: class %s needs %d node%s with %d free unit%s each, all at "
+                         "once; %d node%s can take %d now",
+                 c->name, j->nodes, j->nodes == 1 ? "" : "s", K, K == 1 ? "" : "s", fit,
+                 fit == 1 ? "" : "s", K);
     } else if (c->nalts && (j->units > 1 || (c->form == SCH_WHOLE && c->gpus > 1))) {
         /* all on one vendor: what the vendor with the most free has */
         static const char *const vn[] = {"nvidia", "amd", "intel"};
@@ -1366,6 +1586,9 @@ static void st_free(st *t) {
     free(t->tborrowed);
     free(t->ruse);
     free(t->rpool);
+    free(t->nver);
+    free(t->gk_ver);
+    free(t->gk_score);
     pack_workload_free(t->wl);
 }
 
@@ -1385,6 +1608,10 @@ static int st_init(st *t, const sch_snapshot *s) {
     t->pcls = calloc(P * C, sizeof *t->pcls);
     t->tcls = calloc(T * C, sizeof *t->tcls);
     t->failgen = calloc(C * P, sizeof *t->failgen);
+    t->nver = calloc(N, sizeof *t->nver);
+    t->gk_ver = calloc(N, sizeof *t->gk_ver);
+    t->gk_score = calloc(N, sizeof *t->gk_score);
+    t->gk_cls = -1;
     /* pools: as many as the snapshot names, or its nodes use */
     t->npools = s->npools;
     for (int n = 0; n < s->nnodes; n++)
@@ -1409,7 +1636,7 @@ static int st_init(st *t, const sch_snapshot *s) {
     t->memo = s->nnodes >= 256 ? calloc(MEMO_SLOTS, sizeof *t->memo) : NULL;
     if ((s->nnodes >= 256 && !t->memo) || !t->wweight || (s->njobs >= 1024 && !t->rc) || !t->key || !t->tree || !t->built || !t->porder || !t->ppos || !t->pstart ||
         !t->pool_used || !t->fuops || !t->fuval || !t->fumatch || !t->whole || !t->shm || !t->spct || !t->slice || !t->ncpu || !t->nmem || !t->puse ||
-        !t->tuse || !t->pcls || !t->tcls || !t->failgen) {
+        !t->tuse || !t->pcls || !t->tcls || !t->failgen || !t->nver || !t->gk_ver || !t->gk_score) {
         st_free(t);
         return -1;
     }
@@ -1780,9 +2007,9 @@ out:
 int sch_delta_submit(sch_delta *d, const sch_snapshot *s, int job, sch_result *out) {
     memset(out, 0, sizeof *out);
     if (job < 0 || job >= s->njobs || s->jobs[job].state != SCH_PENDING || s->jobs[job].may_preempt ||
-        any_guarantee(s) || s->nrsvs > 0)
+        s->jobs[job].nodes > 0 || any_guarantee(s) || s->nrsvs > 0)
         return 1; /* guarantees: borrowing and reclaim weigh every tenant; reservations ask
-                   * every node per job: a full round */
+                   * every node per job; a job that spans nodes: a full round */
     for (int i = 0; i < s->njobs; i++)
         if (s->jobs[i].state == SCH_ADMITTED && s->jobs[i].credited)
             return 1; /* a credited job goes first, whatever its class: a full round */
@@ -1820,8 +2047,9 @@ int sch_delta_submit(sch_delta *d, const sch_snapshot *s, int job, sch_result *o
 
 int sch_delta_exit(sch_delta *d, const sch_snapshot *s, const sch_job *gone, sch_result *out) {
     memset(out, 0, sizeof *out);
-    if (!gone || gone->state != SCH_RUNNING || !gone->place || any_guarantee(s) || s->nrsvs > 0)
-        return 1;
+    if (!gone || gone->state != SCH_RUNNING || !gone->place || gone->nodes > 0 ||
+        any_guarantee(s) || s->nrsvs > 0)
+        return 1; /* (a job that spans nodes: a full round) */
     st *t = &d->t;
     if (gone->cls < 0 || gone->cls >= s->nclasses || gone->project < 0 ||
         gone->project >= s->nprojects)
@@ -1856,8 +2084,9 @@ int sch_delta_exit(sch_delta *d, const sch_snapshot *s, const sch_job *gone, sch
         if (j->state == SCH_RUNNING) continue;
         int cand = (j->state == SCH_ADMITTED && uses[j->cls]) ||
                    (j->state == SCH_PENDING && s->projects[j->project].tenant == tenant);
-        if ((cand && j->may_preempt) || (j->state == SCH_ADMITTED && j->credited)) {
-            rc = 1; /* preemption, or a job credited for its victims: a full round */
+        if ((cand && (j->may_preempt || j->nodes > 0)) || (j->state == SCH_ADMITTED && j->credited)) {
+            rc = 1; /* preemption, a job credited for its victims, or one that spans nodes: a
+                       full round */
             goto out;
         }
         if (cand) q[nq++] = i;
@@ -1969,6 +2198,28 @@ int sch_check(const sch_snapshot *s, const sch_result *r, char *why, size_t n) {
             if (cpu[node] > s->nodes[node].cpus || mem[node] > s->nodes[node].mem_gib) {
                 snprintf(why, n, "node %d over-committed (job %s)", node, j->id);
                 goto out;
+            }
+        }
+        /* a job that spans nodes, placed now: K units on each of N distinct nodes, rank by
+         * rank, ranks in node order */
+        if (fresh && j->nodes > 0) {
+            int N = j->nodes, K = j->units / N, prev = -1;
+            if (N * K != j->units) {
+                snprintf(why, n, "job %s: %d units do not split over %d nodes", j->id, j->units, N);
+                goto out;
+            }
+            for (int rk = 0; rk < N; rk++) {
+                int node = s->gpus[place[rk * K].gpu[0]].node;
+                for (int k = 1; k < K; k++)
+                    if (s->gpus[place[rk * K + k].gpu[0]].node != node) {
+                        snprintf(why, n, "job %s: rank %d spans nodes", j->id, rk);
+                        goto out;
+                    }
+                if (node <= prev) {
+                    snprintf(why, n, "job %s: rank %d shares a node or is out of order", j->id, rk);
+                    goto out;
+                }
+                prev = node;
             }
         }
     }

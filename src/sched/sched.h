@@ -18,6 +18,16 @@
  *      the cluster's expected fragmentation for this round's queue of job
  *      shapes, then its tie-break; the same pack_node_key the openb bench
  *      ranks nodes by), MIG slices to the tightest fit (the fullest card).
+ *   4a. A job that spans nodes (sch_job.nodes = N, K = units / N units per
+ *      node: `job submit --nodes N --units-per-node K`) is placed the same
+ *      way, all of it or nothing, on N distinct nodes each taking K units
+ *      (the tightest fit on each, as above): among the nodes that can take
+ *      K units now, N of one rack when a rack has that many (the rack with
+ *      the fewest such nodes that still has N: best fit, larger racks stay
+ *      whole), else N of one switch (likewise), else the fewest racks (the
+ *      largest first, of equal ones those of the larger switch); within the
+ *      group the tightest nodes.  Rank r is the r-th chosen node in node order.  It is never
+ *      partly placed: no unit of it holds a card until all of them do.
  *   5. If it cannot be placed and may preempt, the fewest, lowest-priority,
  *      newest preemptible jobs of strictly lower priority that free a fitting
  *      place are chosen (at least one: a free place it may not take because a
@@ -104,6 +114,8 @@ typedef struct sch_node {
     int pool;          /* index into pools */
     int cpus, mem_gib; /* allocatable totals */
     int gpu0, ngpus;   /* the node's GPUs are gpus[gpu0 .. gpu0+ngpus) */
+    int rack, sw;      /* its topology labels `rack` and `switch` as ids (nodes with equal ids
+                          share it); 0: none.  Only a job that spans nodes looks at them. */
 } sch_node;
 
 typedef struct sch_class {
@@ -184,6 +196,10 @@ typedef struct sch_job {
                            runs only in it, step 7); 0: none */
     int64_t time_limit_s; /* its time limit (0: none): placement ahead of a reservation reads
                            it (step 7) */
+    int nodes;          /* 0: each unit goes wherever it fits best.  N >= 1: a job that spans
+                           nodes (step 4a): units / N units on each of N distinct nodes, all
+                           at once or none; place[r * K .. r * K + K) are rank r's, K =
+                           units / N, ranks in node order */
 } sch_job;
 
 typedef struct sch_snapshot {

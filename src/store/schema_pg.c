@@ -817,6 +817,23 @@ static const char *const migrations[] = {
     /* a tenant's reservations are its rows: a transaction tied to it sees only them (a
      * maintenance window, tenant_id NULL, is no tenant's) */
     FENCE("reservations"),
+    /* 27 (issue 37 items 1-2): jobs that span nodes, `job submit --nodes N --units-per-node K`
+     * (src/sched/sched.c place_gang): on the job, how many nodes it is placed on all or
+     * nothing (0: its units go wherever each fits, as before) and the port its rank 0's node
+     * reserved for the rendezvous (MASTER_PORT; NULL until that node reports it); on a
+     * binding, when its node's rank ended (exit 0) before rank 0 (it is not started again);
+     * on a node, the labels ops set (`node label`) and the topology the round groups nodes
+     * by (`rack`, `switch`: ops' labels over the agent's) */
+    "ALTER TABLE jobs ADD COLUMN nodes BIGINT NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN master_port BIGINT;"
+    "ALTER TABLE bindings ADD COLUMN rank_done_us BIGINT;"
+    "ALTER TABLE nodes ADD COLUMN ops_labels TEXT COLLATE \"C\" NOT NULL DEFAULT '{}';"
+    "ALTER TABLE nodes ADD COLUMN topo_rack TEXT COLLATE \"C\" NOT NULL DEFAULT '';"
+    "ALTER TABLE nodes ADD COLUMN topo_switch TEXT COLLATE \"C\" NOT NULL DEFAULT '';"
+    "UPDATE nodes SET topo_rack = CASE WHEN jsonb_typeof((labels::jsonb)->'rack') = 'string'"
+    " THEN (labels::jsonb)->>'rack' ELSE '' END,"
+    " topo_switch = CASE WHEN jsonb_typeof((labels::jsonb)->'switch') = 'string'"
+    " THEN (labels::jsonb)->>'switch' ELSE '' END;",
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -762,6 +762,23 @@ static const char *const migrations[] = {
     "ALTER TABLE jobs ADD COLUMN reservation_id TEXT REFERENCES reservations(id);"
     "CREATE INDEX jobs_reservation ON jobs(reservation_id, state);"
     "ALTER TABLE nodes ADD COLUMN maint_reservation TEXT NOT NULL DEFAULT '';",
+    /* 27 (issue 37 items 1-2): jobs that span nodes, `job submit --nodes N --units-per-node K`
+     * (src/sched/sched.c place_gang): on the job, how many nodes it is placed on all or
+     * nothing (0: its units go wherever each fits, as before) and the port its rank 0's node
+     * reserved for the rendezvous (MASTER_PORT; NULL until that node reports it); on a
+     * binding, when its node's rank ended (exit 0) before rank 0 (it is not started again);
+     * on a node, the labels ops set (`node label`) and the topology the round groups nodes
+     * by (`rack`, `switch`: ops' labels over the agent's) */
+    "ALTER TABLE jobs ADD COLUMN nodes INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN master_port INTEGER;"
+    "ALTER TABLE bindings ADD COLUMN rank_done_us INTEGER;"
+    "ALTER TABLE nodes ADD COLUMN ops_labels TEXT NOT NULL DEFAULT '{}';"
+    "ALTER TABLE nodes ADD COLUMN topo_rack TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE nodes ADD COLUMN topo_switch TEXT NOT NULL DEFAULT '';"
+    "UPDATE nodes SET topo_rack = CASE WHEN json_type(labels, '$.rack') = 'text'"
+    " THEN json_extract(labels, '$.rack') ELSE '' END,"
+    " topo_switch = CASE WHEN json_type(labels, '$.switch') = 'text'"
+    " THEN json_extract(labels, '$.switch') ELSE '' END;",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -532,7 +532,7 @@ start_agent() {
     gp member grant admin ops-engineer
     assert_rc 0
     n=$(jq '.nodes | length' "$E2E_TMP/node.json")
-    gp -o json jointoken create --ttl 3600 --uses "$n"
+    gp -o json jointoken create --ttl 3600 --uses "$n" # one use per node the agent joins
     assert_rc 0
     jt=$(jout .token)
     AGENT_ERR=$E2E_TMP/agent.err

@@ -307,8 +307,8 @@ assert_rc 0
 assert_json '.items | length' 0 "$OUT_FILE"
 as "$RU" job list --tenant red --project train
 assert_rc 0
-assert_eq "$(head -n 1 "$OUT_FILE" | tr -s ' ')" "ID NAME STATE CLASS UNITS PRIORITY_CLASS SUBMITTER REASON" "job list header"
-assert_match "$(grep -F "$R1" "$OUT_FILE")" "^$R1 +r1 +running +a100\\.1x +1 +normal +ru +running on a" "job list row"
+assert_eq "$(head -n 1 "$OUT_FILE" | tr -s ' ')" "ID NAME STATE CLASS UNITS NODES PRIORITY_CLASS SUBMITTER REASON" "job list header"
+assert_match "$(grep -F "$R1" "$OUT_FILE")" "^$R1 +r1 +running +a100\\.1x +1 +- +normal +ru +running on a" "job list row"
 # the tenant-admin reads its tenant's bindings
 as "$RA" -o json binding list --tenant red
 assert_rc 0

@@ -98,7 +98,7 @@ static void schema_keywords(void **state) {
         "   \"z\":{\"type\":\"string\",\"nullable\":true},"
         "   \"tags\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":3,\"uniqueItems\":true,"
         "             \"items\":{\"type\":\"string\",\"maxLength\":2}},"
-        "   \"labels\":{\"type\":\"object\",\"maxProperties\":2,"
+        "   \"labels\":{\"type\":\"object\",\"minProperties\":1,\"maxProperties\":2,"
         "               \"additionalProperties\":{\"type\":\"string\"}},"
         "   \"sub\":{\"$ref\":\"#/components/schemas/S\"},"
         "   \"both\":{\"allOf\":[{\"type\":\"integer\",\"minimum\":2},{\"maximum\":4}]}}},"
@@ -163,6 +163,8 @@ static void schema_keywords(void **state) {
                         "field 'labels.rack' must be a string");
     assert_string_equal(check_msg(doc, "T", "{\"name\":\"a\",\"labels\":{\"a\":\"1\",\"b\":\"2\",\"c\":\"3\"}}"),
                         "field 'labels' must have at most 2 entries");
+    assert_string_equal(check_msg(doc, "T", "{\"name\":\"a\",\"labels\":{}}"),
+                        "field 'labels' must not be empty");
     assert_string_equal(check_msg(doc, "T", "{\"name\":\"a\",\"sub\":{}}"), "field 'sub.k' is required");
     assert_string_equal(check_msg(doc, "T", "{\"name\":\"a\",\"sub\":{\"k\":1,\"j\":2}}"),
                         "unknown field 'sub.j'");

@@ -655,6 +655,90 @@ static void vendor_jobs(void **state) {
 }
 
 /* Can a job uid cross every folder above the state folder (issue 33, item 7)? */
+/* A job that spans nodes: what each node's process gets, and what is refused. */
+static void gang_env(void **state) {
+    (void)state;
+    char why[128];
+    json_t *a = json_loads("{\"job\":\"j\",\"gang\":{\"nodes\":2,\"rank\":1,"
+                           "\"hosts\":[\"10.0.0.1\",\"gpu-b.example\"],"
+                           "\"node_names\":[\"na\",\"nb\"],\"slots\":[4,2],\"master_port\":29511}}",
+                           0, NULL);
+    assert_non_null(a);
+    char **env = NULL, *hf = NULL;
+    size_t ne = 0;
+    assert_int_equal(runner_gang_env(a, 29511, "/w/hostfile", &env, &ne, &hf, why, sizeof why), 0);
+    char *s = joined(env);
+    assert_string_equal(s, "MASTER_ADDR=10.0.0.1|MASTER_PORT=29511|WORLD_SIZE=6|NNODES=2|"
+                           "NODE_RANK=1|GPUPOOL_NODES=10.0.0.1,gpu-b.example|"
+                           "GPUPOOL_NODE_NAMES=na,nb|GPUPOOL_GPUS_PER_NODE=2|"
+                           "GPUPOOL_HOSTFILE=/w/hostfile");
+    assert_string_equal(hf, "10.0.0.1 slots=4\ngpu-b.example slots=2\n");
+    free(s);
+    free(hf);
+    runner_argv_free(env);
+    json_decref(a);
+    /* refused: each a gang that is not one (a line break in an address would write another
+     * line into the hostfile of another node's job) */
+    static const char *const bad[] = {
+        "{\"nodes\":2,\"rank\":2,\"hosts\":[\"a\",\"b\"],\"node_names\":[\"a\",\"b\"],\"slots\":[1,1]}",
+        "{\"nodes\":2,\"rank\":0,\"hosts\":[\"a\"],\"node_names\":[\"a\",\"b\"],\"slots\":[1,1]}",
+        "{\"nodes\":2,\"rank\":0,\"hosts\":[\"a\",\"b\\nevil slots=99\"],\"node_names\":[\"a\",\"b\"],\"slots\":[1,1]}",
+        "{\"nodes\":2,\"rank\":0,\"hosts\":[\"a\",\"b c\"],\"node_names\":[\"a\",\"b\"],\"slots\":[1,1]}",
+        "{\"nodes\":2,\"rank\":0,\"hosts\":[\"a\",\"\"],\"node_names\":[\"a\",\"b\"],\"slots\":[1,1]}",
+        "{\"nodes\":2,\"rank\":0,\"hosts\":[\"a\",\"b\"],\"node_names\":[\"a\",\"b\"],\"slots\":[1,0]}",
+        "{\"nodes\":0,\"rank\":0,\"hosts\":[],\"node_names\":[],\"slots\":[]}",
+        "{\"nodes\":1,\"rank\":0,\"hosts\":[1],\"node_names\":[\"a\"],\"slots\":[1]}",
+        "\"not an object\"",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char js[512];
+        snprintf(js, sizeof js, "{\"job\":\"j\",\"gang\":%s}", bad[i]);
+        a = json_loads(js, 0, NULL);
+        if (!a) fail_msg("case %zu: bad test JSON", i);
+        env = NULL;
+        ne = 0;
+        hf = NULL;
+        why[0] = '\0';
+        if (runner_gang_env(a, 29500, "/w/hostfile", &env, &ne, &hf, why, sizeof why) != -1)
+            fail_msg("case %zu accepted", i);
+        assert_null(hf);
+        assert_true(why[0] != '\0');
+        runner_argv_free(env);
+        json_decref(a);
+    }
+    /* a port that is not one */
+    a = json_loads("{\"gang\":{\"nodes\":1,\"rank\":0,\"hosts\":[\"a\"],\"node_names\":[\"a\"],"
+                   "\"slots\":[1]}}", 0, NULL);
+    env = NULL;
+    ne = 0;
+    assert_int_equal(runner_gang_env(a, 0, "/h", &env, &ne, &hf, why, sizeof why), -1);
+    assert_int_equal(runner_gang_env(a, 65536, "/h", &env, &ne, &hf, why, sizeof why), -1);
+    runner_argv_free(env);
+    json_decref(a);
+}
+
+static int odd_only(int port) { return port % 2; }
+
+/* The rendezvous port: in the range, not listening, not held, usable; from the seed on. */
+static void ports_rendezvous(void **state) {
+    (void)state;
+    ports_sock l[3] = {{1, 0, 29500}, {2, 0, 29501}, {3, 0, 29503}};
+    int held[1] = {29502};
+    assert_int_equal(ports_pick(l, 3, held, 1, 29500, 29510, 0, NULL), 29504);
+    assert_int_equal(ports_pick(l, 3, held, 1, 29500, 29510, 7, NULL), 29507);
+    /* wraps around */
+    assert_int_equal(ports_pick(l, 3, held, 1, 29500, 29510, 9, NULL), 29509);
+    assert_int_equal(ports_pick(l, 3, held, 1, 29500, 29510, 10, NULL), 29504);
+    assert_int_equal(ports_pick(l, 3, held, 1, 29500, 29510, 0, odd_only), 29505);
+    /* none left */
+    assert_int_equal(ports_pick(l, 3, held, 1, 29500, 29504, 0, NULL), -1);
+    assert_int_equal(ports_pick(l, 0, NULL, 0, 10, 10, 0, NULL), -1);
+    assert_int_equal(ports_pick(l, 0, NULL, 0, 0, 10, 0, NULL), -1);
+    /* the real one: a port of the range nothing listens on */
+    int p = ports_pick_free("/proc", NULL, 0, PORTS_RDV_LO, PORTS_RDV_HI, 12345);
+    assert_true(p >= PORTS_RDV_LO && p < PORTS_RDV_HI);
+}
+
 static void chain_reach(void **state) {
     (void)state;
     runner_dir ok[] = {{"/", 0, 0, 040755}, {"/srv", 0, 0, 040711}, {"/srv/gp", 0, 0, 040711}};
@@ -678,6 +762,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(identity_specs),
         cmocka_unit_test(chain_reach),
+        cmocka_unit_test(gang_env),
+        cmocka_unit_test(ports_rendezvous),
         cmocka_unit_test(job_identity),
         cmocka_unit_test(full_argument_list),
         cmocka_unit_test(image_default_command_no_limits),
