@@ -563,10 +563,12 @@ int api__reservations_tick(store_t *st, gp_err *err);
 #define API_STALL_US(timeout_us) ((timeout_us) / 4 > 2000000 ? (timeout_us) / 4 : 2000000)
 
 /* A node's state transitions, audited and contained (a lost node's or failed card's jobs
- * end), in `tx`; `r` names the actor and request (zeroed: the system's) (h_node.c). */
+ * end), in `tx`; `r` names the actor and request (zeroed: the system's); `touch` (a JSON
+ * array, may be NULL) gains the other nodes those jobs held, to wake once it commits
+ * (h_node.c). */
 struct inv_transition;
 int api__node_transitions(api_req *r, store_tx *tx, const struct inv_transition *t, int n,
-                          gp_err *err);
+                          json_t *touch, gp_err *err);
 
 /* Mark silent nodes unreachable and audit it (the server's reachability loop; inv_sweep has
  * the rules: observed_since_us, mass silences, *held).  A sweep that waited more than

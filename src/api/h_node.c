@@ -79,7 +79,8 @@ static int audit_transitions(api_req *r, store_tx *tx, const inv_transition *t, 
  * bindings of the jobs on it (requeued or failed per their policy), audited
  * with the jobs and tenants hit.
  */
-static int contain(api_req *r, store_tx *tx, const inv_transition *t, int n, gp_err *err) {
+static int contain(api_req *r, store_tx *tx, const inv_transition *t, int n, json_t *touch,
+                   gp_err *err) {
     for (int i = 0; i < n; i++) {
         int lost = !strcmp(t[i].kind, "node") && !strcmp(t[i].to, "unreachable");
         int failed = !strcmp(t[i].kind, "health") && !strcmp(t[i].to, "failed");
@@ -88,6 +89,13 @@ static int contain(api_req *r, store_tx *tx, const inv_transition *t, int n, gp_
         int rc = jobs_contain(tx, lost ? t[i].node : NULL, failed ? t[i].gpu_uuid : NULL,
                               lost ? "node_lost" : "gpu_failed", &hit, err);
         if (rc) return rc;
+        /* the other nodes of a job stopped there (one that spans nodes) stop it now too */
+        size_t k, m;
+        json_t *h, *nd;
+        json_array_foreach(hit, k, h) json_array_foreach(json_object_get(h, "nodes"), m, nd) {
+            if (touch && strcmp(json_string_value(nd), t[i].node) != 0)
+                json_array_append(touch, nd);
+        }
         if (json_array_size(hit)) {
             json_t *sum = json_pack("{s:s,s:s,s:o}", "node", t[i].node, "gpu", t[i].gpu_uuid,
                                     "jobs", hit);
@@ -203,11 +211,12 @@ static int audit_refused(api_req *r, store_tx *tx, const char *actor, const char
     return GP_OK;
 }
 
-/* A node's transitions, audited and contained in `tx` (the heartbeat, the server's sweep). */
+/* A node's transitions, audited and contained in `tx` (the heartbeat, the server's sweep);
+ * `touch` (may be NULL) gains the other nodes of the jobs containment stopped. */
 int api__node_transitions(api_req *r, store_tx *tx, const inv_transition *t, int n,
-                          gp_err *err) {
+                          json_t *touch, gp_err *err) {
     int rc = audit_transitions(r, tx, t, n, err);
-    return rc ? rc : contain(r, tx, t, n, err);
+    return rc ? rc : contain(r, tx, t, n, touch, err);
 }
 
 /* ---- join tokens: ops-engineers' (SC_GLOBAL, ACT_NODE_MANAGE) ---- */
@@ -358,7 +367,7 @@ int h_agent_heartbeat(api_ctx *c, gp_err *err) {
     if (rc == GP_EFORBIDDEN) rc = gp_err_set(err, GP_ENOTFOUND, "not found");
     if (!rc) rc = audit_refused(c->r, c->tx, c->who->name, node, refused, err);
     if (!rc) rc = audit_reports(c->r, c->tx, reports, err);
-    if (!rc) rc = api__node_transitions(c->r, c->tx, tr, ntr, err);
+    if (!rc) rc = api__node_transitions(c->r, c->tx, tr, ntr, touch, err);
     if (!rc) rc = audit_interference(c->r, c->tx, intf, &ended, err);
     if (!rc) rc = jobs_node_assignments(c->tx, node, &assignments, err);
     json_decref(refused);

@@ -71,15 +71,22 @@ int api__sweep_nodes(store_t *st, int64_t timeout_us, int64_t observed_since_us,
         return GP_OK;
     }
     rc = inv_sweep(tx, timeout_us, observed_since_us, &tr, &ntr, held, err);
+    json_t *touch = json_array(); /* nodes of jobs a lost node's containment stopped */
     if (!rc) {
         api_req sys; /* the events are the system's: no actor, source or request */
         memset(&sys, 0, sizeof sys);
-        rc = api__node_transitions(&sys, tx, tr, ntr, err);
+        rc = api__node_transitions(&sys, tx, tr, ntr, touch, err);
         free(tr);
     }
     if (rc) {
+        json_decref(touch);
         store_rollback(tx);
         return rc;
     }
-    return store_commit(tx, err);
+    rc = store_commit(tx, err);
+    size_t i;
+    json_t *v;
+    if (!rc) json_array_foreach(touch, i, v) sched_node_touch(st, json_string_value(v));
+    json_decref(touch);
+    return rc;
 }

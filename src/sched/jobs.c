@@ -431,6 +431,8 @@ int bind_card_hours(store_tx *tx, const char *tenant_id, const char *project_id,
 
 /* ---- containment ---- */
 
+static int add_job_nodes(store_tx *tx, const char *job, json_t *nodes, gp_err *err);
+
 /* End every open binding of `job` and requeue or fail it. OUT: outcome text. */
 int jobs__stop(store_tx *tx, const char *job, const char *recovery, const char *end_reason,
                     const char *why, const char **outcome, gp_err *err) {
@@ -482,6 +484,11 @@ int jobs_contain(store_tx *tx, const char *node, const char *gpu, const char *re
     json_array_foreach(out, i, a) {
         if (rc < 0) break;
         const char *outcome = "";
+        /* the nodes it held (a job that spans nodes: the others stop it too) */
+        json_t *nodes = json_array();
+        rc = add_job_nodes(tx, json_string_value(json_object_get(a, "job")), nodes, err);
+        json_object_set_new(a, "nodes", nodes);
+        if (rc < 0) break;
         rc = jobs__stop(tx, json_string_value(json_object_get(a, "job")),
                       json_string_value(json_object_get(a, "recovery")), reason, why, &outcome,
                       err);

@@ -222,7 +222,8 @@ int jobs_gang_rendezvous(store_tx *tx, const char *node, const char *job, json_t
  * A node was lost (gpu NULL) or a GPU failed: every job holding a binding
  * there loses all its bindings (ended with `reason`: "node_lost" or
  * "gpu_failed") and is requeued or failed per its recovery policy.
- * OUT (optional): *affected, a JSON array of {job, tenant, project, outcome}.
+ * OUT (optional): *affected, a JSON array of {job, tenant, project, outcome, nodes (the nodes
+ * it held there, before)}.
  */
 int jobs_contain(store_tx *tx, const char *node, const char *gpu, const char *reason,
                  json_t **affected, gp_err *err);

@@ -37,7 +37,11 @@
 #     three urgent 2 x 1 jobs (may preempt) and quick jobs submitted at once;
 #     the urgent ones preempt, meet and succeed; read back from the bindings'
 #     timeline, every placement ever made of a job that spans nodes in this
-#     test was whole (all its units at one start, on `nodes` distinct nodes).
+#     test was whole (all its units at one start, on `nodes` distinct nodes);
+# 11. node loss: a second agent's node nd, holding rank 1 of a 2 x 1 job, falls
+#     silent: both of the job's bindings end node_lost, rank 0 on na is stopped,
+#     the job is requeued and placed again whole, and its ranks meet again (a
+#     second rendezvous).
 #
 #   GPUPOOL_BIN=/path/to/gpupool bash tests/e2e/test_multinode.sh
 . "$(dirname "$0")/lib.sh"
@@ -116,7 +120,7 @@ cat >"$E2E_TMP/node.json" <<'EOF'
 EOF
 printf 'ru-Secret-9\n' >"$E2E_TMP/pw.ru"
 
-start_server
+start_server --node-timeout 5
 ADMIN=$TOKEN
 start_agent
 gp class create a100.1x --form whole --models A100-80GB --cpus 1 --memory 1
@@ -416,6 +420,66 @@ for L in "${LOW[@]}"; do
     as "$RU" job cancel "$L" "${R[@]}"
     assert_rc 0
 done
+
+note "11. node loss takes it whole, and recovery requeues it whole"
+cat >"$E2E_TMP/nd.json" <<'EOF'
+{"nodes":[{"name":"nd","address":"127.0.0.1","cpus":16,"memory_gib":64,
+  "gpus":[{"model":"A100-80GB","memory_gib":80,"count":2,"mode":"whole"}]}]}
+EOF
+gp -o json jointoken create --ttl 600
+assert_rc 0
+JT=$(jout .token)
+GPUPOOL_JOIN_TOKEN=$JT "$GPUPOOL_BIN" --server "$URL" agent --inventory "$E2E_TMP/nd.json" \
+    --state-dir "$E2E_TMP/nd-state" --interval 1 >"$E2E_TMP/nd.out" 2>"$E2E_TMP/nd.err" </dev/null &
+ND=$!
+E2E_PIDS+=("$ND")
+nd_ready() {
+    gp -o json node show nd
+    [ "$(jout .state)" == ready ]
+}
+poll 15 nd_ready || { _show "agent nd" "$E2E_TMP/nd.err"; fail "node nd did not join"; }
+_pass
+for n in nb nc; do
+    gp node cordon "$n"
+    assert_rc 0
+done
+sub lost --nodes 2 -- python3 "$BIN/rdv.py" hold
+LJ=$JID
+wait_log "$LJ" "rank 0 met ranks 1" 60
+assert_eq "$(open_nodes "$LJ")" "na nd" "the job's nodes"
+FIRST=$(db_sql "$DATA" "SELECT MIN(start_us) FROM bindings WHERE job_id = '$LJ'" | tr -d ' \n')
+for n in nb nc; do
+    gp node uncordon "$n"
+    assert_rc 0
+done
+# node nd falls silent (its rank runs on, orphaned; the test's exit ends it)
+{ kill -KILL "$ND" && wait "$ND"; } 2>/dev/null
+lost_whole() {
+    [ "$(db_sql "$DATA" "SELECT COUNT(*) FROM bindings WHERE job_id = '$LJ' AND start_us = $FIRST
+      AND end_reason = 'node_lost'" | tr -d ' \n')" == 2 ]
+}
+poll 30 lost_whole || fail "the job's first placement did not end node_lost, whole"
+_pass
+wait_log "$LJ" "rank 0 stopped by TERM" 20 # rank 0, on na, is stopped with it
+placed_again() {
+    [ "$(db_sql "$DATA" "SELECT COUNT(DISTINCT node) FROM bindings WHERE job_id = '$LJ'
+      AND end_us IS NULL AND start_us > $FIRST" | tr -d ' \n')" == 2 ]
+}
+poll 30 placed_again || fail "the requeued job was not placed again, whole"
+_pass
+assert_contains "$(open_nodes "$LJ")" "nb" "the requeued job's nodes"
+met_twice() {
+    as "$RU" -o json job logs "$LJ" "${R[@]}"
+    [ "$(jout .log | grep -c 'rank 0 met ranks 1')" -ge 2 ]
+}
+poll 60 met_twice || fail "the requeued job's ranks did not meet again: $(jout .log)"
+_pass
+jshow "$LJ"
+assert_json '[.events[] | select(.kind == "rendezvous")] | length' 2 "$OUT_FILE"
+assert_json .state running "$OUT_FILE"
+check_clean
+as "$RU" job cancel "$LJ" "${R[@]}"
+assert_rc 0
 
 stop_server
 done_testing
