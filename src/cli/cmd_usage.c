@@ -1,7 +1,9 @@
 /*
  * cmd_usage.c - `gpupool usage records`: the gateway's usage records (one
  * per request); `gpupool usage report`: card-hours, tokens and cost over a
- * window, grouped and bucketed (also behind `gpupool report cost`).
+ * window, grouped and bucketed (also behind `gpupool report cost`); `gpupool
+ * usage serving-cost MODEL`: what a self-hosted model's serving jobs cost per
+ * token they answered.
  */
 #include "cli.h"
 
@@ -20,7 +22,10 @@ static const char usage[] =
     "  report [--tenant T [--project P]] (--month YYYY-MM | --from TIME --to TIME)\n"
     "         [--group-by tenant,project,model,vendor,accelerator,key,user] [--bucket hour|day|month]\n"
     "         [--vendor nvidia|amd|intel] [--accelerator MODEL]\n"
-    "          card-hours, tokens and their cost (-o csv for a spreadsheet)\n";
+    "          card-hours, tokens and their cost (-o csv for a spreadsheet)\n"
+    "  serving-cost MODEL --tenant T [--month YYYY-MM | --from TIME --to TIME]\n"
+    "          a self-hosted model: its serving jobs' card-hours and cost per million\n"
+    "          tokens they answered (external endpoints' tokens apart)\n";
 
 static int u_records(cli_ctx *ctx, int argc, char **argv) {
     static const struct option lo[] = {{"tenant", required_argument, 0, 't'},
@@ -68,6 +73,72 @@ static int u_records(cli_ctx *ctx, int argc, char **argv) {
     rc = cli_run_call(ctx, "GET", p.buf, NULL, cols);
     sb_release(&p);
     return rc;
+}
+
+static void add_arg(strbuf *p, char *sep, const char *name, const char *v);
+
+/* `usage serving-cost MODEL --tenant T [--month M | --from T --to T]` (h_usage.c). */
+static int u_serving(cli_ctx *ctx, int argc, char **argv) {
+    static const struct option lo[] = {{"tenant", required_argument, 0, 't'},
+                                       {"month", required_argument, 0, 'm'},
+                                       {"from", required_argument, 0, 'f'},
+                                       {"to", required_argument, 0, 'T'},
+                                       {0, 0, 0, 0}};
+    const char *tenant = NULL, *month = NULL, *from = NULL, *to = NULL;
+    int c, rc = 0;
+    optind = 0;
+    while ((c = cli_getopt(argc, argv, lo, "usage serving-cost", &rc)) != -1) {
+        if (c == -2) return rc;
+        if (c == 't') tenant = optarg;
+        else if (c == 'm') month = optarg;
+        else if (c == 'f') from = optarg;
+        else to = optarg;
+    }
+    if (!tenant) return cli_error(CLI_USAGE, "usage serving-cost: --tenant is required");
+    if (argc - optind != 1) return cli_error(CLI_USAGE, "usage serving-cost: expected one MODEL");
+    if (month && (from || to))
+        return cli_error(CLI_USAGE, "usage serving-cost: give --month, or --from and --to");
+    strbuf p = SB_INIT;
+    cli_scope_path(&p, tenant, NULL);
+    sb_adds(&p, "/models/");
+    cli_add_escaped(&p, argv[optind]);
+    sb_adds(&p, "/serving-cost");
+    char sep = '?';
+    add_arg(&p, &sep, "month", month);
+    add_arg(&p, &sep, "from", from);
+    add_arg(&p, &sep, "to", to);
+    json_t *out;
+    rc = cli_call(ctx, "GET", p.buf, NULL, &out);
+    sb_release(&p);
+    if (rc) return rc;
+    if (ctx->json || ctx->csv) {
+        cli_print_object(ctx, out);
+    } else {
+        char ch[32], cost[32], per[32];
+        cli_human_number(json_number_value(json_object_get(out, "card_hours")), ch, sizeof ch);
+        cli_human_number(json_number_value(json_object_get(out, "card_hour_cost")), cost, sizeof cost);
+        json_t *pm = json_object_get(out, "cost_per_million_tokens");
+        if (json_is_number(pm)) cli_human_number(json_number_value(pm), per, sizeof per);
+        else snprintf(per, sizeof per, "-");
+        const char *cur = json_string_value(json_object_get(out, "currency"));
+        printf("model            %s\n", json_string_value(json_object_get(out, "model")));
+        printf("serving jobs     %zu\n", json_array_size(json_object_get(out, "serving_jobs")));
+        printf("card-hours       %s\n", ch);
+        printf("cost             %s %s\n", cost, cur ? cur : "");
+        printf("tokens served    %lld\n", (long long)json_integer_value(json_object_get(out, "tokens")));
+        printf("per 1M tokens    %s %s\n", per, json_is_number(pm) && cur ? cur : "");
+        printf("external tokens  %lld (its external endpoints: not in this cost)\n",
+               (long long)json_integer_value(json_object_get(out, "external_tokens")));
+        const char *who;
+        json_t *v;
+        json_object_foreach(json_object_get(out, "tokens_by_tenant"), who, v)
+            printf("  %-14s %lld tokens, %lld requests\n", who,
+                   (long long)(json_integer_value(json_object_get(v, "prompt_tokens")) +
+                               json_integer_value(json_object_get(v, "completion_tokens"))),
+                   (long long)json_integer_value(json_object_get(v, "requests")));
+    }
+    json_decref(out);
+    return CLI_OK;
 }
 
 static void add_arg(strbuf *p, char *sep, const char *name, const char *v) {
@@ -187,6 +258,13 @@ static int u_report(cli_ctx *ctx, int argc, char **argv) {
 
 int cli_cmd_usage(cli_ctx *ctx, int argc, char **argv) {
     static const cli_verb verbs[] = {
+        {"serving-cost", u_serving,
+         "usage: gpupool usage serving-cost MODEL --tenant T [--month YYYY-MM | --from TIME --to TIME]\n"
+         "\n"
+         "A self-hosted model of tenant T: the card-hours its serving jobs (the jobs its\n"
+         "endpoints name) held in the window (default: this month), their cost by the rate\n"
+         "cards, the tokens those jobs answered by calling tenant, and the cost per million\n"
+         "of them.  Tokens its external endpoints served are shown apart, not priced here.\n"},
         {"records", u_records,
          "usage: gpupool usage records --tenant T [--project P] [--key ID] [--limit N]\n"
          "\n"

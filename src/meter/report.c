@@ -971,13 +971,17 @@ int meter_serving_cost(store_tx *tx, const char *tenant_id, const char *model, i
             if (store_step(s, err) > 0) snprintf(owner, sizeof owner, "%s", store_text(s, 0));
             store_done(s);
         }
+        /* only what its own serving jobs answered: the tokens of an external endpoint of the
+         * same model cost its provider, not these card-hours */
         if (!rc)
             rc = store_query(tx, &s, err,
                              "SELECT tenant, SUM(CASE WHEN prompt_tokens > 0 THEN prompt_tokens ELSE 0 END),"
                              " SUM(CASE WHEN completion_tokens > 0 THEN completion_tokens ELSE 0 END),"
                              " COUNT(*) FROM usage_records WHERE model = ? AND model_tenant = ? AND at >= ?"
-                             " AND at < ? GROUP BY tenant ORDER BY tenant",
-                             "ssii", model, owner, from_us, to_us);
+                             " AND at < ? AND endpoint_id IN (SELECT e.id FROM endpoints e"
+                             " JOIN models m ON m.id = e.model_id WHERE m.tenant_id = ? AND m.name = ?"
+                             " AND e.job_id <> '') GROUP BY tenant ORDER BY tenant",
+                             "ssiiss", model, owner, from_us, to_us, tenant_id, model);
         if (!rc) {
             while ((rc = store_step(s, err)) > 0) {
                 const char *who = store_text(s, 0);
@@ -992,6 +996,22 @@ int meter_serving_cost(store_tx *tx, const char *tenant_id, const char *model, i
                                                                       store_int(s, 1 + x))));
                 total = nn_add(total, nn_add(store_int(s, 1), store_int(s, 2)));
             }
+            store_done(s);
+            rc = rc < 0 ? rc : GP_OK;
+        }
+    }
+    /* what its external endpoints served meanwhile, for comparison (not in the cost) */
+    int64_t external = 0;
+    if (!rc) {
+        rc = store_query(tx, &s, err,
+                         "SELECT COALESCE(SUM(CASE WHEN prompt_tokens > 0 THEN prompt_tokens ELSE 0 END)"
+                         " + SUM(CASE WHEN completion_tokens > 0 THEN completion_tokens ELSE 0 END), 0)"
+                         " FROM usage_records WHERE at >= ? AND at < ? AND endpoint_id IN"
+                         " (SELECT e.id FROM endpoints e JOIN models m ON m.id = e.model_id"
+                         " WHERE m.tenant_id = ? AND m.name = ? AND e.job_id = '')",
+                         "iiss", from_us, to_us, tenant_id, model);
+        if (!rc) {
+            if ((rc = store_step(s, err)) > 0) external = store_int(s, 0);
             store_done(s);
             rc = rc < 0 ? rc : GP_OK;
         }
@@ -1011,12 +1031,12 @@ int meter_serving_cost(store_tx *tx, const char *tenant_id, const char *model, i
         json_decref(ext);
         return rc;
     }
-    *out = json_pack("{s:s,s:o,s:o,s:o,s:f,s:f,s:s,s:o,s:I,s:o,s:o}", "model", model, "from",
+    *out = json_pack("{s:s,s:o,s:o,s:o,s:f,s:f,s:s,s:o,s:I,s:o,s:o,s:I}", "model", model, "from",
                      jx_time(from_us), "to", jx_time(to_us), "serving_jobs", jobs, "card_hours",
                      r6(card_hours), "card_hour_cost", r4(cost), "currency", currency, "tokens_by_tenant",
                      callers, "tokens", (json_int_t)total, "cost_per_million_tokens",
                      total ? json_real(r4(cost / ((double)total / 1e6))) : json_null(),
-                     "rate_card_price_per_million", ext);
+                     "rate_card_price_per_million", ext, "external_tokens", (json_int_t)external);
     return GP_OK;
 }
 

@@ -35,7 +35,7 @@ _m_exit() {
 }
 trap _m_exit EXIT
 
-start_server --health-interval 1
+start_server --health-interval 1 --endpoint-allow 127.0.0.0/8 # an external endpoint on loopback (serving cost)
 ADMIN=$TOKEN
 gp member grant admin ops-engineer
 assert_rc 0
@@ -318,6 +318,35 @@ assert_eq "$(jq -r '.tokens_by_tenant | keys | join(",")' "$BODY_FILE")" "blue,r
 assert_eq "$(jq -r '.rate_card_price_per_million.output' "$BODY_FILE")" 2000 "the rate card's price to compare with"
 AUTH_HEADER="Authorization: Bearer $BU" api GET "/api/v1/tenants/red/models/llama/serving-cost"
 assert_status 404
+# an external endpoint of the same model: the tokens it serves are not the job's (issue 42,
+# item 5): they are counted apart and never lower the job's cost per token
+api GET "/api/v1/tenants/red/models/llama/serving-cost?month=$MONTH"
+T0=$(jq -r .tokens "$BODY_FILE")
+assert_eq "$(jq -r .external_tokens "$BODY_FILE")" 0 "no external endpoint yet"
+gp endpoint add --tenant red --model llama --url "http://127.0.0.1:$JPORT/v1"
+assert_rc 0
+SENT=0
+for i in 1 2 3 4; do
+    assert_eq "$(chat "$RKEY" "red asks again $i")" 200 "red's chat through either endpoint $i"
+    SENT=$((SENT + $(jq -r .usage.total_tokens "$E2E_TMP/chat.json")))
+done
+api GET "/api/v1/tenants/red/models/llama/serving-cost?month=$MONTH"
+T1=$(jq -r .tokens "$BODY_FILE")
+E1=$(jq -r .external_tokens "$BODY_FILE")
+[ "$E1" -gt 0 ] || fail "round robin sent nothing to the external endpoint: $(cat "$BODY_FILE")"
+_pass
+assert_eq "$((T1 + E1))" "$((T0 + SENT))" "every token counted once, on the side that served it"
+gp usage serving-cost llama --tenant red --month "$MONTH"
+assert_rc 0
+assert_file_contains "$OUT_FILE" "external tokens  $E1 (its external endpoints: not in this cost)"
+assert_file_contains "$OUT_FILE" "tokens served    $T1"
+gp -o json usage serving-cost llama --tenant red
+assert_rc 0
+assert_json .model llama "$OUT_FILE"
+gp usage serving-cost --tenant red
+assert_rc 2
+as "$BU" usage serving-cost llama --tenant red
+assert_denied 404
 
 # ---------------------------------------------------------------- the card-hour quota
 note "the monthly card-hour quota blocks admission"
