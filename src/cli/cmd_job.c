@@ -131,14 +131,16 @@ static int full_id(const char *s) {
 }
 
 /*
- * The job `arg` names in the project, into id[33]: a full id as it is; else the jobs of that
+ * The job `arg` names in the project, into id: a full id as it is; else the jobs of that
  * name or whose id begins so (GET …/jobs?match=): one is it; of several, the one not ended
- * if only one is (a name reused by reruns); otherwise a usage error listing them.
+ * if only one is (a name reused by reruns); otherwise a usage error listing them; none: `arg`
+ * as given, for the server to answer (404).
  */
+enum { JOB_ARG_MAX = 128 };
 static int resolve_job(cli_ctx *ctx, const jopts *o, const char *verb, const char *arg,
-                       char id[33]) {
-    if (full_id(arg)) {
-        snprintf(id, 33, "%s", arg);
+                       char id[JOB_ARG_MAX]) {
+    if (full_id(arg) || strlen(arg) >= JOB_ARG_MAX) {
+        snprintf(id, JOB_ARG_MAX, "%s", arg);
         return CLI_OK;
     }
     strbuf p = SB_INIT;
@@ -156,14 +158,14 @@ static int resolve_job(cli_ctx *ctx, const jopts *o, const char *verb, const cha
     }
     json_t *pick = n == 1 ? json_array_get(items, 0) : nlive == 1 ? live : NULL;
     if (pick) {
-        snprintf(id, 33, "%s", json_string_value(json_object_get(pick, "id")));
+        snprintf(id, JOB_ARG_MAX, "%s", json_string_value(json_object_get(pick, "id")));
         json_decref(out);
         return CLI_OK;
     }
-    if (!n) {
+    if (!n) { /* as given: the server's answer (404) says it is not there */
         json_decref(out);
-        return cli_error(CLI_FAIL, "%s: no job named '%s' or with an id that begins so in %s/%s",
-                         verb, arg, o->tenant, o->project);
+        snprintf(id, JOB_ARG_MAX, "%s", arg);
+        return CLI_OK;
     }
     strbuf l = SB_INIT;
     json_array_foreach(items, i, j) {
@@ -264,12 +266,12 @@ static int j_submit(cli_ctx *ctx, int argc, char **argv) {
         json_t *after = json_array();
         json_object_set_new(body, "after", after);
         for (int i = 0; i < o.nafter; i++) {
-            char job[64], id[33];
+            char job[64], id[JOB_ARG_MAX];
             size_t n = strcspn(o.after[i], ":");
             snprintf(job, sizeof job, "%.*s", (int)(n < 63 ? n : 63), o.after[i]);
             if (!full_id(job) && gp_name_valid(job)) {
                 if ((rc = resolve_job(ctx, &o, "job submit --after", job, id))) goto out;
-                char full[64];
+                char full[JOB_ARG_MAX + 16];
                 snprintf(full, sizeof full, "%s%s", id, o.after[i] + n);
                 json_array_append_new(after, json_string(full));
             } else {
@@ -367,7 +369,7 @@ static int by_id(cli_ctx *ctx, int argc, char **argv, const char *verb, const ch
     int rc = parse(argc, argv, verb, &o);
     if (rc) return rc;
     if (argc - optind != nargs) return cli_error(CLI_USAGE, "%s: expected %s", verb, nargs == 1 ? "an ID" : "ID PRIORITY_CLASS");
-    char id[33];
+    char id[JOB_ARG_MAX];
     if ((rc = resolve_job(ctx, &o, verb, argv[optind], id))) return rc;
     strbuf p = SB_INIT;
     jobs_path(&p, &o, id, suffix);
@@ -463,7 +465,7 @@ static int j_logs(cli_ctx *ctx, int argc, char **argv) {
     if (argc - optind != 1) return cli_error(CLI_USAGE, "job logs: expected an ID");
     if (o.follow && ctx->json)
         return cli_error(CLI_USAGE, "job logs: --follow prints text, not -o json");
-    char id[33];
+    char id[JOB_ARG_MAX];
     if ((rc = resolve_job(ctx, &o, "job logs", argv[optind], id))) return rc;
     if (o.follow) {
         strbuf fp = SB_INIT;
@@ -489,7 +491,7 @@ static int j_explain(cli_ctx *ctx, int argc, char **argv) {
     int rc = parse(argc, argv, "job explain", &o);
     if (rc) return rc;
     if (argc - optind != 1) return cli_error(CLI_USAGE, "job explain: expected an ID");
-    char id[33];
+    char id[JOB_ARG_MAX];
     if ((rc = resolve_job(ctx, &o, "job explain", argv[optind], id))) return rc;
     strbuf p = SB_INIT;
     jobs_path(&p, &o, id, "/explain");

@@ -259,8 +259,7 @@ gp job show twin "${J[@]}"
 assert_rc 2
 assert_one_line_error "'twin' names 2 jobs"
 gp job show nosuchjob "${J[@]}"
-assert_rc 1
-assert_one_line_error "no job named 'nosuchjob'"
+assert_denied 404
 gp -o json job submit after-slow --class a100.1x --after slow:ok "${J[@]}" -- true
 assert_rc 0
 assert_json '.after[0].job' "$SLOW" "$OUT_FILE"
