@@ -1835,13 +1835,22 @@ int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp
                                                   "gpus",
                                                   (json_int_t)(neednodes - cannodes) * K *
                                                       (c->form == SCH_WHOLE ? c->gpus : 1)));
-        } else if (at && fr && sscanf(at, "needs %d", &needu) == 1 && sscanf(fr, ", %lld free", &freeu) == 1) {
+        } else if (at && fr && sscanf(at, "needs %d", &needu) == 1 &&
+                   sscanf(fr, ", %lld free", &freeu) == 1 && needu > freeu) {
+            /* (a job that fails though as many units are free - fragmentation, one vendor -
+             * gets no count that would be false) */
             const sch_class *c = &n.classes[j->cls];
-            json_array_append_new(sugg, json_pack("{s:s,s:s,s:I,s:I}", "change", "free_capacity",
-                                                  "class", c->name, "units",
-                                                  (json_int_t)(needu - freeu), "gpus",
-                                                  (json_int_t)((needu - freeu) *
-                                                               (c->form == SCH_WHOLE ? c->gpus : 1))));
+            json_t *sg = json_pack("{s:s,s:s,s:I,s:I}", "change", "free_capacity", "class",
+                                   c->name, "units", (json_int_t)(needu - freeu), "gpus",
+                                   (json_int_t)((needu - freeu) *
+                                                (c->form == SCH_WHOLE ? c->gpus : 1)));
+            /* short of CPUs or memory beside free cards: those are what must be freed too */
+            if (strstr(base_reason, "with their CPUs and memory")) {
+                json_object_set_new(sg, "cpus", json_integer((json_int_t)(needu - freeu) * c->cpus));
+                json_object_set_new(sg, "memory_gib",
+                                    json_integer((json_int_t)(needu - freeu) * c->mem_gib));
+            }
+            json_array_append_new(sugg, sg);
         }
     }
     /* 3. a higher priority class the submitter may use */

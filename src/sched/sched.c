@@ -1147,6 +1147,66 @@ static void shares(const st *t, double *share) {
 /* Free units of class c the project's work may use now; *matching: 1 an eligible GPU in a pool
  * it may use, 2 one in a pool it may not.  Counted once per class and pool while nothing is
  * taken or released, then summed over the pools. */
+/* Units of class c node n's free cards (or slices) could take, its CPUs and memory aside;
+ * *eligible 1 when a card there passes the class's rules. */
+static int64_t gpu_units_on(st *t, const sch_class *c, int n, int *eligible) {
+    const sch_snapshot *s = t->s;
+    const sch_node *nd = &s->nodes[n];
+    int64_t on_node = 0;
+    for (int g = nd->gpu0; g < nd->gpu0 + nd->ngpus; g++) {
+        if (!gpu_eligible(s, c, g)) continue;
+        *eligible = 1;
+        if (c->form == SCH_WHOLE) on_node += !t->whole[g];
+        else if (c->form == SCH_MIG) {
+            for (int k = 0; k < s->gpus[g].nslices; k++)
+                on_node += !SL(t, g, k) && strcmp(s->gpus[g].slices[k].profile, c->profile) == 0;
+        } else {
+            int a = (s->gpus[g].mem_gib - t->shm[g]) / (c->shared_mem_gib ? c->shared_mem_gib : 1);
+            int b = (100 - t->spct[g]) / (c->shared_pct ? c->shared_pct : 1);
+            on_node += a < b ? a : b;
+        }
+    }
+    if (c->form == SCH_WHOLE) on_node /= c->gpus;
+    return on_node;
+}
+
+/* What the nodes' CPUs and memory leave of the free units of class c (pools project may
+ * use): the units that also find a unit's CPUs and memory on their node.  When CPU (memory)
+ * is short on a node with free cards, *cpu_short (*mem_short) is set, with the most CPUs
+ * (GiB) free on such a node. */
+typedef struct host_fit {
+    int64_t units;                 /* free units with their CPUs and memory */
+    int cpu_short, mem_short;
+    long long most_cpus, most_mem; /* on a node short of them */
+} host_fit;
+
+static host_fit host_fit_of(st *t, const sch_class *c, int project) {
+    const sch_snapshot *s = t->s;
+    host_fit h = {0, 0, 0, -1, -1};
+    for (int n = 0; n < s->nnodes; n++) {
+        const sch_node *nd = &s->nodes[n];
+        if (!pool_allowed(s, c, project, nd->pool)) continue;
+        int eligible = 0;
+        int64_t g = gpu_units_on(t, c, n, &eligible);
+        if (g <= 0) continue;
+        long long fc = nd->cpus - t->ncpu[n], fm = nd->mem_gib - t->nmem[n];
+        int64_t by_cpu = c->cpus > 0 ? (fc > 0 ? fc / c->cpus : 0) : g;
+        int64_t by_mem = c->mem_gib > 0 ? (fm > 0 ? fm / c->mem_gib : 0) : g;
+        int64_t fit = g < by_cpu ? g : by_cpu;
+        if (by_mem < fit) fit = by_mem;
+        h.units += fit;
+        if (by_cpu < g) {
+            h.cpu_short = 1;
+            if (fc > h.most_cpus) h.most_cpus = fc;
+        }
+        if (by_mem < g) {
+            h.mem_short = 1;
+            if (fm > h.most_mem) h.most_mem = fm;
+        }
+    }
+    return h;
+}
+
 static int64_t free_units(st *t, const sch_class *c, int project, int *matching) {
     const sch_snapshot *s = t->s;
     int ci = (int)(c - s->classes), P = t->npools;
@@ -1157,21 +1217,9 @@ static int64_t free_units(st *t, const sch_class *c, int project, int *matching)
         memset(elig, 0, (size_t)P);
         for (int n = 0; n < s->nnodes; n++) {
             const sch_node *nd = &s->nodes[n];
-            int64_t on_node = 0;
-            for (int g = nd->gpu0; g < nd->gpu0 + nd->ngpus; g++) {
-                if (!gpu_eligible(s, c, g)) continue;
-                elig[nd->pool] = 1;
-                if (c->form == SCH_WHOLE) on_node += !t->whole[g];
-                else if (c->form == SCH_MIG) {
-                    for (int k = 0; k < s->gpus[g].nslices; k++)
-                        on_node += !SL(t, g, k) && strcmp(s->gpus[g].slices[k].profile, c->profile) == 0;
-                } else {
-                    int a = (s->gpus[g].mem_gib - t->shm[g]) / (c->shared_mem_gib ? c->shared_mem_gib : 1);
-                    int b = (100 - t->spct[g]) / (c->shared_pct ? c->shared_pct : 1);
-                    on_node += a < b ? a : b;
-                }
-            }
-            if (c->form == SCH_WHOLE) on_node /= c->gpus;
+            int eligible = 0;
+            int64_t on_node = gpu_units_on(t, c, n, &eligible);
+            if (eligible) elig[nd->pool] = 1;
             byp[nd->pool] += on_node;
         }
         t->fuops[ci] = t->ops + 1;
@@ -1255,8 +1303,32 @@ static void no_place_reason(st *t, const sch_job *j, int blocker, char *why, siz
                  c->name, j->units, (long long)(best < 0 ? 0 : best),
                  bv >= 1 && bv <= 3 ? vn[bv - 1] : "none", (long long)fu);
     } else {
-        snprintf(why, n, "no_capacity: class %s needs %d unit%s, %lld free now", c->name,
-                 j->units, j->units == 1 ? "" : "s", (long long)fu);
+        /* free cards on nodes without a unit's CPUs or memory are not free for this job: say
+         * what is short (not "1 free now" of a job that needs 1) */
+        host_fit h = host_fit_of(t, c, j->project);
+        if (h.units < fu && h.units < j->units && (h.cpu_short || h.mem_short)) {
+            char what[200];
+            long long mc = h.most_cpus < 0 ? 0 : h.most_cpus, mm = h.most_mem < 0 ? 0 : h.most_mem;
+            if (h.cpu_short && h.mem_short)
+                snprintf(what, sizeof what, "a unit needs %d CPUs and %d GiB, nodes with a free "
+                                            "card have at most %lld CPUs and %lld GiB free",
+                         c->cpus, c->mem_gib, mc, mm);
+            else if (h.cpu_short)
+                snprintf(what, sizeof what, "a unit needs %d CPUs, nodes with a free card have at "
+                                            "most %lld free",
+                         c->cpus, mc);
+            else
+                snprintf(what, sizeof what, "a unit needs %d GiB, nodes with a free card have at "
+                                            "most %lld GiB free",
+                         c->mem_gib, mm);
+            snprintf(why, n, "no_capacity: class %s needs %d unit%s, %lld free now with their "
+                             "CPUs and memory (%lld on the cards alone; %s)",
+                     c->name, j->units, j->units == 1 ? "" : "s", (long long)h.units,
+                     (long long)fu, what);
+        } else {
+            snprintf(why, n, "no_capacity: class %s needs %d unit%s, %lld free now", c->name,
+                     j->units, j->units == 1 ? "" : "s", (long long)fu);
+        }
     }
 }
 

@@ -237,6 +237,46 @@ static void waiting_never_passes_quota(void **state) {
     assert_int_equal(running, 2);
 }
 
+/*
+ * Free cards on a node short of CPUs or memory are not free for a job: its reason says what is
+ * short, never "needs 1 unit, 1 free now" (issue 42, item 1).
+ */
+static void reason_names_cpu_memory(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    w_init(&w);
+    w_node(&w, 2, 0, SCH_WHOLE, 8, 512, 0);   /* 2 free cards, 8 CPUs */
+    int c = w_class(&w, "big-cpu", SCH_WHOLE, 1, 16, 32, 0);
+    int j = w_job(&w, 0, c, 1, 100, 1);
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, j)->action, SCH_DO_ADMIT);
+    assert_string_equal(dec(&r, j)->reason,
+                        "no_capacity: class big-cpu needs 1 unit, 0 free now with their CPUs and "
+                        "memory (2 on the cards alone; a unit needs 16 CPUs, nodes with a free card "
+                        "have at most 8 free)");
+    sch_result_free(&r);
+    /* memory short, on another world */
+    w_init(&w);
+    w_node(&w, 2, 0, SCH_WHOLE, 64, 100, 0);
+    c = w_class(&w, "big-mem", SCH_WHOLE, 1, 1, 256, 0);
+    j = w_job(&w, 0, c, 1, 100, 1);
+    round_ok(&w, &r);
+    assert_string_equal(dec(&r, j)->reason,
+                        "no_capacity: class big-mem needs 1 unit, 0 free now with their CPUs and "
+                        "memory (2 on the cards alone; a unit needs 256 GiB, nodes with a free card "
+                        "have at most 100 GiB free)");
+    sch_result_free(&r);
+    /* enough of both: the plain count, as before */
+    w_init(&w);
+    w_node(&w, 2, 0, SCH_WHOLE, 64, 512, 0);
+    c = w_class(&w, "fits", SCH_WHOLE, 1, 1, 1, 0);
+    j = w_job(&w, 0, c, 3, 100, 1);
+    round_ok(&w, &r);
+    assert_string_equal(dec(&r, j)->reason, "no_capacity: class fits needs 3 units, 2 free now");
+    sch_result_free(&r);
+}
+
 static void order_priority_fairshare_age(void **state) {
     (void)state;
     world w;
@@ -1434,6 +1474,7 @@ int main(void) {
         cmocka_unit_test(admission_every_dimension),
         cmocka_unit_test(waiting_never_passes_quota),
         cmocka_unit_test(order_priority_fairshare_age),
+        cmocka_unit_test(reason_names_cpu_memory),
         cmocka_unit_test(placement_constraints),
         cmocka_unit_test(gang_all_or_nothing),
         cmocka_unit_test(nvlink_groups),
