@@ -41,7 +41,9 @@
 # 11. node loss: a second agent's node nd, holding rank 1 of a 2 x 1 job, falls
 #     silent: both of the job's bindings end node_lost, rank 0 on na is stopped,
 #     the job is requeued and placed again whole, and its ranks meet again (a
-#     second rendezvous).
+#     second rendezvous);
+# 12. an array of jobs that span nodes: each task a whole 2 x 1 job, each rank
+#     meets its other rank, each with its GPUPOOL_ARRAY_INDEX and NODE_RANK.
 #
 #   GPUPOOL_BIN=/path/to/gpupool bash tests/e2e/test_multinode.sh
 . "$(dirname "$0")/lib.sh"
@@ -56,9 +58,10 @@ import os, signal, socket, sys, time
 mode = sys.argv[1]
 rank, n = int(os.environ["NODE_RANK"]), int(os.environ["NNODES"])
 addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
-print("rank=%d nnodes=%d world=%s master=%s:%d nodes=%s names=%s per_node=%s" % (
+print("rank=%d nnodes=%d world=%s master=%s:%d nodes=%s names=%s per_node=%s idx=%s" % (
     rank, n, os.environ["WORLD_SIZE"], addr, port, os.environ["GPUPOOL_NODES"],
-    os.environ["GPUPOOL_NODE_NAMES"], os.environ["GPUPOOL_GPUS_PER_NODE"]), flush=True)
+    os.environ["GPUPOOL_NODE_NAMES"], os.environ["GPUPOOL_GPUS_PER_NODE"],
+    os.environ.get("GPUPOOL_ARRAY_INDEX", "-")), flush=True)
 with open(os.environ["GPUPOOL_HOSTFILE"]) as f:
     print("rank %d hostfile=%s" % (rank, f.read().replace("\n", ";")), flush=True)
 
@@ -480,6 +483,28 @@ assert_json .state running "$OUT_FILE"
 check_clean
 as "$RU" job cancel "$LJ" "${R[@]}"
 assert_rc 0
+
+note "12. an array of jobs that span nodes: each task a whole 2 x 1 job"
+sub arr --array 0-1 --nodes 2 -- python3 "$BIN/rdv.py" meet
+A=$JID
+assert_json '"\(.size) \(.tasks.queued)"' "2 2" "$OUT_FILE"
+arr_done() {
+    as "$RU" -o json job array show "$A" "${R[@]}"
+    [ "$(jout .tasks.succeeded)" == 2 ]
+}
+poll 60 arr_done || fail "the array's tasks did not succeed: $(cat "$OUT_FILE")"
+_pass
+as "$RU" -o json job list "${R[@]}" --array "$A"
+assert_json '[.items[] | "\(.nodes) \(.units_per_node)"] | unique | join(",")' "2 1" "$OUT_FILE"
+for k in 0 1; do
+    T=$(jq -r ".items[] | select(.array.index == $k) | .id" "$OUT_FILE")
+    wait_log "$T" "rank 0 met ranks 1"
+    for r in 0 1; do
+        wait_log "$T" "rank=$r nnodes=2 world=2 master=127.0.0.1:"
+        wait_log "$T" "per_node=1 idx=$k"
+    done
+    as "$RU" -o json job list "${R[@]}" --array "$A"
+done
 
 stop_server
 done_testing
