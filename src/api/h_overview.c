@@ -35,6 +35,7 @@
 #include "../meter/meter.h"
 #include "../quota/quota.h"
 #include "../sched/jobs.h"
+#include "../sched/reservations.h"
 #include "../sched/sched.h"
 #include "../sched/share.h"
 #include "../tenancy/tenancy.h"
@@ -476,6 +477,23 @@ static int overview(api_ctx *c, gp_err *err) {
         if (!rc) json_object_set_new(o, "models", part);
     } else if (!rc && !pn) {
         json_array_append_new(omitted, json_string("models"));
+    }
+    /* its reservations (docs/scheduling.md, "Reservations"): a project's, those it may run in
+     * (held by the whole tenant or by it) */
+    if (!rc) {
+        rc = rsv_list_tenant(tx, t->id, now, &part, err);
+        if (!rc && pn) {
+            json_t *mine = json_array();
+            size_t i;
+            json_t *r;
+            json_array_foreach(part, i, r) {
+                const char *rp = json_string_value(json_object_get(r, "project"));
+                if (!rp || !strcmp(rp, p->name)) json_array_append(mine, r);
+            }
+            json_decref(part);
+            part = mine;
+        }
+        if (!rc) json_object_set_new(o, "reservations", part);
     }
     if (!rc) {
         rc = alarms_view(tx, t->name, &part, err);

@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static void num(char *buf, size_t n, json_t *v) {
     if (!v || json_is_null(v)) snprintf(buf, n, "-");
@@ -92,6 +93,26 @@ void cli_print_overview(cli_ctx *ctx, json_t *o) {
             printf("  %-24s %-8s %lld/%lld endpoints healthy\n", str(x, "name"), str(x, "visibility"),
                    (long long)json_integer_value(json_object_get(x, "healthy")),
                    (long long)json_integer_value(json_object_get(x, "endpoints")));
+    }
+    json_t *rv = json_object_get(o, "reservations");
+    if (json_array_size(rv)) {
+        printf("\nreservations: %zu\n", json_array_size(rv));
+        json_array_foreach(rv, i, x) {
+            json_t *cur = json_object_get(x, "current");
+            char what[96];
+            if (json_array_size(json_object_get(x, "nodes")))
+                snprintf(what, sizeof what, "%zu node%s", json_array_size(json_object_get(x, "nodes")),
+                         json_array_size(json_object_get(x, "nodes")) == 1 ? "" : "s");
+            else
+                snprintf(what, sizeof what, "%lld x %s in %s",
+                         (long long)json_integer_value(json_object_get(x, "count")), str(x, "class"),
+                         str(x, "pool"));
+            printf("  %-20s %-9s %-24s %s .. %s%s%s\n", str(x, "name"), str(x, "state"), what,
+                   json_is_object(cur) ? str(cur, "start") : "-",
+                   json_is_object(cur) ? str(cur, "end") : "-",
+                   strcmp(str(x, "recurrence"), "none") ? "  " : "",
+                   strcmp(str(x, "recurrence"), "none") ? str(x, "recurrence") : "");
+        }
     }
     json_t *a = json_object_get(o, "alarms");
     if (a) {

@@ -208,10 +208,10 @@ int cli_usage_report(cli_ctx *ctx, int argc, char **argv, const char *verb,
         /* the same columns as the CSV, aligned */
         char *t = meter_report_csv(rep);
         json_t *items = json_array();
-        const char *cols[20];
+        const char *cols[24];
         int nc = 0;
         char *line = t ? strtok(t, "\r\n") : NULL;
-        for (char *q = line; q && nc < 19;) {
+        for (char *q = line; q && nc < 23;) {
             cols[nc++] = q;
             q = strchr(q, ',');
             if (q) *q++ = '\0';
@@ -240,6 +240,12 @@ int cli_usage_report(cli_ctx *ctx, int argc, char **argv, const char *verb,
         json_array_foreach(json_object_get(rep, "rate_cards"), i, v)
             printf(" v%lld", (long long)json_integer_value(json_object_get(v, "version")));
         printf("%s)\n", json_array_size(json_object_get(rep, "rate_cards")) ? "" : " none");
+        if (json_is_true(json_object_get(rep, "reserved")))
+            printf("reserved but unused: %.3f card-hours, cost %.2f %s (charged to the holders, "
+                   "in the cost above)\n",
+                   json_number_value(json_object_get(tot, "reserved_unused_card_hours")),
+                   json_number_value(json_object_get(tot, "reserved_unused_cost")),
+                   json_string_value(json_object_get(rep, "currency")));
         json_t *cap = json_object_get(rep, "capacity");
         if (cap)
             printf("capacity: %.3f card-hours, allocated %.3f, idle %.3f\n",

@@ -22,6 +22,7 @@
 #include "../gateway/gw_metrics.h"
 #include "../inventory/inventory.h"
 #include "../inventory/telemetry.h"
+#include "../sched/reservations.h"
 #include "../sched/sched_metrics.h"
 
 #include <math.h>
@@ -164,6 +165,7 @@ typedef struct row {
     double card_hours, card_cost;
     int64_t requests, prompt, completion;
     double token_cost;
+    double rsv_hours, rsv_cost; /* reserved but unused, charged to the holder */
 } row;
 
 typedef struct agg {
@@ -176,6 +178,7 @@ typedef struct agg {
     int unpriced;           /* usage no card priced */
     accel_vendor *av;       /* loaded when the report groups or filters by vendor */
     int nav;
+    int reserved;           /* some reserved-but-unused time was counted */
 } agg;
 
 static unsigned long hash_str(const char *s) {
@@ -402,6 +405,237 @@ static int card_hours(store_tx *tx, agg *a, gp_err *err) {
         }
     }
     store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+/* ---- reserved but unused (docs/scheduling.md "Reservations"; reserve.h) ---- */
+
+typedef struct rsv_acct {
+    char id[RND_ID_LEN], tenant[64], project[64], pool[64], cls[64];
+    int64_t count, deleted, created;
+    char *nodes;
+    rsv_rule rule;
+} rsv_acct;
+
+/* The cards a reservation holds (a count, or every card of its named nodes) and a card of
+ * them, for its price: model and vendor. */
+static int rsv_cards(store_tx *tx, const rsv_acct *r, int64_t *cards, char model[96],
+                     char vendor[8], gp_err *err) {
+    store_stmt *s;
+    int rc;
+    *cards = r->count;
+    model[0] = vendor[0] = '\0';
+    if (r->count) {
+        json_t *models = NULL;
+        if ((rc = store_query(tx, &s, err, "SELECT gpu_models FROM classes WHERE name = ?", "s",
+                              r->cls)))
+            return rc;
+        if ((rc = store_step(s, err)) > 0) models = json_loads(store_text(s, 0), 0, NULL);
+        store_done(s);
+        if (rc < 0) return rc;
+        rc = store_query(tx, &s, err,
+                         "SELECT g.model, g.vendor FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                         " WHERE n.pool = ? ORDER BY n.name, g.idx",
+                         "s", r->pool);
+        if (rc) {
+            json_decref(models);
+            return rc;
+        }
+        while (!model[0] && (rc = store_step(s, err)) > 0) {
+            size_t i;
+            json_t *m;
+            json_array_foreach(models, i, m) {
+                if (model[0] || !json_is_string(m) ||
+                    !inv_model_matches(json_string_value(m), store_text(s, 0)))
+                    continue;
+                snprintf(model, 96, "%s", store_text(s, 0));
+                snprintf(vendor, 8, "%s", store_text(s, 1));
+            }
+        }
+        store_done(s);
+        json_decref(models);
+        return rc < 0 ? rc : GP_OK;
+    }
+    json_t *names = json_loads(r->nodes, 0, NULL);
+    size_t i;
+    json_t *v;
+    rc = GP_OK;
+    json_array_foreach(names, i, v) {
+        if (!json_is_string(v)) continue;
+        if ((rc = store_query(tx, &s, err,
+                              "SELECT g.model, g.vendor FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                              " WHERE n.name = ? ORDER BY g.idx",
+                              "s", json_string_value(v))))
+            break;
+        while ((rc = store_step(s, err)) > 0) {
+            (*cards)++;
+            if (!model[0]) {
+                snprintf(model, 96, "%s", store_text(s, 0));
+                snprintf(vendor, 8, "%s", store_text(s, 1));
+            }
+        }
+        store_done(s);
+        if (rc < 0) break;
+        rc = GP_OK;
+    }
+    json_decref(names);
+    return rc;
+}
+
+/* The card intervals its own jobs held in [from, to): one card per binding. */
+static int rsv_spans(store_tx *tx, const char *id, int64_t from, int64_t to, int64_t now,
+                     rsv_use_span **out, int *n, gp_err *err) {
+    store_stmt *s;
+    *out = NULL;
+    *n = 0;
+    int rc = store_query(tx, &s, err,
+                         "SELECT b.start_us, COALESCE(b.end_us, ?1) FROM bindings b"
+                         " JOIN jobs j ON j.id = b.job_id WHERE j.reservation_id = ?2"
+                         " AND b.start_us < ?3 AND COALESCE(b.end_us, ?1) > ?4",
+                         "isii", now, id, to, from);
+    if (rc) return rc;
+    int cap = 0;
+    while ((rc = store_step(s, err)) > 0) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            rsv_use_span *ns = realloc(*out, (size_t)cap * sizeof *ns);
+            if (!ns) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
+            }
+            *out = ns;
+        }
+        (*out)[(*n)++] = (rsv_use_span){store_int(s, 0), store_int(s, 1), 1};
+    }
+    store_done(s);
+    if (rc < 0) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+        return rc;
+    }
+    return GP_OK;
+}
+
+/* Occurrences of one reservation looked at, at most (a window every second for a month). */
+#define RSV_MAX_OCCURRENCES 100000
+
+/*
+ * The holder's reserved-but-unused card-hours: for each tenant's reservation, each occurrence
+ * within the window (from its creation, up to its deletion and now), its cards times the time
+ * less what its own jobs' bindings held then (rsv_unused_card_s), cut at buckets and priced as
+ * a card-hour of its cards (a whole card of its model and vendor) at the time.  A maintenance
+ * window is nobody's: not counted.
+ */
+static int reserved_unused(store_tx *tx, agg *a, gp_err *err) {
+    const meter_query *q = a->q;
+    int64_t to = q->to_us < q->now_us ? q->to_us : q->now_us;
+    if (to <= q->from_us) return GP_OK;
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT r.id, t.name, COALESCE(p.name, ''), r.count, r.nodes, r.pool,"
+                         " r.class, r.start_us, r.end_us, r.recurrence, r.weekdays, r.every_s,"
+                         " r.until_us, r.deleted_at, r.created_at FROM reservations r"
+                         " JOIN tenants t ON t.id = r.tenant_id"
+                         " LEFT JOIN projects p ON p.id = r.project_id"
+                         " WHERE (? IS NULL OR r.tenant_id = ?) AND (? IS NULL OR r.project_id = ?)"
+                         " AND r.start_us < ? AND (r.deleted_at = 0 OR r.deleted_at > ?)"
+                         " ORDER BY r.id",
+                         "ssssii", q->tenant_id, q->tenant_id, q->project_id, q->project_id, to,
+                         q->from_us);
+    if (rc) return rc;
+    rsv_acct *rs = NULL;
+    int n = 0, cap = 0;
+    while ((rc = store_step(s, err)) > 0) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 8;
+            rsv_acct *nr = realloc(rs, (size_t)cap * sizeof *nr);
+            if (!nr) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
+            }
+            rs = nr;
+        }
+        rsv_acct *r = &rs[n];
+        memset(r, 0, sizeof *r);
+        snprintf(r->id, sizeof r->id, "%s", store_text(s, 0));
+        snprintf(r->tenant, sizeof r->tenant, "%s", store_text(s, 1));
+        snprintf(r->project, sizeof r->project, "%s",
+                 store_text(s, 2)[0] ? store_text(s, 2) : "(tenant)");
+        r->count = store_int(s, 3);
+        r->nodes = strdup(store_text(s, 4));
+        snprintf(r->pool, sizeof r->pool, "%s", store_text(s, 5));
+        snprintf(r->cls, sizeof r->cls, "%s", store_text(s, 6));
+        rsv_rule_from(store_text(s, 9), store_int(s, 7), store_int(s, 8), store_int(s, 10),
+                      store_int(s, 11), store_int(s, 12), &r->rule);
+        r->deleted = store_int(s, 13);
+        r->created = store_int(s, 14);
+        n++;
+        if (!r->nodes) {
+            rc = gp_err_set(err, GP_ENOMEM, NULL);
+            break;
+        }
+    }
+    store_done(s);
+    for (int i = 0; rc >= 0 && i < n; i++) {
+        rsv_acct *r = &rs[i];
+        int64_t from = q->from_us > r->created ? q->from_us : r->created;
+        int64_t end = r->deleted && r->deleted < to ? r->deleted : to;
+        if (end <= from) continue;
+        int64_t cards;
+        char model[96], vendor[8];
+        if ((rc = rsv_cards(tx, r, &cards, model, vendor, err))) break;
+        const char *vd = vendor[0] ? vendor : "nvidia";
+        if (cards <= 0 || !passes(q, vd, model)) continue;
+        rsv_use_span *spans;
+        int ns;
+        if ((rc = rsv_spans(tx, r->id, from, end, q->now_us, &spans, &ns, err))) break;
+        const char *v[F__N] = {r->tenant, r->project, "", vd, model, "whole", "", ""};
+        select_fields(q->group_by, v);
+        static const unsigned char named = 1;
+        rsv one = {.node_in = r->count ? NULL : &named, .count = (int)r->count};
+        rsv_span sp;
+        int64_t t = from;
+        for (int k = 0; k < RSV_MAX_OCCURRENCES && rsv_current(&r->rule, t, &sp) && sp.t1_us < end;
+             k++) {
+            one.t1_us = sp.t1_us;
+            one.t2_us = sp.t2_us;
+            /* cut at buckets and rate-card changes */
+            for (int64_t x = sp.t1_us > from ? sp.t1_us : from, stop = sp.t2_us < end ? sp.t2_us : end;
+                 x < stop;) {
+                int64_t b = bucket_of(a, x);
+                int64_t y = q->bucket == METER_BUCKET_NONE ? stop : meter_bucket_next(b, q->bucket);
+                int64_t change = card_change_after(a, x);
+                if (change < y) y = change;
+                if (stop < y) y = stop;
+                int64_t secs = rsv_unused_card_s(&one, (int)cards, spans, ns, x, y);
+                if (secs > 0) {
+                    row *rw = agg_row(a, b, v);
+                    if (!rw) {
+                        rc = gp_err_set(err, GP_ENOMEM, NULL);
+                        break;
+                    }
+                    double h = (double)secs / 3600.0;
+                    rw->rsv_hours += h;
+                    a->reserved = 1;
+                    int ci = card_at(a, x);
+                    double price = ci >= 0 ? meter_card_hour_price(&a->cards[ci], vd, model, "whole") : -1;
+                    if (price >= 0) {
+                        rw->rsv_cost += h * price;
+                        a->used_versions[ci] = 1;
+                    } else {
+                        a->unpriced = 1;
+                    }
+                }
+                x = y;
+            }
+            if (rc < 0) break;
+            t = sp.t2_us;
+        }
+        free(spans);
+    }
+    for (int i = 0; i < n; i++) free(rs[i].nodes);
+    free(rs);
     return rc < 0 ? rc : GP_OK;
 }
 
@@ -725,6 +959,7 @@ int meter_report(store_tx *tx, const meter_query *q, json_t **out, gp_err *err) 
         rc = gp_err_set(err, GP_EINVALID, "accelerator must be 1..63 characters");
     if (!rc && ((q->group_by & METER_BY_VENDOR) || q->vendor)) rc = load_accel_vendors(tx, &a, err);
     if (!rc) rc = card_hours(tx, &a, err);
+    if (!rc) rc = reserved_unused(tx, &a, err);
     if (!rc) rc = tokens(tx, &a, err);
     if (!rc && q->idle) rc = capacity(tx, &a, report, err);
     if (rc) {
@@ -740,7 +975,7 @@ int meter_report(store_tx *tx, const meter_query *q, json_t **out, gp_err *err) 
         if (a.slots[i]) rows[n++] = a.slots[i];
     if (rows) qsort(rows, n, sizeof *rows, cmp_row);
     json_t *arr = json_array(), *billing = json_object();
-    double t_ch = 0, t_cc = 0, t_tc = 0;
+    double t_ch = 0, t_cc = 0, t_tc = 0, t_rh = 0, t_rc = 0;
     int64_t t_req = 0, t_p = 0, t_c = 0;
     for (size_t i = 0; rows && i < n; i++) {
         row *r = rows[i];
@@ -756,12 +991,17 @@ int meter_report(store_tx *tx, const meter_query *q, json_t **out, gp_err *err) 
         json_object_set_new(o, "prompt_tokens", json_integer(r->prompt));
         json_object_set_new(o, "completion_tokens", json_integer(r->completion));
         json_object_set_new(o, "token_cost", json_real(r4(r->token_cost)));
-        json_object_set_new(o, "cost", json_real(r4(r->card_cost + r->token_cost)));
+        /* reserved but unused: its own figures, charged to the holder, in its cost */
+        json_object_set_new(o, "reserved_unused_card_hours", json_real(r6(r->rsv_hours)));
+        json_object_set_new(o, "reserved_unused_cost", json_real(r4(r->rsv_cost)));
+        json_object_set_new(o, "cost", json_real(r4(r->card_cost + r->token_cost + r->rsv_cost)));
         json_array_append_new(arr, o);
         if (!r->f[F_TENANT] || strcmp(r->f[F_TENANT], "(idle)")) {
             t_ch += r->card_hours;
             t_cc += r->card_cost;
             t_tc += r->token_cost;
+            t_rh += r->rsv_hours;
+            t_rc += r->rsv_cost;
             t_req += r->requests;
             t_p += r->prompt;
             t_c += r->completion;
@@ -821,11 +1061,14 @@ int meter_report(store_tx *tx, const meter_query *q, json_t **out, gp_err *err) 
     json_object_set_new(report, "unpriced", json_boolean(a.unpriced));
     json_object_set_new(report, "billing", billing);
     json_object_set_new(report, "rows", arr);
+    json_object_set_new(report, "reserved", json_boolean(a.reserved));
     json_object_set_new(report, "totals",
-                        json_pack("{s:f,s:f,s:I,s:I,s:I,s:f,s:f}", "card_hours", r6(t_ch),
+                        json_pack("{s:f,s:f,s:I,s:I,s:I,s:f,s:f,s:f,s:f}", "card_hours", r6(t_ch),
                                   "card_hour_cost", r4(t_cc), "requests", (json_int_t)t_req,
                                   "prompt_tokens", (json_int_t)t_p, "completion_tokens",
-                                  (json_int_t)t_c, "token_cost", r4(t_tc), "cost", r4(t_cc + t_tc)));
+                                  (json_int_t)t_c, "token_cost", r4(t_tc),
+                                  "reserved_unused_card_hours", r6(t_rh), "reserved_unused_cost",
+                                  r4(t_rc), "cost", r4(t_cc + t_tc + t_rc)));
     agg_free(&a);
     free(a.cards);
     if (rc) {
@@ -855,8 +1098,9 @@ char *meter_report_csv(json_t *report) {
     static const char *const cols[] = {"bucket", "tenant", "project", "model", "vendor",
                                        "accelerator", "form", "key", "key_name", "user",
                                        "card_hours", "card_hour_cost", "requests",
-                                       "prompt_tokens", "completion_tokens", "token_cost", "cost",
-                                       "billing", NULL};
+                                       "prompt_tokens", "completion_tokens", "token_cost",
+                                       "reserved_unused_card_hours", "reserved_unused_cost",
+                                       "cost", "billing", NULL};
     enum { FIRST_FIGURE = 10 }; /* card_hours: the columns from here on are always shown */
     json_t *rows = json_object_get(report, "rows"), *billing = json_object_get(report, "billing");
     int show[24] = {0};
@@ -868,6 +1112,8 @@ char *meter_report_csv(json_t *report) {
     for (int c = 0; cols[c]; c++) {
         if (!strcmp(cols[c], "bucket")) show[c] = strcmp(json_string_value(json_object_get(report, "bucket")), "none") != 0;
         else if (!strcmp(cols[c], "billing")) show[c] = grouped_tenant;
+        else if (!strncmp(cols[c], "reserved_unused", 15))
+            show[c] = json_is_true(json_object_get(report, "reserved")); /* only when there is some */
         else if (c >= FIRST_FIGURE) show[c] = 1;
         else {
             const char *g = !strcmp(cols[c], "form")       ? "accelerator"

@@ -23,6 +23,10 @@
 #     ahead; n2 drains before it, is cordoned in it and is back after it, each
 #     move in the node's history by the scheduler and audited; a node an
 #     operator cordoned stays the operator's.
+#  6. accounting: a reservation nobody used is charged to its holder as
+#     reserved-but-unused card-hours (exactly its cards x its window), priced
+#     by the rate card, in its own columns of the usage report; the tenant
+#     overview lists the tenant's reservations.
 #
 #   GPUPOOL_BIN=/path/to/gpupool bash tests/e2e/test_reservations.sh
 . "$(dirname "$0")/lib.sh"
@@ -347,6 +351,48 @@ assert_json '[.items[] | select(.target.id == "n2") | .summary.admin_state] | jo
     "draining,cordoned,none" "$OUT_FILE"
 as "$OPS" node uncordon n3
 assert_rc 0
+
+note "6. reserved but unused: its own figures in the report, charged to the holder"
+NOW_S=$(date +%s)
+cat >"$E2E_TMP/rate.json" <<EOF
+{"effective_from":"$(date -u -d @$((NOW_S - 3600)) +%FT%TZ)","currency":"EUR",
+ "card_hour":[{"price":3.6}]}
+EOF
+gp ratecard create "$E2E_TMP/rate.json"
+assert_rc 0
+gp -o json reservation create idle-blue --tenant blue --project p --nodes n1 --start +3s --end +6s
+assert_rc 0
+I2=$(ts "$(jout .end)")
+gp -o json tenant overview blue
+assert_rc 0
+assert_json '[.reservations[].name] | join(",")' idle-blue "$OUT_FILE"
+as "$RU" -o json project overview p --tenant red
+assert_rc 0
+assert_json '[.reservations[].name] | index("idle-blue")' null "$OUT_FILE"
+after_end() { [ "$(date +%s)" -gt "$I2" ]; }
+poll 15 after_end || fail "the window did not end"
+_pass
+MONTH=$(date -u +%Y-%m)
+gp -o json usage report --month "$MONTH" --group-by tenant
+assert_rc 0
+# 4 cards x 3 s, nobody's job in it: 12 card-seconds, at 3.6 a card-hour
+assert_json '[.rows[] | select(.tenant == "blue")][0].reserved_unused_card_hours' 0.003333 "$OUT_FILE"
+assert_json '[.rows[] | select(.tenant == "blue")][0].reserved_unused_cost' 0.012 "$OUT_FILE"
+assert_json '.reserved' true "$OUT_FILE"
+# red's windows were partly used: something unused
+assert_json '[.rows[] | select(.tenant == "red")][0].reserved_unused_card_hours > 0' true "$OUT_FILE"
+# a tenant's member sees its own, and the figures are in the cost
+as "$BU" -o json usage report --tenant blue --project p --month "$MONTH" --group-by tenant
+assert_rc 0
+assert_json '.rows | length' 1 "$OUT_FILE"
+assert_json '"\(.rows[0].reserved_unused_card_hours) \(.totals.reserved_unused_card_hours)"' \
+    "0.003333 0.003333" "$OUT_FILE"
+assert_json '.rows[0].cost >= .rows[0].reserved_unused_cost' true "$OUT_FILE"
+gp -o csv usage report --month "$MONTH" --group-by tenant
+assert_rc 0
+assert_contains "$(head -n 1 "$OUT_FILE")" "reserved_unused_card_hours,reserved_unused_cost,cost"
+gp usage report --month "$MONTH" --group-by tenant
+assert_file_contains "$OUT_FILE" "reserved but unused:"
 
 stop_server
 done_testing
