@@ -320,8 +320,17 @@ AUTH_HEADER="Authorization: Bearer $BU" api GET "/api/v1/tenants/red/models/llam
 assert_status 404
 # an external endpoint of the same model: the tokens it serves are not the job's (issue 42,
 # item 5): they are counted apart and never lower the job's cost per token
-api GET "/api/v1/tenants/red/models/llama/serving-cost?month=$MONTH"
-T0=$(jq -r .tokens "$BODY_FILE")
+# T0: once every earlier chat's record is written (two reads a second apart agree)
+T0=-1
+settled_tokens() {
+    local before=$T0
+    sleep 1
+    api GET "/api/v1/tenants/red/models/llama/serving-cost?month=$MONTH"
+    T0=$(jq -r .tokens "$BODY_FILE")
+    [ "$T0" == "$before" ]
+}
+poll 15 settled_tokens || fail "the serving cost's tokens did not settle"
+_pass
 assert_eq "$(jq -r .external_tokens "$BODY_FILE")" 0 "no external endpoint yet"
 gp endpoint add --tenant red --model llama --url "http://127.0.0.1:$JPORT/v1"
 assert_rc 0
@@ -330,9 +339,15 @@ for i in 1 2 3 4; do
     assert_eq "$(chat "$RKEY" "red asks again $i")" 200 "red's chat through either endpoint $i"
     SENT=$((SENT + $(jq -r .usage.total_tokens "$E2E_TMP/chat.json")))
 done
-api GET "/api/v1/tenants/red/models/llama/serving-cost?month=$MONTH"
-T1=$(jq -r .tokens "$BODY_FILE")
-E1=$(jq -r .external_tokens "$BODY_FILE")
+# (the gateway writes its usage records a moment after answering: wait for all four)
+all_recorded() {
+    api GET "/api/v1/tenants/red/models/llama/serving-cost?month=$MONTH"
+    T1=$(jq -r .tokens "$BODY_FILE")
+    E1=$(jq -r .external_tokens "$BODY_FILE")
+    [ "$((T1 + E1))" -ge "$((T0 + SENT))" ]
+}
+poll 10 all_recorded || fail "the four chats' usage was not recorded: $(cat "$BODY_FILE")"
+_pass
 [ "$E1" -gt 0 ] || fail "round robin sent nothing to the external endpoint: $(cat "$BODY_FILE")"
 _pass
 assert_eq "$((T1 + E1))" "$((T0 + SENT))" "every token counted once, on the side that served it"
