@@ -1321,10 +1321,17 @@ static void no_place_reason(st *t, const sch_job *j, int blocker, char *why, siz
                 snprintf(what, sizeof what, "a unit needs %d GiB, nodes with a free card have at "
                                             "most %lld GiB free",
                          c->mem_gib, mm);
-            snprintf(why, n, "no_capacity: class %s needs %d unit%s, %lld free now with their "
-                             "CPUs and memory (%lld on the cards alone; %s)",
+            char full[400]; /* (written whole, then cut to the reason's size) */
+            snprintf(full, sizeof full, "no_capacity: class %s needs %d unit%s, %lld free now "
+                                        "with their CPUs and memory (%lld on the cards alone; %s)",
                      c->name, j->units, j->units == 1 ? "" : "s", (long long)h.units,
                      (long long)fu, what);
+            size_t len = strlen(full);
+            if (n) {
+                if (len >= n) len = n - 1;
+                memcpy(why, full, len);
+                why[len] = '\0';
+            }
         } else {
             snprintf(why, n, "no_capacity: class %s needs %d unit%s, %lld free now", c->name,
                      j->units, j->units == 1 ? "" : "s", (long long)fu);
