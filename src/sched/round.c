@@ -84,7 +84,8 @@ typedef struct snap {
     unsigned char *place_fill; /* [unit of places]: how many of its gpu[] the bindings filled */
     /* advance reservations (reservations.c; sched.h step 7), by id */
     rsv *rsvs;
-    id33 *rsv_ids;
+    id33 *rsv_ids;       /* in id order (jobs look theirs up) */
+    int *rsv_byid;       /* [id order] -> index in rsvs (start order) */
     name64 *rsv_names;
     const char **rsv_name_ptrs;
     /* the open bindings build() read and left out (a job not running, a unit or card it does
@@ -391,6 +392,17 @@ static int load_stops(store_tx *tx, snap *n, gp_err *err) {
     return rc < 0 ? rc : GP_OK;
 }
 
+typedef struct rsv_order {
+    int64_t t1;
+    int i;
+} rsv_order;
+
+static int by_start(const void *a, const void *b) {
+    const rsv_order *x = a, *y = b;
+    if (x->t1 != y->t1) return x->t1 < y->t1 ? -1 : 1;
+    return x->i - y->i;
+}
+
 /*
  * The reservations the round weighs (reserve.h): each one not deleted, at its occurrence in
  * force or next (none left: skipped), and any a live job names (deleted or over: at its last
@@ -490,6 +502,23 @@ static int load_reservations(store_tx *tx, snap *n, gp_err *err) {
     }
     store_done(s);
     if (rc < 0) return rc;
+    /* in start order (the first one in a job's way is the one its reason names), jobs finding
+     * theirs by id through rsv_byid */
+    int m = S->nrsvs;
+    rsv_order *ord = ar_alloc(n, (size_t)m + 1, sizeof *ord);
+    rsv *rs2 = ar_alloc(n, (size_t)m + 1, sizeof *rs2);
+    name64 *nm2 = ar_alloc(n, (size_t)m + 1, sizeof *nm2);
+    if (!ord || !rs2 || !nm2 || !ALLOC(n->rsv_byid, m)) return gp_err_set(err, GP_ENOMEM, NULL);
+    for (int i = 0; i < m; i++) ord[i] = (rsv_order){n->rsvs[i].t1_us, i};
+    qsort(ord, (size_t)m, sizeof *ord, by_start);
+    for (int k = 0; k < m; k++) {
+        rs2[k] = n->rsvs[ord[k].i];
+        memcpy(nm2[k], n->rsv_names[ord[k].i], sizeof nm2[k]);
+        n->rsv_byid[ord[k].i] = k; /* rsv_ids stay in id order */
+    }
+    memcpy(n->rsvs, rs2, sizeof *rs2 * (size_t)m);
+    memcpy(n->rsv_names, nm2, sizeof *nm2 * (size_t)m);
+    for (int k = 0; k < m; k++) n->rsv_name_ptrs[k] = n->rsv_names[k];
     S->rsvs = n->rsvs;
     S->rsv_names = n->rsv_name_ptrs;
     return GP_OK;
@@ -927,7 +956,7 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         j->time_limit_s = store_int(s, 16);
         if (store_text(s, 15)[0]) {
             int ri = find_str(n->rsv_ids, sizeof *n->rsv_ids, S->nrsvs, store_text(s, 15));
-            j->reservation = ri >= 0 ? ri + 1 : 0;
+            j->reservation = ri >= 0 ? n->rsv_byid[ri] + 1 : 0;
             /* (every reservation a live job names is loaded; should one not be, a waiting job
              * naming it is not this round's rather than free to run anywhere) */
             if (ri < 0 && j->state != SCH_RUNNING) {
