@@ -1250,8 +1250,11 @@ static void no_place_reason(st *t, const sch_job *j, int blocker, char *why, siz
             static const char *const pcn[] = {"production", "development", "research"};
             const sch_project *pj = &s->projects[j->project];
             int tenant_ok_somewhere = 0;
+            /* only the pools where the class's cards are (free_units marked them): a pool
+             * the tenant may use but that holds none of them says nothing */
+            const unsigned char *elig = &t->fumatch[(size_t)(c - s->classes) * (size_t)t->npools];
             for (int pool = 0; pool < t->npools && !tenant_ok_somewhere; pool++)
-                if (t->pool_used[pool] && (c->pool < 0 || c->pool == pool) &&
+                if (elig[pool] && (c->pool < 0 || c->pool == pool) &&
                     s->tenants[tenant].pool_ok[pool])
                     tenant_ok_somewhere = 1;
             if (tenant_ok_somewhere && pj->pool_ok)

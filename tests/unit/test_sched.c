@@ -430,6 +430,18 @@ static void driver_and_project_class_rules(void **state) {
     round_ok(&w, &r);
     assert_int_equal(dec(&r, b)->action, SCH_DO_PLACE);
     sch_result_free(&r);
+    /* the pool with the class's cards closed to the tenant, its project's class open to it:
+     * the tenant is named, not the project's class (pool 0, open to the tenant, holds no
+     * card the class may use) (issue 42, item 1) */
+    w.nj = 1;
+    unsigned char all[4] = {1, 1, 1, 1}, tok[4] = {1, 0, 1, 1};
+    w.projects[0].pool_ok = all;
+    w.tenants[0].pool_ok = tok;
+    round_ok(&w, &r);
+    assert_string_equal(dec(&r, a)->reason,
+                        "no_allowed_pool: GPUs of class a100.1x exist only in pools tenant red "
+                        "may not use");
+    sch_result_free(&r);
 }
 
 static void priority_policy(void **state) {
