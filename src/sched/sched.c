@@ -1308,8 +1308,11 @@ static void no_place_reason(st *t, const sch_job *j, int blocker, char *why, siz
     } else {
         /* free cards on nodes without a unit's CPUs or memory are not free for this job: say
          * what is short (not "1 free now" of a job that needs 1) */
-        host_fit h = host_fit_of(t, c, j->project);
-        if (h.units < fu && h.units < j->units && (h.cpu_short || h.mem_short)) {
+        /* (only when the cards alone would do: else their count explains the wait, and this
+         * walk over every node is not made for each waiting job of a full cluster) */
+        host_fit h = {0, 0, 0, -1, -1};
+        if (fu >= j->units) h = host_fit_of(t, c, j->project);
+        if (fu >= j->units && h.units < j->units && (h.cpu_short || h.mem_short)) {
             char what[200];
             long long mc = h.most_cpus < 0 ? 0 : h.most_cpus, mm = h.most_mem < 0 ? 0 : h.most_mem;
             if (h.cpu_short && h.mem_short)
