@@ -18,7 +18,7 @@ static const char usage[] =
     "         [--description T]   (platform-admin)\n"
     "  set NAME [same options]\n"
     "  delete NAME\n"
-    "  policy [--reclaim-cap N] [--reclaim-window S]\n"
+    "  policy [--reclaim-cap N] [--reclaim-window S] [--borrow-half-life S]\n"
     "         show the scheduler policy, or change it (platform-admin): a job preempted\n"
     "         or reclaimed N times within S seconds is no longer a reclaim victim\n"
     "         (defaults 3 and 3600; docs/scheduling.md, Guarantees)\n"
@@ -96,7 +96,12 @@ static int pc_delete(cli_ctx *c, int a, char **v) {
 static int pc_policy(cli_ctx *ctx, int argc, char **argv) {
     static const struct option lo[] = {{"reclaim-cap", required_argument, 0, 'c'},
                                        {"reclaim-window", required_argument, 0, 'w'},
+                                       {"borrow-half-life", required_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
+    static const char *const flag[] = {['c'] = "--reclaim-cap", ['w'] = "--reclaim-window",
+                                       ['h'] = "--borrow-half-life"};
+    static const char *const field[] = {['c'] = "reclaim_cap", ['w'] = "reclaim_window_seconds",
+                                        ['h'] = "borrow_half_life_seconds"};
     json_t *body = json_object();
     int c, rc = 0;
     optind = 0;
@@ -105,12 +110,11 @@ static int pc_policy(cli_ctx *ctx, int argc, char **argv) {
         char *end;
         long long v = strtoll(optarg, &end, 10);
         if (!*optarg || *end) {
-            rc = cli_error(CLI_USAGE, "priority policy: %s must be a number, got '%s'",
-                           c == 'c' ? "--reclaim-cap" : "--reclaim-window", optarg);
+            rc = cli_error(CLI_USAGE, "priority policy: %s must be a number, got '%s'", flag[c],
+                           optarg);
             goto out;
         }
-        json_object_set_new(body, c == 'c' ? "reclaim_cap" : "reclaim_window_seconds",
-                            json_integer(v));
+        json_object_set_new(body, field[c], json_integer(v));
     }
     if (optind < argc)
         rc = cli_error(CLI_USAGE, "priority policy: unexpected argument '%s'", argv[optind]);

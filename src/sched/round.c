@@ -70,6 +70,7 @@ typedef struct snap {
     char (*dstack)[CP_VER_MAX + 16]; /* [class]: a derived class's job stack ("" none) */
     unsigned char *ppool_ok; /* [project x pool] */
     sch_tenant *tenants;
+    share_usage *tusage; /* [tenant]: its recent borrowing as read (fair use, step 6a) */
     name64 *tnames;
     id33 *tids;
     unsigned char *pool_ok;
@@ -567,7 +568,7 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         !ALLOC(n->gpu_driver, ng) || !ALLOC(n->gpu_cc, ng) || !ALLOC(n->gpu_stack, ng) ||
         !ALLOC(n->classes, n->ccap) || !ALLOC(n->cnames, n->ccap) || !ALLOC(n->cprof, n->ccap) ||
         !ALLOC(n->cforms, n->ccap) || !ALLOC(n->crules, n->ccap) || !ALLOC(n->dstack, n->ccap) ||
-        !ALLOC(n->tenants, nt) || !ALLOC(n->tnames, nt) ||
+        !ALLOC(n->tenants, nt) || !ALLOC(n->tusage, nt) || !ALLOC(n->tnames, nt) ||
         !ALLOC(n->tids, nt) || !ALLOC(n->projects, npj) || !ALLOC(n->pnames, npj) ||
         !ALLOC(n->pids, npj) || !ALLOC(n->jobs, nj) || !ALLOC(n->jids, nj) ||
         !ALLOC(n->jrecovery, nj) || !ALLOC(n->jreason, nj) || !ALLOC(n->places, nu) ||
@@ -578,6 +579,7 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     S->now_us = n->now;
     S->reclaim_cap = n->spol.reclaim_cap;
     S->reclaim_window_s = n->spol.reclaim_window_s;
+    S->borrow_horizon_s = n->spol.half_life_s;
     /* pools */
     if ((rc = store_query(tx, &s, err, "SELECT name FROM pools ORDER BY name", ""))) return rc;
     while ((rc = store_step(s, err)) > 0 && S->npools < np)
@@ -817,12 +819,19 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     /* tenants and projects */
     if (!(n->pool_ok = ar_alloc(n, (size_t)(nt + 1) * (size_t)(S->npools + 1), 1)))
         return gp_err_set(err, GP_ENOMEM, NULL);
-    if ((rc = store_query(tx, &s, err, "SELECT id, name FROM tenants ORDER BY id", ""))) return rc;
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT t.id, t.name, COALESCE(u.recent, 0), COALESCE(u.borrowed, 0),"
+                          " COALESCE(u.at_us, 0) FROM tenants t"
+                          " LEFT JOIN share_usage u ON u.tenant_id = t.id ORDER BY t.id",
+                          "")))
+        return rc;
     while ((rc = store_step(s, err)) > 0 && S->ntenants < nt) {
         int i = S->ntenants++;
         snprintf(n->tids[i], RND_ID_LEN, "%s", store_text(s, 0));
         snprintf(n->tnames[i], 64, "%s", store_text(s, 1));
         n->tenants[i].name = n->tnames[i];
+        n->tusage[i] = (share_usage){store_int(s, 2), store_int(s, 3), store_int(s, 4)};
+        n->tenants[i].recent = share_usage_now(&n->tusage[i], n->now, n->spol.half_life_s);
     }
     store_done(s);
     if (rc < 0) return rc;
@@ -1492,6 +1501,31 @@ static int commit_all(store_t *st, snap *n, const sch_result *r, round_stats *st
     return rc;
 }
 
+/*
+ * Fair use (step 6a): fold each tenant's borrowing since it was last written into its recent
+ * borrowing where what it borrows changed (the round's start figures: what runs).  One short
+ * write transaction, only when something changed.
+ */
+static int record_borrowing(store_t *st, const snap *n, const sch_result *r, gp_err *err) {
+    if (!r->borrowed) return GP_OK;
+    int any = 0;
+    for (int i = 0; i < n->s.ntenants && !any; i++) any = r->borrowed[i] != n->tusage[i].borrowed;
+    if (!any) return GP_OK;
+    store_tx *tx;
+    int rc = store_begin(st, STORE_WRITE, &tx, err);
+    if (rc) return rc;
+    int64_t now = gt_now_us();
+    for (int i = 0; i < n->s.ntenants && !rc; i++)
+        if (r->borrowed[i] != n->tusage[i].borrowed)
+            rc = share_usage_save(tx, n->tids[i], &n->tusage[i], r->borrowed[i], now,
+                                  n->spol.half_life_s, err);
+    if (rc) {
+        store_rollback(tx);
+        return rc;
+    }
+    return store_commit(tx, err);
+}
+
 int sched_run_between(store_t *st, void (*between)(void *arg), void *arg, round_stats *stats,
                       gp_err *err) {
     store_tx *tx;
@@ -1539,6 +1573,10 @@ int sched_run_between(store_t *st, void (*between)(void *arg), void *arg, round_
     /* 3. write: short transactions, every decision guarded against what changed since */
     int committed = 0;
     rc = commit_all(st, &n, &r, stats, &committed, err);
+    if (!rc) { /* (not the round's failure: the next round folds what this one could not) */
+        gp_err e2 = {0};
+        (void)record_borrowing(st, &n, &r, &e2);
+    }
     sch_result_free(&r);
     snap_free(&n);
     stats->read_us = t1 - t0;
@@ -1632,12 +1670,22 @@ static void explain_share(const snap *n, const sch_result *r, const sch_decision
         sscanf(at, "guarantee of %lf", &g) == 1 && (at = strstr(at, "capacity, ")) &&
         sscanf(at, "capacity, %lf", &idle) == 1 && (at = strstr(at, "(needs ")) &&
         sscanf(at, "(needs %lf", &need) == 1) {
-        json_object_set_new(o, "borrow", json_pack("{s:f,s:f,s:f}", "guaranteed_gpus", g,
-                                                   "needs_gpus", need, "idle_gpus", idle));
+        const sch_tenant *tn = &n->tenants[n->projects[j->project].tenant];
+        double recent = (double)(tn->recent / 3600) / 1000.0;
+        json_int_t weight = tn->quota.weight >= 1 ? tn->quota.weight : 1;
+        json_object_set_new(o, "borrow",
+                            json_pack("{s:f,s:f,s:f,s:I,s:f}", "guaranteed_gpus", g, "needs_gpus",
+                                      need, "idle_gpus", idle, "borrow_weight", weight,
+                                      "recent_borrowed_gpu_hours", recent));
         snprintf(note, sizeof note,
                  "it waits to borrow: tenant %s is above its guarantee of %g GPUs, so it runs "
                  "only on idle capacity; it needs %g GPUs, %g are idle to lend now",
                  tenant, g, need, idle);
+        json_array_append_new(notes, json_string(note));
+        snprintf(note, sizeof note,
+                 "idle capacity goes to borrowers by weight and recent borrowing: tenant %s has "
+                 "weight %lld and borrowed %g GPU-hours recently (half-life %llds)",
+                 tenant, (long long)weight, recent, (long long)n->spol.half_life_s);
         json_array_append_new(notes, json_string(note));
     } else if (bd->action == SCH_DO_WAIT_PREEMPT && bd->reclaim) {
         int jobs = 0;

@@ -1500,6 +1500,76 @@ static int owned_now(const st *t, const sch_job *j) {
     return t->guarantees && g != QUOTA_NONE && t->tuse[(size_t)tn * QD__N + QD_GPU_MILLI] <= g;
 }
 
+/* Would j, not charged yet, be borrowed (its tenant's use with it above its guarantee)? */
+static int would_borrow(const st *t, const sch_job *j) {
+    const sch_snapshot *s = t->s;
+    int tn = s->projects[j->project].tenant;
+    return t->guarantees && t->tuse[(size_t)tn * QD__N + QD_GPU_MILLI] +
+                                    sch_demand(s, j, QD_GPU_MILLI) >
+                                gtee(s, tn);
+}
+
+/* Step 6a's key of tenant tn now (share_borrow_key over its use so far this round). */
+static int64_t borrow_key(const st *t, int tn) {
+    const sch_snapshot *s = t->s;
+    const quota_set *q = &s->tenants[tn].quota;
+    int64_t use = t->tuse[(size_t)tn * QD__N + QD_GPU_MILLI], g = gtee(s, tn);
+    share_tenant x = {g, use > g ? use : g, 0, q->weight >= 1 ? q->weight : 1, use, 0,
+                      s->tenants[tn].recent > 0 ? s->tenants[tn].recent : 0};
+    return share_borrow_key(&x, s->borrow_horizon_s > 0 ? s->borrow_horizon_s
+                                                        : SHARE_HALF_LIFE_DEFAULT);
+}
+
+/*
+ * The jobs step 6a set aside, in queue order, as one list per tenant: the next to try is
+ * the head of highest priority, then of the least borrow key, then the first in the queue.
+ */
+typedef struct deferred {
+    int *next;  /* [njobs]: the tenant's next set-aside job, -1 */
+    int *head;  /* [ntenants] */
+    int *tail;  /* [ntenants] */
+    int *order; /* [njobs]: its place in the queue */
+    int any;
+} deferred;
+
+static void defer_push(deferred *df, const sch_snapshot *s, int ji) {
+    int tn = s->projects[s->jobs[ji].project].tenant;
+    df->next[ji] = -1;
+    if (df->tail[tn] < 0) df->head[tn] = ji;
+    else df->next[df->tail[tn]] = ji;
+    df->tail[tn] = ji;
+    df->any = 1;
+}
+
+static int defer_pop(deferred *df, const st *t) {
+    const sch_snapshot *s = t->s;
+    int best = -1;
+    int64_t bkey = 0;
+    for (int tn = 0; tn < s->ntenants; tn++) {
+        int ji = df->head[tn];
+        if (ji < 0) continue;
+        int64_t k = borrow_key(t, tn);
+        if (best >= 0) {
+            const sch_job *a = &s->jobs[ji], *b = &s->jobs[best];
+            if (a->priority != b->priority) {
+                if (a->priority < b->priority) continue;
+            } else if (k != bkey) {
+                if (k > bkey) continue;
+            } else if (df->order[ji] > df->order[best]) {
+                continue;
+            }
+        }
+        best = ji;
+        bkey = k;
+    }
+    if (best >= 0) {
+        int tn = s->projects[s->jobs[best].project].tenant;
+        df->head[tn] = df->next[best];
+        if (df->head[tn] < 0) df->tail[tn] = -1;
+    }
+    return best;
+}
+
 /* ---- preemption ---- */
 
 /* Is v past the reclaim cap (stopped reclaim_cap times within the window)? */
@@ -1795,7 +1865,21 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
     unsigned char *gone = calloc((size_t)s->njobs + 1, 1);
     /* per class: the highest-priority waiting admitted job, for "waiting behind" */
     int *waiting = malloc(sizeof *waiting * (size_t)(s->nclasses + 1));
+    deferred df = {0};
     if (!share || !q || !victims || !gone || !waiting) goto out;
+    if (t.guarantees) {
+        size_t J = (size_t)s->njobs + 1, T = (size_t)s->ntenants + 1;
+        df.next = malloc(sizeof *df.next * J);
+        df.order = malloc(sizeof *df.order * J);
+        df.head = malloc(sizeof *df.head * T);
+        df.tail = malloc(sizeof *df.tail * T);
+        r->borrowed = malloc(sizeof *r->borrowed * T);
+        if (!df.next || !df.order || !df.head || !df.tail || !r->borrowed) goto out;
+        for (int i = 0; i < s->ntenants; i++) {
+            df.head[i] = df.tail[i] = -1;
+            r->borrowed[i] = t.tborrowed[i];
+        }
+    }
     for (int c = 0; c < s->nclasses; c++) waiting[c] = -1;
     shares(&t, share);
     int nq = 0;
@@ -1804,14 +1888,22 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
     if (sort_queue(s, share, q, nq)) goto out;
     if (nq && !(r->d = malloc(sizeof *r->d * (size_t)nq))) goto out; /* one per queued job */
     cap = nq;
-    for (int qi = 0; qi < nq; qi++) {
-        int ji = q[qi];
+    for (int qi = 0;;) {
+        /* the queue in order, then what step 6a set aside, in fair order */
+        int ji, later = qi >= nq;
+        if (!later) ji = q[qi++];
+        else if (!df.any || (ji = defer_pop(&df, &t)) < 0) break;
         const sch_job *j = &s->jobs[ji];
         char why[200];
         int admitted = j->state == SCH_ADMITTED;
         if (!admitted) {
             int hit;
             rcache *e = rc_find(&t, 0, j, -1, t.charges, &hit);
+            if (!hit && !later && would_borrow(&t, j) && admissible(&t, j, why, sizeof why)) {
+                df.order[ji] = qi;
+                defer_push(&df, s, ji); /* borrowers after the owners, in fair order */
+                continue;
+            }
             if (hit || !admissible(&t, j, why, sizeof why) || !borrow_ok(&t, j, why, sizeof why)) {
                 if (!hit) rc_keep(e, 0, j, -1, t.charges, why);
                 sch_decision *d = add(r, &cap, ji, SCH_DO_NOTHING);
@@ -1935,6 +2027,10 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
     rc = t.oom ? -1 : 0;
 out:
     if (rc) sch_result_free(r);
+    free(df.next);
+    free(df.order);
+    free(df.head);
+    free(df.tail);
     free(share);
     free(q);
     free(victims);
@@ -2202,6 +2298,7 @@ void sch_result_free(sch_result *r) {
     if (!r) return;
     for (int i = 0; i < r->n; i++) free(r->d[i].units);
     free(r->d);
+    free(r->borrowed);
     memset(r, 0, sizeof *r);
 }
 

@@ -61,6 +61,14 @@
  *      any tenant has a guarantee, a tenant without one has none (0): all
  *      its work is borrowed.  With no guarantee anywhere, none of this
  *      applies.
+ *   6a. Fair use of idle capacity: a job that would be borrowed is not
+ *      tried in the queue's order but after every job that would not (owned
+ *      work first: what an owner waits for is never lent), among the other
+ *      borrowers by priority (high first), then by its tenant's borrow key
+ *      (share_borrow_key: (recent borrowing, decayed with the half-life, +
+ *      what it borrows now x the horizon) / borrow weight, least first; it
+ *      rises as the round admits the tenant's work, so idle capacity is
+ *      shared out by weight and by recent use), then in queue order.
  *   7. Advance reservations (reserve.h; docs/scheduling.md "Reservations"): a
  *      unit goes only where the snapshot's reservations allow it (rsv_allows):
  *      before a reservation's start, work that would still run then (by its
@@ -157,6 +165,7 @@ typedef struct sch_tenant {
     quota_set quota;
     int64_t card_hours_used; /* milli-hours this month */
     const unsigned char *pool_ok; /* [npools] */
+    int64_t recent;    /* its recent borrowing, milli-GPU-seconds decayed to now (step 6a) */
 } sch_tenant;
 
 typedef struct sch_project {
@@ -228,6 +237,9 @@ typedef struct sch_snapshot {
     int nrsvs;
     const char *const *rsv_names;
     int64_t now_us;
+    /* fair use (step 6a): what borrowing now weighs against recent borrowing, seconds (the
+     * scheduler policy's half-life); <= 0: SHARE_HALF_LIFE_DEFAULT */
+    int64_t borrow_horizon_s;
 } sch_snapshot;
 
 enum {
@@ -258,6 +270,9 @@ typedef struct sch_result {
     sch_decision *d; /* one per pending/admitted job, plus one per victim */
     int n;
     int placed, preempted;
+    int64_t *borrowed; /* [ntenants]: what each tenant borrowed at the round's start (milli,
+                          above its guarantee; step 6), for its recent borrowing; NULL when
+                          no tenant has a guarantee (or from sch_delta) */
 } sch_result;
 
 /* Run one round. Returns 0, or -1 when out of memory. */

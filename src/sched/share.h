@@ -161,14 +161,22 @@ int64_t share_lent(const share_tenant *ts, int n, int i, int64_t capacity);
 typedef struct share_policy {
     int reclaim_cap;          /* 1 .. SHARE_CAP_MAX; default 3 */
     int64_t reclaim_window_s; /* SHARE_WINDOW_MIN .. SHARE_WINDOW_MAX; default 3600 */
+    int64_t half_life_s;      /* fair use (rule 4): the half-life of a tenant's recent
+                                 borrowing, SHARE_HALF_LIFE_MIN .. SHARE_HALF_LIFE_MAX (never 0:
+                                 fair use that silently does nothing is refused); default
+                                 SHARE_HALF_LIFE_DEFAULT */
 } share_policy;
 
 #define SHARE_CAP_MAX 1000
 #define SHARE_WINDOW_MIN 60
 #define SHARE_WINDOW_MAX (30 * 86400)
+#define SHARE_HALF_LIFE_MIN 60
+#define SHARE_HALF_LIFE_MAX (90 * 86400)
+#define SHARE_HALF_LIFE_DEFAULT (6 * 3600)
 
 void share_policy_default(share_policy *p);
-/* Apply the fields `j` names ({"reclaim_cap", "reclaim_window_seconds"}; others refused) to
+/* Apply the fields `j` names ({"reclaim_cap", "reclaim_window_seconds",
+ * "borrow_half_life_seconds"}; others refused) to
  * *p, all or nothing: GP_EINVALID with the reason.  Pure. */
 int share_policy_apply(json_t *j, share_policy *p, gp_err *err);
 json_t *share_policy_json(const share_policy *p); /* new reference */
@@ -187,6 +195,23 @@ int share_job_stops(store_tx *tx, const char *job_id, int64_t since_us, int *sto
  * was stopped by preemption or reclaim since `since_us`.  OUT: *max (0 when none).
  */
 int share_chain_max(store_tx *tx, int64_t since_us, int *max, gp_err *err);
+
+/*
+ * Fair use (rule 4): a tenant's recent borrowing as stored (table share_usage): `recent`
+ * milli-GPU-seconds decayed to `at_us`, and what it borrowed from then on (`borrowed`,
+ * milli).  The scheduler's round writes it when what the tenant borrows changes; readers
+ * decay it to now (share_usage_now).  A tenant without a row has borrowed nothing.
+ */
+typedef struct share_usage {
+    int64_t recent, borrowed, at_us; /* at_us 0: no row */
+} share_usage;
+
+int64_t share_usage_now(const share_usage *u, int64_t now_us, int64_t half_life_s);
+int share_usage_load(store_tx *tx, const char *tenant_id, share_usage *out, gp_err *err);
+/* Fold the span since `was` into recent and record `borrowed` from `now_us` on (a row
+ * changed by another writer since `was` was read is left as it is). */
+int share_usage_save(store_tx *tx, const char *tenant_id, const share_usage *was,
+                     int64_t borrowed, int64_t now_us, int64_t half_life_s, gp_err *err);
 
 /* Is job `job_id` (running) borrowed now?  *borrowed 0 when it is not running. */
 int share_job_borrowed(store_tx *tx, const char *job_id, int *borrowed, gp_err *err);

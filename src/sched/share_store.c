@@ -10,6 +10,7 @@
 #include "share.h"
 
 #include "../core/jsonx.h"
+#include "../core/gtime.h"
 #include "../quota/quota.h"
 
 #include <stdlib.h>
@@ -195,15 +196,57 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
         if (me >= 0) lent = share_lent(st, n + 1, me, capacity);
         free(st);
     }
-    *out = json_pack("{s:o,s:o,s:I,s:o,s:o,s:o,s:b}", "guaranteed_gpus",
+    share_usage u;
+    share_policy pol;
+    if ((rc = share_usage_load(tx, tenant_id, &u, err)) || (rc = share_policy_load(tx, &pol, err)))
+        goto done;
+    int64_t recent = share_usage_now(&u, gt_now_us(), pol.half_life_s);
+    *out = json_pack("{s:o,s:o,s:I,s:o,s:o,s:o,s:f,s:I,s:b}", "guaranteed_gpus",
                      q && q->guarantee != QUOTA_NONE ? gpus(q->guarantee) : json_null(),
                      "kept_gpus", gpus(q && q->guarantee != QUOTA_NONE ? q->kept : 0),
                      "borrow_weight", (json_int_t)(q ? q->weight : 1), "in_use_gpus", gpus(used),
-                     "borrowed_gpus", gpus(borrowed), "lent_gpus", gpus(lent), "applies", any);
+                     "borrowed_gpus", gpus(borrowed), "lent_gpus", gpus(lent),
+                     "recent_borrowed_gpu_hours", (double)(recent / 3600) / 1000.0,
+                     "borrow_half_life_seconds", (json_int_t)pol.half_life_s, "applies", any);
     if (!*out) rc = gp_err_set(err, GP_ENOMEM, NULL);
 done:
     free(ts);
     return rc < 0 ? rc : GP_OK;
+}
+
+/* ---- fair use: recent borrowing ---- */
+
+int64_t share_usage_now(const share_usage *u, int64_t now_us, int64_t half_life_s) {
+    if (u->at_us <= 0) return 0;
+    return share_decay(u->recent, u->at_us, now_us, half_life_s, u->borrowed);
+}
+
+int share_usage_load(store_tx *tx, const char *tenant_id, share_usage *out, gp_err *err) {
+    store_stmt *s;
+    memset(out, 0, sizeof *out);
+    int rc = store_query(tx, &s, err,
+                         "SELECT recent, borrowed, at_us FROM share_usage WHERE tenant_id = ?", "s",
+                         tenant_id);
+    if (rc) return rc;
+    if ((rc = store_step(s, err)) > 0)
+        *out = (share_usage){store_int(s, 0), store_int(s, 1), store_int(s, 2)};
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+int share_usage_save(store_tx *tx, const char *tenant_id, const share_usage *was,
+                     int64_t borrowed, int64_t now_us, int64_t half_life_s, gp_err *err) {
+    share_usage u = {share_usage_now(was, now_us, half_life_s), borrowed, now_us};
+    if (was->at_us <= 0)
+        return store_exec(tx, NULL, err,
+                          "INSERT INTO share_usage (tenant_id, recent, borrowed, at_us)"
+                          " VALUES (?, ?, ?, ?) ON CONFLICT (tenant_id) DO NOTHING",
+                          "siii", tenant_id, u.recent, u.borrowed, u.at_us);
+    /* (written as read: another writer since then wins, and the next round folds again) */
+    return store_exec(tx, NULL, err,
+                      "UPDATE share_usage SET recent = ?, borrowed = ?, at_us = ?"
+                      " WHERE tenant_id = ? AND at_us = ?",
+                      "iiisi", u.recent, u.borrowed, u.at_us, tenant_id, was->at_us);
 }
 
 /* ---- the reclaim cap ---- */
@@ -211,10 +254,12 @@ done:
 void share_policy_default(share_policy *p) {
     p->reclaim_cap = 3;
     p->reclaim_window_s = 3600;
+    p->half_life_s = SHARE_HALF_LIFE_DEFAULT;
 }
 
 int share_policy_apply(json_t *j, share_policy *p, gp_err *err) {
-    static const char *const fields[] = {"reclaim_cap", "reclaim_window_seconds", NULL};
+    static const char *const fields[] = {"reclaim_cap", "reclaim_window_seconds",
+                                         "borrow_half_life_seconds", NULL};
     share_policy n = *p;
     int64_t v;
     int rc, present;
@@ -233,13 +278,21 @@ int share_policy_apply(json_t *j, share_policy *p, gp_err *err) {
                               SHARE_WINDOW_MIN, SHARE_WINDOW_MAX);
         n.reclaim_window_s = v;
     }
+    if ((rc = jx_get_int(j, "borrow_half_life_seconds", 0, &v, &present, err))) return rc;
+    if (present) {
+        if (v < SHARE_HALF_LIFE_MIN || v > SHARE_HALF_LIFE_MAX)
+            return gp_err_set(err, GP_EINVALID, "borrow_half_life_seconds must be %d..%d",
+                              SHARE_HALF_LIFE_MIN, SHARE_HALF_LIFE_MAX);
+        n.half_life_s = v;
+    }
     *p = n;
     return GP_OK;
 }
 
 json_t *share_policy_json(const share_policy *p) {
-    return json_pack("{s:i,s:I}", "reclaim_cap", p->reclaim_cap, "reclaim_window_seconds",
-                     (json_int_t)p->reclaim_window_s);
+    return json_pack("{s:i,s:I,s:I}", "reclaim_cap", p->reclaim_cap, "reclaim_window_seconds",
+                     (json_int_t)p->reclaim_window_s, "borrow_half_life_seconds",
+                     (json_int_t)p->half_life_s);
 }
 
 int share_policy_load(store_tx *tx, share_policy *out, gp_err *err) {

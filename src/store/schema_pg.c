@@ -834,6 +834,16 @@ static const char *const migrations[] = {
     " THEN (labels::jsonb)->>'rack' ELSE '' END,"
     " topo_switch = CASE WHEN jsonb_typeof((labels::jsonb)->'switch') = 'string'"
     " THEN (labels::jsonb)->>'switch' ELSE '' END;",
+    /* 28 (issue 35, item 3): fair use of idle capacity - each tenant's recent borrowing
+     * (milli-GPU-seconds above its guarantee, decayed with the scheduler policy's half-life
+     * to at_us) and what it borrowed from then on (milli), written by the scheduler's round
+     * (src/sched/round.c) when what a tenant borrows changes, read back decayed to now */
+    "CREATE TABLE share_usage ("
+    "  tenant_id TEXT COLLATE \"C\" PRIMARY KEY REFERENCES tenants(id) ON DELETE CASCADE,"
+    "  recent BIGINT NOT NULL DEFAULT 0,"
+    "  borrowed BIGINT NOT NULL DEFAULT 0,"
+    "  at_us BIGINT NOT NULL);"
+    FENCE("share_usage"),
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -779,6 +779,15 @@ static const char *const migrations[] = {
     " THEN json_extract(labels, '$.rack') ELSE '' END,"
     " topo_switch = CASE WHEN json_type(labels, '$.switch') = 'text'"
     " THEN json_extract(labels, '$.switch') ELSE '' END;",
+    /* 28 (issue 35, item 3): fair use of idle capacity - each tenant's recent borrowing
+     * (milli-GPU-seconds above its guarantee, decayed with the scheduler policy's half-life
+     * to at_us) and what it borrowed from then on (milli), written by the scheduler's round
+     * (src/sched/round.c) when what a tenant borrows changes, read back decayed to now */
+    "CREATE TABLE share_usage ("
+    "  tenant_id TEXT PRIMARY KEY REFERENCES tenants(id) ON DELETE CASCADE,"
+    "  recent INTEGER NOT NULL DEFAULT 0,"
+    "  borrowed INTEGER NOT NULL DEFAULT 0,"
+    "  at_us INTEGER NOT NULL);",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -796,6 +796,100 @@ static void guarantees_kept_and_weight(void **state) {
 }
 
 /*
+ * Fair use of idle capacity (sched.h, step 6a): owned work first, then the borrowers by their
+ * borrow key - (recent borrowing + borrowed now x horizon) / weight - so that idle capacity
+ * is shared by weight, and a tenant that borrowed a lot recently yields to those that did not.
+ * The borrowers' jobs are all queued before the others' (blue's first): in queue order blue
+ * alone would take every idle card.
+ */
+static void fair_use_world(world *w, int *cls) {
+    w_init(w);
+    w->nt = 4;
+    w->np = 4;
+    w->tenants[3].name = "gold";
+    for (int p = 0; p < 4; p++) {
+        w->projects[p].tenant = p;
+        w->projects[p].name = p == 0 ? "red-p" : p == 1 ? "blue-p" : p == 2 ? "green-p" : "gold-p";
+    }
+    w_node(w, 8, 0, SCH_WHOLE, 64, 512, 0);
+    w_node(w, 8, 0, SCH_WHOLE, 64, 512, 0);
+    *cls = w_class(w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+    w->tenants[0].quota.guarantee = 10000; /* red: idle, lends 10 */
+    for (int t = 1; t < 4; t++) w->tenants[t].quota.guarantee = 2000;
+    w->s.borrow_horizon_s = 3600;
+}
+
+static int fair_running(const world *w, const sch_result *r, int tn) {
+    int n = 0;
+    for (int i = 0; i < r->n; i++)
+        n += r->d[i].action == SCH_DO_PLACE && w->projects[w->jobs[r->d[i].job].project].tenant == tn;
+    return n;
+}
+
+static void fair_use_by_weight_and_recent(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    int c;
+    /* by weight: blue 1, green 1, gold 2 - each runs its 2 owned, then the 10 idle go about
+     * 1 : 1 : 2 (ties in queue order) */
+    fair_use_world(&w, &c);
+    w.tenants[3].quota.weight = 2;
+    for (int t = 1; t < 4; t++)
+        for (int i = 0; i < 12; i++) w_job(&w, t, c, 1, 100, t * 100 + i);
+    round_ok(&w, &r);
+    assert_int_equal(r.placed, 16);
+    int b = fair_running(&w, &r, 1), g = fair_running(&w, &r, 2), au = fair_running(&w, &r, 3);
+    assert_int_equal(b + g + au, 16);
+    assert_true(au >= 6 && b <= 5 && g <= 5);
+    assert_true(b - g <= 1 && g - b <= 1);
+    assert_non_null(r.borrowed);
+    for (int t = 0; t < 4; t++) assert_int_equal(r.borrowed[t], 0); /* nothing ran before */
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    round_ok(&w, &r); /* settled: what runs is marked, nothing moves */
+    assert_int_equal(r.placed + r.preempted, 0);
+    assert_int_equal(r.borrowed[1] + r.borrowed[2] + r.borrowed[3], 10000);
+    sch_result_free(&r);
+
+    /* by recent borrowing: equal weights, blue borrowed 5 GPUs for an hour (the horizon):
+     * green and gold take the idle cards until they weigh as much, blue gets none */
+    fair_use_world(&w, &c);
+    w.tenants[1].recent = 5000LL * 3600;
+    for (int t = 1; t < 4; t++)
+        for (int i = 0; i < 12; i++) w_job(&w, t, c, 1, 100, t * 100 + i);
+    round_ok(&w, &r);
+    assert_int_equal(fair_running(&w, &r, 1), 2); /* its guarantee only */
+    assert_int_equal(fair_running(&w, &r, 2), 7);
+    assert_int_equal(fair_running(&w, &r, 3), 7);
+    for (int i = 0; i < r.n; i++) /* why blue's borrowed work waits */
+        if (w.projects[w.jobs[r.d[i].job].project].tenant == 1 && r.d[i].action != SCH_DO_PLACE)
+            assert_non_null(strstr(r.d[i].reason, "borrow_limit"));
+    sch_result_free(&r);
+
+    /* priority still comes first among borrowers: blue's high-priority job goes before the
+     * others' borrowing even with its recent use */
+    fair_use_world(&w, &c);
+    w.tenants[1].recent = 5000LL * 3600;
+    for (int t = 1; t < 4; t++)
+        for (int i = 0; i < 12; i++) w_job(&w, t, c, 1, 100, t * 100 + i);
+    int hi = w_job(&w, 1, c, 1, 500, 999);
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, hi)->action, SCH_DO_PLACE);
+    sch_result_free(&r);
+
+    /* owned work first: a borrower's earlier job never takes what a later owner needs */
+    fair_use_world(&w, &c);
+    for (int i = 0; i < 16; i++) w_job(&w, 1, c, 1, 100, i);  /* blue: 2 owned, 14 would borrow */
+    int own[10];
+    for (int i = 0; i < 10; i++) own[i] = w_job(&w, 0, c, 1, 100, 1000 + i); /* red, owned */
+    round_ok(&w, &r);
+    for (int i = 0; i < 10; i++) assert_int_equal(dec(&r, own[i])->action, SCH_DO_PLACE);
+    assert_int_equal(fair_running(&w, &r, 1), 6); /* its 2 and the 4 nobody is owed */
+    sch_result_free(&r);
+}
+
+/*
  * The reclaim cap (sched.h, step 6): a borrowed job stopped reclaim_cap times within the
  * window (sch_job.stops, counted from the store) is never a reclaim victim; the owner waits
  * with "reclaim_capped" and nobody is stopped.  Below the cap, reclaim goes on as before and
@@ -1499,6 +1593,7 @@ int main(void) {
         cmocka_unit_test(property_random_clusters),
         cmocka_unit_test(guarantees_borrow_and_reclaim),
         cmocka_unit_test(guarantees_kept_and_weight),
+        cmocka_unit_test(fair_use_by_weight_and_recent),
         cmocka_unit_test(guarantees_reclaim_cap),
         cmocka_unit_test(guarantees_property_no_loops),
         cmocka_unit_test(reservation_named_nodes),
