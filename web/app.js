@@ -312,6 +312,21 @@ async function viewOverview(body) {
     h('div', { class: 'card' }, h('div', { class: 'stat-label' }, l), h('div', { class: 'stat' }, fmt(v))))));
   body.appendChild(h('h3', {}, 'Quota'));
   body.appendChild(h('div', { id: 'ov-quota' }, quotaTable(o.quota)));
+  if (o.share && o.share.applies) {
+    // its guaranteed share: its own figures only, never who borrows from it
+    const s = o.share, gpus = (v) => (v === null || v === undefined ? 'none' : fmt(v, 3));
+    body.appendChild(h('h3', {}, 'Guaranteed share'));
+    body.appendChild(h('div', { id: 'ov-share' }, table(null, [
+      { label: 'Figure', get: (r) => r[0] }, { label: 'GPUs', num: true, get: (r) => r[1] }], [
+      ['Guaranteed (entitled whenever asked)', gpus(s.guaranteed_gpus)],
+      ['Kept from lending', gpus(s.kept_gpus)],
+      ['In use', gpus(s.in_use_gpus)],
+      ['Borrowed (above the guarantee, preemptible)', gpus(s.borrowed_gpus)],
+      ['Lent to others (of the idle guarantee)', gpus(s.lent_gpus)],
+      ['Borrowed recently (GPU-hours, half-life ' + fmt(s.borrow_half_life_seconds / 3600, 2) + ' h)',
+       fmt(s.recent_borrowed_gpu_hours, 3)],
+      ['Weight among borrowers', fmt(s.borrow_weight)]])));
+  }
   if (o.accelerators && o.accelerators.length) {
     body.appendChild(h('h3', {}, 'Held now, by vendor'));
     body.appendChild(h('div', { id: 'ov-accel' }, table(null, [

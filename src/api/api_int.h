@@ -24,6 +24,7 @@
 #include "../auth/auth.h"
 #include "../core/err.h"
 #include "../core/rand.h"
+#include "../quota/quota.h"
 #include "../store/store.h"
 #include "api.h"
 #include "router.h"
@@ -503,6 +504,18 @@ int h_quota_get(api_ctx *c, gp_err *err);
 int h_quota_put(api_ctx *c, gp_err *err);
 /* PATCH …/quota: change only the ceilings the body names (null lifts one). */
 int h_quota_patch(api_ctx *c, gp_err *err);
+/*
+ * The change of the request's tenant or project quota (h_job.c): `body` parsed whole (PUT)
+ * or merged over the stored quota (`patch`), checked against the tenant's other ceilings,
+ * saved; OUT: *next.  Sets the dry run's not_sensitive (only a raise of a tenant's waits for
+ * approval), the audit summary (from, to) and the scheduler's wake on commit; the caller
+ * replies (not on a dry run).
+ */
+int api_quota_change(api_ctx *c, json_t *body, int patch, quota_set *next, gp_err *err);
+/* guaranteed shares (h_share.c) */
+int h_share_get(api_ctx *c, gp_err *err);
+int h_share_patch(api_ctx *c, gp_err *err);
+int h_share_list(api_ctx *c, gp_err *err);
 int h_prio_list(api_ctx *c, gp_err *err);
 int h_prio_get(api_ctx *c, gp_err *err);
 int h_prio_create(api_ctx *c, gp_err *err);

@@ -361,23 +361,31 @@ static int quota_consistent(store_tx *tx, const api_scope *sc, int project, cons
  * (quota_patch()), read in the write transaction so concurrent patches all apply.  A
  * tenant's is a sensitive route (tenant.quota.raise): only a change that raises a ceiling
  * waits for approval; the dry run says when it does not (not_sensitive). */
-static int quota_write(api_ctx *c, int patch, gp_err *err) {
-    quota_set cur, next;
+int api_quota_change(api_ctx *c, json_t *body, int patch, quota_set *next, gp_err *err) {
+    quota_set cur;
     int project = c->sc.has_project;
     const char *pid = project ? c->sc.p.id : NULL;
-    api_target(c->r, "quota", project ? c->sc.p.name : c->sc.t.name, NULL, NULL);
     int rc = quota_load(c->tx, c->sc.t.id, pid, &cur, err);
-    if (!rc) rc = patch ? quota_patch(&cur, c->body, &next, err) : quota_parse(c->body, &next, err);
-    if (!rc) rc = quota_consistent(c->tx, &c->sc, project, &next, err);
-    if (!rc) rc = quota_save(c->tx, c->sc.t.id, pid, &next, err);
+    if (!rc) rc = patch ? quota_patch(&cur, body, next, err) : quota_parse(body, next, err);
+    if (!rc) rc = quota_consistent(c->tx, &c->sc, project, next, err);
+    if (!rc) rc = quota_save(c->tx, c->sc.t.id, pid, next, err);
     if (rc) return rc;
     if (c->dry_run) {
-        c->not_sensitive = project || !quota_raises(&cur, &next);
+        c->not_sensitive = project || !quota_raises(&cur, next);
         c->summary = json_incref(c->body);
         return GP_OK;
     }
-    c->summary = json_pack("{s:o,s:o}", "from", quota_json(&cur), "to", quota_json(&next));
+    c->summary = json_pack("{s:o,s:o}", "from", quota_json(&cur), "to", quota_json(next));
     c->on_commit = kick; /* new ceilings apply to the next admissions at once */
+    return GP_OK;
+}
+
+static int quota_write(api_ctx *c, int patch, gp_err *err) {
+    quota_set next;
+    int project = c->sc.has_project;
+    api_target(c->r, "quota", project ? c->sc.p.name : c->sc.t.name, NULL, NULL);
+    int rc = api_quota_change(c, c->body, patch, &next, err);
+    if (rc || c->dry_run) return rc;
     return quota_reply(c, &next, err);
 }
 

@@ -379,6 +379,15 @@ const api_route api_routes[] = {
     DECLARED_SENSITIVE("PATCH", T "/quota", h_quota_patch, "quota.tenant.change",
                        ROUTE_MUTATES | ROUTE_BODY, SC_TENANT, ACT_QUOTA_TENANT_SET,
                        "tenant.quota.raise"),
+    /* guaranteed shares (h_share.c): the guarantee fields of the tenant's quota, with what it
+     * uses, borrows and lends; raising one is sensitive as raising a ceiling is */
+    DECLARED("GET", "/api/v1/shares", h_share_list, "share.list", 0, SC_SIGNED_IN, API_ACT_NONE,
+             API_TX_READ),
+    DECLARED("GET", T "/shares", h_share_get, "share.get", 0, SC_TENANT, ACT_TENANT_READ,
+             API_TX_READ),
+    DECLARED_SENSITIVE("PATCH", T "/shares", h_share_patch, "share.change",
+                       ROUTE_MUTATES | ROUTE_BODY, SC_TENANT, ACT_QUOTA_TENANT_SET,
+                       "tenant.quota.raise"),
     DECLARED("GET", P "/quota", h_quota_get, "quota.get", 0, SC_PROJECT, ACT_PROJECT_READ,
              API_TX_READ),
     DECLARED("PUT", P "/quota", h_quota_put, "quota.project.change", ROUTE_MUTATES | ROUTE_BODY,

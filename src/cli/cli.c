@@ -323,7 +323,7 @@ void cli_set_context(const char *tenant, const char *project) {
  * tenant's side (member, user), and the context never changes what is shown or granted. */
 static int scoped_verb(const char *verb) {
     static const char *const nouns[] = {"app ", "endpoint ", "job ", "kb ", "key ", "model ",
-                                        "project ", "quota ", "usage records",
+                                        "project ", "quota ", "share show", "share set", "usage records",
                                         "usage serving-cost", "billing ", NULL};
     for (const char *const *n = nouns; *n; n++)
         if (strncmp(verb, *n, strlen(*n)) == 0) return 1;

@@ -206,6 +206,7 @@ int cli_cmd_job(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_reservation(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_binding(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_quota(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_share(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_priority(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_model(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_endpoint(cli_ctx *ctx, int argc, char **argv);

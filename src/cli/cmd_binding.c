@@ -25,7 +25,7 @@ static int b_list(cli_ctx *ctx, int argc, char **argv) {
                                        {0, 0, 0, 0}};
     static const char *const names[] = {"gpu", "job", "tenant", "at", "node"};
     static const char *const cols[] = {"job_name", "unit", "gpu", "node", "form", "share",
-                                       "tenant", "project", "start", "end", "end_reason", NULL};
+                                       "tenant", "project", "start", "end", "end_reason", "borrowed", NULL};
     const char *vals[5] = {0};
     int c, rc = 0;
     optind = 0;

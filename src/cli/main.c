@@ -76,6 +76,7 @@ static const struct {
     {"reservation", cli_cmd_reservation, NEEDS_CLIENT | HAS_VERBS, "advance reservations and maintenance windows"},
     {"binding", cli_cmd_binding, NEEDS_CLIENT | HAS_VERBS, "which job held which GPU, and when"},
     {"quota", cli_cmd_quota, NEEDS_CLIENT | HAS_VERBS, "tenant and project ceilings"},
+    {"share", cli_cmd_share, NEEDS_CLIENT | HAS_VERBS, "guaranteed shares: guarantee, borrowing, lending"},
     {"priority", cli_cmd_priority, NEEDS_CLIENT | HAS_VERBS, "priority classes and who may use them"},
     {"model", cli_cmd_model, NEEDS_CLIENT | HAS_VERBS, "a tenant's model services"},
     {"endpoint", cli_cmd_endpoint, NEEDS_CLIENT | HAS_VERBS, "where a model service is served"},

@@ -6,6 +6,7 @@
 
 #include "compat.h"
 #include "reservations.h"
+#include "share.h"
 
 #include "../audit/audit.h"
 #include "../core/gtime.h"
@@ -386,6 +387,28 @@ static int bind_rows(store_stmt *s, json_t **items, gp_err *err) {
     return GP_OK;
 }
 
+/* bind_rows, and each open binding's `borrowed`: whether its job runs above its tenant's
+ * guarantee now (share_open_marks; read after the rows: one statement at a time) */
+static int marked_rows(store_tx *tx, store_stmt *s, json_t **items, gp_err *err) {
+    json_t *arr = NULL;
+    int rc = bind_rows(s, &arr, err);
+    if (rc) return rc;
+    json_t *marks = NULL, *o;
+    size_t i;
+    if ((rc = share_open_marks(tx, &marks, err))) {
+        json_decref(arr);
+        return rc;
+    }
+    json_array_foreach(arr, i, o) {
+        if (!json_is_null(json_object_get(o, "end"))) continue;
+        const char *job = json_string_value(json_object_get(o, "job"));
+        json_object_set_new(o, "borrowed", json_boolean(json_is_true(json_object_get(marks, job))));
+    }
+    json_decref(marks);
+    *items = arr;
+    return GP_OK;
+}
+
 int bind_list(store_tx *tx, const char *gpu, const char *job, const char *tenant_id,
               int64_t at, json_t **items, gp_err *err) {
     store_stmt *s;
@@ -397,7 +420,7 @@ int bind_list(store_tx *tx, const char *gpu, const char *job, const char *tenant
                          " ORDER BY b.start_us DESC, b.unit, b.id LIMIT 5000",
                          "sssssssiii", gpu, gpu, gpu, job, job, tenant_id, tenant_id, at, at, at);
     if (rc) return rc;
-    return bind_rows(s, items, err);
+    return marked_rows(tx, s, items, err);
 }
 
 int64_t jobs__month_start(int64_t now, char month[16]) {
@@ -537,7 +560,7 @@ int bind_list_node(store_tx *tx, const char *node, int64_t at, json_t **items, g
                          " ORDER BY b.tenant, b.project, b.job_id, b.unit LIMIT 5000",
                          "siii", node, at, at, at);
     if (rc) return rc;
-    return bind_rows(s, items, err);
+    return marked_rows(tx, s, items, err);
 }
 
 /* ---- workloads on the nodes ---- */

@@ -1316,8 +1316,8 @@ static int commit_place(store_tx *tx, const snap *n, const sch_decision *d, cons
     if (!rc) sched_metrics_observe_place(n->tnames[p->tenant], pclass, n->now - j->submit_us);
     if (!rc)
         rc = audit_job(tx, n, d->job, "job.place",
-                       json_pack("{s:s,s:s,s:i}", "class", c->name, "nodes", nodes.buf, "units",
-                                 j->units),
+                       json_pack("{s:s,s:s,s:i,s:b}", "class", c->name, "nodes", nodes.buf,
+                                 "units", j->units, "borrowed", d->borrowed),
                        err);
     sb_release(&nodes);
     return rc;
@@ -1502,28 +1502,85 @@ static int commit_all(store_t *st, snap *n, const sch_result *r, round_stats *st
 }
 
 /*
- * Fair use (step 6a): fold each tenant's borrowing since it was last written into its recent
- * borrowing where what it borrows changed (the round's start figures: what runs).  One short
- * write transaction, only when something changed.
+ * What each tenant lends (share_lent, as the overview counts it) with running work `use`
+ * (GPU milli per tenant): OUT lent[ntenants].  `ts` is scratch of ntenants.
  */
-static int record_borrowing(store_t *st, const snap *n, const sch_result *r, gp_err *err) {
+static void lent_by(const snap *n, const int64_t *use, share_tenant *ts, int64_t *lent) {
+    int64_t capacity = 0;
+    for (int g = 0; g < n->s.ngpus; g++) capacity += n->gpus[g].allocatable ? 1000 : 0;
+    for (int i = 0; i < n->s.ntenants; i++) {
+        const quota_set *q = &n->tenants[i].quota;
+        int64_t g = q->guarantee == QUOTA_NONE ? 0 : q->guarantee;
+        ts[i] = (share_tenant){g, g, q->guarantee == QUOTA_NONE ? 0 : q->kept, 1, use[i], 0, 0};
+    }
+    for (int i = 0; i < n->s.ntenants; i++) lent[i] = share_lent(ts, n->s.ntenants, i, capacity);
+}
+
+/*
+ * After a round, while some tenant has a guarantee (r->borrowed set):
+ *  - fair use (step 6a): fold each tenant's borrowing since it was last written into its
+ *    recent borrowing where what it borrows changed (the round's start figures: what runs);
+ *  - lending is audited: a tenant whose idle guarantee this round's borrowed placements
+ *    lend more of gets `share.lend` in its own trail ({from, to} GPUs lent; never to whom:
+ *    the borrower's `job.place` says `borrowed`).
+ * One short write transaction, only when something changed.
+ */
+static int record_shares(store_t *st, const snap *n, const sch_result *r, gp_err *err) {
     if (!r->borrowed) return GP_OK;
-    int any = 0;
-    for (int i = 0; i < n->s.ntenants && !any; i++) any = r->borrowed[i] != n->tusage[i].borrowed;
-    if (!any) return GP_OK;
-    store_tx *tx;
-    int rc = store_begin(st, STORE_WRITE, &tx, err);
-    if (rc) return rc;
+    int T = n->s.ntenants, any = 0, lends = 0;
+    for (int i = 0; i < T && !any; i++) any = r->borrowed[i] != n->tusage[i].borrowed;
+    for (int i = 0; i < r->n && !lends; i++) lends = r->d[i].action == SCH_DO_PLACE && r->d[i].borrowed;
+    if (!any && !lends) return GP_OK;
+    int64_t *before = calloc((size_t)T + 1, sizeof *before), *after = calloc((size_t)T + 1, sizeof *after);
+    int64_t *lb = calloc((size_t)T + 1, sizeof *lb), *la = calloc((size_t)T + 1, sizeof *la);
+    share_tenant *ts = calloc((size_t)T + 1, sizeof *ts);
+    store_tx *tx = NULL;
+    int rc = !before || !after || !lb || !la || !ts ? gp_err_set(err, GP_ENOMEM, NULL) : GP_OK;
+    if (!rc && lends) {
+        for (int i = 0; i < n->s.njobs; i++) {
+            const sch_job *j = &n->jobs[i];
+            if (j->state == SCH_RUNNING)
+                before[n->projects[j->project].tenant] += sch_demand(&n->s, j, QD_GPU_MILLI);
+        }
+        memcpy(after, before, sizeof *after * (size_t)T);
+        for (int i = 0; i < r->n; i++) {
+            const sch_decision *d = &r->d[i];
+            const sch_job *j = &n->jobs[d->job];
+            int sign = d->action == SCH_DO_PLACE ? 1 : d->action == SCH_DO_PREEMPT ? -1 : 0;
+            after[n->projects[j->project].tenant] += sign * sch_demand(&n->s, j, QD_GPU_MILLI);
+        }
+        lent_by(n, before, ts, lb);
+        lent_by(n, after, ts, la);
+    }
+    if (!rc) rc = store_begin(st, STORE_WRITE, &tx, err);
     int64_t now = gt_now_us();
-    for (int i = 0; i < n->s.ntenants && !rc; i++)
+    for (int i = 0; i < T && !rc; i++) {
         if (r->borrowed[i] != n->tusage[i].borrowed)
             rc = share_usage_save(tx, n->tids[i], &n->tusage[i], r->borrowed[i], now,
                                   n->spol.half_life_s, err);
-    if (rc) {
-        store_rollback(tx);
-        return rc;
+        if (!rc && lends && la[i] > lb[i]) {
+            json_t *sum = json_pack("{s:f,s:f}", "from", (double)lb[i] / 1000.0, "to",
+                                    (double)la[i] / 1000.0);
+            char *text = sum ? jx_dump(sum) : NULL;
+            json_decref(sum);
+            audit_event ev = {.actor = "scheduler", .action = "share.lend",
+                              .target_type = "share", .target_id = n->tnames[i],
+                              .tenant = n->tnames[i], .project = "", .result = "ok",
+                              .summary = text};
+            rc = text ? audit_append(tx, &ev, NULL, err) : gp_err_set(err, GP_ENOMEM, NULL);
+            free(text);
+        }
     }
-    return store_commit(tx, err);
+    if (tx) {
+        if (rc) store_rollback(tx);
+        else rc = store_commit(tx, err);
+    }
+    free(before);
+    free(after);
+    free(lb);
+    free(la);
+    free(ts);
+    return rc;
 }
 
 int sched_run_between(store_t *st, void (*between)(void *arg), void *arg, round_stats *stats,
@@ -1575,7 +1632,7 @@ int sched_run_between(store_t *st, void (*between)(void *arg), void *arg, round_
     rc = commit_all(st, &n, &r, stats, &committed, err);
     if (!rc) { /* (not the round's failure: the next round folds what this one could not) */
         gp_err e2 = {0};
-        (void)record_borrowing(st, &n, &r, &e2);
+        (void)record_shares(st, &n, &r, &e2);
     }
     sch_result_free(&r);
     snap_free(&n);

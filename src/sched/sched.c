@@ -1928,6 +1928,7 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
                 goto out;
             }
             d->units = units;
+            d->borrowed = t.guarantees && !owned_now(&t, j);
             snprintf(d->reason, sizeof d->reason, "placed");
             r->placed++;
             continue;

@@ -255,7 +255,8 @@ typedef struct sch_decision {
     int action;
     int by;             /* SCH_DO_PREEMPT: the preemptor's index */
     int reclaim;        /* SCH_DO_PREEMPT / SCH_DO_WAIT_PREEMPT: for a guarantee (step 6) */
-    int borrowed;       /* SCH_DO_PREEMPT: the victim ran above its tenant's guarantee */
+    int borrowed;       /* SCH_DO_PREEMPT: the victim ran above its tenant's guarantee;
+                           SCH_DO_PLACE: placed above it (borrowed, step 6; sch_round only) */
     int capped;         /* a job its guarantee covers that finds no place: how many borrowed
                            jobs, past the reclaim cap, reclaim would otherwise stop for it
                            (its reason says "reclaim_capped"); else 0 */

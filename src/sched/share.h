@@ -213,6 +213,12 @@ int share_usage_load(store_tx *tx, const char *tenant_id, share_usage *out, gp_e
 int share_usage_save(store_tx *tx, const char *tenant_id, const share_usage *was,
                      int64_t borrowed, int64_t now_us, int64_t half_life_s, gp_err *err);
 
+/*
+ * Every running job's mark now, for the bindings' views: *out {job id: true (borrowed) |
+ * false}, the jobs with open bindings (empty when no tenant has a guarantee).  The caller's.
+ */
+int share_open_marks(store_tx *tx, json_t **out, gp_err *err);
+
 /* Is job `job_id` (running) borrowed now?  *borrowed 0 when it is not running. */
 int share_job_borrowed(store_tx *tx, const char *job_id, int *borrowed, gp_err *err);
 

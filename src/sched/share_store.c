@@ -109,6 +109,53 @@ int share_job_borrowed(store_tx *tx, const char *job_id, int *borrowed, gp_err *
     return rc < 0 ? rc : GP_OK;
 }
 
+int share_open_marks(store_tx *tx, json_t **out, gp_err *err) {
+    store_stmt *s;
+    tq *ts;
+    int n, any, rc;
+    *out = NULL;
+    if ((rc = load_quotas(tx, &ts, &n, &any, err))) return rc;
+    json_t *marks = json_object();
+    if (!marks) {
+        free(ts);
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    }
+    if (!any) {
+        free(ts);
+        *out = marks;
+        return GP_OK;
+    }
+    /* per tenant, its running jobs in start order: share_mark, one job at a time */
+    rc = store_query(tx, &s, err,
+                     "SELECT b.tenant_id, j.id, SUM(b.weight_milli) FROM bindings b"
+                     " JOIN jobs j ON j.id = b.job_id WHERE b.end_us IS NULL"
+                     " GROUP BY b.tenant_id, j.id, j.started_at"
+                     " ORDER BY b.tenant_id, COALESCE(j.started_at, 0), j.id",
+                     "");
+    if (!rc) {
+        char tenant[64] = "";
+        int64_t cum = 0, g = 0;
+        while ((rc = store_step(s, err)) > 0) {
+            if (strcmp(tenant, store_text(s, 0))) {
+                snprintf(tenant, sizeof tenant, "%s", store_text(s, 0));
+                const quota_set *q = find_quota(ts, n, tenant);
+                g = q ? gtee_of(q) : 0;
+                cum = 0;
+            }
+            cum += store_int(s, 2);
+            json_object_set_new(marks, store_text(s, 1), json_boolean(cum > g));
+        }
+        store_done(s);
+    }
+    free(ts);
+    if (rc < 0) {
+        json_decref(marks);
+        return rc;
+    }
+    *out = marks;
+    return GP_OK;
+}
+
 /* What `tenant_id` borrows: its running jobs in start order, share_mark over the guarantee. */
 static int tenant_borrowed(store_tx *tx, const char *tenant_id, int64_t g, int64_t *out,
                            gp_err *err) {

@@ -142,6 +142,9 @@ async function labelled(page, where) {
   const quota = await text(page, '#ov-quota');
   check(quota.includes('CPUs') && quota.includes(String(cfg.a.cpus)), `the overview shows the CPU ceiling ${cfg.a.cpus}`);
   check(quota.includes('Concurrent jobs'), 'the overview lists the quota dimensions');
+  const share = await text(page, '#ov-share');
+  check(/Guaranteed \(entitled whenever asked\)\s+2\b/.test(share) && share.includes('Borrowed (above the guarantee'),
+        `the overview shows the guaranteed share: ${share}`);
   const ovJobs = await text(page, '#ov-jobs');
   check(ovJobs.includes(cfg.a.hold_job) && ovJobs.includes('running'), 'the overview lists the running job');
   check((await text(page, '#ov-stats')).includes('Card-hours this month'), 'the overview shows this month\'s usage');

@@ -86,7 +86,7 @@ api POST /api/v1/tenants/tenant-cobalt/projects '{"name":"cobalt-web"}'
 assert_status 201
 # A: at most 3 GPUs (amber-train's hold job takes 2, amber-eval's job 1), 777 CPUs,
 # 4321 GiB: figures B must never see
-api PUT /api/v1/tenants/tenant-amber/quota '{"gpus":3,"cpus":777,"memory_gib":4321,"concurrent_jobs":20}'
+api PUT /api/v1/tenants/tenant-amber/quota '{"gpus":3,"guaranteed_gpus":2,"cpus":777,"memory_gib":4321,"concurrent_jobs":20}'
 assert_status 200
 api PUT /api/v1/tenants/tenant-amber/projects/amber-train/quota '{"gpus":2,"cpus":700,"memory_gib":4321,"concurrent_jobs":20}'
 assert_status 200

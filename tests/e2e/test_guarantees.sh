@@ -89,6 +89,48 @@ gp -o json quota show --tenant blue
 assert_rc 0
 assert_json '"\(.gpus) \(.guaranteed_gpus) \(.kept_gpus) \(.borrow_weight)"' "8 4 0 2" "$OUT_FILE"
 
+note "shares: the guarantee fields through their own routes and gpupool share"
+gp -o json share show --tenant blue
+assert_rc 0
+assert_json '"\(.tenant) \(.guaranteed_gpus) \(.kept_gpus) \(.borrow_weight) \(.ceiling_gpus) \(.applies)"' \
+    "blue 4 0 2 8 true" "$OUT_FILE"
+gp -o json share set --tenant blue --kept-gpus 1 --borrow-weight 3
+assert_rc 0
+assert_json '"\(.kept_gpus) \(.borrow_weight) \(.guaranteed_gpus)"' "1 3 4" "$OUT_FILE"
+gp -o json quota show --tenant blue # the same fields as the quota's
+assert_json '"\(.kept_gpus) \(.borrow_weight)"' "1 3" "$OUT_FILE"
+gp share set --tenant blue --guaranteed-gpus 9
+assert_rc 1
+assert_one_line_error
+assert_file_contains "$ERR_FILE" "guaranteed_gpus 9 exceeds the gpus ceiling 8"
+gp share set --tenant blue
+assert_rc 2
+assert_file_contains "$ERR_FILE" "give at least one of"
+api PATCH /api/v1/tenants/blue/shares '{"gpus": 3}'
+assert_status 400
+assert_json .error.message "unknown field 'gpus'" "$BODY_FILE"
+api PATCH /api/v1/tenants/blue/shares '{}'
+assert_status 400
+as "$BA" share set --tenant blue --guaranteed-gpus 6
+assert_denied 403
+as "$BA" -o json share show --tenant blue
+assert_rc 0
+assert_json '"\(.kept_gpus) \(.borrow_weight)"' "1 3" "$OUT_FILE" # nothing changed
+gp -o json share set --tenant blue --kept-gpus none --borrow-weight 2 --ceiling-gpus 8
+assert_rc 0
+gp -o json audit list --action share.change
+assert_rc 0
+assert_json '[.items[] | select(.status == 200)] | length' 2 "$OUT_FILE"
+assert_json '[.items[] | select(.status == 200)] | last | .summary.to.borrow_weight' 2 "$OUT_FILE"
+gp -o json share list
+assert_rc 0
+assert_json '[.items[] | .tenant] | (index("red") != null and index("blue") != null)' true "$OUT_FILE"
+as "$BA" -o json share list
+assert_rc 0
+assert_json '[.items[] | .tenant] | join(",")' "blue" "$OUT_FILE"
+as "$BA" share show --tenant red
+assert_denied 403 404
+
 # sub TOKEN TENANT NAME: a 1-GPU sleeping job; JID
 sub() {
     as "$1" -o json job submit --tenant "$2" --project p "$3" --class a100.1x -- "$BIN/gsleep" 600
@@ -122,6 +164,25 @@ for i in 0 1 2 3 4 5 6 7; do
     BORROWED+="$(jout .borrowed)"
 done
 assert_eq "$BORROWED" "falsefalsefalsefalsetruetruetruetrue" "blue's jobs above its guarantee are borrowed"
+gp -o json binding list --tenant blue
+assert_rc 0
+assert_json '"\([.items[] | select(.borrowed == true)] | length) \([.items[] | select(.borrowed == false)] | length)"' \
+    "4 4" "$OUT_FILE"
+assert_json "[.items[] | select(.borrowed == true) | .job] | sort | join(\",\")" \
+    "$(printf '%s\n' "${BL[4]}" "${BL[5]}" "${BL[6]}" "${BL[7]}" | sort | paste -sd,)" "$OUT_FILE"
+note "lending is audited in the lender's trail, borrowing in the borrower's"
+gp -o json audit list --action share.lend
+assert_rc 0
+assert_json '[.items[] | .tenant] | unique | join(",")' "red" "$OUT_FILE"
+assert_json '.items | last | .summary.to' 4 "$OUT_FILE"
+assert_file_lacks "$OUT_FILE" "blue"
+gp -o json audit list --action job.place --tenant blue
+assert_rc 0
+assert_json '[.items[] | select(.summary.borrowed == true) | .target.id] | sort | join(",")' \
+    "$(printf '%s\n' "${BL[4]}" "${BL[5]}" "${BL[6]}" "${BL[7]}" | sort | paste -sd,)" "$OUT_FILE"
+as "$BA" -o json audit list --tenant blue --action share.lend
+assert_rc 0
+assert_json '.items | length' 0 "$OUT_FILE"
 as "$BA" -o json tenant overview blue
 assert_rc 0
 assert_json '"\(.share.guaranteed_gpus) \(.share.in_use_gpus) \(.share.borrowed_gpus) \(.share.lent_gpus) \(.share.applies)"' \
