@@ -208,10 +208,10 @@ int cli_usage_report(cli_ctx *ctx, int argc, char **argv, const char *verb,
         /* the same columns as the CSV, aligned */
         char *t = meter_report_csv(rep);
         json_t *items = json_array();
-        const char *cols[24];
+        const char *cols[32];
         int nc = 0;
         char *line = t ? strtok(t, "\r\n") : NULL;
-        for (char *q = line; q && nc < 23;) {
+        for (char *q = line; q && nc < 31;) {
             cols[nc++] = q;
             q = strchr(q, ',');
             if (q) *q++ = '\0';
@@ -248,10 +248,13 @@ int cli_usage_report(cli_ctx *ctx, int argc, char **argv, const char *verb,
                    json_string_value(json_object_get(rep, "currency")));
         json_t *cap = json_object_get(rep, "capacity");
         if (cap)
-            printf("capacity: %.3f card-hours, allocated %.3f, idle %.3f\n",
+            printf("capacity: %.3f card-hours, allocated %.3f, idle %.3f (cost %.2f %s, the "
+                   "platform's: not in the total)\n",
                    json_number_value(json_object_get(cap, "card_hours")),
                    json_number_value(json_object_get(cap, "allocated")),
-                   json_number_value(json_object_get(cap, "idle")));
+                   json_number_value(json_object_get(cap, "idle")),
+                   json_number_value(json_object_get(cap, "idle_cost")),
+                   json_string_value(json_object_get(rep, "currency")));
         free(t);
     }
     json_decref(rep);

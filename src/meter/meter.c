@@ -29,8 +29,8 @@ static int price_arg(json_t *o, const char *key, double max, double *out, gp_err
 }
 
 int meter_card_parse(json_t *spec, meter_rate_card *out, gp_err *err) {
-    static const char *const fields[] = {"effective_from", "currency", "card_hour", "tokens", "note",
-                                         NULL};
+    static const char *const fields[] = {"effective_from", "currency", "card_hour", "tokens",
+                                         "cpu_hour", "memory_gib_hour", "note", NULL};
     static const char *const pfields[] = {"model", "vendor", "form", "price", NULL};
     static const char *const tfields[] = {"model", "input", "output", NULL};
     memset(out, 0, sizeof *out);
@@ -45,6 +45,10 @@ int meter_card_parse(json_t *spec, meter_rate_card *out, gp_err *err) {
                 cur[2] < 'A' || cur[2] > 'Z'))
         rc = gp_err_set(err, GP_EINVALID, "currency must be an ISO 4217 code such as EUR");
     if (!rc) rc = jx_get_str(spec, "note", 0, &note, err);
+    if (!rc && json_object_get(spec, "cpu_hour"))
+        rc = price_arg(spec, "cpu_hour", METER_MAX_HOST_PRICE, &out->cpu_hour, err);
+    if (!rc && json_object_get(spec, "memory_gib_hour"))
+        rc = price_arg(spec, "memory_gib_hour", METER_MAX_HOST_PRICE, &out->memory_gib_hour, err);
     if (rc) return rc;
     snprintf(out->currency, sizeof out->currency, "%s", cur);
     json_t *ch = json_object_get(spec, "card_hour"), *tk = json_object_get(spec, "tokens");
@@ -110,8 +114,9 @@ json_t *meter_card_json(const meter_rate_card *c) {
     for (int i = 0; i < c->ntok; i++)
         json_array_append_new(tk, json_pack("{s:s,s:f,s:f}", "model", c->tok[i].model, "input",
                                             c->tok[i].input, "output", c->tok[i].output));
-    return json_pack("{s:i,s:o,s:s,s:o,s:o}", "version", c->version, "effective_from",
-                     jx_time(c->effective_us), "currency", c->currency, "card_hour", ch, "tokens", tk);
+    return json_pack("{s:i,s:o,s:s,s:o,s:o,s:f,s:f}", "version", c->version, "effective_from",
+                     jx_time(c->effective_us), "currency", c->currency, "card_hour", ch, "tokens", tk,
+                     "cpu_hour", c->cpu_hour, "memory_gib_hour", c->memory_gib_hour);
 }
 
 /* "mig:3g.40gb" -> "mig" */

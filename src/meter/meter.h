@@ -37,6 +37,8 @@
 /* Bounds on prices: a card-hour (any currency, IDR and KRW included) and a million tokens. */
 #define METER_MAX_CARD_HOUR_PRICE 1e6
 #define METER_MAX_TOKEN_PRICE 1e6
+/* ... a CPU-hour and a GiB-hour of memory */
+#define METER_MAX_HOST_PRICE 1e6
 
 enum { METER_BUCKET_NONE, METER_BUCKET_HOUR, METER_BUCKET_DAY, METER_BUCKET_MONTH };
 
@@ -61,6 +63,9 @@ typedef struct meter_rate_card {
     int ncard, ntok;
     meter_card_price card[METER_MAX_PRICES];
     meter_token_price tok[METER_MAX_PRICES];
+    /* per CPU-hour and per GiB-hour of memory a job asked for (its class's per unit x units
+     * x run time); 0 when the card names none */
+    double cpu_hour, memory_gib_hour;
 } meter_rate_card;
 
 /* 1 when `v` is a vendor gpupool knows: "nvidia", "amd" or "intel" (exactly). */
@@ -68,7 +73,8 @@ int meter_vendor_valid(const char *v);
 
 /*
  * Parse {"effective_from":RFC3339,"currency":"EUR","card_hour":[{"model"?,"vendor"?,
- * "form"?,"price"}],"tokens":[{"model","input","output"}],"note"} (version and
+ * "form"?,"price"}],"tokens":[{"model","input","output"}],"cpu_hour"?,"memory_gib_hour"?,
+ * "note"} (version and
  * effective time are filled by the caller when stored).  A card_hour price
  * without model (or "*") is any model's, without vendor (or "*") any vendor's;
  * one with neither is the default.  Prices are numbers in 0..METER_MAX_*; an
@@ -141,9 +147,14 @@ typedef struct meter_query {
 /*
  * The usage report: {from, to, bucket, group_by, filters?:{vendor?, accelerator?}, currency,
  * rate_cards:[versions used], billing:{tenant: mode}, rows:[{bucket?, tenant?, project?,
- * model?, vendor?, accelerator?, form?, key?, user?, card_hours, card_hour_cost, requests,
- * prompt_tokens, completion_tokens, token_cost, cost}], totals:{…}, capacity?:{card_hours,
- * allocated, idle}}.  Rows come sorted by bucket, then by their group values.  A row's
+ * model?, vendor?, accelerator?, form?, key?, user?, card_hours, card_hour_cost, cpu_hours,
+ * cpu_cost, memory_gib_hours, memory_cost, requests, prompt_tokens, completion_tokens,
+ * token_cost, cost}], totals:{…}, capacity?:{card_hours, allocated, idle, idle_cost}}.
+ * CPU- and memory-hours are what the jobs holding the cards asked for: their class's cpus and
+ * memory_gib per unit (a whole unit of several cards: its share per card) x run time, priced
+ * by the card's cpu_hour and memory_gib_hour.  Idle capacity (card time no binding held) is
+ * priced at its card's rate in its mode and charged to the platform's own "(idle)" row; the
+ * totals are the tenants' (without it).  Rows come sorted by bucket, then by their group values.  A row's
  * vendor is its cards' (bindings.vendor); tokens take the vendor of the inventory's cards
  * of the accelerator that served them ("" when none is known, e.g. an external URL).
  */

@@ -166,6 +166,7 @@ typedef struct row {
     int64_t requests, prompt, completion;
     double token_cost;
     double rsv_hours, rsv_cost; /* reserved but unused, charged to the holder */
+    double cpu_hours, cpu_cost, mem_hours, mem_cost; /* what the holding jobs asked for */
 } row;
 
 typedef struct agg {
@@ -324,22 +325,34 @@ static void form_kind(const char *form, char out[8]) {
     snprintf(out, 8, "%.*s", (int)(n > 7 ? 7 : n), form);
 }
 
-/* Add [t0, t1) of a binding of `weight_milli`, cut at buckets and rate cards. OUT: *held. */
+/* Add [t0, t1) of a binding of `weight_milli` whose job asked for `cpus` CPUs and `mem_gib`
+ * GiB with this card, cut at buckets and rate cards. OUT: *held. */
 static int add_held(agg *a, const char *v[F__N], const char *vendor, const char *gpu_model,
-                    const char *form, int64_t weight_milli, int64_t t0, int64_t t1, double *held) {
+                    const char *form, int64_t weight_milli, double cpus, double mem_gib,
+                    int64_t t0, int64_t t1, double *held) {
     for (int64_t t = t0; t < t1;) {
         int64_t b = bucket_of(a, t);
         int64_t end = a->q->bucket == METER_BUCKET_NONE ? t1 : meter_bucket_next(b, a->q->bucket);
         int64_t change = card_change_after(a, t);
         if (change < end) end = change;
         if (t1 < end) end = t1;
-        double ch = (double)weight_milli / 1000.0 * (double)(end - t) / (double)HOUR_US;
+        double hours = (double)(end - t) / (double)HOUR_US;
+        double ch = (double)weight_milli / 1000.0 * hours;
         if (held) *held += ch;
         if (v) {
             row *r = agg_row(a, b, v);
             if (!r) return -1;
             r->card_hours += ch;
             int ci = card_at(a, t);
+            r->cpu_hours += cpus * hours;
+            r->mem_hours += mem_gib * hours;
+            if (ci >= 0) {
+                r->cpu_cost += cpus * hours * a->cards[ci].cpu_hour;
+                r->mem_cost += mem_gib * hours * a->cards[ci].memory_gib_hour;
+                if ((cpus > 0 && a->cards[ci].cpu_hour > 0) ||
+                    (mem_gib > 0 && a->cards[ci].memory_gib_hour > 0))
+                    a->used_versions[ci] = 1;
+            }
             double price =
                 ci >= 0 ? meter_card_hour_price(&a->cards[ci], vendor, gpu_model, form) : -1;
             if (price >= 0) {
@@ -362,29 +375,34 @@ static int card_hours(store_tx *tx, agg *a, gp_err *err) {
     /* two index ranges: still open, or ended inside/after the window */
     /* the submitter (user) costs a join: only when grouping by it */
     int by_user = (q->group_by & METER_BY_USER) != 0;
+    /* the job's class: the CPUs and memory its units asked for (a class gone since: none) */
+#define HOST_COLS                                                                              \
+    " COALESCE(c.cpus, 0), COALESCE(c.memory_gib, 0), COALESCE(c.gpus, 1) FROM bindings b"    \
+    " LEFT JOIN jobs j ON j.id = b.job_id LEFT JOIN classes c ON c.name = j.class"
     int rc = store_query(
         tx, &s, err,
         by_user
             ? "SELECT b.tenant, b.project, b.model, b.form, b.weight_milli, b.start_us,"
-              " COALESCE(b.end_us, ?), j.submitter, b.vendor FROM bindings b"
-              " JOIN jobs j ON j.id = b.job_id"
+              " COALESCE(b.end_us, ?), COALESCE(j.submitter, ''), b.vendor," HOST_COLS
               " WHERE b.end_us IS NULL AND b.start_us < ? AND (? IS NULL OR b.tenant_id = ?)"
               " AND (? IS NULL OR b.project_id = ?)"
               " UNION ALL "
               "SELECT b.tenant, b.project, b.model, b.form, b.weight_milli, b.start_us, b.end_us,"
-              " j.submitter, b.vendor FROM bindings b JOIN jobs j ON j.id = b.job_id"
+              " COALESCE(j.submitter, ''), b.vendor," HOST_COLS
               " WHERE b.end_us > ? AND b.start_us < ? AND (? IS NULL OR b.tenant_id = ?)"
               " AND (? IS NULL OR b.project_id = ?)"
-            : "SELECT tenant, project, model, form, weight_milli, start_us, COALESCE(end_us, ?), '',"
-              " vendor FROM bindings WHERE end_us IS NULL AND start_us < ? AND (? IS NULL OR tenant_id = ?)"
-              " AND (? IS NULL OR project_id = ?)"
+            : "SELECT b.tenant, b.project, b.model, b.form, b.weight_milli, b.start_us,"
+              " COALESCE(b.end_us, ?), '', b.vendor," HOST_COLS
+              " WHERE b.end_us IS NULL AND b.start_us < ? AND (? IS NULL OR b.tenant_id = ?)"
+              " AND (? IS NULL OR b.project_id = ?)"
               " UNION ALL "
-              "SELECT tenant, project, model, form, weight_milli, start_us, end_us, '', vendor"
-              " FROM bindings"
-              " WHERE end_us > ? AND start_us < ? AND (? IS NULL OR tenant_id = ?)"
-              " AND (? IS NULL OR project_id = ?)",
+              "SELECT b.tenant, b.project, b.model, b.form, b.weight_milli, b.start_us, b.end_us,"
+              " '', b.vendor," HOST_COLS
+              " WHERE b.end_us > ? AND b.start_us < ? AND (? IS NULL OR b.tenant_id = ?)"
+              " AND (? IS NULL OR b.project_id = ?)",
         "iissssiissss", q->now_us, to, q->tenant_id, q->tenant_id, q->project_id, q->project_id,
         q->from_us, to, q->tenant_id, q->tenant_id, q->project_id, q->project_id);
+#undef HOST_COLS
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
         int64_t t0 = store_int(s, 5), t1 = store_int(s, 6);
@@ -398,7 +416,12 @@ static int card_hours(store_tx *tx, agg *a, gp_err *err) {
         const char *v[F__N] = {store_text(s, 0), store_text(s, 1), "", vendor, store_text(s, 2),
                                kind, "", store_text(s, 7)};
         select_fields(q->group_by, v);
-        if (add_held(a, v, vendor, store_text(s, 2), store_text(s, 3), store_int(s, 4), t0, t1,
+        /* one binding per card: a whole unit of several cards asked for its CPUs and memory
+         * once, so each card carries its share */
+        double per = 1;
+        if (!strcmp(kind, "whole") && store_int(s, 11) > 1) per = (double)store_int(s, 11);
+        if (add_held(a, v, vendor, store_text(s, 2), store_text(s, 3), store_int(s, 4),
+                     (double)store_int(s, 9) / per, (double)store_int(s, 10) / per, t0, t1,
                      NULL)) {
             rc = gp_err_set(err, GP_ENOMEM, NULL);
             break;
@@ -768,6 +791,8 @@ typedef struct bucket_sum {
     int64_t bucket;
     char accel[64];
     char vendor[8];
+    char form[8];   /* the card's mode: whole | mig | shared */
+    int card;       /* the rate card in force (-1: none) */
     double capacity, allocated;
 } bucket_sum;
 
@@ -776,10 +801,13 @@ typedef struct cap_table {
     int n, cap;
 } cap_table;
 
-static bucket_sum *cap_slot(cap_table *t, int64_t bucket, const char *accel, const char *vendor) {
+/* (kept per card model, vendor and rate card whatever the grouping: idle time is priced at
+ * its own card's rate, then summed into the rows the report groups by) */
+static bucket_sum *cap_slot(cap_table *t, int64_t bucket, const char *accel, const char *vendor,
+                            const char *form, int card) {
     for (int i = 0; i < t->n; i++)
-        if (t->b[i].bucket == bucket && !strcmp(t->b[i].accel, accel) &&
-            !strcmp(t->b[i].vendor, vendor))
+        if (t->b[i].bucket == bucket && t->b[i].card == card && !strcmp(t->b[i].accel, accel) &&
+            !strcmp(t->b[i].vendor, vendor) && !strcmp(t->b[i].form, form))
             return &t->b[i];
     if (t->n == t->cap) {
         int nc = t->cap ? t->cap * 2 : 64;
@@ -791,20 +819,24 @@ static bucket_sum *cap_slot(cap_table *t, int64_t bucket, const char *accel, con
     bucket_sum *s = &t->b[t->n++];
     memset(s, 0, sizeof *s);
     s->bucket = bucket;
+    s->card = card;
     snprintf(s->accel, sizeof s->accel, "%s", accel);
     snprintf(s->vendor, sizeof s->vendor, "%s", vendor);
+    snprintf(s->form, sizeof s->form, "%s", form);
     return s;
 }
 
-/* Add `hours_per_us` x the time of [t0, t1) to the table's capacity or allocation, per bucket. */
-static int cap_add(cap_table *t, const agg *a, const char *vendor, const char *accel, int64_t t0,
-                   int64_t t1, double weight, int allocated) {
+/* Add `weight` x the time of [t0, t1) to the table's capacity or allocation, per bucket and
+ * rate card. */
+static int cap_add(cap_table *t, const agg *a, const char *vendor, const char *accel,
+                   const char *form, int64_t t0, int64_t t1, double weight, int allocated) {
     for (int64_t x = t0; x < t1;) {
         int64_t b = bucket_of(a, x);
         int64_t end = a->q->bucket == METER_BUCKET_NONE ? t1 : meter_bucket_next(b, a->q->bucket);
+        int64_t change = card_change_after(a, x);
+        if (change < end) end = change;
         if (end > t1) end = t1;
-        bucket_sum *s = cap_slot(t, b, (a->q->group_by & METER_BY_ACCEL) ? accel : "",
-                                 (a->q->group_by & METER_BY_VENDOR) ? vendor : "");
+        bucket_sum *s = cap_slot(t, b, accel, vendor, form, card_at(a, x));
         if (!s) return -1;
         double h = weight * (double)(end - x) / (double)HOUR_US;
         if (allocated) s->allocated += h;
@@ -823,12 +855,12 @@ static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
     if (to > q->from_us) {
         /* each GPU from its node's registration, less the time it was failed */
         rc = store_query(tx, &s, err,
-                         "SELECT g.uuid, g.model, n.registered_at, g.vendor FROM gpus g"
+                         "SELECT g.uuid, g.model, n.registered_at, g.vendor, g.mode FROM gpus g"
                          " JOIN nodes n ON n.id = g.node_id ORDER BY g.uuid",
                          "");
         if (rc) return rc;
         typedef struct gi {
-            char uuid[96], model[64], vendor[8];
+            char uuid[96], model[64], vendor[8], mode[8];
             int64_t since;
         } gi;
         gi *gs = NULL;
@@ -849,6 +881,7 @@ static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
             snprintf(gs[ng].model, sizeof gs[ng].model, "%s", store_text(s, 1));
             gs[ng].since = store_int(s, 2);
             snprintf(gs[ng].vendor, sizeof gs[ng].vendor, "%s", vendor);
+            snprintf(gs[ng].mode, sizeof gs[ng].mode, "%s", store_text(s, 4));
             ng++;
         }
         store_done(s);
@@ -865,13 +898,13 @@ static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
             while ((rc = store_step(s, err)) > 0) {
                 int64_t at = store_int(s, 0);
                 int now_failed = !strcmp(store_text(s, 2), "failed");
-                if (at > mark && !failed && cap_add(&t, a, gs[i].vendor, gs[i].model, mark, at, 1.0, 0)) rc = -1;
+                if (at > mark && !failed && cap_add(&t, a, gs[i].vendor, gs[i].model, gs[i].mode, mark, at, 1.0, 0)) rc = -1;
                 if (at > mark) mark = at;
                 failed = now_failed;
             }
             store_done(s);
             if (rc < 0) break;
-            if (!failed && mark < to && cap_add(&t, a, gs[i].vendor, gs[i].model, mark, to, 1.0, 0)) {
+            if (!failed && mark < to && cap_add(&t, a, gs[i].vendor, gs[i].model, gs[i].mode, mark, to, 1.0, 0)) {
                 rc = gp_err_set(err, GP_ENOMEM, NULL);
                 break;
             }
@@ -883,9 +916,10 @@ static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
         }
         /* what every binding held (whatever the report's filter) */
         rc = store_query(tx, &s, err,
-                         "SELECT model, weight_milli, start_us, COALESCE(end_us, ?), vendor"
+                         "SELECT model, weight_milli, start_us, COALESCE(end_us, ?), vendor, form"
                          " FROM bindings WHERE end_us IS NULL AND start_us < ?"
-                         " UNION ALL SELECT model, weight_milli, start_us, end_us, vendor FROM bindings"
+                         " UNION ALL SELECT model, weight_milli, start_us, end_us, vendor, form"
+                         " FROM bindings"
                          " WHERE end_us > ? AND start_us < ?",
                          "iiii", q->now_us, to, q->from_us, to);
         if (rc) {
@@ -897,7 +931,9 @@ static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
             int64_t t1 = store_int(s, 3) < to ? store_int(s, 3) : to;
             const char *vendor = *store_text(s, 4) ? store_text(s, 4) : "nvidia";
             if (!passes(q, vendor, store_text(s, 0))) continue;
-            if (t1 > t0 && cap_add(&t, a, vendor, store_text(s, 0), t0, t1,
+            char kind[8];
+            form_kind(store_text(s, 5), kind);
+            if (t1 > t0 && cap_add(&t, a, vendor, store_text(s, 0), kind, t0, t1,
                                    (double)store_int(s, 1) / 1000.0, 1)) {
                 rc = gp_err_set(err, GP_ENOMEM, NULL);
                 break;
@@ -909,27 +945,68 @@ static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
             return rc;
         }
     }
-    double tc = 0, ta = 0, ti = 0;
+    /* per row of the report (its bucket, and model and vendor when grouped by them):
+     * capacity - allocated is its idle time, as before pricing; each card model's own idle
+     * time (per rate card) prices it at that card's rate in its mode, so the row's cost is its
+     * idle time at the mean of those rates (a card held though gone from the inventory takes
+     * from the idle time, never a negative cost) */
+    typedef struct idle_sum {
+        row *r;
+        double capacity, allocated, fine_idle, fine_cost;
+    } idle_sum;
+    idle_sum *is = calloc((size_t)(t.n ? t.n : 1), sizeof *is);
+    int nis = 0;
+    if (!is) {
+        free(t.b);
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    }
     for (int i = 0; i < t.n; i++) {
         bucket_sum *b = &t.b[i];
-        double idle = b->capacity - b->allocated;
-        if (idle < 0) idle = 0; /* a GPU gone from the inventory while held */
-        tc += b->capacity;
-        ta += b->allocated;
-        ti += idle;
         const char *v[F__N] = {"(idle)", NULL, NULL, (q->group_by & METER_BY_VENDOR) ? b->vendor : NULL,
                                (q->group_by & METER_BY_ACCEL) ? b->accel : NULL, NULL, NULL, NULL};
         row *r = agg_row(a, b->bucket, v);
         if (!r) {
             free(t.b);
+            free(is);
             return gp_err_set(err, GP_ENOMEM, NULL);
         }
-        r->card_hours += idle;
+        int k = 0;
+        while (k < nis && is[k].r != r) k++;
+        if (k == nis) is[nis++].r = r;
+        is[k].capacity += b->capacity;
+        is[k].allocated += b->allocated;
+        double idle = b->capacity - b->allocated;
+        double price = b->card >= 0 && idle > 0
+                           ? meter_card_hour_price(&a->cards[b->card], b->vendor, b->accel, b->form)
+                           : -1;
+        if (idle > 0) {
+            is[k].fine_idle += idle;
+            if (price >= 0) {
+                is[k].fine_cost += idle * price;
+                a->used_versions[b->card] = 1;
+            } else {
+                a->unpriced = 1;
+            }
+        }
     }
     free(t.b);
+    double tc = 0, ta = 0, ti = 0, tcost = 0;
+    for (int k = 0; k < nis; k++) {
+        double idle = is[k].capacity - is[k].allocated;
+        if (idle < 0) idle = 0; /* a GPU gone from the inventory while held */
+        double cost = is[k].fine_idle > 0 ? idle * is[k].fine_cost / is[k].fine_idle : 0;
+        tc += is[k].capacity;
+        ta += is[k].allocated;
+        ti += idle;
+        tcost += cost;
+        is[k].r->card_hours += idle;
+        is[k].r->card_cost += cost; /* the platform pays for idle cards: its own row */
+    }
+    free(is);
     json_object_set_new(report, "capacity",
-                        json_pack("{s:f,s:f,s:f}", "card_hours", round(tc * 1e6) / 1e6, "allocated",
-                                  round(ta * 1e6) / 1e6, "idle", round(ti * 1e6) / 1e6));
+                        json_pack("{s:f,s:f,s:f,s:f}", "card_hours", round(tc * 1e6) / 1e6,
+                                  "allocated", round(ta * 1e6) / 1e6, "idle",
+                                  round(ti * 1e6) / 1e6, "idle_cost", round(tcost * 1e4) / 1e4));
     return GP_OK;
 }
 
@@ -975,7 +1052,8 @@ int meter_report(store_tx *tx, const meter_query *q, json_t **out, gp_err *err) 
         if (a.slots[i]) rows[n++] = a.slots[i];
     if (rows) qsort(rows, n, sizeof *rows, cmp_row);
     json_t *arr = json_array(), *billing = json_object();
-    double t_ch = 0, t_cc = 0, t_tc = 0, t_rh = 0, t_rc = 0;
+    double t_ch = 0, t_cc = 0, t_tc = 0, t_rh = 0, t_rc = 0, t_cpu = 0, t_cpuc = 0, t_mem = 0,
+           t_memc = 0;
     int64_t t_req = 0, t_p = 0, t_c = 0;
     for (size_t i = 0; rows && i < n; i++) {
         row *r = rows[i];
@@ -987,6 +1065,10 @@ int meter_report(store_tx *tx, const meter_query *q, json_t **out, gp_err *err) 
         if (r->f[F_KEY] && r->f[F_KEY][0] && !rc) rc = add_key_name(tx, r->f[F_KEY], o, err);
         json_object_set_new(o, "card_hours", json_real(r6(r->card_hours)));
         json_object_set_new(o, "card_hour_cost", json_real(r4(r->card_cost)));
+        json_object_set_new(o, "cpu_hours", json_real(r6(r->cpu_hours)));
+        json_object_set_new(o, "cpu_cost", json_real(r4(r->cpu_cost)));
+        json_object_set_new(o, "memory_gib_hours", json_real(r6(r->mem_hours)));
+        json_object_set_new(o, "memory_cost", json_real(r4(r->mem_cost)));
         json_object_set_new(o, "requests", json_integer(r->requests));
         json_object_set_new(o, "prompt_tokens", json_integer(r->prompt));
         json_object_set_new(o, "completion_tokens", json_integer(r->completion));
@@ -994,7 +1076,8 @@ int meter_report(store_tx *tx, const meter_query *q, json_t **out, gp_err *err) 
         /* reserved but unused: its own figures, charged to the holder, in its cost */
         json_object_set_new(o, "reserved_unused_card_hours", json_real(r6(r->rsv_hours)));
         json_object_set_new(o, "reserved_unused_cost", json_real(r4(r->rsv_cost)));
-        json_object_set_new(o, "cost", json_real(r4(r->card_cost + r->token_cost + r->rsv_cost)));
+        json_object_set_new(o, "cost", json_real(r4(r->card_cost + r->token_cost + r->rsv_cost +
+                                                    r->cpu_cost + r->mem_cost)));
         json_array_append_new(arr, o);
         if (!r->f[F_TENANT] || strcmp(r->f[F_TENANT], "(idle)")) {
             t_ch += r->card_hours;
@@ -1002,6 +1085,10 @@ int meter_report(store_tx *tx, const meter_query *q, json_t **out, gp_err *err) 
             t_tc += r->token_cost;
             t_rh += r->rsv_hours;
             t_rc += r->rsv_cost;
+            t_cpu += r->cpu_hours;
+            t_cpuc += r->cpu_cost;
+            t_mem += r->mem_hours;
+            t_memc += r->mem_cost;
             t_req += r->requests;
             t_p += r->prompt;
             t_c += r->completion;
@@ -1062,13 +1149,14 @@ int meter_report(store_tx *tx, const meter_query *q, json_t **out, gp_err *err) 
     json_object_set_new(report, "billing", billing);
     json_object_set_new(report, "rows", arr);
     json_object_set_new(report, "reserved", json_boolean(a.reserved));
-    json_object_set_new(report, "totals",
-                        json_pack("{s:f,s:f,s:I,s:I,s:I,s:f,s:f,s:f,s:f}", "card_hours", r6(t_ch),
-                                  "card_hour_cost", r4(t_cc), "requests", (json_int_t)t_req,
-                                  "prompt_tokens", (json_int_t)t_p, "completion_tokens",
-                                  (json_int_t)t_c, "token_cost", r4(t_tc),
-                                  "reserved_unused_card_hours", r6(t_rh), "reserved_unused_cost",
-                                  r4(t_rc), "cost", r4(t_cc + t_tc + t_rc)));
+    json_object_set_new(
+        report, "totals",
+        json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:f,s:f,s:f,s:f}", "card_hours", r6(t_ch),
+                  "card_hour_cost", r4(t_cc), "cpu_hours", r6(t_cpu), "cpu_cost", r4(t_cpuc),
+                  "memory_gib_hours", r6(t_mem), "memory_cost", r4(t_memc), "requests",
+                  (json_int_t)t_req, "prompt_tokens", (json_int_t)t_p, "completion_tokens",
+                  (json_int_t)t_c, "token_cost", r4(t_tc), "reserved_unused_card_hours", r6(t_rh),
+                  "reserved_unused_cost", r4(t_rc), "cost", r4(t_cc + t_tc + t_rc + t_cpuc + t_memc)));
     agg_free(&a);
     free(a.cards);
     if (rc) {
@@ -1097,13 +1185,14 @@ static void csv_field(strbuf *sb, const char *s) {
 char *meter_report_csv(json_t *report) {
     static const char *const cols[] = {"bucket", "tenant", "project", "model", "vendor",
                                        "accelerator", "form", "key", "key_name", "user",
-                                       "card_hours", "card_hour_cost", "requests",
+                                       "card_hours", "card_hour_cost", "cpu_hours", "cpu_cost",
+                                       "memory_gib_hours", "memory_cost", "requests",
                                        "prompt_tokens", "completion_tokens", "token_cost",
                                        "reserved_unused_card_hours", "reserved_unused_cost",
                                        "cost", "billing", NULL};
     enum { FIRST_FIGURE = 10 }; /* card_hours: the columns from here on are always shown */
     json_t *rows = json_object_get(report, "rows"), *billing = json_object_get(report, "billing");
-    int show[24] = {0};
+    int show[32] = {0};
     int grouped_tenant = 0;
     json_t *by = json_object_get(report, "group_by");
     size_t i;
@@ -1114,6 +1203,12 @@ char *meter_report_csv(json_t *report) {
         else if (!strcmp(cols[c], "billing")) show[c] = grouped_tenant;
         else if (!strncmp(cols[c], "reserved_unused", 15))
             show[c] = json_is_true(json_object_get(report, "reserved")); /* only when there is some */
+        else if (!strncmp(cols[c], "cpu_", 4) || !strncmp(cols[c], "memory_", 7)) {
+            /* only when some job asked for CPUs or memory (older reports read the same) */
+            json_t *tot = json_object_get(report, "totals");
+            show[c] = json_real_value(json_object_get(tot, "cpu_hours")) > 0 ||
+                      json_real_value(json_object_get(tot, "memory_gib_hours")) > 0;
+        }
         else if (c >= FIRST_FIGURE) show[c] = 1;
         else {
             const char *g = !strcmp(cols[c], "form")       ? "accelerator"

@@ -99,9 +99,10 @@ cat >"$E2E_TMP/v1.json" <<EOF
 EOF
 as "$TA" ratecard create "$E2E_TMP/v1.json"
 assert_denied 403
-gp -o json ratecard create "$E2E_TMP/v1.json"
+gp -o json ratecard create "$E2E_TMP/v1.json" --cpu-hour 0.5 --memory-gib-hour 0.25
 assert_rc 0
 assert_json .version 1 "$OUT_FILE"
+assert_json '.cpu_hour, .memory_gib_hour' "$(printf '0.5\n0.25')" "$OUT_FILE"
 gp ratecard create "$E2E_TMP/v1.json"
 assert_rc 1
 assert_one_line_error
@@ -119,6 +120,24 @@ assert_rc 0
 assert_eq "$(jout '.items | length')" 1 "every signed-in user reads the rate cards"
 gp -o json audit list --action ratecard.create
 assert_eq "$(jout '[.items[] | .result] | sort | join(",")')" "denied,error,error,error,ok" "rate cards audited"
+# CPU and memory prices: numbers from 0 to 1e6, refused otherwise with nothing stored
+FUT=$(iso $((NOW_S + 7200)))
+gp ratecard create "$E2E_TMP/v1.json" --cpu-hour abc
+assert_rc 2
+assert_one_line_error "--cpu-hour must be a number"
+sed 's/'"$(iso $((NOW_S - 3600)))"'/'"$FUT"'/' "$E2E_TMP/v1.json" >"$E2E_TMP/fut.json"
+gp ratecard create "$E2E_TMP/fut.json" --memory-gib-hour -1
+assert_rc 1
+assert_one_line_error "memory_gib_hour"
+for bad in '"cpu_hour":"1"' '"cpu_hour":-0.5' '"memory_gib_hour":2000000' '"memory_gib_hour":null' '"cpu_hours":1'; do
+    api POST /api/v1/rate-cards "{\"effective_from\":\"$FUT\",\"currency\":\"EUR\",$bad}"
+    assert_status 400
+    assert_json '.error.code | length > 0' true
+done
+AUTH_HEADER="Authorization: Bearer $TA" api POST /api/v1/rate-cards "{\"effective_from\":\"$FUT\",\"currency\":\"EUR\",\"cpu_hour\":1}"
+assert_status 403
+gp -o json ratecard list
+assert_eq "$(jout '.items | length')" 1 "refused host prices change nothing"
 
 # ---------------------------------------------------------------- billing
 note "billing modes"
@@ -210,6 +229,27 @@ jq -e '.capacity | (.allocated + .idle - .card_hours) | fabs < 0.00001' "$E2E_TM
     fail "allocated + idle != capacity: $(jq -c .capacity "$E2E_TMP/all.json")"
 _pass
 assert_eq "$(jq '[.rows[] | select(.tenant == "(idle)")] | length' "$E2E_TMP/all.json")" 1 "the idle line"
+# CPU and memory: a100.1x asks 1 CPU and 1 GiB per card, so red/train's CPU-hours and GiB-hours
+# are its card-hours; priced 0.5 and 0.25 under v1 and 0 under v2
+CPU=$(jq '[.rows[] | select(.tenant == "red" and .project == "train") | .cpu_hours] | add' "$E2E_TMP/all.json")
+MEMH=$(jq '[.rows[] | select(.tenant == "red" and .project == "train") | .memory_gib_hours] | add' "$E2E_TMP/all.json")
+CPUC=$(jq '[.rows[] | select(.tenant == "red" and .project == "train") | .cpu_cost] | add' "$E2E_TMP/all.json")
+awk -v c="$CPU" -v m="$MEMH" -v h="$TRAIN" -v k="$CPUC" 'BEGIN { d = c - h; if (d < 0) d = -d; e = m - h; if (e < 0) e = -e;
+    exit !(c > 0 && d < 0.00001 && e < 0.00001 && k > 0 && k < 0.5 * c + 0.00001) }' ||
+    fail "red/train cpu_hours $CPU / memory_gib_hours $MEMH / cpu_cost $CPUC against $TRAIN card-hours"
+_pass
+jq -e '[.rows[] | (.card_hour_cost + .token_cost + .cpu_cost + .memory_cost + .reserved_unused_cost - .cost) | fabs < 0.0002] | all' \
+    "$E2E_TMP/all.json" >/dev/null || fail "a row's cost is not the sum of its parts"
+_pass
+# idle cards are priced (A100 idle at 3.6/7.2, the shared L40S's unused share at 1.8) and are
+# the platform's: in the (idle) row and capacity.idle_cost, not in the tenants' totals
+IDLEC=$(jq '[.rows[] | select(.tenant == "(idle)") | .card_hour_cost] | add' "$E2E_TMP/all.json")
+jq -e --argjson c "$IDLEC" '$c > 0 and ((.capacity.idle_cost - $c) | fabs < 0.0002)' "$E2E_TMP/all.json" >/dev/null ||
+    fail "idle cost $IDLEC, capacity $(jq -c .capacity "$E2E_TMP/all.json")"
+_pass
+jq -e '([.rows[] | select(.tenant != "(idle)") | .cost] | add) as $t | (.totals.cost - $t) | fabs < 0.001' \
+    "$E2E_TMP/all.json" >/dev/null || fail "totals are not the tenants' rows: $(jq -c .totals "$E2E_TMP/all.json")"
+_pass
 
 # ---------------------------------------------------------------- /metrics
 note "platform gauges in /metrics"
@@ -284,14 +324,15 @@ api GET "/api/v1/usage?month=$MONTH&group_by=tenant&bucket=day&format=csv"
 assert_status 200
 assert_eq "$(header Content-Type)" "text/csv; charset=utf-8" "CSV content type"
 assert_eq "$(head -n 1 "$BODY_FILE" | tr -d '\r')" \
-    "bucket,tenant,card_hours,card_hour_cost,requests,prompt_tokens,completion_tokens,token_cost,cost,billing" "CSV header"
+    "bucket,tenant,card_hours,card_hour_cost,cpu_hours,cpu_cost,memory_gib_hours,memory_cost,requests,prompt_tokens,completion_tokens,token_cost,cost,billing" \
+    "CSV header (CPU and memory columns: the jobs asked for some)"
 assert_match "$(grep -c '^[0-9]' "$BODY_FILE")" '^[1-9][0-9]*$' "CSV rows"
 assert_file_contains "$BODY_FILE" ",red,"
 assert_file_contains "$BODY_FILE" ",chargeback"
 gp -o csv report cost --month "$MONTH"
 assert_rc 0
 assert_eq "$(head -n 1 "$OUT_FILE" | tr -d '\r')" \
-    "tenant,project,card_hours,card_hour_cost,requests,prompt_tokens,completion_tokens,token_cost,cost,billing" \
+    "tenant,project,card_hours,card_hour_cost,cpu_hours,cpu_cost,memory_gib_hours,memory_cost,requests,prompt_tokens,completion_tokens,token_cost,cost,billing" \
     "report cost CSV header"
 assert_eq "$(grep -c ',red,\|^red,' "$OUT_FILE")" 2 "one line per red project"
 gp report cost

@@ -260,14 +260,14 @@ note "CSV with the vendor column"
 api GET "/api/v1/usage?month=$MONTH&group_by=tenant,vendor&format=csv"
 assert_status 200
 assert_eq "$(head -n 1 "$BODY_FILE" | tr -d '\r')" \
-    "tenant,vendor,card_hours,card_hour_cost,requests,prompt_tokens,completion_tokens,token_cost,cost,billing" "CSV header"
+    "tenant,vendor,card_hours,card_hour_cost,cpu_hours,cpu_cost,memory_gib_hours,memory_cost,requests,prompt_tokens,completion_tokens,token_cost,cost,billing" "CSV header"
 assert_file_contains "$BODY_FILE" "red,amd,"
 assert_file_contains "$BODY_FILE" "blue,nvidia,"
 assert_file_contains "$BODY_FILE" "(idle),amd,"
 gp -o csv report cost --month "$MONTH" --group-by vendor
 assert_rc 0
 assert_eq "$(head -n 1 "$OUT_FILE" | tr -d '\r')" \
-    "tenant,vendor,card_hours,card_hour_cost,requests,prompt_tokens,completion_tokens,token_cost,cost" \
+    "tenant,vendor,card_hours,card_hour_cost,cpu_hours,cpu_cost,memory_gib_hours,memory_cost,requests,prompt_tokens,completion_tokens,token_cost,cost" \
     "report cost CSV header (the platform's: with the idle lines' tenant column)"
 assert_eq "$(grep -c '^,amd,\|^,nvidia,' "$OUT_FILE")" 2 "one line per vendor"
 assert_file_contains "$OUT_FILE" "(idle),amd,"

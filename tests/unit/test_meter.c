@@ -331,11 +331,100 @@ static void cards_and_parsing(void **state) {
     assert_int_equal(meter_bucket_start(T0 + 40 * 24 * H, METER_BUCKET_MONTH), T0 + 30 * 24 * H);
 }
 
+/* CPU and memory rates, and idle cards priced for the platform (issue 42, item 5): a later
+ * window with a card of its own, so the figures above stay as they were. */
+static void host_and_idle_priced(void **state) {
+    (void)state;
+    char sql[800], ts[40];
+    /* v3 from 05:00: A100 5, H100 3 per card-hour, a CPU-hour 0.5, a GiB-hour 0.01 */
+    gt_format_us(T0 + 5 * H, ts, sizeof ts);
+    snprintf(sql, sizeof sql,
+             "{\"effective_from\":\"%s\",\"currency\":\"EUR\",\"card_hour\":["
+             "{\"model\":\"A100-80GB\",\"form\":\"whole\",\"price\":5},"
+             "{\"model\":\"H100\",\"price\":3}],\"cpu_hour\":0.5,\"memory_gib_hour\":0.01}",
+             ts);
+    card(sql);
+    /* j4: class big (a unit of 2 whole cards, 8 CPUs and 32 GiB), one unit on two H100s from
+     * 10:00 to 12:00: each card carries 4 CPUs and 16 GiB */
+    exec("INSERT INTO classes (name, form, gpus, cpus, memory_gib, gpu_models, created_at) VALUES"
+         " ('big','whole',2,8,32,'[\"H100\"]',0)");
+    exec("INSERT INTO jobs (id, tenant_id, project_id, name, class, units, priority_class, priority,"
+         " preemptible, may_preempt, recovery, submitter, state, created_at, queued_at) VALUES"
+         " ('j4','tid-red','pid-train','d','big',1,'normal',100,1,0,'fail','dave','running',0,0)");
+    exec("INSERT INTO gpus (id, uuid, node_id, idx, model, memory_mib, updated_at) VALUES"
+         " ('g3','GPU-H1','n1',2,'NVIDIA H100 80GB HBM3',81920,0),"
+         " ('g4','GPU-H2','n1',3,'NVIDIA H100 80GB HBM3',81920,0)");
+    binding("b4", "j4", "red", "train", "NVIDIA H100 80GB HBM3", "whole", 1000, T0 + 10 * H, T0 + 12 * H);
+    binding("b5", "j4", "red", "train", "NVIDIA H100 80GB HBM3", "whole", 1000, T0 + 10 * H, T0 + 12 * H);
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    json_t *rep = NULL;
+    meter_query q = {.from_us = T0 + 10 * H, .to_us = T0 + 13 * H, .now_us = T0 + 13 * H,
+                     .bucket = METER_BUCKET_NONE, .group_by = METER_BY_TENANT, .idle = 1};
+    assert_int_equal(store_begin(st, STORE_READ, &tx, &err), GP_OK);
+    assert_int_equal(meter_report(tx, &q, &rep, &err), GP_OK);
+    store_rollback(tx);
+    json_t *red = row_of(rep, -1, "red"), *idle = row_of(rep, -1, "(idle)");
+    /* 2 cards x 2 h x 3 = 12; 8 CPUs x 2 h = 16 CPU-hours x 0.5 = 8; 32 GiB x 2 h = 64 x 0.01 */
+    NEAR(num(red, "card_hours"), 4.0);
+    NEAR(num(red, "card_hour_cost"), 12.0);
+    NEAR(num(red, "cpu_hours"), 16.0);
+    NEAR(num(red, "cpu_cost"), 8.0);
+    NEAR(num(red, "memory_gib_hours"), 64.0);
+    NEAR(num(red, "memory_cost"), 0.64);
+    NEAR(num(red, "cost"), 20.64);
+    /* blue's shared slice (class unknown here: no CPUs) asks for none */
+    NEAR(num(row_of(rep, -1, "blue"), "cpu_hours"), 0);
+    /* capacity 9 h (the A100 3, two H100s 6; the L40S failed at 02:00), held 4 + 0.75 (blue
+     * still holds a quarter of the failed L40S) -> idle 4.25 h, the platform's.  Each model's
+     * own idle time prices it: the A100 3 h x 5 and the H100s 2 h x 3, 21 for 5 h -> 4.25 h
+     * at 4.2 */
+    NEAR(num(idle, "card_hours"), 4.25);
+    NEAR(num(idle, "card_hour_cost"), 17.85);
+    NEAR(num(idle, "cost"), 17.85);
+    NEAR(num(json_object_get(rep, "capacity"), "idle_cost"), 17.85);
+    /* the totals are the tenants': without the idle cards */
+    json_t *tot = json_object_get(rep, "totals");
+    NEAR(num(tot, "cpu_hours"), 16.0);
+    NEAR(num(tot, "memory_cost"), 0.64);
+    NEAR(num(tot, "cost"), 20.64);
+    char *text = meter_report_csv(rep);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "tenant,card_hours,card_hour_cost,cpu_hours,cpu_cost,"
+                                 "memory_gib_hours,memory_cost,requests,"));
+    free(text);
+    json_decref(rep);
+    /* bad host prices are refused */
+    const char *bad[] = {
+        "{\"effective_from\":\"2030-01-01T00:00:00Z\",\"currency\":\"EUR\",\"cpu_hour\":-1}",
+        "{\"effective_from\":\"2030-01-01T00:00:00Z\",\"currency\":\"EUR\",\"cpu_hour\":\"1\"}",
+        "{\"effective_from\":\"2030-01-01T00:00:00Z\",\"currency\":\"EUR\",\"memory_gib_hour\":2e6}",
+        "{\"effective_from\":\"2030-01-01T00:00:00Z\",\"currency\":\"EUR\",\"memory_gib_hour\":null}",
+        NULL};
+    for (int i = 0; bad[i]; i++) {
+        json_t *j = json_loads(bad[i], 0, NULL);
+        meter_rate_card c;
+        assert_non_null(j);
+        assert_int_equal(meter_card_parse(j, &c, &err), GP_EINVALID);
+        json_decref(j);
+    }
+    json_t *j = json_loads("{\"effective_from\":\"2030-01-01T00:00:00Z\",\"currency\":\"EUR\","
+                           "\"cpu_hour\":0.25}", 0, NULL);
+    meter_rate_card c;
+    assert_int_equal(meter_card_parse(j, &c, &err), GP_OK);
+    json_decref(j);
+    json_t *cj = meter_card_json(&c);
+    NEAR(num(cj, "cpu_hour"), 0.25);
+    NEAR(num(cj, "memory_gib_hour"), 0);
+    json_decref(cj);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(hourly_by_tenant), cmocka_unit_test(window_edges),
         cmocka_unit_test(filters_and_users), cmocka_unit_test(idle_conserves),
         cmocka_unit_test(csv), cmocka_unit_test(cards_and_parsing),
+        cmocka_unit_test(host_and_idle_priced),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
