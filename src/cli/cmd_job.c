@@ -526,6 +526,8 @@ static int j_explain(cli_ctx *ctx, int argc, char **argv) {
                    (long long)json_integer_value(json_object_get(s, "units")),
                    json_string_value(json_object_get(s, "class")),
                    (long long)json_integer_value(json_object_get(s, "gpus")));
+        else if (json_is_string(json_object_get(s, "text")))
+            printf("would start with: %s\n", json_string_value(json_object_get(s, "text")));
         else if (!strcmp(what, "priority_class"))
             printf("would start with: priority class %s (value %lld), which you may use\n",
                    json_string_value(json_object_get(s, "name")),

@@ -1682,10 +1682,11 @@ static int explain_deps(store_tx *tx, const char *id, json_t **out, int *answere
     }
     strbuf sb = SB_INIT;
     size_t i;
-    json_t *d;
+    json_t *d, *ids = json_array();
     json_array_foreach(deps, i, d) {
         if (strcmp(json_string_value(json_object_get(d, "status")), "waiting")) continue;
         const char *kind = json_string_value(json_object_get(d, "kind"));
+        json_array_append(ids, json_object_get(d, "job"));
         sb_addf(&sb, "%sjob %s (%s) to %s", sb.len ? ", " : "",
                 json_string_value(json_object_get(d, "job")),
                 json_string_value(json_object_get(d, "name")),
@@ -1694,9 +1695,14 @@ static int explain_deps(store_tx *tx, const char *id, json_t **out, int *answere
                                          : "end");
     }
     char *why = sb_detach(&sb);
-    *out = json_pack("{s:s,s:s,s:s,s:b,s:o,s:s+}", "job", id, "state", "queued", "reason",
+    /* the one thing that starts it: those jobs ending as it asks (then the round decides) */
+    json_t *sg = json_pack("{s:s,s:o,s:i,s:s+,s:i}", "change", "wait_for_jobs", "jobs", ids,
+                           "other_tenants_jobs", 0, "text", "wait for ",
+                           why ? why : "its dependencies", "suggestion", 0);
+    *out = json_pack("{s:s,s:s,s:s,s:b,s:o,s:s+,s:[o]}", "job", id, "state", "queued", "reason",
                      "waiting for its dependencies", "would_start_now", 0, "after", deps,
-                     "explanation", "it waits for ", why ? why : "its dependencies");
+                     "explanation", "it waits for ", why ? why : "its dependencies",
+                     "suggestions", sg);
     free(why);
     *answered = 1;
     return GP_OK;
@@ -1814,6 +1820,152 @@ static void explain_rsv(const snap *n, const sch_decision *bd, json_t *o, json_t
     json_array_append_new(notes, json_string(note));
 }
 
+/*
+ * The checked suggestions (sched.h, sch_suggest) as JSON, appended to `sugg`: each entry has
+ * `change`, its figures, `text` (what to do, in words) and `suggestion` (entries with the same
+ * number are one suggestion, applied together).  Raised ceilings keep the shape raise_quota
+ * always had (level, name, dimension, by) and say `to`.  Another tenant's jobs are counted,
+ * never named.  Returns how many suggestions.
+ */
+static int suggestions_json(const snap *n, int ji, json_t *sugg) {
+    sch_suggestion sg[SCH_SG_MAX];
+    int ns = sch_suggest(&n->s, ji, sg, SCH_SG_MAX);
+    const sch_job *j = &n->jobs[ji];
+    int tenant = n->projects[j->project].tenant;
+    for (int k = 0; k < ns; k++) {
+        for (int c = 0; c < sg[k].nch; c++) {
+            const sch_change *ch = &sg[k].ch[c];
+            json_t *o = NULL;
+            char text[320];
+            switch (ch->kind) {
+            case SCH_SG_QUOTA:
+            case SCH_SG_CLASS_QUOTA: {
+                const quota_set *q = ch->level ? &n->tenants[ch->who].quota
+                                               : &n->projects[ch->who].quota;
+                const char *who = ch->level ? n->tnames[ch->who] : n->pnames[ch->who];
+                char dim[96];
+                int64_t lim;
+                double scale = 1;
+                if (ch->kind == SCH_SG_QUOTA) {
+                    snprintf(dim, sizeof dim, "%s", quota_dim_name(ch->dim));
+                    lim = q->v[ch->dim];
+                    if (ch->dim == QD_GPU_MILLI || ch->dim == QD_CARD_HOURS) scale = 1000;
+                } else {
+                    const char *cn = n->classes[SCH_CLASS_BASE(n->classes, j->cls)].name;
+                    snprintf(dim, sizeof dim, "gpus(class %s)", cn);
+                    lim = quota_class_limit(q, cn);
+                }
+                double to = (double)ch->value / scale, by = (double)(ch->value - lim) / scale;
+                o = json_pack("{s:s,s:s,s:s,s:s,s:f,s:f}", "change", "raise_quota", "level",
+                              ch->level ? "tenant" : "project", "name", who, "dimension", dim,
+                              "by", by, "to", to);
+                snprintf(text, sizeof text, "raise %s %s's %s ceiling to %g", ch->level ? "tenant" : "project",
+                         who, dim, to);
+                break;
+            }
+            case SCH_SG_GUARANTEE:
+                o = json_pack("{s:s,s:s,s:f}", "change", "raise_guarantee", "tenant",
+                              n->tnames[ch->who], "guaranteed_gpus", (double)ch->value / 1000.0);
+                snprintf(text, sizeof text, "raise tenant %s's guaranteed GPUs to %g",
+                         n->tnames[ch->who], (double)ch->value / 1000.0);
+                break;
+            case SCH_SG_UNIT_CPUS:
+            case SCH_SG_UNIT_MEMORY: {
+                int cpu = ch->kind == SCH_SG_UNIT_CPUS;
+                const sch_class *cl = &n->classes[j->cls];
+                o = json_pack("{s:s,s:s,s:I,s:i}", "change", cpu ? "unit_cpus" : "unit_memory",
+                              "class", cl->name, cpu ? "cpus" : "memory_gib", (json_int_t)ch->value,
+                              cpu ? "class_cpus" : "class_memory_gib", cpu ? cl->cpus : cl->mem_gib);
+                snprintf(text, sizeof text,
+                         "ask for at most %lld %s per unit (class %s asks %d): a class that "
+                         "asks that little would start",
+                         (long long)ch->value, cpu ? "CPUs" : "GiB of memory", cl->name,
+                         cpu ? cl->cpus : cl->mem_gib);
+                break;
+            }
+            case SCH_SG_OPEN_POOL: {
+                const sch_project *pj = &n->projects[j->project];
+                int tenant_shut = !n->tenants[tenant].pool_ok || ch->who >= n->s.npools ||
+                                  !n->tenants[tenant].pool_ok[ch->who];
+                o = json_pack("{s:s,s:s,s:s}", "change", "open_pool", "pool", n->pools[ch->who],
+                              "opens_to", tenant_shut ? "tenant" : "project_class");
+                if (tenant_shut) json_object_set_new(o, "tenant", json_string(n->tnames[tenant]));
+                static const char *const pcn[] = {"production", "development", "research"};
+                const char *pc = pcn[pj->pclass >= 0 && pj->pclass < 3 ? pj->pclass : 2];
+                if (pj->pool_ok && (ch->who >= n->s.npools || !pj->pool_ok[ch->who]))
+                    json_object_set_new(o, "project_class", json_string(pc));
+                snprintf(text, sizeof text, "pool %s has the class's cards: open it to %s %s",
+                         n->pools[ch->who], tenant_shut ? "tenant" : "", tenant_shut ? n->tnames[tenant] : "");
+                if (!tenant_shut)
+                    snprintf(text, sizeof text, "pool %s has the class's cards: open it to %s "
+                                                "projects", n->pools[ch->who], pc);
+                break;
+            }
+            case SCH_SG_USE_CLASS:
+                o = json_pack("{s:s,s:s}", "change", "use_class", "class", n->classes[ch->who].name);
+                snprintf(text, sizeof text, "submit it with class %s, which would start",
+                         n->classes[ch->who].name);
+                break;
+            case SCH_SG_TIME_LIMIT:
+                o = json_pack("{s:s,s:I}", "change", "time_limit", "seconds", (json_int_t)ch->value);
+                snprintf(text, sizeof text,
+                         "submit it with --time-limit %llds or less: it ends before the "
+                         "reservation in its way",
+                         (long long)ch->value);
+                break;
+            case SCH_SG_WAIT_UNTIL: {
+                char at[32];
+                rsv_fmt_time(ch->value, at, sizeof at);
+                o = json_pack("{s:s,s:s}", "change", "wait_until", "at", at);
+                snprintf(text, sizeof text, "wait until %s (the reservation's window)", at);
+                break;
+            }
+            case SCH_SG_NAME_RSV:
+                o = json_pack("{s:s,s:s}", "change", "name_reservation", "reservation",
+                              n->rsv_names[ch->who]);
+                snprintf(text, sizeof text, "submit it with --reservation %s (its own tenant's)",
+                         n->rsv_names[ch->who]);
+                break;
+            case SCH_SG_DROP_RSV:
+                o = json_pack("{s:s}", "change", "drop_reservation");
+                snprintf(text, sizeof text, "submit it without --reservation");
+                break;
+            case SCH_SG_WAIT_JOBS: {
+                json_t *ids = json_array();
+                int others = 0, running = 0;
+                strbuf sb = SB_INIT;
+                for (int m = 0; m < sg[k].njobs; m++) {
+                    const sch_job *x = &n->jobs[sg[k].jobs[m]];
+                    running += x->state == SCH_RUNNING;
+                    if (n->projects[x->project].tenant != tenant) {
+                        others++;
+                        continue;
+                    }
+                    json_array_append_new(ids, json_string(x->id));
+                    sb_addf(&sb, "%s%s", sb.len ? ", " : "", x->id);
+                }
+                o = json_pack("{s:s,s:o,s:i,s:i,s:i}", "change", "wait_for_jobs", "jobs", ids,
+                              "other_tenants_jobs", others, "running", running, "queued",
+                              sg[k].njobs - running);
+                snprintf(text, sizeof text, "wait for %d job%s to end or start%s%s%s%s: then it starts",
+                         sg[k].njobs, sg[k].njobs == 1 ? "" : "s", sb.len ? " (" : "",
+                         sb.len ? sb.buf : "", sb.len ? ")" : "",
+                         others ? (others == sg[k].njobs ? ", all of other tenants"
+                                                         : ", the rest of other tenants")
+                                : "");
+                sb_release(&sb);
+                break;
+            }
+            }
+            if (!o) continue;
+            json_object_set_new(o, "text", json_string(text));
+            json_object_set_new(o, "suggestion", json_integer(k));
+            json_array_append_new(sugg, o);
+        }
+    }
+    return ns < 0 ? 0 : ns;
+}
+
 int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp_err *err) {
     store_tx *tx;
     snap n;
@@ -1886,70 +2038,10 @@ int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp
     json_object_set_new(o, "reason", json_string(base_reason));
     json_object_set_new(o, "would_start_now", json_boolean(base_starts));
     json_t *sugg = json_array();
-    /* 1. without its ceilings: is quota what holds it? */
-    sch_project *p = &n.projects[j->project];
-    sch_tenant *t = &n.tenants[p->tenant];
-    quota_set pq = p->quota, tq = t->quota;
-    quota_unlimited(&p->quota);
-    quota_unlimited(&t->quota);
-    int64_t pch = p->card_hours_used, tch = t->card_hours_used;
-    if (sch_round(&n.s, &r) == 0) {
-        if (starts(decision_of(&r, ji)) && have && !base_starts) {
-            /* by how much: for each ceiling, use + demand - limit */
-            for (int level = 0; level < 2; level++) {
-                const quota_set *q = level ? &tq : &pq;
-                for (int dim = 0; dim < QD__N; dim++) {
-                    if (q->v[dim] == QUOTA_NONE) continue;
-                    int64_t use = 0;
-                    for (int i = 0; i < n.s.njobs; i++) {
-                        const sch_job *x = &n.jobs[i];
-                        if (x->state == SCH_PENDING) continue;
-                        if (level ? n.projects[x->project].tenant != p->tenant : x->project != j->project)
-                            continue;
-                        use += sch_demand(&n.s, x, dim);
-                    }
-                    int64_t need = dim == QD_CARD_HOURS ? (level ? tch : pch) - q->v[dim] + 1
-                                                        : use + sch_demand(&n.s, j, dim) - q->v[dim];
-                    if (need <= 0) continue;
-                    int scaled = dim == QD_GPU_MILLI || dim == QD_CARD_HOURS;
-                    json_array_append_new(
-                        sugg, json_pack("{s:s,s:s,s:s,s:s,s:f}", "change", "raise_quota", "level",
-                                        level ? "tenant" : "project", "name",
-                                        level ? t->name : p->name, "dimension",
-                                        quota_dim_name(dim), "by",
-                                        scaled ? (double)need / 1000.0 : (double)need));
-                }
-                /* the per-class ceiling, in units of the job's class */
-                const sch_class *jc = &n.classes[j->cls];
-                int64_t lim = quota_class_limit(q, jc->name);
-                if (lim != QUOTA_NONE) {
-                    int64_t used = 0;
-                    for (int i = 0; i < n.s.njobs; i++) {
-                        const sch_job *x = &n.jobs[i];
-                        if (x->state == SCH_PENDING ||
-                            SCH_CLASS_BASE(n.classes, x->cls) != SCH_CLASS_BASE(n.classes, j->cls))
-                            continue;
-                        if (level ? n.projects[x->project].tenant != p->tenant : x->project != j->project)
-                            continue;
-                        used += x->units;
-                    }
-                    int64_t need = used + j->units - lim;
-                    if (need > 0) {
-                        char dim[96];
-                        snprintf(dim, sizeof dim, "gpus(class %s)", jc->name);
-                        json_array_append_new(
-                            sugg, json_pack("{s:s,s:s,s:s,s:s,s:f}", "change", "raise_quota",
-                                            "level", level ? "tenant" : "project", "name",
-                                            level ? t->name : p->name, "dimension", dim, "by",
-                                            (double)need));
-                    }
-                }
-            }
-        }
-        sch_result_free(&r);
-    }
-    p->quota = pq;
-    t->quota = tq;
+    /* 1. the checked suggestions (suggest.c): ceilings to raise (and to what), CPUs or memory
+     * per unit, a pool to open, another class, a time limit or reservation, the jobs to wait
+     * for - each one that would start it */
+    if (have && !base_starts) suggestions_json(&n, ji, sugg);
     /* 2. capacity: how many units of the class are missing */
     if (have && !strncmp(base_reason, "no_capacity", 11)) {
         int needu = 0;

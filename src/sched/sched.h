@@ -346,4 +346,55 @@ int sch_class_card_gib(json_t *class_models, const char *const *models, const in
 /* Quota demand of a job in one dimension (pure). */
 int64_t sch_demand(const sch_snapshot *s, const sch_job *j, int dim);
 
+/*
+ * What would start a waiting job (suggest.c, pure; `job explain` and the property test in
+ * tests/unit/test_suggest.c).  A suggestion is one or more changes to the snapshot, applied
+ * together, or a set of other jobs to wait for; each is checked before it is given: the job
+ * is placed (or preempts for a place) in a round on the snapshot so changed.
+ *
+ *   SCH_SG_QUOTA       ceiling `dim` (QD_*) of project (level 0) or tenant (level 1) `who`
+ *                      to `value` (in the ceiling's own unit: GPU milli, GiB, card-hour milli)
+ *   SCH_SG_CLASS_QUOTA the per-class ceiling of the job's class at that level to `value` units
+ *   SCH_SG_GUARANTEE   tenant `who`'s guaranteed GPUs to `value` milli
+ *   SCH_SG_UNIT_CPUS   a unit of the job's class asking for at most `value` CPUs
+ *   SCH_SG_UNIT_MEMORY ... at most `value` GiB of memory
+ *   SCH_SG_OPEN_POOL   pool `who` opened to the job's tenant and project class
+ *   SCH_SG_USE_CLASS   the job submitted with class `who` instead
+ *   SCH_SG_TIME_LIMIT  its time limit set to at most `value` seconds
+ *   SCH_SG_WAIT_UNTIL  the round at time `value` (us): a reservation's window opens or ends
+ *   SCH_SG_NAME_RSV    it names reservation `who` (its own tenant's)
+ *   SCH_SG_DROP_RSV    it names no reservation
+ *   SCH_SG_WAIT_JOBS   (no change) the jobs in `jobs` gone: running ones ended, admitted and
+ *                      higher-priority queued ones started or gone
+ */
+enum {
+    SCH_SG_QUOTA = 1, SCH_SG_CLASS_QUOTA, SCH_SG_GUARANTEE, SCH_SG_UNIT_CPUS, SCH_SG_UNIT_MEMORY,
+    SCH_SG_OPEN_POOL, SCH_SG_USE_CLASS, SCH_SG_TIME_LIMIT, SCH_SG_WAIT_UNTIL, SCH_SG_NAME_RSV,
+    SCH_SG_DROP_RSV, SCH_SG_WAIT_JOBS
+};
+#define SCH_SG_MAX_CHANGES 6
+#define SCH_SG_MAX_JOBS 16
+#define SCH_SG_MAX 8
+
+typedef struct sch_change {
+    int kind;  /* SCH_SG_* */
+    int level; /* SCH_SG_QUOTA / SCH_SG_CLASS_QUOTA: 0 project, 1 tenant */
+    int who;   /* project / tenant / pool / class / reservation index, per kind */
+    int dim;   /* SCH_SG_QUOTA: QD_* */
+    int64_t value;
+} sch_change;
+
+typedef struct sch_suggestion {
+    int nch;
+    sch_change ch[SCH_SG_MAX_CHANGES];
+    int njobs;                 /* SCH_SG_WAIT_JOBS (ch[0]): the jobs to wait for (indexes) */
+    int jobs[SCH_SG_MAX_JOBS];
+} sch_suggestion;
+
+/*
+ * Up to `max` checked suggestions for jobs[job] (pending or admitted, not started by a round
+ * on s) into out; returns how many (0: none found), or -1 when out of memory.
+ */
+int sch_suggest(const sch_snapshot *s, int job, sch_suggestion *out, int max);
+
 #endif

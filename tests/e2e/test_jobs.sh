@@ -433,8 +433,19 @@ P4=$JID
 assert_json .state queued "$OUT_FILE"
 assert_json .reason "quota_exceeded: project train concurrent_jobs 2/2 in use (needs 1 more)" "$OUT_FILE"
 job red explain "$P4"
-assert_json '[.suggestions[] | "\(.level) \(.name) \(.dimension) \(.by)"] | join(",")' \
-    "project train concurrent_jobs 1" "$OUT_FILE"
+assert_json '[.suggestions[] | select(.change == "raise_quota") | "\(.level) \(.name) \(.dimension) \(.by) to \(.to)"] | join(",")' \
+    "project train concurrent_jobs 1 to 3" "$OUT_FILE"
+# (issue 42 item 1) the other thing that would start it: one of its project's two running jobs
+# ending, named (its own tenant's), with the words the CLI prints
+assert_json '[.suggestions[] | select(.change == "wait_for_jobs") | (.jobs | length), .running, .other_tenants_jobs] | join(",")' \
+    "1,1,0" "$OUT_FILE"
+W_JOB=$(jout '[.suggestions[] | select(.change == "wait_for_jobs") | .jobs[0]] | .[0]')
+[ "$W_JOB" == "$P1" ] || [ "$W_JOB" == "$P3" ] || fail "explain waits for $W_JOB, not one of $P1 $P3"
+_pass
+gp job explain "$P4" --tenant red --project train
+assert_rc 0
+assert_file_contains "$OUT_FILE" "would start with: raise project train's concurrent_jobs ceiling by 1"
+assert_file_contains "$OUT_FILE" "would start with: wait for 1 job to end or start ($W_JOB): then it starts"
 cancel red "$P3"
 wait_state red "$P4" running
 cancel_all red
