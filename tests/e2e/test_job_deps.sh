@@ -102,6 +102,9 @@ assert_rc 0
 assert_json .reason "waiting for its dependencies" "$OUT_FILE"
 assert_json .would_start_now false "$OUT_FILE"
 assert_contains "$(jout .explanation)" "job $PREP (prep) to succeed"
+# (issue 42 item 1) the suggestion names the job it waits for, machine-readable and in words
+assert_json '[.suggestions[] | select(.change == "wait_for_jobs") | .jobs[]] | join(",")' "$PREP" "$OUT_FILE"
+assert_contains "$(jout '.suggestions[0].text')" "job $PREP (prep) to succeed"
 jshow "$TRAIN"
 assert_json '"\(.state) \(.bindings | length)"' "queued 0" "$OUT_FILE"
 jshow "$REPORT"

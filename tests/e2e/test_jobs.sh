@@ -531,6 +531,22 @@ sub red c5 --class l4.blue
 C5=$JID
 assert_json .state admitted "$OUT_FILE"
 assert_json .reason "no_allowed_pool: GPUs of class l4.blue exist only in pools tenant red may not use" "$OUT_FILE"
+# (issue 42 item 1) explain names the pool that has the cards and whom it must admit
+job red explain "$C5"
+assert_rc 0
+assert_json '[.suggestions[] | select(.change == "open_pool") | "\(.pool) \(.opens_to) \(.tenant)"] | join(",")' \
+    "blue-only tenant red" "$OUT_FILE"
+# a unit asking more CPUs than the node with the free card has: the most it may ask
+gp class create l4.fat --form whole --models L4 --cpus 24 --memory 1 --pool blue-only
+assert_rc 0
+sub blue b0 --class l4.fat
+B0=$JID
+assert_match "$(jout .reason)" "^no_capacity: class l4.fat needs 1 unit, 0 free now with their CPUs and memory" "l4.fat's reason"
+job blue explain "$B0"
+assert_rc 0
+assert_json '[.suggestions[] | select(.change == "unit_cpus") | "\(.class) \(.cpus) \(.class_cpus)"] | join(",")' \
+    "l4.fat 16 24" "$OUT_FILE"
+cancel blue "$B0"
 sub blue b1 --class l4.blue
 B1=$JID
 assert_json .state running "$OUT_FILE"
