@@ -298,7 +298,7 @@ gp binding list --at yesterday
 assert_denied 400
 gp binding list --job "$R1"
 assert_rc 0
-assert_eq "$(head -n 1 "$OUT_FILE" | tr -s ' ')" "JOB_NAME UNIT GPU NODE FORM SHARE TENANT PROJECT START END END_REASON" "binding list header"
+assert_eq "$(head -n 1 "$OUT_FILE" | tr -s ' ')" "JOB_NAME UNIT GPU NODE FORM SHARE TENANT PROJECT START END END_REASON BORROWED" "binding list header"
 job red list --state running
 assert_rc 0
 assert_json '[.items[].id] | join(",")' "$R1" "$OUT_FILE"
