@@ -44,6 +44,51 @@ static int visible(const api_ctx *c, const rsv_holder *h) {
     return authz_visible(c->who->bindings, c->who->nbindings, &t, now);
 }
 
+/*
+ * A reservation refused for holding what another holds at the same time (rsv_put's
+ * GP_ECONFLICT with a clash): 409 with the error's "conflict" naming the other one and the
+ * first time they meet - by name only to a caller who may see it (a tenant's reservation to
+ * an ops-engineer planning maintenance is "a tenant's reservation", its times and what it
+ * holds only).  Returns rc (the transaction is rolled back: nothing changes).
+ */
+static int clash_reply(api_ctx *c, const rsv_clash *k, int rc, const gp_err *err) {
+    if (rc != GP_ECONFLICT || !k->name[0]) return rc;
+    int seen = visible(c, &k->holder);
+    const char *what = k->holder.maintenance ? "maintenance window" : "reservation";
+    char t1[32], t2[32], msg[512];
+    rsv_fmt_time(k->start_us, t1, sizeof t1);
+    rsv_fmt_time(k->end_us, t2, sizeof t2);
+    char who[128];
+    if (seen) snprintf(who, sizeof who, "%s '%.64s'", what, k->name);
+    else snprintf(who, sizeof who, "a reservation of a tenant");
+    if (k->by_count)
+        snprintf(msg, sizeof msg,
+                 "%s (with the others in force then) holds %d of the %d cards of class %.64s in "
+                 "pool %.64s from %s to %s: %d more would be too many",
+                 who, k->taken, k->cards, k->cls, k->pool, t1, t2, k->wanted);
+    else
+        snprintf(msg, sizeof msg, "%s holds node %.64s from %s to %s too: the windows overlap",
+                 who, k->node, t1, t2);
+    json_t *cf = json_pack("{s:o,s:s,s:o,s:o}", "reservation",
+                           seen ? json_string(k->name) : json_null(), "kind",
+                           k->holder.maintenance ? "maintenance" : "tenant", "start",
+                           jx_time(k->start_us), "end", jx_time(k->end_us));
+    if (k->by_count) {
+        json_object_set_new(cf, "pool", json_string(k->pool));
+        json_object_set_new(cf, "class", json_string(k->cls));
+        json_object_set_new(cf, "cards", json_integer(k->cards));
+        json_object_set_new(cf, "taken", json_integer(k->taken));
+        json_object_set_new(cf, "wanted", json_integer(k->wanted));
+    } else {
+        json_object_set_new(cf, "node", json_string(k->node));
+    }
+    (void)err;
+    api_reply(c->r, 409,
+              json_pack("{s:{s:s,s:s,s:o}}", "error", "code", "conflict", "message", msg,
+                        "conflict", cf));
+    return rc;
+}
+
 /* The action that manages a reservation of this kind (maintenance or a tenant's). */
 static int manage_act(int maintenance) {
     return maintenance ? ACT_MAINTENANCE_MANAGE : ACT_RESERVATION_MANAGE;
@@ -103,8 +148,9 @@ int h_reservation_create(api_ctx *c, gp_err *err) {
     int rc = api_allow(c, manage_act(!for_tenant), NULL, NULL, err);
     if (rc) return rc;
     json_t *o;
-    if ((rc = rsv_put(c->tx, NULL, c->body, c->who->name, gt_now_us(), &o, NULL, NULL, err)))
-        return rc;
+    rsv_clash k;
+    if ((rc = rsv_put(c->tx, NULL, c->body, c->who->name, gt_now_us(), &o, NULL, NULL, &k, err)))
+        return clash_reply(c, &k, rc, err);
     c->summary = json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:b}", "kind",
                            json_object_get(o, "kind"), "tenant", json_object_get(o, "tenant"),
                            "project", json_object_get(o, "project"), "nodes",
@@ -126,9 +172,10 @@ int h_reservation_update(api_ctx *c, gp_err *err) {
     if (rc) return rc;
     json_decref(o);
     if ((rc = api_allow(c, manage_act(h.maintenance), NULL, NULL, err))) return rc;
+    rsv_clash k;
     if ((rc = rsv_put(c->tx, api_param(c->r, "name"), c->body, c->who->name, gt_now_us(), &o,
-                      &widened, &changes, err)))
-        return rc;
+                      &widened, &changes, &k, err)))
+        return clash_reply(c, &k, rc, err);
     c->summary = json_pack("{s:o,s:b,s:O,s:O,s:O,s:O}", "changes", changes, "widened", widened,
                            "start", json_object_get(o, "start"), "end", json_object_get(o, "end"),
                            "count", json_object_get(o, "count"), "nodes",

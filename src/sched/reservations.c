@@ -219,9 +219,19 @@ static int get_time(json_t *o, const char *key, int required, int64_t *out, gp_e
     return GP_OK;
 }
 
-/* How many cards of class `cls` (its models, its form) the nodes of pool `pool` have. */
-static int class_cards(store_tx *tx, const char *pool, const char *cls, int64_t *cards,
-                       gp_err *err) {
+/* Is `name` one of the strings of array `names`? */
+static int names_has(json_t *names, const char *name) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(names, i, v) if (json_is_string(v) && !strcmp(json_string_value(v), name))
+        return 1;
+    return 0;
+}
+
+/* How many cards of class `cls` (its models, its form) the nodes of pool `pool` have (only:
+ * of those nodes named in `only`, when not NULL). */
+static int class_cards_of(store_tx *tx, const char *pool, const char *cls, json_t *only,
+                          int64_t *cards, gp_err *err) {
     store_stmt *s;
     *cards = 0;
     int rc = store_query(tx, &s, err, "SELECT form, gpu_models FROM classes WHERE name = ?", "s",
@@ -242,7 +252,7 @@ static int class_cards(store_tx *tx, const char *pool, const char *cls, int64_t 
                        : f.kind == FORM_SHARED         ? "shared"
                                                        : "whole";
     rc = store_query(tx, &s, err,
-                     "SELECT g.model, g.mode FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                     "SELECT g.model, g.mode, n.name FROM gpus g JOIN nodes n ON n.id = g.node_id"
                      " WHERE n.pool = ?",
                      "s", pool);
     if (rc) {
@@ -251,6 +261,7 @@ static int class_cards(store_tx *tx, const char *pool, const char *cls, int64_t 
     }
     while ((rc = store_step(s, err)) > 0) {
         if (strcmp(store_text(s, 1), mode)) continue;
+        if (only && !names_has(only, store_text(s, 2))) continue;
         size_t i;
         json_t *m;
         json_array_foreach(models, i, m) {
@@ -263,6 +274,11 @@ static int class_cards(store_tx *tx, const char *pool, const char *cls, int64_t 
     store_done(s);
     json_decref(models);
     return rc < 0 ? rc : GP_OK;
+}
+
+static int class_cards(store_tx *tx, const char *pool, const char *cls, int64_t *cards,
+                       gp_err *err) {
+    return class_cards_of(tx, pool, cls, NULL, cards, err);
 }
 
 /* Check spec `o` (a create's body, or a patch merged over the stored spec) whole. */
@@ -436,6 +452,209 @@ static int check_spec(store_tx *tx, json_t *o, int64_t now, spec *p, gp_err *err
     return GP_OK;
 }
 
+/* ---- overlaps: no two reservations on the same cards at the same time ---- */
+
+/* Another stored reservation, as the overlap check reads it. */
+typedef struct other_rsv {
+    char name[64], pool[64], cls[64];
+    rsv_holder holder;
+    rsv_rule rule;
+    int64_t count;
+    json_t *nodes; /* owned; NULL or [] for a count */
+} other_rsv;
+
+static void others_free(other_rsv *o, int n) {
+    for (int i = 0; i < n; i++) json_decref(o[i].nodes);
+    free(o);
+}
+
+/* Every reservation not deleted but `self_id` ("" none) whose occurrences are not all over. */
+static int others_load(store_tx *tx, const char *self_id, int64_t now, other_rsv **out, int *nout,
+                       gp_err *err) {
+    store_stmt *s;
+    *out = NULL;
+    *nout = 0;
+    int rc = store_query(tx, &s, err,
+                         "SELECT id, name, COALESCE(tenant_id, ''), COALESCE(project_id, ''),"
+                         " pool, class, count, nodes, start_us, end_us, recurrence, weekdays,"
+                         " every_s, until_us FROM reservations WHERE deleted_at = 0 AND id <> ?"
+                         " ORDER BY start_us, name",
+                         "s", self_id);
+    if (rc) return rc;
+    other_rsv *v = NULL;
+    int n = 0, cap = 0;
+    while ((rc = store_step(s, err)) > 0) {
+        rsv_rule rule;
+        rsv_span cur;
+        rsv_rule_from(store_text(s, 10), store_int(s, 8), store_int(s, 9), store_int(s, 11),
+                      store_int(s, 12), store_int(s, 13), &rule);
+        if (rule.kind < 0 || !rsv_current(&rule, now, &cur)) continue; /* over: holds nothing */
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            other_rsv *nv = realloc(v, (size_t)cap * sizeof *nv);
+            if (!nv) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
+            }
+            v = nv;
+        }
+        other_rsv *o = &v[n++];
+        memset(o, 0, sizeof *o);
+        snprintf(o->holder.id, sizeof o->holder.id, "%s", store_text(s, 0));
+        snprintf(o->name, sizeof o->name, "%s", store_text(s, 1));
+        snprintf(o->holder.tenant_id, sizeof o->holder.tenant_id, "%s", store_text(s, 2));
+        snprintf(o->holder.project_id, sizeof o->holder.project_id, "%s", store_text(s, 3));
+        o->holder.maintenance = !store_text(s, 2)[0];
+        snprintf(o->pool, sizeof o->pool, "%s", store_text(s, 4));
+        snprintf(o->cls, sizeof o->cls, "%s", store_text(s, 5));
+        o->count = store_int(s, 6);
+        o->nodes = json_loads(store_text(s, 7), 0, NULL);
+        o->rule = rule;
+    }
+    store_done(s);
+    if (rc < 0) {
+        others_free(v, n);
+        return rc;
+    }
+    *out = v;
+    *nout = n;
+    return GP_OK;
+}
+
+/* The first node named by both lists, or NULL. */
+static const char *shared_node(json_t *a, json_t *b) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v) if (json_is_string(v) && names_has(b, json_string_value(v)))
+        return json_string_value(v);
+    return NULL;
+}
+
+static int too_dense(gp_err *err) {
+    return gp_err_set(err, GP_EINVALID,
+                      "too many occurrences to check against the other reservations (more than "
+                      "%d moments): use a longer period or a nearer horizon",
+                      RSV_WALK_MAX);
+}
+
+/*
+ * The group of pool `pool`'s cards of class `cls`: do mine_cards of them in p's occurrences,
+ * with what the others take of them at the same time, add up to more than the pool has?
+ * GP_ECONFLICT with *clash.
+ */
+static int group_check(store_tx *tx, const spec *p, int64_t mine_cards, const char *pool,
+                       const char *cls, other_rsv *o, int n, int64_t now, rsv_clash *clash,
+                       gp_err *err) {
+    int64_t cards = 0;
+    int rc = class_cards(tx, pool, cls, &cards, err);
+    if (rc || mine_cards <= 0) return rc;
+    rsv_load *ld = calloc((size_t)n + 1, sizeof *ld);
+    if (!ld) return gp_err_set(err, GP_ENOMEM, NULL);
+    for (int i = 0; i < n && !rc; i++) {
+        int64_t take = 0;
+        if (o[i].count) {
+            if (!strcmp(o[i].pool, pool) && !strcmp(o[i].cls, cls)) take = o[i].count;
+        } else if (json_array_size(o[i].nodes)) {
+            rc = class_cards_of(tx, pool, cls, o[i].nodes, &take, err);
+        }
+        ld[i] = (rsv_load){o[i].rule, (int)(take > 1000000 ? 1000000 : take)};
+    }
+    int who = -1, load = 0, hit = 0;
+    rsv_span at = {0, 0};
+    if (!rc)
+        hit = rsv_peak_over(&p->rule, (int)(mine_cards > 1000000 ? 1000000 : mine_cards), ld, n,
+                            (int)(cards > 1000000 ? 1000000 : cards), now, &who, &at, &load);
+    free(ld);
+    if (rc) return rc;
+    if (hit < 0) return too_dense(err);
+    if (!hit) return GP_OK;
+    memset(clash, 0, sizeof *clash);
+    snprintf(clash->name, sizeof clash->name, "%s", o[who].name);
+    clash->holder = o[who].holder;
+    clash->start_us = at.t1_us;
+    clash->end_us = at.t2_us;
+    clash->by_count = 1;
+    snprintf(clash->pool, sizeof clash->pool, "%s", pool);
+    snprintf(clash->cls, sizeof clash->cls, "%s", cls);
+    clash->cards = (int)cards;
+    clash->taken = load;
+    clash->wanted = (int)mine_cards;
+    char t1[32], t2[32];
+    rsv_fmt_time(at.t1_us, t1, sizeof t1);
+    rsv_fmt_time(at.t2_us, t2, sizeof t2);
+    return gp_err_set(err, GP_ECONFLICT,
+                      "reservation '%.64s' (with the others in force then) holds %d of the %lld "
+                      "cards of class %.64s in pool %.64s from %s to %s: %lld more would be too "
+                      "many",
+                      o[who].name, load, (long long)cards, cls, pool, t1, t2,
+                      (long long)mine_cards);
+}
+
+/*
+ * Does spec p (self_id: the reservation it updates, "" a new one) hold what another holds at
+ * the same time, from now on?  Named nodes: another naming one of them, its occurrences
+ * overlapping.  Cards of a class in a pool: p's count (or the cards of that class on its
+ * nodes, for each pool and class another's count holds) with the counts of that class in
+ * that pool and the other named nodes' cards of that class in force at the same moment, more
+ * than the pool has.  Counts of another class, whose cards may be others, are not added up.
+ */
+static int overlap_check(store_tx *tx, const spec *p, const char *self_id, int64_t now,
+                         rsv_clash *clash, gp_err *err) {
+    other_rsv *o;
+    int n, rc = others_load(tx, self_id, now, &o, &n, err);
+    if (rc) return rc;
+    rsv_load *ld = calloc((size_t)n + 1, sizeof *ld);
+    if (!ld) rc = gp_err_set(err, GP_ENOMEM, NULL);
+    /* named nodes: a node named by both is a group of one card each takes whole */
+    if (!rc && p->nodes) {
+        for (int i = 0; i < n; i++)
+            ld[i] = (rsv_load){o[i].rule,
+                               o[i].nodes && shared_node(p->nodes, o[i].nodes) ? 1 : 0};
+        int who = -1, load = 0;
+        rsv_span at = {0, 0};
+        int hit = rsv_peak_over(&p->rule, 1, ld, n, 1, now, &who, &at, &load);
+        if (hit < 0) {
+            rc = too_dense(err);
+        } else if (hit) {
+            memset(clash, 0, sizeof *clash);
+            snprintf(clash->name, sizeof clash->name, "%s", o[who].name);
+            clash->holder = o[who].holder;
+            clash->start_us = at.t1_us;
+            clash->end_us = at.t2_us;
+            snprintf(clash->node, sizeof clash->node, "%s", shared_node(p->nodes, o[who].nodes));
+            clash->cards = 1;
+            clash->taken = 1;
+            clash->wanted = 1;
+            char t1[32], t2[32];
+            rsv_fmt_time(at.t1_us, t1, sizeof t1);
+            rsv_fmt_time(at.t2_us, t2, sizeof t2);
+            rc = gp_err_set(err, GP_ECONFLICT,
+                            "reservation '%.64s' holds node %.64s from %s to %s too: the windows "
+                            "overlap",
+                            o[who].name, clash->node, t1, t2);
+        }
+    }
+    free(ld);
+    /* the cards of a class in a pool */
+    if (!rc && !p->nodes) {
+        rc = group_check(tx, p, p->count, p->pool, p->cls, o, n, now, clash, err);
+    } else if (!rc) {
+        for (int i = 0; i < n && !rc; i++) {
+            if (!o[i].count) continue;
+            int seen = 0; /* each pool and class once */
+            for (int k = 0; k < i && !seen; k++)
+                seen = o[k].count && !strcmp(o[k].pool, o[i].pool) && !strcmp(o[k].cls, o[i].cls);
+            if (seen) continue;
+            int64_t mine = 0;
+            rc = class_cards_of(tx, o[i].pool, o[i].cls, p->nodes, &mine, err);
+            if (!rc && mine)
+                rc = group_check(tx, p, mine, o[i].pool, o[i].cls, o, n, now, clash, err);
+        }
+    }
+    others_free(o, n);
+    return rc;
+}
+
 /* The stored reservation `name` as a spec (the fields a create takes), for a patch. */
 static int stored_spec(store_tx *tx, const char *name, json_t **out, rsv_holder *who,
                        gp_err *err) {
@@ -496,7 +715,8 @@ static int adds_nodes(json_t *a, json_t *b) {
 }
 
 int rsv_put(store_tx *tx, const char *name, json_t *body, const char *actor, int64_t now,
-            json_t **out, int *widened, json_t **changes, gp_err *err) {
+            json_t **out, int *widened, json_t **changes, rsv_clash *clash, gp_err *err) {
+    rsv_clash scratch;
     json_t *merged, *old = NULL;
     rsv_holder oldh;
     spec p, op;
@@ -504,6 +724,8 @@ int rsv_put(store_tx *tx, const char *name, json_t *body, const char *actor, int
     *out = NULL;
     if (widened) *widened = 0;
     if (changes) *changes = NULL;
+    if (!clash) clash = &scratch;
+    memset(clash, 0, sizeof *clash);
     if (!json_is_object(body)) return gp_err_set(err, GP_EINVALID, "the body must be an object");
     if (name) {
         if ((rc = stored_spec(tx, name, &old, &oldh, err))) return rc;
@@ -531,6 +753,15 @@ int rsv_put(store_tx *tx, const char *name, json_t *body, const char *actor, int
         (p.maintenance != oldh.maintenance || strcmp(p.tenant_id, oldh.tenant_id) != 0))
         rc = gp_err_set(err, GP_EINVALID, "a reservation's holder does not change: delete it and "
                                           "create another");
+    if (!rc && !name) {
+        int64_t taken = 0;
+        rc = one(tx, "SELECT COUNT(*) FROM reservations WHERE name = ? AND deleted_at = 0",
+                 p.name, &taken, err);
+        if (!rc && taken)
+            rc = gp_err_set(err, GP_ECONFLICT, "a reservation named '%.64s' exists", p.name);
+    }
+    /* nothing another holds at the same time */
+    if (!rc) rc = overlap_check(tx, &p, name ? oldh.id : "", now, clash, err);
     char *nodes = NULL, *wos = NULL;
     if (!rc) {
         nodes = p.nodes ? jx_dump(p.nodes) : strdup("[]");
@@ -538,11 +769,6 @@ int rsv_put(store_tx *tx, const char *name, json_t *body, const char *actor, int
         if (!nodes || !wos) rc = gp_err_set(err, GP_ENOMEM, NULL);
     }
     if (!rc && !name) {
-        int64_t taken = 0;
-        rc = one(tx, "SELECT COUNT(*) FROM reservations WHERE name = ? AND deleted_at = 0",
-                 p.name, &taken, err);
-        if (!rc && taken)
-            rc = gp_err_set(err, GP_ECONFLICT, "a reservation named '%.64s' exists", p.name);
         char id[RND_ID_LEN];
         rnd_id(id);
         if (!rc)

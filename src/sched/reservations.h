@@ -39,6 +39,23 @@ typedef struct rsv_holder {
 } rsv_holder;
 
 /*
+ * What a reservation would clash with (rsv_put's GP_ECONFLICT, docs/scheduling.md "No two on
+ * the same cards"): another reservation (its name and holder) holding, at the same time, a
+ * node this one names (by_count 0: `node`), or with those in force then, so many of a pool's
+ * cards of a class that this one's would be more than the pool has (by_count 1: `pool`,
+ * `cls`, `cards` in the pool, `taken` by the others then, `wanted` by this one).  start_us,
+ * end_us: the first such time.
+ */
+typedef struct rsv_clash {
+    char name[64];
+    rsv_holder holder;
+    int64_t start_us, end_us;
+    int by_count;
+    char node[64], pool[64], cls[64];
+    int cards, taken, wanted;
+} rsv_clash;
+
+/*
  * Create reservation `spec` (name != NULL: patch the one of that name with `spec`, a JSON
  * merge patch: null lifts an optional field).  Validated whole against the store (the
  * tenant, project, nodes, pool, class and work orders exist; the times make a sound rule
@@ -47,10 +64,13 @@ typedef struct rsv_holder {
  * a patch of none.  A patch may not change the holder (delete and create).  OUT: *out the
  * reservation as stored (rsv_get's), *widened (a patch: 1 when it holds more than before -
  * earlier, later, more cards or nodes, a longer horizon or another recurrence), *changes
- * (the fields a patch changed; owned).
+ * (the fields a patch changed; owned).  A reservation that would hold what another holds at
+ * the same time (a node both name; with the others then, more of a pool's cards of a class
+ * than it has) is GP_ECONFLICT with *clash filled (optional; its name "" for any other
+ * conflict), nothing written.
  */
 int rsv_put(store_tx *tx, const char *name, json_t *spec, const char *actor, int64_t now_us,
-            json_t **out, int *widened, json_t **changes, gp_err *err);
+            json_t **out, int *widened, json_t **changes, rsv_clash *clash, gp_err *err);
 
 /* Reservation `name` (not deleted): GP_ENOTFOUND.  OUT: *out (owned), *who (optional). */
 int rsv_get(store_tx *tx, const char *name, int64_t now_us, json_t **out, rsv_holder *who,

@@ -269,3 +269,61 @@ void rsv_fmt_time(int64_t us, char *buf, unsigned long n) {
     for (; k + 1 < n && tmp[k]; k++) buf[k] = tmp[k];
     buf[k] = '\0';
 }
+
+/* ---- overlaps ---- */
+
+/* The first occurrence of r that starts after t (> t): 1 with *out, else 0. */
+static int next_start(const rsv_rule *r, int64_t t, rsv_span *out) {
+    rsv_span two[2];
+    /* occurrences never overlap: at most one holds t, so the first two ending after t do */
+    int k = rsv_occurrences(r, t, INT64_MAX, two, 2);
+    for (int i = 0; i < k && i < 2; i++)
+        if (two[i].t1_us > t) {
+            *out = two[i];
+            return 1;
+        }
+    return 0;
+}
+
+int rsv_peak_over(const rsv_rule *mine, int mine_cards, const rsv_load *others, int n,
+                  int cards, int64_t from, int *who, rsv_span *at, int *load) {
+    rsv_span m;
+    int64_t t = from;
+    *who = -1;
+    *load = 0;
+    long long all = mine_cards;
+    for (int i = 0; i < n; i++) all += others[i].cards > 0 ? others[i].cards : 0;
+    if (all <= cards) return 0; /* even all at once they fit */
+    /* load only rises where an occurrence starts: inside each of mine's occurrences, look
+     * at its start and at every start of another's within it */
+    for (long steps = 0; rsv_current(mine, t, &m);) {
+        if (m.t1_us > t) t = m.t1_us;
+        while (t < m.t2_us) {
+            if (++steps > RSV_WALK_MAX) return -1;
+            int sum = 0, first = -1;
+            int64_t first_t1 = INT64_MAX, first_t2 = 0, next = m.t2_us;
+            for (int i = 0; i < n; i++) {
+                rsv_span o;
+                if (others[i].cards <= 0) continue;
+                if (rsv_occurrence_at(&others[i].rule, t, &o)) {
+                    sum += others[i].cards;
+                    if (o.t1_us < first_t1) {
+                        first = i;
+                        first_t1 = o.t1_us;
+                        first_t2 = o.t2_us;
+                    }
+                }
+                if (next_start(&others[i].rule, t, &o) && o.t1_us < next) next = o.t1_us;
+            }
+            if (first >= 0 && (int64_t)mine_cards + sum > cards) {
+                *who = first;
+                *load = sum;
+                *at = (rsv_span){t, first_t2 < m.t2_us ? first_t2 : m.t2_us};
+                return 1;
+            }
+            t = next;
+        }
+        t = m.t2_us;
+    }
+    return 0;
+}

@@ -164,6 +164,35 @@ int rsv_occurrence_at(const rsv_rule *r, int64_t at_us, rsv_span *out);
 /* The last occurrence that began at or before `at_us`: 1 with *out, else 0. */
 int rsv_last(const rsv_rule *r, int64_t at_us, rsv_span *out);
 
+/* ---- overlaps between reservations (pure) ----
+ *
+ * Reservations may not hold the same thing at the same time (docs/scheduling.md,
+ * "Reservations", "No two on the same cards"): two that name a node both may not have
+ * occurrences that overlap, and the counts of a pool's cards of a class held at any moment
+ * (counts of that class in that pool, and the cards of that class on named nodes of the pool)
+ * may not add up to more than the pool has.  Both are one question, asked of a group of
+ * `cards` cards: does a new reservation (`mine`, taking `mine_cards` of them in each of its
+ * occurrences) together with the others in force at some moment take more than `cards`?
+ * A node shared by two is the group {that node} of one card that each takes whole.
+ */
+typedef struct rsv_load {
+    rsv_rule rule;
+    int cards; /* what it takes of the group while in force (0: nothing) */
+} rsv_load;
+
+enum { RSV_WALK_MAX = 200000 }; /* moments looked at, at most, before giving up */
+
+/*
+ * The first moment, from `from_us` on, inside an occurrence of `mine`, where mine_cards and
+ * the cards of the others[0..n) in force then add up to more than `cards`.  Returns 1 with
+ * *who (the index of one of the others in force then: the one in force longest, ties to the
+ * lowest index), *at (from that moment to the first end among mine's occurrence and *who's),
+ * *load (what the others in force then take, together); 0 when there is no such moment; -1
+ * when the occurrences are too many to walk (RSV_WALK_MAX moments: the caller refuses).
+ */
+int rsv_peak_over(const rsv_rule *mine, int mine_cards, const rsv_load *others, int n,
+                  int cards, int64_t from_us, int *who, rsv_span *at, int *load);
+
 /* "2026-12-01T10:00:00Z" (seconds, UTC) into buf (>= 24 bytes). */
 void rsv_fmt_time(int64_t us, char *buf, unsigned long n);
 

@@ -85,6 +85,7 @@ OPS=$TOK_ops RU=$TOK_ru RV=$TOK_rv BU=$TOK_bu
 R=(--tenant red --project p)
 B=(--tenant blue --project p)
 
+ts() { date -u -d "$1" +%s; } # RFC 3339 to seconds
 names() { # the reservations the token's holder sees, by name
     as "$1" -o json reservation list
     jout '[.items[].name] | sort | join(",")'
@@ -165,6 +166,66 @@ assert_rc 0
 assert_json '[.items[] | select(.result == "ok")][0].summary.widened' true "$OUT_FILE"
 gp -o json audit list --tenant red --action reservation.create
 assert_json '[.items[] | select(.result == "ok")][0].summary.widened' true "$OUT_FILE"
+
+note "1b. no two on the same cards at the same time: overlaps refused (409), nothing changed"
+gp -o json reservation show far-red
+FR1=$(jout .start) FR2=$(jout .end)
+gp -o json reservation show far-blue
+FB1=$(ts "$(jout .start)") FB2=$(ts "$(jout .end)")
+iso() { date -u -d "@$1" +%FT%TZ; } # seconds to RFC 3339
+before=$(names "$ADMIN")
+cf_times() { jq -r '"\(.error.conflict.start) \(.error.conflict.end)" | gsub("\\.000000Z"; "Z")' "$BODY_FILE"; }
+FR2=${FR2/.000000Z/Z}
+# a node named by both, windows overlapping: the other and the first shared time named
+T1=$(iso $(($(ts "$FR1") + 1800))) T2=$(iso $(($(ts "$FR2") + 3600)))
+api POST /api/v1/reservations "{\"name\":\"clash\",\"tenant\":\"blue\",\"nodes\":[\"n2\",\"n1\"],\"start\":\"$T1\",\"end\":\"$T2\"}"
+assert_status 409
+assert_json '"\(.error.code) \(.error.conflict.reservation) \(.error.conflict.kind) \(.error.conflict.node)"' \
+    "conflict far-red tenant n1"
+assert_eq "$(cf_times)" "$T1 $FR2" "the first time both hold n1"
+assert_json '.error.message | contains("far-red")' true
+# only touching (it starts as the other ends): fine
+gp reservation create touch --tenant blue --nodes n1 --start "$FR2" --end "$T2"
+assert_rc 0
+gp reservation delete touch
+assert_rc 0
+# a count against a recurring count: far-blue (2 of default's 8 cards, daily) meets a one-off
+# in its second occurrence; 6 more fit, 7 do not
+S2=$(iso $((FB1 + 86400 + 600))) E2=$(iso $((FB2 + 86400 - 600)))
+api POST /api/v1/reservations "{\"name\":\"cnt\",\"tenant\":\"red\",\"pool\":\"default\",\"class\":\"a100.1x\",\"count\":7,\"start\":\"$S2\",\"end\":\"$E2\"}"
+assert_status 409
+assert_json '"\(.error.conflict.reservation) \(.error.conflict.pool) \(.error.conflict.class) \(.error.conflict.cards) \(.error.conflict.taken) \(.error.conflict.wanted)"' \
+    "far-blue default a100.1x 8 2 7"
+assert_eq "$(cf_times)" "$S2 $E2" "the time the counts meet"
+gp reservation create cnt --tenant red --pool default --class a100.1x --count 6 --start "$S2" --end "$E2"
+assert_rc 0
+gp reservation delete cnt
+assert_rc 0
+# named nodes count against a count: far-red's n1 (4 cards) and far-blue's 2 leave 2 of 8
+S1=$(iso $((FB1 + 600))) E1=$(iso $((FB2 - 600)))
+gp reservation create cnt --tenant red --pool default --class a100.1x --count 3 --start "$S1" --end "$E1"
+assert_denied 409
+assert_one_line_error "holds 6 of the 8 cards of class a100.1x in pool default"
+# a maintenance window on a tenant's node: refused, the tenant's reservation not named to ops
+AUTH_HEADER="Authorization: Bearer $OPS" api POST /api/v1/reservations \
+    "{\"name\":\"mclash\",\"maintenance\":true,\"nodes\":[\"n1\"],\"start\":\"$T1\",\"end\":\"$T2\"}"
+assert_status 409
+assert_json '"\(.error.conflict.reservation) \(.error.conflict.kind) \(.error.conflict.node)"' "null tenant n1"
+assert_json '.error.message | contains("far-red")' false
+assert_json '.error.message | startswith("a reservation of a tenant holds node n1")' true
+# a one-off maintenance window in the recurring one's second occurrence, on the same node
+as "$OPS" -o json reservation show far-maint
+MS=$(ts "$(jout .start)")
+as "$OPS" reservation create m2 --maintenance --nodes n2,n3 --start "$(iso $((MS + 86400 + 60)))" \
+    --end "$(iso $((MS + 86400 + 120)))"
+assert_denied 409
+assert_one_line_error "maintenance window 'far-maint' holds node n3"
+# an update that would overlap: refused whole, the reservation as it was
+gp reservation update far-red --nodes n1,n3 --end "$(iso $((MS + 60)))"
+assert_denied 409
+gp -o json reservation show far-red
+assert_json '"\(.nodes|join(",")) \(.end|sub("\\.000000Z"; "Z"))"' "n1 $FR2" "$OUT_FILE"
+assert_eq "$(names "$ADMIN")" "$before" "the reservations after the refused overlaps"
 for r in far-red far-blue; do
     gp reservation delete $r
     assert_rc 0
@@ -188,7 +249,6 @@ sub() {
     assert_rc 0
     JID=$(jout .id)
 }
-ts() { date -u -d "$1" +%s; } # RFC 3339 to seconds
 
 note "2. on time, nothing killed: red's reservation of n1, blue kept off it beforehand"
 # (far ahead while blue's jobs are placed, then moved near: nothing here races its start)
@@ -320,6 +380,8 @@ o1=$(which_occ "$s1") o2=$(which_occ "$s2")
 [ "$o1" -ge 1 ] && [ "$o2" -gt "$o1" ] ||
     fail "the jobs started at $s1 (occurrence $o1) and $s2 (occurrence $o2) of $OCC"
 _pass
+gp reservation delete red-every
+assert_rc 0
 
 note "5. a maintenance window drains its node, cordons it, gives it back"
 as "$OPS" -o json workorder open --node n2 --title "firmware"

@@ -380,6 +380,94 @@ static void property(void **state) {
     assert_true(placed_in > 100);
 }
 
+/* Overlaps (rsv_peak_over): two on one node (a group of one card), recurring against one-off,
+ * weekdays against weekly, the horizon, counts adding up in a pool, and too dense to walk. */
+static void overlaps(void **state) {
+    (void)state;
+    const int64_t D = 86400 * S, H = 3600 * S;
+    const int64_t mon = 1704067200LL * S; /* 2024-01-01T00:00:00Z, a Monday */
+    int who, load;
+    rsv_span at;
+    /* one-offs on one node: overlapping, then only touching */
+    rsv_rule a = {mon + 10 * H, mon + 12 * H, RSV_ONCE, 0, 0, 0};
+    rsv_load other = {{mon + 11 * H, mon + 14 * H, RSV_ONCE, 0, 0, 0}, 1};
+    assert_int_equal(rsv_peak_over(&a, 1, &other, 1, 1, 0, &who, &at, &load), 1);
+    assert_int_equal(who, 0);
+    assert_int_equal(load, 1);
+    assert_int_equal(at.t1_us, mon + 11 * H);
+    assert_int_equal(at.t2_us, mon + 12 * H);
+    other.rule.t1_us = mon + 12 * H; /* starts as a ends */
+    assert_int_equal(rsv_peak_over(&a, 1, &other, 1, 1, 0, &who, &at, &load), 0);
+    assert_int_equal(who, -1);
+    /* the other way round: the other begins first, a starts inside it */
+    other.rule = (rsv_rule){mon + 9 * H, mon + 11 * H, RSV_ONCE, 0, 0, 0};
+    assert_int_equal(rsv_peak_over(&a, 1, &other, 1, 1, 0, &who, &at, &load), 1);
+    assert_int_equal(at.t1_us, mon + 10 * H);
+    assert_int_equal(at.t2_us, mon + 11 * H);
+    /* a group of one card taken by nobody else: no clash */
+    other.cards = 0;
+    assert_int_equal(rsv_peak_over(&a, 1, &other, 1, 1, 0, &who, &at, &load), 0);
+    /* recurring (daily 00-06) against a one-off on the third day at 05:00-07:00 */
+    rsv_rule nightly = {mon, mon + 6 * H, RSV_DAILY, 0, 0, mon + 10 * D};
+    rsv_load fw = {{mon + 2 * D + 5 * H, mon + 2 * D + 7 * H, RSV_ONCE, 0, 0, 0}, 1};
+    assert_int_equal(rsv_peak_over(&nightly, 1, &fw, 1, 1, 0, &who, &at, &load), 1);
+    assert_int_equal(at.t1_us, mon + 2 * D + 5 * H);
+    assert_int_equal(at.t2_us, mon + 2 * D + 6 * H);
+    /* and the one-off asked against the recurring one: the same moment */
+    rsv_load nl = {nightly, 1};
+    assert_int_equal(rsv_peak_over(&fw.rule, 1, &nl, 1, 1, 0, &who, &at, &load), 1);
+    assert_int_equal(at.t1_us, mon + 2 * D + 5 * H);
+    assert_int_equal(at.t2_us, mon + 2 * D + 6 * H);
+    /* the one-off between two nights: none; past the horizon: none; from after it: none */
+    fw.rule = (rsv_rule){mon + 2 * D + 6 * H, mon + 3 * D, RSV_ONCE, 0, 0, 0};
+    assert_int_equal(rsv_peak_over(&nightly, 1, &fw, 1, 1, 0, &who, &at, &load), 0);
+    fw.rule = (rsv_rule){mon + 10 * D + 1 * H, mon + 10 * D + 2 * H, RSV_ONCE, 0, 0, 0};
+    assert_int_equal(rsv_peak_over(&nightly, 1, &fw, 1, 1, 0, &who, &at, &load), 0);
+    fw.rule = (rsv_rule){mon + 1 * H, mon + 2 * H, RSV_ONCE, 0, 0, 0};
+    assert_int_equal(rsv_peak_over(&nightly, 1, &fw, 1, 1, 0, &who, &at, &load), 1);
+    assert_int_equal(rsv_peak_over(&nightly, 1, &fw, 1, 1, mon + 2 * H, &who, &at, &load), 0);
+    /* weekdays (mon, wed) 08-09 against weekly on tuesdays, then weekly on wednesdays */
+    rsv_rule mw = {mon + 8 * H, mon + 9 * H, RSV_WEEKDAYS, 1u | 4u, 0, mon + 28 * D};
+    rsv_load wk = {{mon + D + 7 * H, mon + D + 10 * H, RSV_WEEKLY, 0, 0, mon + 28 * D}, 1};
+    assert_int_equal(rsv_peak_over(&mw, 1, &wk, 1, 1, 0, &who, &at, &load), 0);
+    wk.rule.t1_us += D;
+    wk.rule.t2_us += D;
+    assert_int_equal(rsv_peak_over(&mw, 1, &wk, 1, 1, 0, &who, &at, &load), 1);
+    assert_int_equal(at.t1_us, mon + 2 * D + 8 * H);
+    assert_int_equal(at.t2_us, mon + 2 * D + 9 * H);
+    /* counts of 8 cards: A 4 from 0 to 100 s, B 3 from 50 to 150 s */
+    rsv_load ab[2] = {{{mon, mon + 100 * S, RSV_ONCE, 0, 0, 0}, 4},
+                      {{mon + 50 * S, mon + 150 * S, RSV_ONCE, 0, 0, 0}, 3}};
+    rsv_rule c = {mon + 120 * S, mon + 200 * S, RSV_ONCE, 0, 0, 0};
+    assert_int_equal(rsv_peak_over(&c, 2, ab, 2, 8, 0, &who, &at, &load), 0); /* 3 + 2 */
+    assert_int_equal(rsv_peak_over(&c, 5, ab, 2, 8, 0, &who, &at, &load), 0); /* 3 + 5 */
+    assert_int_equal(rsv_peak_over(&c, 6, ab, 2, 8, 0, &who, &at, &load), 1);
+    assert_int_equal(who, 1);
+    assert_int_equal(load, 3);
+    assert_int_equal(at.t1_us, mon + 120 * S);
+    assert_int_equal(at.t2_us, mon + 150 * S);
+    c = (rsv_rule){mon + 40 * S, mon + 60 * S, RSV_ONCE, 0, 0, 0};
+    assert_int_equal(rsv_peak_over(&c, 1, ab, 2, 8, 0, &who, &at, &load), 0); /* 7 + 1 */
+    assert_int_equal(rsv_peak_over(&c, 2, ab, 2, 8, 0, &who, &at, &load), 1); /* 7 + 2 at 50 */
+    assert_int_equal(who, 0); /* A, in force longest */
+    assert_int_equal(load, 7);
+    assert_int_equal(at.t1_us, mon + 50 * S);
+    assert_int_equal(at.t2_us, mon + 60 * S);
+    c = (rsv_rule){mon, mon + 40 * S, RSV_ONCE, 0, 0, 0}; /* only A then */
+    assert_int_equal(rsv_peak_over(&c, 4, ab, 2, 8, 0, &who, &at, &load), 0);
+    /* a recurring count every 60 s (10 s long) against them: the one at 120 s meets B alone,
+     * the one at 60 s both */
+    rsv_rule ev = {mon, mon + 10 * S, RSV_EVERY, 0, 60, mon + 1000 * S};
+    assert_int_equal(rsv_peak_over(&ev, 2, ab, 2, 8, 0, &who, &at, &load), 1);
+    assert_int_equal(at.t1_us, mon + 60 * S);
+    assert_int_equal(at.t2_us, mon + 70 * S);
+    assert_int_equal(rsv_peak_over(&ev, 2, ab, 2, 8, mon + 70 * S, &who, &at, &load), 0);
+    /* too many moments to walk: half-second windows every second for three days, interleaved */
+    rsv_rule dense = {mon, mon + S / 2, RSV_EVERY, 0, 1, mon + 3 * D};
+    rsv_load dense2 = {{mon + S / 2, mon + S, RSV_EVERY, 0, 1, mon + 3 * D}, 1};
+    assert_int_equal(rsv_peak_over(&dense, 1, &dense2, 1, 1, 0, &who, &at, &load), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(holders),
@@ -388,6 +476,7 @@ int main(void) {
         cmocka_unit_test(two_reservations),
         cmocka_unit_test(unused_time),
         cmocka_unit_test(recurrence),
+        cmocka_unit_test(overlaps),
         cmocka_unit_test(property),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
