@@ -205,6 +205,7 @@ const views = {
   usage: { label: 'Usage', render: viewUsage, scoped: true },
   keys: { label: 'Keys', render: viewKeys, scoped: true },
   kbs: { label: 'Knowledge bases', render: viewKbs, scoped: true },
+  reservations: { label: 'Reservations', render: viewReservations, anyone: true },
   tenants: { label: 'Tenants', render: viewTenants, platform: true },
   cluster: { label: 'Cluster map', render: viewCluster, ops: true },
   health: { label: 'Health', render: viewHealth, ops: true },
@@ -215,6 +216,7 @@ function allowed(name) {
   const v = views[name];
   if (v.platform) return isPlatform();
   if (v.ops) return isOps();
+  if (v.anyone) return S.tenants.length > 0 || isOps();
   return S.tenants.length > 0;
 }
 function firstView() { return Object.keys(views).find(allowed) || 'overview'; }
@@ -410,20 +412,72 @@ async function viewJobs(body) {
     } catch (e) { clear(out).appendChild(h('p', { class: 'card status error' }, 'Not submitted: ' + e.message)); }
   });
   const list = h('div', { id: 'jobs-list' });
+  const arrays = h('div', { id: 'jobs-arrays' });
   const refreshJobs = async (items) => {
     const js = items || (await api('GET', ppath() + '/jobs')).items;
+    // what the jobs still waiting for others wait for (the list does not carry it; job show
+    // does): read for those waiting, at most 50
+    const waiting = js.filter((j) => j.state === 'queued' && /dependenc/.test(j.reason || '')).slice(0, 50);
+    const after = {};
+    await Promise.all(waiting.map(async (j) => {
+      try { after[j.id] = (await api('GET', ppath() + '/jobs/' + enc(j.id))).after || []; } catch (e) { /* gone */ }
+    }));
+    await arraySummary(arrays, js);
     clear(list).appendChild(table('Jobs of ' + S.project, [
       { label: 'Job', get: (j) => j.name }, { label: 'Id', get: (j) => j.id },
       { label: 'Class', get: (j) => j.class + ' × ' + j.units },
+      { label: 'Shape', get: (j) => jobShape(j), cls: () => 'shape' },
       { label: 'State', get: (j) => j.state, cls: (j) => 'state-' + j.state },
       { label: 'Queue reason', get: (j) => j.reason || '—', cls: () => 'reason' },
+      { label: 'Waits for', get: (j) => (after[j.id] && after[j.id].length ? depText(after[j.id]) : '—'), cls: () => 'deps' },
       { label: 'Submitted', get: (j) => when(j.created_at) },
       { label: 'Actions', get: (j) => h('span', {},
+          h('button', { type: 'button', class: 'secondary', 'aria-label': 'Details of ' + j.name, on: { click: () => details(j) } }, 'Details'), ' ',
           h('button', { type: 'button', class: 'secondary', 'aria-label': 'Explain ' + j.name, on: { click: () => explain(j) } }, 'Explain'), ' ',
           h('button', { type: 'button', class: 'secondary', 'aria-label': 'Logs of ' + j.name, on: { click: () => logs(j) } }, 'Logs'), ' ',
           ['queued', 'admitted', 'running'].includes(j.state)
             ? h('button', { type: 'button', class: 'danger', 'aria-label': 'Cancel ' + j.name, on: { click: () => cancel(j) } }, 'Cancel') : null) },
     ], js));
+  };
+  // A job's shape in full: a gang's ranks and their nodes, an array task's array, what it runs after.
+  const details = async (j) => {
+    try {
+      const x = await api('GET', ppath() + '/jobs/' + enc(j.id));
+      const sec = h('section', { class: 'card', id: 'job-details', 'aria-label': 'Details' }, h('h3', {}, 'Job ' + x.name + ' (' + x.id + ')'),
+        h('p', {}, x.class + ' × ' + x.units + ' · ' + jobShape(x) + ' · ' + x.state + (x.reason ? ' — ' + x.reason : '')));
+      if (x.nodes) {
+        const K = x.units_per_node || 1;
+        const ranks = [];
+        for (let r = 0; r < x.nodes; r++) ranks.push({ rank: r, units: [], nodes: new Set(), cards: 0 });
+        for (const b of x.bindings || []) {
+          if (b.end && x.state === 'running') continue; // an earlier placement's
+          const rk = ranks[Math.floor(b.unit / K)];
+          if (!rk) continue;
+          if (!rk.units.includes(b.unit)) rk.units.push(b.unit);
+          rk.nodes.add(b.node); rk.cards++;
+        }
+        sec.appendChild(h('h4', {}, 'Gang: ' + x.nodes + ' nodes × ' + K + ' units per node'));
+        sec.appendChild(h('div', { id: 'job-gang' }, table(null, [
+          { label: 'Rank', num: true, get: (r) => r.rank },
+          { label: 'Node', get: (r) => (r.nodes.size ? [...r.nodes].join(', ') : 'not placed') },
+          { label: 'Units', get: (r) => (r.units.length ? r.units.sort((a, b) => a - b).join(', ') : (r.rank * K) + '…' + (r.rank * K + K - 1)) },
+          { label: 'Cards', num: true, get: (r) => r.cards }], ranks)));
+      }
+      if (x.array) {
+        let a = null;
+        try { a = await api('GET', ppath() + '/arrays/' + enc(x.array.id)); } catch (e) { /* not readable */ }
+        sec.appendChild(h('h4', {}, 'Array'));
+        sec.appendChild(h('p', { id: 'job-array' }, 'Task ' + x.array.index + ' of array ' + x.array.id +
+          (a ? ' (' + a.first_index + '–' + a.last_index + ', ' + a.size + ' tasks; ' +
+               (a.max_running ? 'at most ' + a.max_running + ' at once' : 'no cap') + '; ' + taskCounts(a.tasks) + ')' : '')));
+      }
+      sec.appendChild(h('h4', {}, 'Dependencies'));
+      sec.appendChild(h('div', { id: 'job-deps' }, x.after && x.after.length ? table(null, [
+        { label: 'After job', get: (d) => d.name }, { label: 'Id', get: (d) => d.job },
+        { label: 'Condition', get: (d) => depKind(d.kind) }, { label: 'Its state', get: (d) => d.state, cls: (d) => 'state-' + d.state },
+        { label: 'Status', get: (d) => d.status }], x.after) : h('p', { class: 'hint' }, 'It runs after no other job.')));
+      clear(detail).appendChild(sec);
+    } catch (e) { say(e.message, true); }
   };
   const explain = async (j) => {
     try {
@@ -460,8 +514,87 @@ async function viewJobs(body) {
     try { await api('POST', ppath() + '/jobs/' + enc(j.id) + '/cancel', {}); say('Cancelled ' + j.name + '.'); await refreshJobs(); }
     catch (e) { say(e.message, true); }
   };
-  body.append(form, out, list, detail);
+  body.append(form, out, arrays, list, detail);
   await refreshJobs(jobs.items);
+}
+
+// A job's shape: a gang (nodes × units per node), an array's task, or its units anywhere.
+function jobShape(j) {
+  const parts = [];
+  if (j.nodes) parts.push('gang: ' + j.nodes + ' nodes × ' + j.units_per_node);
+  if (j.array) parts.push('array ' + String(j.array.id).slice(0, 8) + ' task ' + j.array.index);
+  return parts.length ? parts.join(' · ') : 'single';
+}
+const depKind = (k) => ({ ok: 'after it succeeded', any: 'after it ended', notok: 'after it failed' }[k] || k);
+function depText(after) {
+  return after.map((d) => d.name + ' (' + d.kind + ': ' + d.status + ')').join(', ');
+}
+function taskCounts(t) {
+  return Object.entries(t || {}).filter(([, n]) => n > 0).map(([k, n]) => n + ' ' + k).join(', ') || 'no tasks';
+}
+
+// The arrays among the listed jobs: each one's size, cap and tasks by state (GET …/arrays/{id}).
+async function arraySummary(el, jobs) {
+  const ids = [...new Set(jobs.filter((j) => j.array).map((j) => j.array.id))].slice(0, 20);
+  clear(el);
+  if (!ids.length) return;
+  const as = (await Promise.all(ids.map((id) => api('GET', ppath() + '/arrays/' + enc(id)).catch(() => null)))).filter(Boolean);
+  const states = ['queued', 'admitted', 'running', 'succeeded', 'failed', 'cancelled', 'preempted'];
+  el.appendChild(table('Arrays', [
+    { label: 'Array', get: (a) => a.name }, { label: 'Id', get: (a) => a.id },
+    { label: 'Indexes', get: (a) => a.first_index + '–' + a.last_index },
+    { label: 'Running at most', num: true, get: (a) => (a.max_running ? a.max_running : 'no cap') },
+    ...states.map((st) => ({ label: st[0].toUpperCase() + st.slice(1), num: true, get: (a) => (a.tasks || {})[st] || 0 })),
+  ], as));
+}
+
+// ---------------------------------------------------------------- reservations
+
+// What a reservation holds, in words.
+function rsvHolds(r) {
+  return r.nodes && r.nodes.length ? 'nodes ' + r.nodes.join(', ') : r.count + ' × ' + r.class + ' in pool ' + r.pool;
+}
+function rsvRecurrence(r) {
+  if (!r.recurrence || r.recurrence === 'none') return 'once';
+  const how = r.recurrence === 'weekdays' ? 'on ' + (r.weekdays || []).join(', ')
+            : r.recurrence === 'every' ? 'every ' + r.every_seconds + ' s' : r.recurrence;
+  return how + ' until ' + when(r.until);
+}
+
+async function viewReservations(body) {
+  const rs = (await api('GET', '/api/v1/reservations')).items;
+  body.appendChild(h('p', { class: 'hint' }, isPlatform() ? 'Every reservation and maintenance window.'
+    : (S.tenants.length ? 'The reservations of your tenants' + (isOps() ? ' and the maintenance windows' : '')
+                        : 'The maintenance windows') + ': others are not shown.'));
+  body.appendChild(h('div', { id: 'rsv-list' }, table('Reservations and maintenance windows', [
+    { label: 'Name', get: (r) => r.name },
+    { label: 'Kind', get: (r) => r.kind },
+    { label: 'Holder', get: (r) => (r.kind === 'maintenance' ? 'nobody (maintenance)' : r.tenant + (r.project ? ' / ' + r.project : '')) },
+    { label: 'Holds', get: rsvHolds },
+    { label: 'State', get: (r) => r.state, cls: (r) => 'rsv-' + r.state },
+    { label: 'Now or next', get: (r) => (r.current ? when(r.current.start) + ' → ' + when(r.current.end) : '—') },
+    { label: 'Recurrence', get: rsvRecurrence },
+    { label: 'Then', get: (r) => (r.occurrences || []).slice(1).map((o) => when(o.start)).join(', ') || '—' },
+    { label: 'At the end', get: (r) => (r.kind === 'maintenance' ? 'drain ' + r.drain_before_seconds + ' s before' +
+        (r.work_orders && r.work_orders.length ? '; work orders ' + r.work_orders.join(', ') : '') : 'its jobs: ' + r.end_policy) },
+  ], rs)));
+  if (!isOps()) return;
+  // the nodes' windows ahead (GET /api/v1/nodes: maintenance and tenants' reservations on each)
+  const nodes = (await api('GET', '/api/v1/nodes')).items;
+  const rows = [];
+  for (const n of nodes) {
+    for (const m of n.maintenance || []) rows.push({ node: n.name, kind: 'maintenance', name: m.reservation, holder: 'nobody', ...m });
+    for (const r of n.reservations || [])
+      rows.push({ node: n.name, kind: 'tenant', name: r.reservation || 'a reservation of a tenant',
+                  holder: r.tenant ? r.tenant + (r.project ? ' / ' + r.project : '') : '—', ...r });
+  }
+  rows.sort((a, b) => String(a.start).localeCompare(String(b.start)) || a.node.localeCompare(b.node));
+  body.appendChild(h('h3', {}, 'Windows on nodes'));
+  body.appendChild(h('div', { id: 'rsv-nodes' }, table('The next window of each reservation on each node', [
+    { label: 'Node', get: (w) => w.node }, { label: 'Kind', get: (w) => w.kind }, { label: 'Reservation', get: (w) => w.name },
+    { label: 'Holder', get: (w) => w.holder }, { label: 'Start', get: (w) => when(w.start) }, { label: 'End', get: (w) => when(w.end) },
+    { label: 'State', get: (w) => w.state, cls: (w) => 'rsv-' + w.state },
+    { label: 'Work orders', get: (w) => (w.work_orders && w.work_orders.length ? w.work_orders.join(', ') : '—') }], rows)));
 }
 
 // ---------------------------------------------------------------- usage charts
@@ -656,16 +789,28 @@ async function viewCluster(body) {
     map.appendChild(h('section', { class: 'node card', 'aria-label': 'Node ' + n.name, 'data-vendors': nv.join(',') },
       h('h3', {}, n.name + ' — ' + n.state + (n.admin_state !== 'none' ? ' (' + n.admin_state + ')' : '') + (n.pool ? ' · pool ' + n.pool : '') +
         (nv.length ? ' · ' + nv.join(', ') : '')),
+      nodeWindows(n),
       h('ul', { class: 'gpus', role: 'list' }, cells)));
   }
   if (!nodes.items.length) map.appendChild(h('p', {}, 'No nodes have joined yet.'));
   body.appendChild(map);
 }
 
+// A node's next maintenance window and next tenant's reservation (GET /api/v1/nodes), or nothing.
+function nodeWindows(n) {
+  const m = n.next_maintenance, r = n.next_reservation;
+  if (!m && !r) return null;
+  return h('p', { class: 'windows' },
+    m ? 'Maintenance ' + m.reservation + ' (' + m.state + '): ' + when(m.start) + ' → ' + when(m.end) : null,
+    m && r ? ' · ' : null,
+    r ? 'Reserved' + (r.reservation ? ' (' + r.reservation + ', ' + r.tenant + ')' : '') + ' (' + r.state + '): ' + when(r.start) + ' → ' + when(r.end) : null);
+}
+
 async function viewHealth(body) {
   const [nodes, gpus] = await Promise.all([api('GET', '/api/v1/nodes'), api('GET', '/api/v1/gpus')]);
   body.appendChild(table('Nodes', [{ label: 'Node', get: (n) => n.name }, { label: 'State', get: (n) => n.state },
     { label: 'Admin', get: (n) => n.admin_state }, { label: 'GPUs', num: true, get: (n) => n.gpu_count },
+    { label: 'Next maintenance', get: (n) => (n.next_maintenance ? n.next_maintenance.reservation + ' ' + when(n.next_maintenance.start) : '—') },
     { label: 'Last heartbeat', get: (n) => when(n.last_heartbeat) }], nodes.items));
   body.appendChild(h('h3', {}, 'GPUs not healthy'));
   body.appendChild(table(null, [{ label: 'GPU', get: (g) => g.uuid }, { label: 'Vendor', get: (g) => g.vendor || 'nvidia' },

@@ -465,6 +465,14 @@ int h_agent_wait(api_ctx *c, gp_err *err) {
     return GP_OK;
 }
 
+/* May the caller see a tenant's reservation (h_reservation.c's rule)?  The nodes' reservations
+ * name only those; the others are there, nameless: the node is held then. */
+static int rsv_seen(void *arg, const rsv_holder *h) {
+    const api_ctx *c = arg;
+    authz_target t = {h->tenant_id, h->project_id[0] ? h->project_id : NULL};
+    return authz_visible(c->who->bindings, c->who->nbindings, &t, gt_now_us());
+}
+
 /* ---- nodes: readers see all; a vendor its grants' nodes; tenant roles nothing ---- */
 
 int h_node_list(api_ctx *c, gp_err *err) {
@@ -476,7 +484,8 @@ int h_node_list(api_ctx *c, gp_err *err) {
     if (!rc) rc = inv_node_list(c->tx, &pol, scope, &items, err);
     json_decref(scope);
     /* the maintenance windows ahead of each (docs/scheduling.md, "Reservations") */
-    if (!rc && (rc = rsv_node_windows(c->tx, gt_now_us(), items, err))) json_decref(items);
+    if (!rc && (rc = rsv_node_windows(c->tx, gt_now_us(), items, rsv_seen, c, err)))
+        json_decref(items);
     if (!rc) api_reply(c->r, 200, api_list(items, NULL));
     return rc;
 }
@@ -510,7 +519,7 @@ int h_node_get(api_ctx *c, gp_err *err) {
     if (!rc) {
         json_t *one = json_array();
         json_array_append(one, out);
-        rc = rsv_node_windows(c->tx, gt_now_us(), one, err);
+        rc = rsv_node_windows(c->tx, gt_now_us(), one, rsv_seen, c, err);
         json_decref(one);
         if (rc) json_decref(out);
     }

@@ -26,7 +26,9 @@ static int n_list(cli_ctx *ctx, int argc, char **argv) {
     static const char *const cols[] = {"name", "state", "admin_state", "pool", "vendors",
                                        "gpu_count", "cpus", "memory_gib", "last_heartbeat",
                                        "next_maintenance.reservation",
-                                       "next_maintenance.start", "next_maintenance.end", NULL};
+                                       "next_maintenance.start", "next_maintenance.end",
+                                       "next_reservation.reservation",
+                                       "next_reservation.start", "next_reservation.end", NULL};
     if (argc > 1) return cli_error(CLI_USAGE, "node list: unexpected argument '%s'", argv[1]);
     return cli_run_call(ctx, "GET", "/api/v1/nodes", NULL, cols);
 }

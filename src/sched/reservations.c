@@ -1199,18 +1199,31 @@ int rsv_tick(store_tx *tx, int64_t now, int *stopped, int *changed, gp_err *err)
 
 /* ---- the nodes' upcoming windows ---- */
 
-int rsv_node_windows(store_tx *tx, int64_t now, json_t *nodes, gp_err *err) {
+/* Set o[key] to win when o[key] is null or starts later. */
+static void keep_earliest(json_t *o, const char *key, json_t *win) {
+    json_t *next = json_object_get(o, key);
+    const char *cur = json_is_null(next) ? NULL : json_string_value(json_object_get(next, "start"));
+    const char *mine = json_string_value(json_object_get(win, "start"));
+    if (!cur || (mine && strcmp(mine, cur) < 0)) json_object_set(o, key, win);
+}
+
+int rsv_node_windows(store_tx *tx, int64_t now, json_t *nodes, rsv_seen_fn seen, void *arg,
+                     gp_err *err) {
     store_stmt *s;
     size_t i;
     json_t *o;
     json_array_foreach(nodes, i, o) {
         json_object_set_new(o, "maintenance", json_array());
         json_object_set_new(o, "next_maintenance", json_null());
+        json_object_set_new(o, "reservations", json_array());
+        json_object_set_new(o, "next_reservation", json_null());
     }
     int rc = store_query(tx, &s, err,
-                         "SELECT name, nodes, start_us, end_us, recurrence, weekdays, every_s,"
-                         " until_us, drain_before_s, work_orders FROM reservations"
-                         " WHERE tenant_id IS NULL AND deleted_at = 0 AND nodes <> '[]'",
+                         "SELECT r.name, r.nodes, r.start_us, r.end_us, r.recurrence, r.weekdays,"
+                         " r.every_s, r.until_us, r.drain_before_s, r.work_orders, r.id,"
+                         " COALESCE(r.tenant_id, ''), COALESCE(r.project_id, ''),"
+                         " COALESCE(t.name, ''), COALESCE(p.name, '')" RSV_FROM
+                         " WHERE r.deleted_at = 0 AND r.nodes <> '[]' ORDER BY r.start_us, r.name",
                          "");
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
@@ -1219,11 +1232,31 @@ int rsv_node_windows(store_tx *tx, int64_t now, json_t *nodes, gp_err *err) {
         rsv_rule_from(store_text(s, 4), store_int(s, 2), store_int(s, 3), store_int(s, 5),
                       store_int(s, 6), store_int(s, 7), &rule);
         if (!rsv_current(&rule, now, &sp)) continue;
+        int maint = !store_text(s, 11)[0];
         const char *st = now >= sp.t1_us                                  ? "active"
-                         : now >= sp.t1_us - store_int(s, 8) * 1000000LL ? "draining"
+                         : maint && now >= sp.t1_us - store_int(s, 8) * 1000000LL ? "draining"
                                                                          : "upcoming";
         json_t *names = json_loads(store_text(s, 1), 0, NULL),
                *wos = json_loads(store_text(s, 9), 0, NULL);
+        json_t *win;
+        if (maint) {
+            win = json_pack("{s:s,s:o,s:o,s:s,s:O}", "reservation", store_text(s, 0), "start",
+                            jx_time(sp.t1_us), "end", jx_time(sp.t2_us), "state", st,
+                            "work_orders", wos ? wos : json_null());
+        } else {
+            rsv_holder hd;
+            memset(&hd, 0, sizeof hd);
+            snprintf(hd.id, sizeof hd.id, "%s", store_text(s, 10));
+            snprintf(hd.tenant_id, sizeof hd.tenant_id, "%s", store_text(s, 11));
+            snprintf(hd.project_id, sizeof hd.project_id, "%s", store_text(s, 12));
+            int may = !seen || seen(arg, &hd);
+            win = json_pack("{s:o,s:o,s:o,s:o,s:o,s:s}", "reservation",
+                            may ? json_string(store_text(s, 0)) : json_null(), "tenant",
+                            may ? json_string(store_text(s, 13)) : json_null(), "project",
+                            may && store_text(s, 14)[0] ? json_string(store_text(s, 14))
+                                                        : json_null(),
+                            "start", jx_time(sp.t1_us), "end", jx_time(sp.t2_us), "state", st);
+        }
         size_t k;
         json_t *v;
         json_array_foreach(nodes, i, o) {
@@ -1231,20 +1264,11 @@ int rsv_node_windows(store_tx *tx, int64_t now, json_t *nodes, gp_err *err) {
             int named = 0;
             json_array_foreach(names, k, v) named |= nm && json_is_string(v) &&
                                                      !strcmp(json_string_value(v), nm);
-            if (!named) continue;
-            json_t *win = json_pack("{s:s,s:o,s:o,s:s,s:O}", "reservation", store_text(s, 0),
-                                    "start", jx_time(sp.t1_us), "end", jx_time(sp.t2_us),
-                                    "state", st, "work_orders", wos ? wos : json_null());
-            json_t *next = json_object_get(o, "next_maintenance");
-            char cur[32] = "", mine[32] = "";
-            if (!json_is_null(next)) {
-                snprintf(cur, sizeof cur, "%s", json_string_value(json_object_get(next, "start")));
-                snprintf(mine, sizeof mine, "%s", json_string_value(json_object_get(win, "start")));
-            }
-            if (json_is_null(next) || strcmp(mine, cur) < 0)
-                json_object_set(o, "next_maintenance", win);
-            json_array_append_new(json_object_get(o, "maintenance"), win);
+            if (!named || !win) continue;
+            keep_earliest(o, maint ? "next_maintenance" : "next_reservation", win);
+            json_array_append(json_object_get(o, maint ? "maintenance" : "reservations"), win);
         }
+        json_decref(win);
         json_decref(names);
         json_decref(wos);
     }

@@ -123,7 +123,13 @@ int rsv_tick(store_tx *tx, int64_t now_us, int *stopped, int *changed, gp_err *e
 
 /* Each node object of `nodes` (a node list's items) gains "maintenance": the maintenance
  * windows naming it, each at its occurrence in force or next ({reservation, start, end, state:
- * upcoming|draining|active, work_orders}), and "next_maintenance": the earliest, or null. */
-int rsv_node_windows(store_tx *tx, int64_t now_us, json_t *nodes, gp_err *err);
+ * upcoming|draining|active, work_orders}), and "next_maintenance": the earliest, or null; and
+ * "reservations": the tenants' reservations naming it, likewise ({reservation, tenant,
+ * project, start, end, state: upcoming|active}), and "next_reservation".  A tenant's
+ * reservation the caller may not see (seen(arg, holder) == 0; seen NULL: every one) is there
+ * with reservation, tenant and project null: the node is held then, by someone. */
+typedef int (*rsv_seen_fn)(void *arg, const rsv_holder *h);
+int rsv_node_windows(store_tx *tx, int64_t now_us, json_t *nodes, rsv_seen_fn seen, void *arg,
+                     gp_err *err);
 
 #endif

@@ -4,7 +4,10 @@
 // sees its queue reason, reads the usage charts and creates a key; tenant B's
 // user walks every view (whole tenant and project) and none of A's names or
 // figures may appear in the page's text or DOM; the platform admin (signing
-// in with a pasted token) sees the tenants and the cluster map.
+// in with a pasted token) sees the tenants and the cluster map.  Also: the jobs
+// page's gangs (each rank's node), arrays (cap, tasks by state) and
+// dependencies; each user's Reservations view (a tenant's user its own only,
+// ops the maintenance window and a tenant's reservation nameless, the admin all).
 //
 //   node console.mjs CONFIG.json
 //
@@ -223,6 +226,48 @@ async function labelled(page, where) {
   check((await text(page, '#key-secret .secret')).startsWith('sk-'), 'a new key\'s secret is shown once');
   check(!(await page.evaluate(() => JSON.stringify(sessionStorage))).includes('sk-'), 'the key secret is not stored');
   await shot(page, '05-a-keys');
+
+  // gangs, arrays and dependencies on the jobs page (project amber-dist)
+  await pickProject(page, cfg.dist.project);
+  await view(page, 'jobs');
+  const jobRow = (name) => page.locator('#jobs-list tbody tr').filter({ has: page.locator('td:first-child', { hasText: new RegExp('^' + name + '$') }) });
+  const gangText = await jobRow(cfg.dist.gang).innerText();
+  check(/gang: 2 nodes × 1/.test(gangText) && /running/.test(gangText), `the gang's shape in the list: ${gangText}`);
+  const taskText = await jobRow(cfg.dist.array).first().innerText();
+  check(/array \S+ task \d/.test(taskText), `an array task's shape in the list: ${taskText}`);
+  const arrays = await text(page, '#jobs-arrays');
+  check(arrays.includes(cfg.dist.array) && arrays.includes('0–5'), `the arrays table: ${arrays}`);
+  const arrRow = await page.locator('#jobs-arrays tbody tr').first().locator('td').allTextContents();
+  check(arrRow[3] === '2' && Number(arrRow[4]) + Number(arrRow[5]) + Number(arrRow[6]) + Number(arrRow[7]) === 6,
+        `the array's cap (2) and its six tasks by state: ${arrRow.join('|')}`);
+  const evalText = await jobRow(cfg.dist.after).innerText();
+  check(evalText.includes(cfg.dist.gang + ' (ok: waiting)') && evalText.includes(cfg.dist.array + ' (any: waiting)'),
+        `what the waiting job waits for: ${evalText}`);
+  await jobRow(cfg.dist.gang).getByRole('button', { name: /^Details of/ }).click();
+  await page.waitForSelector('#job-gang');
+  const ranks = await page.locator('#job-gang tbody tr').allTextContents();
+  check(ranks.length === 2 && ranks[0].startsWith('0' + cfg.dist.gang_nodes[0]) && ranks[1].startsWith('1' + cfg.dist.gang_nodes[1]),
+        `each rank's node: ${ranks.join(' | ')}`);
+  check((await text(page, '#job-details')).includes('2 nodes × 1 units per node'), 'the gang\'s nodes × units per node');
+  await shot(page, '05b-a-jobs-gang');
+  await jobRow(cfg.dist.after).getByRole('button', { name: /^Details of/ }).click();
+  await page.waitForSelector('#job-deps table');
+  const deps = await text(page, '#job-deps');
+  check(deps.includes(cfg.dist.gang) && deps.includes('after it succeeded') && deps.includes('after it ended') && /waiting/.test(deps),
+        `the dependencies, their conditions and status: ${deps}`);
+  await shot(page, '05c-a-jobs-deps');
+  await jobRow(cfg.dist.array).first().getByRole('button', { name: /^Details of/ }).click();
+  await page.waitForSelector('#job-array');
+  check(/at most 2 at once/.test(await text(page, '#job-array')), `an array task's array: ${await text(page, '#job-array')}`);
+
+  // the reservations A's user may see: amber's, nobody else's
+  await view(page, 'reservations');
+  const rsvA = await text(page, '#rsv-list');
+  check(rsvA.includes('amber-window') && rsvA.includes('amber-count') && rsvA.includes('daily until'),
+        `A sees its tenant's reservations: ${rsvA}`);
+  check(!rsvA.includes('cobalt') && !rsvA.includes('amd-firmware'), 'A sees no other tenant\'s reservation and no maintenance window');
+  check(await page.locator('#rsv-nodes').count() === 0, 'A (no node reader) gets no node windows');
+  await shot(page, '05d-a-reservations');
   await view(page, 'kbs');
   await view(page, 'overview');
   clean(s, 'tenant A');
@@ -253,13 +298,19 @@ async function labelled(page, where) {
   let n = 6;
   for (const p of projects) {
     if ((await page.inputValue('#pick-project')) !== p) await pickProject(page, p);
-    for (const v of ['overview', 'jobs', 'usage', 'keys', 'kbs']) {
+    for (const v of ['overview', 'jobs', 'usage', 'keys', 'kbs', 'reservations']) {
       await view(page, v);
       await noLeak(`B ${v} ${p || '(tenant)'}`);
       if (v === 'overview' || v === 'usage' || v === 'jobs')
         await shot(page, `${String(n++).padStart(2, '0')}-b-${v}${p ? '-project' : ''}`);
     }
   }
+  // B's reservations: its own, and not A's (noLeak above: no "amber" anywhere)
+  await view(page, 'reservations');
+  const rsvB = await text(page, '#rsv-list');
+  check(rsvB.includes('cobalt-slot') && !rsvB.includes('amd-firmware'), `B sees its reservation only: ${rsvB}`);
+  await noLeak('B reservations');
+  await shot(page, '12-b-reservations');
   // deep links to platform views fall back; A's objects are 404 through B's token
   await page.goto(cfg.url + '/?again#cluster'); // a new document: signs in again from sessionStorage
   await settled(page, 0);
@@ -272,6 +323,24 @@ async function labelled(page, where) {
   }, cfg.a);
   check(probe.status === 404 && !probe.body.includes(cfg.a.tenant), `A's overview answers B 404 (${probe.status})`);
   clean(s, 'tenant B');
+  await s.ctx.close();
+}
+
+// ---------------------------------------------------------------- ops
+{
+  const s = await open('ops');
+  const { page } = s;
+  await signInPassword(page, cfg.ops.user, cfg.ops.password);
+  await view(page, 'reservations');
+  const list = await text(page, '#rsv-list');
+  check(list.includes('amd-firmware') && !list.includes('amber') && !list.includes('cobalt'),
+        `ops sees the maintenance window, no tenant's reservation: ${list}`);
+  const nodes = await text(page, '#rsv-nodes');
+  check(nodes.includes('sim-amd') && nodes.includes('amd-firmware') && nodes.includes('a reservation of a tenant'),
+        `ops sees the node's windows, a tenant's nameless: ${nodes}`);
+  check(!(await page.evaluate(() => document.documentElement.outerHTML)).includes('amber'), 'no tenant name reaches ops');
+  await shot(page, '15-ops-reservations');
+  clean(s, 'ops');
   await s.ctx.close();
 }
 
@@ -308,7 +377,16 @@ async function labelled(page, where) {
   }
   const summary = await text(page, '#cluster-summary');
   check(Object.values(cfg.vendors).every((v) => summary.includes(v)), `the summary counts GPUs per vendor: ${summary}`);
+  check((await text(page, '#cluster-map section[aria-label="Node sim-amd"]')).includes('Maintenance amd-firmware (upcoming)'),
+        'the cluster map shows the node\'s next maintenance window');
   await shot(page, '20-admin-cluster');
+  await view(page, 'reservations');
+  const all = await text(page, '#rsv-list');
+  check(['amber-window', 'amber-count', 'cobalt-slot', 'amd-firmware'].every((r) => all.includes(r)), `the admin sees every reservation: ${all}`);
+  const wins = await page.locator('#rsv-nodes tbody tr').allTextContents();
+  check(wins.length === 2 && wins[0].includes('amd-firmware') && wins[1].includes('amber-window') && wins[1].includes('tenant-amber / amber-train'),
+        `the admin sees each window on sim-amd, in time order: ${wins.join(' | ')}`);
+  await shot(page, '22-admin-reservations');
   await view(page, 'health');
   const heads = await page.locator('#view-body th').allTextContents();
   check(heads.includes('Vendor') && heads.includes('Model'), `the GPU table has vendor and model columns: ${heads.join('|')}`);

@@ -20,7 +20,9 @@
 # browser (console.mjs): A signs in by keyboard, reads the overview, submits a
 # job through the form and sees its queue reason, reads the usage charts,
 # creates a key; B walks every view and never sees A's names or figures; the
-# platform admin (pasted token) lists tenants and reads the cluster map.
+# platform admin (pasted token) lists tenants and reads the cluster map; a gang
+# on two more nodes, an array and a waiting job on A's jobs page; reservations
+# of both tenants and a maintenance window, each user seeing only its own.
 #
 # Skips (passing, with a message) only when /usr/bin/chromium is missing and
 # cannot be installed (scripts/bootstrap.sh installs it).
@@ -276,6 +278,49 @@ assert_status 404
 api_raw GET /console/../../etc/passwd --path-as-is
 assert_ne "$STATUS" 200 "no way out of the embedded files"
 
+# ---------------------------------------------------------------- gangs, arrays, dependencies
+# two more simulated nodes (a second agent, joining now: the jobs above are placed already) for
+# a job that spans nodes in amber's project amber-dist; an array and a job that waits for both
+gp -o json jointoken create --ttl 600 --uses 2
+JT2=$(jout .token)
+cat >"$E2E_TMP/inv2.json" <<'EOF2'
+{"nodes":[{"name":"sim-gang-a","address":"127.0.0.1","cpus":16,"memory_gib":64,
+  "gpus":[{"model":"A100-80GB","memory_gib":80,"count":1,"mode":"whole"}]},
+ {"name":"sim-gang-b","address":"127.0.0.1","cpus":16,"memory_gib":64,
+  "gpus":[{"model":"A100-80GB","memory_gib":80,"count":1,"mode":"whole"}]}]}
+EOF2
+GPUPOOL_JOIN_TOKEN=$JT2 "$GPUPOOL_BIN" --server "$URL" agent --inventory "$E2E_TMP/inv2.json" \
+    --state-dir "$E2E_TMP/agent2" --interval 1 --grace 1 >"$E2E_TMP/agent2.out" 2>"$E2E_TMP/agent2.err" </dev/null &
+E2E_PIDS+=($!)
+nodes_ready() {
+    gp -o json node list
+    [ "$(jout '[.items[] | select(.state == "ready")] | length')" == 3 ]
+}
+poll 10 nodes_ready || fail "the second agent's nodes did not register"
+_pass
+api PUT /api/v1/tenants/tenant-amber/quota '{"gpus":5,"cpus":777,"memory_gib":4321,"concurrent_jobs":20}'
+assert_status 200
+api POST /api/v1/tenants/tenant-amber/projects '{"name":"amber-dist"}'
+assert_status 201
+DP=/api/v1/tenants/tenant-amber/projects/amber-dist
+AUTH_HEADER="Authorization: Bearer $ALICE" api POST "$DP/jobs" \
+    "{\"name\":\"dist-train\",\"class\":\"a100.1x\",\"nodes\":2,\"units_per_node\":1,\"command\":[\"$BIN/wlsleep\",\"300\"]}"
+assert_status 201
+GJOB=$(jq -r .id "$BODY_FILE")
+poll 15 running tenant-amber amber-dist "$GJOB" || fail "dist-train did not start: $(cat "$BODY_FILE")"
+_pass
+AUTH_HEADER="Authorization: Bearer $ALICE" api POST "$DP/jobs" \
+    "{\"name\":\"dist-sweep\",\"class\":\"a100.1x\",\"array\":\"0-5%2\",\"command\":[\"$BIN/wlsleep\",\"1\"]}"
+assert_status 201
+ARR=$(jq -r .id "$BODY_FILE")
+AUTH_HEADER="Authorization: Bearer $ALICE" api GET "$DP/jobs?array=$ARR"
+TASK0=$(jq -r '[.items[] | select(.array.index == 0)][0].id' "$BODY_FILE")
+AUTH_HEADER="Authorization: Bearer $ALICE" api POST "$DP/jobs" \
+    "{\"name\":\"dist-eval\",\"class\":\"a100.1x\",\"after\":[\"$GJOB:ok\",\"$TASK0:any\"],\"command\":[\"$BIN/wlsleep\",\"1\"]}"
+assert_status 201
+AUTH_HEADER="Authorization: Bearer $ALICE" api GET "$DP/jobs/$GJOB"
+assert_json '[.bindings[].node] | sort | join(",")' "sim-gang-a,sim-gang-b"
+
 # ---------------------------------------------------------------- the browser
 # costs carry the rate card's currency (no prices: every figure above stays as it is)
 echo '{"effective_from":"2020-01-01T00:00:00Z","currency":"CHF","note":"console test"}' >"$E2E_TMP/card.json"
@@ -289,11 +334,29 @@ AUTH_HEADER='' api POST /api/v1/agent/register "{\"join_token\":\"$AMD_JT\",\"no
   {\"uuid\":\"GPU-console-amd-0\",\"index\":0,\"model\":\"AMD Instinct MI300X\",\"memory_mib\":196608,\"vendor\":\"amd\",\"driver_version\":\"6.8.5\",\"stack\":{\"rocm\":\"6.2.0\"}},
   {\"uuid\":\"GPU-console-amd-1\",\"index\":1,\"model\":\"AMD Instinct MI300X\",\"memory_mib\":196608,\"vendor\":\"amd\",\"driver_version\":\"6.8.5\",\"stack\":{\"rocm\":\"6.2.0\"}}]}}"
 assert_status 201
+# reservations: amber's (named nodes, and a recurring count), cobalt's, and ops' maintenance
+# window on sim-amd; each tenant's user sees its own, ops the window (amber's only as "a
+# reservation of a tenant" on the node), the platform admin all
+gp reservation create amber-window --tenant tenant-amber --project amber-train --nodes sim-amd \
+    --start +3d --end +74h --description "amber's long run"
+assert_rc 0
+gp reservation create amber-count --tenant tenant-amber --pool default --class a100.1x --count 1 \
+    --start +2d --end +49h --recurrence daily --until +5d
+assert_rc 0
+gp reservation create cobalt-slot --tenant tenant-cobalt --pool default --class l40s.q --count 1 \
+    --start +1d --end +25h
+assert_rc 0
+as "$OLGA" reservation create amd-firmware --maintenance --nodes sim-amd --start +1d --end +26h \
+    --drain-before 600
+assert_rc 0
 note "the console in Chromium (screenshots in $SHOTS)"
 jq -n --arg url "$URL" --arg shots "$SHOTS" --arg admin "$ADMIN" --arg tokens "$ATOKENS" \
     --arg ajob "$AJOB" --arg key "${AKEY:0:12}" '{
   url: $url, shots: $shots, chromium: "/usr/bin/chromium", admin_token: $admin,
-  node: "sim-console", gpus: 6, currency: "CHF",
+  node: "sim-console", gpus: 8, currency: "CHF",
+  ops: {user: "ops-olga", password: "Ops-Secret-9"},
+  dist: {project: "amber-dist", gang: "dist-train", array: "dist-sweep", after: "dist-eval",
+         gang_nodes: ["sim-gang-a", "sim-gang-b"]},
   vendors: {"sim-console": "nvidia", "sim-amd": "amd"},
   a: {user: "amber-alice", password: "Amber-Secret-9", tenant: "tenant-amber", project: "amber-train",
       hold_job: "amber-hold", model: "amber-llm", cpus: 777},

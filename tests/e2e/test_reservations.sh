@@ -226,6 +226,16 @@ assert_denied 409
 gp -o json reservation show far-red
 assert_json '"\(.nodes|join(",")) \(.end|sub("\\.000000Z"; "Z"))"' "n1 $FR2" "$OUT_FILE"
 assert_eq "$(names "$ADMIN")" "$before" "the reservations after the refused overlaps"
+# node list shows the tenants' reservations on each node too: named to who may see them
+gp -o json node list
+assert_json '[.items[] | select(.name == "n1") | .next_reservation | "\(.reservation) \(.tenant) \(.state)"][0]' \
+    "far-red red upcoming" "$OUT_FILE"
+as "$OPS" -o json node list
+assert_json '[.items[] | select(.name == "n1") | .next_reservation | "\(.reservation) \(.tenant) \(.start != null)"][0]' \
+    "null null true" "$OUT_FILE"
+gp node list
+assert_file_contains "$OUT_FILE" "NEXT_RESERVATION"
+assert_file_contains "$OUT_FILE" "far-red"
 for r in far-red far-blue; do
     gp reservation delete $r
     assert_rc 0
