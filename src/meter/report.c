@@ -505,20 +505,29 @@ static int rsv_cards(store_tx *tx, const rsv_acct *r, int64_t *cards, char model
     return rc;
 }
 
-/* The card intervals its own jobs held in [from, to): one card per binding. */
+/* The card intervals its own jobs held in [from, to): one card per card, while any binding
+ * held it (a card whose slices its jobs share is used once, whole, as a count holds it). */
 static int rsv_spans(store_tx *tx, const char *id, int64_t from, int64_t to, int64_t now,
                      rsv_use_span **out, int *n, gp_err *err) {
     store_stmt *s;
     *out = NULL;
     *n = 0;
     int rc = store_query(tx, &s, err,
-                         "SELECT b.start_us, COALESCE(b.end_us, ?1) FROM bindings b"
+                         "SELECT b.start_us, COALESCE(b.end_us, ?1), b.gpu_uuid FROM bindings b"
                          " JOIN jobs j ON j.id = b.job_id WHERE j.reservation_id = ?2"
-                         " AND b.start_us < ?3 AND COALESCE(b.end_us, ?1) > ?4",
+                         " AND b.start_us < ?3 AND COALESCE(b.end_us, ?1) > ?4"
+                         " ORDER BY b.gpu_uuid, b.start_us",
                          "isii", now, id, to, from);
     if (rc) return rc;
     int cap = 0;
+    char last[128] = "";
     while ((rc = store_step(s, err)) > 0) {
+        /* the same card, overlapping or touching the last interval: one longer interval */
+        if (*n && !strcmp(last, store_text(s, 2)) && store_int(s, 0) <= (*out)[*n - 1].end_us) {
+            if (store_int(s, 1) > (*out)[*n - 1].end_us) (*out)[*n - 1].end_us = store_int(s, 1);
+            continue;
+        }
+        snprintf(last, sizeof last, "%s", store_text(s, 2));
         if (*n == cap) {
             cap = cap ? cap * 2 : 16;
             rsv_use_span *ns = realloc(*out, (size_t)cap * sizeof *ns);

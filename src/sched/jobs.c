@@ -113,16 +113,24 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
      * its cards and its window */
     char rsv_id[RND_ID_LEN] = "";
     if (rsv_name) {
-        int64_t per_unit = 1;
+        /* the cards it takes at the least: whole cards, or its slices packed on as few cards
+         * as they fit (a count holds whole cards: docs/scheduling.md, "Reservations") */
+        int64_t per_unit = 1, per_card = 1;
         if ((rc = store_query(tx, &s, err, "SELECT form, gpus FROM classes WHERE name = ?", "s",
                               cls)))
             return rc;
-        if ((rc = store_step(s, err)) > 0 && !strncmp(store_text(s, 0), "whole", 5))
-            per_unit = store_int(s, 1);
+        if ((rc = store_step(s, err)) > 0) {
+            inv_form f;
+            if (!strncmp(store_text(s, 0), "whole", 5)) per_unit = store_int(s, 1);
+            else if (!inv_form_parse(store_text(s, 0), &f, NULL))
+                per_card = f.kind == FORM_MIG ? 7 : f.percent > 0 ? 100 / f.percent : 1;
+        }
         store_done(s);
         if (rc < 0) return rc;
-        if ((rc = rsv_for_job(tx, rsv_name, js->tenant_id, js->project_id, cls, units * per_unit,
-                              tl, gt_now_us(), rsv_id, err)))
+        if (per_card < 1) per_card = 1;
+        if ((rc = rsv_for_job(tx, rsv_name, js->tenant_id, js->project_id, cls,
+                              (units * per_unit + per_card - 1) / per_card, tl, gt_now_us(),
+                              rsv_id, err)))
             return rc;
     }
     prio_class pc;

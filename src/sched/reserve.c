@@ -28,6 +28,15 @@ static int matching(const rsv *r, const int *gpus, int k) {
     return m;
 }
 
+/* Of those, the cards not yet counted busy by `who` (rsv_count_use.slices: 0 own, 1 other
+ * now, 2 other past T1): a slice on a card already counted takes no more of the count. */
+static int fresh(const rsv *r, const rsv_count_use *u, const int *gpus, int k, int who) {
+    int m = 0;
+    for (int i = 0; i < k; i++)
+        m += r->card_ok[gpus[i]] && (!u->slices || !u->slices[3 * gpus[i] + who]);
+    return m;
+}
+
 int rsv_allows(const rsv *rs, int n, const rsv_count_use *use, const rsv_job *j, int node,
                int pool, const int *gpus, int k, int64_t now, int *blocker) {
     assert(k >= 0 && (k == 0 || gpus));
@@ -45,7 +54,8 @@ int rsv_allows(const rsv *rs, int n, const rsv_count_use *use, const rsv_job *j,
         } else {
             assert(use);
             if (pool != r->pool || matching(r, gpus, k) < k) return RSV_OUTSIDE;
-            if (use[j->reservation].busy_own_now + k > r->count) return RSV_FULL;
+            const rsv_count_use *u = &use[j->reservation];
+            if (u->busy_own_now + fresh(r, u, gpus, k, 0) > r->count) return RSV_FULL;
         }
     }
     for (int i = 0; i < n; i++) {
@@ -64,12 +74,12 @@ int rsv_allows(const rsv *rs, int n, const rsv_count_use *use, const rsv_job *j,
         }
         assert(use);
         if (pool != r->pool) continue;
-        int m = matching(r, gpus, k);
-        if (m == 0) continue;
+        if (matching(r, gpus, k) == 0) continue;
         const rsv_count_use *u = &use[i];
         /* in force: the other work keeps what is beyond the count (rule 2); ahead of it:
          * what runs past T1 must leave the count free then (rule 1) */
         int busy = in_force ? u->busy_other_now : u->busy_at_t1;
+        int m = fresh(r, u, gpus, k, in_force ? 1 : 2);
         if (busy + m > u->cards - r->count) {
             *blocker = i;
             return RSV_BLOCKED;

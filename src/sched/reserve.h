@@ -61,6 +61,15 @@ typedef struct rsv_count_use {
     int busy_at_t1;     /* by other work that runs past T1 */
     int busy_other_now; /* by other work, now */
     int busy_own_now;   /* by work naming the reservation, now */
+    /*
+     * A count of a class of slices (MIG or shared) holds whole cards too: a card counts as
+     * busy for the reservation's own work, for other work, or for other work running past
+     * T1 while at least one of its slices is so held, however many.  slices[3 * g + w]
+     * (w: 0 own, 1 other now, 2 other past T1) is how many slices of card g each holds,
+     * and the busy_* figures above count cards; a unit on a card already counted adds no
+     * card.  NULL for a class of whole cards (a unit's cards are its own).
+     */
+    const unsigned short *slices;
 } rsv_count_use;
 
 enum {

@@ -72,6 +72,8 @@ typedef struct st {
     int64_t held;            /* sum over tenants of max(GPU use, kept part): not lendable */
     /* advance reservations (reserve.h; sched.h step 7) */
     rsv_count_use *ruse;     /* per reservation: the pool's work against a count */
+    unsigned short **rslices; /* per count reservation of a class of slices: [3 x ngpus], the
+                               * slices its own / other / other-past-T1 work holds per card */
     unsigned char *rpool;    /* [reservation x npools]: a pool where it holds something */
     int rsv_live;            /* a reservation not over yet */
     int rsv_code, rsv_block; /* why the last placement try was refused by a reservation, which */
@@ -167,6 +169,14 @@ static int unit_gpus(const sch_class *c, const sch_unit *u, int *gpus) {
     return k;
 }
 
+/* One slice more (sign 1) or less (-1) on a card: 1 when the card becomes held, -1 when it is
+ * no longer, else 0. */
+static int bump(unsigned short *v, int sign) {
+    if (sign > 0) return (*v)++ == 0;
+    assert(*v > 0);
+    return --*v == 0 ? -1 : 0;
+}
+
 /* Job j takes (sign 1) or gives back (-1) unit u: what count reservations see of it. */
 static void rsv_unit(st *t, const sch_job *j, const sch_class *c, const sch_unit *u, int sign) {
     const sch_snapshot *s = t->s;
@@ -179,6 +189,17 @@ static void rsv_unit(st *t, const sch_job *j, const sch_class *c, const sch_unit
         int m = 0;
         for (int q = 0; q < k; q++) m += r->card_ok[gpus[q]] != 0;
         if (!m) continue;
+        unsigned short *sl = t->rslices ? t->rslices[i] : NULL;
+        if (sl) {
+            /* a slice: its card counts once, while any slice of it is held (reserve.h) */
+            int g = gpus[0], own = j->reservation == i + 1;
+            int past = !own && job_end(t, j) > r->t1_us;
+            unsigned short *cnt = &sl[3 * g];
+            if (own) t->ruse[i].busy_own_now += bump(&cnt[0], sign);
+            else t->ruse[i].busy_other_now += bump(&cnt[1], sign);
+            if (past) t->ruse[i].busy_at_t1 += bump(&cnt[2], sign);
+            continue;
+        }
         if (j->reservation == i + 1) {
             t->ruse[i].busy_own_now += sign * m;
         } else {
@@ -206,9 +227,19 @@ static int rsv_init(st *t) {
             continue;
         }
         if (r->pool >= 0 && r->pool < t->npools) rp[r->pool] = 1;
-        for (int g = 0; g < s->ngpus; g++)
+        int slices = 0;
+        for (int g = 0; g < s->ngpus; g++) {
             t->ruse[i].cards += s->gpus[g].allocatable && r->card_ok[g] &&
                                 s->nodes[s->gpus[g].node].pool == r->pool;
+            slices |= r->card_ok[g] && s->gpus[g].mode != SCH_WHOLE;
+        }
+        if (slices) { /* a class of slices: its cards are counted whole, slice by slice */
+            if (!t->rslices && !(t->rslices = calloc((size_t)s->nrsvs, sizeof *t->rslices)))
+                return -1;
+            if (!(t->rslices[i] = calloc((size_t)s->ngpus * 3 + 1, sizeof **t->rslices)))
+                return -1;
+            t->ruse[i].slices = t->rslices[i];
+        }
     }
     for (int i = 0; i < s->njobs; i++) {
         const sch_job *j = &s->jobs[i];
@@ -979,7 +1010,8 @@ static int place_job(st *t, const sch_job *j, sch_unit *units) {
         /* naming a reservation: its window, its holder, its count first (anywhere alike) */
         if (j->reservation) {
             rsv_job rj = rsv_job_of(s, j);
-            int cards = j->units * (c->form == SCH_WHOLE ? c->gpus : 1);
+            /* slices: how many cards they take shows only where they go (rsv_allows) */
+            int cards = c->form == SCH_WHOLE ? j->units * c->gpus : 0;
             int code = rsv_named_check(s->rsvs, s->nrsvs, t->ruse, &rj, cards, s->now_us);
             if (code != RSV_OK) {
                 if (!t->rsv_code) {
@@ -1739,6 +1771,8 @@ static void st_free(st *t) {
     free(t->memo);
     free(t->borrowed);
     free(t->tborrowed);
+    for (int i = 0; t->rslices && i < t->s->nrsvs; i++) free(t->rslices[i]);
+    free(t->rslices);
     free(t->ruse);
     free(t->rpool);
     free(t->nver);

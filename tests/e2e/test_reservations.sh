@@ -18,6 +18,9 @@
 #     never stopped, and the waiting one takes n1 after the end.
 #  3. a count: 2 cards of pool batch for red's project; a job of 3 cards is
 #     refused (400), a third job naming it waits (full) until one ends.
+#  3b. a count of one shared card (slices of an L40S): blue's slices pack on
+#     the other card, a fifth waits; red's job of four slices runs on the
+#     held card (one card, counted whole), five are refused.
 #  4. a recurring window (every 12 s, 6 s long, three times) opens twice: two
 #     jobs naming it, each as long as half of it by its limit, run one in an
 #     occurrence and the other in a later one.
@@ -40,7 +43,8 @@ cat >"$E2E_TMP/node.json" <<'EOF'
 {"nodes":[
  {"name":"n1","cpus":32,"memory_gib":256,"gpus":[{"model":"A100-80GB","memory_gib":80,"count":4,"mode":"whole"}]},
  {"name":"n2","cpus":32,"memory_gib":256,"gpus":[{"model":"A100-80GB","memory_gib":80,"count":4,"mode":"whole"}]},
- {"name":"n3","cpus":32,"memory_gib":256,"gpus":[{"model":"A100-80GB","memory_gib":80,"count":4,"mode":"whole"}]}]}
+ {"name":"n3","cpus":32,"memory_gib":256,"gpus":[{"model":"A100-80GB","memory_gib":80,"count":4,"mode":"whole"}]},
+ {"name":"n4","cpus":32,"memory_gib":256,"gpus":[{"model":"L40S","memory_gib":48,"count":2,"mode":"shared"}]}]}
 EOF
 for u in ops ru rv bu; do printf '%s-Secret-9\n' "$u" >"$E2E_TMP/pw.$u"; done
 
@@ -48,6 +52,8 @@ start_server
 ADMIN=$TOKEN
 start_agent
 gp class create a100.1x --form whole --models A100-80GB --cpus 1 --memory 1
+assert_rc 0
+gp class create l40s.q --form shared:12/25 --models L40S --cpus 1 --memory 1
 assert_rc 0
 # pool default: n1, n2 (everyone's); pool batch: n3 (red's alone)
 gp pool create batch --tenants red
@@ -358,6 +364,50 @@ for j in "${CJ[1]}" "${CJ[2]}"; do
     assert_rc 0
 done
 gp reservation delete red-count
+assert_rc 0
+
+note "3b. a count of shared slices holds whole cards"
+# n4: two L40S cards shared four ways; red holds one card from T1; blue's slices without a
+# limit pack on the other card (four of them), a fifth would take the reserved card at T1
+gp -o json reservation create red-slices --tenant red --project p --pool default --class l40s.q \
+    --count 1 --start +4s --end +40s
+assert_rc 0
+QJ=()
+for i in 1 2 3 4 5; do
+    as "$BU" -o json job submit "q$i" "${B[@]}" --class l40s.q -- "$BIN/asleep" 600
+    assert_rc 0
+    q=$(jout .id)
+    QJ+=("$q")
+    # one at a time: each packs where the ones before it are
+    [ "$i" == 5 ] || { poll 10 state_is "$BU" blue "$q" running || fail "blue's slice q$i: $(jget "$BU" blue "$q" .reason)"; }
+done
+_pass
+poll 10 reason_has "$BU" blue "${QJ[4]}" "reserved: a reservation of another tenant" ||
+    fail "blue's fifth slice: $(jget "$BU" blue "${QJ[4]}" .reason)"
+_pass
+BCARD=$(jget "$BU" blue "${QJ[0]}" '.bindings[0].gpu')
+for j in "${QJ[@]:0:4}"; do assert_eq "$(jget "$BU" blue "$j" '.bindings[0].gpu')" "$BCARD" "blue's slices share one card"; done
+# red's job of four slices fits its count of one card (it would not, counted slice by slice)
+as "$RU" -o json job submit slices "${R[@]}" --class l40s.q --units 4 --time-limit 20 \
+    --reservation red-slices -- "$BIN/asleep" 600
+assert_rc 0
+RQ=$(jout .id)
+poll 20 state_is "$RU" red "$RQ" running || fail "red's slices in the window: $(jget "$RU" red "$RQ" .reason)"
+_pass
+assert_eq "$(jget "$RU" red "$RQ" '[.bindings[].gpu] | unique | length')" 1 "red's four slices on one card"
+[ "$(jget "$RU" red "$RQ" '.bindings[0].gpu')" != "$BCARD" ] || fail "red's slices on blue's card"
+_pass
+# a fifth slice of red's would need a second card: more than it holds, refused at submit
+as "$RU" job submit wide "${R[@]}" --class l40s.q --units 5 --reservation red-slices
+assert_denied 400
+assert_ne "$(jget "$BU" blue "${QJ[4]}")" running "blue's fifth slice, while red's card is held"
+as "$RU" job cancel "$RQ" "${R[@]}"
+assert_rc 0
+for j in "${QJ[@]}"; do
+    as "$BU" job cancel "$j" "${B[@]}"
+    assert_rc 0
+done
+gp reservation delete red-slices
 assert_rc 0
 
 note "4. a recurring window opens twice"

@@ -380,6 +380,42 @@ static void property(void **state) {
     assert_true(placed_in > 100);
 }
 
+/* A count of a class of slices holds whole cards: a card counts once while any of its slices
+ * is held - by the reservation's own work, by other work, by other work past T1 - and more
+ * slices on a card already counted take no more of the count. */
+static void count_of_slices(void **state) {
+    (void)state;
+    rsv r = {.t1_us = 100 * S, .t2_us = 200 * S, .tenant = 0, .project = -1, .pool = 0,
+             .count = 1, .card_ok = cards_all};
+    unsigned short sl[3 * 2] = {0}; /* two cards: own, other, other past T1 each */
+    rsv_count_use u = {.cards = 2, .slices = sl};
+    rsv_job other = {1, 0, -1, 0}, mine = {0, 0, 0, 40};
+    int c0[1] = {0}, c1[1] = {1}, b;
+    /* before T1: other work without a limit on card 0, slice after slice: one card */
+    assert_int_equal(rsv_allows(&r, 1, &u, &other, 0, 0, c0, 1, 50 * S, &b), RSV_OK);
+    sl[1] = sl[2] = 1;
+    u.busy_other_now = u.busy_at_t1 = 1;
+    assert_int_equal(rsv_allows(&r, 1, &u, &other, 0, 0, c0, 1, 50 * S, &b), RSV_OK);
+    sl[1] = sl[2] = 2;
+    /* card 1 would leave the count (1) no card at T1 */
+    assert_int_equal(rsv_allows(&r, 1, &u, &other, 0, 0, c1, 1, 50 * S, &b), RSV_BLOCKED);
+    assert_int_equal(b, 0);
+    /* in force: the same, now */
+    assert_int_equal(rsv_allows(&r, 1, &u, &other, 0, 0, c0, 1, 150 * S, &b), RSV_OK);
+    assert_int_equal(rsv_allows(&r, 1, &u, &other, 0, 0, c1, 1, 150 * S, &b), RSV_BLOCKED);
+    /* its own work: every slice of card 1, then card 0 would be a second card (full) */
+    assert_int_equal(rsv_allows(&r, 1, &u, &mine, 0, 0, c1, 1, 150 * S, &b), RSV_OK);
+    sl[3 * 1 + 0] = 1;
+    u.busy_own_now = 1;
+    assert_int_equal(rsv_allows(&r, 1, &u, &mine, 0, 0, c1, 1, 150 * S, &b), RSV_OK);
+    sl[3 * 1 + 0] = 4;
+    assert_int_equal(rsv_allows(&r, 1, &u, &mine, 0, 0, c0, 1, 150 * S, &b), RSV_FULL);
+    /* without the per-card figures (a class of whole cards) each unit is a card */
+    u.slices = NULL;
+    assert_int_equal(rsv_allows(&r, 1, &u, &mine, 0, 0, c1, 1, 150 * S, &b), RSV_FULL);
+    assert_int_equal(rsv_allows(&r, 1, &u, &other, 0, 0, c0, 1, 150 * S, &b), RSV_BLOCKED);
+}
+
 /* Overlaps (rsv_peak_over): two on one node (a group of one card), recurring against one-off,
  * weekdays against weekly, the horizon, counts adding up in a pool, and too dense to walk. */
 static void overlaps(void **state) {
@@ -477,6 +513,7 @@ int main(void) {
         cmocka_unit_test(unused_time),
         cmocka_unit_test(recurrence),
         cmocka_unit_test(overlaps),
+        cmocka_unit_test(count_of_slices),
         cmocka_unit_test(property),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

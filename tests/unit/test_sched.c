@@ -1575,6 +1575,56 @@ static void reservation_property(void **state) {
     }
 }
 
+/* A count of shared slices holds whole cards (reserve.h): other work packs its slices on the
+ * card beyond the count, the reservation's own work fills every slice of the card it holds. */
+static void reservation_count_of_slices(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    unsigned char ok[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    w_init(&w);
+    w_node(&w, 2, 0, SCH_SHARED, 64, 512, 0);
+    int c = w_class(&w, "a100.q", SCH_SHARED, 1, 1, 1, 0); /* a quarter of a card */
+    rsv rs[1] = {{.t1_us = 1100 * SEC, .t2_us = 1200 * SEC, .tenant = 0, .project = 0,
+                  .pool = 0, .count = 1, .card_ok = ok}};
+    const char *names[1] = {"one-card"};
+    w.s.rsvs = rs;
+    w.s.nrsvs = 1;
+    w.s.rsv_names = names;
+    w.s.now_us = 1100 * SEC;
+    /* blue, in the window: four slices fit on the card beyond the count, a fifth does not */
+    int blue[5];
+    for (int i = 0; i < 5; i++) blue[i] = w_job(&w, 1, c, 1, 100, i);
+    round_ok(&w, &r);
+    int placed = 0, card = -1;
+    for (int i = 0; i < 5; i++)
+        if (dec(&r, blue[i])->action == SCH_DO_PLACE) {
+            placed++;
+            if (card < 0) card = dec(&r, blue[i])->units[0].gpu[0];
+            assert_int_equal(dec(&r, blue[i])->units[0].gpu[0], card);
+        }
+    assert_int_equal(placed, 4);
+    assert_int_equal(dec(&r, blue[4])->rsv_code, RSV_BLOCKED);
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    /* red's job naming it: four slices, all on the other card (one card of the count) */
+    int red = w_job(&w, 0, c, 4, 100, 10);
+    w.jobs[red].reservation = 1;
+    w.jobs[red].time_limit_s = 60;
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, red)->action, SCH_DO_PLACE);
+    for (int k = 0; k < 4; k++) assert_int_equal(dec(&r, red)->units[k].gpu[0], 1 - card);
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    /* one more slice of red's: no card is left to the count (full) */
+    int more = w_job(&w, 0, c, 1, 100, 11);
+    w.jobs[more].reservation = 1;
+    w.jobs[more].time_limit_s = 60;
+    round_ok(&w, &r);
+    assert_int_not_equal(dec(&r, more)->action, SCH_DO_PLACE);
+    sch_result_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(admission_every_dimension),
@@ -1599,6 +1649,7 @@ int main(void) {
         cmocka_unit_test(reservation_named_nodes),
         cmocka_unit_test(reservation_count_and_maintenance),
         cmocka_unit_test(reservation_property),
+        cmocka_unit_test(reservation_count_of_slices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
