@@ -298,7 +298,7 @@ nodes_ready() {
 }
 poll 10 nodes_ready || fail "the second agent's nodes did not register"
 _pass
-api PUT /api/v1/tenants/tenant-amber/quota '{"gpus":5,"cpus":777,"memory_gib":4321,"concurrent_jobs":20}'
+api PUT /api/v1/tenants/tenant-amber/quota '{"gpus":5,"guaranteed_gpus":2,"cpus":777,"memory_gib":4321,"concurrent_jobs":20}'
 assert_status 200
 api POST /api/v1/tenants/tenant-amber/projects '{"name":"amber-dist"}'
 assert_status 201
