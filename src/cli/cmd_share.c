@@ -14,7 +14,8 @@ static const char usage[] =
     "\n"
     "  list                        every tenant's share you may read\n"
     "  show --tenant T             one tenant's: guarantee, kept part, weight, ceiling,\n"
-    "                              in use, borrowed, lent, recent borrowing\n"
+    "                              in use, reserved (its reservations in force: part\n"
+    "                              of the guarantee), borrowed, lent, recent borrowing\n"
     "  set --tenant T [--guaranteed-gpus N] [--kept-gpus N] [--borrow-weight W]\n"
     "      [--ceiling-gpus N]      change what it names ('none' lifts one); raising any\n"
     "                              needs approval by default (tenant.quota.raise)\n"
@@ -26,8 +27,8 @@ static const char usage[] =
 static int s_list(cli_ctx *ctx, int argc, char **argv) {
     static const char *const cols[] = {"tenant",        "guaranteed_gpus", "kept_gpus",
                                        "borrow_weight", "ceiling_gpus",    "in_use_gpus",
-                                       "borrowed_gpus", "lent_gpus",       "recent_borrowed_gpu_hours",
-                                       NULL};
+                                       "reserved_gpus", "borrowed_gpus",   "lent_gpus",
+                                       "recent_borrowed_gpu_hours",        NULL};
     if (argc > 1) return cli_error(CLI_USAGE, "share list: unexpected argument '%s'", argv[1]);
     return cli_run_call(ctx, "GET", "/api/v1/shares", NULL, cols);
 }

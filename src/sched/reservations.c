@@ -1275,3 +1275,126 @@ int rsv_node_windows(store_tx *tx, int64_t now, json_t *nodes, rsv_seen_fn seen,
     store_done(s);
     return rc < 0 ? rc : GP_OK;
 }
+
+/* ---- guarantees: a tenant's reservations in force (sched.h, step 7a) ---- */
+
+typedef struct force_row {
+    char id[RND_ID_LEN], tenant[RND_ID_LEN];
+    int64_t count;
+    json_t *nodes;
+} force_row;
+
+/* Add reservation row r's figures to its tenant's entry of f[0..*n) (made if new). */
+static int force_add(store_tx *tx, const force_row *r, rsv_force **f, int *n, int *cap,
+                     gp_err *err) {
+    int64_t held = 0, own = 0, c;
+    int rc;
+    if (json_array_size(r->nodes)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(r->nodes, i, v) {
+            if (!json_is_string(v)) continue;
+            if ((rc = one(tx,
+                              "SELECT COUNT(*) FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                              " WHERE n.name = ?",
+                              json_string_value(v), &c, err)))
+                return rc;
+            held += c * 1000;
+        }
+    } else {
+        held = r->count * 1000;
+    }
+    if ((rc = one(tx,
+                      "SELECT COALESCE(SUM(b.weight_milli), 0) FROM bindings b"
+                      " JOIN jobs j ON j.id = b.job_id"
+                      " WHERE b.end_us IS NULL AND j.reservation_id = ?",
+                      r->id, &own, err)))
+        return rc;
+    rsv_force *e = (rsv_force *)rsv_force_of(*f, *n, r->tenant);
+    if (!e) {
+        if (*n == *cap) {
+            int nc = *cap ? *cap * 2 : 4;
+            rsv_force *m = realloc(*f, sizeof *m * (size_t)nc);
+            if (!m) return gp_err_set(err, GP_ENOMEM, NULL);
+            *f = m;
+            *cap = nc;
+        }
+        e = &(*f)[(*n)++];
+        memset(e, 0, sizeof *e);
+        snprintf(e->tenant_id, sizeof e->tenant_id, "%s", r->tenant);
+    }
+    char(*ids)[RND_ID_LEN] = realloc(e->ids, sizeof *ids * (size_t)(e->n + 1));
+    if (!ids) return gp_err_set(err, GP_ENOMEM, NULL);
+    e->ids = ids;
+    snprintf(e->ids[e->n++], RND_ID_LEN, "%s", r->id);
+    e->held += held;
+    e->idle += held > own ? held - own : 0;
+    return GP_OK;
+}
+
+int rsv_forces_load(store_tx *tx, int64_t now, rsv_force **out, int *nout, gp_err *err) {
+    store_stmt *s;
+    force_row *rows = NULL;
+    int nr = 0, cap = 0, fcap = 0;
+    *out = NULL;
+    *nout = 0;
+    /* the rows first, then what each holds (one statement at a time) */
+    int rc = store_query(tx, &s, err,
+                         "SELECT id, tenant_id, count, nodes, start_us, end_us, recurrence,"
+                         " weekdays, every_s, until_us FROM reservations"
+                         " WHERE deleted_at = 0 AND COALESCE(tenant_id, '') <> ''"
+                         " ORDER BY tenant_id, name",
+                         "");
+    if (rc) return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        rsv_rule rule;
+        rsv_span cur;
+        rsv_rule_from(store_text(s, 6), store_int(s, 4), store_int(s, 5), store_int(s, 7),
+                      store_int(s, 8), store_int(s, 9), &rule);
+        if (rule.kind < 0 || !rsv_occurrence_at(&rule, now, &cur)) continue;
+        if (nr == cap) {
+            cap = cap ? cap * 2 : 8;
+            force_row *m = realloc(rows, sizeof *m * (size_t)cap);
+            if (!m) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
+            }
+            rows = m;
+        }
+        force_row *r = &rows[nr++];
+        snprintf(r->id, sizeof r->id, "%s", store_text(s, 0));
+        snprintf(r->tenant, sizeof r->tenant, "%s", store_text(s, 1));
+        r->count = store_int(s, 2);
+        r->nodes = json_loads(store_text(s, 3), 0, NULL);
+    }
+    store_done(s);
+    for (int i = 0; rc >= 0 && i < nr; i++)
+        if ((rc = force_add(tx, &rows[i], out, nout, &fcap, err))) break;
+    for (int i = 0; i < nr; i++) json_decref(rows[i].nodes);
+    free(rows);
+    if (rc < 0) {
+        rsv_forces_free(*out, *nout);
+        *out = NULL;
+        *nout = 0;
+        return rc;
+    }
+    return GP_OK;
+}
+
+void rsv_forces_free(rsv_force *f, int n) {
+    for (int i = 0; f && i < n; i++) free(f[i].ids);
+    free(f);
+}
+
+const rsv_force *rsv_force_of(const rsv_force *f, int n, const char *tenant_id) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(f[i].tenant_id, tenant_id) == 0) return &f[i];
+    return NULL;
+}
+
+int rsv_force_has(const rsv_force *f, const char *reservation_id) {
+    if (!f || !reservation_id || !reservation_id[0]) return 0;
+    for (int i = 0; i < f->n; i++)
+        if (strcmp(f->ids[i], reservation_id) == 0) return 1;
+    return 0;
+}

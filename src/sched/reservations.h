@@ -132,4 +132,26 @@ typedef int (*rsv_seen_fn)(void *arg, const rsv_holder *h);
 int rsv_node_windows(store_tx *tx, int64_t now_us, json_t *nodes, rsv_seen_fn seen, void *arg,
                      gp_err *err);
 
+/*
+ * A tenant's reservations in force now, as guarantees count them (sched.h, step 7a; the
+ * store's side of it, for share_store.c): a reservation counts against its tenant's
+ * guarantee, not on top of it.  `held` is what they hold (named nodes: their cards; a count:
+ * the count), `idle` what the tenant's work in them leaves unused (milli-GPUs); `ids` the
+ * reservations, whose running work is never borrowed.
+ */
+typedef struct rsv_force {
+    char tenant_id[RND_ID_LEN];
+    int n;
+    char (*ids)[RND_ID_LEN];
+    int64_t held, idle;
+} rsv_force;
+
+/* Every tenant with a reservation in force at now_us: *out[0..*nout) (rsv_forces_free). */
+int rsv_forces_load(store_tx *tx, int64_t now_us, rsv_force **out, int *nout, gp_err *err);
+void rsv_forces_free(rsv_force *f, int n);
+/* The entry of tenant_id in f[0..n), or NULL. */
+const rsv_force *rsv_force_of(const rsv_force *f, int n, const char *tenant_id);
+/* Does `reservation_id` ("" none) belong to f (NULL: none in force)? */
+int rsv_force_has(const rsv_force *f, const char *reservation_id);
+
 #endif

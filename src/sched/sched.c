@@ -70,6 +70,11 @@ typedef struct st {
     unsigned char *borrowed; /* per job: running above its tenant's guarantee at round start */
     int64_t *tborrowed;      /* per tenant: what it borrows at round start, milli */
     int64_t held;            /* sum over tenants of max(GPU use, kept part): not lendable */
+    /* a tenant's reservations in force count against its guarantee (step 7a) */
+    int64_t *rheld;          /* per reservation: the cards it holds now for a tenant, milli */
+    int64_t *rown;           /* per reservation: its own work's GPU use now, milli */
+    int64_t *trsv;           /* per tenant: what its reservations hold now, milli */
+    int64_t *tridle;         /* per tenant: of that, what its own work leaves unused, milli */
     /* advance reservations (reserve.h; sched.h step 7) */
     rsv_count_use *ruse;     /* per reservation: the pool's work against a count */
     unsigned short **rslices; /* per count reservation of a class of slices: [3 x ngpus], the
@@ -277,10 +282,29 @@ static rsv_job rsv_job_of(const sch_snapshot *s, const sch_job *j) {
 
 /* ---- usage ---- */
 
-/* What tenant tn holds from lending (guarantees): its GPU use, or its idle kept part. */
+/* Reservation i's cards its own work leaves unused now (step 7a), milli. */
+static int64_t rsv_gap(const st *t, int i) {
+    int64_t g = t->rheld[i] - t->rown[i];
+    return g > 0 ? g : 0;
+}
+
+/* Which reservation in force for its tenant job j runs in (step 7a), else -1. */
+static int rsv_in_force(const st *t, const sch_job *j) {
+    int i = j->reservation - 1;
+    if (!t->rheld || i < 0 || i >= t->s->nrsvs || t->rheld[i] <= 0) return -1;
+    return t->s->rsvs[i].tenant == t->s->projects[j->project].tenant ? i : -1;
+}
+
+/* What tenant tn uses of its entitlement (guarantees): its GPU use and what its reservations
+ * in force hold unused (step 7a). */
+static int64_t owned_use(const st *t, int tn) {
+    return t->tuse[(size_t)tn * QD__N + QD_GPU_MILLI] + (t->tridle ? t->tridle[tn] : 0);
+}
+
+/* What tenant tn holds from lending (guarantees): owned_use, or its idle kept part. */
 static int64_t held_by(const st *t, int tn) {
     const quota_set *q = &t->s->tenants[tn].quota;
-    int64_t use = t->tuse[(size_t)tn * QD__N + QD_GPU_MILLI];
+    int64_t use = owned_use(t, tn);
     int64_t kept = q->guarantee == QUOTA_NONE ? 0 : q->kept;
     return use > kept ? use : kept;
 }
@@ -288,8 +312,14 @@ static int64_t held_by(const st *t, int tn) {
 static void charge(st *t, const sch_job *j, int sign) {
     const sch_snapshot *s = t->s;
     int p = j->project, tn = s->projects[p].tenant;
+    int ri = t->guarantees ? rsv_in_force(t, j) : -1;
     t->charges++;
     if (t->guarantees) t->held -= held_by(t, tn);
+    if (ri >= 0) {
+        t->tridle[tn] -= rsv_gap(t, ri);
+        t->rown[ri] += sch_demand(s, j, QD_GPU_MILLI) * sign;
+        t->tridle[tn] += rsv_gap(t, ri);
+    }
     for (int d = 0; d < QD__N; d++) {
         int64_t v = sch_demand(s, j, d) * sign;
         t->puse[(size_t)p * QD__N + d] += v;
@@ -1448,9 +1478,59 @@ static int64_t gtee(const sch_snapshot *s, int tn) {
     return g == QUOTA_NONE ? 0 : g;
 }
 
-/* A running job, for marking in start order. */
+/* What tenant tn is entitled to now (step 7a): its guarantee, or what its reservations in
+ * force hold when that is more (a reservation counts against the guarantee, not on top). */
+static int64_t geff(const st *t, int tn) {
+    int64_t g = gtee(t->s, tn), r = t->trsv ? t->trsv[tn] : 0;
+    return r > g ? r : g;
+}
+
+/*
+ * Step 7a's state: what each tenant's reservations in force hold (named nodes: their
+ * allocatable cards; a count: its count) and what its charged work uses of them.  Only while
+ * a tenant has a guarantee and a reservation of a tenant is in force.  -1 when out of memory.
+ */
+static int rsv_share_init(st *t) {
+    const sch_snapshot *s = t->s;
+    int any = 0;
+    for (int i = 0; i < s->nrsvs; i++)
+        any |= s->rsvs[i].tenant >= 0 && s->rsvs[i].tenant < s->ntenants &&
+               s->now_us >= s->rsvs[i].t1_us && s->now_us < s->rsvs[i].t2_us;
+    if (!any) return 0;
+    t->rheld = calloc((size_t)s->nrsvs, sizeof *t->rheld);
+    t->rown = calloc((size_t)s->nrsvs, sizeof *t->rown);
+    t->trsv = calloc((size_t)s->ntenants, sizeof *t->trsv);
+    t->tridle = calloc((size_t)s->ntenants, sizeof *t->tridle);
+    if (!t->rheld || !t->rown || !t->trsv || !t->tridle) return -1;
+    for (int i = 0; i < s->nrsvs; i++) {
+        const rsv *r = &s->rsvs[i];
+        if (r->tenant < 0 || r->tenant >= s->ntenants || s->now_us < r->t1_us ||
+            s->now_us >= r->t2_us)
+            continue;
+        int64_t cards = 0;
+        if (r->node_in) {
+            for (int g = 0; g < s->ngpus; g++)
+                cards += r->node_in[s->gpus[g].node] && s->gpus[g].allocatable;
+        } else {
+            cards = r->count;
+        }
+        t->rheld[i] = cards * 1000;
+        t->trsv[r->tenant] += cards * 1000;
+    }
+    for (int i = 0; i < s->njobs; i++) { /* the charged work (charge() keeps it from now on) */
+        const sch_job *j = &s->jobs[i];
+        int ri = j->state != SCH_PENDING ? rsv_in_force(t, j) : -1;
+        if (ri >= 0) t->rown[ri] += sch_demand(s, j, QD_GPU_MILLI);
+    }
+    for (int i = 0; i < s->nrsvs; i++)
+        if (t->rheld[i] > 0) t->tridle[s->rsvs[i].tenant] += rsv_gap(t, i);
+    return 0;
+}
+
+/* A running job, for marking in start order (its reservation's work first). */
 typedef struct mark {
     int tenant;
+    int inrsv; /* runs in a reservation of its tenant in force */
     int64_t start;
     const char *id;
     int job;
@@ -1459,18 +1539,22 @@ typedef struct mark {
 static int mark_cmp(const void *a, const void *b) {
     const mark *x = a, *y = b;
     if (x->tenant != y->tenant) return x->tenant - y->tenant;
+    if (x->inrsv != y->inrsv) return y->inrsv - x->inrsv;
     if (x->start != y->start) return x->start < y->start ? -1 : 1;
     return strcmp(x->id, y->id);
 }
 
 /*
  * Which running jobs are borrowed (share_mark: above their tenant's guarantee, counting in
- * start order, oldest first) and what each tenant borrows.  Only when a tenant has a
- * guarantee; a tenant without one then borrows all it runs.  -1 when out of memory.
+ * start order, oldest first, the work in its reservations in force before the rest, against
+ * its entitlement less what its reservations hold unused: step 7a) and what each tenant
+ * borrows.  Only when a tenant has a guarantee; a tenant without one then borrows all it
+ * runs (outside its reservations).  -1 when out of memory.
  */
 static int mark_borrowed(st *t) {
     const sch_snapshot *s = t->s;
     if (!(t->guarantees = any_guarantee(s))) return 0;
+    if (rsv_share_init(t)) return -1;
     for (int g = 0; g < s->ngpus; g++) t->capacity += s->gpus[g].allocatable ? 1000 : 0;
     for (int i = 0; i < s->ntenants; i++) t->held += held_by(t, i); /* charge() keeps it */
     size_t J = (size_t)s->njobs + 1;
@@ -1484,13 +1568,15 @@ static int mark_borrowed(st *t) {
     for (int i = 0; i < s->njobs; i++) {
         const sch_job *j = &s->jobs[i];
         int tn = s->projects[j->project].tenant;
-        if (j->state == SCH_RUNNING) m[n++] = (mark){tn, j->start_us, j->id, i};
+        if (j->state == SCH_RUNNING) m[n++] = (mark){tn, rsv_in_force(t, j) >= 0, j->start_us, j->id, i};
     }
     qsort(m, (size_t)n, sizeof *m, mark_cmp);
     for (int lo = 0, hi; lo < n; lo = hi) {
         for (hi = lo; hi < n && m[hi].tenant == m[lo].tenant; hi++)
             dem[hi - lo] = sch_demand(s, &s->jobs[m[hi].job], QD_GPU_MILLI);
-        t->tborrowed[m[lo].tenant] = share_mark(gtee(s, m[lo].tenant), dem, hi - lo, out);
+        int tn = m[lo].tenant;
+        int64_t g = geff(t, tn) - (t->tridle ? t->tridle[tn] : 0);
+        t->tborrowed[tn] = share_mark(g > 0 ? g : 0, dem, hi - lo, out);
         for (int k = lo; k < hi; k++) t->borrowed[m[k].job] = out[k - lo];
     }
     rc = 0;
@@ -1510,16 +1596,20 @@ done:
 static int borrow_ok(const st *t, const sch_job *j, char *why, size_t n) {
     const sch_snapshot *s = t->s;
     int tn = s->projects[j->project].tenant;
-    if (!t->guarantees) return 1;
-    int64_t need = sch_demand(s, j, QD_GPU_MILLI), use = t->tuse[(size_t)tn * QD__N + QD_GPU_MILLI];
-    if (use + need <= gtee(s, tn)) return 1;
+    if (!t->guarantees || rsv_in_force(t, j) >= 0) return 1; /* its reservation's: owned */
+    int64_t need = sch_demand(s, j, QD_GPU_MILLI), use = owned_use(t, tn);
+    if (use + need <= geff(t, tn)) return 1;
     /* what every other tenant holds (t->held, kept by charge(), less tn's own part) */
     int64_t idle = t->capacity - (t->held - held_by(t, tn)) - use;
     if (idle >= need) return 1;
+    char rsvd[96] = "";
+    if (t->tridle && t->tridle[tn] > 0)
+        snprintf(rsvd, sizeof rsvd, " (%g of it held unused by its reservations)",
+                 (double)t->tridle[tn] / 1000.0);
     snprintf(why, n,
-             "borrow_limit: tenant %s above its guarantee of %g GPUs borrows only idle "
+             "borrow_limit: tenant %s above its guarantee of %g GPUs%s borrows only idle "
              "capacity, %g GPUs idle to lend now (needs %g)",
-             s->tenants[tn].name, (double)gtee(s, tn) / 1000.0,
+             s->tenants[tn].name, (double)geff(t, tn) / 1000.0, rsvd,
              (double)(idle > 0 ? idle : 0) / 1000.0, (double)need / 1000.0);
     return 0;
 }
@@ -1528,24 +1618,25 @@ static int borrow_ok(const st *t, const sch_job *j, char *why, size_t n) {
 static int owned_now(const st *t, const sch_job *j) {
     const sch_snapshot *s = t->s;
     int tn = s->projects[j->project].tenant;
-    int64_t g = s->tenants[tn].quota.guarantee;
-    return t->guarantees && g != QUOTA_NONE && t->tuse[(size_t)tn * QD__N + QD_GPU_MILLI] <= g;
+    if (!t->guarantees) return 0;
+    if (rsv_in_force(t, j) >= 0) return 1; /* its reservation's work (step 7a) */
+    int64_t g = geff(t, tn);
+    return (s->tenants[tn].quota.guarantee != QUOTA_NONE || g > 0) && owned_use(t, tn) <= g;
 }
 
 /* Would j, not charged yet, be borrowed (its tenant's use with it above its guarantee)? */
 static int would_borrow(const st *t, const sch_job *j) {
     const sch_snapshot *s = t->s;
     int tn = s->projects[j->project].tenant;
-    return t->guarantees && t->tuse[(size_t)tn * QD__N + QD_GPU_MILLI] +
-                                    sch_demand(s, j, QD_GPU_MILLI) >
-                                gtee(s, tn);
+    return t->guarantees && rsv_in_force(t, j) < 0 &&
+           owned_use(t, tn) + sch_demand(s, j, QD_GPU_MILLI) > geff(t, tn);
 }
 
 /* Step 6a's key of tenant tn now (share_borrow_key over its use so far this round). */
 static int64_t borrow_key(const st *t, int tn) {
     const sch_snapshot *s = t->s;
     const quota_set *q = &s->tenants[tn].quota;
-    int64_t use = t->tuse[(size_t)tn * QD__N + QD_GPU_MILLI], g = gtee(s, tn);
+    int64_t use = owned_use(t, tn), g = geff(t, tn);
     share_tenant x = {g, use > g ? use : g, 0, q->weight >= 1 ? q->weight : 1, use, 0,
                       s->tenants[tn].recent > 0 ? s->tenants[tn].recent : 0};
     return share_borrow_key(&x, s->borrow_horizon_s > 0 ? s->borrow_horizon_s
@@ -1675,8 +1766,7 @@ static int preempt_for(st *t, const sch_job *j, const unsigned char *gone, sch_u
         const sch_job *v = &s->jobs[cand[i].job];
         if (reclaim) {
             int vt = s->projects[v->project].tenant;
-            if (t->tuse[(size_t)vt * QD__N + QD_GPU_MILLI] - sch_demand(s, v, QD_GPU_MILLI) <
-                gtee(s, vt))
+            if (owned_use(t, vt) - sch_demand(s, v, QD_GPU_MILLI) < geff(t, vt))
                 continue; /* it would take its tenant below its guarantee */
         }
         unplace_job(t, v, v->place);
@@ -1771,6 +1861,10 @@ static void st_free(st *t) {
     free(t->memo);
     free(t->borrowed);
     free(t->tborrowed);
+    free(t->rheld);
+    free(t->rown);
+    free(t->trsv);
+    free(t->tridle);
     for (int i = 0; t->rslices && i < t->s->nrsvs; i++) free(t->rslices[i]);
     free(t->rslices);
     free(t->ruse);
@@ -2001,7 +2095,7 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
                     snprintf(dv->reason, sizeof dv->reason,
                              "reclaimed: it ran on capacity borrowed above tenant %s's guarantee "
                              "of %g GPUs, which another tenant's guarantee takes back",
-                             s->tenants[vt].name, (double)gtee(s, vt) / 1000.0);
+                             s->tenants[vt].name, (double)geff(&t, vt) / 1000.0);
                 else
                     snprintf(dv->reason, sizeof dv->reason, "preempted by %s%s (priority %d > %d)%s",
                              same ? "job " : "a job of another tenant", same ? j->id : "",

@@ -78,6 +78,14 @@
  *      in it, ending by its end.  Where some place would have fit but for a
  *      reservation, the job's reason names it (sch_decision.rsv).  The rules
  *      apply to placement, preemption and reclaim alike.
+ *   7a. Reservations and guarantees compose: while a tenant's reservation
+ *      is in force, what it holds (a count, or its named nodes' cards)
+ *      counts against the tenant's guarantee, not on top of it.  The tenant
+ *      is entitled to max(guarantee, what its reservations in force hold);
+ *      the part its own work there leaves unused counts as used of that (so
+ *      it is never lent, and its other work is owned only up to the rest);
+ *      its work naming the reservation is owned, marked first, and reclaims
+ *      like any owned work.
  *
  * Invariant (checked by sch_check, asserted in debug builds): no GPU, slice
  * or node is ever over-committed and no quota exceeded by a round's result.

@@ -9,6 +9,8 @@
  */
 #include "share.h"
 
+#include "reservations.h"
+
 #include "../core/jsonx.h"
 #include "../core/gtime.h"
 #include "../quota/quota.h"
@@ -66,6 +68,14 @@ static int load_quotas(store_tx *tx, tq **out, int *n, int *any, gp_err *err) {
 
 static int64_t gtee_of(const quota_set *q) { return q->guarantee == QUOTA_NONE ? 0 : q->guarantee; }
 
+/* What a tenant's running work outside its reservations in force may use of its guarantee
+ * before it borrows (sched.h, step 7a): a reservation counts against the guarantee, so what
+ * they hold comes off it; their own work is never borrowed. */
+static int64_t outside_gtee(int64_t g, const rsv_force *f) {
+    if (!f) return g;
+    return g > f->held ? g - f->held : 0;
+}
+
 static const quota_set *find_quota(const tq *ts, int n, const char *tenant_id) {
     for (int i = 0; i < n; i++)
         if (strcmp(ts[i].id, tenant_id) == 0) return &ts[i].q;
@@ -74,38 +84,51 @@ static const quota_set *find_quota(const tq *ts, int n, const char *tenant_id) {
 
 int share_job_borrowed(store_tx *tx, const char *job_id, int *borrowed, gp_err *err) {
     store_stmt *s;
-    char tenant[64] = "";
+    char tenant[64] = "", rsv_id[64] = "";
     int64_t started = 0;
     int running = 0, rc;
     *borrowed = 0;
     if ((rc = store_query(tx, &s, err,
-                          "SELECT tenant_id, state, COALESCE(started_at, 0) FROM jobs WHERE id = ?",
+                          "SELECT tenant_id, state, COALESCE(started_at, 0),"
+                          " COALESCE(reservation_id, '') FROM jobs WHERE id = ?",
                           "s", job_id)))
         return rc;
     if ((rc = store_step(s, err)) > 0) {
         snprintf(tenant, sizeof tenant, "%s", store_text(s, 0));
         running = strcmp(store_text(s, 1), "running") == 0;
         started = store_int(s, 2);
+        snprintf(rsv_id, sizeof rsv_id, "%s", store_text(s, 3));
     }
     store_done(s);
     if (rc < 0 || !running) return rc < 0 ? rc : GP_OK;
     tq *ts;
-    int n, any;
+    int n, any, nf = 0;
     if ((rc = load_quotas(tx, &ts, &n, &any, err))) return rc;
     const quota_set *q = find_quota(ts, n, tenant);
-    int64_t g = q ? gtee_of(q) : 0;
+    int64_t g = q ? gtee_of(q) : 0, cum = 0;
     free(ts);
     if (!any) return GP_OK;
+    rsv_force *fs = NULL;
+    if ((rc = rsv_forces_load(tx, gt_now_us(), &fs, &nf, err))) return rc;
+    const rsv_force *f = rsv_force_of(fs, nf, tenant);
+    if (rsv_force_has(f, rsv_id)) goto done; /* its reservation's work: never borrowed */
+    g = outside_gtee(g, f);
+    /* its tenant's other work outside its reservations in force, started before it, and it */
     if ((rc = store_query(tx, &s, err,
-                          "SELECT COALESCE(SUM(b.weight_milli), 0) FROM bindings b"
-                          " JOIN jobs j ON j.id = b.job_id"
+                          "SELECT SUM(b.weight_milli), COALESCE(j.reservation_id, '')"
+                          " FROM bindings b JOIN jobs j ON j.id = b.job_id"
                           " WHERE b.end_us IS NULL AND b.tenant_id = ?"
                           " AND (COALESCE(j.started_at, 0) < ?"
-                          " OR (COALESCE(j.started_at, 0) = ? AND j.id <= ?))",
+                          " OR (COALESCE(j.started_at, 0) = ? AND j.id <= ?))"
+                          " GROUP BY j.id, j.reservation_id",
                           "siis", tenant, started, started, job_id)))
-        return rc;
-    if ((rc = store_step(s, err)) > 0) *borrowed = store_int(s, 0) > g;
+        goto done;
+    while ((rc = store_step(s, err)) > 0)
+        if (!rsv_force_has(f, store_text(s, 1))) cum += store_int(s, 0);
     store_done(s);
+    if (rc >= 0) *borrowed = cum > g;
+done:
+    rsv_forces_free(fs, nf);
     return rc < 0 ? rc : GP_OK;
 }
 
@@ -125,28 +148,41 @@ int share_open_marks(store_tx *tx, json_t **out, gp_err *err) {
         *out = marks;
         return GP_OK;
     }
-    /* per tenant, its running jobs in start order: share_mark, one job at a time */
-    rc = store_query(tx, &s, err,
-                     "SELECT b.tenant_id, j.id, SUM(b.weight_milli) FROM bindings b"
-                     " JOIN jobs j ON j.id = b.job_id WHERE b.end_us IS NULL"
-                     " GROUP BY b.tenant_id, j.id, j.started_at"
-                     " ORDER BY b.tenant_id, COALESCE(j.started_at, 0), j.id",
-                     "");
+    /* per tenant, its running jobs in start order: share_mark, one job at a time (the work
+     * of its reservations in force never borrowed, their cards off its guarantee) */
+    rsv_force *fs = NULL;
+    int nf = 0;
+    rc = rsv_forces_load(tx, gt_now_us(), &fs, &nf, err);
+    if (!rc)
+        rc = store_query(tx, &s, err,
+                         "SELECT b.tenant_id, j.id, SUM(b.weight_milli),"
+                         " COALESCE(j.reservation_id, '') FROM bindings b"
+                         " JOIN jobs j ON j.id = b.job_id WHERE b.end_us IS NULL"
+                         " GROUP BY b.tenant_id, j.id, j.started_at, j.reservation_id"
+                         " ORDER BY b.tenant_id, COALESCE(j.started_at, 0), j.id",
+                         "");
     if (!rc) {
         char tenant[64] = "";
         int64_t cum = 0, g = 0;
+        const rsv_force *f = NULL;
         while ((rc = store_step(s, err)) > 0) {
             if (strcmp(tenant, store_text(s, 0))) {
                 snprintf(tenant, sizeof tenant, "%s", store_text(s, 0));
                 const quota_set *q = find_quota(ts, n, tenant);
-                g = q ? gtee_of(q) : 0;
+                f = rsv_force_of(fs, nf, tenant);
+                g = outside_gtee(q ? gtee_of(q) : 0, f);
                 cum = 0;
+            }
+            if (rsv_force_has(f, store_text(s, 3))) {
+                json_object_set_new(marks, store_text(s, 1), json_false());
+                continue;
             }
             cum += store_int(s, 2);
             json_object_set_new(marks, store_text(s, 1), json_boolean(cum > g));
         }
         store_done(s);
     }
+    rsv_forces_free(fs, nf);
     free(ts);
     if (rc < 0) {
         json_decref(marks);
@@ -156,20 +192,25 @@ int share_open_marks(store_tx *tx, json_t **out, gp_err *err) {
     return GP_OK;
 }
 
-/* What `tenant_id` borrows: its running jobs in start order, share_mark over the guarantee. */
-static int tenant_borrowed(store_tx *tx, const char *tenant_id, int64_t g, int64_t *out,
-                           gp_err *err) {
+/* What `tenant_id` borrows: its running jobs in start order, share_mark over the guarantee
+ * (the work of its reservations in force f never borrowed, their cards off the guarantee). */
+static int tenant_borrowed(store_tx *tx, const char *tenant_id, int64_t g, const rsv_force *f,
+                           int64_t *out, gp_err *err) {
     store_stmt *s;
     int64_t cum = 0;
     int rc;
     *out = 0;
+    g = outside_gtee(g, f);
     if ((rc = store_query(tx, &s, err,
-                          "SELECT SUM(b.weight_milli) FROM bindings b JOIN jobs j ON j.id = b.job_id"
+                          "SELECT SUM(b.weight_milli), COALESCE(j.reservation_id, '')"
+                          " FROM bindings b JOIN jobs j ON j.id = b.job_id"
                           " WHERE b.end_us IS NULL AND b.tenant_id = ?"
-                          " GROUP BY j.id, j.started_at ORDER BY COALESCE(j.started_at, 0), j.id",
+                          " GROUP BY j.id, j.started_at, j.reservation_id"
+                          " ORDER BY COALESCE(j.started_at, 0), j.id",
                           "s", tenant_id)))
         return rc;
     while ((rc = store_step(s, err)) > 0) {
+        if (rsv_force_has(f, store_text(s, 1))) continue;
         int64_t d = store_int(s, 0);
         cum += d;
         if (cum > g) *out += d; /* share_mark, one job at a time */
@@ -184,7 +225,9 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
     store_stmt *s;
     tq *ts;
     int n, any, rc, me = -1;
-    int64_t capacity = 0, other_used = 0;
+    int64_t capacity = 0, other_used = 0, reserved = 0;
+    rsv_force *fs = NULL;
+    int nf = 0;
     *out = NULL;
     if ((rc = load_quotas(tx, &ts, &n, &any, err))) return rc;
     if ((rc = store_query(tx, &s, err,
@@ -227,17 +270,24 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
     }
     if (any) {
         int64_t g = q ? gtee_of(q) : 0;
-        if ((rc = tenant_borrowed(tx, tenant_id, g, &borrowed, err))) goto done;
-        /* lent: share_lent over every tenant (those without a quota borrow all they use) */
+        if ((rc = rsv_forces_load(tx, gt_now_us(), &fs, &nf, err))) goto done;
+        const rsv_force *f = rsv_force_of(fs, nf, tenant_id);
+        reserved = f ? f->held : 0;
+        if ((rc = tenant_borrowed(tx, tenant_id, g, f, &borrowed, err))) goto done;
+        /* lent: share_lent over every tenant (those without a quota borrow all they use); a
+         * tenant's reservations in force count against its guarantee, what they hold unused
+         * as used (sched.h, step 7a) */
         share_tenant *st = calloc((size_t)n + 2, sizeof *st);
         if (!st) {
             rc = gp_err_set(err, GP_ENOMEM, NULL);
             goto done;
         }
         for (int i = 0; i < n; i++) {
+            const rsv_force *fi = rsv_force_of(fs, nf, ts[i].id);
             int64_t gi = gtee_of(&ts[i].q);
+            if (fi && fi->held > gi) gi = fi->held;
             st[i] = (share_tenant){gi, gi, ts[i].q.guarantee == QUOTA_NONE ? 0 : ts[i].q.kept,
-                                   1, ts[i].used, 0, 0};
+                                   1, ts[i].used + (fi ? fi->idle : 0), 0, 0};
         }
         st[n] = (share_tenant){0, 0, 0, 1, other_used, 0, 0};
         if (me >= 0) lent = share_lent(st, n + 1, me, capacity);
@@ -248,15 +298,17 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
     if ((rc = share_usage_load(tx, tenant_id, &u, err)) || (rc = share_policy_load(tx, &pol, err)))
         goto done;
     int64_t recent = share_usage_now(&u, gt_now_us(), pol.half_life_s);
-    *out = json_pack("{s:o,s:o,s:I,s:o,s:o,s:o,s:f,s:I,s:b}", "guaranteed_gpus",
+    *out = json_pack("{s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:f,s:I,s:b}", "guaranteed_gpus",
                      q && q->guarantee != QUOTA_NONE ? gpus(q->guarantee) : json_null(),
                      "kept_gpus", gpus(q && q->guarantee != QUOTA_NONE ? q->kept : 0),
                      "borrow_weight", (json_int_t)(q ? q->weight : 1), "in_use_gpus", gpus(used),
+                     "reserved_gpus", gpus(reserved),
                      "borrowed_gpus", gpus(borrowed), "lent_gpus", gpus(lent),
                      "recent_borrowed_gpu_hours", (double)(recent / 3600) / 1000.0,
                      "borrow_half_life_seconds", (json_int_t)pol.half_life_s, "applies", any);
     if (!*out) rc = gp_err_set(err, GP_ENOMEM, NULL);
 done:
+    rsv_forces_free(fs, nf);
     free(ts);
     return rc < 0 ? rc : GP_OK;
 }

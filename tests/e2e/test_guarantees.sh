@@ -18,7 +18,10 @@
 #     trail has job.reclaim in blue's tenant and job.reclaim_for in red's;
 #  4. isolation: blue's tenant-admin reads neither red's overview nor red's
 #     reclaim events, and may not set its own guarantee;
-#  5. lifting a guarantee (none) lifts its kept part with it.
+#  5. a reservation of red's in force counts against its guarantee: what it holds
+#     unused is never lent, red's job outside it would borrow (borrow_limit),
+#     its job in it is owned and reclaims blue's borrowed cards;
+#  6. lifting a guarantee (none) lifts its kept part with it.
 #
 #   GPUPOOL_BIN=/path/to/gpupool bash tests/e2e/test_guarantees.sh
 . "$(dirname "$0")/lib.sh"
@@ -258,6 +261,58 @@ note "settled: nothing more is stopped"
 sleep 2
 gp -o json audit list --action job.reclaim
 assert_json '.items | length' 2 "$OUT_FILE"
+
+note "a reservation counts against its tenant's guarantee, not on top of it"
+# red (guarantee 4) runs r1, r2; blue runs 6 (2 of them borrowed). red's reservation of 2 cards
+# opens: what it holds unused is red's (never lent), so red's next job outside it would borrow
+gp reservation create red-pair --tenant red --project p --pool default --class a100.1x --count 2 \
+    --start +2s --end +1h
+assert_rc 0
+in_force() {
+    gp -o json share show --tenant red
+    [ "$(jout .reserved_gpus)" == 2 ]
+}
+poll 10 in_force || fail "red's reservation did not come into force: $(cat "$OUT_FILE")"
+_pass
+assert_json '"\(.in_use_gpus) \(.reserved_gpus) \(.borrowed_gpus) \(.lent_gpus)"' "2 2 0 0" "$OUT_FILE"
+sub "$RU" red r-out
+ROUT=$JID
+waits_to_borrow() {
+    as "$RU" -o json job show --tenant red --project p "$ROUT"
+    [[ "$(jout .reason)" == borrow_limit* ]]
+}
+poll 10 waits_to_borrow || fail "red's job outside its reservation: $(cat "$OUT_FILE")"
+_pass
+assert_match "$(jout .reason)" \
+    "^borrow_limit: tenant red above its guarantee of 4 GPUs \\(2 of it held unused by its reservations\\)" \
+    "red's job outside its reservation would borrow"
+as "$RU" job cancel --tenant red --project p "$ROUT"
+assert_rc 0
+# red's job in it is owned: it takes back the cards blue borrows there (reclaim)
+as "$RU" -o json job submit --tenant red --project p r-in --class a100.1x --units 2 \
+    --reservation red-pair --time-limit 600 -- "$BIN/gsleep" 600
+assert_rc 0
+RIN=$(jout .id)
+poll 20 is_running "$RU" red "$RIN" || fail "red's job in its reservation did not start"
+_pass
+as "$RU" -o json job show --tenant red --project p "$RIN"
+assert_json .borrowed false "$OUT_FILE"
+assert_match "$(jout '[.events[] | select(.kind == "admitted") | .message] | .[0]')" \
+    '^waiting_for_reclaim: 2 borrowed jobs being stopped' "r-in reclaimed blue's borrowed cards"
+count_is "$BU" blue 4 || fail "blue should keep its guarantee of 4"
+_pass
+gp -o json binding list --tenant red
+assert_json "[.items[] | select(.job == \"$RIN\" and .end == null) | .borrowed] | unique | join(\",\")" \
+    "false" "$OUT_FILE"
+gp -o json share show --tenant red
+assert_json '"\(.in_use_gpus) \(.reserved_gpus) \(.borrowed_gpus) \(.lent_gpus)"' "4 2 0 0" "$OUT_FILE"
+as "$BA" -o json share show --tenant blue
+assert_json '"\(.in_use_gpus) \(.reserved_gpus) \(.borrowed_gpus)"' "4 0 0" "$OUT_FILE"
+assert_file_lacks "$OUT_FILE" "red-pair"
+as "$RU" job cancel --tenant red --project p "$RIN"
+assert_rc 0
+gp reservation delete red-pair
+assert_rc 0
 
 note "lifting a guarantee lifts its kept part"
 gp -o json quota set --tenant red --kept-gpus 1

@@ -1625,6 +1625,111 @@ static void reservation_count_of_slices(void **state) {
     sch_result_free(&r);
 }
 
+/*
+ * A tenant's reservation in force counts against its guarantee, not on top (sched.h, step
+ * 7a): what it holds unused is the tenant's, so it is never lent (a borrower waits for it with
+ * borrow_limit, not for a place it may not take), and the tenant's own work outside it is owned
+ * only up to the guarantee less that; the work in it is owned even with no guarantee.
+ */
+static void reservation_counts_against_guarantee(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    unsigned char ok[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    w_init(&w);
+    w_node(&w, 8, 0, SCH_WHOLE, 64, 512, 0);
+    int c = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+    for (int t = 0; t < 2; t++) w.tenants[t].quota.v[QD_GPU_MILLI] = 8000;
+    w.tenants[0].quota.guarantee = 4000; /* red: 4, of which its reservation holds 2 */
+    w.tenants[0].quota.kept = 2000;
+    rsv rs[1] = {{.t1_us = 1000 * SEC, .t2_us = 2000 * SEC, .tenant = 0, .project = 0,
+                  .pool = 0, .count = 2, .card_ok = ok}};
+    const char *names[1] = {"red-two"};
+    w.s.rsvs = rs;
+    w.s.nrsvs = 1;
+    w.s.rsv_names = names;
+    w.s.now_us = 1000 * SEC;
+    int red[2], blue[6];
+    for (int i = 0; i < 2; i++) red[i] = w_job(&w, 0, c, 1, 100, i);
+    for (int i = 0; i < 6; i++) blue[i] = w_job(&w, 1, c, 1, 100, 10 + i);
+    round_ok(&w, &r);
+    /* red: 2 outside + 2 held unused = its guarantee, owned; blue borrows the 4 left */
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(dec(&r, red[i])->action, SCH_DO_PLACE);
+        assert_false(dec(&r, red[i])->borrowed);
+    }
+    for (int i = 0; i < 6; i++) {
+        const sch_decision *d = dec(&r, blue[i]);
+        if (i < 4) {
+            assert_int_equal(d->action, SCH_DO_PLACE);
+            assert_true(d->borrowed);
+        } else if (!strstr(d->reason, "borrow_limit") || !strstr(d->reason, "0 GPUs idle")) {
+            fail_msg("blue[%d]: %s", i, d->reason);
+        }
+    }
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    /* red's next outside job would borrow: nothing is idle, and its reason says why */
+    int more = w_job(&w, 0, c, 1, 100, 20);
+    round_ok(&w, &r);
+    const sch_decision *d = dec(&r, more);
+    assert_int_not_equal(d->action, SCH_DO_PLACE);
+    if (!strstr(d->reason, "borrow_limit: tenant red above its guarantee of 4 GPUs (2 of it "
+                           "held unused by its reservations)"))
+        fail_msg("reason: %s", d->reason);
+    sch_result_free(&r);
+    /* its job naming the reservation runs there, owned (the one outside still waits) */
+    int in = w_job(&w, 0, c, 2, 100, 21);
+    w.jobs[in].reservation = 1;
+    w.jobs[in].time_limit_s = 60;
+    round_ok(&w, &r);
+    assert_int_not_equal(dec(&r, more)->action, SCH_DO_PLACE);
+    assert_int_equal(dec(&r, in)->action, SCH_DO_PLACE);
+    assert_false(dec(&r, in)->borrowed);
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    /* the next round marks nothing of red's borrowed: 2 in its reservation + 2 outside */
+    round_ok(&w, &r);
+    assert_int_equal(r.placed + r.preempted, 0);
+    assert_int_equal(r.borrowed[0], 0);
+    assert_int_equal(r.borrowed[1], 4000);
+    sch_result_free(&r);
+    /* after the window the guarantee is red's alone again: the job outside fits within it */
+    w.s.now_us = 2000 * SEC;
+    for (int i = 0; i < w.nj; i++)
+        if (w.jobs[i].reservation) w_end(&w, i);
+    round_ok(&w, &r);
+    int found = 0;
+    for (int i = 0; i < w.nj; i++)
+        if (!strcmp(w.jobs[i].id, "j8")) {
+            assert_int_equal(dec(&r, i)->action, SCH_DO_PLACE);
+            found = 1;
+        }
+    assert_true(found);
+    sch_result_free(&r);
+
+    /* blue, with no guarantee, holds a reservation: its work there is owned, outside borrowed */
+    w_init(&w);
+    w_node(&w, 8, 0, SCH_WHOLE, 64, 512, 0);
+    c = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+    w.tenants[0].quota.guarantee = 4000;
+    rs[0].tenant = 1;
+    rs[0].project = -1;
+    w.s.rsvs = rs;
+    w.s.nrsvs = 1;
+    w.s.rsv_names = names;
+    w.s.now_us = 1500 * SEC;
+    int bin = w_job(&w, 1, c, 2, 100, 0), bout = w_job(&w, 1, c, 1, 100, 1);
+    w.jobs[bin].reservation = 1;
+    w.jobs[bin].time_limit_s = 60;
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, bin)->action, SCH_DO_PLACE);
+    assert_false(dec(&r, bin)->borrowed);
+    assert_int_equal(dec(&r, bout)->action, SCH_DO_PLACE);
+    assert_true(dec(&r, bout)->borrowed);
+    sch_result_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(admission_every_dimension),
@@ -1650,6 +1755,7 @@ int main(void) {
         cmocka_unit_test(reservation_count_and_maintenance),
         cmocka_unit_test(reservation_property),
         cmocka_unit_test(reservation_count_of_slices),
+        cmocka_unit_test(reservation_counts_against_guarantee),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
