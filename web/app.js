@@ -482,8 +482,19 @@ async function viewJobs(body) {
   const explain = async (j) => {
     try {
       const x = await api('GET', ppath() + '/jobs/' + enc(j.id) + '/explain');
+      // the reason, then each change the scheduler checked would start it (its own words; a
+      // change without them as its fields), then the whole answer for the curious
+      const sugg = Array.isArray(x.suggestions) ? x.suggestions : [];
+      const words = (sg) => sg.text || sg.change + ': ' + Object.entries(sg)
+        .filter(([k]) => k !== 'change' && k !== 'suggestion').map(([k, v]) => k + ' ' + (typeof v === 'object' ? JSON.stringify(v) : v)).join(', ');
       clear(detail).appendChild(h('section', { class: 'card', 'aria-label': 'Explanation' }, h('h3', {}, 'Why is ' + j.name + ' ' + j.state + '?'),
-        h('pre', {}, JSON.stringify(x, null, 2))));
+        h('p', { id: 'explain-reason' }, x.reason || j.reason || x.state || j.state),
+        x.state === 'queued' || x.state === 'admitted' || sugg.length
+          ? (sugg.length ? h('div', {}, h('h4', {}, 'What would start it (each checked against the scheduler)'),
+                             h('ul', { id: 'explain-suggestions' }, sugg.map((sg) => h('li', {}, words(sg)))))
+                         : h('p', { class: 'hint', id: 'explain-suggestions' }, 'No change was found that would start it now.'))
+          : '',
+        h('details', {}, h('summary', {}, 'The whole answer (JSON)'), h('pre', {}, JSON.stringify(x, null, 2)))));
     } catch (e) { say(e.message, true); }
   };
   // A job's output, followed: read again every second until the job has ended, or until this
@@ -688,15 +699,26 @@ async function viewUsage(body) {
   for (const r of byVendor.rows) {
     if (!r.card_hours) continue; // tokens served off the inventory have no card
     const k = r.vendor + '\u0000' + r.accelerator + '\u0000' + r.form;
-    const p = (perV[k] = perV[k] || { vendor: r.vendor, accelerator: r.accelerator, form: r.form, card_hours: 0, cost: 0 });
+    const p = (perV[k] = perV[k] || { vendor: r.vendor, accelerator: r.accelerator, form: r.form, card_hours: 0, cost: 0,
+                                      cpu_hours: 0, cpu_cost: 0, memory_gib_hours: 0, memory_cost: 0 });
     p.card_hours += r.card_hours || 0; p.cost += r.card_hour_cost || 0;
+    p.cpu_hours += r.cpu_hours || 0; p.cpu_cost += r.cpu_cost || 0;
+    p.memory_gib_hours += r.memory_gib_hours || 0; p.memory_cost += r.memory_cost || 0;
   }
+  const cur = byVendor.currency || S.currency ? ' (' + (byVendor.currency || S.currency) + ')' : '';
+  // the jobs' CPUs and memory beside their cards, with the rate card's prices for them
+  // (docs/metering.md, "Rate cards"): shown once the month has any
+  const vt = byVendor.totals || {};
+  const cpuMem = (vt.cpu_hours || 0) > 0 || (vt.memory_gib_hours || 0) > 0 ? [
+    { label: 'CPU-hours', num: true, get: (r) => fmt(r.cpu_hours, 3) },
+    { label: 'CPU cost' + cur, num: true, get: (r) => fmt(r.cpu_cost, 2) },
+    { label: 'Memory GiB-hours', num: true, get: (r) => fmt(r.memory_gib_hours, 3) },
+    { label: 'Memory cost' + cur, num: true, get: (r) => fmt(r.memory_cost, 2) }] : [];
   body.appendChild(h('h3', {}, 'By vendor and accelerator (table)'));
   body.appendChild(h('div', { id: 'usage-vendors' }, table(null, [{ label: 'Vendor', get: (r) => r.vendor, cls: () => 'vendor' },
     { label: 'Accelerator', get: (r) => r.accelerator }, { label: 'Form', get: (r) => r.form },
     { label: 'Card-hours', num: true, get: (r) => fmt(r.card_hours, 3) },
-    { label: 'Cost' + (byVendor.currency || S.currency ? ' (' + (byVendor.currency || S.currency) + ')' : ''), num: true,
-      get: (r) => fmt(r.cost, 2) }], Object.values(perV))));
+    { label: 'Cost' + cur, num: true, get: (r) => fmt(r.cost, 2) }, ...cpuMem], Object.values(perV))));
   body.appendChild(h('h3', {}, 'By project (table)'));
   body.appendChild(table(null, [{ label: 'Project', get: (r) => r.project },
     { label: 'Card-hours', num: true, get: (r) => fmt(r.card_hours, 3) }, { label: 'Tokens', num: true, get: (r) => r.tokens },

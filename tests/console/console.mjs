@@ -177,8 +177,12 @@ async function labelled(page, where) {
   const row = page.locator('#jobs-list tr', { hasText: 'amber-console-job' });
   check(/quota/i.test(await row.innerText()), 'the job list shows the queue reason');
   await row.getByRole('button', { name: /^Explain/ }).click();
-  await page.waitForSelector('#job-detail pre');
-  check((await text(page, '#job-detail')).length > 20, 'the explanation is shown');
+  await page.waitForSelector('#job-detail #explain-reason');
+  check(/quota/i.test(await text(page, '#explain-reason')), 'the explanation gives the reason');
+  const sugg = await page.locator('#explain-suggestions li').allTextContents();
+  check(sugg.length > 0 && sugg.every((t) => /^(raise |wait for \d+ jobs? to end|submit it with|ask for at most|pool |use )/.test(t)),
+        `the explanation lists the changes that would start it: ${sugg.join('|')}`);
+  await shot(page, '03b-a-explain');
   // a running job's output, followed in the page: new lines appear without a click
   const holdRow = page.locator('#jobs-list tr', { hasText: cfg.a.hold_job });
   await holdRow.getByRole('button', { name: /^Logs of/ }).click();
@@ -211,10 +215,14 @@ async function labelled(page, where) {
   const tokTitles = await page.locator('#chart-tok-model rect title').allTextContents();
   check(tokTitles.some((t) => t.includes(cfg.a.model)), `daily tokens show model ${cfg.a.model}: ${tokTitles.join('|')}`);
   check((await text(page, '#usage-totals')).includes('CHF'), 'the usage totals carry the currency');
-  check((await page.locator('table th', { hasText: 'Cost (CHF)' }).count()) === 2, 'the cost columns name the currency');
+  check((await page.locator('table th', { hasText: /^Cost \(CHF\)$/ }).count()) === 2, 'the cost columns name the currency');
   // card-hours by vendor, accelerator and form: A's cards are NVIDIA's
   const vrows = await page.locator('#usage-vendors tbody tr').allTextContents();
   check(vrows.length > 0 && vrows.every((r) => r.startsWith('nvidia')), `usage by vendor: ${vrows.join('|')}`);
+  // the jobs' CPU- and memory-hours beside their card-hours, each with its cost column
+  const vheads = await page.locator('#usage-vendors th').allTextContents();
+  check(['CPU-hours', 'CPU cost (CHF)', 'Memory GiB-hours', 'Memory cost (CHF)'].every((c) => vheads.includes(c)),
+        `usage by vendor has CPU and memory columns: ${vheads.join('|')}`);
   await shot(page, '04-a-usage');
 
   // keys: the secret is shown once
