@@ -240,7 +240,7 @@ assert_eq "$(stat -c %a "$STATE/sim-0.token")" 600 "mode of the stored node cred
 note "nodes and GPUs"
 gp node list
 assert_rc 0
-assert_eq "$(head -n 1 "$OUT_FILE" | tr -s ' ')" "NAME STATE ADMIN_STATE POOL VENDORS GPU_COUNT CPUS MEMORY_GIB LAST_HEARTBEAT NEXT_MAINTENANCE_RESERVATION NEXT_MAINTENANCE_START NEXT_MAINTENANCE_END" "node list header"
+assert_eq "$(head -n 1 "$OUT_FILE" | tr -s ' ')" "NAME STATE ADMIN_STATE POOL VENDORS GPU_COUNT CPUS MEMORY_GIB LAST_HEARTBEAT NEXT_MAINTENANCE_RESERVATION NEXT_MAINTENANCE_START NEXT_MAINTENANCE_END NEXT_RESERVATION_RESERVATION NEXT_RESERVATION_START NEXT_RESERVATION_END" "node list header"
 assert_match "$(grep -E '^sim-0 ' "$OUT_FILE")" '^sim-0 +ready +none +default +\["nvidia"\] +7 +64 +512 +20' "node list row sim-0"
 assert_match "$(grep -E '^sim-1 ' "$OUT_FILE")" '^sim-1 +ready +none +default +\["nvidia"\] +7 +64 +512 +20' "node list row sim-1"
 gp -o json node show sim-0
