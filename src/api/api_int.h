@@ -516,6 +516,8 @@ int api_quota_change(api_ctx *c, json_t *body, int patch, quota_set *next, gp_er
 int h_share_get(api_ctx *c, gp_err *err);
 int h_share_patch(api_ctx *c, gp_err *err);
 int h_share_list(api_ctx *c, gp_err *err);
+int h_share_project_get(api_ctx *c, gp_err *err);
+int h_share_project_patch(api_ctx *c, gp_err *err);
 int h_prio_list(api_ctx *c, gp_err *err);
 int h_prio_get(api_ctx *c, gp_err *err);
 int h_prio_create(api_ctx *c, gp_err *err);

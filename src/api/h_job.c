@@ -328,18 +328,43 @@ int h_quota_get(api_ctx *c, gp_err *err) {
 static int quota_consistent(store_tx *tx, const api_scope *sc, int project, const quota_set *next,
                             gp_err *err) {
     quota_set other;
-    if (project) {
-        if (next->guarantee != QUOTA_NONE || next->kept || next->weight != 1)
-            return gp_err_set(err, GP_EINVALID,
-                              "guaranteed_gpus, kept_gpus and borrow_weight are a tenant's; a "
-                              "project shares its tenant's guarantee");
-        int rc = quota_load(tx, sc->t.id, NULL, &other, err);
-        return rc ? rc : quota_within(next, &other, err);
-    }
     tenancy_project *ps;
-    int n, rc = tenancy_project_list(tx, &sc->t, &ps, &n, err);
+    int n, rc;
+    if (project) {
+        if (next->kept || next->weight != 1)
+            return gp_err_set(err, GP_EINVALID,
+                              "kept_gpus and borrow_weight are a tenant's; a project has a part "
+                              "of its tenant's guarantee (guaranteed_gpus)");
+        if ((rc = quota_load(tx, sc->t.id, NULL, &other, err)) ||
+            (rc = quota_within(next, &other, err)))
+            return rc;
+        if (next->guarantee == QUOTA_NONE) return GP_OK;
+        /* a project's part of its tenant's guarantee: the parts add up to it at most */
+        if (other.guarantee == QUOTA_NONE)
+            return gp_err_set(err, GP_ECONFLICT,
+                              "tenant %s has no guarantee: a project's guaranteed_gpus is a part "
+                              "of its tenant's",
+                              sc->t.name);
+        int64_t parts = next->guarantee;
+        quota_set pq;
+        if ((rc = tenancy_project_list(tx, &sc->t, &ps, &n, err))) return rc;
+        for (int i = 0; !rc && i < n; i++)
+            if (strcmp(ps[i].id, sc->p.id) &&
+                !(rc = quota_load(tx, sc->t.id, ps[i].id, &pq, err)) && pq.guarantee != QUOTA_NONE)
+                parts += pq.guarantee;
+        free(ps);
+        if (!rc && parts > other.guarantee)
+            rc = gp_err_set(err, GP_ECONFLICT,
+                            "the projects' parts would add up to %g GPUs, above tenant %s's "
+                            "guarantee of %g",
+                            (double)parts / 1000.0, sc->t.name, (double)other.guarantee / 1000.0);
+        return rc;
+    }
+    int64_t parts = 0;
+    rc = tenancy_project_list(tx, &sc->t, &ps, &n, err);
     for (int i = 0; !rc && i < n; i++) {
         rc = quota_load(tx, sc->t.id, ps[i].id, &other, err);
+        if (!rc && other.guarantee != QUOTA_NONE) parts += other.guarantee;
         if (!rc && quota_within(&other, next, NULL) != GP_OK) {
             /* only ceilings the project actually sets can conflict */
             int conflict = 0;
@@ -354,6 +379,11 @@ static int quota_consistent(store_tx *tx, const api_scope *sc, int project, cons
         }
     }
     free(ps);
+    if (!rc && parts > 0 && (next->guarantee == QUOTA_NONE || next->guarantee < parts))
+        rc = gp_err_set(err, GP_ECONFLICT,
+                        "tenant %s's projects have parts of its guarantee adding up to %g GPUs; "
+                        "lower theirs first",
+                        sc->t.name, (double)parts / 1000.0);
     return rc;
 }
 

@@ -7,6 +7,10 @@
  *   GET   /api/v1/tenants/{tenant}/shares   one tenant's (its readers)
  *   PATCH /api/v1/tenants/{tenant}/shares   change the fields it names (platform-admin;
  *                                           raising is tenant.quota.raise, as for the quota)
+ *   GET   /api/v1/tenants/{tenant}/projects/{project}/shares   a project's part of its
+ *                                           tenant's guarantee (the project's readers)
+ *   PATCH .../projects/{project}/shares     its part and its ceiling (tenant-admins, as its
+ *                                           quota: the parts add up to the guarantee at most)
  *
  * The fields live on the tenant's quota (quota.h: guarantee, kept, weight, the gpus ceiling),
  * so `quota set` and this route change the same thing, checked the same way
@@ -109,6 +113,56 @@ int h_share_patch(api_ctx *c, gp_err *err) {
     if (rc || c->dry_run) return rc;
     json_t *o;
     if ((rc = share_json(c->tx, c->sc.t.id, c->sc.t.name, &o, err))) return rc;
+    api_reply(c->r, 200, o);
+    return GP_OK;
+}
+
+/* ---- a project's part of its tenant's guarantee (docs/scheduling.md, "A project's part") */
+
+static int project_share_json(api_ctx *c, json_t **out, gp_err *err) {
+    quota_set q;
+    json_t *o = NULL;
+    int rc = quota_load(c->tx, c->sc.t.id, c->sc.p.id, &q, err);
+    if (!rc) rc = share_project_view(c->tx, c->sc.t.id, c->sc.p.id, &o, err);
+    if (rc) return rc;
+    json_t *qj = quota_json(&q);
+    json_t *ceiling = qj ? json_object_get(qj, "gpus") : NULL;
+    if (!qj || json_object_set_new(o, "tenant", json_string(c->sc.t.name)) ||
+        json_object_set_new(o, "project", json_string(c->sc.p.name)) ||
+        json_object_set(o, "ceiling_gpus", ceiling ? ceiling : json_null())) {
+        json_decref(qj);
+        json_decref(o);
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    }
+    json_decref(qj);
+    *out = o;
+    return GP_OK;
+}
+
+int h_share_project_get(api_ctx *c, gp_err *err) {
+    json_t *o;
+    api_target(c->r, "share", c->sc.p.name, NULL, NULL);
+    int rc = project_share_json(c, &o, err);
+    if (rc) return rc;
+    api_reply(c->r, 200, o);
+    return GP_OK;
+}
+
+int h_share_project_patch(api_ctx *c, gp_err *err) {
+    static const char *const fields[] = {"guaranteed_gpus", "ceiling_gpus", NULL};
+    quota_set next;
+    api_target(c->r, "share", c->sc.p.name, NULL, NULL);
+    int rc = jx_only_fields(c->body, fields, err);
+    if (rc) return rc;
+    if (json_object_size(c->body) == 0)
+        return gp_err_set(err, GP_EINVALID, "name at least one of guaranteed_gpus, ceiling_gpus");
+    json_t *patch = as_quota_patch(c->body);
+    if (!patch) return gp_err_set(err, GP_ENOMEM, NULL);
+    rc = api_quota_change(c, patch, 1, &next, err);
+    json_decref(patch);
+    if (rc || c->dry_run) return rc;
+    json_t *o;
+    if ((rc = project_share_json(c, &o, err))) return rc;
     api_reply(c->r, 200, o);
     return GP_OK;
 }

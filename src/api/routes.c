@@ -388,6 +388,11 @@ const api_route api_routes[] = {
     DECLARED_SENSITIVE("PATCH", T "/shares", h_share_patch, "share.change",
                        ROUTE_MUTATES | ROUTE_BODY, SC_TENANT, ACT_QUOTA_TENANT_SET,
                        "tenant.quota.raise"),
+    /* a project's part of its tenant's guarantee: set by those who set its quota */
+    DECLARED("GET", P "/shares", h_share_project_get, "share.project.get", 0, SC_PROJECT,
+             ACT_PROJECT_READ, API_TX_READ),
+    DECLARED("PATCH", P "/shares", h_share_project_patch, "share.project.change",
+             ROUTE_MUTATES | ROUTE_BODY, SC_PROJECT, ACT_QUOTA_PROJECT_SET, API_TX_WRITE),
     DECLARED("GET", P "/quota", h_quota_get, "quota.get", 0, SC_PROJECT, ACT_PROJECT_READ,
              API_TX_READ),
     DECLARED("PUT", P "/quota", h_quota_put, "quota.project.change", ROUTE_MUTATES | ROUTE_BODY,

@@ -1,6 +1,6 @@
 /*
  * cmd_share.c - `gpupool share list|show|set`: guaranteed shares (docs/scheduling.md,
- * "Guarantees"; GET /api/v1/shares, GET|PATCH /api/v1/tenants/{t}/shares).
+ * "Guarantees"; GET /api/v1/shares, GET|PATCH /api/v1/tenants/{t}[/projects/{p}]/shares).
  */
 #include "cli.h"
 
@@ -13,12 +13,17 @@ static const char usage[] =
     "usage: gpupool share <command>\n"
     "\n"
     "  list                        every tenant's share you may read\n"
-    "  show --tenant T             one tenant's: guarantee, kept part, weight, ceiling,\n"
+    "  show --tenant T [--project P]\n"
+    "                              one tenant's: guarantee, kept part, weight, ceiling,\n"
     "                              in use, reserved (its reservations in force: part\n"
-    "                              of the guarantee), borrowed, lent, recent borrowing\n"
+    "                              of the guarantee), borrowed, lent, recent borrowing;\n"
+    "                              with --project: its part, in use, borrowed\n"
     "  set --tenant T [--guaranteed-gpus N] [--kept-gpus N] [--borrow-weight W]\n"
     "      [--ceiling-gpus N]      change what it names ('none' lifts one); raising any\n"
     "                              needs approval by default (tenant.quota.raise)\n"
+    "  set --tenant T --project P [--guaranteed-gpus N] [--ceiling-gpus N]\n"
+    "                              a project's part of its tenant's guarantee (the parts\n"
+    "                              add up to it at most) and its ceiling (tenant-admins)\n"
     "      --guaranteed-gpus: GPUs the tenant is entitled to (work above them is borrowed:\n"
     "      preemptible, and reclaimed when an owner needs its share); --kept-gpus: the part\n"
     "      of it never lent; --borrow-weight 1..1000: its weight among borrowers of idle\n"
@@ -35,13 +40,15 @@ static int s_list(cli_ctx *ctx, int argc, char **argv) {
 
 static int s_run(cli_ctx *ctx, int argc, char **argv, int set) {
     static const struct option lo[] = {{"tenant", required_argument, 0, 't'},
+                                       {"project", required_argument, 0, 'p'},
                                        {"guaranteed-gpus", required_argument, 0, 'U'},
                                        {"kept-gpus", required_argument, 0, 'K'},
                                        {"borrow-weight", required_argument, 0, 'W'},
                                        {"ceiling-gpus", required_argument, 0, 'g'},
                                        {0, 0, 0, 0}};
-    const char *verb = set ? "share set" : "share show", *tenant = NULL;
+    const char *verb = set ? "share set" : "share show", *tenant = NULL, *project = NULL;
     json_t *body = json_object();
+    const char *kept_or_weight = NULL;
     int c, rc = 0;
     optind = 0;
     while ((c = cli_getopt(argc, argv, lo, verb, &rc)) != -1) {
@@ -50,10 +57,15 @@ static int s_run(cli_ctx *ctx, int argc, char **argv, int set) {
             tenant = optarg;
             continue;
         }
+        if (c == 'p') {
+            project = optarg;
+            continue;
+        }
         if (!set) {
-            rc = cli_error(CLI_USAGE, "share show: only --tenant");
+            rc = cli_error(CLI_USAGE, "share show: only --tenant and --project");
             goto out;
         }
+        if (c == 'K' || c == 'W') kept_or_weight = c == 'K' ? "--kept-gpus" : "--borrow-weight";
         const char *key = c == 'U' ? "guaranteed_gpus" : c == 'K' ? "kept_gpus"
                           : c == 'W' ? "borrow_weight" : "ceiling_gpus";
         if (!strcmp(optarg, "none")) {
@@ -82,8 +94,14 @@ static int s_run(cli_ctx *ctx, int argc, char **argv, int set) {
                                   "--kept-gpus, --borrow-weight, --ceiling-gpus");
         goto out;
     }
+    if (project && kept_or_weight) {
+        rc = cli_error(CLI_USAGE, "share set: %s is a tenant's; a project has a part of the "
+                                  "guarantee (--guaranteed-gpus) and a ceiling (--ceiling-gpus)",
+                       kept_or_weight);
+        goto out;
+    }
     strbuf p = SB_INIT;
-    cli_scope_path(&p, tenant, NULL);
+    cli_scope_path(&p, tenant, project);
     sb_adds(&p, "/shares");
     rc = cli_run_call(ctx, set ? "PATCH" : "GET", p.buf, set ? body : NULL, NULL);
     sb_release(&p);

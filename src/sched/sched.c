@@ -75,6 +75,11 @@ typedef struct st {
     int64_t *rown;           /* per reservation: its own work's GPU use now, milli */
     int64_t *trsv;           /* per tenant: what its reservations hold now, milli */
     int64_t *tridle;         /* per tenant: of that, what its own work leaves unused, milli */
+    /* projects' parts of their tenant's guarantee (share_mark_parts; sched.h step 6b) */
+    int64_t *ppart;          /* per project: its part, milli (0: none) */
+    int64_t *prown;          /* per project: its work in its tenant's reservations in force */
+    int64_t *tparts;         /* per tenant: the sum of its projects' parts */
+    int64_t *tspill;         /* per tenant: its work outside reservations beyond the parts */
     /* advance reservations (reserve.h; sched.h step 7) */
     rsv_count_use *ruse;     /* per reservation: the pool's work against a count */
     unsigned short **rslices; /* per count reservation of a class of slices: [3 x ngpus], the
@@ -295,6 +300,12 @@ static int rsv_in_force(const st *t, const sch_job *j) {
     return t->s->rsvs[i].tenant == t->s->projects[j->project].tenant ? i : -1;
 }
 
+/* Project p's work outside its tenant's reservations in force, beyond p's part (step 6b). */
+static int64_t proj_spill(const st *t, int p) {
+    int64_t out = t->puse[(size_t)p * QD__N + QD_GPU_MILLI] - t->prown[p];
+    return out > t->ppart[p] ? out - t->ppart[p] : 0;
+}
+
 /* What tenant tn uses of its entitlement (guarantees): its GPU use and what its reservations
  * in force hold unused (step 7a). */
 static int64_t owned_use(const st *t, int tn) {
@@ -315,9 +326,11 @@ static void charge(st *t, const sch_job *j, int sign) {
     int ri = t->guarantees ? rsv_in_force(t, j) : -1;
     t->charges++;
     if (t->guarantees) t->held -= held_by(t, tn);
+    if (t->tspill) t->tspill[tn] -= proj_spill(t, p);
     if (ri >= 0) {
         t->tridle[tn] -= rsv_gap(t, ri);
         t->rown[ri] += sch_demand(s, j, QD_GPU_MILLI) * sign;
+        t->prown[p] += sch_demand(s, j, QD_GPU_MILLI) * sign;
         t->tridle[tn] += rsv_gap(t, ri);
     }
     for (int d = 0; d < QD__N; d++) {
@@ -328,6 +341,7 @@ static void charge(st *t, const sch_job *j, int sign) {
     int bc = SCH_CLASS_BASE(s->classes, j->cls);
     t->pcls[(size_t)p * s->nclasses + bc] += j->units * sign;
     t->tcls[(size_t)tn * s->nclasses + bc] += j->units * sign;
+    if (t->tspill) t->tspill[tn] += proj_spill(t, p);
     if (t->guarantees) t->held += held_by(t, tn);
 }
 
@@ -1485,6 +1499,44 @@ static int64_t geff(const st *t, int tn) {
     return r > g ? r : g;
 }
 
+/* What tenant tn's work outside its reservations in force may own (steps 6b, 7a): the
+ * guarantee less what they hold, then less its projects' parts: the unassigned part. */
+static int64_t free_part(const st *t, int tn) {
+    int64_t g = gtee(t->s, tn), r = t->trsv ? t->trsv[tn] : 0;
+    return share_unassigned(g > r ? g - r : 0, t->tparts[tn]);
+}
+
+/*
+ * Step 6b's state: each project's part of its tenant's guarantee, what its work in
+ * reservations in force uses (rsv_share_init has run), and what each tenant's work spills
+ * beyond the parts.  -1 when out of memory.
+ */
+static int parts_init(st *t) {
+    const sch_snapshot *s = t->s;
+    size_t P = (size_t)s->nprojects + 1, T = (size_t)s->ntenants + 1;
+    t->ppart = calloc(P, sizeof *t->ppart);
+    t->prown = calloc(P, sizeof *t->prown);
+    t->tparts = calloc(T, sizeof *t->tparts);
+    int64_t *spill = calloc(T, sizeof *spill);
+    if (!t->ppart || !t->prown || !t->tparts || !spill) {
+        free(spill);
+        return -1;
+    }
+    for (int p = 0; p < s->nprojects; p++) {
+        int64_t g = s->projects[p].quota.guarantee;
+        t->ppart[p] = g == QUOTA_NONE || g < 0 ? 0 : g;
+        t->tparts[s->projects[p].tenant] += t->ppart[p];
+    }
+    for (int i = 0; i < s->njobs; i++) {
+        const sch_job *j = &s->jobs[i];
+        if (j->state != SCH_PENDING && rsv_in_force(t, j) >= 0)
+            t->prown[j->project] += sch_demand(s, j, QD_GPU_MILLI);
+    }
+    for (int p = 0; p < s->nprojects; p++) spill[s->projects[p].tenant] += proj_spill(t, p);
+    t->tspill = spill; /* charge() keeps it from now on */
+    return 0;
+}
+
 /*
  * Step 7a's state: what each tenant's reservations in force hold (named nodes: their
  * allocatable cards; a count: its count) and what its charged work uses of them.  Only while
@@ -1554,17 +1606,21 @@ static int mark_cmp(const void *a, const void *b) {
 static int mark_borrowed(st *t) {
     const sch_snapshot *s = t->s;
     if (!(t->guarantees = any_guarantee(s))) return 0;
-    if (rsv_share_init(t)) return -1;
+    if (rsv_share_init(t) || parts_init(t)) return -1;
     for (int g = 0; g < s->ngpus; g++) t->capacity += s->gpus[g].allocatable ? 1000 : 0;
     for (int i = 0; i < s->ntenants; i++) t->held += held_by(t, i); /* charge() keeps it */
-    size_t J = (size_t)s->njobs + 1;
+    size_t J = (size_t)s->njobs + 1, P = (size_t)s->nprojects + 2;
     t->borrowed = calloc(J, 1);
     t->tborrowed = calloc((size_t)s->ntenants + 1, sizeof *t->tborrowed);
     mark *m = malloc(sizeof *m * J);
-    int64_t *dem = malloc(sizeof *dem * J);
+    int64_t *dem = malloc(sizeof *dem * J), *parts = malloc(sizeof *parts * P),
+            *used = malloc(sizeof *used * P);
+    int *proj = malloc(sizeof *proj * J), *pidx = malloc(sizeof *pidx * P);
     unsigned char *out = malloc(J);
     int n = 0, rc = -1;
-    if (!t->borrowed || !t->tborrowed || !m || !dem || !out) goto done;
+    if (!t->borrowed || !t->tborrowed || !m || !dem || !parts || !used || !proj || !pidx || !out)
+        goto done;
+    for (size_t p = 0; p < P; p++) pidx[p] = -1;
     for (int i = 0; i < s->njobs; i++) {
         const sch_job *j = &s->jobs[i];
         int tn = s->projects[j->project].tenant;
@@ -1572,17 +1628,38 @@ static int mark_borrowed(st *t) {
     }
     qsort(m, (size_t)n, sizeof *m, mark_cmp);
     for (int lo = 0, hi; lo < n; lo = hi) {
-        for (hi = lo; hi < n && m[hi].tenant == m[lo].tenant; hi++)
-            dem[hi - lo] = sch_demand(s, &s->jobs[m[hi].job], QD_GPU_MILLI);
-        int tn = m[lo].tenant;
-        int64_t g = geff(t, tn) - (t->tridle ? t->tridle[tn] : 0);
-        t->tborrowed[tn] = share_mark(g > 0 ? g : 0, dem, hi - lo, out);
-        for (int k = lo; k < hi; k++) t->borrowed[m[k].job] = out[k - lo];
+        int tn = m[lo].tenant, k0 = lo, np = 0;
+        for (hi = lo; hi < n && m[hi].tenant == tn; hi++) continue;
+        for (; k0 < hi && m[k0].inrsv; k0++) t->borrowed[m[k0].job] = 0; /* its reservations' */
+        int64_t present = 0;
+        for (int k = k0; k < hi; k++) {
+            const sch_job *j = &s->jobs[m[k].job];
+            int p = j->project;
+            dem[k - k0] = sch_demand(s, j, QD_GPU_MILLI);
+            if (t->ppart[p] > 0 && pidx[p] < 0) {
+                pidx[p] = np;
+                parts[np++] = t->ppart[p];
+                present += t->ppart[p];
+            }
+            proj[k - k0] = t->ppart[p] > 0 ? pidx[p] : -1;
+        }
+        parts[np] = t->tparts[tn] - present; /* the idle projects' parts: not unassigned */
+        int64_t g = gtee(s, tn), r = t->trsv ? t->trsv[tn] : 0;
+        t->tborrowed[tn] = share_mark_parts(g > r ? g - r : 0, parts, np + 1, proj, dem, hi - k0,
+                                            used, out);
+        for (int k = k0; k < hi; k++) {
+            t->borrowed[m[k].job] = out[k - k0];
+            pidx[s->jobs[m[k].job].project] = -1;
+        }
     }
     rc = 0;
 done:
     free(m);
     free(dem);
+    free(parts);
+    free(used);
+    free(proj);
+    free(pidx);
     free(out);
     return rc;
 }
@@ -1593,19 +1670,24 @@ done:
  * (what every other tenant holds, or keeps while idle, is not lent; share_free_for);
  * otherwise 0 with the reason.  Its ceilings are admissible()'s.
  */
+static int would_borrow(const st *t, const sch_job *j);
+
 static int borrow_ok(const st *t, const sch_job *j, char *why, size_t n) {
     const sch_snapshot *s = t->s;
     int tn = s->projects[j->project].tenant;
-    if (!t->guarantees || rsv_in_force(t, j) >= 0) return 1; /* its reservation's: owned */
+    if (!would_borrow(t, j)) return 1; /* owned: its reservation's, its part, its guarantee */
     int64_t need = sch_demand(s, j, QD_GPU_MILLI), use = owned_use(t, tn);
-    if (use + need <= geff(t, tn)) return 1;
     /* what every other tenant holds (t->held, kept by charge(), less tn's own part) */
     int64_t idle = t->capacity - (t->held - held_by(t, tn)) - use;
     if (idle >= need) return 1;
-    char rsvd[96] = "";
+    char rsvd[160] = "";
+    size_t at = 0;
     if (t->tridle && t->tridle[tn] > 0)
-        snprintf(rsvd, sizeof rsvd, " (%g of it held unused by its reservations)",
-                 (double)t->tridle[tn] / 1000.0);
+        at = (size_t)snprintf(rsvd, sizeof rsvd, " (%g of it held unused by its reservations)",
+                              (double)t->tridle[tn] / 1000.0);
+    if (t->ppart[j->project] > 0 && at < sizeof rsvd)
+        snprintf(rsvd + at, sizeof rsvd - at, " (project %s's part of it, %g GPUs, in use)",
+                 s->projects[j->project].name, (double)t->ppart[j->project] / 1000.0);
     snprintf(why, n,
              "borrow_limit: tenant %s above its guarantee of %g GPUs%s borrows only idle "
              "capacity, %g GPUs idle to lend now (needs %g)",
@@ -1617,19 +1699,25 @@ static int borrow_ok(const st *t, const sch_job *j, char *why, size_t n) {
 /* Would j, charged already, be owned (its tenant's use within its guarantee)? */
 static int owned_now(const st *t, const sch_job *j) {
     const sch_snapshot *s = t->s;
-    int tn = s->projects[j->project].tenant;
+    int tn = s->projects[j->project].tenant, p = j->project;
     if (!t->guarantees) return 0;
     if (rsv_in_force(t, j) >= 0) return 1; /* its reservation's work (step 7a) */
-    int64_t g = geff(t, tn);
-    return (s->tenants[tn].quota.guarantee != QUOTA_NONE || g > 0) && owned_use(t, tn) <= g;
+    if (t->ppart[p] > 0 && proj_spill(t, p) == 0) return 1; /* within its project's part */
+    if (s->tenants[tn].quota.guarantee == QUOTA_NONE && geff(t, tn) <= 0) return 0;
+    return t->tspill[tn] <= free_part(t, tn);
 }
 
 /* Would j, not charged yet, be borrowed (its tenant's use with it above its guarantee)? */
 static int would_borrow(const st *t, const sch_job *j) {
     const sch_snapshot *s = t->s;
-    int tn = s->projects[j->project].tenant;
-    return t->guarantees && rsv_in_force(t, j) < 0 &&
-           owned_use(t, tn) + sch_demand(s, j, QD_GPU_MILLI) > geff(t, tn);
+    int tn = s->projects[j->project].tenant, p = j->project;
+    if (!t->guarantees || rsv_in_force(t, j) >= 0) return 0;
+    int64_t d = sch_demand(s, j, QD_GPU_MILLI), over = d;
+    if (t->ppart[p] > 0) {
+        over = share_spill(t->ppart[p], t->puse[(size_t)p * QD__N + QD_GPU_MILLI] - t->prown[p], d);
+        if (over == 0) return 0; /* within its project's part (step 6b) */
+    }
+    return t->tspill[tn] + over > free_part(t, tn);
 }
 
 /* Step 6a's key of tenant tn now (share_borrow_key over its use so far this round). */
@@ -1751,7 +1839,10 @@ static int preempt_for(st *t, const sch_job *j, const unsigned char *gone, sch_u
         int b = t->borrowed && t->borrowed[i], vt = s->projects[v->project].tenant;
         int64_t over = 0;
         if (reclaim) {
-            if (!b || vt == me || (reclaim == 1 && capped(s, v))) continue;
+            /* a sibling project's borrowed work too: it spills over the parts (step 6b) */
+            if (!b || (vt == me && (v->project == j->project || !t->tparts[me])) ||
+                (reclaim == 1 && capped(s, v)))
+                continue;
             over = t->tborrowed[vt] * 1000 / (s->tenants[vt].quota.weight > 0
                                                   ? s->tenants[vt].quota.weight : 1);
         } else if ((!v->preemptible && (!b || capped(s, v))) || v->priority >= j->priority ||
@@ -1765,9 +1856,12 @@ static int preempt_for(st *t, const sch_job *j, const unsigned char *gone, sch_u
     for (int i = 0; i < nc && !ok; i++) {
         const sch_job *v = &s->jobs[cand[i].job];
         if (reclaim) {
-            int vt = s->projects[v->project].tenant;
-            if (owned_use(t, vt) - sch_demand(s, v, QD_GPU_MILLI) < geff(t, vt))
-                continue; /* it would take its tenant below its guarantee */
+            int vt = s->projects[v->project].tenant, vp = v->project;
+            int64_t d = sch_demand(s, v, QD_GPU_MILLI);
+            if (vt == me ? t->puse[(size_t)vp * QD__N + QD_GPU_MILLI] - t->prown[vp] - d < t->ppart[vp]
+                         : owned_use(t, vt) - d < geff(t, vt))
+                continue; /* it would take its tenant below its guarantee (its project below
+                             its part) */
         }
         unplace_job(t, v, v->place);
         charge(t, v, -1);
@@ -1865,6 +1959,10 @@ static void st_free(st *t) {
     free(t->rown);
     free(t->trsv);
     free(t->tridle);
+    free(t->ppart);
+    free(t->prown);
+    free(t->tparts);
+    free(t->tspill);
     for (int i = 0; t->rslices && i < t->s->nrsvs; i++) free(t->rslices[i]);
     free(t->rslices);
     free(t->ruse);
@@ -2091,7 +2189,12 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
                 dv->reclaim = reclaim;
                 dv->borrowed = t.borrowed && t.borrowed[victims[v]];
                 int same = vt == s->projects[j->project].tenant;
-                if (reclaim)
+                if (reclaim && same)
+                    snprintf(dv->reason, sizeof dv->reason,
+                             "reclaimed: it ran above project %s's part of tenant %s's guarantee, "
+                             "on a part of it another project of the tenant takes back",
+                             s->projects[vj->project].name, s->tenants[vt].name);
+                else if (reclaim)
                     snprintf(dv->reason, sizeof dv->reason,
                              "reclaimed: it ran on capacity borrowed above tenant %s's guarantee "
                              "of %g GPUs, which another tenant's guarantee takes back",

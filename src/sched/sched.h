@@ -61,6 +61,13 @@
  *      any tenant has a guarantee, a tenant without one has none (0): all
  *      its work is borrowed.  With no guarantee anywhere, none of this
  *      applies.
+ *   6b. Projects' parts (share_mark_parts): a project's quota may hold a part
+ *      of its tenant's guarantee.  Inside the tenant a job is owned while its
+ *      project's part has room, else while what spilled over the parts fits
+ *      the unassigned rest; beyond both it is borrowed (from a sibling's idle
+ *      part, or from other tenants), and a project's owned job reclaims a
+ *      sibling's borrowed work as it would another tenant's (never taking the
+ *      sibling below its own part).
  *   6a. Fair use of idle capacity: a job that would be borrowed is not
  *      tried in the queue's order but after every job that would not (owned
  *      work first: what an owner waits for is never lent), among the other

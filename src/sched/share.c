@@ -111,6 +111,41 @@ int64_t share_mark(int64_t guarantee, const int64_t *demand, int n, unsigned cha
     return out;
 }
 
+int64_t share_unassigned(int64_t guarantee, int64_t parts) {
+    assert(guarantee >= 0 && parts >= 0);
+    return parts >= guarantee ? 0 : guarantee - parts;
+}
+
+int64_t share_spill(int64_t part, int64_t used, int64_t demand) {
+    int64_t room = part - used;
+    if (room <= 0) return demand;
+    return demand > room ? demand - room : 0;
+}
+
+int64_t share_mark_parts(int64_t guarantee, const int64_t *part, int np, const int *proj,
+                         const int64_t *demand, int n, int64_t *used, unsigned char *borrowed) {
+    int64_t parts = 0, spilled = 0, out = 0;
+    for (int p = 0; p < np; p++) {
+        assert(part[p] >= 0);
+        parts += part[p];
+        used[p] = 0;
+    }
+    int64_t free_part = share_unassigned(guarantee, parts);
+    for (int i = 0; i < n; i++) {
+        int p = proj[i];
+        assert(demand[i] >= 0 && p < np);
+        int64_t over = demand[i];
+        if (p >= 0) {
+            over = share_spill(part[p], used[p], demand[i]);
+            used[p] += demand[i];
+        }
+        spilled += over;
+        borrowed[i] = (p < 0 || over > 0) && spilled > free_part;
+        if (borrowed[i]) out += demand[i];
+    }
+    return out;
+}
+
 typedef struct order_ctx {
     const share_tenant *ts;
     const share_victim *vs;

@@ -82,60 +82,163 @@ static const quota_set *find_quota(const tq *ts, int n, const char *tenant_id) {
     return NULL;
 }
 
+/* One running job of a tenant, as the store's marks read it. */
+typedef struct tjob {
+    char id[64], project[64];
+    int64_t demand; /* GPU milli of its open bindings */
+    unsigned char borrowed;
+} tjob;
+
+/*
+ * Tenant tenant_id's running jobs (those with open bindings), in start order, each marked as
+ * the scheduler marks them (sched.h, steps 6, 6b and 7a): the work of its reservations in
+ * force (f) owned, the rest by share_mark_parts over guarantee g less what those hold, with
+ * its projects' parts.  *out (caller frees), *n, *borrowed (what the borrowed ones hold).
+ */
+static int tenant_marks(store_tx *tx, const char *tenant_id, int64_t g, const rsv_force *f,
+                        tjob **out, int *n, int64_t *borrowed, gp_err *err) {
+    store_stmt *s;
+    tjob *js = NULL;
+    int nj = 0, cap = 0, np = 0, pcap = 0, rc;
+    char(*pid)[64] = NULL;
+    int64_t *part = NULL, *dem = NULL, *used = NULL;
+    int *proj = NULL;
+    unsigned char *mk = NULL;
+    *out = NULL;
+    *n = 0;
+    *borrowed = 0;
+    /* the projects' parts (a project quota's guaranteed_gpus) */
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT project_id, spec FROM quotas WHERE tenant_id = ?"
+                          " AND project_id <> '' ORDER BY project_id",
+                          "s", tenant_id)))
+        return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        json_t *j = json_loads(store_text(s, 1), 0, NULL);
+        quota_set q;
+        int ok = j && quota_parse(j, &q, NULL) == GP_OK;
+        json_decref(j);
+        if (!ok || q.guarantee == QUOTA_NONE || q.guarantee <= 0) continue;
+        if (np == pcap) {
+            pcap = pcap ? pcap * 2 : 8;
+            void *m1 = realloc(pid, sizeof *pid * (size_t)pcap);
+            if (m1) pid = m1;
+            void *m2 = realloc(part, sizeof *part * (size_t)(pcap + 1));
+            if (m2) part = m2;
+            if (!m1 || !m2) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
+            }
+        }
+        snprintf(pid[np], sizeof pid[np], "%s", store_text(s, 0));
+        part[np++] = q.guarantee;
+    }
+    store_done(s);
+    if (rc < 0) goto done;
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT j.id, j.project_id, SUM(b.weight_milli),"
+                          " COALESCE(j.reservation_id, '') FROM bindings b"
+                          " JOIN jobs j ON j.id = b.job_id"
+                          " WHERE b.end_us IS NULL AND b.tenant_id = ?"
+                          " GROUP BY j.id, j.project_id, j.started_at, j.reservation_id"
+                          " ORDER BY COALESCE(j.started_at, 0), j.id",
+                          "s", tenant_id)))
+        goto done;
+    int nr = 0; /* of js[0..nj): the reservations' first, marked owned, not counted */
+    while ((rc = store_step(s, err)) > 0) {
+        if (nj == cap) {
+            cap = cap ? cap * 2 : 16;
+            tjob *m = realloc(js, sizeof *m * (size_t)cap);
+            if (!m) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
+            }
+            js = m;
+        }
+        tjob *t = &js[nj++];
+        memset(t, 0, sizeof *t);
+        snprintf(t->id, sizeof t->id, "%s", store_text(s, 0));
+        snprintf(t->project, sizeof t->project, "%s", store_text(s, 1));
+        t->demand = store_int(s, 2);
+        if (rsv_force_has(f, store_text(s, 3))) { /* keep start order among the rest */
+            tjob keep = *t;
+            memmove(&js[nr + 1], &js[nr], sizeof *js * (size_t)(nj - 1 - nr));
+            js[nr++] = keep;
+        }
+    }
+    store_done(s);
+    if (rc < 0) goto done;
+    int m = nj - nr;
+    dem = malloc(sizeof *dem * (size_t)(m + 1));
+    proj = malloc(sizeof *proj * (size_t)(m + 1));
+    used = malloc(sizeof *used * (size_t)(np + 1));
+    mk = malloc((size_t)m + 1);
+    if (!dem || !proj || !used || !mk) {
+        rc = gp_err_set(err, GP_ENOMEM, NULL);
+        goto done;
+    }
+    for (int i = 0; i < m; i++) {
+        const tjob *t = &js[nr + i];
+        dem[i] = t->demand;
+        proj[i] = -1;
+        for (int p = 0; p < np; p++)
+            if (!strcmp(pid[p], t->project)) proj[i] = p;
+    }
+    *borrowed = share_mark_parts(outside_gtee(g, f), part, np, proj, dem, m, used, mk);
+    for (int i = 0; i < m; i++) js[nr + i].borrowed = mk[i];
+    *out = js;
+    *n = nj;
+    js = NULL;
+    rc = GP_OK;
+done:
+    free(js);
+    free(pid);
+    free(part);
+    free(dem);
+    free(used);
+    free(proj);
+    free(mk);
+    return rc < 0 ? rc : GP_OK;
+}
+
 int share_job_borrowed(store_tx *tx, const char *job_id, int *borrowed, gp_err *err) {
     store_stmt *s;
-    char tenant[64] = "", rsv_id[64] = "";
-    int64_t started = 0;
+    char tenant[64] = "";
     int running = 0, rc;
     *borrowed = 0;
-    if ((rc = store_query(tx, &s, err,
-                          "SELECT tenant_id, state, COALESCE(started_at, 0),"
-                          " COALESCE(reservation_id, '') FROM jobs WHERE id = ?",
-                          "s", job_id)))
+    if ((rc = store_query(tx, &s, err, "SELECT tenant_id, state FROM jobs WHERE id = ?", "s",
+                          job_id)))
         return rc;
     if ((rc = store_step(s, err)) > 0) {
         snprintf(tenant, sizeof tenant, "%s", store_text(s, 0));
         running = strcmp(store_text(s, 1), "running") == 0;
-        started = store_int(s, 2);
-        snprintf(rsv_id, sizeof rsv_id, "%s", store_text(s, 3));
     }
     store_done(s);
     if (rc < 0 || !running) return rc < 0 ? rc : GP_OK;
     tq *ts;
-    int n, any, nf = 0;
+    int n, any, nf = 0, nj = 0;
     if ((rc = load_quotas(tx, &ts, &n, &any, err))) return rc;
     const quota_set *q = find_quota(ts, n, tenant);
-    int64_t g = q ? gtee_of(q) : 0, cum = 0;
+    int64_t g = q ? gtee_of(q) : 0, sum;
     free(ts);
     if (!any) return GP_OK;
     rsv_force *fs = NULL;
+    tjob *js = NULL;
     if ((rc = rsv_forces_load(tx, gt_now_us(), &fs, &nf, err))) return rc;
-    const rsv_force *f = rsv_force_of(fs, nf, tenant);
-    if (rsv_force_has(f, rsv_id)) goto done; /* its reservation's work: never borrowed */
-    g = outside_gtee(g, f);
-    /* its tenant's other work outside its reservations in force, started before it, and it */
-    if ((rc = store_query(tx, &s, err,
-                          "SELECT SUM(b.weight_milli), COALESCE(j.reservation_id, '')"
-                          " FROM bindings b JOIN jobs j ON j.id = b.job_id"
-                          " WHERE b.end_us IS NULL AND b.tenant_id = ?"
-                          " AND (COALESCE(j.started_at, 0) < ?"
-                          " OR (COALESCE(j.started_at, 0) = ? AND j.id <= ?))"
-                          " GROUP BY j.id, j.reservation_id",
-                          "siis", tenant, started, started, job_id)))
-        goto done;
-    while ((rc = store_step(s, err)) > 0)
-        if (!rsv_force_has(f, store_text(s, 1))) cum += store_int(s, 0);
-    store_done(s);
-    if (rc >= 0) *borrowed = cum > g;
-done:
+    rc = tenant_marks(tx, tenant, g, rsv_force_of(fs, nf, tenant), &js, &nj, &sum, err);
+    for (int i = 0; !rc && i < nj; i++)
+        if (!strcmp(js[i].id, job_id)) *borrowed = js[i].borrowed;
+    free(js);
     rsv_forces_free(fs, nf);
-    return rc < 0 ? rc : GP_OK;
+    return rc;
 }
 
 int share_open_marks(store_tx *tx, json_t **out, gp_err *err) {
     store_stmt *s;
     tq *ts;
-    int n, any, rc;
+    int n, any, rc, nt = 0, tcap = 0, nf = 0;
+    char(*tids)[64] = NULL;
+    rsv_force *fs = NULL;
     *out = NULL;
     if ((rc = load_quotas(tx, &ts, &n, &any, err))) return rc;
     json_t *marks = json_object();
@@ -148,41 +251,41 @@ int share_open_marks(store_tx *tx, json_t **out, gp_err *err) {
         *out = marks;
         return GP_OK;
     }
-    /* per tenant, its running jobs in start order: share_mark, one job at a time (the work
-     * of its reservations in force never borrowed, their cards off its guarantee) */
-    rsv_force *fs = NULL;
-    int nf = 0;
-    rc = rsv_forces_load(tx, gt_now_us(), &fs, &nf, err);
-    if (!rc)
-        rc = store_query(tx, &s, err,
-                         "SELECT b.tenant_id, j.id, SUM(b.weight_milli),"
-                         " COALESCE(j.reservation_id, '') FROM bindings b"
-                         " JOIN jobs j ON j.id = b.job_id WHERE b.end_us IS NULL"
-                         " GROUP BY b.tenant_id, j.id, j.started_at, j.reservation_id"
-                         " ORDER BY b.tenant_id, COALESCE(j.started_at, 0), j.id",
-                         "");
+    /* the tenants holding cards, then each one's marks (one statement at a time) */
+    rc = store_query(tx, &s, err,
+                     "SELECT DISTINCT tenant_id FROM bindings WHERE end_us IS NULL"
+                     " ORDER BY tenant_id",
+                     "");
     if (!rc) {
-        char tenant[64] = "";
-        int64_t cum = 0, g = 0;
-        const rsv_force *f = NULL;
         while ((rc = store_step(s, err)) > 0) {
-            if (strcmp(tenant, store_text(s, 0))) {
-                snprintf(tenant, sizeof tenant, "%s", store_text(s, 0));
-                const quota_set *q = find_quota(ts, n, tenant);
-                f = rsv_force_of(fs, nf, tenant);
-                g = outside_gtee(q ? gtee_of(q) : 0, f);
-                cum = 0;
+            if (nt == tcap) {
+                tcap = tcap ? tcap * 2 : 16;
+                void *m = realloc(tids, sizeof *tids * (size_t)tcap);
+                if (!m) {
+                    rc = gp_err_set(err, GP_ENOMEM, NULL);
+                    break;
+                }
+                tids = m;
             }
-            if (rsv_force_has(f, store_text(s, 3))) {
-                json_object_set_new(marks, store_text(s, 1), json_false());
-                continue;
-            }
-            cum += store_int(s, 2);
-            json_object_set_new(marks, store_text(s, 1), json_boolean(cum > g));
+            snprintf(tids[nt++], sizeof tids[0], "%s", store_text(s, 0));
         }
         store_done(s);
     }
+    if (rc >= 0) rc = rsv_forces_load(tx, gt_now_us(), &fs, &nf, err);
+    for (int i = 0; rc >= 0 && i < nt; i++) {
+        const quota_set *q = find_quota(ts, n, tids[i]);
+        tjob *js;
+        int nj;
+        int64_t sum;
+        if ((rc = tenant_marks(tx, tids[i], q ? gtee_of(q) : 0, rsv_force_of(fs, nf, tids[i]), &js,
+                               &nj, &sum, err)))
+            break;
+        for (int k = 0; k < nj; k++)
+            json_object_set_new(marks, js[k].id, json_boolean(js[k].borrowed));
+        free(js);
+    }
     rsv_forces_free(fs, nf);
+    free(tids);
     free(ts);
     if (rc < 0) {
         json_decref(marks);
@@ -192,31 +295,24 @@ int share_open_marks(store_tx *tx, json_t **out, gp_err *err) {
     return GP_OK;
 }
 
-/* What `tenant_id` borrows: its running jobs in start order, share_mark over the guarantee
- * (the work of its reservations in force f never borrowed, their cards off the guarantee). */
-static int tenant_borrowed(store_tx *tx, const char *tenant_id, int64_t g, const rsv_force *f,
-                           int64_t *out, gp_err *err) {
-    store_stmt *s;
-    int64_t cum = 0;
-    int rc;
-    *out = 0;
-    g = outside_gtee(g, f);
-    if ((rc = store_query(tx, &s, err,
-                          "SELECT SUM(b.weight_milli), COALESCE(j.reservation_id, '')"
-                          " FROM bindings b JOIN jobs j ON j.id = b.job_id"
-                          " WHERE b.end_us IS NULL AND b.tenant_id = ?"
-                          " GROUP BY j.id, j.started_at, j.reservation_id"
-                          " ORDER BY COALESCE(j.started_at, 0), j.id",
-                          "s", tenant_id)))
-        return rc;
-    while ((rc = store_step(s, err)) > 0) {
-        if (rsv_force_has(f, store_text(s, 1))) continue;
-        int64_t d = store_int(s, 0);
-        cum += d;
-        if (cum > g) *out += d; /* share_mark, one job at a time */
+/* What `tenant_id` borrows now (its marks' sum); project_id non-NULL: what that project's
+ * jobs borrow, with *used what they hold. */
+static int tenant_borrowed(store_tx *tx, const char *tenant_id, const char *project_id, int64_t g,
+                           const rsv_force *f, int64_t *out, int64_t *used, gp_err *err) {
+    tjob *js;
+    int nj;
+    int64_t sum;
+    int rc = tenant_marks(tx, tenant_id, g, f, &js, &nj, &sum, err);
+    if (rc) return rc;
+    *out = project_id ? 0 : sum;
+    if (used) *used = 0;
+    for (int i = 0; project_id && i < nj; i++) {
+        if (strcmp(js[i].project, project_id)) continue;
+        if (js[i].borrowed) *out += js[i].demand;
+        if (used) *used += js[i].demand;
     }
-    store_done(s);
-    return rc < 0 ? rc : GP_OK;
+    free(js);
+    return GP_OK;
 }
 
 static json_t *gpus(int64_t milli) { return json_real((double)milli / 1000.0); }
@@ -273,7 +369,7 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
         if ((rc = rsv_forces_load(tx, gt_now_us(), &fs, &nf, err))) goto done;
         const rsv_force *f = rsv_force_of(fs, nf, tenant_id);
         reserved = f ? f->held : 0;
-        if ((rc = tenant_borrowed(tx, tenant_id, g, f, &borrowed, err))) goto done;
+        if ((rc = tenant_borrowed(tx, tenant_id, NULL, g, f, &borrowed, NULL, err))) goto done;
         /* lent: share_lent over every tenant (those without a quota borrow all they use); a
          * tenant's reservations in force count against its guarantee, what they hold unused
          * as used (sched.h, step 7a) */
@@ -453,5 +549,33 @@ int share_chain_max(store_tx *tx, int64_t since_us, int *max, gp_err *err) {
     if (rc) return rc;
     if ((rc = store_step(s, err)) > 0) *max = (int)store_int(s, 0);
     store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+int share_project_view(store_tx *tx, const char *tenant_id, const char *project_id, json_t **out,
+                       gp_err *err) {
+    tq *ts;
+    int n, any, nf = 0, rc;
+    rsv_force *fs = NULL;
+    quota_set pq;
+    *out = NULL;
+    if ((rc = quota_load(tx, tenant_id, project_id, &pq, err))) return rc;
+    if ((rc = load_quotas(tx, &ts, &n, &any, err))) return rc;
+    const quota_set *q = find_quota(ts, n, tenant_id);
+    int64_t g = q ? gtee_of(q) : 0, borrowed = 0, used = 0;
+    int has_t = q && q->guarantee != QUOTA_NONE;
+    if ((rc = rsv_forces_load(tx, gt_now_us(), &fs, &nf, err))) goto done;
+    if ((rc = tenant_borrowed(tx, tenant_id, project_id, any ? g : INT64_MAX / 4,
+                              rsv_force_of(fs, nf, tenant_id), &borrowed, &used, err)))
+        goto done;
+    if (!any) borrowed = 0;
+    *out = json_pack("{s:o,s:o,s:o,s:o,s:b}", "guaranteed_gpus",
+                     pq.guarantee != QUOTA_NONE ? gpus(pq.guarantee) : json_null(),
+                     "tenant_guaranteed_gpus", has_t ? gpus(q->guarantee) : json_null(),
+                     "in_use_gpus", gpus(used), "borrowed_gpus", gpus(borrowed), "applies", any);
+    if (!*out) rc = gp_err_set(err, GP_ENOMEM, NULL);
+done:
+    rsv_forces_free(fs, nf);
+    free(ts);
     return rc < 0 ? rc : GP_OK;
 }

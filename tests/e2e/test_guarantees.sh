@@ -21,7 +21,11 @@
 #  5. a reservation of red's in force counts against its guarantee: what it holds
 #     unused is never lent, red's job outside it would borrow (borrow_limit),
 #     its job in it is owned and reclaims blue's borrowed cards;
-#  6. lifting a guarantee (none) lifts its kept part with it.
+#  6. a project's part of red's guarantee: q, without one, runs on red's
+#     unassigned part and borrows p's idle part; p's job within its part takes
+#     it back by reclaim inside the tenant; the parts never add up to more than
+#     the guarantee (409), a tenant-admin splits only its own tenant's;
+#  7. lifting a guarantee (none) lifts its kept part with it.
 #
 #   GPUPOOL_BIN=/path/to/gpupool bash tests/e2e/test_guarantees.sh
 . "$(dirname "$0")/lib.sh"
@@ -82,9 +86,12 @@ assert_file_contains "$ERR_FILE" "kept_gpus 5 exceeds guaranteed_gpus 4"
 gp quota set --tenant blue --borrow-weight 0
 assert_rc 1
 assert_file_contains "$ERR_FILE" "field 'borrow_weight' must be at least 1"
-gp quota set --tenant blue --project p --guaranteed-gpus 1
+gp quota set --tenant blue --project p --guaranteed-gpus 5
 assert_rc 1
-assert_file_contains "$ERR_FILE" "a project shares its tenant's guarantee"
+assert_file_contains "$ERR_FILE" "the projects' parts would add up to 5 GPUs, above tenant blue's guarantee of 4"
+gp quota set --tenant blue --project p --guaranteed-gpus 1 --kept-gpus 1
+assert_rc 1
+assert_file_contains "$ERR_FILE" "kept_gpus and borrow_weight are a tenant's"
 # a tenant-admin may not give its tenant a guarantee
 as "$BA" quota set --tenant blue --guaranteed-gpus 6
 assert_denied 403
@@ -312,6 +319,115 @@ assert_file_lacks "$OUT_FILE" "red-pair"
 as "$RU" job cancel --tenant red --project p "$RIN"
 assert_rc 0
 gp reservation delete red-pair
+assert_rc 0
+
+note "a project's part of its tenant's guarantee"
+# a clean slate: nothing runs; red (guarantee 4) gets a second project q, p a part of 2
+for t in red blue; do
+    tok=$RU
+    [ $t == blue ] && tok=$BU
+    as "$tok" -o json job list --tenant $t --project p
+    for id in $(jout '.items[] | select(.state == "running" or .state == "queued" or .state == "admitted") | .id'); do
+        as "$tok" job cancel --tenant $t --project p "$id"
+        assert_rc 0
+    done
+done
+idle_now() {
+    gp -o json binding list --tenant "$1"
+    [ "$(jout '[.items[] | select(.end == null)] | length')" == 0 ]
+}
+poll 20 idle_now red || fail "red's cards were not given back"
+poll 20 idle_now blue || fail "blue's cards were not given back"
+_pass
+gp project create q --tenant red --class development
+assert_rc 0
+gp member grant ru project-user --tenant red --project q
+assert_rc 0
+gp -o json share set --tenant red --project p --guaranteed-gpus 2
+assert_rc 0
+assert_json '"\(.project) \(.guaranteed_gpus) \(.tenant_guaranteed_gpus) \(.in_use_gpus)"' "p 2 4 0" "$OUT_FILE"
+gp share set --tenant red --project q --guaranteed-gpus 3
+assert_rc 1
+assert_file_contains "$ERR_FILE" "the projects' parts would add up to 5 GPUs, above tenant red's guarantee of 4"
+gp share set --tenant red --guaranteed-gpus 1
+assert_rc 1
+assert_file_contains "$ERR_FILE" "tenant red's projects have parts of its guarantee adding up to 2 GPUs"
+gp share set --tenant red --project q --kept-gpus 1
+assert_rc 2
+# a tenant-admin splits its own tenant's guarantee, and no other's
+as "$BA" -o json share set --tenant blue --project p --guaranteed-gpus 1
+assert_rc 0
+as "$BA" share set --tenant red --project p --guaranteed-gpus 1
+assert_denied 403 404
+as "$BA" -o json share set --tenant blue --project p --guaranteed-gpus none
+assert_rc 0
+assert_json .guaranteed_gpus null "$OUT_FILE"
+gp -o json audit list --action share.project.change
+assert_json '[.items[] | select(.status == 200)] | length' 3 "$OUT_FILE"
+# blue takes its 4 (owned); red's q runs 4: 2 in red's unassigned part, 2 on p's idle part
+BQ=()
+for i in 1 2 3 4; do
+    sub "$BU" blue "bq$i"
+    BQ+=("$JID")
+done
+poll 20 count_is "$BU" blue 4 || fail "blue's 4 did not start"
+_pass
+QJ=()
+for i in 1 2 3 4; do
+    as "$RU" -o json job submit --tenant red --project q "q$i" --class a100.1x -- "$BIN/gsleep" 600
+    assert_rc 0
+    QJ+=("$(jout .id)")
+    sleep 0.05
+done
+q_running() {
+    as "$RU" -o json job list --tenant red --project q
+    [ "$(jout '[.items[] | select(.state == "running")] | length')" == "$1" ]
+}
+poll 20 q_running 4 || fail "q's 4 did not start"
+_pass
+MARKS=""
+for i in 0 1 2 3; do
+    as "$RU" -o json job show --tenant red --project q "${QJ[i]}"
+    MARKS+="$(jout .borrowed)"
+done
+assert_eq "$MARKS" "falsefalsetruetrue" "q's work beyond the unassigned part is borrowed"
+as "$RU" -o json share show --tenant red --project q
+assert_json '"\(.guaranteed_gpus) \(.in_use_gpus) \(.borrowed_gpus)"' "null 4 2" "$OUT_FILE"
+# p asks for its part: q's 2 borrowed stop (reclaim inside the tenant), blue keeps its 4
+as "$RU" -o json job submit --tenant red --project p p1 --class a100.1x --units 2 -- "$BIN/gsleep" 600
+assert_rc 0
+P1=$(jout .id)
+poll 20 is_running "$RU" red "$P1" || fail "p's job within its part did not start"
+_pass
+as "$RU" -o json job show --tenant red --project p "$P1"
+assert_json .borrowed false "$OUT_FILE"
+assert_match "$(jout '[.events[] | select(.kind == "admitted") | .message] | .[0]')" \
+    '^waiting_for_reclaim: 2 borrowed jobs being stopped' "p1 reclaimed q's borrowed work"
+for i in 2 3; do
+    as "$RU" -o json job show --tenant red --project q "${QJ[i]}"
+    assert_match "$(jout .state)" '^(queued|admitted)$' "q$((i + 1)) was requeued"
+    assert_match "$(jout '[.events[] | select(.kind == "preempted") | .message] | .[0]')" \
+        "^requeued: reclaimed: it ran above project q's part of tenant red's guarantee" \
+        "q$((i + 1))'s reason"
+done
+q_running 2 || fail "q should keep 2"
+count_is "$BU" blue 4 || fail "blue should keep its 4"
+_pass
+gp -o json share show --tenant red --project p
+assert_json '"\(.guaranteed_gpus) \(.in_use_gpus) \(.borrowed_gpus)"' "2 2 0" "$OUT_FILE"
+as "$BA" share show --tenant red --project p
+assert_denied 403 404
+as "$RU" job cancel --tenant red --project p "$P1"
+assert_rc 0
+for id in "${QJ[@]}"; do
+    as "$RU" job cancel --tenant red --project q "$id"
+    assert_rc 0
+done
+for id in "${BQ[@]}"; do
+    as "$BU" job cancel --tenant blue --project p "$id"
+    assert_rc 0
+done
+gp -o json share set --tenant red --project p --guaranteed-gpus none
 assert_rc 0
 
 note "lifting a guarantee lifts its kept part"

@@ -1053,9 +1053,11 @@ static void guarantees_property_no_loops(void **state) {
         memset(nstops, 0, sizeof nstops);
         memset(nreclaims, 0, sizeof nreclaims);
         w.nt = 3;
-        w.np = 3;
+        w.np = 4;
         w.projects[2].tenant = 2;
         w.projects[2].name = "green-p";
+        w.projects[3].tenant = 0; /* red's second project: parts of red's guarantee (step 6b) */
+        w.projects[3].name = "red-q";
         int ngpu = 0, nodes = 1 + (int)(rnd(&seed) % 4);
         for (int n = 0; n < nodes; n++) {
             int k = 2 + (int)(rnd(&seed) % 6);
@@ -1071,6 +1073,11 @@ static void guarantees_property_no_loops(void **state) {
                 q->v[QD_GPU_MILLI] = (q->guarantee > 0 ? q->guarantee : 0) + 1000 * (int64_t)(rnd(&seed) % 6);
             q->weight = 1 + (int64_t)(rnd(&seed) % 4);
         }
+        int64_t rg = w.tenants[0].quota.guarantee;
+        if (rg > 0 && rnd(&seed) % 2) { /* red's projects take parts of it, some of it or all */
+            w.projects[0].quota.guarantee = 1000 * (int64_t)(rnd(&seed) % (unsigned)(rg / 1000 + 1));
+            if (rnd(&seed) % 2) w.projects[3].quota.guarantee = rg - w.projects[0].quota.guarantee;
+        }
         int epoch = 0, last[MAXJ], owed[MAXJ] = {0}, quiet_stops = 0, was_changed = 1,
             prev_changed = 1;
         for (int i = 0; i < MAXJ; i++) last[i] = -1;
@@ -1078,7 +1085,7 @@ static void guarantees_property_no_loops(void **state) {
             int changed = 0;
             if (round < 14)
                 for (int k = (int)(rnd(&seed) % 4); k > 0 && w.nj < MAXJ; k--, changed = 1) {
-                    int j = w_job(&w, (int)(rnd(&seed) % 3), rnd(&seed) % 3 ? c1 : c2,
+                    int j = w_job(&w, (int)(rnd(&seed) % 4), rnd(&seed) % 3 ? c1 : c2,
                                   1 + (int)(rnd(&seed) % 2), (int)(rnd(&seed) % 3) * 10, 100 * round + k);
                     w.jobs[j].preemptible = rnd(&seed) % 2;
                     w.jobs[j].may_preempt = rnd(&seed) % 4 == 0;
@@ -1166,7 +1173,13 @@ static void guarantees_property_no_loops(void **state) {
                 lost[vt] = 1;
                 reclaims++;
                 assert_true(d->borrowed);  /* only borrowed work is reclaimed */
-                assert_int_not_equal(w.projects[w.jobs[d->by].project].tenant, vt);
+                /* another tenant's, or (parts, step 6b) a sibling project's */
+                const sch_job *by = &w.jobs[d->by];
+                if (w.projects[by->project].tenant == vt) {
+                    assert_int_equal(vt, 0);
+                    assert_int_not_equal(by->project, v->project);
+                    assert_true(w.projects[0].quota.guarantee > 0 || w.projects[3].quota.guarantee > 0);
+                }
                 if (last[d->job] == epoch)
                     fail_msg("trial %d: job %s reclaimed twice for the same capacity", trial,
                              v->id);
@@ -1730,6 +1743,73 @@ static void reservation_counts_against_guarantee(void **state) {
     sch_result_free(&r);
 }
 
+/*
+ * A project's part of its tenant's guarantee (sched.h, step 6b): a sibling without a part
+ * runs on the unassigned rest, and beyond it on the idle part (borrowed); the part's owner
+ * takes it back by reclaim (the sibling's newest borrowed jobs stop, named as such), and the
+ * round settles.
+ */
+static void project_parts(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    w_init(&w);
+    w_node(&w, 4, 0, SCH_WHOLE, 64, 512, 0);
+    int c = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+    w.tenants[0].quota.v[QD_GPU_MILLI] = 8000;
+    w.tenants[0].quota.guarantee = 4000;
+    w.projects[0].quota.guarantee = 2000; /* red-p: 2 of red's 4 */
+    w.projects[2].tenant = 0;
+    w.projects[2].name = "red-q";
+    w.np = 3;
+    int q[4], a[2];
+    for (int i = 0; i < 4; i++) q[i] = w_job(&w, 2, c, 1, 100, i);
+    round_ok(&w, &r);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(dec(&r, q[i])->action, SCH_DO_PLACE);
+        assert_int_equal(dec(&r, q[i])->borrowed, i >= 2); /* beyond the unassigned 2 */
+    }
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    round_ok(&w, &r);
+    assert_int_equal(r.borrowed[0], 2000);
+    sch_result_free(&r);
+    for (int i = 0; i < 2; i++) a[i] = w_job(&w, 0, c, 1, 10, 10 + i);
+    round_ok(&w, &r);
+    assert_int_equal(r.preempted, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(dec(&r, a[i])->action, SCH_DO_WAIT_PREEMPT);
+        assert_true(dec(&r, a[i])->reclaim);
+    }
+    for (int i = 0; i < r.n; i++)
+        if (r.d[i].action == SCH_DO_PREEMPT) {
+            assert_true(r.d[i].job == q[2] || r.d[i].job == q[3]);
+            if (!strstr(r.d[i].reason, "reclaimed: it ran above project red-q's part of tenant red"))
+                fail_msg("reason: %s", r.d[i].reason);
+        }
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    round_ok(&w, &r);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(dec(&r, a[i])->action, SCH_DO_PLACE);
+        assert_false(dec(&r, a[i])->borrowed);
+        const sch_decision *d = dec(&r, q[2 + i]);
+        if (!strstr(d->reason, "borrow_limit")) fail_msg("reason: %s", d->reason);
+    }
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    round_ok(&w, &r); /* settled */
+    assert_int_equal(r.placed + r.preempted, 0);
+    assert_int_equal(r.borrowed[0], 0);
+    sch_result_free(&r);
+    /* red-p above its part, nothing idle: it would borrow, and says its part is in use */
+    int more = w_job(&w, 0, c, 1, 10, 20);
+    round_ok(&w, &r);
+    if (!strstr(dec(&r, more)->reason, "project red-p's part of it, 2 GPUs, in use"))
+        fail_msg("reason: %s", dec(&r, more)->reason);
+    sch_result_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(admission_every_dimension),
@@ -1756,6 +1836,7 @@ int main(void) {
         cmocka_unit_test(reservation_property),
         cmocka_unit_test(reservation_count_of_slices),
         cmocka_unit_test(reservation_counts_against_guarantee),
+        cmocka_unit_test(project_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

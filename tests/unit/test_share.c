@@ -75,6 +75,47 @@ static void marks(void **state) {
     assert_int_equal(share_mark(0, d, 0, b), 0);
 }
 
+/* Projects' parts: a project's work is owned within its part first, then in the tenant's
+ * unassigned part; what spills beyond both is borrowed (from an idle sibling's part), and with
+ * no parts the marks are share_mark's (random demands). */
+static void marks_with_parts(void **state) {
+    (void)state;
+    int64_t part[2] = {2000, 0}, used[2], d[6] = {1000, 1000, 1000, 1000, 1000, 1000};
+    int proj[6] = {1, 1, 1, 1, 0, 0}; /* b's four start first, then a's two */
+    unsigned char b[6];
+    assert_int_equal(share_mark_parts(4000, part, 2, proj, d, 6, used, b), 2000);
+    const unsigned char want[6] = {0, 0, 1, 1, 0, 0};
+    for (int i = 0; i < 6; i++) assert_int_equal(b[i], want[i]);
+    /* a job half in its part, half spilling: owned while the spill fits */
+    int64_t d2[3] = {1500, 1000, 1000};
+    int proj2[3] = {0, 0, 1};
+    assert_int_equal(share_mark_parts(4000, part, 2, proj2, d2, 3, used, b), 0);
+    assert_int_equal(share_mark_parts(2500, part, 2, proj2, d2, 3, used, b), 1000);
+    assert_int_equal(b[2], 1);
+    /* parts beyond the guarantee leave nothing unassigned */
+    int64_t big[2] = {3000, 3000};
+    assert_int_equal(share_unassigned(4000, 6000), 0);
+    assert_int_equal(share_mark_parts(4000, big, 2, proj2, d2, 3, used, b), 0);
+    assert_int_equal(share_spill(2000, 1500, 1000), 500);
+    assert_int_equal(share_spill(2000, 2500, 1000), 1000);
+    assert_int_equal(share_spill(2000, 0, 1000), 0);
+    /* no parts: share_mark */
+    unsigned seed = 7;
+    for (int trial = 0; trial < 200; trial++) {
+        int64_t dd[16];
+        int none[16];
+        unsigned char b1[16], b2[16];
+        int n = (int)(rand_r(&seed) % 16);
+        for (int i = 0; i < n; i++) {
+            dd[i] = (int64_t)(rand_r(&seed) % 4) * 500;
+            none[i] = -1;
+        }
+        int64_t g = (int64_t)(rand_r(&seed) % 10) * 500;
+        assert_int_equal(share_mark_parts(g, NULL, 0, none, dd, n, NULL, b1), share_mark(g, dd, n, b2));
+        for (int i = 0; i < n; i++) assert_int_equal(b1[i], b2[i]);
+    }
+}
+
 static void fair_order_and_shares(void **state) {
     (void)state;
     share_tenant a = tn(0, 10000, 0, 1, 0), b = tn(0, 10000, 0, 2, 0);
@@ -368,6 +409,7 @@ int main(void) {
         cmocka_unit_test(idle_counts_kept),
         cmocka_unit_test(admission),
         cmocka_unit_test(marks),
+        cmocka_unit_test(marks_with_parts),
         cmocka_unit_test(fair_order_and_shares),
         cmocka_unit_test(reclaim_rules),
         cmocka_unit_test(decay),
