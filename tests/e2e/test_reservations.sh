@@ -427,8 +427,9 @@ which_occ() { # SECONDS: the occurrence (1..3) holding it, 0 none
     done
     echo 0
 }
-# (a job runs there only if it can end by the window's end: these two fit one at a time)
-sub "$RU" red first --units 4 --time-limit 3 --reservation red-every -- "$BIN/asleep" 3.5
+# (a job runs there only if it can end by the window's end: these two fit one at a time; the
+# first outlives its limit by far, so it is stopped by it however late the agent looks)
+sub "$RU" red first --units 4 --time-limit 3 --reservation red-every -- "$BIN/asleep" 30
 E1=$JID
 sub "$RU" red second --units 4 --time-limit 3 --reservation red-every -- "$BIN/asleep" 1
 E2=$JID
