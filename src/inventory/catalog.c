@@ -10,7 +10,7 @@
 
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
-#include "../sched/compat.h"
+#include "../compat/compat.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
 #include "../core/strbuf.h"
-#include "../sched/compat.h"
+#include "../compat/compat.h"
 
 #include <stdio.h>
 #include <stdlib.h>

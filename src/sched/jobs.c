@@ -4,7 +4,7 @@
  */
 #include "jobs_int.h"
 
-#include "compat.h"
+#include "../compat/compat.h"
 #include "reservations.h"
 #include "share.h"
 

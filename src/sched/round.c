@@ -9,7 +9,7 @@
 #include "../core/jsonx.h"
 #include "../core/strbuf.h"
 #include "../inventory/inventory.h"
-#include "compat.h"
+#include "../compat/compat.h"
 #include "loop.h"
 #include "reservations.h"
 #include "sched_metrics.h"

@@ -1,5 +1,5 @@
 /*
- * test_compat.c - the compatibility rules (src/sched/compat.c): names, dotted versions, stacks,
+ * test_compat.c - the compatibility rules (src/compat/compat.c): names, dotted versions, stacks,
  * a job's stack requirement, a class's rules, the per-card check and the reason when no card
  * passes.
  */
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "../../src/sched/compat.h"
+#include "../../src/compat/compat.h"
 
 #include <string.h>
 

@@ -1,6 +1,8 @@
 /*
  * compat.h - accelerator compatibility rules (pure: strings and structs in,
- * decisions and reasons out; no I/O, no globals).
+ * decisions and reasons out; no I/O, no globals).  A module of its own, below both the
+ * scheduler (placement) and the inventory (what a node reports), so neither depends on the
+ * other through it.
  *
  * The words (docs/scheduling.md "Compatibility rules"):
  *   vendor   nvidia | amd | intel (Intel Gaudi)
