@@ -186,53 +186,77 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
 
 /* ---- reads ---- */
 
-#define JOB_COLS                                                                           \
-    "j.id, t.name, p.name, j.name, j.class, j.units, j.priority_class, j.priority,"        \
-    " j.preemptible, j.may_preempt, j.recovery, j.command, j.time_limit_s, j.submitter,"   \
-    " j.state, j.reason, j.created_at, j.started_at, j.ended_at, j.preemptions,"           \
-    " j.project_id, j.exit_code, j.image, j.stack, COALESCE(j.array_id, ''),"             \
-    " COALESCE(j.array_index, 0),"                                                          \
-    " COALESCE((SELECT r.name FROM reservations r WHERE r.id = j.reservation_id), ''), j.nodes"
+/* A job's row as every read of one takes it (STORE_COLS). */
+#define JOB_COLUMNS(X)                                                                        \
+    X(JC_ID, "j.id")                                                                          \
+    X(JC_TENANT, "t.name")                                                                    \
+    X(JC_PROJECT, "p.name")                                                                   \
+    X(JC_NAME, "j.name")                                                                      \
+    X(JC_CLASS, "j.class")                                                                    \
+    X(JC_UNITS, "j.units")                                                                    \
+    X(JC_PRIORITY_CLASS, "j.priority_class")                                                  \
+    X(JC_PRIORITY, "j.priority")                                                              \
+    X(JC_PREEMPTIBLE, "j.preemptible")                                                        \
+    X(JC_MAY_PREEMPT, "j.may_preempt")                                                        \
+    X(JC_RECOVERY, "j.recovery")                                                              \
+    X(JC_COMMAND, "j.command")                                                                \
+    X(JC_TIME_LIMIT, "j.time_limit_s")                                                        \
+    X(JC_SUBMITTER, "j.submitter")                                                            \
+    X(JC_STATE, "j.state")                                                                    \
+    X(JC_REASON, "j.reason")                                                                  \
+    X(JC_CREATED, "j.created_at")                                                             \
+    X(JC_STARTED, "j.started_at")                                                             \
+    X(JC_ENDED, "j.ended_at")                                                                 \
+    X(JC_PREEMPTIONS, "j.preemptions")                                                        \
+    X(JC_PROJECT_ID, "j.project_id")                                                          \
+    X(JC_EXIT_CODE, "j.exit_code")                                                            \
+    X(JC_IMAGE, "j.image")                                                                    \
+    X(JC_STACK, "j.stack")                                                                    \
+    X(JC_ARRAY_ID, "COALESCE(j.array_id, '')")                                                \
+    X(JC_ARRAY_INDEX, "COALESCE(j.array_index, 0)")                                           \
+    X(JC_RESERVATION,                                                                         \
+      "COALESCE((SELECT r.name FROM reservations r WHERE r.id = j.reservation_id), '')")      \
+    X(JC_NODES, "j.nodes")
+enum { JOB_COLUMNS(STORE_COL_ENUM) JC__N };
+#define JOB_COLS STORE_COLS(JOB_COLUMNS)
 
 static json_t *job_json(store_stmt *s) {
-    json_t *cmd = json_loads(store_text(s, 11), 0, NULL);
-    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:s,s:I,s:b,s:b,s:s,s:o,s:I,s:s,s:s,s:s,s:o,s:o,"
-                     "s:o,s:I,s:o}",
-                     "id", store_text(s, 0), "tenant", store_text(s, 1), "project",
-                     store_text(s, 2), "name", store_text(s, 3), "class", store_text(s, 4),
-                     "units", (json_int_t)store_int(s, 5), "priority_class", store_text(s, 6),
-                     "priority", (json_int_t)store_int(s, 7), "preemptible",
-                     (int)store_int(s, 8), "may_preempt", (int)store_int(s, 9), "recovery",
-                     store_text(s, 10), "command", cmd ? cmd : json_array(), "time_limit_s",
-                     (json_int_t)store_int(s, 12), "submitter", store_text(s, 13), "state",
-                     store_text(s, 14), "reason", store_text(s, 15), "created_at",
-                     jx_time(store_int(s, 16)), "started_at", jx_time(store_int(s, 17)),
-                     "ended_at", jx_time(store_int(s, 18)), "preemptions",
-                     (json_int_t)store_int(s, 19), "exit_code",
-                     store_isnull(s, 21) ? json_null() : json_integer(store_int(s, 21)));
+    json_t *cmd = json_loads(store_text(s, JC_COMMAND), 0, NULL);
+    json_t *o = json_pack(
+        "{s:s,s:s,s:s,s:s,s:s,s:I,s:s,s:I,s:b,s:b,s:s,s:o,s:I,s:s,s:s,s:s,s:o,s:o,s:o,s:I,s:o}",
+        "id", store_text(s, JC_ID), "tenant", store_text(s, JC_TENANT), "project",
+        store_text(s, JC_PROJECT), "name", store_text(s, JC_NAME), "class", store_text(s, JC_CLASS),
+        "units", (json_int_t)store_int(s, JC_UNITS), "priority_class",
+        store_text(s, JC_PRIORITY_CLASS), "priority", (json_int_t)store_int(s, JC_PRIORITY),
+        "preemptible", (int)store_int(s, JC_PREEMPTIBLE), "may_preempt",
+        (int)store_int(s, JC_MAY_PREEMPT), "recovery", store_text(s, JC_RECOVERY), "command",
+        cmd ? cmd : json_array(), "time_limit_s", (json_int_t)store_int(s, JC_TIME_LIMIT),
+        "submitter", store_text(s, JC_SUBMITTER), "state", store_text(s, JC_STATE), "reason",
+        store_text(s, JC_REASON), "created_at", jx_time(store_int(s, JC_CREATED)), "started_at",
+        jx_time(store_int(s, JC_STARTED)), "ended_at", jx_time(store_int(s, JC_ENDED)),
+        "preemptions", (json_int_t)store_int(s, JC_PREEMPTIONS), "exit_code",
+        store_isnull(s, JC_EXIT_CODE) ? json_null() : json_integer(store_int(s, JC_EXIT_CODE)));
     /* the OCI image it runs under the node's container runtime; null: a plain process */
-    if (o) json_object_set_new(o, "image", store_text(s, 22)[0] ? json_string(store_text(s, 22))
-                                                               : json_null());
+    const char *image = store_text(s, JC_IMAGE), *rname = store_text(s, JC_RESERVATION);
+    if (o) json_object_set_new(o, "image", image[0] ? json_string(image) : json_null());
     /* the software stack the image needs ("rocm>=6.1"; "" when it said nothing) */
-    if (o) json_object_set_new(o, "stack", json_string(store_text(s, 23)));
+    if (o) json_object_set_new(o, "stack", json_string(store_text(s, JC_STACK)));
     /* a task of an array (arrays.c): the array and its index; null for a job of its own */
     if (o)
         json_object_set_new(o, "array",
-                            store_text(s, 24)[0]
-                                ? json_pack("{s:s,s:I}", "id", store_text(s, 24), "index",
-                                            (json_int_t)store_int(s, 25))
+                            store_text(s, JC_ARRAY_ID)[0]
+                                ? json_pack("{s:s,s:I}", "id", store_text(s, JC_ARRAY_ID), "index",
+                                            (json_int_t)store_int(s, JC_ARRAY_INDEX))
                                 : json_null());
     /* the reservation it runs in (reservations.c), null for none */
-    if (o)
-        json_object_set_new(o, "reservation", store_text(s, 26)[0] ? json_string(store_text(s, 26))
-                                                                   : json_null());
+    if (o) json_object_set_new(o, "reservation", rname[0] ? json_string(rname) : json_null());
     /* a job that spans nodes (gang.c): how many, and its units on each; null for one whose
      * units go wherever each fits */
     if (o) {
-        int64_t nodes = store_int(s, 27);
+        int64_t nodes = store_int(s, JC_NODES);
         json_object_set_new(o, "nodes", nodes > 0 ? json_integer(nodes) : json_null());
-        json_object_set_new(o, "units_per_node", nodes > 0 ? json_integer(store_int(s, 5) / nodes)
-                                                           : json_null());
+        json_object_set_new(o, "units_per_node",
+                            nodes > 0 ? json_integer(store_int(s, JC_UNITS) / nodes) : json_null());
     }
     return o;
 }
@@ -247,8 +271,8 @@ int jobs_get(store_tx *tx, const char *id, json_t **out, char project_id[RND_ID_
     if (rc) return rc;
     rc = store_step(s, err);
     json_t *o = rc > 0 ? job_json(s) : NULL;
-    if (rc > 0 && project_id) snprintf(project_id, RND_ID_LEN, "%s", store_text(s, 20));
-    if (rc > 0 && submitter) snprintf(submitter, 64, "%s", store_text(s, 13));
+    if (rc > 0 && project_id) snprintf(project_id, RND_ID_LEN, "%s", store_text(s, JC_PROJECT_ID));
+    if (rc > 0 && submitter) snprintf(submitter, 64, "%s", store_text(s, JC_SUBMITTER));
     store_done(s);
     if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
     if (rc < 0) return rc;
@@ -362,28 +386,43 @@ int jobs_opted_out(store_tx *tx, const char *id, int *opted_out, gp_err *err) {
 
 /* ---- bindings ---- */
 
-/* The bindings a query of BIND_COLS read, as the API shows them. */
-#define BIND_COLS                                                                                \
-    "b.id, b.job_id, b.unit, b.gpu_uuid, b.slice_uuid, b.node, b.model, b.form, b.weight_milli,"  \
-    " b.tenant, b.project, b.start_us, COALESCE(b.end_us, 0), COALESCE(b.end_reason, ''),"       \
-    " j.name, b.vendor"
+/* A binding's row as bind_rows reads it (STORE_COLS). */
+#define BIND_COLUMNS(X)                             \
+    X(BC_ID, "b.id")                                \
+    X(BC_JOB, "b.job_id")                           \
+    X(BC_UNIT, "b.unit")                            \
+    X(BC_GPU, "b.gpu_uuid")                         \
+    X(BC_SLICE, "b.slice_uuid")                     \
+    X(BC_NODE, "b.node")                            \
+    X(BC_MODEL, "b.model")                          \
+    X(BC_FORM, "b.form")                            \
+    X(BC_WEIGHT, "b.weight_milli")                  \
+    X(BC_TENANT, "b.tenant")                        \
+    X(BC_PROJECT, "b.project")                      \
+    X(BC_START, "b.start_us")                       \
+    X(BC_END, "COALESCE(b.end_us, 0)")              \
+    X(BC_END_REASON, "COALESCE(b.end_reason, '')")  \
+    X(BC_JOB_NAME, "j.name")                        \
+    X(BC_VENDOR, "b.vendor")
+enum { BIND_COLUMNS(STORE_COL_ENUM) BC__N };
+#define BIND_COLS STORE_COLS(BIND_COLUMNS)
 
 static int bind_rows(store_stmt *s, json_t **items, gp_err *err) {
     json_t *arr = json_array();
     int rc;
     while ((rc = store_step(s, err)) > 0) {
-        json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:s,s:s,s:s,s:s,s:f,s:s,s:s,s:o,s:o}", "id",
-                              store_text(s, 0), "job", store_text(s, 1), "job_name",
-                              store_text(s, 14), "unit", (json_int_t)store_int(s, 2), "gpu",
-                              store_text(s, 3), "node", store_text(s, 5), "model",
-                              store_text(s, 6), "form", store_text(s, 7), "share",
-                              (double)store_int(s, 8) / 1000.0, "tenant", store_text(s, 9),
-                              "project", store_text(s, 10), "start", jx_time(store_int(s, 11)),
-                              "end", jx_time(store_int(s, 12)));
-        if (store_text(s, 4)[0]) json_object_set_new(o, "slice", json_string(store_text(s, 4)));
-        json_object_set_new(o, "vendor", json_string(store_text(s, 15)));
-        if (store_text(s, 13)[0])
-            json_object_set_new(o, "end_reason", json_string(store_text(s, 13)));
+        json_t *o = json_pack(
+            "{s:s,s:s,s:s,s:I,s:s,s:s,s:s,s:s,s:f,s:s,s:s,s:o,s:o}", "id", store_text(s, BC_ID),
+            "job", store_text(s, BC_JOB), "job_name", store_text(s, BC_JOB_NAME), "unit",
+            (json_int_t)store_int(s, BC_UNIT), "gpu", store_text(s, BC_GPU), "node",
+            store_text(s, BC_NODE), "model", store_text(s, BC_MODEL), "form",
+            store_text(s, BC_FORM), "share", (double)store_int(s, BC_WEIGHT) / 1000.0, "tenant",
+            store_text(s, BC_TENANT), "project", store_text(s, BC_PROJECT), "start",
+            jx_time(store_int(s, BC_START)), "end", jx_time(store_int(s, BC_END)));
+        const char *slice = store_text(s, BC_SLICE), *why = store_text(s, BC_END_REASON);
+        if (slice[0]) json_object_set_new(o, "slice", json_string(slice));
+        json_object_set_new(o, "vendor", json_string(store_text(s, BC_VENDOR)));
+        if (why[0]) json_object_set_new(o, "end_reason", json_string(why));
         json_array_append_new(arr, o);
     }
     store_done(s);

@@ -183,6 +183,22 @@ int store_isnull(store_stmt *stmt, int col);
 void store_done(store_stmt *stmt);
 
 /*
+ * A SELECT list declared once (issue 40): an X-macro names each column and its SQL, and
+ * generates both the list's text and an enum of the columns' numbers, so a read names its
+ * column (store_text(s, JC_STATE)) and a column added anywhere moves every number with it.
+ *
+ *   #define JOB_COLUMNS(X) X(JC_ID, "j.id") X(JC_STATE, "j.state")
+ *   enum { JOB_COLUMNS(STORE_COL_ENUM) JC__N };
+ *   "SELECT " STORE_COLS(JOB_COLUMNS) " FROM jobs j ..."
+ *
+ * The text ends with a constant NULL column (number JC__N), so the list needs no last-comma
+ * rule; nothing reads it.
+ */
+#define STORE_COL_ENUM(name, sql) name,
+#define STORE_COL_SQL_(name, sql) sql ", "
+#define STORE_COLS(LIST) LIST(STORE_COL_SQL_) "NULL"
+
+/*
  * Run a statement to completion (no rows expected).  Unique-constraint
  * violations come back as GP_ECONFLICT, foreign-key ones as GP_EINVALID.
  * OUT (optional): *changes, rows changed.
