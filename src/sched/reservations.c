@@ -35,11 +35,33 @@ int rsv_rule_from(const char *recurrence, int64_t start_us, int64_t end_us, int6
 
 /* ---- reading ---- */
 
-#define RSV_COLS                                                                              \
-    "r.id, r.name, COALESCE(t.name, ''), COALESCE(p.name, ''), r.pool, r.class, r.count,"    \
-    " r.nodes, r.start_us, r.end_us, r.recurrence, r.weekdays, r.every_s, r.until_us,"        \
-    " r.end_policy, r.drain_before_s, r.work_orders, r.description, r.created_by,"           \
-    " r.created_at, r.updated_at, COALESCE(r.tenant_id, ''), COALESCE(r.project_id, '')"
+/* A reservation's row as row_json reads it (STORE_COLS). */
+#define RSV_COLUMNS(X)                              \
+    X(RC_ID, "r.id")                                \
+    X(RC_NAME, "r.name")                            \
+    X(RC_TENANT, "COALESCE(t.name, '')")            \
+    X(RC_PROJECT, "COALESCE(p.name, '')")           \
+    X(RC_POOL, "r.pool")                            \
+    X(RC_CLASS, "r.class")                          \
+    X(RC_COUNT, "r.count")                          \
+    X(RC_NODES, "r.nodes")                          \
+    X(RC_START, "r.start_us")                       \
+    X(RC_END, "r.end_us")                           \
+    X(RC_RECURRENCE, "r.recurrence")                \
+    X(RC_WEEKDAYS, "r.weekdays")                    \
+    X(RC_EVERY, "r.every_s")                        \
+    X(RC_UNTIL, "r.until_us")                       \
+    X(RC_END_POLICY, "r.end_policy")                \
+    X(RC_DRAIN, "r.drain_before_s")                 \
+    X(RC_WORK_ORDERS, "r.work_orders")              \
+    X(RC_DESCRIPTION, "r.description")              \
+    X(RC_CREATED_BY, "r.created_by")                \
+    X(RC_CREATED, "r.created_at")                   \
+    X(RC_UPDATED, "r.updated_at")                   \
+    X(RC_TENANT_ID, "COALESCE(r.tenant_id, '')")    \
+    X(RC_PROJECT_ID, "COALESCE(r.project_id, '')")
+enum { RSV_COLUMNS(STORE_COL_ENUM) RC__N };
+#define RSV_COLS STORE_COLS(RSV_COLUMNS)
 #define RSV_FROM                                                                              \
     " FROM reservations r LEFT JOIN tenants t ON t.id = r.tenant_id"                         \
     " LEFT JOIN projects p ON p.id = r.project_id"
@@ -52,24 +74,28 @@ static json_t *times_of(const rsv_span *s) {
  * occurrence in force or next, and the next few. */
 static json_t *row_json(store_stmt *s, int64_t now, rsv_holder *who) {
     rsv_rule rule;
-    rsv_rule_from(store_text(s, 10), store_int(s, 8), store_int(s, 9), store_int(s, 11),
-                  store_int(s, 12), store_int(s, 13), &rule);
-    int maint = !store_text(s, 21)[0];
-    json_t *nodes = json_loads(store_text(s, 7), 0, NULL),
-           *wos = json_loads(store_text(s, 16), 0, NULL);
-    json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:s,s:s,s:s,s:o,s:o}",
-                          "id", store_text(s, 0), "name", store_text(s, 1), "kind",
-                          maint ? "maintenance" : "tenant", "tenant",
-                          maint ? json_null() : json_string(store_text(s, 2)), "project",
-                          store_text(s, 3)[0] ? json_string(store_text(s, 3)) : json_null(),
-                          "nodes", nodes ? nodes : json_array(), "pool",
-                          store_text(s, 4)[0] ? json_string(store_text(s, 4)) : json_null(),
-                          "class", store_text(s, 5)[0] ? json_string(store_text(s, 5)) : json_null(),
-                          "count", store_int(s, 6) ? json_integer(store_int(s, 6)) : json_null(),
-                          "start", jx_time(store_int(s, 8)), "end", jx_time(store_int(s, 9)),
-                          "recurrence", store_text(s, 10), "end_policy", store_text(s, 14),
-                          "created_by", store_text(s, 18), "created_at", jx_time(store_int(s, 19)),
-                          "updated_at", jx_time(store_int(s, 20)));
+    rsv_rule_from(store_text(s, RC_RECURRENCE), store_int(s, RC_START), store_int(s, RC_END),
+                  store_int(s, RC_WEEKDAYS), store_int(s, RC_EVERY), store_int(s, RC_UNTIL),
+                  &rule);
+    int maint = !store_text(s, RC_TENANT_ID)[0];
+    json_t *nodes = json_loads(store_text(s, RC_NODES), 0, NULL),
+           *wos = json_loads(store_text(s, RC_WORK_ORDERS), 0, NULL);
+    const char *project = store_text(s, RC_PROJECT), *pool = store_text(s, RC_POOL),
+               *cls = store_text(s, RC_CLASS);
+    int64_t count = store_int(s, RC_COUNT);
+    json_t *o = json_pack(
+        "{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:s,s:s,s:s,s:o,s:o}", "id",
+        store_text(s, RC_ID), "name", store_text(s, RC_NAME), "kind",
+        maint ? "maintenance" : "tenant", "tenant",
+        maint ? json_null() : json_string(store_text(s, RC_TENANT)), "project",
+        project[0] ? json_string(project) : json_null(), "nodes", nodes ? nodes : json_array(),
+        "pool", pool[0] ? json_string(pool) : json_null(), "class",
+        cls[0] ? json_string(cls) : json_null(), "count",
+        count ? json_integer(count) : json_null(), "start", jx_time(store_int(s, RC_START)),
+        "end", jx_time(store_int(s, RC_END)), "recurrence", store_text(s, RC_RECURRENCE),
+        "end_policy", store_text(s, RC_END_POLICY), "created_by", store_text(s, RC_CREATED_BY),
+        "created_at", jx_time(store_int(s, RC_CREATED)), "updated_at",
+        jx_time(store_int(s, RC_UPDATED)));
     if (!o) return NULL;
     json_t *wd = json_array();
     for (int d = 0; d < 7; d++)
@@ -78,9 +104,9 @@ static json_t *row_json(store_stmt *s, int64_t now, rsv_holder *who) {
     json_object_set_new(o, "every_seconds",
                         rule.kind == RSV_EVERY ? json_integer(rule.every_s) : json_null());
     json_object_set_new(o, "until", rule.kind == RSV_ONCE ? json_null() : jx_time(rule.until_us));
-    json_object_set_new(o, "drain_before_seconds", json_integer(store_int(s, 15)));
+    json_object_set_new(o, "drain_before_seconds", json_integer(store_int(s, RC_DRAIN)));
     json_object_set_new(o, "work_orders", wos ? wos : json_array());
-    json_object_set_new(o, "description", json_string(store_text(s, 17)));
+    json_object_set_new(o, "description", json_string(store_text(s, RC_DESCRIPTION)));
     rsv_span cur, next[4];
     const char *state = "over";
     if (rsv_current(&rule, now, &cur)) {
@@ -96,10 +122,10 @@ static json_t *row_json(store_stmt *s, int64_t now, rsv_holder *who) {
     json_object_set_new(o, "occurrences", up); /* the next few, the one in force first */
     if (who) {
         memset(who, 0, sizeof *who);
-        snprintf(who->id, sizeof who->id, "%s", store_text(s, 0));
+        snprintf(who->id, sizeof who->id, "%s", store_text(s, RC_ID));
         who->maintenance = maint;
-        snprintf(who->tenant_id, sizeof who->tenant_id, "%s", store_text(s, 21));
-        snprintf(who->project_id, sizeof who->project_id, "%s", store_text(s, 22));
+        snprintf(who->tenant_id, sizeof who->tenant_id, "%s", store_text(s, RC_TENANT_ID));
+        snprintf(who->project_id, sizeof who->project_id, "%s", store_text(s, RC_PROJECT_ID));
     }
     return o;
 }
