@@ -117,7 +117,8 @@ int h_share_patch(api_ctx *c, gp_err *err) {
     return GP_OK;
 }
 
-/* ---- a project's part of its tenant's guarantee (docs/scheduling.md, "A project's part") */
+/* ---- a project's part of its tenant's guarantee (docs/scheduling.md, "A project's part of
+ * the guarantee") ---- */
 
 static int project_share_json(api_ctx *c, json_t **out, gp_err *err) {
     quota_set q;

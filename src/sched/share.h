@@ -99,14 +99,14 @@ void share_fair(const share_tenant *ts, int n, const int64_t *want, int64_t idle
 int64_t share_mark(int64_t guarantee, const int64_t *demand, int n, unsigned char *borrowed);
 
 /*
- * share_mark with projects' parts of the guarantee (docs/scheduling.md, "A project's part"):
- * part[0..np) is each project's part (0: none; their sum is clamped to the guarantee), the
- * rest of the guarantee is the tenant's unassigned part.  Job i (start order) of project
- * proj[i] (an index into part, or -1: none) is owned while its project's part has room for
- * it, else for what its part lacks while the work that spilled over the parts so far, with
- * it, fits the unassigned part; otherwise borrowed (from a sibling's idle part or from other
- * tenants).  used[0..np) is scratch.  With no parts (np 0, every proj -1) it is share_mark.
- * Returns the borrowed amount.
+ * share_mark with projects' parts of the guarantee (docs/scheduling.md, "A project's part of
+ * the guarantee"): part[0..np) is each project's part (0: none; their sum is clamped to the
+ * guarantee), the rest of the guarantee is the tenant's unassigned part.  Job i (start order)
+ * of project proj[i] (an index into part, or -1: none) is owned while its project's part has
+ * room for it, else for what its part lacks while the work that spilled over the parts so far,
+ * with it, fits the unassigned part; otherwise borrowed (from a sibling's idle part or from
+ * other tenants).  used[0..np) is scratch.  With no parts (np 0, every proj -1) it is
+ * share_mark. Returns the borrowed amount.
  */
 int64_t share_mark_parts(int64_t guarantee, const int64_t *part, int np, const int *proj,
                          const int64_t *demand, int n, int64_t *used, unsigned char *borrowed);
@@ -250,7 +250,8 @@ int share_job_borrowed(store_tx *tx, const char *job_id, int *borrowed, gp_err *
 int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err *err);
 
 /*
- * A project's part of its tenant's guarantee now (docs/scheduling.md, "A project's part"):
+ * A project's part of its tenant's guarantee now (docs/scheduling.md, "A project's part of
+ * the guarantee"):
  * {"guaranteed_gpus" (its part; null: none), "tenant_guaranteed_gpus" (null: none),
  * "in_use_gpus", "borrowed_gpus" (its running work marked borrowed), "applies"}.
  */
