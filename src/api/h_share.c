@@ -25,18 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The share of tenant (id, name), as its readers see it: share_tenant_view's figures, the
- * tenant's name and its GPU ceiling (null: none).  *out is the caller's. */
-static int share_json(store_tx *tx, const char *id, const char *name, json_t **out,
-                      gp_err *err) {
-    quota_set q;
-    json_t *o = NULL;
-    int rc = quota_load(tx, id, NULL, &q, err);
-    if (!rc) rc = share_tenant_view(tx, id, &o, err);
-    if (rc) return rc;
-    json_t *qj = quota_json(&q);
+/* A share view `o` (the caller's until this returns) as its readers see it: the tenant's
+ * name, the project's (NULL: a tenant's share) and the GPU ceiling of quota q (null: none). */
+static int named_share(json_t *o, const quota_set *q, const char *tenant, const char *project,
+                       json_t **out, gp_err *err) {
+    json_t *qj = quota_json(q);
     json_t *ceiling = qj ? json_object_get(qj, "gpus") : NULL;
-    if (!qj || json_object_set_new(o, "tenant", json_string(name)) ||
+    if (!qj || json_object_set_new(o, "tenant", json_string(tenant)) ||
+        (project && json_object_set_new(o, "project", json_string(project))) ||
         json_object_set(o, "ceiling_gpus", ceiling ? ceiling : json_null())) {
         json_decref(qj);
         json_decref(o);
@@ -45,6 +41,16 @@ static int share_json(store_tx *tx, const char *id, const char *name, json_t **o
     json_decref(qj);
     *out = o;
     return GP_OK;
+}
+
+/* The share of tenant (id, name): share_tenant_view's figures, named.  *out is the caller's. */
+static int share_json(store_tx *tx, const char *id, const char *name, json_t **out,
+                      gp_err *err) {
+    quota_set q;
+    json_t *o = NULL;
+    int rc = quota_load(tx, id, NULL, &q, err);
+    if (!rc) rc = share_tenant_view(tx, id, &o, err);
+    return rc ? rc : named_share(o, &q, name, NULL, out, err);
 }
 
 int h_share_get(api_ctx *c, gp_err *err) {
@@ -125,19 +131,7 @@ static int project_share_json(api_ctx *c, json_t **out, gp_err *err) {
     json_t *o = NULL;
     int rc = quota_load(c->tx, c->sc.t.id, c->sc.p.id, &q, err);
     if (!rc) rc = share_project_view(c->tx, c->sc.t.id, c->sc.p.id, &o, err);
-    if (rc) return rc;
-    json_t *qj = quota_json(&q);
-    json_t *ceiling = qj ? json_object_get(qj, "gpus") : NULL;
-    if (!qj || json_object_set_new(o, "tenant", json_string(c->sc.t.name)) ||
-        json_object_set_new(o, "project", json_string(c->sc.p.name)) ||
-        json_object_set(o, "ceiling_gpus", ceiling ? ceiling : json_null())) {
-        json_decref(qj);
-        json_decref(o);
-        return gp_err_set(err, GP_ENOMEM, NULL);
-    }
-    json_decref(qj);
-    *out = o;
-    return GP_OK;
+    return rc ? rc : named_share(o, &q, c->sc.t.name, c->sc.p.name, out, err);
 }
 
 int h_share_project_get(api_ctx *c, gp_err *err) {
