@@ -134,7 +134,9 @@ static inline sch_snapshot *w_snap(world *w) {
 static inline const sch_decision *dec(const sch_result *r, int job) {
     for (int i = 0; i < r->n; i++)
         if (r->d[i].job == job && r->d[i].action != SCH_DO_PREEMPT) return &r->d[i];
-    return NULL;
+    fail_msg("no decision for job %d", job); /* does not return */
+    static const sch_decision none;
+    return &none;
 }
 
 static inline int preempted(const sch_result *r, int job) {
