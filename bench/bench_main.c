@@ -17,6 +17,7 @@ int bench_gateway(int argc, char **argv);
 int bench_usage(int argc, char **argv);
 int bench_load(int argc, char **argv);
 int bench_shares(int argc, char **argv);
+int bench_round(int argc, char **argv);
 
 typedef struct bench_cmd {
     const char *name;
@@ -35,6 +36,8 @@ static const bench_cmd bench_cmds[] = {
      "many clients on loopback mixing API and gateway calls: errors and latency percentiles"},
     {"shares", bench_shares,
      "guarantees + borrowing against hard ceilings: the openb tasks among 4-8 tenants, replayed"},
+    {"round", bench_round,
+     "the live round against the store at scale (default 5,000 nodes): cluster from memory vs read"},
     {"usage", bench_usage,
      "a month's usage and cost report over 10 million usage records and 1 million bindings"},
 };

@@ -18,6 +18,7 @@
 #include "../auth/auth.h"
 #include "../core/log.h"
 #include "../gateway/gateway.h"
+#include "../sched/jobs.h"
 #include "../sched/loop.h"
 #include "../store/store.h"
 
@@ -58,6 +59,8 @@ static const char usage[] =
     "  --health-interval S seconds between checks of model endpoints (default 10)\n"
     "  --lead-timeout S    PostgreSQL: a leading server silent S seconds (frozen, cut off)\n"
     "                      loses the lead to another (default 10, at least 2)\n"
+    "  --cluster-check S   compare the scheduler's copy of the cluster with the store every\n"
+    "                      S seconds (default 60; docs/scheduling.md \"The cluster in memory\")\n"
     "  --log-level LEVEL   debug|info|warn|error (default info)\n"
     "  --tls-cert FILE     serve HTTPS with this PEM certificate (chain); needs --tls-key\n"
     "  --tls-key FILE      the certificate's PEM private key (unencrypted)\n"
@@ -114,6 +117,7 @@ typedef struct server_opts {
     char *tls_cert, *tls_key, *upstream_ca; /* file paths, or NULL */
     char *endpoint_allow;                   /* --endpoint-allow CIDRs, or NULL */
     long threads, max_body, max_depth, node_timeout, health_interval, lead_timeout;
+    long cluster_check; /* seconds between the scheduler's consistency checks */
     long max_conns, max_conns_ip, header_timeout, body_timeout, idle_timeout; /* api_config */
     long send_min_rate;                   /* api_config; 0: never judged */
     int gateway; /* `gpupool gateway` */
@@ -190,13 +194,17 @@ static int set_opt(server_opts *o, const char *key, const char *val) {
              strcmp(key, "max_depth") == 0 || strcmp(key, "node-timeout") == 0 ||
              strcmp(key, "node_timeout") == 0 || strcmp(key, "health-interval") == 0 ||
              strcmp(key, "health_interval") == 0 || strcmp(key, "lead-timeout") == 0 ||
-             strcmp(key, "lead_timeout") == 0) {
+             strcmp(key, "lead_timeout") == 0 || strcmp(key, "cluster-check") == 0 ||
+             strcmp(key, "cluster_check") == 0) {
         long v = strtol(val, &end, 10);
         if (!*val || *end || v < 1 || v > (1L << 30))
             return cli_error(CLI_USAGE, "server: %s must be a positive integer, got '%s'", key, val);
         if (key[0] == 'l' && (v < 2 || v > 86400)) /* the lead is renewed once a second */
             return cli_error(CLI_USAGE, "server: %s must be 2 to 86400 seconds, got '%s'", key, val);
-        if (key[0] == 'l') o->lead_timeout = v;
+        if (key[0] == 'c' && v > 86400)
+            return cli_error(CLI_USAGE, "server: %s must be 1 to 86400 seconds, got '%s'", key, val);
+        if (key[0] == 'c') o->cluster_check = v;
+        else if (key[0] == 'l') o->lead_timeout = v;
         else if (key[0] == 't') o->threads = v;
         else if (key[0] == 'h') o->health_interval = v;
         else if (key[0] == 'n') o->node_timeout = v;
@@ -391,6 +399,7 @@ static int run_server_with(server_opts *o, const char *cert_pem, const char *key
     cfg.node_timeout_s = o->gateway ? 0 : (int)o->node_timeout;
     cfg.health_interval_s = (int)o->health_interval;
     cfg.lead_timeout_s = (int)o->lead_timeout;
+    sched_cluster_check_every((int)o->cluster_check);
     cfg.gateway_only = o->gateway;
     cfg.tls_cert_pem = cert_pem;
     cfg.tls_key_pem = key_pem;
@@ -491,6 +500,7 @@ static int serve(int argc, char **argv, int gateway) {
         {"node-timeout", required_argument, 0, 'N'},
         {"health-interval", required_argument, 0, 'H'},
         {"lead-timeout", required_argument, 0, 'T'},
+        {"cluster-check", required_argument, 0, 0x206},
         {"tls-cert", required_argument, 0, 'C'}, {"tls-key", required_argument, 0, 'K'},
         {"upstream-ca", required_argument, 0, 'U'},
         {"endpoint-allow", required_argument, 0, 'E'},
@@ -515,6 +525,7 @@ static int serve(int argc, char **argv, int gateway) {
     o.max_depth = 32;
     o.node_timeout = 30;
     o.lead_timeout = 10;
+    o.cluster_check = 60;
     o.max_conns = 1000;
     o.max_conns_ip = 128;
     o.header_timeout = 10;
@@ -547,6 +558,7 @@ static int serve(int argc, char **argv, int gateway) {
         case 'N': rc = set_opt(&o, "node-timeout", optarg); break;
         case 'H': rc = set_opt(&o, "health-interval", optarg); break;
         case 'T': rc = set_opt(&o, "lead-timeout", optarg); break;
+        case 0x206: rc = set_opt(&o, "cluster-check", optarg); break;
         case 'C': rc = set_opt(&o, "tls-cert", optarg); break;
         case 'K': rc = set_opt(&o, "tls-key", optarg); break;
         case 'U': rc = set_opt(&o, "upstream-ca", optarg); break;

@@ -352,6 +352,21 @@ typedef struct round_stats {
  */
 int sched_run(store_t *st, round_stats *stats, gp_err *err);
 
+/*
+ * The cluster in the leader's memory (round.c; docs/scheduling.md "The cluster in memory"):
+ * rounds reuse the nodes, cards, classes, tenants and projects they read while the store's
+ * cluster_version stays the same.  sched_cluster_forget: drop the copy (the next round reads
+ * it all; a new leader, benches).  sched_cluster_verify: read the cluster now and compare it
+ * with the copy of the same version, as the once-a-minute check does (counted in /metrics);
+ * *same 0 when they differ (the fresh read is kept), 1 when equal or there is no copy of
+ * that version.
+ */
+void sched_cluster_forget(store_t *st);
+/* How often a round checks the copy against the store (seconds, >= 1; default 60: `gpupool
+ * server --cluster-check S`).  Process-wide. */
+void sched_cluster_check_every(int seconds);
+int sched_cluster_verify(store_t *st, int *same, gp_err *err);
+
 /* sched_run, calling between(arg) after the round is decided and before its write
  * transaction begins, with no transaction of the round's held (tests change the store
  * there).  between NULL: sched_run. */

@@ -7,6 +7,7 @@
 #include "../audit/audit.h"
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
+#include "../core/log.h"
 #include "../core/strbuf.h"
 #include "../inventory/inventory.h"
 #include "../compat/compat.h"
@@ -15,6 +16,7 @@
 #include "sched_metrics.h"
 #include "share.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +35,11 @@ typedef struct ar_chunk {
 
 #define AR_CHUNK ((size_t)1 << 20)
 
+struct rnd_cluster;
+
 typedef struct snap {
     ar_chunk *arena;
+    struct rnd_cluster *cl; /* the cluster part it uses (shared, read-only; see cluster_take) */
     jobs_array_allow *array_allow; /* the queued array tasks this round may read (arrays.c) */
     int64_t quota_rows, quota_at; /* the quotas as read: how many rows, the newest change */
     sch_snapshot s;
@@ -129,10 +134,14 @@ static void *ar_alloc(snap *n, size_t cnt, size_t size) {
     return p;
 }
 
-/* Free everything build() allocated: the arena, in one go. */
+static void cluster_drop(struct rnd_cluster *c);
+
+/* Free everything build() allocated: the arena, in one go, and its hold on the cluster. */
 static void snap_free(snap *n) {
     jobs_array_allow_free(n->array_allow);
     n->array_allow = NULL;
+    cluster_drop(n->cl);
+    n->cl = NULL;
     for (ar_chunk *c = n->arena, *next; c; c = next) {
         next = c->next;
         free(c);
@@ -525,40 +534,25 @@ static int load_reservations(store_tx *tx, snap *n, gp_err *err) {
     return GP_OK;
 }
 
-static int build(store_tx *tx, snap *n, gp_err *err) {
+/*
+ * The cluster part of a snapshot, read into n's arena: the pools, nodes, cards and slices, the
+ * stored classes (with their single-vendor variants), the tenants and projects (names, pools
+ * open to them) and the health policy - what changes only when cluster_version moves
+ * (migration 29).  Nothing of it is written once read: snapshots share it (cluster_take).
+ */
+static int read_cluster(store_tx *tx, snap *n, gp_err *err) {
     store_stmt *s;
-    int rc, nn, ng, np, nc, nt, npj, nj, nu;
-    memset(n, 0, sizeof *n);
-    if ((rc = quota_mark(tx, &n->quota_rows, &n->quota_at, err))) return rc;
-    n->now = gt_now_us();
-    {
-        time_t t = (time_t)(n->now / 1000000);
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        snprintf(n->month, sizeof n->month, "%04d-%02d", (tm.tm_year + 1900) % 10000,
-                 (tm.tm_mon + 1) % 100);
-    }
+    int rc, nn, ng, np, nc, nt, npj;
     if ((rc = inv_health_policy_load(tx, &n->pol, err)) ||
-        (rc = share_policy_load(tx, &n->spol, err)) ||
         (rc = count(tx, "SELECT COUNT(*) FROM nodes", &nn, err)) ||
         (rc = count(tx, "SELECT COUNT(*) FROM gpus", &ng, err)) ||
         (rc = count(tx, "SELECT COUNT(*) FROM pools", &np, err)) ||
         (rc = count(tx, "SELECT COUNT(*) FROM classes", &nc, err)) ||
         (rc = count(tx, "SELECT COUNT(*) FROM tenants", &nt, err)) ||
-        (rc = count(tx, "SELECT COUNT(*) FROM projects", &npj, err)) ||
-        (rc = count(tx, "SELECT COUNT(*) FROM jobs WHERE state IN ('queued','admitted','running')",
-                    &nj, err)) ||
-        (rc = count(tx, "SELECT COALESCE(SUM(units), 0) FROM jobs WHERE state = 'running'", &nu,
-                    err)))
+        (rc = count(tx, "SELECT COUNT(*) FROM projects", &npj, err)))
         return rc;
-    int nds;
-    if ((rc = count(tx,
-                    "SELECT COUNT(*) FROM (SELECT DISTINCT class, stack FROM jobs WHERE stack <> ''"
-                    " AND state IN ('queued','admitted','running')) d",
-                    &nds, err)))
-        return rc;
-    /* stored classes, those derived for job stacks, and each one's single-vendor variants */
-    n->ccap = (nc + nds) * (1 + CP_NVENDORS);
+    /* stored classes and each one's single-vendor variants */
+    n->ccap = nc * (1 + CP_NVENDORS);
     if (!ALLOC(n->nodes, nn) || !ALLOC(n->node_names, nn) || !ALLOC(n->node_pool, nn) ||
         !ALLOC(n->gpus, ng) ||
         !ALLOC(n->gpu_uuids, ng) || !(n->slice_uuids = ar_alloc(n, (size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_uuids)) ||
@@ -568,18 +562,11 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         !ALLOC(n->gpu_driver, ng) || !ALLOC(n->gpu_cc, ng) || !ALLOC(n->gpu_stack, ng) ||
         !ALLOC(n->classes, n->ccap) || !ALLOC(n->cnames, n->ccap) || !ALLOC(n->cprof, n->ccap) ||
         !ALLOC(n->cforms, n->ccap) || !ALLOC(n->crules, n->ccap) || !ALLOC(n->dstack, n->ccap) ||
-        !ALLOC(n->tenants, nt) || !ALLOC(n->tusage, nt) || !ALLOC(n->tnames, nt) ||
+        !ALLOC(n->tenants, nt) || !ALLOC(n->tnames, nt) ||
         !ALLOC(n->tids, nt) || !ALLOC(n->projects, npj) || !ALLOC(n->pnames, npj) ||
-        !ALLOC(n->pids, npj) || !ALLOC(n->jobs, nj) || !ALLOC(n->jids, nj) ||
-        !ALLOC(n->jrecovery, nj) || !ALLOC(n->jreason, nj) || !ALLOC(n->places, nu) ||
-        !ALLOC(n->place_fill, nu))
+        !ALLOC(n->pids, npj))
         return gp_err_set(err, GP_ENOMEM, NULL);
     sch_snapshot *S = &n->s;
-    S->month = n->month;
-    S->now_us = n->now;
-    S->reclaim_cap = n->spol.reclaim_cap;
-    S->reclaim_window_s = n->spol.reclaim_window_s;
-    S->borrow_horizon_s = n->spol.half_life_s;
     /* pools */
     if ((rc = store_query(tx, &s, err, "SELECT name FROM pools ORDER BY name", ""))) return rc;
     while ((rc = store_step(s, err)) > 0 && S->npools < np)
@@ -797,41 +784,16 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     n->nstored = S->nclasses;
     for (int c = 0; c < n->nstored; c++)
         if (finish_class(n, c, NULL)) return gp_err_set(err, GP_ENOMEM, NULL);
-    /* a class per (stored class, job stack) the live jobs name */
-    if ((rc = store_query(tx, &s, err,
-                          "SELECT DISTINCT class, stack FROM jobs WHERE stack <> ''"
-                          " AND state IN ('queued','admitted','running') ORDER BY class, stack",
-                          "")))
-        return rc;
-    while ((rc = store_step(s, err)) > 0) {
-        int from = find_str(n->cnames, sizeof *n->cnames, n->nstored, store_text(s, 0));
-        cp_req req;
-        char why[160];
-        if (from < 0 || cp_req_parse(store_text(s, 1), &req, why, sizeof why)) continue;
-        int c = derive(n, from, &req, -1);
-        if (c < 0 || finish_class(n, c, &req)) {
-            store_done(s);
-            return gp_err_set(err, GP_ENOMEM, NULL);
-        }
-    }
-    store_done(s);
-    if (rc < 0) return rc;
     /* tenants and projects */
     if (!(n->pool_ok = ar_alloc(n, (size_t)(nt + 1) * (size_t)(S->npools + 1), 1)))
         return gp_err_set(err, GP_ENOMEM, NULL);
-    if ((rc = store_query(tx, &s, err,
-                          "SELECT t.id, t.name, COALESCE(u.recent, 0), COALESCE(u.borrowed, 0),"
-                          " COALESCE(u.at_us, 0) FROM tenants t"
-                          " LEFT JOIN share_usage u ON u.tenant_id = t.id ORDER BY t.id",
-                          "")))
+    if ((rc = store_query(tx, &s, err, "SELECT id, name FROM tenants ORDER BY id", "")))
         return rc;
     while ((rc = store_step(s, err)) > 0 && S->ntenants < nt) {
         int i = S->ntenants++;
         snprintf(n->tids[i], RND_ID_LEN, "%s", store_text(s, 0));
         snprintf(n->tnames[i], 64, "%s", store_text(s, 1));
         n->tenants[i].name = n->tnames[i];
-        n->tusage[i] = (share_usage){store_int(s, 2), store_int(s, 3), store_int(s, 4)};
-        n->tenants[i].recent = share_usage_now(&n->tusage[i], n->now, n->spol.half_life_s);
     }
     store_done(s);
     if (rc < 0) return rc;
@@ -891,6 +853,375 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
     if (rc < 0) return rc;
     for (int i = 0; i < S->nprojects; i++)
         n->projects[i].pool_ok = &n->ppool_ok[(size_t)i * (size_t)(S->npools + 1)];
+    S->nmodels = S->nmodels ? S->nmodels : 1;
+    return GP_OK;
+}
+
+/* ---- the cluster in memory (issue 38; docs/scheduling.md "The cluster in memory") ----
+ *
+ * The leader keeps the cluster part of its last snapshot (read_cluster) with the store
+ * (store_sched_slot) and every round that reads the same cluster_version uses it instead of
+ * reading nodes, cards, classes, tenants and projects again: a round reads the queue, the
+ * open bindings and the quotas, and what changed.  The version is the store's (triggers,
+ * migration 29), read in the round's own read transaction, so a copy is used only for the
+ * snapshot it equals - on every server of a PostgreSQL store alike.  Once a minute a round
+ * reads the cluster anyway and compares (the consistency check, counted in /metrics: it
+ * must find nothing).  A cluster is shared read-only by reference: the slot holds one
+ * reference, each snapshot using it another; cl_mu guards the slots and the counts.
+ */
+typedef struct rnd_cluster {
+    snap s;          /* its arena holds it all */
+    int64_t version; /* cluster_version.v it was read at */
+    int64_t read_us; /* when (gt_now_us) */
+    int refs;        /* under cl_mu */
+} rnd_cluster;
+
+static pthread_mutex_t cl_mu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t check_us = 60LL * 1000000; /* under cl_mu: sched_cluster_check_every */
+
+void sched_cluster_check_every(int seconds) {
+    pthread_mutex_lock(&cl_mu);
+    check_us = (int64_t)(seconds >= 1 ? seconds : 1) * 1000000;
+    pthread_mutex_unlock(&cl_mu);
+}
+
+static void cluster_drop(rnd_cluster *c) {
+    if (!c) return;
+    pthread_mutex_lock(&cl_mu);
+    int last = --c->refs == 0;
+    pthread_mutex_unlock(&cl_mu);
+    if (last) {
+        snap_free(&c->s);
+        free(c);
+    }
+}
+
+static void slot_free(void *p) { cluster_drop(p); }
+
+static int cluster_version(store_tx *tx, int64_t *v, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err, "SELECT v FROM cluster_version WHERE id = 1", "");
+    if (rc) return rc;
+    rc = store_step(s, err);
+    *v = rc > 0 ? store_int(s, 0) : -1;
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+/* The cluster read afresh in tx (one reference: the caller's). */
+static int cluster_read(store_tx *tx, int64_t v, int64_t now, rnd_cluster **out, gp_err *err) {
+    rnd_cluster *c = calloc(1, sizeof *c);
+    if (!c) return gp_err_set(err, GP_ENOMEM, NULL);
+    int rc = read_cluster(tx, &c->s, err);
+    if (rc) {
+        snap_free(&c->s);
+        free(c);
+        return rc;
+    }
+    c->version = v;
+    c->read_us = now;
+    c->refs = 1;
+    *out = c;
+    return GP_OK;
+}
+
+/* Keep c in st's slot, unless the slot holds a newer version (a round that began earlier
+ * read an older one). */
+static void cluster_keep(store_t *st, rnd_cluster *c) {
+    store_slot *slot = store_sched_slot(st);
+    rnd_cluster *old = NULL;
+    pthread_mutex_lock(&cl_mu);
+    rnd_cluster *cur = slot->p;
+    if (!cur || cur->version <= c->version) {
+        old = cur;
+        c->refs++;
+        slot->p = c;
+        slot->free_fn = slot_free;
+    }
+    pthread_mutex_unlock(&cl_mu);
+    cluster_drop(old);
+}
+
+/* Whether two clusters read are the same, field by field (why: the first difference). */
+static int cluster_same(const snap *a, const snap *b, char *why, size_t wn) {
+#define DIFF(...) return snprintf(why, wn, __VA_ARGS__), 0
+    const sch_snapshot *A = &a->s, *B = &b->s;
+    if (A->nnodes != B->nnodes || A->ngpus != B->ngpus || A->npools != B->npools ||
+        A->nmodels != B->nmodels || A->nclasses != B->nclasses || A->ntenants != B->ntenants ||
+        A->nprojects != B->nprojects || a->nstored != b->nstored)
+        DIFF("counts: %d/%d nodes, %d/%d cards, %d/%d classes, %d/%d tenants, %d/%d projects",
+             A->nnodes, B->nnodes, A->ngpus, B->ngpus, A->nclasses, B->nclasses, A->ntenants,
+             B->ntenants, A->nprojects, B->nprojects);
+    for (int i = 0; i < A->npools; i++)
+        if (strcmp(a->pools[i], b->pools[i])) DIFF("pool %d", i);
+    for (int i = 0; i < A->nmodels; i++)
+        if (strcmp(a->models[i], b->models[i])) DIFF("model %d", i);
+    for (int i = 0; i < A->nnodes; i++)
+        if (memcmp(&a->nodes[i], &b->nodes[i], sizeof a->nodes[i]) ||
+            strcmp(a->node_names[i], b->node_names[i]) || strcmp(a->node_pool[i], b->node_pool[i]))
+            DIFF("node %s", a->node_names[i]);
+    for (int g = 0; g < A->ngpus; g++) {
+        const sch_gpu *x = &a->gpus[g], *y = &b->gpus[g];
+        if (x->node != y->node || x->model != y->model || x->mode != y->mode ||
+            x->allocatable != y->allocatable || x->mem_gib != y->mem_gib || x->numa != y->numa ||
+            x->nvgroup != y->nvgroup || x->nslices != y->nslices || x->vendor != y->vendor ||
+            strcmp(a->gpu_uuids[g], b->gpu_uuids[g]) || strcmp(a->gpu_ids[g], b->gpu_ids[g]) ||
+            strcmp(a->gpu_driver[g], b->gpu_driver[g]) || strcmp(a->gpu_cc[g], b->gpu_cc[g]) ||
+            a->gpu_order[g] != b->gpu_order[g])
+            DIFF("card %s", a->gpu_uuids[g]);
+        for (int k = 0; k < x->nslices; k++) {
+            size_t at = (size_t)g * SCH_MAX_SLICES + (size_t)k;
+            if (x->slices[k].mem_gib != y->slices[k].mem_gib ||
+                strcmp(a->slice_uuids[at], b->slice_uuids[at]) ||
+                strcmp(a->slice_prof[at], b->slice_prof[at]))
+                DIFF("slice %d of card %s", k, a->gpu_uuids[g]);
+        }
+    }
+    for (int c = 0; c < A->nclasses; c++) {
+        const sch_class *x = &a->classes[c], *y = &b->classes[c];
+        if (strcmp(a->cnames[c], b->cnames[c]) || strcmp(a->cforms[c], b->cforms[c]) ||
+            strcmp(a->cprof[c], b->cprof[c]) || x->form != y->form ||
+            x->shared_mem_gib != y->shared_mem_gib || x->shared_pct != y->shared_pct ||
+            x->gpus != y->gpus || x->cpus != y->cpus || x->mem_gib != y->mem_gib ||
+            x->pool != y->pool || x->topology != y->topology || x->gpu_milli != y->gpu_milli ||
+            x->gpu_mem_gib != y->gpu_mem_gib || x->base != y->base || x->nalts != y->nalts ||
+            x->alt_vendor != y->alt_vendor || !x->why_none != !y->why_none ||
+            (x->why_none && strcmp(x->why_none, y->why_none)) ||
+            (x->nalts && memcmp(x->alts, y->alts, (size_t)x->nalts * sizeof *x->alts)) ||
+            memcmp(x->model_ok, y->model_ok, (size_t)A->nmodels) ||
+            memcmp(x->gpu_ok, y->gpu_ok, (size_t)A->ngpus))
+            DIFF("class %s", a->cnames[c]);
+    }
+    for (int i = 0; i < A->ntenants; i++)
+        if (strcmp(a->tids[i], b->tids[i]) || strcmp(a->tnames[i], b->tnames[i]) ||
+            memcmp(a->tenants[i].pool_ok, b->tenants[i].pool_ok, (size_t)A->npools))
+            DIFF("tenant %s", a->tnames[i]);
+    for (int i = 0; i < A->nprojects; i++)
+        if (strcmp(a->pids[i], b->pids[i]) || strcmp(a->pnames[i], b->pnames[i]) ||
+            a->projects[i].tenant != b->projects[i].tenant ||
+            a->projects[i].pclass != b->projects[i].pclass ||
+            memcmp(a->projects[i].pool_ok, b->projects[i].pool_ok, (size_t)A->npools))
+            DIFF("project %s", a->pnames[i]);
+    return 1;
+#undef DIFF
+}
+
+/* Check c against what tx reads now; counts the check and logs a difference. */
+static int cluster_check(store_tx *tx, const rnd_cluster *c, int64_t now, int *same,
+                         rnd_cluster **fresh, gp_err *err) {
+    int rc = cluster_read(tx, c->version, now, fresh, err);
+    if (rc) return rc;
+    char why[160] = "";
+    *same = cluster_same(&c->s, &(*fresh)->s, why, sizeof why);
+    sched_metrics_cluster(SCHED_CLUSTER_CHECK, !*same);
+    if (!*same)
+        log_msg(LOG_WARN, "scheduler: the cluster in memory differs from the store (%s); read "
+                          "again", why);
+    return GP_OK;
+}
+
+/*
+ * The cluster for a snapshot read in tx: the one in memory when it was read at the version
+ * tx sees (and checked within the minute), else read now and kept.  OUT: *out, one reference.
+ */
+static int cluster_take(store_t *st, store_tx *tx, int64_t now, rnd_cluster **out,
+                        gp_err *err) {
+    int64_t v;
+    int rc = cluster_version(tx, &v, err);
+    if (rc) return rc;
+    store_slot *slot = store_sched_slot(st);
+    pthread_mutex_lock(&cl_mu);
+    rnd_cluster *cur = slot->p;
+    int held = cur && cur->version == v && v >= 0;
+    if (held) cur->refs++;
+    int64_t every = check_us;
+    pthread_mutex_unlock(&cl_mu);
+    if (held && now - cur->read_us < every) {
+        sched_metrics_cluster(SCHED_CLUSTER_MEMORY, 0);
+        *out = cur;
+        return GP_OK;
+    }
+    rnd_cluster *c;
+    if (held) { /* due for the consistency check */
+        int same;
+        rc = cluster_check(tx, cur, now, &same, &c, err);
+        cluster_drop(cur);
+    } else {
+        rc = cluster_read(tx, v, now, &c, err);
+        if (!rc) sched_metrics_cluster(SCHED_CLUSTER_READ, 0);
+    }
+    if (rc) return rc;
+    cluster_keep(st, c);
+    *out = c;
+    return GP_OK;
+}
+
+/* A snapshot's own copies of what a round changes of the cluster's parts: the classes (the
+ * derived ones are appended: ccap), tenants and projects (quotas, use).  -1: no memory. */
+static int cluster_use(snap *n, int nds) {
+    const snap *c = &n->cl->s;
+    sch_snapshot *S = &n->s;
+    n->pol = c->pol;
+    n->nodes = c->nodes;
+    n->node_names = c->node_names;
+    n->node_pool = c->node_pool;
+    n->gpus = c->gpus;
+    n->gpu_uuids = c->gpu_uuids;
+    n->gpu_ids = c->gpu_ids;
+    n->slice_uuids = c->slice_uuids;
+    n->slice_prof = c->slice_prof;
+    n->models = c->models;
+    n->gpu_order = c->gpu_order;
+    n->pools = c->pools;
+    n->model_ok = c->model_ok;
+    n->gpu_ok = c->gpu_ok;
+    n->gpu_driver = c->gpu_driver;
+    n->gpu_cc = c->gpu_cc;
+    n->gpu_stack = c->gpu_stack;
+    n->nstored = c->nstored;
+    n->ppool_ok = c->ppool_ok;
+    n->tnames = c->tnames;
+    n->tids = c->tids;
+    n->pool_ok = c->pool_ok;
+    n->pnames = c->pnames;
+    n->pids = c->pids;
+    S->nnodes = c->s.nnodes;
+    S->ngpus = c->s.ngpus;
+    S->npools = c->s.npools;
+    S->nmodels = c->s.nmodels;
+    S->nclasses = c->s.nclasses;
+    S->ntenants = c->s.ntenants;
+    S->nprojects = c->s.nprojects;
+    /* and room for a class per (stored class, job stack) the live jobs name, each with its
+     * single-vendor variants */
+    n->ccap = S->nclasses + nds * (1 + CP_NVENDORS);
+    if (!ALLOC(n->classes, n->ccap) || !ALLOC(n->cnames, n->ccap) || !ALLOC(n->cprof, n->ccap) ||
+        !ALLOC(n->cforms, n->ccap) || !ALLOC(n->crules, n->ccap) || !ALLOC(n->dstack, n->ccap) ||
+        !ALLOC(n->tenants, S->ntenants) || !ALLOC(n->tusage, S->ntenants) ||
+        !ALLOC(n->projects, S->nprojects))
+        return -1;
+    size_t k = (size_t)S->nclasses;
+    memcpy(n->classes, c->classes, k * sizeof *n->classes);
+    memcpy(n->cnames, c->cnames, k * sizeof *n->cnames);
+    memcpy(n->cprof, c->cprof, k * sizeof *n->cprof);
+    memcpy(n->cforms, c->cforms, k * sizeof *n->cforms);
+    memcpy(n->crules, c->crules, k * sizeof *n->crules);
+    memcpy(n->dstack, c->dstack, k * sizeof *n->dstack);
+    for (int i = 0; i < S->nclasses; i++) {
+        n->classes[i].name = n->cnames[i];
+        n->classes[i].profile = n->cprof[i];
+    }
+    memcpy(n->tenants, c->tenants, (size_t)S->ntenants * sizeof *n->tenants);
+    memcpy(n->projects, c->projects, (size_t)S->nprojects * sizeof *n->projects);
+    return 0;
+}
+
+void sched_cluster_forget(store_t *st) {
+    store_slot *slot = store_sched_slot(st);
+    pthread_mutex_lock(&cl_mu);
+    rnd_cluster *cur = slot->p;
+    slot->p = NULL;
+    pthread_mutex_unlock(&cl_mu);
+    cluster_drop(cur);
+}
+
+int sched_cluster_verify(store_t *st, int *same, gp_err *err) {
+    store_tx *tx;
+    *same = 1;
+    int rc = store_begin(st, STORE_READ, &tx, err);
+    if (rc) return rc;
+    int64_t v, now = gt_now_us();
+    rnd_cluster *cur = NULL, *fresh = NULL;
+    if (!(rc = cluster_version(tx, &v, err))) {
+        store_slot *slot = store_sched_slot(st);
+        pthread_mutex_lock(&cl_mu);
+        cur = slot->p;
+        if (cur && cur->version == v) cur->refs++;
+        else cur = NULL; /* none, or of another version: the next round reads it anyway */
+        pthread_mutex_unlock(&cl_mu);
+        if (cur) rc = cluster_check(tx, cur, now, same, &fresh, err);
+    }
+    store_rollback(tx);
+    cluster_drop(cur);
+    if (fresh) {
+        cluster_keep(st, fresh);
+        cluster_drop(fresh);
+    }
+    return rc;
+}
+
+/*
+ * Build the snapshot a round decides on, in tx: the cluster (from memory or read:
+ * cluster_take), then what every round reads - the derived classes of the job stacks, the
+ * tenants' recent borrowing, quotas, card-hours, reservations, the live jobs, the open
+ * bindings and the stops.
+ */
+static int build(store_t *st, store_tx *tx, snap *n, gp_err *err) {
+    store_stmt *s;
+    int rc, nj, nu, nds;
+    memset(n, 0, sizeof *n);
+    if ((rc = quota_mark(tx, &n->quota_rows, &n->quota_at, err))) return rc;
+    n->now = gt_now_us();
+    {
+        time_t t = (time_t)(n->now / 1000000);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        snprintf(n->month, sizeof n->month, "%04d-%02d", (tm.tm_year + 1900) % 10000,
+                 (tm.tm_mon + 1) % 100);
+    }
+    if ((rc = share_policy_load(tx, &n->spol, err)) ||
+        (rc = count(tx, "SELECT COUNT(*) FROM jobs WHERE state IN ('queued','admitted','running')",
+                    &nj, err)) ||
+        (rc = count(tx, "SELECT COALESCE(SUM(units), 0) FROM jobs WHERE state = 'running'", &nu,
+                    err)) ||
+        (rc = count(tx,
+                    "SELECT COUNT(*) FROM (SELECT DISTINCT class, stack FROM jobs WHERE stack <> ''"
+                    " AND state IN ('queued','admitted','running')) d",
+                    &nds, err)) ||
+        (rc = cluster_take(st, tx, n->now, &n->cl, err)))
+        return rc;
+    if (cluster_use(n, nds) || !ALLOC(n->jobs, nj) || !ALLOC(n->jids, nj) ||
+        !ALLOC(n->jrecovery, nj) || !ALLOC(n->jreason, nj) || !ALLOC(n->places, nu) ||
+        !ALLOC(n->place_fill, nu))
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    sch_snapshot *S = &n->s;
+    S->month = n->month;
+    S->now_us = n->now;
+    S->reclaim_cap = n->spol.reclaim_cap;
+    S->reclaim_window_s = n->spol.reclaim_window_s;
+    S->borrow_horizon_s = n->spol.half_life_s;
+    /* a class per (stored class, job stack) the live jobs name */
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT DISTINCT class, stack FROM jobs WHERE stack <> ''"
+                          " AND state IN ('queued','admitted','running') ORDER BY class, stack",
+                          "")))
+        return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        int from = find_str(n->cnames, sizeof *n->cnames, n->nstored, store_text(s, 0));
+        cp_req req;
+        char why[160];
+        if (from < 0 || cp_req_parse(store_text(s, 1), &req, why, sizeof why)) continue;
+        int c = derive(n, from, &req, -1);
+        if (c < 0 || finish_class(n, c, &req)) {
+            store_done(s);
+            return gp_err_set(err, GP_ENOMEM, NULL);
+        }
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    /* each tenant's recent borrowing (fair use, step 6a) */
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT tenant_id, recent, borrowed, at_us FROM share_usage", "")))
+        return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        int i = find_str(n->tids, sizeof *n->tids, S->ntenants, store_text(s, 0));
+        if (i < 0) continue;
+        n->tusage[i] = (share_usage){store_int(s, 1), store_int(s, 2), store_int(s, 3)};
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    for (int i = 0; i < S->ntenants; i++)
+        n->tenants[i].recent = share_usage_now(&n->tusage[i], n->now, n->spol.half_life_s);
     if ((rc = load_quotas(tx, n, err)) || (rc = load_card_hours(tx, n, err)) ||
         (rc = jobs_array_allow_load(tx, &n->array_allow, err)) ||
         (rc = load_reservations(tx, n, err)))
@@ -958,9 +1289,10 @@ static int build(store_tx *tx, snap *n, gp_err *err) {
         j->may_preempt = (int)store_int(s, 6);
         j->submit_us = store_int(s, 7);
         j->start_us = store_int(s, 8);
-        const char *st = store_text(s, 9);
-        j->state = !strcmp(st, "running") ? SCH_RUNNING : !strcmp(st, "admitted") ? SCH_ADMITTED
-                                                                                  : SCH_PENDING;
+        const char *jstate = store_text(s, 9);
+        j->state = !strcmp(jstate, "running")    ? SCH_RUNNING
+                   : !strcmp(jstate, "admitted") ? SCH_ADMITTED
+                                                 : SCH_PENDING;
         j->credited = j->state == SCH_ADMITTED && store_int(s, 11) != 0;
         j->time_limit_s = store_int(s, 16);
         if (store_text(s, 15)[0]) {
@@ -1595,7 +1927,7 @@ int sched_run_between(store_t *st, void (*between)(void *arg), void *arg, round_
     int rc = store_begin(st, STORE_READ, &tx, err);
     if (rc) return rc;
     int doomed = 0;
-    rc = build(tx, &n, err);
+    rc = build(st, tx, &n, err);
     if (!rc) rc = jobs_deps_doomed(tx, &doomed, err);
     store_rollback(tx);
     if (rc) {
@@ -1977,7 +2309,7 @@ int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp
         store_rollback(tx);
         return rc;
     }
-    rc = build(tx, &n, err);
+    rc = build(st, tx, &n, err);
     if (rc) goto done;
     int ji = find_str(n.jids, sizeof *n.jids, n.s.njobs, id);
     if (ji < 0) {

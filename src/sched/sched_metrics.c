@@ -42,6 +42,8 @@ static double round_sum;
 static const char *const phase_names[NPHASES] = {"read", "decide", "write"};
 static uint64_t phase_count[NPHASES], phase_bucket[NPHASES][NRB], stale_total;
 static double phase_sum[NPHASES];
+static const char *const cluster_sources[] = {"memory", "store", "check"};
+static uint64_t cluster_reads[3], cluster_mismatches;
 
 /* Observe `us` microseconds in a round_buckets histogram (mu held). */
 static void observe(uint64_t *count, double *sum, uint64_t bucket[NRB], int64_t us) {
@@ -50,6 +52,14 @@ static void observe(uint64_t *count, double *sum, uint64_t bucket[NRB], int64_t 
     *sum += sec;
     for (size_t i = 0; i < NRB; i++)
         if (sec <= round_buckets[i]) bucket[i]++;
+}
+
+void sched_metrics_cluster(int source, int mismatch) {
+    if (source < 0 || source > 2) return;
+    pthread_mutex_lock(&mu);
+    cluster_reads[source]++;
+    if (mismatch) cluster_mismatches++;
+    pthread_mutex_unlock(&mu);
 }
 
 void sched_metrics_phases(int64_t read_us, int64_t decide_us, int64_t write_us, int stale) {
@@ -173,6 +183,19 @@ void sched_metrics_render_rounds(strbuf *out) {
             "# TYPE gpupool_sched_decisions_stale_total counter\n"
             "gpupool_sched_decisions_stale_total %llu\n",
             (unsigned long long)stale_total);
+    sb_adds(out, "# HELP gpupool_sched_cluster_reads_total Where the scheduler's rounds took the"
+                 " cluster from: memory (the leader's copy), store (read: the first round, or the"
+                 " cluster changed), check (read to compare with the copy, once a minute).\n"
+                 "# TYPE gpupool_sched_cluster_reads_total counter\n");
+    for (int i = 0; i < 3; i++)
+        sb_addf(out, "gpupool_sched_cluster_reads_total{source=\"%s\"} %llu\n", cluster_sources[i],
+                (unsigned long long)cluster_reads[i]);
+    sb_addf(out,
+            "# HELP gpupool_sched_cluster_mismatches_total Consistency checks that found the"
+            " scheduler's copy of the cluster differing from the store (must stay 0).\n"
+            "# TYPE gpupool_sched_cluster_mismatches_total counter\n"
+            "gpupool_sched_cluster_mismatches_total %llu\n",
+            (unsigned long long)cluster_mismatches);
     pthread_mutex_unlock(&mu);
 }
 
@@ -274,5 +297,7 @@ void sched_metrics_reset(void) {
     memset(phase_bucket, 0, sizeof phase_bucket);
     memset(phase_sum, 0, sizeof phase_sum);
     stale_total = 0;
+    memset(cluster_reads, 0, sizeof cluster_reads);
+    cluster_mismatches = 0;
     pthread_mutex_unlock(&mu);
 }

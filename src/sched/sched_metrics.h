@@ -32,6 +32,16 @@ void sched_metrics_round(int64_t took_us, int failed);
  */
 void sched_metrics_phases(int64_t read_us, int64_t decide_us, int64_t write_us, int stale);
 
+/*
+ * Where a round's cluster came from (round.c, "the cluster in memory"): SCHED_CLUSTER_MEMORY
+ * (the leader's copy), SCHED_CLUSTER_READ (read from the store: the first round, or it
+ * changed) or SCHED_CLUSTER_CHECK (the periodic consistency check read it and compared;
+ * `mismatch` 1 when the copy differed).  Observed in gpupool_sched_cluster_reads_total{source}
+ * and gpupool_sched_cluster_mismatches_total (which must stay 0).
+ */
+enum { SCHED_CLUSTER_MEMORY, SCHED_CLUSTER_READ, SCHED_CLUSTER_CHECK };
+void sched_metrics_cluster(int source, int mismatch);
+
 /* Job placed after waiting `wait_us` / preempted, of tenant `tenant` and priority class
  * `pclass` (pure registry updates; the round reads the class with its guards). */
 void sched_metrics_observe_place(const char *tenant, const char *pclass, int64_t wait_us);
@@ -42,7 +52,8 @@ void sched_metrics_observe_reclaim(const char *tenant, const char *pclass);
 /*
  * Append the series without tenant names: gpupool_sched_round_duration_seconds
  * (histogram), gpupool_sched_rounds_failed_total, gpupool_sched_round_phase_seconds
- * (histogram by phase: read, decide, write) and gpupool_sched_decisions_stale_total.
+ * (histogram by phase: read, decide, write), gpupool_sched_decisions_stale_total,
+ * gpupool_sched_cluster_reads_total{source} and gpupool_sched_cluster_mismatches_total.
  */
 void sched_metrics_render_rounds(strbuf *out);
 

@@ -60,8 +60,13 @@ int store__schema_exact(int have, int latest, gp_err *err) {
 }
 
 void store_close(store_t *st) {
-    if (st) st->ops->close(st);
+    if (!st) return;
+    if (st->sched.p && st->sched.free_fn) st->sched.free_fn(st->sched.p);
+    st->sched.p = NULL;
+    st->ops->close(st);
 }
+
+store_slot *store_sched_slot(store_t *st) { return &st->sched; }
 
 const char *store_backend(const store_t *st) { return st->ops->name; }
 

@@ -98,6 +98,18 @@ int store_backup(const char *url, const char *dest_path, int *schema_version, gp
 /* Close every connection and free the store. NULL is a no-op. All tx must be ended. */
 void store_close(store_t *st);
 
+/*
+ * The one object a module above the store keeps with an open store for as
+ * long as it is open: the scheduler's cluster in memory (src/sched/round.c).
+ * `p` is NULL until its owner sets it; store_close() calls free_fn(p) first.
+ * The owner locks (the store never reads p).
+ */
+typedef struct store_slot {
+    void *p;
+    void (*free_fn)(void *p);
+} store_slot;
+store_slot *store_sched_slot(store_t *st);
+
 /* Backend name, "sqlite" or "postgres". */
 const char *store_backend(const store_t *st);
 

@@ -37,6 +37,7 @@ typedef struct store_ops {
 /* Every backend's store_t, store_tx and store_stmt begin with these headers. */
 struct store {
     const store_ops *ops;
+    store_slot sched; /* store_sched_slot(): the scheduler's, freed by store_close */
 };
 struct store_tx {
     const store_ops *ops;

@@ -71,8 +71,9 @@ assert_match "$ADMIN" '^[A-Za-z0-9_-]{20,}$' "admin token from the first server"
 assert_file_lacks "$LOG_A" "could turn row-level security off"
 poll 10 leads "$URL_A" || fail "the first server does not lead"
 _pass
+# (the one that takes over checks its copy of the cluster against the store every second)
 launch_server "$E2E_TMP/b" --data "$E2E_TMP/b" --store "$STORE" --listen 127.0.0.1:0 \
-    --node-timeout 15
+    --node-timeout 15 --cluster-check 1
 URL_B=$URL
 PID_B=$SERVER_PID
 LOG_B=$SERVER_LOG
@@ -246,6 +247,20 @@ assert_rc 0
 run_cli -o json check --store "$STORE" # the servers' role reads everything it needs
 assert_rc 0
 assert_eq "$(jout '[.checks[] | select(.ok | not) | .name] | join(",")')" "" "failed checks"
+
+note "the new leader's cluster in memory equals the store (docs/scheduling.md)"
+# (rounds at least once a second after the burst: give it time for a check)
+sleep 2
+cluster_metric() {
+    curl -s --max-time 10 "$URL_B/metrics" | awk -v m="$1" '$1 == m {print $2}'
+}
+CHECKS=$(cluster_metric 'gpupool_sched_cluster_reads_total{source="check"}')
+[ "${CHECKS:-0}" -ge 1 ] || fail "the new leader checked its copy of the cluster ${CHECKS:-0} times"
+_pass
+assert_eq "$(cluster_metric 'gpupool_sched_cluster_reads_total{source="memory"}' | awk '{print ($1 > 0)}')" 1 \
+    "rounds of the new leader that took the cluster from memory"
+assert_eq "$(cluster_metric gpupool_sched_cluster_mismatches_total)" 0 \
+    "consistency checks that found the copy differing from the store"
 
 # ---------------------------------------------------------------- the killed server returns
 note "the killed server comes back as a standby"

@@ -695,6 +695,115 @@ static void rounds_while_threads_write(void **state) {
     at_close(&t);
 }
 
+/* ---- the cluster in the leader's memory (round.c; issue 38) ---- */
+
+static int64_t cluster_v(apitest *t) {
+    return one_int(t, "SELECT v FROM cluster_version WHERE id = 1", NULL);
+}
+
+static long long cluster_metric(const char *series) {
+    strbuf sb = SB_INIT;
+    sched_metrics_render_rounds(&sb);
+    const char *at = strstr(sb.buf, series);
+    long long v = at ? atoll(at + strlen(series)) : -1;
+    sb_release(&sb);
+    return v;
+}
+
+static void verify_same(apitest *t, int want) {
+    gp_err err = GP_ERR_INIT;
+    int same = -1;
+    if (sched_cluster_verify(t->st, &same, &err) != GP_OK) fail_msg("verify: %s", err.msg);
+    assert_int_equal(same, want);
+}
+
+/* Rounds reuse the cluster they read while nothing of it changed; every change a round reads
+ * (node, card, class, tenant, project, pool, health policy) is seen by the next round, what
+ * heartbeats and samples write is not a change, and the consistency check finds a copy that
+ * went stale behind the version's back. */
+static void cluster_in_memory(void **state) {
+    (void)state;
+    apitest t;
+    open_base(&t);
+    sched_metrics_reset();
+    int64_t now = gt_now_us();
+    job(&t, "q0", "t1", "p1", 100, 0, "queued", now);
+    round_once(&t);
+    expect_reason(&t, "q0", "running", "");
+    round_once(&t);
+    round_once(&t);
+    assert_int_equal(cluster_metric("gpupool_sched_cluster_reads_total{source=\"store\"} "), 1);
+    assert_int_equal(cluster_metric("gpupool_sched_cluster_reads_total{source=\"memory\"} "), 2);
+    verify_same(&t, 1);
+    /* what a heartbeat and the samples write moves nothing */
+    int64_t v0 = cluster_v(&t);
+    at_sql(&t, "UPDATE nodes SET last_heartbeat = 5, hostname = 'h'");
+    at_sql(&t, "UPDATE gpus SET signals = '{\"temperature_c\":50}', updated_at = 7,"
+               " health = 'healthy'");
+    assert_int_equal(cluster_v(&t), v0);
+    round_once(&t);
+    assert_int_equal(cluster_metric("gpupool_sched_cluster_reads_total{source=\"store\"} "), 1);
+    /* the node cordoned: the next round places nothing there */
+    at_sql(&t, "UPDATE nodes SET admin_state = 'cordoned'");
+    assert_true(cluster_v(&t) > v0);
+    job(&t, "q1", "t2", "p2", 100, 0, "queued", now + 1);
+    round_once(&t);
+    expect_reason(&t, "q1", "admitted", "no_matching_gpu");
+    at_sql(&t, "UPDATE nodes SET admin_state = 'none'");
+    /* two cards failed, one cordoned: q1 takes the last */
+    at_sql(&t, "UPDATE gpus SET health = 'failed' WHERE uuid IN ('GPU-1', 'GPU-2')");
+    at_sql(&t, "UPDATE gpus SET admin_state = 'cordoned' WHERE uuid = 'GPU-3'");
+    round_once(&t);
+    expect_reason(&t, "q1", "admitted", "0 free now");
+    at_sql(&t, "UPDATE gpus SET admin_state = 'none' WHERE uuid = 'GPU-3'");
+    round_once(&t);
+    expect_reason(&t, "q1", "running", "");
+    assert_int_equal(one_int(&t, "SELECT COUNT(*) FROM bindings WHERE job_id = 'q1'"
+                                 " AND gpu_uuid = 'GPU-3' AND end_us IS NULL", NULL), 1);
+    /* a class created after the cluster was read: its job is placed (the failed cards back) */
+    at_sql(&t, "UPDATE gpus SET health = 'healthy'");
+    at_sql(&t, "INSERT INTO classes (name, form, gpus, cpus, memory_gib, gpu_models, created_at)"
+               " VALUES ('a100.2x', 'whole', 2, 1, 4, '[\"A100\"]', 0)");
+    at_sql(&t, "INSERT INTO jobs (id, tenant_id, project_id, name, class, units, priority_class,"
+               " priority, preemptible, may_preempt, recovery, submitter, state, created_at,"
+               " queued_at) VALUES ('q2', 't3', 'p3', 'q2', 'a100.2x', 1, 'normal', 100, 1, 0,"
+               " 'requeue', 'u1', 'queued', 0, 0)");
+    round_once(&t);
+    expect_reason(&t, "q2", "running", "");
+    /* a tenant and project created, a pool closed to a tenant, the health policy changed:
+     * each moves the version */
+    int64_t v1 = cluster_v(&t);
+    at_sql(&t, "INSERT INTO tenants (id, name, created_at) VALUES ('t4', 'gold', 0)");
+    assert_true(cluster_v(&t) > v1);
+    v1 = cluster_v(&t);
+    at_sql(&t, "INSERT INTO projects (id, tenant_id, name, class, created_at)"
+               " VALUES ('p5', 't4', 'x', 'research', 0)");
+    assert_true(cluster_v(&t) > v1);
+    v1 = cluster_v(&t);
+    at_sql(&t, "UPDATE pools SET tenants = '[\"gold\"]' WHERE name = 'default'");
+    assert_true(cluster_v(&t) > v1);
+    v1 = cluster_v(&t);
+    at_sql(&t, "UPDATE security_policy SET value = '{\"failed_gpu_allocatable\":false}'"
+               " WHERE key = 'health_policy'");
+    assert_true(cluster_v(&t) > v1);
+    v1 = cluster_v(&t);
+    at_sql(&t, "UPDATE security_policy SET value = value WHERE key = 'sensitive_operations'");
+    assert_int_equal(cluster_v(&t), v1);
+    round_once(&t);
+    verify_same(&t, 1);
+    /* a change the version missed (its trigger gone): the check finds the copy differs, and
+     * reads the cluster again */
+    if (!strcmp(store_backend(t.st), "postgres")) at_sql(&t, "DROP TRIGGER cluster_nodes_u ON nodes");
+    else at_sql(&t, "DROP TRIGGER cluster_nodes_u");
+    at_sql(&t, "UPDATE nodes SET cpus = 32");
+    long long before = cluster_metric("\ngpupool_sched_cluster_mismatches_total ");
+    verify_same(&t, 0);
+    assert_int_equal(cluster_metric("\ngpupool_sched_cluster_mismatches_total "), before + 1);
+    verify_same(&t, 1); /* (the fresh read was kept) */
+    consistent(&t);
+    at_close(&t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(preempts_once_through_the_store),
@@ -709,6 +818,7 @@ int main(void) {
         cmocka_unit_test(window_victim_ended),
         cmocka_unit_test(window_victim_moved),
         cmocka_unit_test(rounds_while_threads_write),
+        cmocka_unit_test(cluster_in_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
