@@ -201,12 +201,34 @@ settle() {
     done
     echo "$a"
 }
+# stages FILE: gpupool's per-stage histograms now (/metrics, gpupool_gateway_stage_seconds)
+stages() { curl -sf "$GP/metrics" | grep '^gpupool_gateway_stage_seconds' >"$1" || true; }
+# stage_table TAG: per stage, the requests of that run, their mean and the bucket bound of their
+# p50 and p99 (µs; docs/gateway.md, "Where a request's time goes")
+stage_table() {
+    awk 'FNR == NR { v0[$1] = $2; next }
+        { d = $2 - v0[$1]; name = $1; st = name; sub(/.*stage="/, "", st); sub(/".*/, "", st)
+          if (!(st in seen)) { seen[st] = 1; order[++n] = st }
+          if (name ~ /_bucket/) { le = name; sub(/.*le="/, "", le); sub(/".*/, "", le)
+              nb[st]++; b[st, nb[st]] = d; bl[st, nb[st]] = le }
+          else if (name ~ /_sum/) sum[st] = d; else if (name ~ /_count/) cnt[st] = d }
+        END { printf "%-9s %9s %9s %9s %9s\n", "stage", "requests", "mean µs", "p50 ≤µs", "p99 ≤µs"
+          for (i = 1; i <= n; i++) { st = order[i]; c = cnt[st]; if (c <= 0) continue
+              p50 = p99 = ""
+              for (k = 1; k <= nb[st]; k++) {
+                  le = bl[st, k] == "+Inf" ? "inf" : sprintf("%d", bl[st, k] * 1e6 + 0.5)
+                  if (p50 == "" && b[st, k] >= 0.5 * c) p50 = le
+                  if (p99 == "" && b[st, k] >= 0.99 * c) p99 = le }
+              printf "%-9s %9d %9.1f %9s %9s\n", st, c, sum[st] * 1e6 / c, p50, p99 } }' \
+        "$T/$1.st0" "$T/$1.st1"
+}
 # drive TARGET CONNS THREADS SECONDS TAG: one wrk run; the figures in $T/TAG.json
 drive() {
     local name=$1 c=$2 t=$3 s=$4 tag=$5 args=() h before after n
     IFS='|' read -r -a hs <<<"${HDRS[$name]}"
     for h in "${hs[@]}"; do [ -z "$h" ] || args+=(-H "$h"); done
     before=$(settle)
+    [ "$name" != gpupool ] || stages "$T/$tag.st0"
     # in the background, so that a signal stops the run at once (the EXIT trap stops wrk too)
     wrk -t "$t" -c "$c" -d "${s}s" --timeout 10s -s "$T/load.lua" "${args[@]}" "${URLS[$name]}" \
         >"$T/$tag.wrk" 2>"$T/$tag.err" &
@@ -214,6 +236,7 @@ drive() {
     wait "$WRK_PID" || { WRK_PID=""; die "wrk on $name failed: $(cat "$T/$tag.err")"; }
     WRK_PID=""
     after=$(settle)
+    [ "$name" != gpupool ] || stages "$T/$tag.st1"
     sed -n 's/^RESULT //p' "$T/$tag.wrk" >"$T/$tag.json"
     [ -s "$T/$tag.json" ] || die "wrk on $name printed no result: $(cat "$T/$tag.wrk" "$T/$tag.err")"
     n=$(jq .requests "$T/$tag.json")
@@ -237,6 +260,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
         drive "$name" 1 1 "$SECONDS_EACH" "$name-c1-r$r"
     done
 done
+declare -A STAGE_ROUND
 # per target and connections: the round of median req/s (its latencies with it) -> NAME-cC.json
 for name in "${TARGETS[@]}"; do
     for c in "$CONNS" 1; do
@@ -244,6 +268,7 @@ for name in "${TARGETS[@]}"; do
             echo "$(jq '.requests / (.duration_us / 1e6) | floor' "$T/$name-c$c-r$r.json") $r"
         done | sort -n | awk -v m=$(((ROUNDS + 1) / 2)) 'NR == m {print $2}')
         cp "$T/$name-c$c-r$med.json" "$T/$name-c$c.json"
+        [ "$name" != gpupool ] || STAGE_ROUND[$c]=$med
     done
 done
 
@@ -279,6 +304,11 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
         done
     done
     echo
+    for c in "$CONNS" 1; do
+        echo "gpupool's stages at $c connection(s), round ${STAGE_ROUND[$c]} (/metrics, gpupool_gateway_stage_seconds):"
+        stage_table "gpupool-c$c-r${STAGE_ROUND[$c]}"
+        echo
+    done
 }
 D=$(rps "direct-c$CONNS")
 G=$(rps "gpupool-c$CONNS")

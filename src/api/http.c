@@ -60,6 +60,7 @@
 #include "../core/gtime.h"
 #include "../core/log.h"
 #include "../gateway/gateway.h"
+#include "../gateway/gw_metrics.h"
 #include "../core/strbuf.h"
 
 #include <arpa/inet.h>
@@ -274,6 +275,9 @@ typedef struct conn_ctx {
     atomic_int ready;    /* the worker is done: the answer, or its stream, can go out */
     atomic_int park;     /* a deferred answer: 0 handler running, 1 parked, 2 answered early */
     struct pump *pump;   /* a streamed answer's bytes, from the worker to MHD */
+    /* a gateway request's stage times (gw_stage_observe): 0 when not one */
+    int64_t body_in_us;  /* its body is in (the handler may start) */
+    int64_t answered_us; /* its handler ended with a whole answer (to be written) */
 } conn_ctx;
 
 /* ---- streamed answers: a worker produces, MHD's event thread sends ---- */
@@ -823,6 +827,7 @@ static void run_request(void *arg) {
     conn_ctx *cx = arg;
     api_req *r = &cx->req;
     r->resume = resume_request;
+    if (cx->body_in_us) gw_stage_observe(GW_STAGE_HOP, gt_mono_us() - cx->body_in_us);
     api__dispatch(r);
     if (r->deferred) {
         /* parked: no thread waits; api_resume sends it (or did already) */
@@ -834,6 +839,7 @@ static void run_request(void *arg) {
     }
     finish_log(r);
     if (!r->stream_read) {
+        if (cx->body_in_us) cx->answered_us = gt_mono_us();
         mark_ready(cx);
         return;
     }
@@ -906,6 +912,7 @@ static MHD_Result run_inline(api_server *srv, struct MHD_Connection *c, conn_ctx
     MHD_Result ret = MHD_YES;
     cx->conn = c;
     r->resume = resume_request;
+    if (cx->body_in_us) gw_stage_observe(GW_STAGE_HOP, 0); /* none: this thread runs it */
     api__dispatch(r);
     if (r->deferred) {
         cx->queued = 1;
@@ -945,6 +952,7 @@ static MHD_Result run_inline(api_server *srv, struct MHD_Connection *c, conn_ctx
         free(t);
     }
     finish_log(r);
+    if (cx->body_in_us) cx->answered_us = gt_mono_us();
     ret = send_reply(c, r);
 out:
     atomic_fetch_sub(&srv->inline_running, 1);
@@ -1046,6 +1054,7 @@ static MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *ur
         /* the handler runs on a worker; the connection waits, suspended, holding no thread */
         r->body = cx->body.buf;
         r->body_len = cx->body.len;
+        if (srv->gw && !strncmp(r->path, "/v1/", 4)) cx->body_in_us = gt_mono_us();
         if (take_inline(srv, cx)) return run_inline(srv, c, cx);
         cx->conn = c;
         cx->queued = 1;
@@ -1063,13 +1072,14 @@ static MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *ur
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-    (void)toe;
     api_server *srv = cls;
     conn_ctx *cx = *con_cls;
     /* kept alive: the next request's headers have header_timeout_s from now */
     slot_phase(srv, cx && cx->slot ? cx->slot : slot_of(c), PHASE_HEAD,
                (int64_t)srv->cfg.header_timeout_s * 1000000);
     if (!cx) return;
+    if (cx->answered_us && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        gw_stage_observe(GW_STAGE_REPLY, gt_mono_us() - cx->answered_us);
     if (cx->counted) atomic_fetch_sub(&srv->inflight, 1);
     api__req_release(&cx->req);
     sb_release(&cx->body);

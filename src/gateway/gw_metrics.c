@@ -8,6 +8,7 @@
 #include "gw_metrics.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,4 +210,48 @@ void gw_metrics_reset(void) {
     models = NULL;
     npairs = nown = nmodels = 0;
     pthread_mutex_unlock(&mu);
+}
+
+/* ---- per-stage time (gw_stage_observe): no lock, relaxed counters ---- */
+
+static const char *const stage_names[GW_STAGE__N] = {"hop",      "key",  "parse", "route", "limits",
+                                                     "upstream", "body", "meter", "reply"};
+/* upper bounds in microseconds; the last bucket is +Inf */
+static const int64_t stage_le_us[] = {5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10000, 100000};
+#define NSB (sizeof stage_le_us / sizeof *stage_le_us)
+
+static struct {
+    atomic_ullong count, sum_us, bucket[NSB];
+} stages[GW_STAGE__N];
+
+void gw_stage_observe(gw_stage stage, int64_t us) {
+    if ((unsigned)stage >= GW_STAGE__N) return;
+    if (us < 0) us = 0;
+    size_t i = 0;
+    while (i < NSB && us > stage_le_us[i]) i++;
+    atomic_fetch_add_explicit(&stages[stage].count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&stages[stage].sum_us, (unsigned long long)us, memory_order_relaxed);
+    if (i < NSB) atomic_fetch_add_explicit(&stages[stage].bucket[i], 1, memory_order_relaxed);
+}
+
+void gw_stage_render(strbuf *out) {
+    sb_adds(out, "# HELP gpupool_gateway_stage_seconds Time a gateway request spent in each stage"
+                 " of this process (docs/gateway.md, \"Where a request's time goes\").\n"
+                 "# TYPE gpupool_gateway_stage_seconds histogram\n");
+    for (int s = 0; s < GW_STAGE__N; s++) {
+        /* every stage, even one not reached yet (a scrape before and after a run compares) */
+        unsigned long long n = atomic_load_explicit(&stages[s].count, memory_order_relaxed), cum = 0;
+        for (size_t i = 0; i < NSB; i++) {
+            cum += atomic_load_explicit(&stages[s].bucket[i], memory_order_relaxed);
+            sb_addf(out, "gpupool_gateway_stage_seconds_bucket{stage=\"%s\",le=\"%g\"} %llu\n",
+                    stage_names[s], (double)stage_le_us[i] / 1e6, cum);
+        }
+        if (n < cum) n = cum; /* one counted meanwhile: the buckets never exceed the count */
+        sb_addf(out, "gpupool_gateway_stage_seconds_bucket{stage=\"%s\",le=\"+Inf\"} %llu\n"
+                     "gpupool_gateway_stage_seconds_sum{stage=\"%s\"} %.6f\n"
+                     "gpupool_gateway_stage_seconds_count{stage=\"%s\"} %llu\n",
+                stage_names[s], n, stage_names[s],
+                (double)atomic_load_explicit(&stages[s].sum_us, memory_order_relaxed) / 1e6,
+                stage_names[s], n);
+    }
 }

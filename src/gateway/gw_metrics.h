@@ -52,6 +52,37 @@ int64_t gw_call_first_byte_mono(const struct gw_call *c);
  */
 void gw_metrics_render(strbuf *out);
 
+/*
+ * Per-stage time of a gateway request (docs/gateway.md, "Where a request's
+ * time goes"): lock-free counters, one histogram per stage, so that timing
+ * every request costs two clock reads and a few relaxed atomic adds per
+ * stage.  hop: from the body's arrival to the handler's start (0 when the
+ * event thread ran it, handing nothing over); key, parse, route, limits:
+ * those stages of request.c; upstream: connect, send and wait for the
+ * upstream's status and headers; body: the upstream's body read, its usage
+ * read and the answer made; meter: the usage record queued (and every
+ * counter with it); reply: from the handler's end to the answer written
+ * (whole answers only).
+ */
+typedef enum gw_stage {
+    GW_STAGE_HOP,
+    GW_STAGE_KEY,
+    GW_STAGE_PARSE,
+    GW_STAGE_ROUTE,
+    GW_STAGE_LIMITS,
+    GW_STAGE_UPSTREAM,
+    GW_STAGE_BODY,
+    GW_STAGE_METER,
+    GW_STAGE_REPLY,
+    GW_STAGE__N
+} gw_stage;
+
+/* Count `us` microseconds spent in `stage` (negative counts as 0). */
+void gw_stage_observe(gw_stage stage, int64_t us);
+
+/* Append gpupool_gateway_stage_seconds{stage} (histogram). */
+void gw_stage_render(strbuf *out);
+
 /* Distinct (model, tenant) entries held now, overflow entries included (tests). */
 int gw_metrics_pairs(void);
 

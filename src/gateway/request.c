@@ -92,6 +92,7 @@ typedef struct gwbook {
     gw_request_info info;
     int64_t request_bytes; /* the body as sent upstream */
     int entered;         /* counted in flight (gw_rt_enter): left when recorded */
+    int64_t meter_us;    /* time record() took (gw_stage_observe) */
     int budget;          /* a monthly token budget applies: max_out is what it allowed */
 } gwbook;
 
@@ -288,8 +289,9 @@ static int64_t answer_chars(json_t *resp) {
 static void record(gwbook *g, int status, int have_usage, int64_t pt, int64_t ct,
                    int64_t out_chars) {
     gw_usage *u = &g->u;
+    int64_t t0 = gt_mono_us();
     u->status = status;
-    u->latency_us = gt_mono_us() - g->start_mono;
+    u->latency_us = t0 - g->start_mono;
     /* tokens count when the upstream produced them, even for a stream cut short */
     if ((status >= 200 && status < 300) || have_usage || out_chars > 0) {
         int64_t pguess = gw_estimate_tokens(g->info.prompt_chars);
@@ -338,6 +340,8 @@ static void record(gwbook *g, int status, int have_usage, int64_t pt, int64_t ct
     g->entered = 0;
     if (gw_rt_record(g->rt, u))
         log_kv(LOG_ERROR, "usage record dropped: out of memory", "key", u->key_id, (char *)NULL);
+    g->meter_us = gt_mono_us() - t0;
+    gw_stage_observe(GW_STAGE_METER, g->meter_us);
 }
 
 /* ---- streaming ---- */
@@ -990,11 +994,33 @@ static int answer(gwreq *g) {
 /* A forwarded request (chat, completions, embeddings, responses): every stage in order. */
 static int forward(gwreq *g) {
     int rc;
-    if ((rc = admit_key(g)) || (rc = check_body(g)) || (rc = route(g)) || (rc = limits(g)))
-        return rc;
-    retrieve(g);
-    if ((rc = call(g))) return rc;
-    return answer(g);
+    /* each stage's time (gw_stage_observe; docs/gateway.md, "Where a request's time goes") */
+    int64_t t = g->b.start_mono, t2;
+#define STAGE(s) (t2 = gt_mono_us(), gw_stage_observe((s), t2 - t), t = t2)
+    rc = admit_key(g);
+    STAGE(GW_STAGE_KEY);
+    if (rc) return rc;
+    rc = check_body(g);
+    STAGE(GW_STAGE_PARSE);
+    if (rc) return rc;
+    rc = route(g);
+    STAGE(GW_STAGE_ROUTE);
+    if (rc) return rc;
+    rc = limits(g);
+    STAGE(GW_STAGE_LIMITS);
+    if (rc) return rc;
+    retrieve(g); /* a knowledge-base query, when one applies: in no stage's time */
+    t = gt_mono_us();
+    rc = call(g);
+    STAGE(GW_STAGE_UPSTREAM);
+    if (rc) return rc;
+    g->b.meter_us = 0;
+    rc = answer(g);
+    t2 = gt_mono_us();
+    /* a stream's body and record come later, as it is read: its stage ends here */
+    if (!g->out->read) gw_stage_observe(GW_STAGE_BODY, t2 - t - g->b.meter_us);
+#undef STAGE
+    return rc;
 }
 
 /*

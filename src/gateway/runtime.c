@@ -46,6 +46,7 @@
 
 #include "../core/gtime.h"
 #include "../core/log.h"
+#include "gw_metrics.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -621,6 +622,7 @@ void gw_rt_metrics(gw_runtime *rt, strbuf *out) {
             (unsigned long long)rt->lease_refusals);
     pthread_mutex_unlock(&rt->mu);
     gw_cache_metrics(rt->cache, out);
+    gw_stage_render(out);
     sb_addf(out, "# HELP gpupool_store_write_tx_total store write transactions begun by this"
                  " process (all of it, not only the gateway)\n"
                  "# TYPE gpupool_store_write_tx_total counter\n"
