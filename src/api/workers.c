@@ -13,6 +13,8 @@
 #include "../core/gtime.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -32,6 +34,7 @@ struct api_pool {
     int min, max;
     int threads, idle;
     int stopping;
+    atomic_int signalling; /* submitters between their unlock and their signal */
     size_t stack;
 };
 
@@ -95,6 +98,7 @@ api_pool *api__pool_new(int min, int max, size_t stack) {
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     pthread_cond_init(&p->gone_cv, NULL);
+    atomic_init(&p->signalling, 0);
     p->min = min < 1 ? 1 : min;
     p->max = max < p->min ? p->min : max;
     p->stack = stack;
@@ -127,8 +131,13 @@ int api__pool_submit(api_pool *p, void (*fn)(void *), void *arg) {
     p->tail = t;
     /* no worker free to take it: one more, while the pool may grow */
     if (p->idle == 0 && p->threads < p->max) spawn(p);
-    pthread_cond_signal(&p->cv);
+    atomic_fetch_add(&p->signalling, 1); /* the pool is not freed under the signal below */
     pthread_mutex_unlock(&p->mu);
+    /* signalled after the unlock: the worker woken does not block at once on the mutex still
+     * held here (a futex wait and wake more per request, docs/gateway.md "Where a request's
+     * time goes"); a worker that is not waiting finds the task when it next looks */
+    pthread_cond_signal(&p->cv);
+    atomic_fetch_sub(&p->signalling, 1);
     return 0;
 }
 
@@ -139,6 +148,7 @@ void api__pool_free(api_pool *p) {
     pthread_cond_broadcast(&p->cv);
     while (p->threads > 0) pthread_cond_wait(&p->gone_cv, &p->mu);
     pthread_mutex_unlock(&p->mu);
+    while (atomic_load(&p->signalling) > 0) sched_yield(); /* a submitter still signalling */
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
     pthread_cond_destroy(&p->gone_cv);
