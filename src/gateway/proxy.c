@@ -11,7 +11,10 @@
  * Each thread keeps its last multi and easy handles for its next call, and
  * with them the multi handle's connection cache, so consecutive requests a
  * worker thread makes to one upstream reuse their TCP connections; freed
- * when the thread ends.  Job endpoints and URL endpoints have handles of
+ * when the thread ends.  A kept easy handle keeps its options too: a call
+ * sets only what is its own (URL, body, timeout, its callbacks' data), not
+ * every option again after a curl_easy_reset, and the two header lists are
+ * made once for the process (docs/gateway.md, "Where a request's time goes").  Job endpoints and URL endpoints have handles of
  * their own (see "where endpoints may point").  Only the DNS cache is
  * shared between threads (CURLSH): libcurl 7.x cannot share a connection
  * cache between concurrent threads safely (its documented known bug; a
@@ -39,7 +42,6 @@
 struct gw_call {
     CURLM *multi;
     CURL *easy;
-    struct curl_slist *hdrs;
     strbuf in;          /* body bytes received, not yet read */
     size_t off;         /* read position in `in` */
     int headers_done;   /* the final header block has ended */
@@ -367,6 +369,9 @@ typedef struct handles {
     CURL *easy[2];
 } handles;
 
+/* the request headers of a call with a body and of one without (made once, never changed) */
+static struct curl_slist *hdrs_post, *hdrs_get;
+
 static pthread_key_t handles_key;
 
 static void handles_free(void *p) {
@@ -381,6 +386,8 @@ static void handles_free(void *p) {
 
 static void share_init(void) {
     pthread_key_create(&handles_key, handles_free);
+    hdrs_post = curl_slist_append(curl_slist_append(NULL, "Content-Type: application/json"), "Expect:");
+    hdrs_get = curl_slist_append(curl_slist_append(NULL, "Accept: */*"), "Expect:");
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_init(&share_mu[i], NULL);
     for (int i = 0; i < 2; i++) {
         CURLSH *share = shares[i] = curl_share_init();
@@ -459,13 +466,14 @@ int gw_call_start(const gw_endpoint *ep, const char *path, const char *body, siz
     c->job = ep->job;
     int k = ep->job ? 1 : 0;
     handles *h = pthread_getspecific(handles_key);
+    int kept = 0;
     if (h && h->multi[k] && h->easy[k]) {
-        /* this thread's handles from its previous call of this kind, options cleared */
+        /* this thread's handles from its previous call of this kind, their options set */
         c->multi = h->multi[k];
         c->easy = h->easy[k];
         h->multi[k] = NULL;
         h->easy[k] = NULL;
-        curl_easy_reset(c->easy);
+        kept = 1;
     } else {
         c->multi = curl_multi_init();
         c->easy = curl_easy_init();
@@ -474,38 +482,45 @@ int gw_call_start(const gw_endpoint *ep, const char *path, const char *body, siz
         gw_call_free(c);
         return gp_err_set(err, GP_ENOMEM, NULL);
     }
+    if (!hdrs_post || !hdrs_get) {
+        gw_call_free(c);
+        return gp_err_set(err, GP_ENOMEM, NULL);
+    }
     char url[768];
     snprintf(url, sizeof url, "%s%s", ep->base, path);
-    c->hdrs = curl_slist_append(c->hdrs, body ? "Content-Type: application/json" : "Accept: */*");
-    c->hdrs = curl_slist_append(c->hdrs, "Expect:");
     CURL *e = c->easy;
+    /* the call's own options (every call sets each of them) */
     curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->hdrs);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, body ? hdrs_post : hdrs_get);
     if (body) {
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    } else {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L); /* a kept handle's last call may have posted */
     }
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, c);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, c);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, c->error);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT, (long)(timeout_s > 0 ? timeout_s : 300));
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    /* never follow a redirect (a 3xx is the caller's to refuse), never through a proxy
-     * (the address checked must be the upstream's), every socket checked once resolved */
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(e, CURLOPT_PROXY, "");
-    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
     curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, c);
-    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    /* https upstreams are verified (peer and host name) against the system's store */
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (upstream_ca) curl_easy_setopt(e, CURLOPT_CAINFO, upstream_ca);
-    if (shares[ep->job ? 1 : 0]) curl_easy_setopt(e, CURLOPT_SHARE, shares[ep->job ? 1 : 0]);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT, (long)(timeout_s > 0 ? timeout_s : 300));
+    if (!kept) { /* the same for every call: set once per handle */
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
+        curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+        /* never follow a redirect (a 3xx is the caller's to refuse), never through a proxy
+         * (the address checked must be the upstream's), every socket checked once resolved */
+        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+        curl_easy_setopt(e, CURLOPT_PROXY, "");
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+        curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+        /* https upstreams are verified (peer and host name) against the system's store */
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+        if (upstream_ca) curl_easy_setopt(e, CURLOPT_CAINFO, upstream_ca);
+        if (shares[k]) curl_easy_setopt(e, CURLOPT_SHARE, shares[k]);
+    }
     curl_multi_add_handle(c->multi, e);
     while (!c->headers_done && !c->done) pump(c, 1000);
     if (c->done && !c->headers_done) {
@@ -569,9 +584,9 @@ void gw_call_free(gw_call *c) {
     }
     int k = c->job ? 1 : 0;
     if (h && !h->multi[k] && !h->easy[k] && c->multi && c->easy) {
-        /* the request's header list and error buffer go with the call */
-        curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, NULL);
+        /* the call's error buffer and data go with it (the next call sets its own) */
         curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, NULL);
+        curl_easy_setopt(c->easy, CURLOPT_POSTFIELDS, NULL);
         h->multi[k] = c->multi;
         h->easy[k] = c->easy;
         c->multi = NULL;
@@ -579,7 +594,6 @@ void gw_call_free(gw_call *c) {
     }
     if (c->easy) curl_easy_cleanup(c->easy);
     if (c->multi) curl_multi_cleanup(c->multi);
-    curl_slist_free_all(c->hdrs);
     sb_release(&c->in);
     free(c);
 }
