@@ -68,6 +68,15 @@ void api_reply_text(api_req *r, int status, const char *ct, const char *text) {
     r->content_type = ct;
 }
 
+void api_reply_text_take(api_req *r, int status, const char *ct, char *text) {
+    json_decref(r->resp);
+    r->resp = NULL;
+    free(r->resp_text);
+    r->resp_text = text ? text : strdup("");
+    r->status = status;
+    r->content_type = ct;
+}
+
 void api_error(api_req *r, int status, const char *code, const char *message) {
     api_reply(r, status, json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", message));
 }

@@ -294,6 +294,8 @@ void api_reply(api_req *r, int status, json_t *body);
 
 /* Set a text response (copies `text`). */
 void api_reply_text(api_req *r, int status, const char *content_type, const char *text);
+/* The same, taking `text` (malloc'd; NULL: "") over instead of copying it. */
+void api_reply_text_take(api_req *r, int status, const char *content_type, char *text);
 
 /* Set an error response {"error":{"code","message"}}. */
 void api_error(api_req *r, int status, const char *code, const char *message);

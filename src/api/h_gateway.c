@@ -67,7 +67,8 @@ static void serve(api_req *r, const char *kind, const char *path, const char *mo
         o.release = NULL;
         o.cls = NULL;
     } else if (o.content_type) {
-        api_reply_text(r, o.status, o.content_type, o.text ? o.text : "");
+        api_reply_text_take(r, o.status, o.content_type, o.text); /* handed on, not copied */
+        o.text = NULL;
     } else {
         api_reply(r, o.status, o.json);
         o.json = NULL;

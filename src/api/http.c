@@ -720,6 +720,9 @@ static MHD_Result send_reply(struct MHD_Connection *c, api_req *r) {
     char *copy = NULL;
     if (text) {
         copy = text; /* ownership passes to MHD below */
+    } else if (r->resp_text) {
+        copy = r->resp_text; /* the answer's text itself, not a copy: it goes to MHD below */
+        r->resp_text = NULL;
     } else {
         copy = malloc(len + 2);
         if (copy) memcpy(copy, body, len + 1);
