@@ -355,11 +355,12 @@ int sched_run(store_t *st, round_stats *stats, gp_err *err);
 /*
  * The cluster in the leader's memory (round.c; docs/scheduling.md "The cluster in memory"):
  * rounds reuse the nodes, cards, classes, tenants and projects they read while the store's
- * cluster_version stays the same.  sched_cluster_forget: drop the copy (the next round reads
- * it all; a new leader, benches).  sched_cluster_verify: read the cluster now and compare it
- * with the copy of the same version, as the once-a-minute check does (counted in /metrics);
- * *same 0 when they differ (the fresh read is kept), 1 when equal or there is no copy of
- * that version.
+ * cluster_version stays the same, and keep the live jobs, reading only those whose job_chg
+ * stamp is newer.  sched_cluster_forget: drop both copies (the next round reads it all; a
+ * new leader, benches).  sched_cluster_verify: read the cluster and the live jobs now and
+ * compare them with the copies of the same versions, as the once-a-minute check does
+ * (counted in /metrics); *same 0 when one differs (the fresh read is kept), 1 when equal or
+ * there is no copy of that version.
  */
 void sched_cluster_forget(store_t *st);
 /* How often a round checks the copy against the store (seconds, >= 1; default 60: `gpupool

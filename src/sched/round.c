@@ -41,6 +41,7 @@ typedef struct snap {
     ar_chunk *arena;
     struct rnd_cluster *cl; /* the cluster part it uses (shared, read-only; see cluster_take) */
     jobs_array_allow *array_allow; /* the queued array tasks this round may read (arrays.c) */
+    int any_deps; /* some live job waits for other jobs (deps.c: only then is any doomed) */
     int64_t quota_rows, quota_at; /* the quotas as read: how many rows, the newest change */
     sch_snapshot s;
     health_policy pol;
@@ -896,7 +897,68 @@ static void cluster_drop(rnd_cluster *c) {
     }
 }
 
-static void slot_free(void *p) { cluster_drop(p); }
+/* One live job as the round reads it (the queue in memory keeps these; the read of the
+ * whole queue makes them too).  State: SCH_PENDING (queued), SCH_ADMITTED, SCH_RUNNING, or -1
+ * (ended: no longer live). */
+typedef struct qrow {
+    char id[RND_ID_LEN], project[RND_ID_LEN], rsv[RND_ID_LEN];
+    char cls[64], recovery[8];
+    char *stack; /* NULL: none */
+    int state, units, nodes, priority, preemptible, may_preempt, credit, capped, has_deps;
+    int64_t queued_at, started_at, time_limit_s, chg;
+    uint64_t reason; /* reason_hash of its reason */
+} qrow;
+
+/* A list of rows in id order (each malloc'd, owned by the list). */
+typedef struct qlist {
+    qrow **r;
+    int n, cap;
+} qlist;
+
+static void qlist_free(qlist *l) {
+    for (int i = 0; i < l->n; i++) {
+        free(l->r[i]->stack);
+        free(l->r[i]);
+    }
+    free(l->r);
+    memset(l, 0, sizeof *l);
+}
+
+/* What the scheduler keeps with a store (store_sched_slot): the cluster (cl_mu) and the
+ * queue (its own mutex, held while a snapshot is filled from it). */
+typedef struct rnd_queue {
+    pthread_mutex_t mu;
+    qlist rows;      /* the live jobs, in id order */
+    int64_t chg;     /* job_chg.v they are at; -1: none yet */
+    int64_t read_us; /* when they were last read whole (the check) */
+} rnd_queue;
+
+typedef struct rnd_mem {
+    rnd_cluster *cl; /* under cl_mu */
+    rnd_queue q;
+} rnd_mem;
+
+static void mem_free(void *p) {
+    rnd_mem *m = p;
+    cluster_drop(m->cl);
+    qlist_free(&m->q.rows);
+    pthread_mutex_destroy(&m->q.mu);
+    free(m);
+}
+
+/* st's rnd_mem, made on first use (cl_mu held); NULL when out of memory. */
+static rnd_mem *mem_of(store_t *st) {
+    store_slot *slot = store_sched_slot(st);
+    if (!slot->p) {
+        rnd_mem *m = calloc(1, sizeof *m);
+        if (!m) return NULL;
+        pthread_mutex_init(&m->q.mu, NULL);
+        m->q.chg = -1;
+        slot->p = m;
+        slot->free_fn = mem_free;
+    }
+    return slot->p;
+}
 
 static int cluster_version(store_tx *tx, int64_t *v, gp_err *err) {
     store_stmt *s;
@@ -928,15 +990,14 @@ static int cluster_read(store_tx *tx, int64_t v, int64_t now, rnd_cluster **out,
 /* Keep c in st's slot, unless the slot holds a newer version (a round that began earlier
  * read an older one). */
 static void cluster_keep(store_t *st, rnd_cluster *c) {
-    store_slot *slot = store_sched_slot(st);
     rnd_cluster *old = NULL;
     pthread_mutex_lock(&cl_mu);
-    rnd_cluster *cur = slot->p;
-    if (!cur || cur->version <= c->version) {
+    rnd_mem *m = mem_of(st);
+    rnd_cluster *cur = m ? m->cl : NULL;
+    if (m && (!cur || cur->version <= c->version)) {
         old = cur;
         c->refs++;
-        slot->p = c;
-        slot->free_fn = slot_free;
+        m->cl = c;
     }
     pthread_mutex_unlock(&cl_mu);
     cluster_drop(old);
@@ -1029,9 +1090,9 @@ static int cluster_take(store_t *st, store_tx *tx, int64_t now, rnd_cluster **ou
     int64_t v;
     int rc = cluster_version(tx, &v, err);
     if (rc) return rc;
-    store_slot *slot = store_sched_slot(st);
     pthread_mutex_lock(&cl_mu);
-    rnd_cluster *cur = slot->p;
+    rnd_mem *m = mem_of(st);
+    rnd_cluster *cur = m ? m->cl : NULL;
     int held = cur && cur->version == v && v >= 0;
     if (held) cur->refs++;
     int64_t every = check_us;
@@ -1041,7 +1102,7 @@ static int cluster_take(store_t *st, store_tx *tx, int64_t now, rnd_cluster **ou
         *out = cur;
         return GP_OK;
     }
-    rnd_cluster *c;
+    rnd_cluster *c = NULL;
     if (held) { /* due for the consistency check */
         int same;
         rc = cluster_check(tx, cur, now, &same, &c, err);
@@ -1117,12 +1178,318 @@ static int cluster_use(snap *n, int nds) {
 }
 
 void sched_cluster_forget(store_t *st) {
-    store_slot *slot = store_sched_slot(st);
     pthread_mutex_lock(&cl_mu);
-    rnd_cluster *cur = slot->p;
-    slot->p = NULL;
+    rnd_mem *m = mem_of(st);
+    rnd_cluster *cur = m ? m->cl : NULL;
+    if (m) m->cl = NULL;
     pthread_mutex_unlock(&cl_mu);
     cluster_drop(cur);
+    if (!m) return;
+    pthread_mutex_lock(&m->q.mu);
+    qlist_free(&m->q.rows);
+    m->q.chg = -1;
+    pthread_mutex_unlock(&m->q.mu);
+}
+
+/* ---- the queue in memory (issue 38; docs/scheduling.md "The cluster in memory") ----
+ *
+ * The leader keeps the live jobs (queued, admitted, running) as the round reads them, in id
+ * order, and a round reads only the jobs that changed since: every insert of a job and every
+ * update of a column the round reads stamps the row's `chg` with the next job_chg.v in the
+ * same transaction (triggers, migration 30; on PostgreSQL the job_chg row's lock orders the
+ * stamps as the commits), so `chg > seen` in the round's own snapshot is exactly what changed.
+ * A job that ended is dropped.  Which waiting jobs' dependencies are unmet is asked each
+ * round, of the jobs that have any.  A snapshot older than the memory (an explain that began
+ * before a round moved it on) reads the whole queue instead, and so does the consistency
+ * check, which compares (gpupool_sched_cluster_mismatches_total).
+ */
+
+#define QROW_COLS                                                                                \
+    "id, project_id, class, units, priority, preemptible, may_preempt, queued_at,"              \
+    " COALESCE(started_at, 0), state, recovery, preempt_credit, COALESCE(reason, ''), stack,"   \
+    /* a task of an array with a cap (arrays.c); an array's cap never changes */                \
+    " COALESCE((SELECT a.max_running FROM job_arrays a WHERE a.id = jobs.array_id), 0),"        \
+    /* the reservation it names (reservations.c), its time limit */                             \
+    " COALESCE(reservation_id, ''), time_limit_s,"                                              \
+    /* a job that spans nodes (sched.h, step 4a) */                                             \
+    " nodes,"                                                                                   \
+    /* whether it waits for other jobs (deps.c: its dependencies are fixed at submit) */        \
+    " EXISTS (SELECT 1 FROM job_deps d WHERE d.job_id = jobs.id), chg"
+
+static int qstate(const char *t) {
+    return !strcmp(t, "queued")     ? SCH_PENDING
+           : !strcmp(t, "admitted") ? SCH_ADMITTED
+           : !strcmp(t, "running")  ? SCH_RUNNING
+                                    : -1;
+}
+
+/* The row at s (QROW_COLS), or NULL when out of memory. */
+static qrow *qrow_read(store_stmt *s) {
+    qrow *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    snprintf(r->id, sizeof r->id, "%s", store_text(s, 0));
+    snprintf(r->project, sizeof r->project, "%s", store_text(s, 1));
+    snprintf(r->cls, sizeof r->cls, "%s", store_text(s, 2));
+    r->units = (int)store_int(s, 3);
+    r->priority = (int)store_int(s, 4);
+    r->preemptible = (int)store_int(s, 5);
+    r->may_preempt = (int)store_int(s, 6);
+    r->queued_at = store_int(s, 7);
+    r->started_at = store_int(s, 8);
+    r->state = qstate(store_text(s, 9));
+    snprintf(r->recovery, sizeof r->recovery, "%s", store_text(s, 10));
+    r->credit = store_int(s, 11) != 0;
+    r->reason = reason_hash(store_text(s, 12));
+    const char *stk = store_text(s, 13);
+    if (stk[0] && !(r->stack = strdup(stk))) {
+        free(r);
+        return NULL;
+    }
+    r->capped = store_int(s, 14) > 0;
+    snprintf(r->rsv, sizeof r->rsv, "%s", store_text(s, 15));
+    r->time_limit_s = store_int(s, 16);
+    r->nodes = (int)store_int(s, 17);
+    r->has_deps = store_int(s, 18) != 0;
+    r->chg = store_int(s, 19);
+    return r;
+}
+
+static int qlist_add(qlist *l, qrow *r) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 256;
+        qrow **a = realloc(l->r, (size_t)cap * sizeof *a);
+        if (!a) return -1;
+        l->r = a;
+        l->cap = cap;
+    }
+    l->r[l->n++] = r;
+    return 0;
+}
+
+static int by_qid(const void *a, const void *b) {
+    return strcmp((*(qrow *const *)a)->id, (*(qrow *const *)b)->id);
+}
+
+/* The rows of `where` (SQL after WHERE, one optional integer argument), in id order (sorted
+ * here: `chg > ?` then reads the index on chg, not every job ever in id order). */
+static int qlist_read(store_tx *tx, const char *where, int64_t arg, int nargs, qlist *out,
+                      gp_err *err) {
+    store_stmt *s;
+    char sql[1600];
+    snprintf(sql, sizeof sql, "SELECT " QROW_COLS " FROM jobs WHERE %s", where);
+    int rc = store_query(tx, &s, err, sql, nargs ? "i" : "", arg);
+    if (rc) return rc;
+    while ((rc = store_step(s, err)) > 0) {
+        qrow *r = qrow_read(s);
+        if (!r || qlist_add(out, r)) {
+            if (r) {
+                free(r->stack);
+                free(r);
+            }
+            rc = gp_err_set(err, GP_ENOMEM, NULL);
+            break;
+        }
+    }
+    store_done(s);
+    if (rc < 0) {
+        qlist_free(out);
+        return rc;
+    }
+    if (out->n > 1) qsort(out->r, (size_t)out->n, sizeof *out->r, by_qid);
+    return GP_OK;
+}
+
+/* Fold the changed rows `d` (any state, id order) into `q` (live, id order); d is emptied.
+ * -1: out of memory (q unchanged). */
+static int qlist_merge(qlist *q, qlist *d) {
+    qlist out = {0};
+    out.cap = q->n + d->n + 1;
+    if (!(out.r = malloc((size_t)out.cap * sizeof *out.r))) return -1;
+    int i = 0, k = 0;
+    while (i < q->n || k < d->n) {
+        int c = i == q->n ? 1 : k == d->n ? -1 : strcmp(q->r[i]->id, d->r[k]->id);
+        qrow *keep = NULL, *gone = NULL;
+        if (c < 0) keep = q->r[i++];
+        else {
+            if (c == 0) gone = q->r[i++];
+            qrow *r = d->r[k++];
+            if (r->state >= 0) keep = r;
+            else {
+                free(r->stack);
+                free(r);
+            }
+        }
+        if (gone) {
+            free(gone->stack);
+            free(gone);
+        }
+        if (keep) out.r[out.n++] = keep;
+    }
+    free(q->r);
+    free(d->r);
+    memset(d, 0, sizeof *d);
+    *q = out;
+    return 0;
+}
+
+static int qrow_same(const qrow *a, const qrow *b) {
+    return !strcmp(a->id, b->id) && !strcmp(a->project, b->project) && !strcmp(a->rsv, b->rsv) &&
+           !strcmp(a->cls, b->cls) && !strcmp(a->recovery, b->recovery) &&
+           !strcmp(a->stack ? a->stack : "", b->stack ? b->stack : "") && a->state == b->state &&
+           a->units == b->units && a->nodes == b->nodes && a->priority == b->priority &&
+           a->preemptible == b->preemptible && a->may_preempt == b->may_preempt &&
+           a->credit == b->credit && a->capped == b->capped && a->has_deps == b->has_deps &&
+           a->queued_at == b->queued_at && a->started_at == b->started_at &&
+           a->time_limit_s == b->time_limit_s && a->reason == b->reason && a->chg == b->chg;
+}
+
+static int job_chg(store_tx *tx, int64_t *v, gp_err *err) {
+    store_stmt *s;
+    int rc = store_query(tx, &s, err, "SELECT v FROM job_chg WHERE id = 1", "");
+    if (rc) return rc;
+    rc = store_step(s, err);
+    *v = rc > 0 ? store_int(s, 0) : -1;
+    store_done(s);
+    return rc < 0 ? rc : GP_OK;
+}
+
+#define QLIVE "state IN ('queued','admitted','running')"
+
+/* Bring q (holding rows, at an older job_chg) to v, what tx sees, reading what changed.
+ * Caller holds q->mu. */
+static int queue_sync(store_tx *tx, rnd_queue *q, int64_t v, gp_err *err) {
+    if (q->chg < 0 || v <= q->chg) return GP_OK;
+    qlist d = {0};
+    int rc = qlist_read(tx, "chg > ?", q->chg, 1, &d, err);
+    if (!rc && qlist_merge(&q->rows, &d)) {
+        qlist_free(&d);
+        rc = gp_err_set(err, GP_ENOMEM, NULL);
+    }
+    if (rc) {
+        qlist_free(&q->rows); /* (read whole next time) */
+        q->chg = -1;
+        return rc;
+    }
+    q->chg = v;
+    return GP_OK;
+}
+
+/* Read the live jobs whole (tx at job_chg v) and, when q holds rows of the same v, compare
+ * (the check: counted, a difference logged; *same 0 then); q then holds what was read.
+ * Caller holds q->mu. */
+static int queue_check(store_tx *tx, rnd_queue *q, int64_t v, int64_t now, int *same,
+                       gp_err *err) {
+    qlist all = {0};
+    int rc = qlist_read(tx, QLIVE, 0, 0, &all, err);
+    *same = 1;
+    if (rc) return rc;
+    if (q->chg >= 0 && q->chg == v) {
+        *same = all.n == q->rows.n;
+        for (int i = 0; *same && i < all.n; i++) *same = qrow_same(all.r[i], q->rows.r[i]);
+        sched_metrics_cluster(SCHED_CLUSTER_CHECK, !*same);
+        if (!*same)
+            log_msg(LOG_WARN, "scheduler: the queue in memory differs from the store (%d live "
+                              "jobs in memory, %d in the store); read again",
+                    q->rows.n, all.n);
+    }
+    qlist_free(&q->rows);
+    q->rows = all;
+    q->chg = v;
+    q->read_us = now;
+    return GP_OK;
+}
+
+/*
+ * The live jobs tx sees.  From memory (*held = the queue, locked: the caller fills its
+ * snapshot from q->rows and unlocks), brought to tx's job_chg first; or read whole into *own
+ * (*held NULL: the caller frees it) when tx is older than the memory.  The first read, and
+ * once per check interval a read whole compared with the memory, also renew the memory.
+ */
+static int queue_take(store_t *st, store_tx *tx, int64_t now, rnd_queue **held, qlist *own,
+                      gp_err *err) {
+    int64_t v;
+    int rc = job_chg(tx, &v, err);
+    *held = NULL;
+    memset(own, 0, sizeof *own);
+    if (rc) return rc;
+    pthread_mutex_lock(&cl_mu);
+    rnd_mem *m = mem_of(st);
+    int64_t every = check_us;
+    pthread_mutex_unlock(&cl_mu);
+    if (!m || v < 0) return qlist_read(tx, QLIVE, 0, 0, own, err);
+    rnd_queue *q = &m->q;
+    pthread_mutex_lock(&q->mu);
+    if (q->chg >= 0 && v < q->chg) { /* memory is ahead of this snapshot */
+        pthread_mutex_unlock(&q->mu);
+        return qlist_read(tx, QLIVE, 0, 0, own, err);
+    }
+    if ((rc = queue_sync(tx, q, v, err))) {
+        pthread_mutex_unlock(&q->mu);
+        return rc;
+    }
+    if (q->chg < 0 || now - q->read_us >= every) { /* the first read, or the check */
+        int same;
+        if ((rc = queue_check(tx, q, v, now, &same, err))) {
+            pthread_mutex_unlock(&q->mu);
+            return rc;
+        }
+    }
+    *held = q;
+    return GP_OK;
+}
+
+/* Whether the live job of `id` waits for a dependency not met (ids: sorted, unmet). */
+static int in_sorted(char (*ids)[RND_ID_LEN], int n, const char *id) {
+    return find_str(ids, RND_ID_LEN, n, id) >= 0;
+}
+
+/* The live jobs whose dependencies are not all met, sorted; only when some live job has any. */
+static int unmet_deps(store_tx *tx, const qlist *l, char (**out)[RND_ID_LEN], int *n,
+                      gp_err *err) {
+    *out = NULL;
+    *n = 0;
+    int any = 0;
+    for (int i = 0; i < l->n && !any; i++) any = l->r[i]->has_deps;
+    if (!any) return GP_OK;
+    store_stmt *s;
+    int rc = store_query(tx, &s, err,
+                         "SELECT DISTINCT d.job_id FROM job_deps d JOIN jobs j ON j.id = d.job_id"
+                         " JOIN jobs dj ON dj.id = d.dep_id WHERE j." QLIVE
+                         " AND NOT " JOBS_DEPS_MET_SQL " ORDER BY d.job_id",
+                         "");
+    if (rc) return rc;
+    int cap = 0;
+    while ((rc = store_step(s, err)) > 0) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 64;
+            char(*a)[RND_ID_LEN] = realloc(*out, (size_t)cap * RND_ID_LEN);
+            if (!a) {
+                rc = gp_err_set(err, GP_ENOMEM, NULL);
+                break;
+            }
+            *out = a;
+        }
+        snprintf((*out)[(*n)++], RND_ID_LEN, "%s", store_text(s, 0));
+    }
+    store_done(s);
+    if (rc < 0) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+        return rc;
+    }
+    return GP_OK;
+}
+
+/* A (stored class, job stack) pair the live jobs name, for the derived classes. */
+typedef struct cstack {
+    const char *cls, *stack;
+} cstack;
+
+static int by_cstack(const void *a, const void *b) {
+    const cstack *x = a, *y = b;
+    int c = strcmp(x->cls, y->cls);
+    return c ? c : strcmp(x->stack, y->stack);
 }
 
 int sched_cluster_verify(store_t *st, int *same, gp_err *err) {
@@ -1133,13 +1500,30 @@ int sched_cluster_verify(store_t *st, int *same, gp_err *err) {
     int64_t v, now = gt_now_us();
     rnd_cluster *cur = NULL, *fresh = NULL;
     if (!(rc = cluster_version(tx, &v, err))) {
-        store_slot *slot = store_sched_slot(st);
         pthread_mutex_lock(&cl_mu);
-        cur = slot->p;
+        rnd_mem *m = mem_of(st);
+        cur = m ? m->cl : NULL;
         if (cur && cur->version == v) cur->refs++;
         else cur = NULL; /* none, or of another version: the next round reads it anyway */
         pthread_mutex_unlock(&cl_mu);
         if (cur) rc = cluster_check(tx, cur, now, same, &fresh, err);
+    }
+    /* and the queue, brought to what tx sees (when the memory is not ahead of it) */
+    int64_t jv;
+    if (!rc && !(rc = job_chg(tx, &jv, err))) {
+        pthread_mutex_lock(&cl_mu);
+        rnd_mem *m = mem_of(st);
+        pthread_mutex_unlock(&cl_mu);
+        if (m) {
+            pthread_mutex_lock(&m->q.mu);
+            rc = queue_sync(tx, &m->q, jv, err); /* (as the next round would) */
+            if (!rc && m->q.chg >= 0 && m->q.chg == jv) {
+                int qsame;
+                rc = queue_check(tx, &m->q, jv, now, &qsame, err);
+                if (!rc && !qsame) *same = 0;
+            }
+            pthread_mutex_unlock(&m->q.mu);
+        }
     }
     store_rollback(tx);
     cluster_drop(cur);
@@ -1156,9 +1540,10 @@ int sched_cluster_verify(store_t *st, int *same, gp_err *err) {
  * tenants' recent borrowing, quotas, card-hours, reservations, the live jobs, the open
  * bindings and the stops.
  */
+static int build_from(store_tx *tx, snap *n, const qlist *live, gp_err *err);
+
 static int build(store_t *st, store_tx *tx, snap *n, gp_err *err) {
-    store_stmt *s;
-    int rc, nj, nu, nds;
+    int rc;
     memset(n, 0, sizeof *n);
     if ((rc = quota_mark(tx, &n->quota_rows, &n->quota_at, err))) return rc;
     n->now = gt_now_us();
@@ -1169,21 +1554,43 @@ static int build(store_t *st, store_tx *tx, snap *n, gp_err *err) {
         snprintf(n->month, sizeof n->month, "%04d-%02d", (tm.tm_year + 1900) % 10000,
                  (tm.tm_mon + 1) % 100);
     }
+    rnd_queue *q;
+    qlist own;
     if ((rc = share_policy_load(tx, &n->spol, err)) ||
-        (rc = count(tx, "SELECT COUNT(*) FROM jobs WHERE state IN ('queued','admitted','running')",
-                    &nj, err)) ||
-        (rc = count(tx, "SELECT COALESCE(SUM(units), 0) FROM jobs WHERE state = 'running'", &nu,
-                    err)) ||
-        (rc = count(tx,
-                    "SELECT COUNT(*) FROM (SELECT DISTINCT class, stack FROM jobs WHERE stack <> ''"
-                    " AND state IN ('queued','admitted','running')) d",
-                    &nds, err)) ||
-        (rc = cluster_take(st, tx, n->now, &n->cl, err)))
+        (rc = cluster_take(st, tx, n->now, &n->cl, err)) ||
+        (rc = queue_take(st, tx, n->now, &q, &own, err)))
         return rc;
+    /* (the queue stays locked while the snapshot is filled from it) */
+    rc = build_from(tx, n, q ? &q->rows : &own, err);
+    if (q) pthread_mutex_unlock(&q->mu);
+    qlist_free(&own);
+    return rc;
+}
+
+/* The rest of build(), from the live jobs `live`. */
+static int build_from(store_tx *tx, snap *n, const qlist *live, gp_err *err) {
+    store_stmt *s;
+    int rc, nj = live->n, nu = 0, nds = 0;
+    /* the (stored class, job stack) pairs the live jobs name, sorted, once each */
+    cstack *pairs = malloc(sizeof *pairs * (size_t)(nj + 1));
+    if (!pairs) return gp_err_set(err, GP_ENOMEM, NULL);
+    for (int i = 0; i < nj; i++) {
+        const qrow *r = live->r[i];
+        if (r->state == SCH_RUNNING) nu += r->units;
+        if (r->stack) pairs[nds++] = (cstack){r->cls, r->stack};
+        n->any_deps |= r->has_deps;
+    }
+    qsort(pairs, (size_t)nds, sizeof *pairs, by_cstack);
+    int np = 0;
+    for (int i = 0; i < nds; i++)
+        if (!np || by_cstack(&pairs[np - 1], &pairs[i])) pairs[np++] = pairs[i];
+    nds = np;
     if (cluster_use(n, nds) || !ALLOC(n->jobs, nj) || !ALLOC(n->jids, nj) ||
         !ALLOC(n->jrecovery, nj) || !ALLOC(n->jreason, nj) || !ALLOC(n->places, nu) ||
-        !ALLOC(n->place_fill, nu))
+        !ALLOC(n->place_fill, nu)) {
+        free(pairs);
         return gp_err_set(err, GP_ENOMEM, NULL);
+    }
     sch_snapshot *S = &n->s;
     S->month = n->month;
     S->now_us = n->now;
@@ -1191,24 +1598,18 @@ static int build(store_t *st, store_tx *tx, snap *n, gp_err *err) {
     S->reclaim_window_s = n->spol.reclaim_window_s;
     S->borrow_horizon_s = n->spol.half_life_s;
     /* a class per (stored class, job stack) the live jobs name */
-    if ((rc = store_query(tx, &s, err,
-                          "SELECT DISTINCT class, stack FROM jobs WHERE stack <> ''"
-                          " AND state IN ('queued','admitted','running') ORDER BY class, stack",
-                          "")))
-        return rc;
-    while ((rc = store_step(s, err)) > 0) {
-        int from = find_str(n->cnames, sizeof *n->cnames, n->nstored, store_text(s, 0));
+    for (int i = 0; i < nds; i++) {
+        int from = find_str(n->cnames, sizeof *n->cnames, n->nstored, pairs[i].cls);
         cp_req req;
         char why[160];
-        if (from < 0 || cp_req_parse(store_text(s, 1), &req, why, sizeof why)) continue;
+        if (from < 0 || cp_req_parse(pairs[i].stack, &req, why, sizeof why)) continue;
         int c = derive(n, from, &req, -1);
         if (c < 0 || finish_class(n, c, &req)) {
-            store_done(s);
+            free(pairs);
             return gp_err_set(err, GP_ENOMEM, NULL);
         }
     }
-    store_done(s);
-    if (rc < 0) return rc;
+    free(pairs);
     /* each tenant's recent borrowing (fair use, step 6a) */
     if ((rc = store_query(tx, &s, err,
                           "SELECT tenant_id, recent, borrowed, at_us FROM share_usage", "")))
@@ -1226,42 +1627,26 @@ static int build(store_t *st, store_tx *tx, snap *n, gp_err *err) {
         (rc = jobs_array_allow_load(tx, &n->array_allow, err)) ||
         (rc = load_reservations(tx, n, err)))
         return rc;
-    /* live jobs, and where the running ones are */
-    if ((rc = store_query(tx, &s, err,
-                          "SELECT id, project_id, class, units, priority, preemptible, may_preempt,"
-                          " queued_at, COALESCE(started_at, 0), state, recovery, preempt_credit,"
-                          " COALESCE(reason, ''), stack,"
-                          /* a task of an array with a cap (arrays.c) */
-                          " COALESCE((SELECT a.max_running FROM job_arrays a"
-                          "  WHERE a.id = jobs.array_id), 0),"
-                          /* the reservation it names (reservations.c), its time limit */
-                          " COALESCE(reservation_id, ''), time_limit_s,"
-                          /* a job that spans nodes (sched.h, step 4a) */
-                          " nodes"
-                          " FROM jobs"
-                          " WHERE state IN ('queued','admitted','running')"
-                          /* a job waiting for its dependencies holds nothing (deps.c) */
-                          " AND NOT EXISTS (SELECT 1 FROM job_deps d JOIN jobs dj"
-                          "  ON dj.id = d.dep_id WHERE d.job_id = jobs.id AND NOT "
-                          JOBS_DEPS_MET_SQL ")"
-                          " ORDER BY id",
-                          "")))
-        return rc;
+    /* live jobs (but those waiting for their dependencies: they hold nothing, deps.c), and
+     * where the running ones are */
+    char(*unmet)[RND_ID_LEN];
+    int nunmet;
+    if ((rc = unmet_deps(tx, live, &unmet, &nunmet, err))) return rc;
     int used_units = 0;
-    while ((rc = store_step(s, err)) > 0 && S->njobs < nj) {
+    for (int li = 0; li < live->n; li++) {
+        const qrow *r = live->r[li];
+        if (r->has_deps && in_sorted(unmet, nunmet, r->id)) continue;
         /* a queued task of an array at its cap: not this round's (arrays.c) */
-        if (!strcmp(store_text(s, 9), "queued") &&
-            !jobs_array_allowed(n->array_allow, store_int(s, 14) > 0, store_text(s, 0)))
+        if (r->state == SCH_PENDING && !jobs_array_allowed(n->array_allow, r->capped, r->id))
             continue;
-        int cls = find_str(n->cnames, sizeof *n->cnames, n->nstored, store_text(s, 2));
-        int prj = find_str(n->pids, sizeof *n->pids, S->nprojects, store_text(s, 1));
+        int cls = find_str(n->cnames, sizeof *n->cnames, n->nstored, r->cls);
+        int prj = find_str(n->pids, sizeof *n->pids, S->nprojects, r->project);
         if (cls < 0 || prj < 0) continue; /* its class was deleted: it cannot be scheduled */
         /* a job naming its image's stack: the class derived for that stack */
-        const char *jst = store_text(s, 13);
-        if (jst[0]) {
+        if (r->stack) {
             cp_req req;
             char canon[CP_VER_MAX + 16], why[160];
-            if (cp_req_parse(jst, &req, why, sizeof why) == 0) {
+            if (cp_req_parse(r->stack, &req, why, sizeof why) == 0) {
                 cp_req_format(&req, canon, sizeof canon);
                 for (int c = n->nstored; c < S->nclasses; c++)
                     /* (the first: its vendor variants, with the same stack, come after it) */
@@ -1274,29 +1659,26 @@ static int build(store_t *st, store_tx *tx, snap *n, gp_err *err) {
         int i = S->njobs++;
         sch_job *j = &n->jobs[i];
         memset(j, 0, sizeof *j); /* (a row skipped below leaves its slot to the next) */
-        snprintf(n->jids[i], RND_ID_LEN, "%s", store_text(s, 0));
-        snprintf(n->jrecovery[i], 8, "%s", store_text(s, 10));
-        n->jreason[i] = reason_hash(store_text(s, 12));
+        memcpy(n->jids[i], r->id, RND_ID_LEN);
+        memcpy(n->jrecovery[i], r->recovery, sizeof n->jrecovery[i]);
+        n->jreason[i] = r->reason;
         j->id = n->jids[i];
         j->project = prj;
         j->cls = cls;
-        j->units = (int)store_int(s, 3);
-        j->nodes = (int)store_int(s, 17);
+        j->units = r->units;
+        j->nodes = r->nodes;
         if (j->nodes < 0 || j->nodes > j->units || (j->nodes && j->units % j->nodes))
             j->nodes = 0; /* (cannot happen: the submit checked it) */
-        j->priority = (int)store_int(s, 4);
-        j->preemptible = (int)store_int(s, 5);
-        j->may_preempt = (int)store_int(s, 6);
-        j->submit_us = store_int(s, 7);
-        j->start_us = store_int(s, 8);
-        const char *jstate = store_text(s, 9);
-        j->state = !strcmp(jstate, "running")    ? SCH_RUNNING
-                   : !strcmp(jstate, "admitted") ? SCH_ADMITTED
-                                                 : SCH_PENDING;
-        j->credited = j->state == SCH_ADMITTED && store_int(s, 11) != 0;
-        j->time_limit_s = store_int(s, 16);
-        if (store_text(s, 15)[0]) {
-            int ri = find_str(n->rsv_ids, sizeof *n->rsv_ids, S->nrsvs, store_text(s, 15));
+        j->priority = r->priority;
+        j->preemptible = r->preemptible;
+        j->may_preempt = r->may_preempt;
+        j->submit_us = r->queued_at;
+        j->start_us = r->started_at;
+        j->state = r->state;
+        j->credited = j->state == SCH_ADMITTED && r->credit;
+        j->time_limit_s = r->time_limit_s;
+        if (r->rsv[0]) {
+            int ri = find_str(n->rsv_ids, sizeof *n->rsv_ids, S->nrsvs, r->rsv);
             j->reservation = ri >= 0 ? n->rsv_byid[ri] + 1 : 0;
             /* (every reservation a live job names is loaded; should one not be, a waiting job
              * naming it is not this round's rather than free to run anywhere) */
@@ -1314,8 +1696,7 @@ static int build(store_t *st, store_tx *tx, snap *n, gp_err *err) {
             }
         }
     }
-    store_done(s);
-    if (rc < 0) return rc;
+    free(unmet);
     if ((rc = store_query(tx, &s, err,
                           "SELECT job_id, unit, gpu_uuid, slice_uuid FROM bindings"
                           " WHERE end_us IS NULL ORDER BY job_id, unit, start_us, id",
@@ -1928,7 +2309,7 @@ int sched_run_between(store_t *st, void (*between)(void *arg), void *arg, round_
     if (rc) return rc;
     int doomed = 0;
     rc = build(st, tx, &n, err);
-    if (!rc) rc = jobs_deps_doomed(tx, &doomed, err);
+    if (!rc && n.any_deps) rc = jobs_deps_doomed(tx, &doomed, err);
     store_rollback(tx);
     if (rc) {
         snap_free(&n);

@@ -901,6 +901,23 @@ static const char *const migrations[] = {
     " EXECUTE PROCEDURE cluster_bump();"
     "CREATE TRIGGER cluster_health_policy_u AFTER UPDATE ON security_policy FOR EACH ROW WHEN (NEW.key = 'health_policy' OR OLD.key = 'health_policy')"
     " EXECUTE PROCEDURE cluster_bump();",
+    /* 30 (issue 38, item 1): the queue in the scheduler's memory - the leader keeps the live
+     * jobs as a round reads them and reads only what changed since (src/sched/round.c): each
+     * insert of a job, and each update of a column the round reads, stamps the row's chg with
+     * the next job_chg.v in the same transaction (on PostgreSQL the job_chg row's lock orders
+     * the stamps as the commits) */
+    "ALTER TABLE jobs ADD COLUMN chg BIGINT NOT NULL DEFAULT 0;"
+    "CREATE INDEX jobs_chg ON jobs(chg);"
+    "CREATE TABLE job_chg (id BIGINT PRIMARY KEY, v BIGINT NOT NULL);"
+    "INSERT INTO job_chg (id, v) VALUES (1, 0);"
+    "CREATE FUNCTION jobs_chg_stamp() RETURNS trigger LANGUAGE plpgsql AS $$"
+    " BEGIN UPDATE job_chg SET v = v + 1 WHERE id = 1 RETURNING v INTO NEW.chg;"
+    " RETURN NEW; END $$;"
+    "CREATE TRIGGER jobs_chg_i BEFORE INSERT ON jobs FOR EACH ROW"
+    " EXECUTE PROCEDURE jobs_chg_stamp();"
+    "CREATE TRIGGER jobs_chg_u BEFORE UPDATE ON jobs FOR EACH ROW WHEN ("
+    "OLD.project_id IS DISTINCT FROM NEW.project_id OR OLD.class IS DISTINCT FROM NEW.class OR OLD.units IS DISTINCT FROM NEW.units OR OLD.priority IS DISTINCT FROM NEW.priority OR OLD.preemptible IS DISTINCT FROM NEW.preemptible OR OLD.may_preempt IS DISTINCT FROM NEW.may_preempt OR OLD.queued_at IS DISTINCT FROM NEW.queued_at OR OLD.started_at IS DISTINCT FROM NEW.started_at OR OLD.state IS DISTINCT FROM NEW.state OR OLD.recovery IS DISTINCT FROM NEW.recovery OR OLD.preempt_credit IS DISTINCT FROM NEW.preempt_credit OR OLD.reason IS DISTINCT FROM NEW.reason OR OLD.stack IS DISTINCT FROM NEW.stack OR OLD.array_id IS DISTINCT FROM NEW.array_id OR OLD.reservation_id IS DISTINCT FROM NEW.reservation_id OR OLD.time_limit_s IS DISTINCT FROM NEW.time_limit_s OR OLD.nodes IS DISTINCT FROM NEW.nodes)"
+    " EXECUTE PROCEDURE jobs_chg_stamp();",
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

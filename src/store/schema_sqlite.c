@@ -843,6 +843,20 @@ static const char *const migrations[] = {
     " BEGIN UPDATE cluster_version SET v = v + 1 WHERE id = 1; END;"
     "CREATE TRIGGER cluster_health_policy_u AFTER UPDATE ON security_policy WHEN NEW.key = 'health_policy' OR OLD.key = 'health_policy'"
     " BEGIN UPDATE cluster_version SET v = v + 1 WHERE id = 1; END;",
+    /* 30 (issue 38, item 1): the queue in the scheduler's memory - the leader keeps the live
+     * jobs as a round reads them and reads only what changed since (src/sched/round.c): each
+     * insert of a job, and each update of a column the round reads, stamps the row's chg with
+     * the next job_chg.v in the same transaction (on PostgreSQL the job_chg row's lock orders
+     * the stamps as the commits) */
+    "ALTER TABLE jobs ADD COLUMN chg INTEGER NOT NULL DEFAULT 0;"
+    "CREATE INDEX jobs_chg ON jobs(chg);"
+    "CREATE TABLE job_chg (id INTEGER PRIMARY KEY, v INTEGER NOT NULL);"
+    "INSERT INTO job_chg (id, v) VALUES (1, 0);"
+    "CREATE TRIGGER jobs_chg_i AFTER INSERT ON jobs"
+    " BEGIN UPDATE job_chg SET v = v + 1 WHERE id = 1; UPDATE jobs SET chg = (SELECT v FROM job_chg WHERE id = 1) WHERE id = NEW.id; END;"
+    "CREATE TRIGGER jobs_chg_u AFTER UPDATE ON jobs WHEN OLD.chg IS NEW.chg AND ("
+    "OLD.project_id IS NOT NEW.project_id OR OLD.class IS NOT NEW.class OR OLD.units IS NOT NEW.units OR OLD.priority IS NOT NEW.priority OR OLD.preemptible IS NOT NEW.preemptible OR OLD.may_preempt IS NOT NEW.may_preempt OR OLD.queued_at IS NOT NEW.queued_at OR OLD.started_at IS NOT NEW.started_at OR OLD.state IS NOT NEW.state OR OLD.recovery IS NOT NEW.recovery OR OLD.preempt_credit IS NOT NEW.preempt_credit OR OLD.reason IS NOT NEW.reason OR OLD.stack IS NOT NEW.stack OR OLD.array_id IS NOT NEW.array_id OR OLD.reservation_id IS NOT NEW.reservation_id OR OLD.time_limit_s IS NOT NEW.time_limit_s OR OLD.nodes IS NOT NEW.nodes)"
+    " BEGIN UPDATE job_chg SET v = v + 1 WHERE id = 1; UPDATE jobs SET chg = (SELECT v FROM job_chg WHERE id = 1) WHERE id = NEW.id; END;",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

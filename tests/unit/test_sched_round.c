@@ -804,6 +804,86 @@ static void cluster_in_memory(void **state) {
     at_close(&t);
 }
 
+/* A running job ends as its node would report it: its bindings closed, its state final. */
+static void end_job(apitest *t, const char *id, const char *state) {
+    char sql[300];
+    long long now = (long long)gt_now_us();
+    snprintf(sql, sizeof sql,
+             "UPDATE bindings SET end_us = %lld, end_reason = 'completed' WHERE job_id = '%s'"
+             " AND end_us IS NULL", now, id);
+    at_sql(t, sql);
+    snprintf(sql, sizeof sql, "UPDATE jobs SET state = '%s', ended_at = %lld WHERE id = '%s'",
+             state, now, id);
+    at_sql(t, sql);
+}
+
+/* The live jobs in the leader's memory: each round reads only the jobs stamped since (new,
+ * ended, cancelled, reprioritised, their dependencies met), the rounds decide as a round
+ * reading the whole queue would, and the check finds a change the stamps missed. */
+static void queue_in_memory(void **state) {
+    (void)state;
+    apitest t;
+    open_base(&t);
+    sched_metrics_reset();
+    int64_t now = gt_now_us();
+    job(&t, "q0", "t2", "p2", 100, 0, "queued", now);
+    job(&t, "q1", "t2", "p2", 100, 0, "queued", now + 1);
+    round_once(&t); /* the queue read whole */
+    expect_reason(&t, "q0", "running", "");
+    expect_reason(&t, "q1", "running", "");
+    /* three new jobs, two free cards: the first two by queue order */
+    job(&t, "q2", "t2", "p2", 100, 0, "queued", now + 2);
+    job(&t, "q3", "t2", "p2", 100, 0, "queued", now + 3);
+    job(&t, "q4", "t2", "p2", 100, 0, "queued", now + 4);
+    round_once(&t);
+    expect_reason(&t, "q2", "running", "");
+    expect_reason(&t, "q3", "running", "");
+    expect_reason(&t, "q4", "admitted", "");
+    /* q0 ends: q4 takes its card */
+    end_job(&t, "q0", "succeeded");
+    round_once(&t);
+    expect_reason(&t, "q4", "running", "");
+    /* q5 cancelled while it waits, q1 ends: q6 runs, not q5 */
+    job(&t, "q5", "t2", "p2", 100, 0, "queued", now + 5);
+    job(&t, "q6", "t2", "p2", 100, 0, "queued", now + 6);
+    round_once(&t);
+    at_sql(&t, "UPDATE jobs SET state = 'cancelled', ended_at = 1 WHERE id = 'q5'");
+    end_job(&t, "q1", "succeeded");
+    round_once(&t);
+    expect_reason(&t, "q5", "cancelled", "");
+    expect_reason(&t, "q6", "running", "");
+    /* q8 raised above q7 while both wait, q2 ends: q8 runs first */
+    job(&t, "q7", "t2", "p2", 100, 0, "queued", now + 7);
+    job(&t, "q8", "t2", "p2", 100, 0, "queued", now + 8);
+    round_once(&t);
+    at_sql(&t, "UPDATE jobs SET priority = 500 WHERE id = 'q8'");
+    end_job(&t, "q2", "succeeded");
+    round_once(&t);
+    expect_reason(&t, "q8", "running", "");
+    expect_reason(&t, "q7", "admitted", "");
+    /* q9 waits for q8 (ok): q3 ends, q7 runs and q9 waits; q8 succeeds, q9 runs */
+    job(&t, "q9", "t2", "p2", 900, 0, "queued", now + 9);
+    at_sql(&t, "INSERT INTO job_deps (job_id, dep_id, kind) VALUES ('q9', 'q8', 'ok')");
+    end_job(&t, "q3", "succeeded");
+    round_once(&t);
+    expect_reason(&t, "q7", "running", "");
+    expect_reason(&t, "q9", "queued", "");
+    end_job(&t, "q8", "succeeded");
+    round_once(&t);
+    expect_reason(&t, "q9", "running", "");
+    verify_same(&t, 1);
+    assert_int_equal(cluster_metric("\ngpupool_sched_cluster_mismatches_total "), 0);
+    consistent(&t);
+    /* a change the stamps missed (its trigger gone): the check finds the memory differs */
+    if (!strcmp(store_backend(t.st), "postgres")) at_sql(&t, "DROP TRIGGER jobs_chg_u ON jobs");
+    else at_sql(&t, "DROP TRIGGER jobs_chg_u");
+    at_sql(&t, "UPDATE jobs SET priority = 7 WHERE id = 'q9'");
+    verify_same(&t, 0);
+    assert_int_equal(cluster_metric("\ngpupool_sched_cluster_mismatches_total "), 1);
+    verify_same(&t, 1);
+    at_close(&t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(preempts_once_through_the_store),
@@ -819,6 +899,7 @@ int main(void) {
         cmocka_unit_test(window_victim_moved),
         cmocka_unit_test(rounds_while_threads_write),
         cmocka_unit_test(cluster_in_memory),
+        cmocka_unit_test(queue_in_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
