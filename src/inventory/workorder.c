@@ -28,6 +28,19 @@ static int text_field(json_t *o, const char *k, size_t max, int required, const 
     return GP_OK;
 }
 
+/* What inv_wo_create checks before it numbers a new order (STORE_COLS). */
+#define WO_CHECK_COLUMNS(X)                                                               \
+    X(WK_HAS_NODE, "(SELECT COUNT(*) FROM nodes WHERE name = ?)")                         \
+    X(WK_HAS_GPU, "(SELECT COUNT(*) FROM gpus g JOIN nodes n ON n.id = g.node_id"         \
+                  "  WHERE g.uuid = ? AND n.name = ?)")                                   \
+    X(WK_HAS_USER, "(SELECT COUNT(*) FROM users WHERE name = ?)")                         \
+    X(WK_LAST, "(SELECT COALESCE(MAX(CAST(substr(id, 4) AS INTEGER)), 0) FROM work_orders)")
+enum { WO_CHECK_COLUMNS(STORE_COL_ENUM) WK__N };
+
+/* Whether a user exists (STORE_COLS). */
+#define WO_USER_COLUMNS(X) X(WU_COUNT, "COUNT(*)")
+enum { WO_USER_COLUMNS(STORE_COL_ENUM) WU__N };
+
 int inv_wo_create(store_tx *tx, json_t *spec, const char *created_by, char id[32], gp_err *err) {
     static const char *const fields[] = {"node", "gpu", "title", "description", "assignee", NULL};
     const char *node, *gpu, *title, *desc, *assignee;
@@ -42,16 +55,12 @@ int inv_wo_create(store_tx *tx, json_t *spec, const char *created_by, char id[32
         return rc;
     /* the node (and GPU, if named) must exist */
     rc = store_query(tx, &s, err,
-                     "SELECT (SELECT COUNT(*) FROM nodes WHERE name = ?),"
-                     " (SELECT COUNT(*) FROM gpus g JOIN nodes n ON n.id = g.node_id"
-                     "  WHERE g.uuid = ? AND n.name = ?),"
-                     " (SELECT COUNT(*) FROM users WHERE name = ?),"
-                     " (SELECT COALESCE(MAX(CAST(substr(id, 4) AS INTEGER)), 0) FROM work_orders)",
+                     "SELECT " STORE_COLS(WO_CHECK_COLUMNS),
                      "ssss", node, gpu ? gpu : "", node, assignee ? assignee : "");
     if (rc) return rc;
     rc = store_step(s, err);
-    int64_t has_node = store_int(s, 0), has_gpu = store_int(s, 1), has_user = store_int(s, 2);
-    int64_t last = store_int(s, 3);
+    int64_t has_node = store_int(s, WK_HAS_NODE), has_gpu = store_int(s, WK_HAS_GPU);
+    int64_t has_user = store_int(s, WK_HAS_USER), last = store_int(s, WK_LAST);
     store_done(s);
     if (rc < 0) return rc;
     if (!has_node) return gp_err_set(err, GP_EINVALID, "node '%s' does not exist", node);
@@ -85,11 +94,12 @@ int inv_wo_update(store_tx *tx, const char *id, json_t *c, int state_only, gp_er
     if (title && !*title) return gp_err_set(err, GP_EINVALID, "title must not be empty");
     if (assignee && *assignee) {
         store_stmt *s;
-        if ((rc = store_query(tx, &s, err, "SELECT COUNT(*) FROM users WHERE name = ?", "s",
-                              assignee)))
+        if ((rc = store_query(tx, &s, err,
+                              "SELECT " STORE_COLS(WO_USER_COLUMNS) " FROM users WHERE name = ?",
+                              "s", assignee)))
             return rc;
         rc = store_step(s, err);
-        int64_t n = rc > 0 ? store_int(s, 0) : 0;
+        int64_t n = rc > 0 ? store_int(s, WU_COUNT) : 0;
         store_done(s);
         if (rc < 0) return rc;
         if (!n) return gp_err_set(err, GP_EINVALID, "assignee '%s' does not exist", assignee);
@@ -119,16 +129,33 @@ int inv_wo_comment(store_tx *tx, const char *id, const char *author, const char 
                       gt_now_us(), id);
 }
 
-#define WO_COLS                                                                           \
-    "id, node, gpu_uuid, title, description, state, assignee, created_by, created_at,"    \
-    " updated_at"
+/* A work order's row as wo_json reads it (STORE_COLS). */
+#define WO_COLUMNS(X)                                                                     \
+    X(WC_ID, "id")                                                                        \
+    X(WC_NODE, "node")                                                                    \
+    X(WC_GPU, "gpu_uuid")                                                                 \
+    X(WC_TITLE, "title")                                                                  \
+    X(WC_DESCRIPTION, "description")                                                      \
+    X(WC_STATE, "state")                                                                  \
+    X(WC_ASSIGNEE, "assignee")                                                            \
+    X(WC_CREATED_BY, "created_by")                                                        \
+    X(WC_CREATED, "created_at")                                                           \
+    X(WC_UPDATED, "updated_at")
+enum { WO_COLUMNS(STORE_COL_ENUM) WC__N };
+#define WO_COLS STORE_COLS(WO_COLUMNS)
+
+/* A comment's row as inv_wo_get reads it (STORE_COLS). */
+#define WO_COMMENT_COLUMNS(X) X(WM_AUTHOR, "author") X(WM_BODY, "body") X(WM_AT, "at")
+enum { WO_COMMENT_COLUMNS(STORE_COL_ENUM) WM__N };
 
 static json_t *wo_json(store_stmt *s) {
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "id", store_text(s, 0), "node",
-                     store_text(s, 1), "gpu", store_text(s, 2), "title", store_text(s, 3),
-                     "description", store_text(s, 4), "state", store_text(s, 5), "assignee",
-                     store_text(s, 6), "created_by", store_text(s, 7), "created_at",
-                     jx_time(store_int(s, 8)), "updated_at", jx_time(store_int(s, 9)));
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "id", store_text(s, WC_ID),
+                     "node", store_text(s, WC_NODE), "gpu", store_text(s, WC_GPU), "title",
+                     store_text(s, WC_TITLE), "description", store_text(s, WC_DESCRIPTION),
+                     "state", store_text(s, WC_STATE), "assignee", store_text(s, WC_ASSIGNEE),
+                     "created_by", store_text(s, WC_CREATED_BY), "created_at",
+                     jx_time(store_int(s, WC_CREATED)), "updated_at",
+                     jx_time(store_int(s, WC_UPDATED)));
 }
 
 static int listed(json_t *ids, const char *id) {
@@ -146,8 +173,8 @@ int inv_wo_list(store_tx *tx, json_t *ids, const char *assignee, json_t **items,
     json_t *arr = json_array();
     int restricted = ids || assignee;
     while ((rc = store_step(s, err)) > 0) {
-        if (restricted && !(ids && listed(ids, store_text(s, 0))) &&
-            !(assignee && strcmp(assignee, store_text(s, 6)) == 0))
+        if (restricted && !(ids && listed(ids, store_text(s, WC_ID))) &&
+            !(assignee && strcmp(assignee, store_text(s, WC_ASSIGNEE)) == 0))
             continue;
         json_array_append_new(arr, wo_json(s));
     }
@@ -171,7 +198,7 @@ int inv_wo_get(store_tx *tx, const char *id, json_t **out, gp_err *err) {
     if (rc < 0) return rc;
     json_t *comments = json_array();
     if ((rc = store_query(tx, &s, err,
-                          "SELECT author, body, at FROM work_order_comments"
+                          "SELECT " STORE_COLS(WO_COMMENT_COLUMNS) " FROM work_order_comments"
                           " WHERE work_order_id = ? ORDER BY at, id",
                           "s", id))) {
         json_decref(o);
@@ -179,9 +206,10 @@ int inv_wo_get(store_tx *tx, const char *id, json_t **out, gp_err *err) {
         return rc;
     }
     while ((rc = store_step(s, err)) > 0)
-        json_array_append_new(comments, json_pack("{s:s,s:s,s:o}", "author", store_text(s, 0),
-                                                  "body", store_text(s, 1), "at",
-                                                  jx_time(store_int(s, 2))));
+        json_array_append_new(comments, json_pack("{s:s,s:s,s:o}", "author",
+                                                  store_text(s, WM_AUTHOR), "body",
+                                                  store_text(s, WM_BODY), "at",
+                                                  jx_time(store_int(s, WM_AT))));
     store_done(s);
     json_object_set_new(o, "comments", comments);
     if (rc < 0) {
