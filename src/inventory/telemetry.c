@@ -65,18 +65,23 @@ int telemetry_bound(json_t *gpus, int max_gpus, gp_err *err) {
     return GP_OK;
 }
 
+/* Who a node's agent is and how many GPUs it has (STORE_COLS). */
+#define TEL_NODE_COLUMNS(X)                                                               \
+    X(TN_AGENT, "n.agent_user_id")                                                        \
+    X(TN_GPUS, "(SELECT COUNT(*) FROM gpus g WHERE g.node_id = n.id)")
+enum { TEL_NODE_COLUMNS(STORE_COL_ENUM) TN__N };
+
 int telemetry_bound_node(store_tx *tx, const char *node, const char *agent_user_id,
                          json_t *gpus, gp_err *err) {
     if (!json_is_array(gpus)) return GP_OK;
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT n.agent_user_id, (SELECT COUNT(*) FROM gpus g WHERE g.node_id = n.id)"
-                         " FROM nodes n WHERE n.name = ?",
+                         "SELECT " STORE_COLS(TEL_NODE_COLUMNS) " FROM nodes n WHERE n.name = ?",
                          "s", node);
     if (rc) return rc;
     rc = store_step(s, err);
-    int mine = rc > 0 && agent_user_id && strcmp(store_text(s, 0), agent_user_id) == 0;
-    int64_t n = rc > 0 ? store_int(s, 1) : 0;
+    int mine = rc > 0 && agent_user_id && strcmp(store_text(s, TN_AGENT), agent_user_id) == 0;
+    int64_t n = rc > 0 ? store_int(s, TN_GPUS) : 0;
     store_done(s);
     if (rc < 0) return rc;
     if (!mine) return GP_OK;
@@ -228,13 +233,23 @@ static void family(strbuf *out, int f, const gpu_row *rows, int n, int holders) 
     }
 }
 
+/* An open binding's row as load_holders reads it (STORE_COLS). */
+#define TEL_HOLDER_COLUMNS(X)                                                             \
+    X(TH_GPU, "gpu_uuid")                                                                 \
+    X(TH_TENANT, "tenant")                                                                \
+    X(TH_PROJECT, "project")                                                              \
+    X(TH_JOB, "job_id")                                                                   \
+    X(TH_WEIGHT, "weight_milli")                                                          \
+    X(TH_START, "start_us")
+enum { TEL_HOLDER_COLUMNS(STORE_COL_ENUM) TH__N };
+
 /* The open bindings, sorted by card then share (largest first); each run's first has the count. */
 static int load_holders(store_tx *tx, holder **out, int *n, gp_err *err) {
     *out = NULL;
     *n = 0;
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT gpu_uuid, tenant, project, job_id, weight_milli, start_us"
+                         "SELECT " STORE_COLS(TEL_HOLDER_COLUMNS)
                          " FROM bindings WHERE end_us IS NULL",
                          "");
     if (rc) return rc;
@@ -252,12 +267,12 @@ static int load_holders(store_tx *tx, holder **out, int *n, gp_err *err) {
         }
         holder *h = &(*out)[(*n)++];
         memset(h, 0, sizeof *h);
-        snprintf(h->uuid, sizeof h->uuid, "%s", store_text(s, 0));
-        snprintf(h->tenant, sizeof h->tenant, "%s", store_text(s, 1));
-        snprintf(h->project, sizeof h->project, "%s", store_text(s, 2));
-        snprintf(h->job, sizeof h->job, "%s", store_text(s, 3));
-        h->weight = store_int(s, 4);
-        h->start = store_int(s, 5);
+        snprintf(h->uuid, sizeof h->uuid, "%s", store_text(s, TH_GPU));
+        snprintf(h->tenant, sizeof h->tenant, "%s", store_text(s, TH_TENANT));
+        snprintf(h->project, sizeof h->project, "%s", store_text(s, TH_PROJECT));
+        snprintf(h->job, sizeof h->job, "%s", store_text(s, TH_JOB));
+        h->weight = store_int(s, TH_WEIGHT);
+        h->start = store_int(s, TH_START);
     }
     store_done(s);
     if (rc < 0) {
@@ -276,13 +291,23 @@ static int load_holders(store_tx *tx, holder **out, int *n, gp_err *err) {
     return GP_OK;
 }
 
+/* A ready node's GPU as telemetry_prometheus reads it (STORE_COLS). */
+#define TEL_GPU_COLUMNS(X)                                                                \
+    X(TG_NODE, "n.name")                                                                  \
+    X(TG_UUID, "g.uuid")                                                                  \
+    X(TG_MODEL, "g.model")                                                                \
+    X(TG_MODE, "g.mode")                                                                  \
+    X(TG_MEMORY, "g.memory_mib")                                                          \
+    X(TG_SIGNALS, "g.signals")
+enum { TEL_GPU_COLUMNS(STORE_COL_ENUM) TG__N };
+
 int telemetry_prometheus(store_tx *tx, int holders, strbuf *out, gp_err *err) {
     holder *hs = NULL;
     int nh = 0, rc;
     if (holders && (rc = load_holders(tx, &hs, &nh, err))) return rc;
     store_stmt *s;
     rc = store_query(tx, &s, err,
-                     "SELECT n.name, g.uuid, g.model, g.mode, g.memory_mib, g.signals FROM gpus g"
+                     "SELECT " STORE_COLS(TEL_GPU_COLUMNS) " FROM gpus g"
                      " JOIN nodes n ON n.id = g.node_id WHERE n.state = 'ready'"
                      " ORDER BY n.name, g.idx, g.uuid",
                      "");
@@ -305,12 +330,12 @@ int telemetry_prometheus(store_tx *tx, int holders, strbuf *out, gp_err *err) {
         }
         gpu_row *g = &rows[n++];
         memset(g, 0, sizeof *g);
-        snprintf(g->node, sizeof g->node, "%s", store_text(s, 0));
-        snprintf(g->uuid, sizeof g->uuid, "%s", store_text(s, 1));
-        snprintf(g->model, sizeof g->model, "%s", store_text(s, 2));
-        snprintf(g->form, sizeof g->form, "%s", store_text(s, 3));
-        g->memory_mib = store_int(s, 4);
-        const char *sig = store_text(s, 5);
+        snprintf(g->node, sizeof g->node, "%s", store_text(s, TG_NODE));
+        snprintf(g->uuid, sizeof g->uuid, "%s", store_text(s, TG_UUID));
+        snprintf(g->model, sizeof g->model, "%s", store_text(s, TG_MODEL));
+        snprintf(g->form, sizeof g->form, "%s", store_text(s, TG_MODE));
+        g->memory_mib = store_int(s, TG_MEMORY);
+        const char *sig = store_text(s, TG_SIGNALS);
         g->sig = json_loads(sig ? sig : "{}", 0, NULL);
         if (!json_is_object(g->sig)) {
             json_decref(g->sig);
