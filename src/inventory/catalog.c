@@ -125,6 +125,14 @@ int inv_form_parse(const char *s, inv_form *f, gp_err *err) {
     return gp_err_set(err, GP_EINVALID, "form must be whole, mig:<profile> or shared:<GiB>/<pct>");
 }
 
+/* A registered GPU as model_seen reads it (STORE_COLS). */
+#define SEEN_COLUMNS(X)                                                                   \
+    X(SN_MODEL, "g.model")                                                                \
+    X(SN_MEMORY, "g.memory_mib")                                                          \
+    X(SN_PROFILE, "(SELECT COUNT(*) FROM slices sl WHERE sl.gpu_id = g.id AND sl.profile = ?)") \
+    X(SN_VENDOR, "g.vendor")
+enum { SEEN_COLUMNS(STORE_COL_ENUM) SN__N };
+
 /* Registered GPUs' models, memory (GiB), MIG profiles and vendors seen, for validation
  * (*vendors: bit per CP_* vendor of the matching cards). */
 static int model_seen(store_tx *tx, const char *cm, int *max_mem_gib, const char *profile,
@@ -135,18 +143,17 @@ static int model_seen(store_tx *tx, const char *cm, int *max_mem_gib, const char
     *max_mem_gib = 0;
     *vendors = 0;
     int rc = store_query(tx, &s, err,
-                         "SELECT g.model, g.memory_mib, (SELECT COUNT(*) FROM slices sl"
-                         " WHERE sl.gpu_id = g.id AND sl.profile = ?), g.vendor FROM gpus g",
+                         "SELECT " STORE_COLS(SEEN_COLUMNS) " FROM gpus g",
                          "s", profile ? profile : "");
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
-        if (!inv_model_matches(cm, store_text(s, 0))) continue;
+        if (!inv_model_matches(cm, store_text(s, SN_MODEL))) continue;
         seen = 1;
-        int v = cp_vendor_parse(store_text(s, 3));
+        int v = cp_vendor_parse(store_text(s, SN_VENDOR));
         if (v >= 0) *vendors |= 1u << v;
-        int mem = (int)(store_int(s, 1) / 1024);
+        int mem = (int)(store_int(s, SN_MEMORY) / 1024);
         if (mem > *max_mem_gib) *max_mem_gib = mem;
-        if (store_int(s, 2) > 0) *profile_seen = 1;
+        if (store_int(s, SN_PROFILE) > 0) *profile_seen = 1;
     }
     store_done(s);
     return rc < 0 ? rc : seen;
@@ -308,15 +315,19 @@ int inv_class_create(store_tx *tx, json_t *c, gp_err *err) {
     return rc;
 }
 
+/* How many live jobs use a class (STORE_COLS). */
+#define CLASS_LIVE_COLUMNS(X) X(CL_LIVE, "COUNT(*)")
+enum { CLASS_LIVE_COLUMNS(STORE_COL_ENUM) CL__N };
+
 int inv_class_delete(store_tx *tx, const char *name, gp_err *err) {
     store_stmt *s;
     int rc0 = store_query(tx, &s, err,
-                          "SELECT COUNT(*) FROM jobs WHERE class = ?"
+                          "SELECT " STORE_COLS(CLASS_LIVE_COLUMNS) " FROM jobs WHERE class = ?"
                           " AND state IN ('queued','admitted','running')",
                           "s", name);
     if (rc0) return rc0;
     rc0 = store_step(s, err);
-    int64_t live = rc0 > 0 ? store_int(s, 0) : 0;
+    int64_t live = rc0 > 0 ? store_int(s, CL_LIVE) : 0;
     store_done(s);
     if (rc0 < 0) return rc0;
     if (live)
@@ -341,28 +352,73 @@ int inv_version_at_least(const char *have, const char *min) {
     return 1;
 }
 
+/* A class's row as inv_class_list reads it (STORE_COLS). */
+#define CLASS_COLUMNS(X)                                                                  \
+    X(CC_NAME, "name")                                                                    \
+    X(CC_FORM, "form")                                                                    \
+    X(CC_GPUS, "gpus")                                                                    \
+    X(CC_CPUS, "cpus")                                                                    \
+    X(CC_MEMORY, "memory_gib")                                                            \
+    X(CC_MODELS, "gpu_models")                                                            \
+    X(CC_MIN_DRIVER, "min_driver")                                                        \
+    X(CC_MIN_CC, "min_compute_cap")                                                       \
+    X(CC_TOPOLOGY, "topology")                                                            \
+    X(CC_POOL, "COALESCE(pool, '')")                                                      \
+    X(CC_CREATED, "created_at")                                                           \
+    X(CC_VENDORS, "vendors")                                                              \
+    X(CC_MIN_DRIVERS, "min_drivers")                                                      \
+    X(CC_STACK, "stack")
+enum { CLASS_COLUMNS(STORE_COL_ENUM) CC__N };
+
+/* A ready GPU as the class capacity count reads it, with what open bindings hold of it
+ * (STORE_COLS).  Its parameters, in order: the MIG profile twice (CA_SLICES, CA_MIG_HELD). */
+#define CAP_COLUMNS(X)                                                                    \
+    X(CA_NODE, "n.name")                                                                  \
+    X(CA_NODE_CPUS, "n.cpus")                                                             \
+    X(CA_NODE_MEMORY, "n.memory_gib")                                                     \
+    X(CA_DRIVER, "g.driver_version")                                                      \
+    X(CA_MODEL, "g.model")                                                                \
+    X(CA_MEMORY, "g.memory_mib")                                                          \
+    X(CA_MODE, "g.mode")                                                                  \
+    X(CA_HEALTH, "g.health")                                                              \
+    X(CA_COMPUTE_CAP, "g.compute_cap")                                                    \
+    X(CA_SLICES, "(SELECT COUNT(*) FROM slices sl WHERE sl.gpu_id = g.id"                 \
+                 "  AND sl.profile = ?)")                                                 \
+    X(CA_WHOLE_HELD, "(SELECT COUNT(*) FROM bindings b WHERE b.gpu_uuid = g.uuid"         \
+                     "  AND b.end_us IS NULL AND b.form = 'whole')")                      \
+    X(CA_MIG_HELD, "(SELECT COUNT(*) FROM bindings b JOIN slices sl ON sl.uuid = b.slice_uuid" \
+                   "  WHERE sl.gpu_id = g.id AND sl.profile = ? AND b.end_us IS NULL)")   \
+    X(CA_SHARED_MEM, "(SELECT COALESCE(SUM(b.shared_mem_gib), 0) FROM bindings b"         \
+                     "  WHERE b.gpu_uuid = g.uuid AND b.end_us IS NULL)")                 \
+    X(CA_SHARED_PCT, "(SELECT COALESCE(SUM(b.shared_pct), 0) FROM bindings b"             \
+                     "  WHERE b.gpu_uuid = g.uuid AND b.end_us IS NULL)")                 \
+    X(CA_VENDOR, "g.vendor")                                                              \
+    X(CA_STACK, "g.stack")
+enum { CAP_COLUMNS(STORE_COL_ENUM) CA__N };
+
 int inv_class_list(store_tx *tx, const health_policy *pol, const char *only, json_t **items,
                    gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT name, form, gpus, cpus, memory_gib, gpu_models, min_driver,"
-                         " min_compute_cap, topology, COALESCE(pool, ''), created_at, vendors,"
-                         " min_drivers, stack FROM classes"
+                         "SELECT " STORE_COLS(CLASS_COLUMNS) " FROM classes"
                          " WHERE (? IS NULL OR name = ?) ORDER BY name",
                          "ss", only, only);
     if (rc) return rc;
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0) {
-        json_t *models = json_loads(store_text(s, 5), 0, NULL);
-        json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:o,s:s,s:s,s:s}", "name", store_text(s, 0),
-                              "form", store_text(s, 1), "gpus", (json_int_t)store_int(s, 2),
-                              "cpus", (json_int_t)store_int(s, 3), "memory_gib",
-                              (json_int_t)store_int(s, 4), "gpu_models",
-                              models ? models : json_array(), "min_driver", store_text(s, 6),
-                              "min_compute_cap", store_text(s, 7), "topology", store_text(s, 8));
-        if (store_text(s, 9)[0]) json_object_set_new(o, "pool", json_string(store_text(s, 9)));
-        json_t *vj = json_loads(store_text(s, 11), 0, NULL), *mj = json_loads(store_text(s, 12), 0, NULL),
-               *sj = json_loads(store_text(s, 13), 0, NULL);
+        json_t *models = json_loads(store_text(s, CC_MODELS), 0, NULL);
+        json_t *o = json_pack(
+            "{s:s,s:s,s:I,s:I,s:I,s:o,s:s,s:s,s:s}", "name", store_text(s, CC_NAME), "form",
+            store_text(s, CC_FORM), "gpus", (json_int_t)store_int(s, CC_GPUS), "cpus",
+            (json_int_t)store_int(s, CC_CPUS), "memory_gib", (json_int_t)store_int(s, CC_MEMORY),
+            "gpu_models", models ? models : json_array(), "min_driver",
+            store_text(s, CC_MIN_DRIVER), "min_compute_cap", store_text(s, CC_MIN_CC), "topology",
+            store_text(s, CC_TOPOLOGY));
+        if (store_text(s, CC_POOL)[0])
+            json_object_set_new(o, "pool", json_string(store_text(s, CC_POOL)));
+        json_t *vj = json_loads(store_text(s, CC_VENDORS), 0, NULL),
+               *mj = json_loads(store_text(s, CC_MIN_DRIVERS), 0, NULL),
+               *sj = json_loads(store_text(s, CC_STACK), 0, NULL);
         json_object_set_new(o, "vendors", json_is_array(vj) ? vj : json_array());
         json_object_set_new(o, "min_drivers", json_is_object(mj) ? mj : json_object());
         json_object_set_new(o, "stack", json_is_object(sj) ? sj : json_object());
@@ -395,20 +451,7 @@ int inv_class_list(store_tx *tx, const health_policy *pol, const char *only, jso
         json_int_t total = 0;
         /* per node: count qualifying GPUs (or slices), then the units they make */
         rc = store_query(tx, &s, err,
-                         "SELECT n.name, n.cpus, n.memory_gib, g.driver_version, g.model,"
-                         " g.memory_mib, g.mode, g.health, g.compute_cap,"
-                         " (SELECT COUNT(*) FROM slices sl WHERE sl.gpu_id = g.id"
-                         "  AND sl.profile = ?),"
-                         /* what open bindings hold of it */
-                         " (SELECT COUNT(*) FROM bindings b WHERE b.gpu_uuid = g.uuid"
-                         "  AND b.end_us IS NULL AND b.form = 'whole'),"
-                         " (SELECT COUNT(*) FROM bindings b JOIN slices sl ON sl.uuid = b.slice_uuid"
-                         "  WHERE sl.gpu_id = g.id AND sl.profile = ? AND b.end_us IS NULL),"
-                         " (SELECT COALESCE(SUM(b.shared_mem_gib), 0) FROM bindings b"
-                         "  WHERE b.gpu_uuid = g.uuid AND b.end_us IS NULL),"
-                         " (SELECT COALESCE(SUM(b.shared_pct), 0) FROM bindings b"
-                         "  WHERE b.gpu_uuid = g.uuid AND b.end_us IS NULL),"
-                         " g.vendor, g.stack"
+                         "SELECT " STORE_COLS(CAP_COLUMNS)
                          " FROM gpus g JOIN nodes n ON n.id = g.node_id"
                          " WHERE n.state = 'ready' AND n.admin_state = 'none'"
                          " AND g.admin_state = 'none' AND (? IS NULL OR n.pool = ?)"
@@ -423,7 +466,7 @@ int inv_class_list(store_tx *tx, const health_policy *pol, const char *only, jso
                 rc = st;
                 break;
             }
-            if (st == 0 || strcmp(cur, store_text(s, 0)) != 0) {
+            if (st == 0 || strcmp(cur, store_text(s, CA_NODE)) != 0) {
                 /* close the previous node: limited by its CPUs and memory too */
                 if (cur[0]) {
                     json_int_t units = form.kind == FORM_WHOLE ? node_units / per_unit : node_units;
@@ -435,42 +478,43 @@ int inv_class_list(store_tx *tx, const health_policy *pol, const char *only, jso
                     free_total += fr;
                 }
                 if (st == 0) break;
-                snprintf(cur, sizeof cur, "%s", store_text(s, 0));
+                snprintf(cur, sizeof cur, "%s", store_text(s, CA_NODE));
                 node_units = 0;
                 node_free = 0;
-                node_cpus = store_int(s, 1);
-                node_mem = store_int(s, 2);
+                node_cpus = store_int(s, CA_NODE_CPUS);
+                node_mem = store_int(s, CA_NODE_MEMORY);
             }
             /* the compatibility rules, as the scheduler applies them (compat.h); the
              * compute capability minimum is NVIDIA's */
             cp_stack cst;
-            json_t *gst = json_loads(store_text(s, 15), 0, NULL);
+            json_t *gst = json_loads(store_text(s, CA_STACK), 0, NULL);
             if (cp_stack_parse(gst, &cst, rwhy, sizeof rwhy)) memset(&cst, 0, sizeof cst);
             json_decref(gst);
-            int gv = cp_vendor_parse(store_text(s, 14));
-            cp_card card = {gv < 0 ? CP_NVIDIA : gv, store_text(s, 3), &cst};
-            int ok = health_allocatable(pol, health_parse(store_text(s, 7))) &&
+            int gv = cp_vendor_parse(store_text(s, CA_VENDOR));
+            cp_card card = {gv < 0 ? CP_NVIDIA : gv, store_text(s, CA_DRIVER), &cst};
+            int ok = health_allocatable(pol, health_parse(store_text(s, CA_HEALTH))) &&
                      cp_card_check(&rules, NULL, &card) == CP_OK &&
-                     (card.vendor != CP_NVIDIA || inv_version_at_least(store_text(s, 8), min_cc));
+                     (card.vendor != CP_NVIDIA ||
+                      inv_version_at_least(store_text(s, CA_COMPUTE_CAP), min_cc));
             size_t k;
             json_t *m;
             int model_ok = 0;
             json_array_foreach(json_object_get(cl, "gpu_models"), k, m) if (
-                inv_model_matches(json_string_value(m), store_text(s, 4))) model_ok = 1;
+                inv_model_matches(json_string_value(m), store_text(s, CA_MODEL))) model_ok = 1;
             if (!ok || !model_ok) continue;
-            const char *mode = store_text(s, 6);
+            const char *mode = store_text(s, CA_MODE);
             if (form.kind == FORM_WHOLE && strcmp(mode, "whole") == 0) {
                 node_units++;
-                node_free += store_int(s, 10) == 0;
+                node_free += store_int(s, CA_WHOLE_HELD) == 0;
             } else if (form.kind == FORM_MIG && strcmp(mode, "mig") == 0) {
-                node_units += store_int(s, 9);
-                node_free += store_int(s, 9) - store_int(s, 11);
+                node_units += store_int(s, CA_SLICES);
+                node_free += store_int(s, CA_SLICES) - store_int(s, CA_MIG_HELD);
             } else if (form.kind == FORM_SHARED && strcmp(mode, "shared") == 0) {
-                json_int_t mem = store_int(s, 5) / 1024;
+                json_int_t mem = store_int(s, CA_MEMORY) / 1024;
                 json_int_t by_mem = mem / form.memory_gib, by_pct = 100 / form.percent;
                 node_units += by_mem < by_pct ? by_mem : by_pct;
-                json_int_t fm = (mem - store_int(s, 12)) / form.memory_gib;
-                json_int_t fp = (100 - store_int(s, 13)) / form.percent;
+                json_int_t fm = (mem - store_int(s, CA_SHARED_MEM)) / form.memory_gib;
+                json_int_t fp = (100 - store_int(s, CA_SHARED_PCT)) / form.percent;
                 node_free += fm < fp ? (fm > 0 ? fm : 0) : (fp > 0 ? fp : 0);
             }
         }
@@ -554,17 +598,31 @@ out:
     return rc;
 }
 
+/* How many nodes and classes a pool still holds (STORE_COLS). */
+#define POOL_USE_COLUMNS(X)                                                               \
+    X(PU_USERS, "(SELECT COUNT(*) FROM nodes WHERE pool = ?)"                             \
+                " + (SELECT COUNT(*) FROM classes WHERE pool = ?)")
+enum { POOL_USE_COLUMNS(STORE_COL_ENUM) PU__N };
+
+/* A pool's row as inv_pool_list reads it (STORE_COLS). */
+#define POOL_COLUMNS(X)                                                                   \
+    X(PC_NAME, "p.name")                                                                  \
+    X(PC_DESCRIPTION, "p.description")                                                    \
+    X(PC_TENANTS, "p.tenants")                                                            \
+    X(PC_CLASSES, "p.project_classes")                                                    \
+    X(PC_NODES, "(SELECT COUNT(*) FROM nodes n WHERE n.pool = p.name)")
+enum { POOL_COLUMNS(STORE_COL_ENUM) PC__N };
+
 int inv_pool_delete(store_tx *tx, const char *name, gp_err *err) {
     store_stmt *s;
     if (strcmp(name, "default") == 0)
         return gp_err_set(err, GP_ECONFLICT, "the default pool cannot be deleted");
     int rc = store_query(tx, &s, err,
-                         "SELECT (SELECT COUNT(*) FROM nodes WHERE pool = ?)"
-                         " + (SELECT COUNT(*) FROM classes WHERE pool = ?)",
+                         "SELECT " STORE_COLS(POOL_USE_COLUMNS),
                          "ss", name, name);
     if (rc) return rc;
     rc = store_step(s, err);
-    int64_t users = rc > 0 ? store_int(s, 0) : 0;
+    int64_t users = rc > 0 ? store_int(s, PU_USERS) : 0;
     store_done(s);
     if (rc < 0) return rc;
     if (users) return gp_err_set(err, GP_ECONFLICT, "pool '%s' still holds nodes or classes", name);
@@ -577,19 +635,20 @@ int inv_pool_delete(store_tx *tx, const char *name, gp_err *err) {
 int inv_pool_list(store_tx *tx, const char *only, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT p.name, p.description, p.tenants, p.project_classes,"
-                         " (SELECT COUNT(*) FROM nodes n WHERE n.pool = p.name)"
+                         "SELECT " STORE_COLS(POOL_COLUMNS)
                          " FROM pools p WHERE (? IS NULL OR p.name = ?) ORDER BY p.name",
                          "ss", only, only);
     if (rc) return rc;
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0) {
-        json_t *t = json_loads(store_text(s, 2), 0, NULL), *c = json_loads(store_text(s, 3), 0, NULL);
-        json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:o,s:I}", "name", store_text(s, 0),
-                                             "description", store_text(s, 1), "tenants",
+        json_t *t = json_loads(store_text(s, PC_TENANTS), 0, NULL),
+               *c = json_loads(store_text(s, PC_CLASSES), 0, NULL);
+        json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:o,s:I}", "name",
+                                             store_text(s, PC_NAME), "description",
+                                             store_text(s, PC_DESCRIPTION), "tenants",
                                              t ? t : json_array(), "project_classes",
                                              c ? c : json_array(), "nodes",
-                                             (json_int_t)store_int(s, 4)));
+                                             (json_int_t)store_int(s, PC_NODES)));
     }
     store_done(s);
     if (rc < 0) {
