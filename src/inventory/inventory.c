@@ -52,6 +52,22 @@ const char *inv_join_refusal(int64_t now, int64_t expires_at, int revoked, int64
     return NULL;
 }
 
+/* A join token's row as inv_join_use reads it (STORE_COLS). */
+#define JOIN_USE_COLUMNS(X)                                                               \
+    X(JU_ID, "id")                                                                        \
+    X(JU_EXPIRES, "expires_at")                                                           \
+    X(JU_REVOKED, "CASE WHEN revoked_at IS NULL THEN 0 ELSE 1 END")                       \
+    X(JU_USES, "uses")                                                                    \
+    X(JU_MAX_USES, "max_uses")                                                            \
+    X(JU_NODE, "node_name")                                                               \
+    X(JU_USED_BY, "used_by")
+enum { JOIN_USE_COLUMNS(STORE_COL_ENUM) JU__N };
+
+/* How many rows match, for the one-number existence checks (STORE_COLS). */
+#define COUNT_COLUMNS(X) X(CN_COUNT, "COUNT(*)")
+enum { COUNT_COLUMNS(STORE_COL_ENUM) CN__N };
+#define COUNT_COLS STORE_COLS(COUNT_COLUMNS)
+
 int inv_join_use(store_tx *tx, const char *token, const char *node, char id[RND_ID_LEN],
                  gp_err *err) {
     char hash[RND_HASH_LEN], bound[80] = "";
@@ -61,8 +77,7 @@ int inv_join_use(store_tx *tx, const char *token, const char *node, char id[RND_
         return gp_err_set(err, GP_EUNAUTH, "invalid join token");
     rnd_hash_secret(token, hash);
     int rc = store_query(tx, &s, err,
-                         "SELECT id, expires_at, CASE WHEN revoked_at IS NULL THEN 0 ELSE 1 END,"
-                         " uses, max_uses, node_name, used_by FROM join_tokens WHERE hash = ?",
+                         "SELECT " STORE_COLS(JOIN_USE_COLUMNS) " FROM join_tokens WHERE hash = ?",
                          "s", hash);
     if (rc) return rc;
     rc = store_step(s, err);
@@ -70,11 +85,12 @@ int inv_join_use(store_tx *tx, const char *token, const char *node, char id[RND_
         store_done(s);
         return rc < 0 ? rc : gp_err_set(err, GP_EUNAUTH, "invalid, expired or revoked join token");
     }
-    snprintf(id, RND_ID_LEN, "%s", store_text(s, 0));
-    int64_t exp = store_int(s, 1), uses = store_int(s, 3), max = store_int(s, 4);
-    int revoked = (int)store_int(s, 2);
-    snprintf(bound, sizeof bound, "%s", store_text(s, 5));
-    json_t *used = json_loads(store_text(s, 6), 0, NULL);
+    snprintf(id, RND_ID_LEN, "%s", store_text(s, JU_ID));
+    int64_t exp = store_int(s, JU_EXPIRES), uses = store_int(s, JU_USES);
+    int64_t max = store_int(s, JU_MAX_USES);
+    int revoked = (int)store_int(s, JU_REVOKED);
+    snprintf(bound, sizeof bound, "%s", store_text(s, JU_NODE));
+    json_t *used = json_loads(store_text(s, JU_USED_BY), 0, NULL);
     store_done(s);
     const char *why = inv_join_refusal(gt_now_us(), exp, revoked, uses, max, bound, node);
     if (why) {
@@ -84,11 +100,11 @@ int inv_join_use(store_tx *tx, const char *token, const char *node, char id[RND_
     /* taking over a registered node's identity (and with it the workloads placed there, other
      * tenants' among them) is ops' decision for that node: a token bound to its name */
     if (!bound[0]) {
-        rc = store_query(tx, &s, err, "SELECT COUNT(*) FROM nodes WHERE name = ?", "s",
+        rc = store_query(tx, &s, err, "SELECT " COUNT_COLS " FROM nodes WHERE name = ?", "s",
                          node ? node : "");
         if (!rc) {
             rc = store_step(s, err);
-            int exists = rc > 0 && store_int(s, 0) > 0;
+            int exists = rc > 0 && store_int(s, CN_COUNT) > 0;
             store_done(s);
             rc = rc < 0 ? rc : exists ? GP_EUNAUTH : GP_OK;
         }
@@ -121,33 +137,46 @@ int inv_join_use(store_tx *tx, const char *token, const char *node, char id[RND_
     return changes ? GP_OK : gp_err_set(err, GP_EUNAUTH, "join token used up (make a new one)");
 }
 
+/* A join token's row as inv_join_list reads it (STORE_COLS). */
+#define JOIN_COLUMNS(X)                                                                   \
+    X(JL_ID, "j.id")                                                                      \
+    X(JL_CREATED_BY, "u.name")                                                            \
+    X(JL_CREATED, "j.created_at")                                                         \
+    X(JL_EXPIRES, "j.expires_at")                                                         \
+    X(JL_REVOKED, "COALESCE(j.revoked_at, 0)")                                            \
+    X(JL_USES, "j.uses")                                                                  \
+    X(JL_MAX_USES, "j.max_uses")                                                          \
+    X(JL_NODE, "j.node_name")                                                             \
+    X(JL_USED_BY, "j.used_by")
+enum { JOIN_COLUMNS(STORE_COL_ENUM) JL__N };
+
 int inv_join_list(store_tx *tx, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT j.id, u.name, j.created_at, j.expires_at,"
-                         " COALESCE(j.revoked_at, 0), j.uses, j.max_uses, j.node_name, j.used_by"
-                         " FROM join_tokens j"
+                         "SELECT " STORE_COLS(JOIN_COLUMNS) " FROM join_tokens j"
                          " JOIN users u ON u.id = j.created_by ORDER BY j.created_at DESC",
                          "");
     if (rc) return rc;
     json_t *arr = json_array();
     int64_t now = gt_now_us();
     while ((rc = store_step(s, err)) > 0) {
-        const char *state = store_int(s, 4)                   ? "revoked"
-                            : store_int(s, 3) <= now          ? "expired"
-                            : store_int(s, 5) >= store_int(s, 6) ? "used"
-                                                              : "active";
-        json_t *used = json_loads(store_text(s, 8), 0, NULL);
+        const char *state = store_int(s, JL_REVOKED)                           ? "revoked"
+                            : store_int(s, JL_EXPIRES) <= now                   ? "expired"
+                            : store_int(s, JL_USES) >= store_int(s, JL_MAX_USES) ? "used"
+                                                                               : "active";
+        json_t *used = json_loads(store_text(s, JL_USED_BY), 0, NULL);
         if (!json_is_array(used)) {
             json_decref(used);
             used = json_array();
         }
         json_array_append_new(
-            arr, json_pack("{s:s,s:s,s:o,s:o,s:s,s:I,s:I,s:s,s:o}", "id", store_text(s, 0),
-                           "created_by", store_text(s, 1), "created_at", jx_time(store_int(s, 2)),
-                           "expires_at", jx_time(store_int(s, 3)), "state", state, "uses",
-                           (json_int_t)store_int(s, 5), "max_uses", (json_int_t)store_int(s, 6),
-                           "node", store_text(s, 7), "used_by", used));
+            arr, json_pack("{s:s,s:s,s:o,s:o,s:s,s:I,s:I,s:s,s:o}", "id", store_text(s, JL_ID),
+                           "created_by", store_text(s, JL_CREATED_BY), "created_at",
+                           jx_time(store_int(s, JL_CREATED)), "expires_at",
+                           jx_time(store_int(s, JL_EXPIRES)), "state", state, "uses",
+                           (json_int_t)store_int(s, JL_USES), "max_uses",
+                           (json_int_t)store_int(s, JL_MAX_USES), "node", store_text(s, JL_NODE),
+                           "used_by", used));
     }
     store_done(s);
     if (rc < 0) {
@@ -240,22 +269,29 @@ static int check_report(json_t *r, gp_err *err) {
     return GP_OK;
 }
 
+/* An account as agent_account checks it (STORE_COLS). */
+#define ACCOUNT_COLUMNS(X)                                                                \
+    X(AC_ID, "id")                                                                        \
+    X(AC_KIND, "kind")                                                                    \
+    X(AC_ROLES, "(SELECT COUNT(*) FROM role_bindings b WHERE b.user_id = users.id)")      \
+    X(AC_NODE_ACCOUNT, "node_account")
+enum { ACCOUNT_COLUMNS(STORE_COL_ENUM) AC__N };
+
 /* Find or create the node's agent account; revoke its earlier tokens. */
 static int agent_account(store_tx *tx, const char *node, char uid[RND_ID_LEN], gp_err *err) {
     char uname[80];
     store_stmt *s;
     snprintf(uname, sizeof uname, "agent-%s", node);
     int rc = store_query(tx, &s, err,
-                         "SELECT id, kind, (SELECT COUNT(*) FROM role_bindings b"
-                         " WHERE b.user_id = users.id), node_account FROM users WHERE name = ?",
+                         "SELECT " STORE_COLS(ACCOUNT_COLUMNS) " FROM users WHERE name = ?",
                          "s", uname);
     if (rc) return rc;
     rc = store_step(s, err);
     if (rc > 0) {
         /* only an account made for the node (node_account = 1) is the node's */
-        int bad = strcmp(store_text(s, 1), "service") != 0 || store_int(s, 2) > 0 ||
-                  store_int(s, 3) != 1;
-        snprintf(uid, RND_ID_LEN, "%s", store_text(s, 0));
+        int bad = strcmp(store_text(s, AC_KIND), "service") != 0 || store_int(s, AC_ROLES) > 0 ||
+                  store_int(s, AC_NODE_ACCOUNT) != 1;
+        snprintf(uid, RND_ID_LEN, "%s", store_text(s, AC_ID));
         store_done(s);
         if (bad)
             return gp_err_set(err, GP_ECONFLICT, "account %s exists and is not an agent account",
@@ -273,6 +309,10 @@ static int agent_account(store_tx *tx, const char *node, char uid[RND_ID_LEN], g
                       "ssi", uid, uname, gt_now_us());
 }
 
+/* The node holding a card or slice, as foreign_holder reads it (STORE_COLS). */
+#define HOLDER_COLUMNS(X) X(HO_NAME, "n.name") X(HO_ID, "n.id")
+enum { HOLDER_COLUMNS(STORE_COL_ENUM) HO__N };
+
 /*
  * Which other node holds the reported card `g` (its UUID, or the UUID of one
  * of its slices)?  1 with `holder` set to that node's name, 0 when none does
@@ -284,24 +324,26 @@ static int foreign_holder(store_tx *tx, json_t *g, const char *node_id, char hol
     size_t k;
     json_t *sl;
     int rc = store_query(tx, &s, err,
-                         "SELECT n.name, n.id FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                         "SELECT " STORE_COLS(HOLDER_COLUMNS)
+                         " FROM gpus g JOIN nodes n ON n.id = g.node_id"
                          " WHERE g.uuid = ?",
                          "s", jstr(g, "uuid", ""));
     if (rc) return rc;
     rc = store_step(s, err);
-    int other = rc > 0 && inv_claim_refused(store_text(s, 1), node_id);
-    if (other) snprintf(holder, 64, "%s", store_text(s, 0));
+    int other = rc > 0 && inv_claim_refused(store_text(s, HO_ID), node_id);
+    if (other) snprintf(holder, 64, "%s", store_text(s, HO_NAME));
     store_done(s);
     if (rc < 0 || other) return rc < 0 ? rc : 1;
     json_array_foreach(json_object_get(g, "slices"), k, sl) {
         rc = store_query(tx, &s, err,
-                         "SELECT n.name, n.id FROM slices x JOIN gpus g ON g.id = x.gpu_id"
+                         "SELECT " STORE_COLS(HOLDER_COLUMNS)
+                         " FROM slices x JOIN gpus g ON g.id = x.gpu_id"
                          " JOIN nodes n ON n.id = g.node_id WHERE x.uuid = ?",
                          "s", jstr(sl, "uuid", ""));
         if (rc) return rc;
         rc = store_step(s, err);
-        other = rc > 0 && inv_claim_refused(store_text(s, 1), node_id);
-        if (other) snprintf(holder, 64, "%s", store_text(s, 0));
+        other = rc > 0 && inv_claim_refused(store_text(s, HO_ID), node_id);
+        if (other) snprintf(holder, 64, "%s", store_text(s, HO_NAME));
         store_done(s);
         if (rc < 0 || other) return rc < 0 ? rc : 1;
     }
@@ -319,12 +361,12 @@ static int refuse_card(store_tx *tx, const char *node, const char *uuid, const c
     /* one open alarm per node and card: a node that keeps reporting it raises no more */
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT COUNT(*) FROM alarms WHERE kind = 'identity' AND node = ?"
+                         "SELECT " COUNT_COLS " FROM alarms WHERE kind = 'identity' AND node = ?"
                          " AND gpu_uuid = ? AND acked_at IS NULL",
                          "ss", node, uuid);
     if (rc) return rc;
     rc = store_step(s, err);
-    int64_t open = rc > 0 ? store_int(s, 0) : 0;
+    int64_t open = rc > 0 ? store_int(s, CN_COUNT) : 0;
     store_done(s);
     if (rc < 0) return rc;
     if (!open) {
@@ -349,6 +391,10 @@ int inv_claim_refused(const char *holder_node_id, const char *reporting_node_id)
  * `mark_stale`, cards of the node missing from the report become failed.
  * A card another node holds is skipped (refuse_card), never moved.
  */
+/* A card left out of its node's report, as apply_gpus reads it (STORE_COLS). */
+#define STALE_COLUMNS(X) X(SC_UUID, "uuid") X(SC_HEALTH, "health")
+enum { STALE_COLUMNS(STORE_COL_ENUM) SC__N };
+
 static int apply_gpus(store_tx *tx, json_t *r, const char *node_id, const char *name, int64_t now,
                       int mark_stale, json_t *refused, gp_err *err) {
     int rc = GP_OK;
@@ -427,7 +473,8 @@ static int apply_gpus(store_tx *tx, json_t *r, const char *node_id, const char *
         /* a card that vanished from the node's report is failed, with the reason */
         store_stmt *q;
         if ((rc = store_query(tx, &q, err,
-                              "SELECT uuid, health FROM gpus WHERE node_id = ? AND updated_at = -1",
+                              "SELECT " STORE_COLS(STALE_COLUMNS)
+                              " FROM gpus WHERE node_id = ? AND updated_at = -1",
                               "s", node_id)))
             goto out;
         inv_transition t;
@@ -435,8 +482,8 @@ static int apply_gpus(store_tx *tx, json_t *r, const char *node_id, const char *
         char from[64][16];
         int nm = 0;
         while ((rc = store_step(q, err)) > 0 && nm < 64) {
-            snprintf(uuids[nm], sizeof uuids[nm], "%s", store_text(q, 0));
-            snprintf(from[nm], sizeof from[nm], "%s", store_text(q, 1));
+            snprintf(uuids[nm], sizeof uuids[nm], "%s", store_text(q, SC_UUID));
+            snprintf(from[nm], sizeof from[nm], "%s", store_text(q, SC_HEALTH));
             nm++;
         }
         store_done(q);
@@ -474,14 +521,27 @@ static json_t *labels_merged(const char *agent, const char *ops) {
     return m;
 }
 
+/* A node's labels, the agent's and ops' (STORE_COLS). */
+#define LABEL_COLUMNS(X) X(LB_AGENT, "labels") X(LB_OPS, "ops_labels")
+enum { LABEL_COLUMNS(STORE_COL_ENUM) LB__N };
+#define OPS_LABEL_COLUMNS(X) X(OL_OPS, "ops_labels")
+enum { OPS_LABEL_COLUMNS(STORE_COL_ENUM) OL__N };
+
+/* A node's own columns read one at a time (STORE_COLS). */
+#define NODE_ID_COLUMNS(X) X(NI_ID, "id")
+enum { NODE_ID_COLUMNS(STORE_COL_ENUM) NI__N };
+#define NODE_STATE_COLUMNS(X) X(NS_STATE, "state")
+enum { NODE_STATE_COLUMNS(STORE_COL_ENUM) NS__N };
+
 /* Node `name`'s topology columns (topo_rack, topo_switch) from its labels as they are now. */
 static int topo_refresh(store_tx *tx, const char *name, gp_err *err) {
     store_stmt *s;
-    int rc = store_query(tx, &s, err, "SELECT labels, ops_labels FROM nodes WHERE name = ?", "s",
+    int rc = store_query(tx, &s, err,
+                         "SELECT " STORE_COLS(LABEL_COLUMNS) " FROM nodes WHERE name = ?", "s",
                          name);
     if (rc) return rc;
     rc = store_step(s, err);
-    json_t *m = rc > 0 ? labels_merged(store_text(s, 0), store_text(s, 1)) : NULL;
+    json_t *m = rc > 0 ? labels_merged(store_text(s, LB_AGENT), store_text(s, LB_OPS)) : NULL;
     store_done(s);
     if (rc <= 0) return rc < 0 ? rc : GP_OK;
     const char *rack = json_string_value(json_object_get(m, "rack"));
@@ -529,10 +589,12 @@ int inv_node_label(store_tx *tx, const char *node, json_t *changes, gp_err *err)
                               k);
     }
     store_stmt *s;
-    int rc = store_query(tx, &s, err, "SELECT ops_labels FROM nodes WHERE name = ?", "s", node);
+    int rc = store_query(tx, &s, err,
+                         "SELECT " STORE_COLS(OPS_LABEL_COLUMNS) " FROM nodes WHERE name = ?", "s",
+                         node);
     if (rc) return rc;
     rc = store_step(s, err);
-    json_t *ops = rc > 0 ? json_loads(store_text(s, 0), 0, NULL) : NULL;
+    json_t *ops = rc > 0 ? json_loads(store_text(s, OL_OPS), 0, NULL) : NULL;
     store_done(s);
     if (rc < 0) return rc;
     if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
@@ -567,18 +629,23 @@ int inv_node_register(store_tx *tx, json_t *r, char node_id[RND_ID_LEN],
     char *labels = lj ? jx_dump(lj) : strdup("{}");
     if ((rc = agent_account(tx, name, agent_user_id, err))) goto out;
     store_stmt *s;
-    if ((rc = store_query(tx, &s, err, "SELECT id FROM nodes WHERE name = ?", "s", name))) goto out;
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT " STORE_COLS(NODE_ID_COLUMNS) " FROM nodes WHERE name = ?", "s",
+                          name)))
+        goto out;
     rc = store_step(s, err);
     *rereg = rc > 0;
-    if (rc > 0) snprintf(node_id, RND_ID_LEN, "%s", store_text(s, 0));
+    if (rc > 0) snprintf(node_id, RND_ID_LEN, "%s", store_text(s, NI_ID));
     store_done(s);
     if (rc < 0) goto out;
     if (*rereg) {
         /* taking over a node's identity is only for a node whose agent is gone */
-        if ((rc = store_query(tx, &s, err, "SELECT state FROM nodes WHERE id = ?", "s", node_id)))
+        if ((rc = store_query(tx, &s, err,
+                              "SELECT " STORE_COLS(NODE_STATE_COLUMNS) " FROM nodes WHERE id = ?",
+                              "s", node_id)))
             goto out;
         rc = store_step(s, err);
-        int alive = rc > 0 && strcmp(store_text(s, 0), "ready") == 0;
+        int alive = rc > 0 && strcmp(store_text(s, NS_STATE), "ready") == 0;
         store_done(s);
         if (rc < 0) goto out;
         if (alive) {
@@ -613,6 +680,10 @@ out:
     return rc;
 }
 
+/* A node's id and agent account (STORE_COLS). */
+#define NODE_AGENT_COLUMNS(X) X(NA_ID, "id") X(NA_AGENT, "agent_user_id")
+enum { NODE_AGENT_COLUMNS(STORE_COL_ENUM) NA__N };
+
 int inv_node_report(store_tx *tx, const char *node, const char *agent_user_id, json_t *r,
                     json_t *refused, gp_err *err) {
     store_stmt *s;
@@ -621,12 +692,13 @@ int inv_node_report(store_tx *tx, const char *node, const char *agent_user_id, j
     if (rc) return rc;
     if (strcmp(jstr(r, "name", ""), node) != 0)
         return gp_err_set(err, GP_EINVALID, "the report names another node");
-    if ((rc = store_query(tx, &s, err, "SELECT id, agent_user_id FROM nodes WHERE name = ?", "s",
-                          node)))
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT " STORE_COLS(NODE_AGENT_COLUMNS) " FROM nodes WHERE name = ?",
+                          "s", node)))
         return rc;
     rc = store_step(s, err);
-    int mine = rc > 0 && strcmp(store_text(s, 1), agent_user_id) == 0;
-    if (rc > 0) snprintf(nid, sizeof nid, "%s", store_text(s, 0));
+    int mine = rc > 0 && strcmp(store_text(s, NA_AGENT), agent_user_id) == 0;
+    if (rc > 0) snprintf(nid, sizeof nid, "%s", store_text(s, NA_ID));
     store_done(s);
     if (rc < 0) return rc;
     if (!mine) return gp_err_set(err, GP_EFORBIDDEN, "an agent acts only for its own node");
@@ -658,6 +730,10 @@ static void tr_set(inv_transition *t, const char *node, const char *uuid, const 
 }
 
 /* Record the transition in the history and, when it is bad news, raise an alarm. */
+/* The tenants holding a GPU or node, as record reads them (STORE_COLS). */
+#define HOLDING_TENANT_COLUMNS(X) X(HT_TENANT, "tenant")
+enum { HOLDING_TENANT_COLUMNS(STORE_COL_ENUM) HT__N };
+
 static int record(store_tx *tx, const inv_transition *t, const char *actor, gp_err *err) {
     char id[RND_ID_LEN];
     int64_t now = gt_now_us();
@@ -690,7 +766,8 @@ static int record(store_tx *tx, const inv_transition *t, const char *actor, gp_e
     store_stmt *q;
     json_t *tenants = json_array();
     rc = store_query(tx, &q, err,
-                         "SELECT DISTINCT tenant FROM bindings WHERE end_us IS NULL"
+                         "SELECT DISTINCT " STORE_COLS(HOLDING_TENANT_COLUMNS)
+                         " FROM bindings WHERE end_us IS NULL"
                          " AND ((? <> '' AND gpu_uuid = ?) OR (? = '' AND node = ?))"
                          " ORDER BY tenant",
                          "ssss", t->gpu_uuid, t->gpu_uuid, t->gpu_uuid, t->node);
@@ -698,7 +775,8 @@ static int record(store_tx *tx, const inv_transition *t, const char *actor, gp_e
         json_decref(tenants);
         return rc;
     }
-    while ((rc = store_step(q, err)) > 0) json_array_append_new(tenants, json_string(store_text(q, 0)));
+    while ((rc = store_step(q, err)) > 0)
+        json_array_append_new(tenants, json_string(store_text(q, HT_TENANT)));
     store_done(q);
     if (rc == 0)
         rc = inv_alarm_raise(tx, sev, t->kind, t->node, t->gpu_uuid, "", msg, tenants, NULL, err);
@@ -724,11 +802,16 @@ int inv_alarm_raise(store_tx *tx, const char *severity, const char *kind, const 
     return rc;
 }
 
+/* An open alarm as inv_alarm_resolve reads it (STORE_COLS). */
+#define OPEN_ALARM_COLUMNS(X) X(OA_ID, "id") X(OA_SEVERITY, "severity") X(OA_MESSAGE, "message")
+enum { OPEN_ALARM_COLUMNS(STORE_COL_ENUM) OA__N };
+
 int inv_alarm_resolve(store_tx *tx, const char *kind, const char *node, const char *gpu,
                       const char *subject, const char *why, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT id, severity, message FROM alarms WHERE kind = ? AND node = ?"
+                         "SELECT " STORE_COLS(OPEN_ALARM_COLUMNS)
+                         " FROM alarms WHERE kind = ? AND node = ?"
                          " AND gpu_uuid = ? AND (? = 1 OR subject = ?) AND resolved_at IS NULL"
                          " ORDER BY at, id",
                          "sssis", kind, node ? node : "", gpu ? gpu : "", (int64_t)(subject == NULL),
@@ -736,8 +819,9 @@ int inv_alarm_resolve(store_tx *tx, const char *kind, const char *node, const ch
     if (rc) return rc;
     json_t *ids = json_array();
     while ((rc = store_step(s, err)) > 0)
-        json_array_append_new(ids, json_pack("{s:s,s:s,s:s}", "id", store_text(s, 0), "severity",
-                                             store_text(s, 1), "message", store_text(s, 2)));
+        json_array_append_new(ids, json_pack("{s:s,s:s,s:s}", "id", store_text(s, OA_ID),
+                                             "severity", store_text(s, OA_SEVERITY), "message",
+                                             store_text(s, OA_MESSAGE)));
     store_done(s);
     int64_t now = gt_now_us();
     size_t i;
@@ -774,20 +858,33 @@ static int push(inv_transition **arr, int *n, const inv_transition *t) {
     return 0;
 }
 
+/* A node as inv_heartbeat reads it (STORE_COLS). */
+#define HB_NODE_COLUMNS(X) X(HN_ID, "id") X(HN_AGENT, "agent_user_id") X(HN_STATE, "state")
+enum { HB_NODE_COLUMNS(STORE_COL_ENUM) HN__N };
+
+/* A reported GPU as inv_heartbeat reads it (STORE_COLS). */
+#define HB_GPU_COLUMNS(X)                                                                 \
+    X(HG_HEALTH, "health")                                                                \
+    X(HG_SIGNALS, "signals")                                                              \
+    X(HG_VENDOR, "vendor")                                                                \
+    X(HG_UPDATED, "updated_at")
+enum { HB_GPU_COLUMNS(STORE_COL_ENUM) HG__N };
+
 int inv_heartbeat(store_tx *tx, const char *node, const char *agent_user_id, json_t *hb,
                   const health_policy *pol, inv_transition **tr, int *ntr, gp_err *err) {
     store_stmt *s;
     char nid[RND_ID_LEN], state[16];
     *tr = NULL;
     *ntr = 0;
-    int rc = store_query(tx, &s, err, "SELECT id, agent_user_id, state FROM nodes WHERE name = ?",
-                         "s", node);
+    int rc = store_query(tx, &s, err,
+                         "SELECT " STORE_COLS(HB_NODE_COLUMNS) " FROM nodes WHERE name = ?", "s",
+                         node);
     if (rc) return rc;
     rc = store_step(s, err);
-    int mine = rc > 0 && strcmp(store_text(s, 1), agent_user_id) == 0;
+    int mine = rc > 0 && strcmp(store_text(s, HN_AGENT), agent_user_id) == 0;
     if (rc > 0) {
-        snprintf(nid, sizeof nid, "%s", store_text(s, 0));
-        snprintf(state, sizeof state, "%s", store_text(s, 2));
+        snprintf(nid, sizeof nid, "%s", store_text(s, HN_ID));
+        snprintf(state, sizeof state, "%s", store_text(s, HN_STATE));
     }
     store_done(s);
     if (rc < 0) return rc;
@@ -815,7 +912,7 @@ int inv_heartbeat(store_tx *tx, const char *node, const char *agent_user_id, jso
         gpu_signals now_s, prev_s;
         if ((rc = health_signals_parse(json_object_get(g, "signals"), &now_s, err))) goto fail;
         rc = store_query(tx, &s, err,
-                         "SELECT health, signals, vendor, updated_at FROM gpus"
+                         "SELECT " STORE_COLS(HB_GPU_COLUMNS) " FROM gpus"
                          " WHERE uuid = ? AND node_id = ?",
                          "ss",
                          uuid, nid);
@@ -826,14 +923,14 @@ int inv_heartbeat(store_tx *tx, const char *node, const char *agent_user_id, jso
             if (rc == 0) rc = gp_err_set(err, GP_EINVALID, "GPU %.90s is not on node %s", uuid, node);
             goto fail;
         }
-        int cur = health_parse(store_text(s, 0));
-        json_t *pj = json_loads(store_text(s, 1), 0, NULL);
+        int cur = health_parse(store_text(s, HG_HEALTH));
+        json_t *pj = json_loads(store_text(s, HG_SIGNALS), 0, NULL);
         int have_prev = pj && json_object_size(pj) > 0 &&
                         health_signals_parse(pj, &prev_s, NULL) == GP_OK;
         /* the signals mean what they mean for the card's vendor (health.h) */
-        int vendor = cp_vendor_parse(store_text(s, 2));
+        int vendor = cp_vendor_parse(store_text(s, HG_VENDOR));
         now_s.vendor = prev_s.vendor = vendor < 0 ? CP_NVIDIA : vendor;
-        int64_t stored_at = store_int(s, 3);
+        int64_t stored_at = store_int(s, HG_UPDATED);
         json_decref(pj);
         store_done(s);
         char cause[200];
@@ -882,6 +979,18 @@ int inv_mass_silence(int ready, int due) {
     return due >= INV_MASS_MIN && due * 2 > ready;
 }
 
+/* The ready nodes, how many are due and how many quiet, as inv_sweep counts them
+ * (STORE_COLS).  Its parameters: the due limit, then the quiet limit. */
+#define SWEEP_COUNT_COLUMNS(X)                                                            \
+    X(SW_READY, "COUNT(*)")                                                               \
+    X(SW_DUE, "COALESCE(SUM(CASE WHEN last_heartbeat < ? THEN 1 ELSE 0 END), 0)")         \
+    X(SW_QUIET, "COALESCE(SUM(CASE WHEN last_heartbeat < ? THEN 1 ELSE 0 END), 0)")
+enum { SWEEP_COUNT_COLUMNS(STORE_COL_ENUM) SW__N };
+
+/* A silent node as inv_sweep reads it (STORE_COLS). */
+#define SILENT_COLUMNS(X) X(SI_NAME, "name") X(SI_LAST, "last_heartbeat")
+enum { SILENT_COLUMNS(STORE_COL_ENUM) SI__N };
+
 int inv_sweep(store_tx *tx, int64_t timeout_us, int64_t observed_since_us, inv_transition **tr,
               int *ntr, int *held, gp_err *err) {
     store_stmt *s;
@@ -893,15 +1002,14 @@ int inv_sweep(store_tx *tx, int64_t timeout_us, int64_t observed_since_us, inv_t
     if (now - observed_since_us < timeout_us) return GP_OK;
     int ready = 0, due = 0, quiet = 0;
     int rc = store_query(tx, &s, err,
-                         "SELECT COUNT(*), COALESCE(SUM(CASE WHEN last_heartbeat < ? THEN 1 ELSE 0"
-                         " END), 0), COALESCE(SUM(CASE WHEN last_heartbeat < ? THEN 1 ELSE 0"
-                         " END), 0) FROM nodes WHERE state = 'ready'",
+                         "SELECT " STORE_COLS(SWEEP_COUNT_COLUMNS)
+                         " FROM nodes WHERE state = 'ready'",
                          "ii", now - timeout_us, now - timeout_us / 2);
     if (rc) return rc;
     if ((rc = store_step(s, err)) > 0) {
-        ready = (int)store_int(s, 0);
-        due = (int)store_int(s, 1);
-        quiet = (int)store_int(s, 2);
+        ready = (int)store_int(s, SW_READY);
+        due = (int)store_int(s, SW_DUE);
+        quiet = (int)store_int(s, SW_QUIET);
     }
     store_done(s);
     if (rc < 0) return rc;
@@ -913,7 +1021,7 @@ int inv_sweep(store_tx *tx, int64_t timeout_us, int64_t observed_since_us, inv_t
     int mass = inv_mass_silence(ready, quiet);
     int64_t limit = mass ? timeout_us * INV_MASS_HOLD : timeout_us;
     rc = store_query(tx, &s, err,
-                     "SELECT name, last_heartbeat FROM nodes WHERE state = 'ready'"
+                     "SELECT " STORE_COLS(SILENT_COLUMNS) " FROM nodes WHERE state = 'ready'"
                      " AND last_heartbeat < ?",
                      "i", now - limit);
     if (rc) return rc;
@@ -921,10 +1029,10 @@ int inv_sweep(store_tx *tx, int64_t timeout_us, int64_t observed_since_us, inv_t
         inv_transition t;
         char cause[160];
         snprintf(cause, sizeof cause, "no heartbeat for %lld s (timeout %lld s%s)",
-                 (long long)((now - store_int(s, 1)) / 1000000),
+                 (long long)((now - store_int(s, SI_LAST)) / 1000000),
                  (long long)(timeout_us / 1000000),
                  mass ? "; held while most nodes fell silent at once" : "");
-        tr_set(&t, store_text(s, 0), NULL, "node", "ready", "unreachable", cause);
+        tr_set(&t, store_text(s, SI_NAME), NULL, "node", "ready", "unreachable", cause);
         if (push(tr, ntr, &t)) {
             rc = gp_err_set(err, GP_ENOMEM, NULL);
             break;
@@ -951,6 +1059,15 @@ static int admin_state_ok(const char *s) {
                  strcmp(s, "draining") == 0);
 }
 
+/* A node's or GPU's admin state and node name, as set_admin reads them (STORE_COLS);
+ * the GPU's list reads in the node's order. */
+#define NODE_ADMIN_COLUMNS(X) X(AD_STATE, "admin_state") X(AD_NODE, "name")
+enum { NODE_ADMIN_COLUMNS(STORE_COL_ENUM) AD__N };
+#define GPU_ADMIN_COLUMNS(X) X(AG_STATE, "g.admin_state") X(AG_NODE, "n.name")
+enum { GPU_ADMIN_COLUMNS(STORE_COL_ENUM) AG__N };
+_Static_assert((int)AG_STATE == (int)AD_STATE && (int)AG_NODE == (int)AD_NODE,
+               "set_admin reads both lists alike");
+
 static int set_admin(store_tx *tx, const char *table_sql_get, const char *table_sql_set,
                      const char *key, const char *node_for_event, const char *uuid,
                      const char *state, const char *actor, inv_transition *tr, gp_err *err) {
@@ -961,8 +1078,8 @@ static int set_admin(store_tx *tx, const char *table_sql_get, const char *table_
     if (rc) return rc;
     rc = store_step(s, err);
     if (rc > 0) {
-        snprintf(from, sizeof from, "%s", store_text(s, 0));
-        snprintf(node, sizeof node, "%s", node_for_event ? node_for_event : store_text(s, 1));
+        snprintf(from, sizeof from, "%s", store_text(s, AD_STATE));
+        snprintf(node, sizeof node, "%s", node_for_event ? node_for_event : store_text(s, AD_NODE));
     }
     store_done(s);
     if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
@@ -975,10 +1092,14 @@ static int set_admin(store_tx *tx, const char *table_sql_get, const char *table_
 int inv_node_admin(store_tx *tx, const char *node, const char *state, const char *actor,
                    inv_transition *tr, gp_err *err) {
     /* an operator's state is the operator's: a maintenance window no longer gives it back */
-    return set_admin(tx, "SELECT admin_state, name FROM nodes WHERE name = ?",
+    return set_admin(tx, "SELECT " STORE_COLS(NODE_ADMIN_COLUMNS) " FROM nodes WHERE name = ?",
                      "UPDATE nodes SET admin_state = ?, maint_reservation = '' WHERE name = ?",
                      node, node, NULL, state, actor, tr, err);
 }
+
+/* A node's admin state and the window that set it (STORE_COLS). */
+#define MAINT_COLUMNS(X) X(MT_STATE, "admin_state") X(MT_MARK, "maint_reservation")
+enum { MAINT_COLUMNS(STORE_COL_ENUM) MT__N };
 
 int inv_node_maintenance(store_tx *tx, const char *node, const char *state, const char *mark,
                          const char *cause, const char *actor, int *changed, gp_err *err) {
@@ -987,13 +1108,13 @@ int inv_node_maintenance(store_tx *tx, const char *node, const char *state, cons
     *changed = 0;
     if (!admin_state_ok(state)) return gp_err_set(err, GP_EINVALID, "unknown admin state");
     int rc = store_query(tx, &s, err,
-                         "SELECT admin_state, maint_reservation FROM nodes WHERE name = ?", "s",
+                         "SELECT " STORE_COLS(MAINT_COLUMNS) " FROM nodes WHERE name = ?", "s",
                          node);
     if (rc) return rc;
     rc = store_step(s, err);
     if (rc > 0) {
-        snprintf(from, sizeof from, "%s", store_text(s, 0));
-        snprintf(had, sizeof had, "%s", store_text(s, 1));
+        snprintf(from, sizeof from, "%s", store_text(s, MT_STATE));
+        snprintf(had, sizeof had, "%s", store_text(s, MT_MARK));
     }
     store_done(s);
     if (rc <= 0) return rc < 0 ? rc : GP_OK; /* gone: nothing to do */
@@ -1017,25 +1138,29 @@ int inv_node_maintenance(store_tx *tx, const char *node, const char *state, cons
 int inv_gpu_admin(store_tx *tx, const char *uuid, const char *state, const char *actor,
                   inv_transition *tr, gp_err *err) {
     return set_admin(tx,
-                     "SELECT g.admin_state, n.name FROM gpus g JOIN nodes n ON n.id = g.node_id"
-                     " WHERE g.uuid = ?",
+                     "SELECT " STORE_COLS(GPU_ADMIN_COLUMNS)
+                     " FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE g.uuid = ?",
                      "UPDATE gpus SET admin_state = ? WHERE uuid = ?", uuid, NULL, uuid, state,
                      actor, tr, err);
 }
+
+/* A GPU's health and node (STORE_COLS). */
+#define RESET_COLUMNS(X) X(RS_HEALTH, "g.health") X(RS_NODE, "n.name")
+enum { RESET_COLUMNS(STORE_COL_ENUM) RS__N };
 
 int inv_gpu_reset(store_tx *tx, const char *uuid, const char *actor, inv_transition *tr,
                   gp_err *err) {
     store_stmt *s;
     char from[16], node[64];
     int rc = store_query(tx, &s, err,
-                         "SELECT g.health, n.name FROM gpus g JOIN nodes n ON n.id = g.node_id"
-                         " WHERE g.uuid = ?",
+                         "SELECT " STORE_COLS(RESET_COLUMNS)
+                         " FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE g.uuid = ?",
                          "s", uuid);
     if (rc) return rc;
     rc = store_step(s, err);
     if (rc > 0) {
-        snprintf(from, sizeof from, "%s", store_text(s, 0));
-        snprintf(node, sizeof node, "%s", store_text(s, 1));
+        snprintf(from, sizeof from, "%s", store_text(s, RS_HEALTH));
+        snprintf(node, sizeof node, "%s", store_text(s, RS_NODE));
     }
     store_done(s);
     if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
@@ -1049,17 +1174,20 @@ int inv_gpu_reset(store_tx *tx, const char *uuid, const char *actor, inv_transit
     return strcmp(from, "healthy") == 0 ? GP_OK : record(tx, tr, actor, err);
 }
 
+/* How many MIG slices a GPU has (STORE_COLS). */
+#define MODE_COLUMNS(X) X(MD_SLICES, "(SELECT COUNT(*) FROM slices WHERE gpu_id = g.id)")
+enum { MODE_COLUMNS(STORE_COL_ENUM) MD__N };
+
 int inv_gpu_mode(store_tx *tx, const char *uuid, const char *mode, gp_err *err) {
     store_stmt *s;
     if (!mode || (strcmp(mode, "whole") && strcmp(mode, "mig") && strcmp(mode, "shared")))
         return gp_err_set(err, GP_EINVALID, "mode must be whole, mig or shared");
     int rc = store_query(tx, &s, err,
-                         "SELECT (SELECT COUNT(*) FROM slices WHERE gpu_id = g.id)"
-                         " FROM gpus g WHERE g.uuid = ?",
+                         "SELECT " STORE_COLS(MODE_COLUMNS) " FROM gpus g WHERE g.uuid = ?",
                          "s", uuid);
     if (rc) return rc;
     rc = store_step(s, err);
-    int64_t slices = rc > 0 ? store_int(s, 0) : 0;
+    int64_t slices = rc > 0 ? store_int(s, MD_SLICES) : 0;
     store_done(s);
     if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
     if (rc < 0) return rc;
@@ -1086,6 +1214,16 @@ const char *inv_gpu_move_refusal(const inv_move_facts *f) {
     return NULL;
 }
 
+/* A GPU's node and what holds the GPU, as inv_gpu_move reads them (STORE_COLS). */
+#define MOVE_COLUMNS(X)                                                                   \
+    X(MV_NODE, "n.name")                                                                  \
+    X(MV_STATE, "n.state")                                                                \
+    X(MV_ADMIN, "n.admin_state")                                                          \
+    X(MV_NODE_ID, "n.id")                                                                 \
+    X(MV_OPEN, "(SELECT COUNT(*) FROM bindings b WHERE b.end_us IS NULL"                  \
+               "  AND b.gpu_uuid = g.uuid)")
+enum { MOVE_COLUMNS(STORE_COL_ENUM) MV__N };
+
 int inv_gpu_move(store_tx *tx, const char *uuid, const char *to_node, char from_node[64],
                  gp_err *err) {
     store_stmt *s;
@@ -1093,27 +1231,27 @@ int inv_gpu_move(store_tx *tx, const char *uuid, const char *to_node, char from_
     inv_move_facts f = {0};
     from_node[0] = '\0';
     int rc = store_query(tx, &s, err,
-                         "SELECT n.name, n.state, n.admin_state, n.id,"
-                         " (SELECT COUNT(*) FROM bindings b WHERE b.end_us IS NULL"
-                         "  AND b.gpu_uuid = g.uuid)"
+                         "SELECT " STORE_COLS(MOVE_COLUMNS)
                          " FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE g.uuid = ?",
                          "s", uuid);
     if (rc) return rc;
     rc = store_step(s, err);
     if (rc > 0) {
-        snprintf(from_node, 64, "%s", store_text(s, 0));
-        f.from_lost = strcmp(store_text(s, 1), "unreachable") == 0;
-        f.from_draining = strcmp(store_text(s, 2), "draining") == 0;
-        f.same_node = strcmp(store_text(s, 0), to_node) == 0;
-        f.open_bindings = store_int(s, 4);
+        snprintf(from_node, 64, "%s", store_text(s, MV_NODE));
+        f.from_lost = strcmp(store_text(s, MV_STATE), "unreachable") == 0;
+        f.from_draining = strcmp(store_text(s, MV_ADMIN), "draining") == 0;
+        f.same_node = strcmp(store_text(s, MV_NODE), to_node) == 0;
+        f.open_bindings = store_int(s, MV_OPEN);
     }
     store_done(s);
     if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
     if (rc < 0) return rc;
-    if ((rc = store_query(tx, &s, err, "SELECT id FROM nodes WHERE name = ?", "s", to_node)))
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT " STORE_COLS(NODE_ID_COLUMNS) " FROM nodes WHERE name = ?", "s",
+                          to_node)))
         return rc;
     rc = store_step(s, err);
-    if (rc > 0) snprintf(to_id, sizeof to_id, "%s", store_text(s, 0));
+    if (rc > 0) snprintf(to_id, sizeof to_id, "%s", store_text(s, NI_ID));
     store_done(s);
     if (rc == 0) return gp_err_set(err, GP_EINVALID, "node '%.63s' does not exist", to_node);
     if (rc < 0) return rc;
@@ -1125,18 +1263,22 @@ int inv_gpu_move(store_tx *tx, const char *uuid, const char *to_node, char from_
                       "sis", to_id, gt_now_us(), uuid);
 }
 
+/* A GPU's node name (STORE_COLS). */
+#define GPU_NODE_COLUMNS(X) X(GN_NODE, "n.name")
+enum { GPU_NODE_COLUMNS(STORE_COL_ENUM) GN__N };
+
 int inv_drop_foreign(store_tx *tx, const char *node, json_t *gpus, gp_err *err) {
     if (!json_is_array(gpus)) return GP_OK;
     for (size_t i = 0; i < json_array_size(gpus);) {
         const char *uuid = jstr(json_array_get(gpus, i), "uuid", "");
         store_stmt *s;
         int rc = store_query(tx, &s, err,
-                             "SELECT n.name FROM gpus g JOIN nodes n ON n.id = g.node_id"
-                             " WHERE g.uuid = ?",
+                             "SELECT " STORE_COLS(GPU_NODE_COLUMNS)
+                             " FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE g.uuid = ?",
                              "s", uuid);
         if (rc) return rc;
         rc = store_step(s, err);
-        int other = rc > 0 && strcmp(store_text(s, 0), node) != 0;
+        int other = rc > 0 && strcmp(store_text(s, GN_NODE), node) != 0;
         store_done(s);
         if (rc < 0) return rc;
         if (other) json_array_remove(gpus, i);
@@ -1162,44 +1304,72 @@ static int allocatable(const health_policy *pol, const char *node_state, const c
            strcmp(gpu_admin, "none") == 0 && health_allocatable(pol, health_parse(health));
 }
 
-#define GPU_COLS                                                                         \
-    "g.uuid, n.name, g.idx, g.model, g.memory_mib, g.pci_bus, g.numa, g.compute_cap,"    \
-    " g.mode, g.health, g.health_cause, g.admin_state, g.signals, g.topology,"           \
-    " g.updated_at, n.state, n.admin_state, g.id, g.mig_capable, g.vendor,"            \
-    " g.driver_version, g.stack"
+/* A GPU's row as gpu_json reads it (STORE_COLS). */
+#define GPU_COLUMNS(X)                                                                    \
+    X(GC_UUID, "g.uuid")                                                                  \
+    X(GC_NODE, "n.name")                                                                  \
+    X(GC_INDEX, "g.idx")                                                                  \
+    X(GC_MODEL, "g.model")                                                                \
+    X(GC_MEMORY, "g.memory_mib")                                                          \
+    X(GC_PCI_BUS, "g.pci_bus")                                                            \
+    X(GC_NUMA, "g.numa")                                                                  \
+    X(GC_COMPUTE_CAP, "g.compute_cap")                                                    \
+    X(GC_MODE, "g.mode")                                                                  \
+    X(GC_HEALTH, "g.health")                                                              \
+    X(GC_HEALTH_CAUSE, "g.health_cause")                                                  \
+    X(GC_ADMIN, "g.admin_state")                                                          \
+    X(GC_SIGNALS, "g.signals")                                                            \
+    X(GC_TOPOLOGY, "g.topology")                                                          \
+    X(GC_UPDATED, "g.updated_at")                                                         \
+    X(GC_NODE_STATE, "n.state")                                                           \
+    X(GC_NODE_ADMIN, "n.admin_state")                                                     \
+    X(GC_ID, "g.id")                                                                      \
+    X(GC_MIG_CAPABLE, "g.mig_capable")                                                    \
+    X(GC_VENDOR, "g.vendor")                                                              \
+    X(GC_DRIVER, "g.driver_version")                                                      \
+    X(GC_STACK, "g.stack")
+enum { GPU_COLUMNS(STORE_COL_ENUM) GC__N };
+#define GPU_COLS STORE_COLS(GPU_COLUMNS)
+
+/* A MIG slice as gpu_json reads it (STORE_COLS). */
+#define SLICE_COLUMNS(X) X(SL_UUID, "uuid") X(SL_PROFILE, "profile") X(SL_MEMORY, "memory_mib")
+enum { SLICE_COLUMNS(STORE_COL_ENUM) SL__N };
 
 static json_t *gpu_json(store_tx *tx, store_stmt *s, const health_policy *pol) {
-    json_t *sig = json_loads(store_text(s, 12), 0, NULL);
-    json_t *topo = json_loads(store_text(s, 13), 0, NULL);
+    json_t *sig = json_loads(store_text(s, GC_SIGNALS), 0, NULL);
+    json_t *topo = json_loads(store_text(s, GC_TOPOLOGY), 0, NULL);
     json_t *o = json_pack(
         "{s:s,s:s,s:I,s:s,s:f,s:I,s:s,s:I,s:s,s:s,s:s,s:s,s:s,s:b,s:b,s:o,s:o,s:o}", "uuid",
-        store_text(s, 0), "node", store_text(s, 1), "index", (json_int_t)store_int(s, 2), "model",
-        store_text(s, 3), "memory_gib", (double)store_int(s, 4) / 1024.0, "memory_mib",
-        (json_int_t)store_int(s, 4), "pci_bus", store_text(s, 5), "numa",
-        (json_int_t)store_int(s, 6), "compute_cap", store_text(s, 7), "mode", store_text(s, 8),
-        "health", store_text(s, 9), "health_cause", store_text(s, 10), "admin_state",
-        store_text(s, 11), "mig_capable", (int)store_int(s, 18), "allocatable",
-        allocatable(pol, store_text(s, 15), store_text(s, 16), store_text(s, 11),
-                    store_text(s, 9)),
+        store_text(s, GC_UUID), "node", store_text(s, GC_NODE), "index",
+        (json_int_t)store_int(s, GC_INDEX), "model", store_text(s, GC_MODEL), "memory_gib",
+        (double)store_int(s, GC_MEMORY) / 1024.0, "memory_mib", (json_int_t)store_int(s, GC_MEMORY),
+        "pci_bus", store_text(s, GC_PCI_BUS), "numa", (json_int_t)store_int(s, GC_NUMA),
+        "compute_cap", store_text(s, GC_COMPUTE_CAP), "mode", store_text(s, GC_MODE), "health",
+        store_text(s, GC_HEALTH), "health_cause", store_text(s, GC_HEALTH_CAUSE), "admin_state",
+        store_text(s, GC_ADMIN), "mig_capable", (int)store_int(s, GC_MIG_CAPABLE), "allocatable",
+        allocatable(pol, store_text(s, GC_NODE_STATE), store_text(s, GC_NODE_ADMIN),
+                    store_text(s, GC_ADMIN), store_text(s, GC_HEALTH)),
         "signals", sig ? sig : json_object(), "topology", topo ? topo : json_object(),
-        "updated_at", jx_time(store_int(s, 14)));
+        "updated_at", jx_time(store_int(s, GC_UPDATED)));
     /* MIG slices */
     store_stmt *q;
     gp_err err = GP_ERR_INIT;
     json_t *slices = json_array();
     if (store_query(tx, &q, &err,
-                    "SELECT uuid, profile, memory_mib FROM slices WHERE gpu_id = ? ORDER BY idx",
-                    "s", store_text(s, 17)) == GP_OK) {
+                    "SELECT " STORE_COLS(SLICE_COLUMNS)
+                    " FROM slices WHERE gpu_id = ? ORDER BY idx",
+                    "s", store_text(s, GC_ID)) == GP_OK) {
         while (store_step(q, &err) > 0)
-            json_array_append_new(slices, json_pack("{s:s,s:s,s:I}", "uuid", store_text(q, 0),
-                                                    "profile", store_text(q, 1), "memory_mib",
-                                                    (json_int_t)store_int(q, 2)));
+            json_array_append_new(slices, json_pack("{s:s,s:s,s:I}", "uuid",
+                                                    store_text(q, SL_UUID), "profile",
+                                                    store_text(q, SL_PROFILE), "memory_mib",
+                                                    (json_int_t)store_int(q, SL_MEMORY)));
         store_done(q);
     }
     json_object_set_new(o, "slices", slices);
-    json_t *stack = json_loads(store_text(s, 21), 0, NULL);
-    json_object_set_new(o, "vendor", json_string(store_text(s, 19)));
-    json_object_set_new(o, "driver_version", json_string(store_text(s, 20)));
+    json_t *stack = json_loads(store_text(s, GC_STACK), 0, NULL);
+    json_object_set_new(o, "vendor", json_string(store_text(s, GC_VENDOR)));
+    json_object_set_new(o, "driver_version", json_string(store_text(s, GC_DRIVER)));
     json_object_set_new(o, "stack", json_is_object(stack) ? stack : json_object());
     if (!json_is_object(stack)) json_decref(stack);
     return o;
@@ -1225,7 +1395,8 @@ int inv_gpu_list(store_tx *tx, const health_policy *pol, json_t *nodes, const ch
     if (rc) return rc;
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0)
-        if (name_in(nodes, store_text(s, 1))) json_array_append_new(arr, gpu_json(tx, s, pol));
+        if (name_in(nodes, store_text(s, GC_NODE)))
+            json_array_append_new(arr, gpu_json(tx, s, pol));
     store_done(s);
     if (rc < 0) {
         json_decref(arr);
@@ -1253,10 +1424,10 @@ int inv_gpu_get(store_tx *tx, const health_policy *pol, const char *uuid, json_t
 int inv_node_exists(store_tx *tx, const char *name) {
     store_stmt *s;
     gp_err err = GP_ERR_INIT;
-    if (store_query(tx, &s, &err, "SELECT COUNT(*) FROM nodes WHERE name = ?", "s", name))
+    if (store_query(tx, &s, &err, "SELECT " COUNT_COLS " FROM nodes WHERE name = ?", "s", name))
         return -1;
     int rc = store_step(s, &err);
-    int n = rc > 0 ? (int)store_int(s, 0) : -1;
+    int n = rc > 0 ? (int)store_int(s, CN_COUNT) : -1;
     store_done(s);
     return n > 0 ? 1 : n;
 }
@@ -1264,34 +1435,55 @@ int inv_node_exists(store_tx *tx, const char *name) {
 int inv_gpu_node(store_tx *tx, const char *uuid, char node[64], gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT n.name FROM gpus g JOIN nodes n ON n.id = g.node_id"
-                         " WHERE g.uuid = ?",
+                         "SELECT " STORE_COLS(GPU_NODE_COLUMNS)
+                         " FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE g.uuid = ?",
                          "s", uuid);
     if (rc) return rc;
     rc = store_step(s, err);
-    if (rc > 0) snprintf(node, 64, "%s", store_text(s, 0));
+    if (rc > 0) snprintf(node, 64, "%s", store_text(s, GN_NODE));
     store_done(s);
     if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
     return rc < 0 ? rc : GP_OK;
 }
 
-#define NODE_COLS                                                                       \
-    "n.name, n.hostname, n.cpus, n.memory_gib, n.labels, n.pool, n.driver_version,"     \
-    " n.source, n.state, n.admin_state, n.registered_at, n.last_heartbeat,"             \
-    " (SELECT COUNT(*) FROM gpus g WHERE g.node_id = n.id), n.ops_labels"
+/* A node's row as node_json reads it (STORE_COLS). */
+#define NODE_COLUMNS(X)                                                                   \
+    X(NC_NAME, "n.name")                                                                  \
+    X(NC_HOSTNAME, "n.hostname")                                                          \
+    X(NC_CPUS, "n.cpus")                                                                  \
+    X(NC_MEMORY, "n.memory_gib")                                                          \
+    X(NC_LABELS, "n.labels")                                                              \
+    X(NC_POOL, "n.pool")                                                                  \
+    X(NC_DRIVER, "n.driver_version")                                                      \
+    X(NC_SOURCE, "n.source")                                                              \
+    X(NC_STATE, "n.state")                                                                \
+    X(NC_ADMIN, "n.admin_state")                                                          \
+    X(NC_REGISTERED, "n.registered_at")                                                   \
+    X(NC_HEARTBEAT, "n.last_heartbeat")                                                   \
+    X(NC_GPUS, "(SELECT COUNT(*) FROM gpus g WHERE g.node_id = n.id)")                    \
+    X(NC_OPS_LABELS, "n.ops_labels")
+enum { NODE_COLUMNS(STORE_COL_ENUM) NC__N };
+#define NODE_COLS STORE_COLS(NODE_COLUMNS)
+
+/* A node's card vendors, as add_vendors reads them (STORE_COLS). */
+#define NODE_VENDOR_COLUMNS(X) X(NV_NODE, "n.name") X(NV_VENDOR, "g.vendor")
+enum { NODE_VENDOR_COLUMNS(STORE_COL_ENUM) NV__N };
 
 static json_t *node_json(store_stmt *s) {
     /* its labels: the agent's with ops' over them (and those ops set, apart) */
-    json_t *labels = labels_merged(store_text(s, 4), store_text(s, 13));
-    json_t *ops = json_loads(store_text(s, 13), 0, NULL);
+    json_t *labels = labels_merged(store_text(s, NC_LABELS), store_text(s, NC_OPS_LABELS));
+    json_t *ops = json_loads(store_text(s, NC_OPS_LABELS), 0, NULL);
     return json_pack("{s:s,s:s,s:I,s:I,s:o,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:I,s:o}", "name",
-                     store_text(s, 0), "hostname", store_text(s, 1), "cpus",
-                     (json_int_t)store_int(s, 2), "memory_gib", (json_int_t)store_int(s, 3),
-                     "labels", labels ? labels : json_object(), "pool", store_text(s, 5),
-                     "driver_version", store_text(s, 6), "source", store_text(s, 7), "state",
-                     store_text(s, 8), "admin_state", store_text(s, 9), "registered_at",
-                     jx_time(store_int(s, 10)), "last_heartbeat", jx_time(store_int(s, 11)),
-                     "gpu_count", (json_int_t)store_int(s, 12), "ops_labels",
+                     store_text(s, NC_NAME), "hostname", store_text(s, NC_HOSTNAME), "cpus",
+                     (json_int_t)store_int(s, NC_CPUS), "memory_gib",
+                     (json_int_t)store_int(s, NC_MEMORY), "labels",
+                     labels ? labels : json_object(), "pool", store_text(s, NC_POOL),
+                     "driver_version", store_text(s, NC_DRIVER), "source",
+                     store_text(s, NC_SOURCE), "state", store_text(s, NC_STATE), "admin_state",
+                     store_text(s, NC_ADMIN), "registered_at",
+                     jx_time(store_int(s, NC_REGISTERED)), "last_heartbeat",
+                     jx_time(store_int(s, NC_HEARTBEAT)), "gpu_count",
+                     (json_int_t)store_int(s, NC_GPUS), "ops_labels",
                      json_is_object(ops) ? ops : (json_decref(ops), json_object()));
 }
 
@@ -1302,7 +1494,8 @@ static int add_vendors(store_tx *tx, json_t *arr, const char *only, gp_err *err)
     json_t *o;
     json_array_foreach(arr, i, o) json_object_set_new(o, "vendors", json_array());
     int rc = store_query(tx, &s, err,
-                         "SELECT DISTINCT n.name, g.vendor FROM gpus g JOIN nodes n"
+                         "SELECT DISTINCT " STORE_COLS(NODE_VENDOR_COLUMNS)
+                         " FROM gpus g JOIN nodes n"
                          " ON n.id = g.node_id WHERE (? IS NULL OR n.name = ?)"
                          " ORDER BY n.name, g.vendor",
                          "ss", only, only);
@@ -1312,11 +1505,12 @@ static int add_vendors(store_tx *tx, json_t *arr, const char *only, gp_err *err)
         /* both in name order: walk the nodes along */
         while (at < json_array_size(arr) &&
                strcmp(json_string_value(json_object_get(json_array_get(arr, at), "name")),
-                      store_text(s, 0)) < 0)
+                      store_text(s, NV_NODE)) < 0)
             at++;
         json_t *n = json_array_get(arr, at);
-        if (n && !strcmp(json_string_value(json_object_get(n, "name")), store_text(s, 0)))
-            json_array_append_new(json_object_get(n, "vendors"), json_string(store_text(s, 1)));
+        if (n && !strcmp(json_string_value(json_object_get(n, "name")), store_text(s, NV_NODE)))
+            json_array_append_new(json_object_get(n, "vendors"),
+                                  json_string(store_text(s, NV_VENDOR)));
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;
@@ -1330,7 +1524,7 @@ int inv_node_list(store_tx *tx, const health_policy *pol, json_t *nodes, json_t 
     if (rc) return rc;
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0)
-        if (name_in(nodes, store_text(s, 0))) json_array_append_new(arr, node_json(s));
+        if (name_in(nodes, store_text(s, NC_NAME))) json_array_append_new(arr, node_json(s));
     store_done(s);
     if (rc >= 0) rc = add_vendors(tx, arr, NULL, err);
     if (rc < 0) {
@@ -1370,10 +1564,22 @@ int inv_node_get(store_tx *tx, const health_policy *pol, const char *name, json_
     return GP_OK;
 }
 
+/* A health event as inv_history reads it (STORE_COLS). */
+#define EVENT_COLUMNS(X)                                                                  \
+    X(EV_AT, "at")                                                                        \
+    X(EV_NODE, "node")                                                                    \
+    X(EV_GPU, "gpu_uuid")                                                                 \
+    X(EV_KIND, "kind")                                                                    \
+    X(EV_FROM, "from_state")                                                              \
+    X(EV_TO, "to_state")                                                                  \
+    X(EV_CAUSE, "cause")                                                                  \
+    X(EV_ACTOR, "actor")
+enum { EVENT_COLUMNS(STORE_COL_ENUM) EV__N };
+
 int inv_history(store_tx *tx, const char *node, const char *uuid, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT at, node, gpu_uuid, kind, from_state, to_state, cause, actor"
+                         "SELECT " STORE_COLS(EVENT_COLUMNS)
                          " FROM health_events WHERE (? IS NULL OR node = ?)"
                          " AND (? IS NULL OR gpu_uuid = ?) ORDER BY at DESC, id LIMIT 1000",
                          "ssss", node, node, uuid, uuid);
@@ -1381,10 +1587,11 @@ int inv_history(store_tx *tx, const char *node, const char *uuid, json_t **items
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0)
         json_array_append_new(
-            arr, json_pack("{s:o,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "at", jx_time(store_int(s, 0)),
-                           "node", store_text(s, 1), "gpu", store_text(s, 2), "kind",
-                           store_text(s, 3), "from", store_text(s, 4), "to", store_text(s, 5),
-                           "cause", store_text(s, 6), "actor", store_text(s, 7)));
+            arr, json_pack("{s:o,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "at",
+                           jx_time(store_int(s, EV_AT)), "node", store_text(s, EV_NODE), "gpu",
+                           store_text(s, EV_GPU), "kind", store_text(s, EV_KIND), "from",
+                           store_text(s, EV_FROM), "to", store_text(s, EV_TO), "cause",
+                           store_text(s, EV_CAUSE), "actor", store_text(s, EV_ACTOR)));
     store_done(s);
     if (rc < 0) {
         json_decref(arr);
@@ -1417,46 +1624,62 @@ static json_t *detail_for(json_t *detail, const char *tenant) {
     return out;
 }
 
+/* An alarm's row as inv_alarm_list reads it (STORE_COLS). */
+#define ALARM_COLUMNS(X)                                                                  \
+    X(AL_ID, "id")                                                                        \
+    X(AL_AT, "at")                                                                        \
+    X(AL_SEVERITY, "severity")                                                            \
+    X(AL_KIND, "kind")                                                                    \
+    X(AL_NODE, "node")                                                                    \
+    X(AL_GPU, "gpu_uuid")                                                                 \
+    X(AL_MESSAGE, "message")                                                              \
+    X(AL_TENANTS, "tenants")                                                              \
+    X(AL_ACKED_BY, "COALESCE(acked_by, '')")                                              \
+    X(AL_ACKED_AT, "COALESCE(acked_at, 0)")                                               \
+    X(AL_DETAIL, "detail")                                                                \
+    X(AL_RESOLVED_AT, "COALESCE(resolved_at, 0)")                                         \
+    X(AL_RESOLUTION, "resolution")
+enum { ALARM_COLUMNS(STORE_COL_ENUM) AL__N };
+
 int inv_alarm_list(store_tx *tx, const char *tenant, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT id, at, severity, kind, node, gpu_uuid, message, tenants,"
-                         " COALESCE(acked_by, ''), COALESCE(acked_at, 0), detail,"
-                         " COALESCE(resolved_at, 0), resolution FROM alarms"
+                         "SELECT " STORE_COLS(ALARM_COLUMNS) " FROM alarms"
                          " ORDER BY at DESC, id LIMIT 1000",
                          "");
     if (rc) return rc;
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0) {
-        json_t *tenants = json_loads(store_text(s, 7), 0, NULL);
+        json_t *tenants = json_loads(store_text(s, AL_TENANTS), 0, NULL);
         if (!tenants) tenants = json_array();
         if (tenant && !name_in(tenants, tenant)) {
             json_decref(tenants);
             continue;
         }
-        json_t *o = json_pack("{s:s,s:o,s:s,s:s,s:s,s:s,s:s}", "id", store_text(s, 0), "at",
-                              jx_time(store_int(s, 1)), "severity", store_text(s, 2), "kind",
-                              store_text(s, 3), "node", store_text(s, 4), "gpu", store_text(s, 5),
-                              "message", store_text(s, 6));
+        json_t *o = json_pack("{s:s,s:o,s:s,s:s,s:s,s:s,s:s}", "id", store_text(s, AL_ID), "at",
+                              jx_time(store_int(s, AL_AT)), "severity",
+                              store_text(s, AL_SEVERITY), "kind", store_text(s, AL_KIND), "node",
+                              store_text(s, AL_NODE), "gpu", store_text(s, AL_GPU), "message",
+                              store_text(s, AL_MESSAGE));
         /* tenants only see that it concerns them, not which other tenants it concerns */
         if (!tenant) json_object_set_new(o, "tenants", tenants);
         else json_decref(tenants);
-        json_t *detail = json_loads(store_text(s, 10), 0, NULL);
+        json_t *detail = json_loads(store_text(s, AL_DETAIL), 0, NULL);
         if (json_is_object(detail) && json_object_size(detail))
             json_object_set_new(o, "detail", tenant ? detail_for(detail, tenant) : json_incref(detail));
         json_decref(detail);
-        if (store_int(s, 9)) {
-            json_object_set_new(o, "acked_by", json_string(store_text(s, 8)));
-            json_object_set_new(o, "acked_at", jx_time(store_int(s, 9)));
+        if (store_int(s, AL_ACKED_AT)) {
+            json_object_set_new(o, "acked_by", json_string(store_text(s, AL_ACKED_BY)));
+            json_object_set_new(o, "acked_at", jx_time(store_int(s, AL_ACKED_AT)));
         }
-        if (store_int(s, 11)) {
-            json_object_set_new(o, "resolved_at", jx_time(store_int(s, 11)));
-            json_object_set_new(o, "resolution", json_string(store_text(s, 12)));
+        if (store_int(s, AL_RESOLVED_AT)) {
+            json_object_set_new(o, "resolved_at", jx_time(store_int(s, AL_RESOLVED_AT)));
+            json_object_set_new(o, "resolution", json_string(store_text(s, AL_RESOLUTION)));
         }
         /* open until its condition clears (resolved) or a person acknowledges it */
-        json_object_set_new(o, "state", json_string(store_int(s, 11)  ? "resolved"
-                                                    : store_int(s, 9) ? "acknowledged"
-                                                                      : "open"));
+        json_object_set_new(o, "state", json_string(store_int(s, AL_RESOLVED_AT) ? "resolved"
+                                                    : store_int(s, AL_ACKED_AT)  ? "acknowledged"
+                                                                                 : "open"));
         json_array_append_new(arr, o);
     }
     store_done(s);
@@ -1476,24 +1699,32 @@ int inv_alarm_ack(store_tx *tx, const char *id, const char *actor, gp_err *err) 
                         "sis", actor, gt_now_us(), id);
     if (rc || changes) return rc;
     store_stmt *s;
-    if ((rc = store_query(tx, &s, err, "SELECT COUNT(*) FROM alarms WHERE id = ?", "s", id)))
+    if ((rc = store_query(tx, &s, err, "SELECT " COUNT_COLS " FROM alarms WHERE id = ?", "s", id)))
         return rc;
     rc = store_step(s, err);
-    int64_t exists = rc > 0 ? store_int(s, 0) : 0;
+    int64_t exists = rc > 0 ? store_int(s, CN_COUNT) : 0;
     store_done(s);
     if (rc < 0) return rc;
     return exists ? gp_err_set(err, GP_ECONFLICT, "alarm already acknowledged")
                   : gp_err_set(err, GP_ENOTFOUND, "alarm not found");
 }
 
+/* The stored health policy (STORE_COLS). */
+#define POLICY_COLUMNS(X) X(PO_VALUE, "value")
+enum { POLICY_COLUMNS(STORE_COL_ENUM) PO__N };
+
 int inv_health_policy_load(store_tx *tx, health_policy *out, gp_err *err) {
     store_stmt *s;
     health_policy_default(out);
     int rc = store_query(tx, &s, err,
-                         "SELECT value FROM security_policy WHERE key = 'health_policy'", "");
+                         "SELECT " STORE_COLS(POLICY_COLUMNS)
+                         " FROM security_policy WHERE key = 'health_policy'",
+                         "");
     if (rc) return rc;
     rc = store_step(s, err);
-    json_t *j = rc > 0 && store_text(s, 0)[0] ? json_loads(store_text(s, 0), 0, NULL) : NULL;
+    json_t *j = rc > 0 && store_text(s, PO_VALUE)[0]
+                    ? json_loads(store_text(s, PO_VALUE), 0, NULL)
+                    : NULL;
     store_done(s);
     if (rc < 0) {
         json_decref(j);
