@@ -19,6 +19,7 @@
 #include "../../src/sched/sched_metrics.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 static const char *const BASE[] = {
     "INSERT INTO users (id, name, created_at) VALUES ('u1', 'agent', 0)",
@@ -653,19 +654,51 @@ static void *finisher(void *arg) {
     return NULL;
 }
 
+/* Explains jobs and checks the leader's memory against the store while the others write and
+ * rounds run: each check, at its own snapshot, must find the memory equal (issue 38). */
+typedef struct explainer {
+    store_t *st;
+    atomic_int stop;
+    int failures, checks;
+} explainer;
+
+static void *explain_main(void *arg) {
+    explainer *x = arg;
+    for (int i = 0; !atomic_load(&x->stop); i++) {
+        char id[32];
+        snprintf(id, sizeof id, "w%d-%d", i % SUBMITTERS, (i / SUBMITTERS) % PER_THREAD);
+        gp_err err = GP_ERR_INIT;
+        json_t *out = NULL;
+        int rc = sched_explain(x->st, id, NULL, &out, &err);
+        json_decref(out);
+        if (rc && rc != GP_ECONFLICT && rc != GP_ENOTFOUND) x->failures++;
+        if (i % 4 == 0) {
+            int same = -1;
+            gp_err e2 = GP_ERR_INIT;
+            if (sched_cluster_verify(x->st, &same, &e2) != GP_OK || same != 1) x->failures++;
+            x->checks++;
+        }
+    }
+    return NULL;
+}
+
 static void rounds_while_threads_write(void **state) {
     (void)state;
     apitest t;
     t.dir = tu_mkdtemp();
     t.st = tu_store(t.dir, 8);
     for (int i = 0; BASE[i]; i++) at_sql(&t, BASE[i]);
-    pthread_t th[SUBMITTERS + 1];
+    pthread_t th[SUBMITTERS + 1], xth;
     worker w[SUBMITTERS + 1];
+    explainer x = {.st = t.st};
+    atomic_init(&x.stop, 0);
+    sched_metrics_reset();
     for (int i = 0; i <= SUBMITTERS; i++) {
         w[i] = (worker){t.st, i, 0};
         assert_int_equal(pthread_create(&th[i], NULL, i < SUBMITTERS ? submitter : finisher, &w[i]),
                          0);
     }
+    assert_int_equal(pthread_create(&xth, NULL, explain_main, &x), 0);
     /* rounds as fast as they go until every writer is done (joined below), then to quiet */
     int rounds = 0, placed = 0;
     for (int alive = 1; alive; rounds++) {
@@ -681,8 +714,18 @@ static void rounds_while_threads_write(void **state) {
         pthread_join(th[i], NULL);
         assert_int_equal(w[i].failures, 0);
     }
+    atomic_store(&x.stop, 1);
+    pthread_join(xth, NULL);
+    assert_int_equal(x.failures, 0);
+    assert_true(x.checks > 0);
     for (int i = 0; i < 3; i++) round_once(&t);
     consistent(&t);
+    {
+        int same = -1;
+        gp_err err = GP_ERR_INIT;
+        assert_int_equal(sched_cluster_verify(t.st, &same, &err), GP_OK);
+        assert_int_equal(same, 1);
+    }
     assert_true(placed > 0);
     /* nothing cancelled was placed over its cancel; what runs is what the store's bindings
      * say, and no card holds two */
