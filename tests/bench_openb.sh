@@ -3,7 +3,9 @@
 # hand-made trace (output format, reproducibility, argument errors), then, when the
 # openb trace is in DATA (../shared/data/openb), the replay of the FGD paper's
 # simulator on its CPU-heavy mix: 2 seeds of fgd within 0.4 point of the published
-# 94.82 (bench/README.md; the sampled protocol with nodes in file order gave 94.07).
+# 94.82 (bench/README.md; the sampled protocol with nodes in file order gave 94.07), and
+# one point of the held-out grid (--mix-report --grid-only): its format and that one
+# --grid-seed draws the same synthetic mix twice.
 set -euo pipefail
 bench=$1 data=$2
 tmp=$(mktemp -d)
@@ -31,7 +33,7 @@ for p in bestfit fgd gpupool; do
   grep -Eq "^policy=$p alloc_at_100=[0-9]+\.[0-9]{2} alloc_at_130=[0-9]+\.[0-9]{2} seeds=3$" \
     <<<"$out1" || fail "no line for $p in: $out1"
 done
-for bad in "--protocol x" "--seeds 0" "--coverage 2" "--policy nope"; do
+for bad in "--protocol x" "--seeds 0" "--coverage 2" "--policy nope" "--grid -1" "--grid-seed x"; do
   # shellcheck disable=SC2086
   if "$bench" openb --nodes "$tmp/nodes.csv" --tasks "$tmp/tasks.csv" $bad >/dev/null 2>&1; then
     fail "openb $bad accepted"
@@ -50,4 +52,12 @@ line=$("$bench" openb --nodes "$data/openb_node_list_gpu_node.csv" \
 a100=$(sed -n 's/.*alloc_at_100=\([0-9.]*\).*/\1/p' <<<"$line")
 awk -v a="$a100" 'BEGIN { d = a - 94.82; exit !(d <= 0.4 && d >= -0.4) }' ||
   fail "fgd on cpu200 at 100 %: $a100, published 94.82"
-echo "ok ($line)"
+# the held-out grid (issue 41): one synthetic mix, one seed, twice from the printed seed
+g1=$("$bench" openb --mix-report --data "$data" --grid-only --grid 1 --seeds 1 --grid-seed 41 2>/dev/null)
+g2=$("$bench" openb --mix-report --data "$data" --grid-only --grid 1 --seeds 1 --grid-seed 41 2>/dev/null)
+[ "$g1" = "$g2" ] || fail "the grid from one seed differs: $g1 / $g2"
+grep -Eq '^0 +0\.[0-9]{2} +0\.[0-9]{2} +0\.[0-9]{2} +0\.[0-9]{2} +[0-9.]+ +[0-9.]+ +[-+][0-9.]+ +[0-9.]+ +[0-9.]+ +[-+][0-9.]+$' \
+  <<<"$g1" || fail "no grid point line in: $g1"
+grep -Eq '^seeds=1 grid_points=1 grid_seed=41 grid_min_margin=[-+][0-9]+\.[0-9]{2}$' <<<"$g1" ||
+  fail "no grid summary in: $g1"
+echo "ok ($line; grid: $(tail -1 <<<"$g1"))"
