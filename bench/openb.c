@@ -405,18 +405,10 @@ typedef struct ob_runner {
     const pack_workload *w;
 } ob_runner;
 
-/*
- * One replay.  OUT: ratios at 100 % and 130 % arrived, *placements (calls
- * of pack_choose).  The ratio at X % is read as the paper's analysis does:
- * after each task, arrived and allocated GPU are logged; the figure is the
- * mean allocation ratio over the tasks after which arrived / capacity,
- * rounded to a whole percent, is X (over X - 1 .. X + 1 when no task lands
- * there).  0, or -1 on an internal error (a placement that does not apply).
- */
 /* What a replay placed so far, for --verbose: [0] CPU-only tasks, [1] GPU tasks. */
 typedef struct ob_tally {
     int64_t cpu[2]; /* milli-CPU placed */
-    long placed[2], failed[2];
+    long failed[2];
     int64_t failed_gpu; /* milli-GPU of the GPU tasks that found no place */
 } ob_tally;
 
@@ -452,6 +444,15 @@ static void ob_strand_report(FILE *f, const ob_trace *tr, const pack_node *nodes
             t->failed_gpu / 1e3);
 }
 
+/*
+ * One replay.  OUT: ratios at 100 % and 130 % arrived, *placements (calls
+ * of pack_choose).  The ratio at X % is read as the paper's analysis does:
+ * after each task, arrived and allocated GPU are logged; the figure is the
+ * mean allocation ratio over the tasks after which arrived / capacity,
+ * rounded to a whole percent, is X (over X - 1 .. X + 1 when no task lands
+ * there).  `diag` (NULL: none) gets ob_strand_report at 100 % arrived and at
+ * the end.  0, or -1 on an internal error (a placement that does not apply).
+ */
 static int ob_replay(const ob_trace *tr, const pack_node *base, pack_node *nodes, const ob_list *l,
                      const ob_runner *r, FILE *diag, double *at100, double *at130) {
     memcpy(nodes, base, tr->nnodes * sizeof *nodes);
@@ -475,7 +476,6 @@ static int ob_replay(const ob_trace *tr, const pack_node *base, pack_node *nodes
             }
             alloc += pack_task_gpu_milli(t);
             tally.cpu[t->num_gpu > 0] += t->cpu_milli;
-            tally.placed[t->num_gpu > 0]++;
         } else if (rc == PACK_NOFIT) {
             tally.failed[t->num_gpu > 0]++;
             tally.failed_gpu += pack_task_gpu_milli(t);
@@ -638,7 +638,8 @@ typedef struct ob_result {
     long placements[PACK_NPOLICIES];
 } ob_result;
 
-/* Replay a loaded trace under cfg (`name` in messages).  0 or -1 (message printed). */
+/* Replay a loaded trace under cfg (`tasks_path` names it in messages).  0 or -1 (message
+ * printed). */
 static int ob_run_loaded(const ob_trace *trp, const char *tasks_path, const ob_cfg *cfg,
                          ob_result *res) {
     int status = -1;
