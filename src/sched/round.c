@@ -960,14 +960,20 @@ static rnd_mem *mem_of(store_t *st) {
     return slot->p;
 }
 
-static int cluster_version(store_tx *tx, int64_t *v, gp_err *err) {
+/* A version row's value as tx sees it (cluster_version, job_chg: migrations 29, 30), -1 when
+ * there is none. */
+static int version_of(store_tx *tx, const char *sql, int64_t *v, gp_err *err) {
     store_stmt *s;
-    int rc = store_query(tx, &s, err, "SELECT v FROM cluster_version WHERE id = 1", "");
+    int rc = store_query(tx, &s, err, sql, "");
     if (rc) return rc;
     rc = store_step(s, err);
     *v = rc > 0 ? store_int(s, 0) : -1;
     store_done(s);
     return rc < 0 ? rc : GP_OK;
+}
+
+static int cluster_version(store_tx *tx, int64_t *v, gp_err *err) {
+    return version_of(tx, "SELECT v FROM cluster_version WHERE id = 1", v, err);
 }
 
 /* The cluster read afresh in tx (one reference: the caller's). */
@@ -1344,13 +1350,7 @@ static int qrow_same(const qrow *a, const qrow *b) {
 }
 
 static int job_chg(store_tx *tx, int64_t *v, gp_err *err) {
-    store_stmt *s;
-    int rc = store_query(tx, &s, err, "SELECT v FROM job_chg WHERE id = 1", "");
-    if (rc) return rc;
-    rc = store_step(s, err);
-    *v = rc > 0 ? store_int(s, 0) : -1;
-    store_done(s);
-    return rc < 0 ? rc : GP_OK;
+    return version_of(tx, "SELECT v FROM job_chg WHERE id = 1", v, err);
 }
 
 #define QLIVE "state IN ('queued','admitted','running')"
