@@ -150,14 +150,23 @@ static void snap_free(snap *n) {
     n->arena = NULL;
 }
 
-static int count(store_tx *tx, const char *sql, int *out, gp_err *err) {
+/* The one value `sql` reads, `none` when it reads no row. */
+static int one_value(store_tx *tx, const char *sql, int64_t none, int64_t *v, gp_err *err) {
     store_stmt *s;
+    *v = none;
     int rc = store_query(tx, &s, err, sql, "");
     if (rc) return rc;
     rc = store_step(s, err);
-    *out = rc > 0 ? (int)store_int(s, 0) : 0;
+    if (rc > 0) *v = store_int(s, 0);
     store_done(s);
     return rc < 0 ? rc : GP_OK;
+}
+
+static int count(store_tx *tx, const char *sql, int *out, gp_err *err) {
+    int64_t v;
+    int rc = one_value(tx, sql, 0, &v, err);
+    *out = (int)v;
+    return rc;
 }
 
 static int find_str(const void *base, size_t stride, int n, const char *key) {
@@ -960,20 +969,9 @@ static rnd_mem *mem_of(store_t *st) {
     return slot->p;
 }
 
-/* A version row's value as tx sees it (cluster_version, job_chg: migrations 29, 30), -1 when
- * there is none. */
-static int version_of(store_tx *tx, const char *sql, int64_t *v, gp_err *err) {
-    store_stmt *s;
-    int rc = store_query(tx, &s, err, sql, "");
-    if (rc) return rc;
-    rc = store_step(s, err);
-    *v = rc > 0 ? store_int(s, 0) : -1;
-    store_done(s);
-    return rc < 0 ? rc : GP_OK;
-}
-
+/* The version rows as tx sees them (migrations 29, 30), -1 when there is none. */
 static int cluster_version(store_tx *tx, int64_t *v, gp_err *err) {
-    return version_of(tx, "SELECT v FROM cluster_version WHERE id = 1", v, err);
+    return one_value(tx, "SELECT v FROM cluster_version WHERE id = 1", -1, v, err);
 }
 
 /* The cluster read afresh in tx (one reference: the caller's). */
@@ -1350,7 +1348,7 @@ static int qrow_same(const qrow *a, const qrow *b) {
 }
 
 static int job_chg(store_tx *tx, int64_t *v, gp_err *err) {
-    return version_of(tx, "SELECT v FROM job_chg WHERE id = 1", v, err);
+    return one_value(tx, "SELECT v FROM job_chg WHERE id = 1", -1, v, err);
 }
 
 #define QLIVE "state IN ('queued','admitted','running')"
