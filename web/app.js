@@ -328,6 +328,14 @@ async function viewOverview(body) {
       ['Borrowed recently (GPU-hours, half-life ' + fmt(s.borrow_half_life_seconds / 3600, 2) + ' h)',
        fmt(s.recent_borrowed_gpu_hours, 3)],
       ['Weight among borrowers', fmt(s.borrow_weight)]])));
+    if (s.class_guarantees && s.class_guarantees.length) {
+      // a guarantee of one resource class: that class's work counts against it alone
+      body.appendChild(h('div', { id: 'ov-share-classes' }, table(null, [
+        { label: 'Class', get: (c) => c.class }, { label: 'Guaranteed', num: true, get: (c) => gpus(c.guaranteed_gpus) },
+        { label: 'Kept', num: true, get: (c) => gpus(c.kept_gpus) }, { label: 'In use', num: true, get: (c) => gpus(c.in_use_gpus) },
+        { label: 'Borrowed', num: true, get: (c) => gpus(c.borrowed_gpus) },
+        { label: 'Lent', num: true, get: (c) => gpus(c.lent_gpus) }], s.class_guarantees)));
+    }
   }
   if (o.accelerators && o.accelerators.length) {
     body.appendChild(h('h3', {}, 'Held now, by vendor'));

@@ -12,7 +12,8 @@
  *   PATCH .../projects/{project}/shares     its part and its ceiling (tenant-admins, as its
  *                                           quota: the parts add up to the guarantee at most)
  *
- * The fields live on the tenant's quota (quota.h: guarantee, kept, weight, the gpus ceiling),
+ * The fields live on the tenant's quota (quota.h: guarantee, kept, weight, the class
+ * guarantees, the gpus ceiling),
  * so `quota set` and this route change the same thing, checked the same way
  * (api_quota_change); a share names only its own tenant's figures, never who borrows from it.
  */
@@ -90,7 +91,8 @@ int h_share_list(api_ctx *c, gp_err *err) {
 /* The body's share fields in the quota's names (ceiling_gpus is the quota's gpus); the
  * schema (docs/openapi.json, ShareUpdate) refused any other field. */
 static json_t *as_quota_patch(json_t *body) {
-    static const char *const same[] = {"guaranteed_gpus", "kept_gpus", "borrow_weight", NULL};
+    static const char *const same[] = {"guaranteed_gpus", "kept_gpus", "borrow_weight",
+                                       "class_guarantees", NULL};
     json_t *p = json_object();
     for (int i = 0; p && same[i]; i++) {
         json_t *v = json_object_get(body, same[i]);
@@ -103,7 +105,7 @@ static json_t *as_quota_patch(json_t *body) {
 
 int h_share_patch(api_ctx *c, gp_err *err) {
     static const char *const fields[] = {"guaranteed_gpus", "kept_gpus", "borrow_weight",
-                                         "ceiling_gpus", NULL};
+                                         "ceiling_gpus", "class_guarantees", NULL};
     quota_set next;
     api_target(c->r, "share", c->sc.t.name, NULL, NULL);
     int rc = jx_only_fields(c->body, fields, err);
@@ -111,7 +113,7 @@ int h_share_patch(api_ctx *c, gp_err *err) {
     if (json_object_size(c->body) == 0)
         return gp_err_set(err, GP_EINVALID,
                           "name at least one of guaranteed_gpus, kept_gpus, borrow_weight, "
-                          "ceiling_gpus");
+                          "ceiling_gpus, class_guarantees");
     json_t *patch = as_quota_patch(c->body);
     if (!patch) return gp_err_set(err, GP_ENOMEM, NULL);
     rc = api_quota_change(c, patch, 1, &next, err);

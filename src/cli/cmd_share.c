@@ -21,6 +21,9 @@ static const char usage[] =
     "  set --tenant T [--guaranteed-gpus N] [--kept-gpus N] [--borrow-weight W]\n"
     "      [--ceiling-gpus N]      change what it names ('none' lifts one); raising any\n"
     "                              needs approval by default (tenant.quota.raise)\n"
+    "  set --tenant T --class C --guaranteed-gpus N|none [--kept-gpus N]\n"
+    "                              the tenant's guarantee of one resource class: its work\n"
+    "                              of class C counts against it alone (none lifts it)\n"
     "  set --tenant T --project P [--guaranteed-gpus N] [--ceiling-gpus N]\n"
     "                              a project's part of its tenant's guarantee (the parts\n"
     "                              add up to it at most) and its ceiling (tenant-admins)\n"
@@ -45,8 +48,10 @@ static int s_run(cli_ctx *ctx, int argc, char **argv, int set) {
                                        {"kept-gpus", required_argument, 0, 'K'},
                                        {"borrow-weight", required_argument, 0, 'W'},
                                        {"ceiling-gpus", required_argument, 0, 'g'},
+                                       {"class", required_argument, 0, 'c'},
                                        {0, 0, 0, 0}};
-    const char *verb = set ? "share set" : "share show", *tenant = NULL, *project = NULL;
+    const char *verb = set ? "share set" : "share show", *tenant = NULL, *project = NULL,
+               *cls = NULL;
     json_t *body = json_object();
     const char *kept_or_weight = NULL;
     int c, rc = 0;
@@ -64,6 +69,10 @@ static int s_run(cli_ctx *ctx, int argc, char **argv, int set) {
         if (!set) {
             rc = cli_error(CLI_USAGE, "share show: only --tenant and --project");
             goto out;
+        }
+        if (c == 'c') {
+            cls = optarg;
+            continue;
         }
         if (c == 'K' || c == 'W') kept_or_weight = c == 'K' ? "--kept-gpus" : "--borrow-weight";
         const char *key = c == 'U' ? "guaranteed_gpus" : c == 'K' ? "kept_gpus"
@@ -93,6 +102,22 @@ static int s_run(cli_ctx *ctx, int argc, char **argv, int set) {
         rc = cli_error(CLI_USAGE, "share set: give at least one of --guaranteed-gpus, "
                                   "--kept-gpus, --borrow-weight, --ceiling-gpus");
         goto out;
+    }
+    if (cls) { /* the class's guarantee, set whole: {"class_guarantees": {C: {...} | null}} */
+        json_t *g = json_object_get(body, "guaranteed_gpus"), *k = json_object_get(body, "kept_gpus");
+        if (project || !*cls || !g || (json_is_null(g) && k)) {
+            rc = cli_error(CLI_USAGE,
+                           project ? "share set: --class is a tenant's guarantee, not a project's"
+                                   : "share set --class: give --guaranteed-gpus N [--kept-gpus N], "
+                                     "or --guaranteed-gpus none to lift it");
+            goto out;
+        }
+        json_t *entry = json_is_null(g) ? json_null()
+                        : json_pack("{s:O,s:o}", "guaranteed_gpus", g, "kept_gpus",
+                                    k && !json_is_null(k) ? json_incref(k) : json_integer(0));
+        json_object_set_new(body, "class_guarantees", json_pack("{s:o}", cls, entry));
+        json_object_del(body, "guaranteed_gpus");
+        json_object_del(body, "kept_gpus");
     }
     if (project && kept_or_weight) {
         rc = cli_error(CLI_USAGE, "share set: %s is a tenant's; a project has a part of the "

@@ -29,6 +29,18 @@ void quota_unlimited(quota_set *q) {
     q->weight = 1;
 }
 
+int quota_gclass(const quota_set *q, const char *name) {
+    for (int i = 0; i < q->ngclass; i++)
+        if (strcmp(q->gclass_name[i], name) == 0) return i;
+    return -1;
+}
+
+int64_t quota_guarantee_total(const quota_set *q) {
+    int64_t g = q->guarantee == QUOTA_NONE ? 0 : q->guarantee;
+    for (int i = 0; i < q->ngclass; i++) g += q->gclass_g[i];
+    return g;
+}
+
 int64_t quota_class_limit(const quota_set *q, const char *name) {
     for (int i = 0; i < q->nclass; i++)
         if (strcmp(q->class_name[i], name) == 0) return q->class_units[i];
@@ -47,7 +59,46 @@ static int gpus_milli(json_t *v, const char *what, int64_t *out, gp_err *err) {
     return GP_OK;
 }
 
-/* guaranteed_gpus, kept_gpus, borrow_weight into q (its gpus ceiling already read). */
+/* "class_guarantees": {"class": {"guaranteed_gpus": g, "kept_gpus": k}} into q (null or
+ * absent: none). */
+static int parse_class_guarantees(json_t *cg, quota_set *q, gp_err *err) {
+    static const char *const fields[] = {"guaranteed_gpus", "kept_gpus", NULL};
+    const char *k;
+    json_t *v;
+    if (!cg || json_is_null(cg)) return GP_OK;
+    if (!json_is_object(cg) || json_object_size(cg) > QUOTA_MAX_GCLASSES)
+        return gp_err_set(err, GP_EINVALID,
+                          "class_guarantees must map at most %d class names to "
+                          "{\"guaranteed_gpus\": g, \"kept_gpus\": k}",
+                          QUOTA_MAX_GCLASSES);
+    json_object_foreach(cg, k, v) {
+        int i = q->ngclass, rc;
+        json_t *g = json_object_get(v, "guaranteed_gpus"), *kp = json_object_get(v, "kept_gpus");
+        if (!k[0] || strlen(k) >= 64 || !json_is_object(v) || !g || json_is_null(g))
+            return gp_err_set(err, GP_EINVALID,
+                              "class_guarantees: '%.40s' needs {\"guaranteed_gpus\": g} (and "
+                              "kept_gpus, optional)",
+                              k);
+        if ((rc = jx_only_fields(v, fields, err))) return rc;
+        q->gclass_kept[i] = 0;
+        if ((rc = gpus_milli(g, "class_guarantees guaranteed_gpus", &q->gclass_g[i], err)) ||
+            (kp && !json_is_null(kp) &&
+             (rc = gpus_milli(kp, "class_guarantees kept_gpus", &q->gclass_kept[i], err))))
+            return rc;
+        if (q->gclass_kept[i] > q->gclass_g[i])
+            return gp_err_set(err, GP_EINVALID,
+                              "class_guarantees: '%.40s' keeps %g GPUs, more than its "
+                              "guaranteed_gpus %g",
+                              k, (double)q->gclass_kept[i] / 1000.0,
+                              (double)q->gclass_g[i] / 1000.0);
+        snprintf(q->gclass_name[i], sizeof q->gclass_name[i], "%s", k);
+        q->ngclass++;
+    }
+    return GP_OK;
+}
+
+/* guaranteed_gpus, kept_gpus, borrow_weight, class_guarantees into q (its gpus ceiling
+ * already read). */
 static int parse_share(json_t *j, quota_set *q, gp_err *err) {
     json_t *g = json_object_get(j, "guaranteed_gpus"), *k = json_object_get(j, "kept_gpus"),
            *w = json_object_get(j, "borrow_weight");
@@ -60,10 +111,18 @@ static int parse_share(json_t *j, quota_set *q, gp_err *err) {
             return gp_err_set(err, GP_EINVALID, "borrow_weight must be an integer 1..1000");
         q->weight = json_integer_value(w);
     }
+    if ((rc = parse_class_guarantees(json_object_get(j, "class_guarantees"), q, err))) return rc;
     if (q->guarantee != QUOTA_NONE && q->v[QD_GPU_MILLI] != QUOTA_NONE &&
         q->guarantee > q->v[QD_GPU_MILLI])
         return gp_err_set(err, GP_EINVALID, "guaranteed_gpus %g exceeds the gpus ceiling %g",
                           (double)q->guarantee / 1000.0, (double)q->v[QD_GPU_MILLI] / 1000.0);
+    if (q->ngclass && q->v[QD_GPU_MILLI] != QUOTA_NONE &&
+        quota_guarantee_total(q) > q->v[QD_GPU_MILLI])
+        return gp_err_set(err, GP_EINVALID,
+                          "guaranteed_gpus and class_guarantees add up to %g, above the gpus "
+                          "ceiling %g",
+                          (double)quota_guarantee_total(q) / 1000.0,
+                          (double)q->v[QD_GPU_MILLI] / 1000.0);
     if (q->kept > (q->guarantee == QUOTA_NONE ? 0 : q->guarantee))
         return gp_err_set(err, GP_EINVALID, "kept_gpus %g exceeds guaranteed_gpus %g",
                           (double)q->kept / 1000.0,
@@ -77,7 +136,8 @@ int quota_parse(json_t *j, quota_set *out, gp_err *err) {
                                          "tokens_month", "requests_per_minute",
                                          "tokens_per_minute", "card_hours_policy",
                                          "card_hours_grace_seconds", "guaranteed_gpus",
-                                         "kept_gpus", "borrow_weight", NULL};
+                                         "kept_gpus", "borrow_weight", "class_guarantees",
+                                         NULL};
     quota_set q;
     quota_unlimited(&q);
     if (!json_is_object(j)) return gp_err_set(err, GP_EINVALID, "quota must be an object");
@@ -159,21 +219,35 @@ json_t *quota_json(const quota_set *q) {
                                                   : json_real((double)q->guarantee / 1000.0));
     json_object_set_new(o, "kept_gpus", json_real((double)q->kept / 1000.0));
     json_object_set_new(o, "borrow_weight", json_integer(q->weight));
+    json_t *gc = json_object();
+    for (int i = 0; i < q->ngclass; i++)
+        json_object_set_new(gc, q->gclass_name[i],
+                            json_pack("{s:f,s:f}", "guaranteed_gpus",
+                                      (double)q->gclass_g[i] / 1000.0, "kept_gpus",
+                                      (double)q->gclass_kept[i] / 1000.0));
+    json_object_set_new(o, "class_guarantees", gc);
     return o;
 }
 
 int quota_patch(const quota_set *cur, json_t *patch, quota_set *out, gp_err *err) {
     if (!json_is_object(patch)) return gp_err_set(err, GP_EINVALID, "quota must be an object");
-    json_t *merged = quota_json(cur), *pcg = json_object_get(patch, "class_gpus");
+    json_t *merged = quota_json(cur), *pcg = json_object_get(patch, "class_gpus"),
+           *pgc = json_object_get(patch, "class_guarantees");
     if (pcg && !json_is_null(pcg) && !json_is_object(pcg)) {
         json_decref(merged);
         return gp_err_set(err, GP_EINVALID, "class_gpus must be an object (or null)");
     }
+    if (pgc && !json_is_null(pgc) && !json_is_object(pgc)) {
+        json_decref(merged);
+        return gp_err_set(err, GP_EINVALID, "class_guarantees must be an object (or null)");
+    }
     const char *k;
     json_t *v;
     json_object_foreach(patch, k, v) {
-        if (strcmp(k, "class_gpus") == 0 && json_is_object(v)) {
-            json_t *cg = json_object_get(merged, "class_gpus");
+        if ((strcmp(k, "class_gpus") == 0 || strcmp(k, "class_guarantees") == 0) &&
+            json_is_object(v)) {
+            /* per class: null lifts it, a value replaces it */
+            json_t *cg = json_object_get(merged, k);
             const char *ck;
             json_t *cv;
             json_object_foreach(v, ck, cv) {
@@ -268,6 +342,12 @@ int quota_raises(const quota_set *cur, const quota_set *next) {
     if (next->guarantee != QUOTA_NONE &&
         (cur->guarantee == QUOTA_NONE || next->guarantee > cur->guarantee))
         return 1;
+    for (int i = 0; i < next->ngclass; i++) {
+        int c = quota_gclass(cur, next->gclass_name[i]);
+        if (c < 0 || next->gclass_g[i] > cur->gclass_g[c] ||
+            next->gclass_kept[i] > cur->gclass_kept[c])
+            return 1; /* a class guarantee where there was none, or more of one */
+    }
     return next->kept > cur->kept || next->weight > cur->weight;
 }
 

@@ -31,6 +31,7 @@ const char *quota_dim_name(int d);
 enum { QG_TOKENS_MONTH, QG_RPM, QG_TPM, QG__N };
 
 #define QUOTA_MAX_CLASSES 32
+#define QUOTA_MAX_GCLASSES 8
 
 typedef struct quota_set {
     int64_t v[QD__N];                        /* ceilings; QUOTA_NONE = none */
@@ -46,10 +47,22 @@ typedef struct quota_set {
      * borrowed.  kept: the part of it never lent (0 .. guarantee); weight: its weight among
      * borrowers (1 .. 1000). */
     int64_t guarantee, kept, weight;
+    /* Guarantees of one resource class each (a tenant's only; docs/scheduling.md "A guarantee
+     * per class"): GPUs in milli of that class's work the tenant is entitled to, and the part
+     * of it kept from lending.  The tenant's work of a class with one counts against it alone;
+     * the rest against `guarantee`.  They and `guarantee` add up to the gpus ceiling at most. */
+    int ngclass;
+    char gclass_name[QUOTA_MAX_GCLASSES][64];
+    int64_t gclass_g[QUOTA_MAX_GCLASSES], gclass_kept[QUOTA_MAX_GCLASSES];
 } quota_set;
 
 /* No ceiling anywhere. */
 void quota_unlimited(quota_set *q);
+
+/* Index of class `name`'s own guarantee in q->gclass_*, or -1. */
+int quota_gclass(const quota_set *q, const char *name);
+/* The guarantee over every class: `guarantee` (QUOTA_NONE as 0) plus the classes' own. */
+int64_t quota_guarantee_total(const quota_set *q);
 
 /* Ceiling for class `name` (QUOTA_NONE when not set). */
 int64_t quota_class_limit(const quota_set *q, const char *name);
@@ -59,7 +72,8 @@ int64_t quota_class_limit(const quota_set *q, const char *name);
  * "concurrent_jobs","card_hours_month","class_gpus":{"name":n},
  * "tokens_month","requests_per_minute","tokens_per_minute",
  * "card_hours_policy":"finish"|"stop","card_hours_grace_seconds":N,
- * "guaranteed_gpus","kept_gpus","borrow_weight"} (null or absent = no ceiling, no
+ * "guaranteed_gpus","kept_gpus","borrow_weight",
+ * "class_guarantees":{"name":{"guaranteed_gpus":g,"kept_gpus":k}}} (null or absent = no ceiling, no
  * guarantee, nothing kept, weight 1; gpus, card_hours and the guarantee may be fractional;
  * the guarantee at most the gpus ceiling, kept at most the guarantee).
  */

@@ -2213,18 +2213,39 @@ static int commit_all(store_t *st, snap *n, const sch_result *r, round_stats *st
 }
 
 /*
- * What each tenant lends (share_lent, as the overview counts it) with running work `use`
- * (GPU milli per tenant): OUT lent[ntenants].  `ts` is scratch of ntenants.
+ * The guarantee domains of record_shares (sched.h step 6c): tenant i's own is i, its class
+ * guarantee k is ntenants + off[i] + k.  The domain job j's work counts against.
  */
-static void lent_by(const snap *n, const int64_t *use, share_tenant *ts, int64_t *lent) {
+static int share_dom(const snap *n, const int *off, const sch_job *j) {
+    int tn = n->projects[j->project].tenant;
+    const quota_set *q = &n->tenants[tn].quota;
+    int k = q->ngclass ? quota_gclass(q, n->classes[SCH_CLASS_BASE(n->classes, j->cls)].name) : -1;
+    return k >= 0 && !j->reservation ? n->s.ntenants + off[tn] + k : tn;
+}
+
+/*
+ * What each tenant lends (share_lent over every domain, as the overview counts it) with
+ * running work `use` (GPU milli per domain, share_dom): OUT lent[ntenants].  `ts` is scratch
+ * of D domains.
+ */
+static void lent_by(const snap *n, const int *off, int D, const int64_t *use, share_tenant *ts,
+                    int64_t *lent) {
     int64_t capacity = 0;
+    int T = n->s.ntenants;
     for (int g = 0; g < n->s.ngpus; g++) capacity += n->gpus[g].allocatable ? 1000 : 0;
-    for (int i = 0; i < n->s.ntenants; i++) {
+    for (int i = 0; i < T; i++) {
         const quota_set *q = &n->tenants[i].quota;
         int64_t g = q->guarantee == QUOTA_NONE ? 0 : q->guarantee;
         ts[i] = (share_tenant){g, g, q->guarantee == QUOTA_NONE ? 0 : q->kept, 1, use[i], 0, 0};
+        for (int k = 0; k < q->ngclass; k++)
+            ts[T + off[i] + k] = (share_tenant){q->gclass_g[k], q->gclass_g[k], q->gclass_kept[k],
+                                                1, use[T + off[i] + k], 0, 0};
     }
-    for (int i = 0; i < n->s.ntenants; i++) lent[i] = share_lent(ts, n->s.ntenants, i, capacity);
+    for (int i = 0; i < T; i++) {
+        lent[i] = share_lent(ts, D, i, capacity);
+        for (int k = 0; k < n->tenants[i].quota.ngclass; k++)
+            lent[i] += share_lent(ts, D, T + off[i] + k, capacity);
+    }
 }
 
 /*
@@ -2242,26 +2263,32 @@ static int record_shares(store_t *st, const snap *n, const sch_result *r, gp_err
     for (int i = 0; i < T && !any; i++) any = r->borrowed[i] != n->tusage[i].borrowed;
     for (int i = 0; i < r->n && !lends; i++) lends = r->d[i].action == SCH_DO_PLACE && r->d[i].borrowed;
     if (!any && !lends) return GP_OK;
-    int64_t *before = calloc((size_t)T + 1, sizeof *before), *after = calloc((size_t)T + 1, sizeof *after);
+    int *off = calloc((size_t)T + 1, sizeof *off), D = T;
+    for (int i = 0; off && i < T; i++) {
+        off[i] = D - T;
+        D += n->tenants[i].quota.ngclass;
+    }
+    int64_t *before = calloc((size_t)D + 1, sizeof *before), *after = calloc((size_t)D + 1, sizeof *after);
     int64_t *lb = calloc((size_t)T + 1, sizeof *lb), *la = calloc((size_t)T + 1, sizeof *la);
-    share_tenant *ts = calloc((size_t)T + 1, sizeof *ts);
+    share_tenant *ts = calloc((size_t)D + 1, sizeof *ts);
     store_tx *tx = NULL;
-    int rc = !before || !after || !lb || !la || !ts ? gp_err_set(err, GP_ENOMEM, NULL) : GP_OK;
+    int rc = !off || !before || !after || !lb || !la || !ts ? gp_err_set(err, GP_ENOMEM, NULL)
+                                                            : GP_OK;
     if (!rc && lends) {
         for (int i = 0; i < n->s.njobs; i++) {
             const sch_job *j = &n->jobs[i];
             if (j->state == SCH_RUNNING)
-                before[n->projects[j->project].tenant] += sch_demand(&n->s, j, QD_GPU_MILLI);
+                before[share_dom(n, off, j)] += sch_demand(&n->s, j, QD_GPU_MILLI);
         }
-        memcpy(after, before, sizeof *after * (size_t)T);
+        memcpy(after, before, sizeof *after * (size_t)D);
         for (int i = 0; i < r->n; i++) {
             const sch_decision *d = &r->d[i];
             const sch_job *j = &n->jobs[d->job];
             int sign = d->action == SCH_DO_PLACE ? 1 : d->action == SCH_DO_PREEMPT ? -1 : 0;
-            after[n->projects[j->project].tenant] += sign * sch_demand(&n->s, j, QD_GPU_MILLI);
+            after[share_dom(n, off, j)] += sign * sch_demand(&n->s, j, QD_GPU_MILLI);
         }
-        lent_by(n, before, ts, lb);
-        lent_by(n, after, ts, la);
+        lent_by(n, off, D, before, ts, lb);
+        lent_by(n, off, D, after, ts, la);
     }
     if (!rc) rc = store_begin(st, STORE_WRITE, &tx, err);
     int64_t now = gt_now_us();
@@ -2286,6 +2313,7 @@ static int record_shares(store_t *st, const snap *n, const sch_result *r, gp_err
         if (rc) store_rollback(tx);
         else rc = store_commit(tx, err);
     }
+    free(off);
     free(before);
     free(after);
     free(lb);
@@ -2447,14 +2475,18 @@ static void explain_share(const snap *n, const sch_result *r, const sch_decision
         const sch_tenant *tn = &n->tenants[n->projects[j->project].tenant];
         double recent = (double)(tn->recent / 3600) / 1000.0;
         json_int_t weight = tn->quota.weight >= 1 ? tn->quota.weight : 1;
-        json_object_set_new(o, "borrow",
-                            json_pack("{s:f,s:f,s:f,s:I,s:f}", "guaranteed_gpus", g, "needs_gpus",
-                                      need, "idle_gpus", idle, "borrow_weight", weight,
-                                      "recent_borrowed_gpu_hours", recent));
+        json_t *b = json_pack("{s:f,s:f,s:f,s:I,s:f}", "guaranteed_gpus", g, "needs_gpus", need,
+                              "idle_gpus", idle, "borrow_weight", weight,
+                              "recent_borrowed_gpu_hours", recent);
+        /* its class's own guarantee (sched.h step 6c): the reason says " GPUs for class C" */
+        const char *cn = n->classes[SCH_CLASS_BASE(n->classes, j->cls)].name;
+        int own = quota_gclass(&tn->quota, cn) >= 0 && !j->reservation;
+        if (b && own) json_object_set_new(b, "class", json_string(cn));
+        json_object_set_new(o, "borrow", b);
         snprintf(note, sizeof note,
-                 "it waits to borrow: tenant %s is above its guarantee of %g GPUs, so it runs "
-                 "only on idle capacity; it needs %g GPUs, %g are idle to lend now",
-                 tenant, g, need, idle);
+                 "it waits to borrow: tenant %s is above its guarantee of %g GPUs%s%s, so it "
+                 "runs only on idle capacity; it needs %g GPUs, %g are idle to lend now",
+                 tenant, g, own ? " for class " : "", own ? cn : "", need, idle);
         json_array_append_new(notes, json_string(note));
         snprintf(note, sizeof note,
                  "idle capacity goes to borrowers by weight and recent borrowing: tenant %s has "
@@ -2577,8 +2609,12 @@ static int suggestions_json(const snap *n, int ji, json_t *sugg) {
             case SCH_SG_GUARANTEE:
                 o = json_pack("{s:s,s:s,s:f}", "change", "raise_guarantee", "tenant",
                               n->tnames[ch->who], "guaranteed_gpus", (double)ch->value / 1000.0);
-                snprintf(text, sizeof text, "raise tenant %s's guaranteed GPUs to %g",
-                         n->tnames[ch->who], (double)ch->value / 1000.0);
+                if (ch->dim > 0) /* a class's own guarantee (sched.h step 6c) */
+                    json_object_set_new(o, "class", json_string(n->classes[ch->dim - 1].name));
+                snprintf(text, sizeof text, "raise tenant %s's guaranteed GPUs%s%s to %g",
+                         n->tnames[ch->who], ch->dim > 0 ? " for class " : "",
+                         ch->dim > 0 ? n->classes[ch->dim - 1].name : "",
+                         (double)ch->value / 1000.0);
                 break;
             case SCH_SG_UNIT_CPUS:
             case SCH_SG_UNIT_MEMORY: {

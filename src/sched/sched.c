@@ -64,20 +64,34 @@ typedef struct st {
     /* reasons already written, by what decides them (see rc_find) */
     unsigned long charges; /* bumped by every charge */
     struct rcache *rc;
-    /* guaranteed shares (share.h; sched.h step 6): set when a tenant has a guarantee */
+    /* guaranteed shares (share.h; sched.h step 6): set when a tenant has a guarantee.  The
+     * arithmetic runs per DOMAIN (step 6c): domain tn < ntenants is tenant tn's work of the
+     * classes without a guarantee of their own (and its reservations'), each class guarantee
+     * of a tenant (quota.h gclass_*) a domain of its own, ntenants + k. */
     int guarantees;
+    int ndom;
+    int *cdom;               /* [ntenants x nclasses]: the domain of a tenant's work of a
+                                stored class, -1: the tenant's own (NULL: no class guarantee) */
+    int *dten;               /* [ndom]: the domain's tenant */
+    int *dcls;               /* [ndom]: its class (-1: the tenant's own domain) */
+    int64_t *dg, *dkept;     /* [ndom]: its guarantee (none: 0) and kept part, milli */
+    int64_t *duse;           /* [ndom]: GPU use of its charged work, milli */
     int64_t capacity;        /* allocatable GPUs, milli */
     unsigned char *borrowed; /* per job: running above its tenant's guarantee at round start */
     int64_t *tborrowed;      /* per tenant: what it borrows at round start, milli */
-    int64_t held;            /* sum over tenants of max(GPU use, kept part): not lendable */
-    /* a tenant's reservations in force count against its guarantee (step 7a) */
+    int64_t *dborrowed;      /* per domain: likewise */
+    int64_t held;            /* sum over domains of max(GPU use, kept part): not lendable */
+    /* a tenant's reservations in force count against its guarantee (step 7a); its own
+     * domain's, whatever the class of the work in them */
     int64_t *rheld;          /* per reservation: the cards it holds now for a tenant, milli */
     int64_t *rown;           /* per reservation: its own work's GPU use now, milli */
     int64_t *trsv;           /* per tenant: what its reservations hold now, milli */
     int64_t *tridle;         /* per tenant: of that, what its own work leaves unused, milli */
-    /* projects' parts of their tenant's guarantee (share_mark_parts; sched.h step 6b) */
+    /* projects' parts of their tenant's guarantee (share_mark_parts; sched.h step 6b): parts
+     * of the tenant's own domain */
     int64_t *ppart;          /* per project: its part, milli (0: none) */
     int64_t *prown;          /* per project: its work in its tenant's reservations in force */
+    int64_t *pbase;          /* per project: GPU use of its work in its tenant's own domain */
     int64_t *tparts;         /* per tenant: the sum of its projects' parts */
     int64_t *tspill;         /* per tenant: its work outside reservations beyond the parts */
     /* advance reservations (reserve.h; sched.h step 7) */
@@ -302,31 +316,43 @@ static int rsv_in_force(const st *t, const sch_job *j) {
 
 /* Project p's work outside its tenant's reservations in force, beyond p's part (step 6b). */
 static int64_t proj_spill(const st *t, int p) {
-    int64_t out = t->puse[(size_t)p * QD__N + QD_GPU_MILLI] - t->prown[p];
+    int64_t out = t->pbase[p] - t->prown[p];
     return out > t->ppart[p] ? out - t->ppart[p] : 0;
 }
 
-/* What tenant tn uses of its entitlement (guarantees): its GPU use and what its reservations
- * in force hold unused (step 7a). */
-static int64_t owned_use(const st *t, int tn) {
-    return t->tuse[(size_t)tn * QD__N + QD_GPU_MILLI] + (t->tridle ? t->tridle[tn] : 0);
+/* The domain of job j's work (step 6c): its class's guarantee of its tenant, else the
+ * tenant's own (always for work in its reservations in force: they count against that). */
+static int dom_of(const st *t, const sch_job *j) {
+    const sch_snapshot *s = t->s;
+    int tn = s->projects[j->project].tenant;
+    if (!t->cdom || rsv_in_force(t, j) >= 0) return tn;
+    int d = t->cdom[(size_t)tn * s->nclasses + SCH_CLASS_BASE(s->classes, j->cls)];
+    return d >= 0 ? d : tn;
 }
 
-/* What tenant tn holds from lending (guarantees): owned_use, or its idle kept part. */
-static int64_t held_by(const st *t, int tn) {
-    const quota_set *q = &t->s->tenants[tn].quota;
-    int64_t use = owned_use(t, tn);
-    int64_t kept = q->guarantee == QUOTA_NONE ? 0 : q->kept;
-    return use > kept ? use : kept;
+/* What domain d uses of its entitlement (guarantees): its GPU use, and for a tenant's own
+ * what its reservations in force hold unused (step 7a). */
+static int64_t owned_use(const st *t, int d) {
+    return t->duse[d] + (t->tridle && d < t->s->ntenants ? t->tridle[d] : 0);
+}
+
+/* What domain d holds from lending (guarantees): owned_use, or its idle kept part. */
+static int64_t held_by(const st *t, int d) {
+    int64_t use = owned_use(t, d);
+    return use > t->dkept[d] ? use : t->dkept[d];
 }
 
 static void charge(st *t, const sch_job *j, int sign) {
     const sch_snapshot *s = t->s;
     int p = j->project, tn = s->projects[p].tenant;
-    int ri = t->guarantees ? rsv_in_force(t, j) : -1;
+    int ri = t->guarantees ? rsv_in_force(t, j) : -1, dm = t->guarantees ? dom_of(t, j) : tn;
     t->charges++;
-    if (t->guarantees) t->held -= held_by(t, tn);
+    if (t->guarantees) t->held -= held_by(t, dm);
     if (t->tspill) t->tspill[tn] -= proj_spill(t, p);
+    if (t->guarantees) {
+        t->duse[dm] += sch_demand(s, j, QD_GPU_MILLI) * sign;
+        if (dm == tn) t->pbase[p] += sch_demand(s, j, QD_GPU_MILLI) * sign;
+    }
     if (ri >= 0) {
         t->tridle[tn] -= rsv_gap(t, ri);
         t->rown[ri] += sch_demand(s, j, QD_GPU_MILLI) * sign;
@@ -342,7 +368,7 @@ static void charge(st *t, const sch_job *j, int sign) {
     t->pcls[(size_t)p * s->nclasses + bc] += j->units * sign;
     t->tcls[(size_t)tn * s->nclasses + bc] += j->units * sign;
     if (t->tspill) t->tspill[tn] += proj_spill(t, p);
-    if (t->guarantees) t->held += held_by(t, tn);
+    if (t->guarantees) t->held += held_by(t, dm);
 }
 
 /* A unit's cards, slice or share and its node's CPUs and memory taken (sign +1) or given back
@@ -1482,28 +1508,80 @@ static void rsv_reason(const st *t, const sch_job *j, int i, int code, char *out
 
 static int any_guarantee(const sch_snapshot *s) {
     for (int i = 0; i < s->ntenants; i++)
-        if (s->tenants[i].quota.guarantee != QUOTA_NONE) return 1;
+        if (s->tenants[i].quota.guarantee != QUOTA_NONE || s->tenants[i].quota.ngclass) return 1;
     return 0;
 }
 
-/* A tenant's guarantee while any tenant has one: none counts as 0 (all its work borrowed). */
-static int64_t gtee(const sch_snapshot *s, int tn) {
-    int64_t g = s->tenants[tn].quota.guarantee;
-    return g == QUOTA_NONE ? 0 : g;
-}
+/* Domain d's guarantee while any tenant has one: none counts as 0 (all its work borrowed). */
+static int64_t gtee(const st *t, int d) { return t->dg[d]; }
 
-/* What tenant tn is entitled to now (step 7a): its guarantee, or what its reservations in
- * force hold when that is more (a reservation counts against the guarantee, not on top). */
-static int64_t geff(const st *t, int tn) {
-    int64_t g = gtee(t->s, tn), r = t->trsv ? t->trsv[tn] : 0;
+/* What domain d is entitled to now (step 7a): its guarantee, or for a tenant's own what its
+ * reservations in force hold when that is more (a reservation counts against the guarantee,
+ * not on top). */
+static int64_t geff(const st *t, int d) {
+    int64_t g = gtee(t, d), r = t->trsv && d < t->s->ntenants ? t->trsv[d] : 0;
     return r > g ? r : g;
 }
 
-/* What tenant tn's work outside its reservations in force may own (steps 6b, 7a): the
- * guarantee less what they hold, then less its projects' parts: the unassigned part. */
-static int64_t free_part(const st *t, int tn) {
-    int64_t g = gtee(t->s, tn), r = t->trsv ? t->trsv[tn] : 0;
-    return share_unassigned(g > r ? g - r : 0, t->tparts[tn]);
+/* What domain d's work outside its tenant's reservations in force may own (steps 6b, 7a): the
+ * guarantee less what they hold, then less its projects' parts (a tenant's own domain): the
+ * unassigned part. */
+static int64_t free_part(const st *t, int d) {
+    if (d >= t->s->ntenants) return gtee(t, d);
+    int64_t g = gtee(t, d), r = t->trsv ? t->trsv[d] : 0;
+    return share_unassigned(g > r ? g - r : 0, t->tparts[d]);
+}
+
+/* " for class C" when domain d is a class's guarantee, else "" (for reasons). */
+static const char *dom_what(const st *t, int d, char *buf, size_t n) {
+    if (d < t->s->ntenants) return "";
+    snprintf(buf, n, " for class %s", t->s->classes[t->dcls[d]].name);
+    return buf;
+}
+
+/*
+ * Step 6c's domains: each tenant's own, then one per class guarantee of a tenant whose class
+ * the snapshot has (a guarantee naming a class that does not exist holds nothing).  Their
+ * guarantees, kept parts and charged work's use.  -1 when out of memory.
+ */
+static int dom_init(st *t) {
+    const sch_snapshot *s = t->s;
+    int extra = 0;
+    for (int tn = 0; tn < s->ntenants; tn++) extra += s->tenants[tn].quota.ngclass;
+    size_t D = (size_t)s->ntenants + (size_t)extra + 1;
+    t->dten = malloc(sizeof *t->dten * D);
+    t->dcls = malloc(sizeof *t->dcls * D);
+    t->dg = calloc(D, sizeof *t->dg);
+    t->dkept = calloc(D, sizeof *t->dkept);
+    t->duse = calloc(D, sizeof *t->duse);
+    t->dborrowed = calloc(D, sizeof *t->dborrowed);
+    if (!t->dten || !t->dcls || !t->dg || !t->dkept || !t->duse || !t->dborrowed) return -1;
+    if (extra && s->nclasses) {
+        t->cdom = malloc(sizeof *t->cdom * (size_t)s->ntenants * (size_t)s->nclasses);
+        if (!t->cdom) return -1;
+        for (size_t i = 0; i < (size_t)s->ntenants * (size_t)s->nclasses; i++) t->cdom[i] = -1;
+    }
+    int nd = s->ntenants;
+    for (int tn = 0; tn < s->ntenants; tn++) {
+        const quota_set *q = &s->tenants[tn].quota;
+        t->dten[tn] = tn;
+        t->dcls[tn] = -1;
+        t->dg[tn] = q->guarantee == QUOTA_NONE ? 0 : q->guarantee;
+        t->dkept[tn] = q->guarantee == QUOTA_NONE ? 0 : q->kept;
+        for (int k = 0; t->cdom && k < q->ngclass; k++)
+            for (int c = 0; c < s->nclasses; c++) {
+                if (s->classes[c].base || strcmp(s->classes[c].name, q->gclass_name[k])) continue;
+                t->cdom[(size_t)tn * s->nclasses + c] = nd;
+                t->dten[nd] = tn;
+                t->dcls[nd] = c;
+                t->dg[nd] = q->gclass_g[k];
+                t->dkept[nd] = q->gclass_kept[k];
+                nd++;
+                break;
+            }
+    }
+    t->ndom = nd;
+    return 0;
 }
 
 /*
@@ -1516,9 +1594,10 @@ static int parts_init(st *t) {
     size_t P = (size_t)s->nprojects + 1, T = (size_t)s->ntenants + 1;
     t->ppart = calloc(P, sizeof *t->ppart);
     t->prown = calloc(P, sizeof *t->prown);
+    t->pbase = calloc(P, sizeof *t->pbase);
     t->tparts = calloc(T, sizeof *t->tparts);
     int64_t *spill = calloc(T, sizeof *spill);
-    if (!t->ppart || !t->prown || !t->tparts || !spill) {
+    if (!t->ppart || !t->prown || !t->pbase || !t->tparts || !spill) {
         free(spill);
         return -1;
     }
@@ -1529,8 +1608,10 @@ static int parts_init(st *t) {
     }
     for (int i = 0; i < s->njobs; i++) {
         const sch_job *j = &s->jobs[i];
-        if (j->state != SCH_PENDING && rsv_in_force(t, j) >= 0)
-            t->prown[j->project] += sch_demand(s, j, QD_GPU_MILLI);
+        if (j->state == SCH_PENDING) continue;
+        if (rsv_in_force(t, j) >= 0) t->prown[j->project] += sch_demand(s, j, QD_GPU_MILLI);
+        if (dom_of(t, j) == s->projects[j->project].tenant)
+            t->pbase[j->project] += sch_demand(s, j, QD_GPU_MILLI);
     }
     for (int p = 0; p < s->nprojects; p++) spill[s->projects[p].tenant] += proj_spill(t, p);
     t->tspill = spill; /* charge() keeps it from now on */
@@ -1581,7 +1662,7 @@ static int rsv_share_init(st *t) {
 
 /* A running job, for marking in start order (its reservation's work first). */
 typedef struct mark {
-    int tenant;
+    int tenant; /* its domain (step 6c) */
     int inrsv; /* runs in a reservation of its tenant in force */
     int64_t start;
     const char *id;
@@ -1606,9 +1687,12 @@ static int mark_cmp(const void *a, const void *b) {
 static int mark_borrowed(st *t) {
     const sch_snapshot *s = t->s;
     if (!(t->guarantees = any_guarantee(s))) return 0;
-    if (rsv_share_init(t) || parts_init(t)) return -1;
+    if (dom_init(t) || rsv_share_init(t) || parts_init(t)) return -1;
+    for (int i = 0; i < s->njobs; i++) /* charge() keeps it from now on */
+        if (s->jobs[i].state != SCH_PENDING)
+            t->duse[dom_of(t, &s->jobs[i])] += sch_demand(s, &s->jobs[i], QD_GPU_MILLI);
     for (int g = 0; g < s->ngpus; g++) t->capacity += s->gpus[g].allocatable ? 1000 : 0;
-    for (int i = 0; i < s->ntenants; i++) t->held += held_by(t, i); /* charge() keeps it */
+    for (int d = 0; d < t->ndom; d++) t->held += held_by(t, d); /* charge() keeps it */
     size_t J = (size_t)s->njobs + 1, P = (size_t)s->nprojects + 2;
     t->borrowed = calloc(J, 1);
     t->tborrowed = calloc((size_t)s->ntenants + 1, sizeof *t->tborrowed);
@@ -1623,19 +1707,23 @@ static int mark_borrowed(st *t) {
     for (size_t p = 0; p < P; p++) pidx[p] = -1;
     for (int i = 0; i < s->njobs; i++) {
         const sch_job *j = &s->jobs[i];
-        int tn = s->projects[j->project].tenant;
-        if (j->state == SCH_RUNNING) m[n++] = (mark){tn, rsv_in_force(t, j) >= 0, j->start_us, j->id, i};
+        if (j->state == SCH_RUNNING)
+            m[n++] = (mark){dom_of(t, j), rsv_in_force(t, j) >= 0, j->start_us, j->id, i};
     }
     qsort(m, (size_t)n, sizeof *m, mark_cmp);
     for (int lo = 0, hi; lo < n; lo = hi) {
-        int tn = m[lo].tenant, k0 = lo, np = 0;
-        for (hi = lo; hi < n && m[hi].tenant == tn; hi++) continue;
+        int dm = m[lo].tenant, k0 = lo, np = 0, own = dm < s->ntenants;
+        for (hi = lo; hi < n && m[hi].tenant == dm; hi++) continue;
         for (; k0 < hi && m[k0].inrsv; k0++) t->borrowed[m[k0].job] = 0; /* its reservations' */
         int64_t present = 0;
         for (int k = k0; k < hi; k++) {
             const sch_job *j = &s->jobs[m[k].job];
             int p = j->project;
             dem[k - k0] = sch_demand(s, j, QD_GPU_MILLI);
+            if (!own) { /* a class's guarantee: no parts */
+                proj[k - k0] = -1;
+                continue;
+            }
             if (t->ppart[p] > 0 && pidx[p] < 0) {
                 pidx[p] = np;
                 parts[np++] = t->ppart[p];
@@ -1643,10 +1731,12 @@ static int mark_borrowed(st *t) {
             }
             proj[k - k0] = t->ppart[p] > 0 ? pidx[p] : -1;
         }
-        parts[np] = t->tparts[tn] - present; /* the idle projects' parts: not unassigned */
-        int64_t g = gtee(s, tn), r = t->trsv ? t->trsv[tn] : 0;
-        t->tborrowed[tn] = share_mark_parts(g > r ? g - r : 0, parts, np + 1, proj, dem, hi - k0,
+        parts[np] = own ? t->tparts[dm] - present : 0; /* the idle projects' parts: not
+                                                           unassigned */
+        int64_t g = gtee(t, dm), r = t->trsv && own ? t->trsv[dm] : 0;
+        t->dborrowed[dm] = share_mark_parts(g > r ? g - r : 0, parts, np + 1, proj, dem, hi - k0,
                                             used, out);
+        t->tborrowed[t->dten[dm]] += t->dborrowed[dm];
         for (int k = k0; k < hi; k++) {
             t->borrowed[m[k].job] = out[k - k0];
             pidx[s->jobs[m[k].job].project] = -1;
@@ -1676,22 +1766,24 @@ static int borrow_ok(const st *t, const sch_job *j, char *why, size_t n) {
     const sch_snapshot *s = t->s;
     int tn = s->projects[j->project].tenant;
     if (!would_borrow(t, j)) return 1; /* owned: its reservation's, its part, its guarantee */
-    int64_t need = sch_demand(s, j, QD_GPU_MILLI), use = owned_use(t, tn);
-    /* what every other tenant holds (t->held, kept by charge(), less tn's own part) */
-    int64_t idle = t->capacity - (t->held - held_by(t, tn)) - use;
+    int dm = dom_of(t, j);
+    int64_t need = sch_demand(s, j, QD_GPU_MILLI), use = owned_use(t, dm);
+    /* what every other domain holds (t->held, kept by charge(), less dm's own part) */
+    int64_t idle = t->capacity - (t->held - held_by(t, dm)) - use;
     if (idle >= need) return 1;
-    char rsvd[160] = "";
+    char rsvd[160] = "", cls[96];
     size_t at = 0;
-    if (t->tridle && t->tridle[tn] > 0)
+    if (dm == tn && t->tridle && t->tridle[tn] > 0)
         at = (size_t)snprintf(rsvd, sizeof rsvd, " (%g of it held unused by its reservations)",
                               (double)t->tridle[tn] / 1000.0);
-    if (t->ppart[j->project] > 0 && at < sizeof rsvd)
+    if (dm == tn && t->ppart[j->project] > 0 && at < sizeof rsvd)
         snprintf(rsvd + at, sizeof rsvd - at, " (project %s's part of it, %g GPUs, in use)",
                  s->projects[j->project].name, (double)t->ppart[j->project] / 1000.0);
     snprintf(why, n,
-             "borrow_limit: tenant %s above its guarantee of %g GPUs%s borrows only idle "
+             "borrow_limit: tenant %s above its guarantee of %g GPUs%s%s borrows only idle "
              "capacity, %g GPUs idle to lend now (needs %g)",
-             s->tenants[tn].name, (double)geff(t, tn) / 1000.0, rsvd,
+             s->tenants[tn].name, (double)geff(t, dm) / 1000.0, dom_what(t, dm, cls, sizeof cls),
+             rsvd,
              (double)(idle > 0 ? idle : 0) / 1000.0, (double)need / 1000.0);
     return 0;
 }
@@ -1702,6 +1794,8 @@ static int owned_now(const st *t, const sch_job *j) {
     int tn = s->projects[j->project].tenant, p = j->project;
     if (!t->guarantees) return 0;
     if (rsv_in_force(t, j) >= 0) return 1; /* its reservation's work (step 7a) */
+    int dm = dom_of(t, j);
+    if (dm != tn) return t->duse[dm] <= gtee(t, dm); /* a class's guarantee (step 6c) */
     if (t->ppart[p] > 0 && proj_spill(t, p) == 0) return 1; /* within its project's part */
     if (s->tenants[tn].quota.guarantee == QUOTA_NONE && geff(t, tn) <= 0) return 0;
     return t->tspill[tn] <= free_part(t, tn);
@@ -1713,8 +1807,10 @@ static int would_borrow(const st *t, const sch_job *j) {
     int tn = s->projects[j->project].tenant, p = j->project;
     if (!t->guarantees || rsv_in_force(t, j) >= 0) return 0;
     int64_t d = sch_demand(s, j, QD_GPU_MILLI), over = d;
+    int dm = dom_of(t, j);
+    if (dm != tn) return t->duse[dm] + d > gtee(t, dm); /* a class's guarantee (step 6c) */
     if (t->ppart[p] > 0) {
-        over = share_spill(t->ppart[p], t->puse[(size_t)p * QD__N + QD_GPU_MILLI] - t->prown[p], d);
+        over = share_spill(t->ppart[p], t->pbase[p] - t->prown[p], d);
         if (over == 0) return 0; /* within its project's part (step 6b) */
     }
     return t->tspill[tn] + over > free_part(t, tn);
@@ -1725,6 +1821,11 @@ static int64_t borrow_key(const st *t, int tn) {
     const sch_snapshot *s = t->s;
     const quota_set *q = &s->tenants[tn].quota;
     int64_t use = owned_use(t, tn), g = geff(t, tn);
+    for (int d = s->ntenants; d < t->ndom; d++) /* its class guarantees' too (step 6c) */
+        if (t->dten[d] == tn) {
+            use += owned_use(t, d);
+            g += geff(t, d);
+        }
     share_tenant x = {g, use > g ? use : g, 0, q->weight >= 1 ? q->weight : 1, use, 0,
                       s->tenants[tn].recent > 0 ? s->tenants[tn].recent : 0};
     return share_borrow_key(&x, s->borrow_horizon_s > 0 ? s->borrow_horizon_s
@@ -1840,7 +1941,9 @@ static int preempt_for(st *t, const sch_job *j, const unsigned char *gone, sch_u
         int64_t over = 0;
         if (reclaim) {
             /* a sibling project's borrowed work too: it spills over the parts (step 6b) */
-            if (!b || (vt == me && (v->project == j->project || !t->tparts[me])) ||
+            if (!b ||
+                (vt == me && (v->project == j->project || !t->tparts[me] ||
+                              dom_of(t, v) != me || dom_of(t, j) != me)) ||
                 (reclaim == 1 && capped(s, v)))
                 continue;
             over = t->tborrowed[vt] * 1000 / (s->tenants[vt].quota.weight > 0
@@ -1856,12 +1959,12 @@ static int preempt_for(st *t, const sch_job *j, const unsigned char *gone, sch_u
     for (int i = 0; i < nc && !ok; i++) {
         const sch_job *v = &s->jobs[cand[i].job];
         if (reclaim) {
-            int vt = s->projects[v->project].tenant, vp = v->project;
+            int vt = s->projects[v->project].tenant, vp = v->project, vd = dom_of(t, v);
             int64_t d = sch_demand(s, v, QD_GPU_MILLI);
-            if (vt == me ? t->puse[(size_t)vp * QD__N + QD_GPU_MILLI] - t->prown[vp] - d < t->ppart[vp]
-                         : owned_use(t, vt) - d < geff(t, vt))
+            if (vt == me ? t->pbase[vp] - t->prown[vp] - d < t->ppart[vp]
+                         : owned_use(t, vd) - d < geff(t, vd))
                 continue; /* it would take its tenant below its guarantee (its project below
-                             its part) */
+                             its part; a class's guarantee below it) */
         }
         unplace_job(t, v, v->place);
         charge(t, v, -1);
@@ -1955,6 +2058,14 @@ static void st_free(st *t) {
     free(t->memo);
     free(t->borrowed);
     free(t->tborrowed);
+    free(t->dborrowed);
+    free(t->cdom);
+    free(t->dten);
+    free(t->dcls);
+    free(t->dg);
+    free(t->dkept);
+    free(t->duse);
+    free(t->pbase);
     free(t->rheld);
     free(t->rown);
     free(t->trsv);
@@ -2182,6 +2293,7 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
             for (int v = 0; v < nv; v++) {
                 const sch_job *vj = &s->jobs[victims[v]];
                 int vt = s->projects[vj->project].tenant;
+                char cls[96];
                 gone[victims[v]] = 1;
                 sch_decision *dv = add(r, &cap, victims[v], SCH_DO_PREEMPT);
                 if (!dv) goto out;
@@ -2197,8 +2309,9 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
                 else if (reclaim)
                     snprintf(dv->reason, sizeof dv->reason,
                              "reclaimed: it ran on capacity borrowed above tenant %s's guarantee "
-                             "of %g GPUs, which another tenant's guarantee takes back",
-                             s->tenants[vt].name, (double)geff(&t, vt) / 1000.0);
+                             "of %g GPUs%s, which another tenant's guarantee takes back",
+                             s->tenants[vt].name, (double)geff(&t, dom_of(&t, vj)) / 1000.0,
+                             dom_what(&t, dom_of(&t, vj), cls, sizeof cls));
                 else
                     snprintf(dv->reason, sizeof dv->reason, "preempted by %s%s (priority %d > %d)%s",
                              same ? "job " : "a job of another tenant", same ? j->id : "",

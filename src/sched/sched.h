@@ -68,6 +68,15 @@
  *      part, or from other tenants), and a project's owned job reclaims a
  *      sibling's borrowed work as it would another tenant's (never taking the
  *      sibling below its own part).
+ *   6c. Guarantees per class (quota.h gclass_*): a tenant's guarantee of one
+ *      resource class is a domain of its own: the tenant's work of that class
+ *      is owned, borrowed, reclaimed and protected against that guarantee
+ *      alone, as in step 6, with no projects' parts; the work of its other
+ *      classes (and all the work in its reservations in force) against its
+ *      own guarantee.  A class bound to a pool makes it a guarantee in that
+ *      pool.  What is lendable is counted per domain (its kept part), and a
+ *      reclaim never takes a victim's domain below its guarantee.  Fair use
+ *      (6a) weighs the tenant over all its domains.
  *   6a. Fair use of idle capacity: a job that would be borrowed is not
  *      tried in the queue's order but after every job that would not (owned
  *      work first: what an owner waits for is never lent), among the other
@@ -370,7 +379,8 @@ int64_t sch_demand(const sch_snapshot *s, const sch_job *j, int dim);
  *   SCH_SG_QUOTA       ceiling `dim` (QD_*) of project (level 0) or tenant (level 1) `who`
  *                      to `value` (in the ceiling's own unit: GPU milli, GiB, card-hour milli)
  *   SCH_SG_CLASS_QUOTA the per-class ceiling of the job's class at that level to `value` units
- *   SCH_SG_GUARANTEE   tenant `who`'s guaranteed GPUs to `value` milli
+ *   SCH_SG_GUARANTEE   tenant `who`'s guaranteed GPUs to `value` milli (dim > 0: its
+ *                      guarantee of class dim - 1, step 6c)
  *   SCH_SG_UNIT_CPUS   a unit of the job's class asking for at most `value` CPUs
  *   SCH_SG_UNIT_MEMORY ... at most `value` GiB of memory
  *   SCH_SG_OPEN_POOL   pool `who` opened to the job's tenant and project class

@@ -23,6 +23,7 @@ typedef struct tq {
     char id[64];
     quota_set q;
     int64_t used;
+    int64_t cused[QUOTA_MAX_GCLASSES]; /* of it, the work of each class with a guarantee */
 } tq;
 
 /* Every tenant that has a stored ceiling: *out (caller frees), *n, *any (a guarantee set). */
@@ -54,7 +55,7 @@ static int load_quotas(store_tx *tx, tq **out, int *n, int *any, gp_err *err) {
         memset(t, 0, sizeof *t);
         snprintf(t->id, sizeof t->id, "%s", store_text(s, 0));
         t->q = q;
-        *any |= q.guarantee != QUOTA_NONE;
+        *any |= q.guarantee != QUOTA_NONE || q.ngclass > 0;
     }
     store_done(s);
     if (rc < 0) {
@@ -86,17 +87,21 @@ static const quota_set *find_quota(const tq *ts, int n, const char *tenant_id) {
 typedef struct tjob {
     char id[64], project[64];
     int64_t demand; /* GPU milli of its open bindings */
+    int dom;        /* the class guarantee (index into the quota's gclass_*) it counts against,
+                       -1: the tenant's own (sched.h step 6c) */
     unsigned char borrowed;
 } tjob;
 
 /*
  * Tenant tenant_id's running jobs (those with open bindings), in start order, each marked as
- * the scheduler marks them (sched.h, steps 6, 6b and 7a): the work of its reservations in
- * force (f) owned, the rest by share_mark_parts over guarantee g less what those hold, with
- * its projects' parts.  *out (caller frees), *n, *borrowed (what the borrowed ones hold).
+ * the scheduler marks them (sched.h, steps 6, 6b, 6c and 7a): the work of its reservations in
+ * force (f) owned; the work of a class with a guarantee of its own (cq's gclass_*, cq NULL:
+ * none) by share_mark over that guarantee; the rest by share_mark_parts over guarantee g less
+ * what the reservations hold, with its projects' parts.  *out (caller frees), *n, *borrowed
+ * (what the borrowed ones hold).
  */
-static int tenant_marks(store_tx *tx, const char *tenant_id, int64_t g, const rsv_force *f,
-                        tjob **out, int *n, int64_t *borrowed, gp_err *err) {
+static int tenant_marks(store_tx *tx, const char *tenant_id, int64_t g, const quota_set *cq,
+                        const rsv_force *f, tjob **out, int *n, int64_t *borrowed, gp_err *err) {
     store_stmt *s;
     tjob *js = NULL;
     int nj = 0, cap = 0, np = 0, pcap = 0, rc;
@@ -137,10 +142,10 @@ static int tenant_marks(store_tx *tx, const char *tenant_id, int64_t g, const rs
     if (rc < 0) goto done;
     if ((rc = store_query(tx, &s, err,
                           "SELECT j.id, j.project_id, SUM(b.weight_milli),"
-                          " COALESCE(j.reservation_id, '') FROM bindings b"
+                          " COALESCE(j.reservation_id, ''), j.class FROM bindings b"
                           " JOIN jobs j ON j.id = b.job_id"
                           " WHERE b.end_us IS NULL AND b.tenant_id = ?"
-                          " GROUP BY j.id, j.project_id, j.started_at, j.reservation_id"
+                          " GROUP BY j.id, j.project_id, j.started_at, j.reservation_id, j.class"
                           " ORDER BY COALESCE(j.started_at, 0), j.id",
                           "s", tenant_id)))
         goto done;
@@ -160,7 +165,9 @@ static int tenant_marks(store_tx *tx, const char *tenant_id, int64_t g, const rs
         snprintf(t->id, sizeof t->id, "%s", store_text(s, 0));
         snprintf(t->project, sizeof t->project, "%s", store_text(s, 1));
         t->demand = store_int(s, 2);
+        t->dom = cq ? quota_gclass(cq, store_text(s, 4)) : -1;
         if (rsv_force_has(f, store_text(s, 3))) { /* keep start order among the rest */
+            t->dom = -1; /* (a reservation counts against the tenant's own guarantee) */
             tjob keep = *t;
             memmove(&js[nr + 1], &js[nr], sizeof *js * (size_t)(nj - 1 - nr));
             js[nr++] = keep;
@@ -177,15 +184,23 @@ static int tenant_marks(store_tx *tx, const char *tenant_id, int64_t g, const rs
         rc = gp_err_set(err, GP_ENOMEM, NULL);
         goto done;
     }
-    for (int i = 0; i < m; i++) {
-        const tjob *t = &js[nr + i];
-        dem[i] = t->demand;
-        proj[i] = -1;
-        for (int p = 0; p < np; p++)
-            if (!strcmp(pid[p], t->project)) proj[i] = p;
+    /* each domain's jobs in start order: the tenant's own (-1), then each class guarantee */
+    for (int dm = -1; dm < (cq ? cq->ngclass : 0); dm++) {
+        int k = 0;
+        for (int i = 0; i < m; i++) {
+            const tjob *t = &js[nr + i];
+            if (t->dom != dm) continue;
+            dem[k] = t->demand;
+            proj[k] = -1;
+            for (int p = 0; dm < 0 && p < np; p++)
+                if (!strcmp(pid[p], t->project)) proj[k] = p;
+            k++;
+        }
+        *borrowed += dm < 0 ? share_mark_parts(outside_gtee(g, f), part, np, proj, dem, k, used, mk)
+                            : share_mark(cq->gclass_g[dm], dem, k, mk);
+        for (int i = 0, x = 0; i < m; i++)
+            if (js[nr + i].dom == dm) js[nr + i].borrowed = mk[x++];
     }
-    *borrowed = share_mark_parts(outside_gtee(g, f), part, np, proj, dem, m, used, mk);
-    for (int i = 0; i < m; i++) js[nr + i].borrowed = mk[i];
     *out = js;
     *n = nj;
     js = NULL;
@@ -220,12 +235,15 @@ int share_job_borrowed(store_tx *tx, const char *job_id, int *borrowed, gp_err *
     if ((rc = load_quotas(tx, &ts, &n, &any, err))) return rc;
     const quota_set *q = find_quota(ts, n, tenant);
     int64_t g = q ? gtee_of(q) : 0, sum;
+    quota_set cq;
+    if (q) cq = *q;
     free(ts);
     if (!any) return GP_OK;
     rsv_force *fs = NULL;
     tjob *js = NULL;
     if ((rc = rsv_forces_load(tx, gt_now_us(), &fs, &nf, err))) return rc;
-    rc = tenant_marks(tx, tenant, g, rsv_force_of(fs, nf, tenant), &js, &nj, &sum, err);
+    rc = tenant_marks(tx, tenant, g, q ? &cq : NULL, rsv_force_of(fs, nf, tenant), &js, &nj, &sum,
+                      err);
     for (int i = 0; !rc && i < nj; i++)
         if (!strcmp(js[i].id, job_id)) *borrowed = js[i].borrowed;
     free(js);
@@ -277,8 +295,8 @@ int share_open_marks(store_tx *tx, json_t **out, gp_err *err) {
         tjob *js;
         int nj;
         int64_t sum;
-        if ((rc = tenant_marks(tx, tids[i], q ? gtee_of(q) : 0, rsv_force_of(fs, nf, tids[i]), &js,
-                               &nj, &sum, err)))
+        if ((rc = tenant_marks(tx, tids[i], q ? gtee_of(q) : 0, q, rsv_force_of(fs, nf, tids[i]),
+                               &js, &nj, &sum, err)))
             break;
         for (int k = 0; k < nj; k++)
             json_object_set_new(marks, js[k].id, json_boolean(js[k].borrowed));
@@ -296,13 +314,15 @@ int share_open_marks(store_tx *tx, json_t **out, gp_err *err) {
 }
 
 /* What `tenant_id` borrows now (its marks' sum); project_id non-NULL: what that project's
- * jobs borrow, with *used what they hold. */
+ * jobs borrow, with *used what they hold.  cq (NULL: none): its class guarantees, and
+ * cborrowed[k] (NULL: not wanted) what its work of class k borrows. */
 static int tenant_borrowed(store_tx *tx, const char *tenant_id, const char *project_id, int64_t g,
-                           const rsv_force *f, int64_t *out, int64_t *used, gp_err *err) {
+                           const quota_set *cq, const rsv_force *f, int64_t *out, int64_t *used,
+                           int64_t *cborrowed, gp_err *err) {
     tjob *js;
     int nj;
     int64_t sum;
-    int rc = tenant_marks(tx, tenant_id, g, f, &js, &nj, &sum, err);
+    int rc = tenant_marks(tx, tenant_id, g, cq, f, &js, &nj, &sum, err);
     if (rc) return rc;
     *out = project_id ? 0 : sum;
     if (used) *used = 0;
@@ -311,6 +331,8 @@ static int tenant_borrowed(store_tx *tx, const char *tenant_id, const char *proj
         if (js[i].borrowed) *out += js[i].demand;
         if (used) *used += js[i].demand;
     }
+    for (int i = 0; cborrowed && i < nj; i++)
+        if (js[i].dom >= 0 && js[i].borrowed) cborrowed[js[i].dom] += js[i].demand;
     free(js);
     return GP_OK;
 }
@@ -327,18 +349,21 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
     *out = NULL;
     if ((rc = load_quotas(tx, &ts, &n, &any, err))) return rc;
     if ((rc = store_query(tx, &s, err,
-                          "SELECT tenant_id, SUM(weight_milli) FROM bindings WHERE end_us IS NULL"
-                          " GROUP BY tenant_id",
+                          "SELECT b.tenant_id, j.class, SUM(b.weight_milli) FROM bindings b"
+                          " JOIN jobs j ON j.id = b.job_id WHERE b.end_us IS NULL"
+                          " GROUP BY b.tenant_id, j.class",
                           "")))
         goto done;
     while ((rc = store_step(s, err)) > 0) {
         int found = 0;
         for (int i = 0; i < n && !found; i++)
             if (strcmp(ts[i].id, store_text(s, 0)) == 0) {
-                ts[i].used = store_int(s, 1);
+                int k = quota_gclass(&ts[i].q, store_text(s, 1));
+                ts[i].used += store_int(s, 2);
+                if (k >= 0) ts[i].cused[k] += store_int(s, 2);
                 found = 1;
             }
-        if (!found) other_used += store_int(s, 1); /* a tenant with no stored quota */
+        if (!found) other_used += store_int(s, 2); /* a tenant with no stored quota */
     }
     store_done(s);
     if (rc < 0) goto done;
@@ -354,6 +379,7 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
         if (strcmp(ts[i].id, tenant_id) == 0) me = i;
     const quota_set *q = me >= 0 ? &ts[me].q : NULL;
     int64_t used = me >= 0 ? ts[me].used : 0, borrowed = 0, lent = 0;
+    int64_t clent[QUOTA_MAX_GCLASSES] = {0}, cborrowed[QUOTA_MAX_GCLASSES] = {0};
     if (me < 0) { /* no stored quota: its use is what its bindings hold */
         if ((rc = store_query(tx, &s, err,
                               "SELECT COALESCE(SUM(weight_milli), 0) FROM bindings"
@@ -369,24 +395,40 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
         if ((rc = rsv_forces_load(tx, gt_now_us(), &fs, &nf, err))) goto done;
         const rsv_force *f = rsv_force_of(fs, nf, tenant_id);
         reserved = f ? f->held : 0;
-        if ((rc = tenant_borrowed(tx, tenant_id, NULL, g, f, &borrowed, NULL, err))) goto done;
-        /* lent: share_lent over every tenant (those without a quota borrow all they use); a
-         * tenant's reservations in force count against its guarantee, what they hold unused
-         * as used (sched.h, step 7a) */
-        share_tenant *st = calloc((size_t)n + 2, sizeof *st);
+        if ((rc = tenant_borrowed(tx, tenant_id, NULL, g, q, f, &borrowed, NULL, cborrowed, err)))
+            goto done;
+        /* lent: share_lent over every tenant's domains (those without a quota borrow all they
+         * use): its own guarantee and each class guarantee (sched.h, step 6c); a tenant's
+         * reservations in force count against its own, what they hold unused as used (7a) */
+        size_t nd = (size_t)n + 1;
+        for (int i = 0; i < n; i++) nd += (size_t)ts[i].q.ngclass;
+        share_tenant *st = calloc(nd + 1, sizeof *st);
         if (!st) {
             rc = gp_err_set(err, GP_ENOMEM, NULL);
             goto done;
         }
+        int k = 0, mine = -1;
         for (int i = 0; i < n; i++) {
+            const quota_set *qi = &ts[i].q;
             const rsv_force *fi = rsv_force_of(fs, nf, ts[i].id);
-            int64_t gi = gtee_of(&ts[i].q);
+            int64_t gi = gtee_of(qi), own = ts[i].used;
+            for (int c = 0; c < qi->ngclass; c++) own -= ts[i].cused[c];
             if (fi && fi->held > gi) gi = fi->held;
-            st[i] = (share_tenant){gi, gi, ts[i].q.guarantee == QUOTA_NONE ? 0 : ts[i].q.kept,
-                                   1, ts[i].used + (fi ? fi->idle : 0), 0, 0};
+            if (i == me) mine = k;
+            st[k++] = (share_tenant){gi, gi, qi->guarantee == QUOTA_NONE ? 0 : qi->kept, 1,
+                                     own + (fi ? fi->idle : 0), 0, 0};
+            for (int c = 0; c < qi->ngclass; c++)
+                st[k++] = (share_tenant){qi->gclass_g[c], qi->gclass_g[c], qi->gclass_kept[c], 1,
+                                         ts[i].cused[c], 0, 0};
         }
-        st[n] = (share_tenant){0, 0, 0, 1, other_used, 0, 0};
-        if (me >= 0) lent = share_lent(st, n + 1, me, capacity);
+        st[k++] = (share_tenant){0, 0, 0, 1, other_used, 0, 0};
+        if (mine >= 0) {
+            lent = share_lent(st, k, mine, capacity);
+            for (int c = 0; c < q->ngclass; c++) {
+                clent[c] = share_lent(st, k, mine + 1 + c, capacity);
+                lent += clent[c];
+            }
+        }
         free(st);
     }
     share_usage u;
@@ -402,7 +444,17 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
                      "borrowed_gpus", gpus(borrowed), "lent_gpus", gpus(lent),
                      "recent_borrowed_gpu_hours", (double)(recent / 3600) / 1000.0,
                      "borrow_half_life_seconds", (json_int_t)pol.half_life_s, "applies", any);
-    if (!*out) rc = gp_err_set(err, GP_ENOMEM, NULL);
+    json_t *cls = json_array(); /* its class guarantees (sched.h step 6c), its own figures */
+    for (int c = 0; *out && cls && q && c < q->ngclass; c++)
+        json_array_append_new(
+            cls, json_pack("{s:s,s:o,s:o,s:o,s:o,s:o}", "class", q->gclass_name[c],
+                           "guaranteed_gpus", gpus(q->gclass_g[c]), "kept_gpus",
+                           gpus(q->gclass_kept[c]), "in_use_gpus", gpus(ts[me].cused[c]),
+                           "borrowed_gpus", gpus(cborrowed[c]), "lent_gpus", gpus(clent[c])));
+    if (!*out || !cls || json_object_set_new(*out, "class_guarantees", cls)) {
+        if (!*out) json_decref(cls);
+        rc = gp_err_set(err, GP_ENOMEM, NULL);
+    }
 done:
     rsv_forces_free(fs, nf);
     free(ts);
@@ -565,8 +617,8 @@ int share_project_view(store_tx *tx, const char *tenant_id, const char *project_
     int64_t g = q ? gtee_of(q) : 0, borrowed = 0, used = 0;
     int has_t = q && q->guarantee != QUOTA_NONE;
     if ((rc = rsv_forces_load(tx, gt_now_us(), &fs, &nf, err))) goto done;
-    if ((rc = tenant_borrowed(tx, tenant_id, project_id, any ? g : INT64_MAX / 4,
-                              rsv_force_of(fs, nf, tenant_id), &borrowed, &used, err)))
+    if ((rc = tenant_borrowed(tx, tenant_id, project_id, any ? g : INT64_MAX / 4, any ? q : NULL,
+                              rsv_force_of(fs, nf, tenant_id), &borrowed, &used, NULL, err)))
         goto done;
     if (!any) borrowed = 0;
     *out = json_pack("{s:o,s:o,s:o,s:o,s:b}", "guaranteed_gpus",

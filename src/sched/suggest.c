@@ -131,7 +131,13 @@ static void apply(scratch *x, int job, const sch_suggestion *g) {
         case SCH_SG_CLASS_QUOTA:
             set_class_limit(q, x->classes[SCH_CLASS_BASE(x->classes, j->cls)].name, c->value);
             break;
-        case SCH_SG_GUARANTEE: x->tenants[c->who].quota.guarantee = c->value; break;
+        case SCH_SG_GUARANTEE: {
+            quota_set *tq = &x->tenants[c->who].quota;
+            int k = c->dim > 0 ? quota_gclass(tq, x->classes[c->dim - 1].name) : -1;
+            if (k >= 0) tq->gclass_g[k] = c->value; /* a class's guarantee (sched.h step 6c) */
+            else tq->guarantee = c->value;
+            break;
+        }
         case SCH_SG_UNIT_CPUS: own_class(x, (int)c->value, -1); break;
         case SCH_SG_UNIT_MEMORY: own_class(x, -1, (int)c->value); break;
         case SCH_SG_OPEN_POOL:
@@ -528,13 +534,21 @@ int sch_suggest(const sch_snapshot *s, int job, sch_suggestion *out, int max) {
         quota_raise(&x, s, job, &o);
     if (!strncmp(why, "borrow_limit", 12)) {
         const sch_job *j = &s->jobs[job];
-        int tn = s->projects[j->project].tenant;
+        int tn = s->projects[j->project].tenant, bc = SCH_CLASS_BASE(s->classes, j->cls);
+        /* the guarantee its work counts against: its class's own, or the tenant's (the work
+         * of every class without one) */
+        int own = quota_gclass(&s->tenants[tn].quota, s->classes[bc].name) >= 0;
         int64_t use = 0;
-        for (int i = 0; i < s->njobs; i++)
-            if (s->jobs[i].state != SCH_PENDING && i != job &&
-                s->projects[s->jobs[i].project].tenant == tn)
-                use += sch_demand(s, &s->jobs[i], QD_GPU_MILLI);
-        sch_suggestion g = one(SCH_SG_GUARANTEE, 1, tn, 0, use + sch_demand(s, j, QD_GPU_MILLI));
+        for (int i = 0; i < s->njobs; i++) {
+            const sch_job *w = &s->jobs[i];
+            int wc = SCH_CLASS_BASE(s->classes, w->cls);
+            if (w->state != SCH_PENDING && i != job && s->projects[w->project].tenant == tn &&
+                (own ? wc == bc
+                     : quota_gclass(&s->tenants[tn].quota, s->classes[wc].name) < 0))
+                use += sch_demand(s, w, QD_GPU_MILLI);
+        }
+        sch_suggestion g = one(SCH_SG_GUARANTEE, 1, tn, own ? bc + 1 : 0,
+                               use + sch_demand(s, j, QD_GPU_MILLI));
         try_keep(&x, job, &g, &o);
     }
     if (!strncmp(why, "no_capacity", 11) && strstr(why, "with their CPUs and memory"))

@@ -148,6 +148,8 @@ async function labelled(page, where) {
   const share = await text(page, '#ov-share');
   check(/Guaranteed \(entitled whenever asked\)\s+2\b/.test(share) && share.includes('Borrowed (above the guarantee'),
         `the overview shows the guaranteed share: ${share}`);
+  const shareClasses = await text(page, '#ov-share-classes');
+  check(/h100\.1x\s+1\s+1\s+0\s+0\s+0/.test(shareClasses), `the overview shows the guarantee of a class: ${shareClasses}`);
   const ovJobs = await text(page, '#ov-jobs');
   check(ovJobs.includes(cfg.a.hold_job) && ovJobs.includes('running'), 'the overview lists the running job');
   check((await text(page, '#ov-stats')).includes('Card-hours this month'), 'the overview shows this month\'s usage');

@@ -63,10 +63,70 @@ static void own_ceilings_within(void **state) {
     json_decref(inh);
 }
 
+/* A guarantee of one class (docs/scheduling.md "A guarantee per class"): parsed, bounded by
+ * the gpus ceiling with the tenant's own guarantee, patched per class, and more of one is a
+ * raise (the sensitive operation). */
+static void class_guarantees(void **state) {
+    (void)state;
+    gp_err err = GP_ERR_INIT;
+    quota_set q = parse("{\"gpus\":16,\"guaranteed_gpus\":4,\"class_guarantees\":"
+                        "{\"h100.1x\":{\"guaranteed_gpus\":8,\"kept_gpus\":2}}}");
+    assert_int_equal(q.ngclass, 1);
+    assert_int_equal(quota_gclass(&q, "h100.1x"), 0);
+    assert_int_equal(quota_gclass(&q, "a100.1x"), -1);
+    assert_int_equal(q.gclass_g[0], 8000);
+    assert_int_equal(q.gclass_kept[0], 2000);
+    assert_int_equal(quota_guarantee_total(&q), 12000);
+    json_t *j = quota_json(&q);
+    char *s = json_dumps(json_object_get(j, "class_guarantees"), JSON_SORT_KEYS | JSON_COMPACT);
+    assert_string_equal(s, "{\"h100.1x\":{\"guaranteed_gpus\":8.0,\"kept_gpus\":2.0}}");
+    free(s);
+    quota_set back;
+    assert_int_equal(quota_parse(j, &back, &err), GP_OK); /* what it answers parses back */
+    assert_int_equal(back.gclass_g[0], 8000);
+    json_decref(j);
+    static const char *const bad[] = {
+        "{\"gpus\":10,\"guaranteed_gpus\":4,\"class_guarantees\":{\"h\":{\"guaranteed_gpus\":8}}}",
+        "{\"class_guarantees\":{\"h\":{\"guaranteed_gpus\":2,\"kept_gpus\":3}}}",
+        "{\"class_guarantees\":{\"h\":{\"kept_gpus\":1}}}",
+        "{\"class_guarantees\":{\"h\":{\"guaranteed_gpus\":-1}}}",
+        "{\"class_guarantees\":{\"h\":{\"guaranteed_gpus\":1,\"weight\":2}}}",
+        "{\"class_guarantees\":{\"h\":3}}",
+        "{\"class_guarantees\":[]}",
+        NULL};
+    for (int i = 0; bad[i]; i++) {
+        json_t *b = json_loads(bad[i], 0, NULL);
+        quota_set x;
+        if (quota_parse(b, &x, &err) != GP_EINVALID) fail_msg("accepted %s", bad[i]);
+        json_decref(b);
+    }
+    /* a patch changes one class and keeps the others; null lifts one */
+    json_t *p = json_loads("{\"class_guarantees\":{\"a100.1x\":{\"guaranteed_gpus\":2}}}", 0, NULL);
+    quota_set n;
+    assert_int_equal(quota_patch(&q, p, &n, &err), GP_OK);
+    json_decref(p);
+    assert_int_equal(n.ngclass, 2);
+    assert_int_equal(n.gclass_g[quota_gclass(&n, "h100.1x")], 8000);
+    assert_true(quota_raises(&q, &n)); /* a class guarantee where there was none */
+    assert_false(quota_raises(&n, &q));
+    p = json_loads("{\"class_guarantees\":{\"h100.1x\":null}}", 0, NULL);
+    assert_int_equal(quota_patch(&n, p, &q, &err), GP_OK);
+    json_decref(p);
+    assert_int_equal(q.ngclass, 1);
+    assert_int_equal(quota_gclass(&q, "h100.1x"), -1);
+    assert_false(quota_raises(&n, &q)); /* lifting one raises nothing */
+    p = json_loads("{\"class_guarantees\":{\"a100.1x\":{\"guaranteed_gpus\":2,\"kept_gpus\":1}}}",
+                   0, NULL);
+    assert_int_equal(quota_patch(&q, p, &n, &err), GP_OK);
+    json_decref(p);
+    assert_true(quota_raises(&q, &n)); /* more of it kept */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(open_dimensions_inherit),
         cmocka_unit_test(own_ceilings_within),
+        cmocka_unit_test(class_guarantees),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -884,12 +884,20 @@ static void settles(const world *w, int trial, int round) {
  * (settles()); and once arrivals, ends and the window stop moving the rounds settle: nothing
  * stopped, and a last round that changes nothing.
  */
+/* The domain of a job's work in guarantees_property_no_loops (sched.h step 6c). */
+static int gdom(const world *w, const sch_job *j) {
+    int t = w->projects[j->project].tenant;
+    const quota_set *q = &w->tenants[t].quota;
+    return 2 * t + (q->ngclass && !strcmp(w->classes[j->cls].name, q->gclass_name[0]));
+}
+
 static void guarantees_property_no_loops(void **state) {
     (void)state;
     unsigned seed = 0x2545f491u;
     enum { WINDOW = 5, MAXSTOPS = 24 }; /* the reclaim window, in rounds */
     static int stops_at[MAXJ][MAXSTOPS], nstops[MAXJ], reclaim_at[MAXJ][MAXSTOPS], nreclaims[MAXJ];
     int reclaims = 0, held = 0; /* reclaims seen, owners the cap held back (both must occur) */
+    int creclaims = 0;          /* reclaims of work under a class's guarantee (step 6c) */
     for (int trial = 0; trial < 400; trial++) {
         world w;
         w_init(&w);
@@ -924,6 +932,15 @@ static void guarantees_property_no_loops(void **state) {
             w.projects[0].quota.guarantee = 1000 * (int64_t)(rnd(&seed) % (unsigned)(rg / 1000 + 1));
             if (rnd(&seed) % 2) w.projects[3].quota.guarantee = rg - w.projects[0].quota.guarantee;
         }
+        for (int t = 1; t < 3; t++) /* blue's or green's own guarantee of class x2 (step 6c) */
+            if (rnd(&seed) % 3 == 0) {
+                quota_set *q = &w.tenants[t].quota;
+                q->ngclass = 1;
+                snprintf(q->gclass_name[0], sizeof q->gclass_name[0], "x2");
+                q->gclass_g[0] = 2000 * (int64_t)(rnd(&seed) % 3);
+                if (rnd(&seed) % 2) q->gclass_kept[0] = q->gclass_g[0] / 2;
+                if (q->v[QD_GPU_MILLI] != QUOTA_NONE) q->v[QD_GPU_MILLI] += q->gclass_g[0];
+            }
         int epoch = 0, last[MAXJ], owed[MAXJ] = {0}, quiet_stops = 0, was_changed = 1,
             prev_changed = 1;
         for (int i = 0; i < MAXJ; i++) last[i] = -1;
@@ -973,18 +990,19 @@ static void guarantees_property_no_loops(void **state) {
             prev_changed = changed;
             sch_result r;
             round_ok(&w, &r);
-            int64_t use[3] = {0};
+            /* per domain (step 6c): 2t, tenant t's own; 2t + 1, its guarantee of class x2 */
+            int64_t use[6] = {0};
             for (int i = 0; i < w.nj; i++)
                 if (w.jobs[i].state == SCH_RUNNING)
-                    use[w.projects[w.jobs[i].project].tenant] += sch_demand(&w.s, &w.jobs[i], QD_GPU_MILLI);
-            int lost[3] = {0};
+                    use[gdom(&w, &w.jobs[i])] += sch_demand(&w.s, &w.jobs[i], QD_GPU_MILLI);
+            int lost[6] = {0};
             for (int i = 0; i < r.n; i++) { /* what each tenant runs once the round is applied,
                                                * or has a place reserved for (its own victims') */
                 const sch_job *x = &w.jobs[r.d[i].job];
                 int64_t dm = sch_demand(&w.s, x, QD_GPU_MILLI);
                 if (r.d[i].action == SCH_DO_PLACE || r.d[i].action == SCH_DO_WAIT_PREEMPT)
-                    use[w.projects[x->project].tenant] += dm;
-                if (r.d[i].action == SCH_DO_PREEMPT) use[w.projects[x->project].tenant] -= dm;
+                    use[gdom(&w, x)] += dm;
+                if (r.d[i].action == SCH_DO_PREEMPT) use[gdom(&w, x)] -= dm;
             }
             for (int i = 0; i < w.nj; i++) /* reclaimed for last round: it runs now */
                 if (owed[i] && !changed) assert_int_equal(dec(&r, i)->action, SCH_DO_PLACE);
@@ -1016,7 +1034,10 @@ static void guarantees_property_no_loops(void **state) {
                                  trial, v->id, in, WINDOW, w.s.reclaim_cap);
                 }
                 int vt = w.projects[v->project].tenant;
-                lost[vt] = 1;
+                /* (a sibling project's reclaim may take the tenant below: its part is what
+                 * the owner takes back) */
+                if (w.projects[w.jobs[d->by].project].tenant != vt) lost[gdom(&w, v)] = 1;
+                creclaims += gdom(&w, v) % 2;
                 reclaims++;
                 assert_true(d->borrowed);  /* only borrowed work is reclaimed */
                 /* another tenant's, or (parts, step 6b) a sibling project's */
@@ -1031,10 +1052,15 @@ static void guarantees_property_no_loops(void **state) {
                              v->id);
                 last[d->job] = epoch;
             }
-            for (int t = 0; t < 3; t++) /* a tenant reclaimed from keeps its guarantee */
-                if (lost[t])
-                    assert_true(use[t] >= (w.tenants[t].quota.guarantee < 0 ? 0
-                                                                            : w.tenants[t].quota.guarantee));
+            for (int t = 0; t < 6; t++) { /* a domain another tenant reclaimed from keeps its
+                                             * guarantee */
+                const quota_set *q = &w.tenants[t / 2].quota;
+                int64_t g = t % 2 ? q->gclass_g[0] : q->guarantee < 0 ? 0 : q->guarantee;
+                if (lost[t] && use[t] < g)
+                    fail_msg("trial %d round %d: domain %d reclaimed below its guarantee (%lld < "
+                             "%lld)",
+                             trial, round, t, (long long)use[t], (long long)g);
+            }
             w_apply(&w, &r);
             sch_result_free(&r);
             settles(&w, trial, round); /* the state it left: a fixpoint is near, and holds */
@@ -1045,8 +1071,10 @@ static void guarantees_property_no_loops(void **state) {
         assert_int_equal(r.placed + r.preempted, 0); /* settled */
         sch_result_free(&r);
     }
-    printf("guarantees: %d reclaims, %d owners held back by the reclaim cap\n", reclaims, held);
-    assert_true(reclaims > 0 && held > 0);
+    printf("guarantees: %d reclaims (%d of work under a class's guarantee), %d owners held back "
+           "by the reclaim cap\n",
+           reclaims, creclaims, held);
+    assert_true(reclaims > 0 && held > 0 && creclaims > 0);
 }
 
 /* Compatibility rules as the snapshot carries them (sched.h: gpu_ok, derived classes, alts,
@@ -1656,6 +1684,92 @@ static void project_parts(void **state) {
     sch_result_free(&r);
 }
 
+/* Step 6c: a tenant's guarantee of one class is a domain of its own (quota.h gclass_*): its
+ * work of that class is owned against it alone and reclaims borrowed work; the kept part of
+ * it is never lent; its work of other classes is borrowed (red has no other guarantee). */
+static void class_guarantees(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    w_init(&w);
+    w_node(&w, 4, 0, SCH_WHOLE, 64, 512, 0); /* 4 A100 */
+    w_node(&w, 4, 1, SCH_WHOLE, 64, 512, 1); /* 4 H100, another pool */
+    int ca = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+    int ch = w_class(&w, "h100.1x", SCH_WHOLE, 1, 1, 1, 1);
+    quota_set *red = &w.tenants[0].quota, *blue = &w.tenants[1].quota;
+    red->v[QD_GPU_MILLI] = 8000;
+    red->ngclass = 1;
+    snprintf(red->gclass_name[0], 64, "h100.1x");
+    red->gclass_g[0] = 4000;
+    red->gclass_kept[0] = 2000;
+    blue->v[QD_GPU_MILLI] = 8000;
+    blue->guarantee = 4000;
+    int ba[4], bh[4], rh[4];
+    for (int i = 0; i < 4; i++) ba[i] = w_job(&w, 1, ca, 1, 100, i);
+    for (int i = 0; i < 4; i++) bh[i] = w_job(&w, 1, ch, 1, 100, 10 + i);
+    round_ok(&w, &r);
+    /* blue's guarantee covers its four A100 jobs; it borrows two H100s, not red's kept two */
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(dec(&r, ba[i])->action, SCH_DO_PLACE);
+        assert_false(dec(&r, ba[i])->borrowed);
+    }
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(dec(&r, bh[i])->action, SCH_DO_PLACE);
+        assert_true(dec(&r, bh[i])->borrowed);
+    }
+    for (int i = 2; i < 4; i++)
+        if (!strstr(dec(&r, bh[i])->reason, "borrow_limit: tenant blue above its guarantee of 4"))
+            fail_msg("reason: %s", dec(&r, bh[i])->reason);
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    round_ok(&w, &r);
+    assert_int_equal(r.borrowed[1], 2000);
+    assert_int_equal(r.borrowed[0], 0);
+    sch_result_free(&r);
+    /* red's two H100 jobs take the kept two; two more (4, its class guarantee) reclaim */
+    for (int i = 0; i < 4; i++) rh[i] = w_job(&w, 0, ch, 1, 10, 100 + i);
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, rh[0])->action, SCH_DO_PLACE);
+    assert_int_equal(dec(&r, rh[1])->action, SCH_DO_PLACE);
+    assert_false(dec(&r, rh[0])->borrowed);
+    assert_int_equal(r.preempted, 2);
+    for (int i = 2; i < 4; i++) {
+        assert_int_equal(dec(&r, rh[i])->action, SCH_DO_WAIT_PREEMPT);
+        assert_true(dec(&r, rh[i])->reclaim);
+    }
+    for (int i = 0; i < 4; i++) assert_false(preempted(&r, ba[i])); /* blue's owned work */
+    for (int i = 0; i < r.n; i++)
+        if (r.d[i].action == SCH_DO_PREEMPT &&
+            !strstr(r.d[i].reason, "borrowed above tenant blue's guarantee of 4 GPUs"))
+            fail_msg("reason: %s", r.d[i].reason);
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    round_ok(&w, &r);
+    for (int i = 2; i < 4; i++) {
+        assert_int_equal(dec(&r, rh[i])->action, SCH_DO_PLACE);
+        assert_false(dec(&r, rh[i])->borrowed);
+    }
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    /* red's A100 work counts against its own guarantee, none: it would borrow, and nothing
+     * is idle, so it waits and stops nobody (borrowed work never reclaims) */
+    int ra = w_job(&w, 0, ca, 1, 10, 200);
+    round_ok(&w, &r);
+    assert_int_equal(r.preempted, 0);
+    if (!strstr(dec(&r, ra)->reason, "borrow_limit: tenant red above its guarantee of 0"))
+        fail_msg("reason: %s", dec(&r, ra)->reason);
+    sch_result_free(&r);
+    round_ok(&w, &r); /* settled */
+    assert_int_equal(r.placed + r.preempted, 0);
+    sch_result_free(&r);
+    /* a class guarantee of red's for a class that does not exist holds nothing */
+    snprintf(red->gclass_name[0], 64, "nope.1x");
+    round_ok(&w, &r);
+    assert_int_equal(r.placed + r.preempted, 0);
+    assert_int_equal(r.borrowed[0], 4000); /* its H100 work is now above its guarantee, 0 */
+    sch_result_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(admission_every_dimension),
@@ -1683,6 +1797,7 @@ int main(void) {
         cmocka_unit_test(reservation_count_of_slices),
         cmocka_unit_test(reservation_counts_against_guarantee),
         cmocka_unit_test(project_parts),
+        cmocka_unit_test(class_guarantees),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -217,7 +217,18 @@ static void apply_here(world *w, int *ji, const sch_suggestion *g) {
             q->class_units[k] = c->value;
             break;
         }
-        case SCH_SG_GUARANTEE: w->tenants[c->who].quota.guarantee = c->value; break;
+        case SCH_SG_GUARANTEE: { /* dim > 0: the guarantee of class dim - 1 (step 6c) */
+            quota_set *t = &w->tenants[c->who].quota;
+            if (c->dim > 0) {
+                assert_true(t->ngclass == 1 &&
+                            !strcmp(t->gclass_name[0], w->classes[c->dim - 1].name));
+                assert_true(c->value > t->gclass_g[0]);
+                t->gclass_g[0] = c->value;
+            } else {
+                t->guarantee = c->value;
+            }
+            break;
+        }
         case SCH_SG_UNIT_CPUS:
         case SCH_SG_UNIT_MEMORY: {
             int k = j->cls;
@@ -347,6 +358,12 @@ static void random_world(world *w, unsigned *seed) {
         }
     }
     if (rnd(seed) % 5 == 0) w->tenants[0].quota.guarantee = 1000 * (rnd(seed) % 2);
+    if (rnd(seed) % 5 == 0) { /* a guarantee of one class (step 6c) */
+        quota_set *q = &w->tenants[1].quota;
+        q->ngclass = 1;
+        snprintf(q->gclass_name[0], sizeof q->gclass_name[0], "%s", cn[rnd(seed) % 6]);
+        q->gclass_g[0] = 1000 * (rnd(seed) % 2);
+    }
     /* a reservation on node 0, in force or ahead */
     if (rnd(seed) % 3 == 0) {
         w->nr = 1;
@@ -387,7 +404,7 @@ static void property_suggestions_start_the_job(void **state) {
     static world w, x;
     int blocked = 0, given = 0, checked = 0, kinds_seen = 0;
     const char *seen[16] = {0};
-    int kind_hits[SCH_SG_WAIT_JOBS + 1] = {0};
+    int kind_hits[SCH_SG_WAIT_JOBS + 1] = {0}, class_gtee = 0;
     for (int trial = 0; trial < 400; trial++) {
         random_world(&w, &seed);
         sch_result r;
@@ -418,7 +435,10 @@ static void property_suggestions_start_the_job(void **state) {
                     fail_msg("trial %d: job %s (%s): suggestion %d (kind %d) does not start it",
                              trial, w.ids[ji], d->reason, m, sg[m].ch[0].kind);
                 checked++;
-                for (int c = 0; c < sg[m].nch; c++) kind_hits[sg[m].ch[c].kind]++;
+                for (int c = 0; c < sg[m].nch; c++) {
+                    kind_hits[sg[m].ch[c].kind]++;
+                    class_gtee += sg[m].ch[c].kind == SCH_SG_GUARANTEE && sg[m].ch[c].dim > 0;
+                }
             }
             /* none given: then none of the simple ones exists (everyone else gone would not
              * start it, nor does a reason's own change alone) */
@@ -433,6 +453,7 @@ static void property_suggestions_start_the_job(void **state) {
     print_message("blocked %d, with a suggestion %d, suggestions checked %d; kinds:", blocked,
                   given, checked);
     for (int k = 1; k <= SCH_SG_WAIT_JOBS; k++) print_message(" %d:%d", k, kind_hits[k]);
+    print_message(" (a class's guarantee: %d)", class_gtee);
     print_message("\nreasons:");
     for (int m = 0; m < kinds_seen; m++) print_message(" %s", seen[m]);
     print_message("\n");
@@ -443,9 +464,60 @@ static void property_suggestions_start_the_job(void **state) {
                 kind_hits[SCH_SG_OPEN_POOL] > 0 && kind_hits[SCH_SG_UNIT_CPUS] > 0);
 }
 
+/* A job above its class's own guarantee (sched.h step 6c) that would start if that guarantee
+ * were larger: the suggestion raises the class's guarantee, not the tenant's own. */
+static void raise_a_class_guarantee(void **state) {
+    (void)state;
+    static world w;
+    memset(&w, 0, sizeof w);
+    w.nt = 2;
+    w.np = 2;
+    w.now = 1000000000000LL;
+    static const char *const tn[] = {"red", "blue"};
+    for (int t = 0; t < 2; t++) {
+        quota_unlimited(&w.tenants[t].quota);
+        quota_unlimited(&w.projects[t].quota);
+        w.tenants[t].name = tn[t];
+        w.tpool[t][0] = 1;
+        w.projects[t].tenant = t;
+        w.projects[t].name = tn[t];
+    }
+    w_node(&w, 2, 0, SCH_WHOLE, 16, 64, 0);
+    int c = w_class(&w, "h1", SCH_WHOLE, 1, 1, 1, 0, -1);
+    quota_set *red = &w.tenants[0].quota;
+    red->ngclass = 1;
+    snprintf(red->gclass_name[0], sizeof red->gclass_name[0], "h1");
+    red->gclass_g[0] = 1000;
+    int r1 = w_job(&w, 0, c, 1, 100, 1), b1 = w_job(&w, 1, c, 1, 100, 2);
+    sch_result r;
+    assert_int_equal(sch_round(w_snap(&w), &r), 0);
+    w_apply(&w, &r); /* red's 1 owned, blue's 1 borrowed (no guarantee of blue's) */
+    sch_result_free(&r);
+    assert_int_equal(w.jobs[r1].state, SCH_RUNNING);
+    assert_int_equal(w.jobs[b1].state, SCH_RUNNING);
+    int r2 = w_job(&w, 0, c, 1, 100, 3);
+    assert_false(w_starts(&w, r2)); /* above red's class guarantee: it would borrow */
+    sch_suggestion sg[SCH_SG_MAX];
+    int n = sch_suggest(w_snap(&w), r2, sg, SCH_SG_MAX), found = 0;
+    assert_true(n > 0);
+    for (int m = 0; m < n; m++)
+        if (sg[m].ch[0].kind == SCH_SG_GUARANTEE) {
+            found = 1;
+            assert_int_equal(sg[m].ch[0].dim, c + 1); /* the class's, not red's own */
+            assert_int_equal(sg[m].ch[0].value, 2000);
+            static world x;
+            x = w;
+            int xj = r2;
+            apply_here(&x, &xj, &sg[m]);
+            assert_true(w_starts(&x, xj)); /* owned now: it reclaims blue's borrowed card */
+        }
+    assert_true(found);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(property_suggestions_start_the_job),
+        cmocka_unit_test(raise_a_class_guarantee),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
