@@ -11,6 +11,7 @@
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
 #include "../compat/compat.h"
+#include "../sched/share.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -562,7 +563,7 @@ static int names_array(json_t *v, const char *key, int classes, char **out, gp_e
 
 int inv_pool_put(store_tx *tx, const char *name, json_t *spec, int create, gp_err *err) {
     static const char *const fields[] = {"name", "description", "tenants", "project_classes",
-                                         NULL};
+                                         "borrow_half_life_seconds", NULL};
     const char *desc;
     char *tenants = NULL, *classes = NULL;
     int rc;
@@ -570,6 +571,16 @@ int inv_pool_put(store_tx *tx, const char *name, json_t *spec, int create, gp_er
     if ((rc = jx_only_fields(spec, fields, err)) ||
         (rc = jx_get_str(spec, "description", 0, &desc, err)))
         return rc;
+    /* fair use's half-life in this pool (share.h): null, the scheduler policy's */
+    json_t *hl = json_object_get(spec, "borrow_half_life_seconds");
+    if (hl && !json_is_null(hl) &&
+        (!json_is_integer(hl) || json_integer_value(hl) < SHARE_HALF_LIFE_MIN ||
+         json_integer_value(hl) > SHARE_HALF_LIFE_MAX))
+        return gp_err_set(err, GP_EINVALID,
+                          "borrow_half_life_seconds must be %d..%d (or null: the scheduler "
+                          "policy's)",
+                          SHARE_HALF_LIFE_MIN, SHARE_HALF_LIFE_MAX);
+    int64_t hls = hl && !json_is_null(hl) ? json_integer_value(hl) : 0;
     if (desc && strlen(desc) > 200) return gp_err_set(err, GP_EINVALID, "description too long");
     if ((rc = names_array(json_object_get(spec, "tenants"), "tenants", 0, &tenants, err)) ||
         (rc = names_array(json_object_get(spec, "project_classes"), "project_classes", 1,
@@ -578,9 +589,9 @@ int inv_pool_put(store_tx *tx, const char *name, json_t *spec, int create, gp_er
     if (create) {
         rc = store_exec(tx, NULL, err,
                         "INSERT INTO pools (name, description, tenants, project_classes,"
-                        " created_at) VALUES (?,?,?,?,?)",
-                        "ssssi", name, desc ? desc : "", tenants ? tenants : "[]",
-                        classes ? classes : "[]", gt_now_us());
+                        " borrow_half_life_s, created_at) VALUES (?,?,?,?,NULLIF(?, 0),?)",
+                        "ssssii", name, desc ? desc : "", tenants ? tenants : "[]",
+                        classes ? classes : "[]", hls, gt_now_us());
         if (rc == GP_ECONFLICT) gp_err_set(err, rc, "pool '%s' already exists", name);
     } else {
         int changes = 0;
@@ -588,8 +599,10 @@ int inv_pool_put(store_tx *tx, const char *name, json_t *spec, int create, gp_er
                         /* omitted fields keep their value: an update never widens by accident */
                         "UPDATE pools SET description = COALESCE(?, description),"
                         " tenants = COALESCE(?, tenants),"
-                        " project_classes = COALESCE(?, project_classes) WHERE name = ?",
-                        "ssss", desc, tenants, classes, name);
+                        " project_classes = COALESCE(?, project_classes),"
+                        " borrow_half_life_s = CASE WHEN ? = 0 THEN borrow_half_life_s"
+                        " ELSE NULLIF(?, 0) END WHERE name = ?",
+                        "sssiis", desc, tenants, classes, (int64_t)(hl != NULL), hls, name);
         if (!rc && !changes) rc = gp_err_set(err, GP_ENOTFOUND, "not found");
     }
 out:
@@ -610,6 +623,7 @@ enum { POOL_USE_COLUMNS(STORE_COL_ENUM) PU__N };
     X(PC_DESCRIPTION, "p.description")                                                    \
     X(PC_TENANTS, "p.tenants")                                                            \
     X(PC_CLASSES, "p.project_classes")                                                    \
+    X(PC_HALF_LIFE, "p.borrow_half_life_s")                                               \
     X(PC_NODES, "(SELECT COUNT(*) FROM nodes n WHERE n.pool = p.name)")
 enum { POOL_COLUMNS(STORE_COL_ENUM) PC__N };
 
@@ -643,12 +657,15 @@ int inv_pool_list(store_tx *tx, const char *only, json_t **items, gp_err *err) {
     while ((rc = store_step(s, err)) > 0) {
         json_t *t = json_loads(store_text(s, PC_TENANTS), 0, NULL),
                *c = json_loads(store_text(s, PC_CLASSES), 0, NULL);
-        json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:o,s:I}", "name",
+        json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:o,s:o,s:I}", "name",
                                              store_text(s, PC_NAME), "description",
                                              store_text(s, PC_DESCRIPTION), "tenants",
                                              t ? t : json_array(), "project_classes",
-                                             c ? c : json_array(), "nodes",
-                                             (json_int_t)store_int(s, PC_NODES)));
+                                             c ? c : json_array(), "borrow_half_life_seconds",
+                                             store_isnull(s, PC_HALF_LIFE)
+                                                 ? json_null()
+                                                 : json_integer(store_int(s, PC_HALF_LIFE)),
+                                             "nodes", (json_int_t)store_int(s, PC_NODES)));
     }
     store_done(s);
     if (rc < 0) {

@@ -60,6 +60,7 @@ typedef struct snap {
     char (*models)[96];
     int *gpu_order; /* GPU indices sorted by uuid, for lookups */
     name64 *pools;
+    int64_t *phl;            /* [pool]: its borrow half-life, seconds (0: the policy's) */
     sch_class *classes;
     name64 *cnames;
     char (*cprof)[24];
@@ -76,7 +77,8 @@ typedef struct snap {
     char (*dstack)[CP_VER_MAX + 16]; /* [class]: a derived class's job stack ("" none) */
     unsigned char *ppool_ok; /* [project x pool] */
     sch_tenant *tenants;
-    share_usage *tusage; /* [tenant]: its recent borrowing as read (fair use, step 6a) */
+    share_usage *pusage; /* [tenant x (npools + 1)]: its recent borrowing per pool as read
+                            (fair use, step 6a); column npools: pool "" (recorded before) */
     name64 *tnames;
     id33 *tids;
     unsigned char *pool_ok;
@@ -114,6 +116,11 @@ static uint64_t reason_hash(const char *t) {
     for (const unsigned char *p = (const unsigned char *)(t ? t : ""); *p; p++)
         h = (h ^ *p) * 1099511628211ull;
     return h;
+}
+
+/* Pool p's borrow half-life (p == npools: pool "", the policy's). */
+static int64_t pool_half_life(const snap *n, int p) {
+    return p < n->s.npools && n->phl[p] > 0 ? n->phl[p] : n->spol.half_life_s;
 }
 
 /* Zeroed room for cnt x size bytes in the snapshot's arena, or NULL. */
@@ -568,7 +575,7 @@ static int read_cluster(store_tx *tx, snap *n, gp_err *err) {
         !ALLOC(n->gpu_uuids, ng) || !(n->slice_uuids = ar_alloc(n, (size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_uuids)) ||
         !(n->slice_prof = ar_alloc(n, (size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_prof)) ||
         !ALLOC(n->gpu_ids, ng) ||
-        !ALLOC(n->models, ng) || !ALLOC(n->gpu_order, ng) || !ALLOC(n->pools, np) ||
+        !ALLOC(n->models, ng) || !ALLOC(n->gpu_order, ng) || !ALLOC(n->pools, np) || !ALLOC(n->phl, np) ||
         !ALLOC(n->gpu_driver, ng) || !ALLOC(n->gpu_cc, ng) || !ALLOC(n->gpu_stack, ng) ||
         !ALLOC(n->classes, n->ccap) || !ALLOC(n->cnames, n->ccap) || !ALLOC(n->cprof, n->ccap) ||
         !ALLOC(n->cforms, n->ccap) || !ALLOC(n->crules, n->ccap) || !ALLOC(n->dstack, n->ccap) ||
@@ -578,9 +585,14 @@ static int read_cluster(store_tx *tx, snap *n, gp_err *err) {
         return gp_err_set(err, GP_ENOMEM, NULL);
     sch_snapshot *S = &n->s;
     /* pools */
-    if ((rc = store_query(tx, &s, err, "SELECT name FROM pools ORDER BY name", ""))) return rc;
-    while ((rc = store_step(s, err)) > 0 && S->npools < np)
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT name, COALESCE(borrow_half_life_s, 0) FROM pools ORDER BY name",
+                          "")))
+        return rc;
+    while ((rc = store_step(s, err)) > 0 && S->npools < np) {
+        n->phl[S->npools] = store_int(s, 1);
         snprintf(n->pools[S->npools++], 64, "%s", store_text(s, 0));
+    }
     store_done(s);
     if (rc < 0) return rc;
     /* nodes and GPUs */
@@ -1018,7 +1030,7 @@ static int cluster_same(const snap *a, const snap *b, char *why, size_t wn) {
              A->nnodes, B->nnodes, A->ngpus, B->ngpus, A->nclasses, B->nclasses, A->ntenants,
              B->ntenants, A->nprojects, B->nprojects);
     for (int i = 0; i < A->npools; i++)
-        if (strcmp(a->pools[i], b->pools[i])) DIFF("pool %d", i);
+        if (strcmp(a->pools[i], b->pools[i]) || a->phl[i] != b->phl[i]) DIFF("pool %d", i);
     for (int i = 0; i < A->nmodels; i++)
         if (strcmp(a->models[i], b->models[i])) DIFF("model %d", i);
     for (int i = 0; i < A->nnodes; i++)
@@ -1138,6 +1150,7 @@ static int cluster_use(snap *n, int nds) {
     n->models = c->models;
     n->gpu_order = c->gpu_order;
     n->pools = c->pools;
+    n->phl = c->phl;
     n->model_ok = c->model_ok;
     n->gpu_ok = c->gpu_ok;
     n->gpu_driver = c->gpu_driver;
@@ -1162,7 +1175,9 @@ static int cluster_use(snap *n, int nds) {
     n->ccap = S->nclasses + nds * (1 + CP_NVENDORS);
     if (!ALLOC(n->classes, n->ccap) || !ALLOC(n->cnames, n->ccap) || !ALLOC(n->cprof, n->ccap) ||
         !ALLOC(n->cforms, n->ccap) || !ALLOC(n->crules, n->ccap) || !ALLOC(n->dstack, n->ccap) ||
-        !ALLOC(n->tenants, S->ntenants) || !ALLOC(n->tusage, S->ntenants) ||
+        !ALLOC(n->tenants, S->ntenants) ||
+        !(n->pusage = ar_alloc(n, (size_t)(S->ntenants + 1) * (size_t)(S->npools + 1),
+                               sizeof *n->pusage)) ||
         !ALLOC(n->projects, S->nprojects))
         return -1;
     size_t k = (size_t)S->nclasses;
@@ -1608,19 +1623,27 @@ static int build_from(store_tx *tx, snap *n, const qlist *live, gp_err *err) {
         }
     }
     free(pairs);
-    /* each tenant's recent borrowing (fair use, step 6a) */
+    /* each tenant's recent borrowing (fair use, step 6a): its rows per pool, each decayed
+     * with its pool's half-life (a pool deleted since: the policy's, read only) */
     if ((rc = store_query(tx, &s, err,
-                          "SELECT tenant_id, recent, borrowed, at_us FROM share_usage", "")))
+                          "SELECT tenant_id, pool, recent, borrowed, at_us FROM share_usage", "")))
         return rc;
+    size_t P1 = (size_t)S->npools + 1;
     while ((rc = store_step(s, err)) > 0) {
         int i = find_str(n->tids, sizeof *n->tids, S->ntenants, store_text(s, 0));
         if (i < 0) continue;
-        n->tusage[i] = (share_usage){store_int(s, 1), store_int(s, 2), store_int(s, 3)};
+        share_usage u = {store_int(s, 2), store_int(s, 3), store_int(s, 4)};
+        const char *pn = store_text(s, 1);
+        int p = pn[0] ? find_str(n->pools, sizeof *n->pools, S->npools, pn) : S->npools;
+        if (p >= 0) n->pusage[(size_t)i * P1 + (size_t)p] = u;
+        else n->tenants[i].recent += share_usage_now(&u, n->now, n->spol.half_life_s);
     }
     store_done(s);
     if (rc < 0) return rc;
     for (int i = 0; i < S->ntenants; i++)
-        n->tenants[i].recent = share_usage_now(&n->tusage[i], n->now, n->spol.half_life_s);
+        for (int p = 0; p <= S->npools; p++)
+            n->tenants[i].recent += share_usage_now(&n->pusage[(size_t)i * P1 + (size_t)p], n->now,
+                                                    pool_half_life(n, p));
     if ((rc = load_quotas(tx, n, err)) || (rc = load_card_hours(tx, n, err)) ||
         (rc = jobs_array_allow_load(tx, &n->array_allow, err)) ||
         (rc = load_reservations(tx, n, err)))
@@ -2259,8 +2282,12 @@ static void lent_by(const snap *n, const int *off, int D, const int64_t *use, sh
  */
 static int record_shares(store_t *st, const snap *n, const sch_result *r, gp_err *err) {
     if (!r->borrowed) return GP_OK;
-    int T = n->s.ntenants, any = 0, lends = 0;
-    for (int i = 0; i < T && !any; i++) any = r->borrowed[i] != n->tusage[i].borrowed;
+    int T = n->s.ntenants, P = n->s.npools, any = 0, lends = 0;
+    /* what each tenant borrows in each pool now (pool "": nothing any more) */
+#define PB(i, p) ((p) < P ? r->pborrowed[(size_t)(i) * (size_t)P + (size_t)(p)] : 0)
+#define PU(i, p) (&n->pusage[(size_t)(i) * (size_t)(P + 1) + (size_t)(p)])
+    for (int i = 0; i < T && !any; i++)
+        for (int p = 0; p <= P && !any; p++) any = PB(i, p) != PU(i, p)->borrowed;
     for (int i = 0; i < r->n && !lends; i++) lends = r->d[i].action == SCH_DO_PLACE && r->d[i].borrowed;
     if (!any && !lends) return GP_OK;
     int *off = calloc((size_t)T + 1, sizeof *off), D = T;
@@ -2293,9 +2320,10 @@ static int record_shares(store_t *st, const snap *n, const sch_result *r, gp_err
     if (!rc) rc = store_begin(st, STORE_WRITE, &tx, err);
     int64_t now = gt_now_us();
     for (int i = 0; i < T && !rc; i++) {
-        if (r->borrowed[i] != n->tusage[i].borrowed)
-            rc = share_usage_save(tx, n->tids[i], &n->tusage[i], r->borrowed[i], now,
-                                  n->spol.half_life_s, err);
+        for (int p = 0; p <= P && !rc; p++)
+            if (PB(i, p) != PU(i, p)->borrowed)
+                rc = share_usage_save(tx, n->tids[i], p < P ? n->pools[p] : "", PU(i, p), PB(i, p),
+                                      now, pool_half_life(n, p), err);
         if (!rc && lends && la[i] > lb[i]) {
             json_t *sum = json_pack("{s:f,s:f}", "from", (double)lb[i] / 1000.0, "to",
                                     (double)la[i] / 1000.0);
@@ -2313,6 +2341,8 @@ static int record_shares(store_t *st, const snap *n, const sch_result *r, gp_err
         if (rc) store_rollback(tx);
         else rc = store_commit(tx, err);
     }
+#undef PB
+#undef PU
     free(off);
     free(before);
     free(after);

@@ -2211,10 +2211,20 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
         df.head = malloc(sizeof *df.head * T);
         df.tail = malloc(sizeof *df.tail * T);
         r->borrowed = malloc(sizeof *r->borrowed * T);
-        if (!df.next || !df.order || !df.head || !df.tail || !r->borrowed) goto out;
+        r->pborrowed = calloc(T * (size_t)(s->npools > 0 ? s->npools : 1), sizeof *r->pborrowed);
+        if (!df.next || !df.order || !df.head || !df.tail || !r->borrowed || !r->pborrowed)
+            goto out;
         for (int i = 0; i < s->ntenants; i++) {
             df.head[i] = df.tail[i] = -1;
             r->borrowed[i] = t.tborrowed[i];
+        }
+        for (int i = 0; i < s->njobs; i++) { /* per pool, for fair use's half-life per pool */
+            const sch_job *j = &s->jobs[i];
+            if (j->state != SCH_RUNNING || !t.borrowed[i] || j->units < 1) continue;
+            int pl = s->nodes[s->gpus[j->place[0].gpu[0]].node].pool;
+            if (pl >= 0 && pl < s->npools)
+                r->pborrowed[(size_t)s->projects[j->project].tenant * (size_t)s->npools +
+                             (size_t)pl] += sch_demand(s, j, QD_GPU_MILLI);
         }
     }
     for (int c = 0; c < s->nclasses; c++) waiting[c] = -1;
@@ -2644,6 +2654,7 @@ void sch_result_free(sch_result *r) {
     for (int i = 0; i < r->n; i++) free(r->d[i].units);
     free(r->d);
     free(r->borrowed);
+    free(r->pborrowed);
     memset(r, 0, sizeof *r);
 }
 

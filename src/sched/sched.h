@@ -298,6 +298,8 @@ typedef struct sch_result {
     int64_t *borrowed; /* [ntenants]: what each tenant borrowed at the round's start (milli,
                           above its guarantee; step 6), for its recent borrowing; NULL when
                           no tenant has a guarantee (or from sch_delta) */
+    int64_t *pborrowed; /* [ntenants x npools]: of it, what its borrowed running jobs hold in
+                           each pool (a job counts in its first card's pool); with borrowed */
 } sch_result;
 
 /* Run one round. Returns 0, or -1 when out of memory. */

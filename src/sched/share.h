@@ -217,21 +217,28 @@ int share_job_stops(store_tx *tx, const char *job_id, int64_t since_us, int *sto
 int share_chain_max(store_tx *tx, int64_t since_us, int *max, gp_err *err);
 
 /*
- * Fair use (rule 4): a tenant's recent borrowing as stored (table share_usage): `recent`
- * milli-GPU-seconds decayed to `at_us`, and what it borrowed from then on (`borrowed`,
- * milli).  The scheduler's round writes it when what the tenant borrows changes; readers
- * decay it to now (share_usage_now).  A tenant without a row has borrowed nothing.
+ * Fair use (rule 4): a tenant's recent borrowing in one pool as stored (table share_usage,
+ * one row per tenant and pool): `recent` milli-GPU-seconds decayed to `at_us`, and what it
+ * borrowed there from then on (`borrowed`, milli).  The scheduler's round writes it when what
+ * the tenant borrows in the pool changes; readers decay it to now (share_usage_now) with the
+ * pool's half-life (a pool's borrow_half_life_s, else the scheduler policy's; pool "": what
+ * was recorded before borrowing was kept per pool).  A tenant's recent borrowing is the sum
+ * over its rows; a tenant without a row has borrowed nothing.
  */
 typedef struct share_usage {
     int64_t recent, borrowed, at_us; /* at_us 0: no row */
 } share_usage;
 
 int64_t share_usage_now(const share_usage *u, int64_t now_us, int64_t half_life_s);
-int share_usage_load(store_tx *tx, const char *tenant_id, share_usage *out, gp_err *err);
+/* Tenant tenant_id's recent borrowing now: its rows decayed with their pools' half-lives
+ * (`policy_half_life_s` where a pool has none of its own). */
+int share_recent(store_tx *tx, const char *tenant_id, int64_t now_us, int64_t policy_half_life_s,
+                 int64_t *recent, gp_err *err);
 /* Fold the span since `was` into recent and record `borrowed` from `now_us` on (a row
  * changed by another writer since `was` was read is left as it is). */
-int share_usage_save(store_tx *tx, const char *tenant_id, const share_usage *was,
-                     int64_t borrowed, int64_t now_us, int64_t half_life_s, gp_err *err);
+int share_usage_save(store_tx *tx, const char *tenant_id, const char *pool,
+                     const share_usage *was, int64_t borrowed, int64_t now_us,
+                     int64_t half_life_s, gp_err *err);
 
 /*
  * Every running job's mark now, for the bindings' views: *out {job id: true (borrowed) |

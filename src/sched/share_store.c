@@ -431,11 +431,11 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
         }
         free(st);
     }
-    share_usage u;
     share_policy pol;
-    if ((rc = share_usage_load(tx, tenant_id, &u, err)) || (rc = share_policy_load(tx, &pol, err)))
+    int64_t recent;
+    if ((rc = share_policy_load(tx, &pol, err)) ||
+        (rc = share_recent(tx, tenant_id, gt_now_us(), pol.half_life_s, &recent, err)))
         goto done;
-    int64_t recent = share_usage_now(&u, gt_now_us(), pol.half_life_s);
     *out = json_pack("{s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:f,s:I,s:b}", "guaranteed_gpus",
                      q && q->guarantee != QUOTA_NONE ? gpus(q->guarantee) : json_null(),
                      "kept_gpus", gpus(q && q->guarantee != QUOTA_NONE ? q->kept : 0),
@@ -468,32 +468,40 @@ int64_t share_usage_now(const share_usage *u, int64_t now_us, int64_t half_life_
     return share_decay(u->recent, u->at_us, now_us, half_life_s, u->borrowed);
 }
 
-int share_usage_load(store_tx *tx, const char *tenant_id, share_usage *out, gp_err *err) {
+int share_recent(store_tx *tx, const char *tenant_id, int64_t now_us, int64_t policy_half_life_s,
+                 int64_t *recent, gp_err *err) {
     store_stmt *s;
-    memset(out, 0, sizeof *out);
+    *recent = 0;
     int rc = store_query(tx, &s, err,
-                         "SELECT recent, borrowed, at_us FROM share_usage WHERE tenant_id = ?", "s",
-                         tenant_id);
+                         "SELECT u.recent, u.borrowed, u.at_us, p.borrow_half_life_s"
+                         " FROM share_usage u LEFT JOIN pools p ON p.name = u.pool"
+                         " WHERE u.tenant_id = ?",
+                         "s", tenant_id);
     if (rc) return rc;
-    if ((rc = store_step(s, err)) > 0)
-        *out = (share_usage){store_int(s, 0), store_int(s, 1), store_int(s, 2)};
+    while ((rc = store_step(s, err)) > 0) {
+        share_usage u = {store_int(s, 0), store_int(s, 1), store_int(s, 2)};
+        int64_t hl = store_isnull(s, 3) ? policy_half_life_s : store_int(s, 3);
+        int64_t r = share_usage_now(&u, now_us, hl);
+        *recent = r > INT64_MAX - *recent ? INT64_MAX : *recent + r;
+    }
     store_done(s);
     return rc < 0 ? rc : GP_OK;
 }
 
-int share_usage_save(store_tx *tx, const char *tenant_id, const share_usage *was,
-                     int64_t borrowed, int64_t now_us, int64_t half_life_s, gp_err *err) {
+int share_usage_save(store_tx *tx, const char *tenant_id, const char *pool,
+                     const share_usage *was, int64_t borrowed, int64_t now_us,
+                     int64_t half_life_s, gp_err *err) {
     share_usage u = {share_usage_now(was, now_us, half_life_s), borrowed, now_us};
     if (was->at_us <= 0)
         return store_exec(tx, NULL, err,
-                          "INSERT INTO share_usage (tenant_id, recent, borrowed, at_us)"
-                          " VALUES (?, ?, ?, ?) ON CONFLICT (tenant_id) DO NOTHING",
-                          "siii", tenant_id, u.recent, u.borrowed, u.at_us);
+                          "INSERT INTO share_usage (tenant_id, pool, recent, borrowed, at_us)"
+                          " VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, pool) DO NOTHING",
+                          "ssiii", tenant_id, pool, u.recent, u.borrowed, u.at_us);
     /* (written as read: another writer since then wins, and the next round folds again) */
     return store_exec(tx, NULL, err,
                       "UPDATE share_usage SET recent = ?, borrowed = ?, at_us = ?"
-                      " WHERE tenant_id = ? AND at_us = ?",
-                      "iiisi", u.recent, u.borrowed, u.at_us, tenant_id, was->at_us);
+                      " WHERE tenant_id = ? AND pool = ? AND at_us = ?",
+                      "iiissi", u.recent, u.borrowed, u.at_us, tenant_id, pool, was->at_us);
 }
 
 /* ---- the reclaim cap ---- */

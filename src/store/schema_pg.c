@@ -918,6 +918,14 @@ static const char *const migrations[] = {
     "CREATE TRIGGER jobs_chg_u BEFORE UPDATE ON jobs FOR EACH ROW WHEN ("
     "OLD.project_id IS DISTINCT FROM NEW.project_id OR OLD.class IS DISTINCT FROM NEW.class OR OLD.units IS DISTINCT FROM NEW.units OR OLD.priority IS DISTINCT FROM NEW.priority OR OLD.preemptible IS DISTINCT FROM NEW.preemptible OR OLD.may_preempt IS DISTINCT FROM NEW.may_preempt OR OLD.queued_at IS DISTINCT FROM NEW.queued_at OR OLD.started_at IS DISTINCT FROM NEW.started_at OR OLD.state IS DISTINCT FROM NEW.state OR OLD.recovery IS DISTINCT FROM NEW.recovery OR OLD.preempt_credit IS DISTINCT FROM NEW.preempt_credit OR OLD.reason IS DISTINCT FROM NEW.reason OR OLD.stack IS DISTINCT FROM NEW.stack OR OLD.array_id IS DISTINCT FROM NEW.array_id OR OLD.reservation_id IS DISTINCT FROM NEW.reservation_id OR OLD.time_limit_s IS DISTINCT FROM NEW.time_limit_s OR OLD.nodes IS DISTINCT FROM NEW.nodes)"
     " EXECUTE PROCEDURE jobs_chg_stamp();",
+    /* 31 (issue 35, item 3): fair use's half-life per pool - a pool's borrow_half_life_s
+     * (NULL: the scheduler policy's), and each tenant's recent borrowing kept per pool, each
+     * row decaying with its pool's half-life (pool '': what was recorded before, with the
+     * policy's) */
+    "ALTER TABLE pools ADD COLUMN borrow_half_life_s BIGINT;"
+    "ALTER TABLE share_usage ADD COLUMN pool TEXT COLLATE \"C\" NOT NULL DEFAULT '';"
+    "ALTER TABLE share_usage DROP CONSTRAINT share_usage_pkey;"
+    "ALTER TABLE share_usage ADD PRIMARY KEY (tenant_id, pool);",
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

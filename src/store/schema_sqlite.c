@@ -857,6 +857,22 @@ static const char *const migrations[] = {
     "CREATE TRIGGER jobs_chg_u AFTER UPDATE ON jobs WHEN OLD.chg IS NEW.chg AND ("
     "OLD.project_id IS NOT NEW.project_id OR OLD.class IS NOT NEW.class OR OLD.units IS NOT NEW.units OR OLD.priority IS NOT NEW.priority OR OLD.preemptible IS NOT NEW.preemptible OR OLD.may_preempt IS NOT NEW.may_preempt OR OLD.queued_at IS NOT NEW.queued_at OR OLD.started_at IS NOT NEW.started_at OR OLD.state IS NOT NEW.state OR OLD.recovery IS NOT NEW.recovery OR OLD.preempt_credit IS NOT NEW.preempt_credit OR OLD.reason IS NOT NEW.reason OR OLD.stack IS NOT NEW.stack OR OLD.array_id IS NOT NEW.array_id OR OLD.reservation_id IS NOT NEW.reservation_id OR OLD.time_limit_s IS NOT NEW.time_limit_s OR OLD.nodes IS NOT NEW.nodes)"
     " BEGIN UPDATE job_chg SET v = v + 1 WHERE id = 1; UPDATE jobs SET chg = (SELECT v FROM job_chg WHERE id = 1) WHERE id = NEW.id; END;",
+    /* 31 (issue 35, item 3): fair use's half-life per pool - a pool's borrow_half_life_s
+     * (NULL: the scheduler policy's), and each tenant's recent borrowing kept per pool, each
+     * row decaying with its pool's half-life (pool '': what was recorded before, with the
+     * policy's) */
+    "ALTER TABLE pools ADD COLUMN borrow_half_life_s INTEGER;"
+    "CREATE TABLE share_usage_new ("
+    "  tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,"
+    "  pool TEXT NOT NULL DEFAULT '',"
+    "  recent INTEGER NOT NULL DEFAULT 0,"
+    "  borrowed INTEGER NOT NULL DEFAULT 0,"
+    "  at_us INTEGER NOT NULL,"
+    "  PRIMARY KEY (tenant_id, pool));"
+    "INSERT INTO share_usage_new (tenant_id, pool, recent, borrowed, at_us)"
+    " SELECT tenant_id, '', recent, borrowed, at_us FROM share_usage;"
+    "DROP TABLE share_usage;"
+    "ALTER TABLE share_usage_new RENAME TO share_usage;",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

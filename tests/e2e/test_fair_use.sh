@@ -6,7 +6,8 @@
 # nothing; blue, green and gold are guaranteed 2 each and borrow the rest.
 #
 #  1. the borrowing half-life: shown, set by a platform-admin (audited), refused when 0 or
-#     out of range or by a tenant-admin, each refusal changing nothing;
+#     out of range or by a tenant-admin, each refusal changing nothing; and a pool's own
+#     (pool set --borrow-half-life), kept when left out, back to the policy's with default;
 #  2. recent borrowing: blue alone borrows 8 GPUs for a while; once it stops, its overview's
 #     recent_borrowed_gpu_hours is above 0 and decays (a half-life of 60 s);
 #  3. shares by weight and by recent use: with the node cordoned, each borrower queues 12
@@ -76,6 +77,32 @@ assert_json '"\(.borrow_half_life_seconds) \(.reclaim_cap)"' "60 3" "$OUT_FILE"
 gp -o json audit list --action scheduler_policy.change
 assert_rc 0
 assert_json '[.items[] | select(.status == 200)][0].summary.borrow_half_life_seconds' 60 "$OUT_FILE"
+
+note "a half-life per pool: set, shown, refused, back to the policy's, audited"
+gp -o json pool show default
+assert_rc 0
+assert_json .borrow_half_life_seconds null "$OUT_FILE"
+gp pool set default --borrow-half-life 30
+assert_rc 1
+assert_one_line_error
+assert_file_contains "$ERR_FILE" "field 'borrow_half_life_seconds' must be at least 60"
+gp pool set default --borrow-half-life soon
+assert_rc 2
+as "$TA" pool set default --borrow-half-life 600
+assert_denied 403
+gp -o json pool set default --borrow-half-life 600
+assert_rc 0
+assert_json '"\(.borrow_half_life_seconds) \(.tenants | length)"' "600 0" "$OUT_FILE"
+gp -o json pool set default --description "every node" # left out: kept
+assert_rc 0
+assert_json .borrow_half_life_seconds 600 "$OUT_FILE"
+gp -o json pool set default --borrow-half-life default
+assert_rc 0
+assert_json .borrow_half_life_seconds null "$OUT_FILE"
+gp -o json audit list --action pool.change
+assert_rc 0
+assert_json '[.items[] | select(.status == 200) | .summary.borrow_half_life_seconds] | map(tostring) | join(",")' \
+    "600,null,null" "$OUT_FILE"
 
 # sub TENANT NAME: a 1-GPU sleeping job; JID
 sub() {

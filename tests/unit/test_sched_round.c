@@ -17,6 +17,7 @@
 #include "../../src/sched/jobs.h"
 #include "../../src/sched/sched.h"
 #include "../../src/sched/sched_metrics.h"
+#include "../../src/sched/share.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -927,6 +928,58 @@ static void queue_in_memory(void **state) {
     at_close(&t);
 }
 
+/* Fair use's half-life per pool (migration 31, share.h): each tenant's recent borrowing is
+ * kept per pool and decays with its pool's half-life.  Blue borrowed a lot long ago in a pool
+ * that forgets in 60 s, green less in one that keeps the policy's 6 h: blue has borrowed less
+ * recently and is served first (one half-life for both would serve green); what blue then
+ * borrows is recorded in its pool's row. */
+static void fair_use_half_life_per_pool(void **state) {
+    (void)state;
+    apitest t;
+    open_base(&t);
+    int64_t now = gt_now_us(), ago = now - 600 * 1000000LL, R = 1000000000;
+    char sql[400];
+    at_sql(&t, "INSERT INTO pools (name, borrow_half_life_s, created_at) VALUES ('east', 60, 0)");
+    snprintf(sql, sizeof sql,
+             "INSERT INTO share_usage (tenant_id, pool, recent, borrowed, at_us) VALUES"
+             " ('t2', 'east', %lld, 0, %lld), ('t3', 'default', %lld, 0, %lld)",
+             (long long)R, (long long)ago, (long long)(R / 4), (long long)ago);
+    at_sql(&t, sql);
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    quota_set q;
+    assert_int_equal(store_begin(t.st, STORE_WRITE, &tx, &err), GP_OK);
+    assert_int_equal(quota_load(tx, "t1", NULL, &q, &err), GP_OK);
+    q.guarantee = 4000; /* red: all 4 cards, 2 of them idle and lent */
+    assert_int_equal(quota_save(tx, "t1", NULL, &q, &err), GP_OK);
+    assert_int_equal(store_commit(tx, &err), GP_OK);
+    running(&t, "r", 2, 100, now - 1000, 1);
+    job(&t, "g1", "t3", "p3", 100, 0, "queued", now + 1); /* green first in the queue */
+    job(&t, "g2", "t3", "p3", 100, 0, "queued", now + 2);
+    job(&t, "b1", "t2", "p2", 100, 0, "queued", now + 3);
+    job(&t, "b2", "t2", "p2", 100, 0, "queued", now + 4);
+    int64_t blue, green;
+    assert_int_equal(store_begin(t.st, STORE_READ, &tx, &err), GP_OK);
+    assert_int_equal(share_recent(tx, "t2", now, SHARE_HALF_LIFE_DEFAULT, &blue, &err), GP_OK);
+    assert_int_equal(share_recent(tx, "t3", now, SHARE_HALF_LIFE_DEFAULT, &green, &err), GP_OK);
+    store_rollback(tx);
+    /* ten of east's half-lives; about 2 % of the policy's */
+    assert_true(blue > R / 1024 - R / 100000 && blue < R / 1024 + R / 100000);
+    assert_true(green > R / 4 * 97 / 100 && green < R / 4);
+    round_once(&t);
+    expect_reason(&t, "b1", "running", "running on a");
+    expect_reason(&t, "b2", "running", "running on a");
+    expect_reason(&t, "g1", "queued", "borrow_limit");
+    round_once(&t); /* what blue borrows now is written to its pool's row */
+    assert_int_equal(one_int(&t,
+                             "SELECT borrowed FROM share_usage WHERE tenant_id = ?"
+                             " AND pool = 'default'",
+                             "t2"),
+                     2000);
+    assert_int_equal(one_int(&t, "SELECT borrowed FROM share_usage WHERE tenant_id = ? AND pool = 'east'", "t2"), 0);
+    at_close(&t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(preempts_once_through_the_store),
@@ -943,6 +996,7 @@ int main(void) {
         cmocka_unit_test(rounds_while_threads_write),
         cmocka_unit_test(cluster_in_memory),
         cmocka_unit_test(queue_in_memory),
+        cmocka_unit_test(fair_use_half_life_per_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
