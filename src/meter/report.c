@@ -35,12 +35,16 @@
 
 /* ---- rate cards and billing in the store ---- */
 
+/* A rate card's row as load_cards reads it (STORE_COLS). */
+#define CARD_COLUMNS(X) X(RC_VERSION, "version") X(RC_EFFECTIVE, "effective_from") X(RC_SPEC, "spec")
+enum { CARD_COLUMNS(STORE_COL_ENUM) RC__N };
+
 static int load_cards(store_tx *tx, meter_rate_card **out, int *n, gp_err *err) {
     store_stmt *s;
     *out = NULL;
     *n = 0;
     int rc = store_query(tx, &s, err,
-                         "SELECT version, effective_from, spec FROM rate_cards"
+                         "SELECT " STORE_COLS(CARD_COLUMNS) " FROM rate_cards"
                          " ORDER BY effective_from, version",
                          "");
     if (rc) return rc;
@@ -55,12 +59,12 @@ static int load_cards(store_tx *tx, meter_rate_card **out, int *n, gp_err *err) 
             }
             *out = nc;
         }
-        json_t *spec = json_loads(store_text(s, 2), 0, NULL);
+        json_t *spec = json_loads(store_text(s, RC_SPEC), 0, NULL);
         gp_err e2 = GP_ERR_INIT;
         meter_rate_card *c = &(*out)[*n];
         if (meter_card_parse(spec, c, &e2) == GP_OK) {
-            c->version = (int)store_int(s, 0);
-            c->effective_us = store_int(s, 1);
+            c->version = (int)store_int(s, RC_VERSION);
+            c->effective_us = store_int(s, RC_EFFECTIVE);
             (*n)++;
         }
         json_decref(spec);
@@ -242,11 +246,18 @@ static void agg_free(agg *a) {
     free(a->av);
 }
 
+/* A card's model and vendor, as load_accel_vendors and rsv_cards read them (STORE_COLS). */
+#define MODEL_VENDOR_COLUMNS(X) X(MV_MODEL, "model") X(MV_VENDOR, "vendor")
+#define GPU_MODEL_VENDOR_COLUMNS(X) X(GV_MODEL, "g.model") X(GV_VENDOR, "g.vendor")
+enum { MODEL_VENDOR_COLUMNS(STORE_COL_ENUM) MV__N };
+enum { GPU_MODEL_VENDOR_COLUMNS(STORE_COL_ENUM) GV__N };
+
 /* Fill a->av from the inventory (one row per model and vendor). */
 static int load_accel_vendors(store_tx *tx, agg *a, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT DISTINCT model, vendor FROM gpus ORDER BY model, vendor", "");
+                         "SELECT DISTINCT " STORE_COLS(MODEL_VENDOR_COLUMNS)
+                         " FROM gpus ORDER BY model, vendor", "");
     if (rc) return rc;
     int cap = 0;
     while ((rc = store_step(s, err)) > 0) {
@@ -259,8 +270,8 @@ static int load_accel_vendors(store_tx *tx, agg *a, gp_err *err) {
             }
             a->av = n;
         }
-        snprintf(a->av[a->nav].model, sizeof a->av[0].model, "%s", store_text(s, 0));
-        snprintf(a->av[a->nav].vendor, sizeof a->av[0].vendor, "%s", store_text(s, 1));
+        snprintf(a->av[a->nav].model, sizeof a->av[0].model, "%s", store_text(s, MV_MODEL));
+        snprintf(a->av[a->nav].vendor, sizeof a->av[0].vendor, "%s", store_text(s, MV_VENDOR));
         a->nav++;
     }
     store_done(s);
@@ -367,6 +378,29 @@ static int add_held(agg *a, const char *v[F__N], const char *vendor, const char 
     return 0;
 }
 
+/* A binding's row as card_hours reads it, with the CPUs, memory and cards its job's class
+ * asked for (STORE_COLS): END, when it ended (an open one's: the first parameter, now), USER,
+ * its job's submitter ('' unless the report groups by user: that costs a join). */
+#define HELD_COLUMNS_(X, END, USER)                                                       \
+    X(HC_TENANT, "b.tenant")                                                              \
+    X(HC_PROJECT, "b.project")                                                            \
+    X(HC_MODEL, "b.model")                                                                \
+    X(HC_FORM, "b.form")                                                                  \
+    X(HC_WEIGHT, "b.weight_milli")                                                        \
+    X(HC_START, "b.start_us")                                                             \
+    X(HC_END, END)                                                                        \
+    X(HC_USER, USER)                                                                      \
+    X(HC_VENDOR, "b.vendor")                                                              \
+    X(HC_CPUS, "COALESCE(c.cpus, 0)")                                                     \
+    X(HC_MEMORY, "COALESCE(c.memory_gib, 0)")                                             \
+    X(HC_GPUS, "COALESCE(c.gpus, 1)")
+#define HELD_OPEN_USER_COLUMNS(X)                                                         \
+    HELD_COLUMNS_(X, "COALESCE(b.end_us, ?)", "COALESCE(j.submitter, '')")
+#define HELD_ENDED_USER_COLUMNS(X) HELD_COLUMNS_(X, "b.end_us", "COALESCE(j.submitter, '')")
+#define HELD_OPEN_COLUMNS(X) HELD_COLUMNS_(X, "COALESCE(b.end_us, ?)", "''")
+#define HELD_ENDED_COLUMNS(X) HELD_COLUMNS_(X, "b.end_us", "''")
+enum { HELD_OPEN_COLUMNS(STORE_COL_ENUM) HC__N };
+
 static int card_hours(store_tx *tx, agg *a, gp_err *err) {
     const meter_query *q = a->q;
     int64_t to = q->to_us < q->now_us ? q->to_us : q->now_us;
@@ -376,53 +410,49 @@ static int card_hours(store_tx *tx, agg *a, gp_err *err) {
     /* the submitter (user) costs a join: only when grouping by it */
     int by_user = (q->group_by & METER_BY_USER) != 0;
     /* the job's class: the CPUs and memory its units asked for (a class gone since: none) */
-#define HOST_COLS                                                                              \
-    " COALESCE(c.cpus, 0), COALESCE(c.memory_gib, 0), COALESCE(c.gpus, 1) FROM bindings b"    \
-    " LEFT JOIN jobs j ON j.id = b.job_id LEFT JOIN classes c ON c.name = j.class"
+#define HELD_FROM                                                                              \
+    " FROM bindings b LEFT JOIN jobs j ON j.id = b.job_id LEFT JOIN classes c ON c.name = j.class"
     int rc = store_query(
         tx, &s, err,
         by_user
-            ? "SELECT b.tenant, b.project, b.model, b.form, b.weight_milli, b.start_us,"
-              " COALESCE(b.end_us, ?), COALESCE(j.submitter, ''), b.vendor," HOST_COLS
+            ? "SELECT " STORE_COLS(HELD_OPEN_USER_COLUMNS) HELD_FROM
               " WHERE b.end_us IS NULL AND b.start_us < ? AND (? IS NULL OR b.tenant_id = ?)"
               " AND (? IS NULL OR b.project_id = ?)"
               " UNION ALL "
-              "SELECT b.tenant, b.project, b.model, b.form, b.weight_milli, b.start_us, b.end_us,"
-              " COALESCE(j.submitter, ''), b.vendor," HOST_COLS
+              "SELECT " STORE_COLS(HELD_ENDED_USER_COLUMNS) HELD_FROM
               " WHERE b.end_us > ? AND b.start_us < ? AND (? IS NULL OR b.tenant_id = ?)"
               " AND (? IS NULL OR b.project_id = ?)"
-            : "SELECT b.tenant, b.project, b.model, b.form, b.weight_milli, b.start_us,"
-              " COALESCE(b.end_us, ?), '', b.vendor," HOST_COLS
+            : "SELECT " STORE_COLS(HELD_OPEN_COLUMNS) HELD_FROM
               " WHERE b.end_us IS NULL AND b.start_us < ? AND (? IS NULL OR b.tenant_id = ?)"
               " AND (? IS NULL OR b.project_id = ?)"
               " UNION ALL "
-              "SELECT b.tenant, b.project, b.model, b.form, b.weight_milli, b.start_us, b.end_us,"
-              " '', b.vendor," HOST_COLS
+              "SELECT " STORE_COLS(HELD_ENDED_COLUMNS) HELD_FROM
               " WHERE b.end_us > ? AND b.start_us < ? AND (? IS NULL OR b.tenant_id = ?)"
               " AND (? IS NULL OR b.project_id = ?)",
         "iissssiissss", q->now_us, to, q->tenant_id, q->tenant_id, q->project_id, q->project_id,
         q->from_us, to, q->tenant_id, q->tenant_id, q->project_id, q->project_id);
-#undef HOST_COLS
+#undef HELD_FROM
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
-        int64_t t0 = store_int(s, 5), t1 = store_int(s, 6);
+        int64_t t0 = store_int(s, HC_START), t1 = store_int(s, HC_END);
         if (t0 < q->from_us) t0 = q->from_us;
         if (t1 > to) t1 = to;
         if (t1 <= t0) continue;
-        const char *vendor = *store_text(s, 8) ? store_text(s, 8) : "nvidia";
-        if (!passes(q, vendor, store_text(s, 2))) continue;
+        const char *vendor = *store_text(s, HC_VENDOR) ? store_text(s, HC_VENDOR) : "nvidia";
+        if (!passes(q, vendor, store_text(s, HC_MODEL))) continue;
         char kind[8];
-        form_kind(store_text(s, 3), kind);
-        const char *v[F__N] = {store_text(s, 0), store_text(s, 1), "", vendor, store_text(s, 2),
-                               kind, "", store_text(s, 7)};
+        form_kind(store_text(s, HC_FORM), kind);
+        const char *v[F__N] = {store_text(s, HC_TENANT), store_text(s, HC_PROJECT), "", vendor,
+                               store_text(s, HC_MODEL), kind, "", store_text(s, HC_USER)};
         select_fields(q->group_by, v);
         /* one binding per card: a whole unit of several cards asked for its CPUs and memory
          * once, so each card carries its share */
         double per = 1;
-        if (!strcmp(kind, "whole") && store_int(s, 11) > 1) per = (double)store_int(s, 11);
-        if (add_held(a, v, vendor, store_text(s, 2), store_text(s, 3), store_int(s, 4),
-                     (double)store_int(s, 9) / per, (double)store_int(s, 10) / per, t0, t1,
-                     NULL)) {
+        if (!strcmp(kind, "whole") && store_int(s, HC_GPUS) > 1)
+            per = (double)store_int(s, HC_GPUS);
+        if (add_held(a, v, vendor, store_text(s, HC_MODEL), store_text(s, HC_FORM),
+                     store_int(s, HC_WEIGHT), (double)store_int(s, HC_CPUS) / per,
+                     (double)store_int(s, HC_MEMORY) / per, t0, t1, NULL)) {
             rc = gp_err_set(err, GP_ENOMEM, NULL);
             break;
         }
@@ -457,7 +487,8 @@ static int rsv_cards(store_tx *tx, const rsv_acct *r, int64_t *cards, char model
         store_done(s);
         if (rc < 0) return rc;
         rc = store_query(tx, &s, err,
-                         "SELECT g.model, g.vendor FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                         "SELECT " STORE_COLS(GPU_MODEL_VENDOR_COLUMNS)
+                         " FROM gpus g JOIN nodes n ON n.id = g.node_id"
                          " WHERE n.pool = ? ORDER BY n.name, g.idx",
                          "s", r->pool);
         if (rc) {
@@ -469,10 +500,10 @@ static int rsv_cards(store_tx *tx, const rsv_acct *r, int64_t *cards, char model
             json_t *m;
             json_array_foreach(models, i, m) {
                 if (model[0] || !json_is_string(m) ||
-                    !inv_model_matches(json_string_value(m), store_text(s, 0)))
+                    !inv_model_matches(json_string_value(m), store_text(s, GV_MODEL)))
                     continue;
-                snprintf(model, 96, "%s", store_text(s, 0));
-                snprintf(vendor, 8, "%s", store_text(s, 1));
+                snprintf(model, 96, "%s", store_text(s, GV_MODEL));
+                snprintf(vendor, 8, "%s", store_text(s, GV_VENDOR));
             }
         }
         store_done(s);
@@ -486,15 +517,16 @@ static int rsv_cards(store_tx *tx, const rsv_acct *r, int64_t *cards, char model
     json_array_foreach(names, i, v) {
         if (!json_is_string(v)) continue;
         if ((rc = store_query(tx, &s, err,
-                              "SELECT g.model, g.vendor FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                              "SELECT " STORE_COLS(GPU_MODEL_VENDOR_COLUMNS)
+                              " FROM gpus g JOIN nodes n ON n.id = g.node_id"
                               " WHERE n.name = ? ORDER BY g.idx",
                               "s", json_string_value(v))))
             break;
         while ((rc = store_step(s, err)) > 0) {
             (*cards)++;
             if (!model[0]) {
-                snprintf(model, 96, "%s", store_text(s, 0));
-                snprintf(vendor, 8, "%s", store_text(s, 1));
+                snprintf(model, 96, "%s", store_text(s, GV_MODEL));
+                snprintf(vendor, 8, "%s", store_text(s, GV_VENDOR));
             }
         }
         store_done(s);
@@ -507,13 +539,20 @@ static int rsv_cards(store_tx *tx, const rsv_acct *r, int64_t *cards, char model
 
 /* The card intervals its own jobs held in [from, to): one card per card, while any binding
  * held it (a card whose slices its jobs share is used once, whole, as a count holds it). */
+/* A reservation's own binding as rsv_spans reads it (STORE_COLS; ?1: now). */
+#define SPAN_COLUMNS(X)                                                                   \
+    X(SP_START, "b.start_us")                                                             \
+    X(SP_END, "COALESCE(b.end_us, ?1)")                                                   \
+    X(SP_GPU, "b.gpu_uuid")
+enum { SPAN_COLUMNS(STORE_COL_ENUM) SP__N };
+
 static int rsv_spans(store_tx *tx, const char *id, int64_t from, int64_t to, int64_t now,
                      rsv_use_span **out, int *n, gp_err *err) {
     store_stmt *s;
     *out = NULL;
     *n = 0;
     int rc = store_query(tx, &s, err,
-                         "SELECT b.start_us, COALESCE(b.end_us, ?1), b.gpu_uuid FROM bindings b"
+                         "SELECT " STORE_COLS(SPAN_COLUMNS) " FROM bindings b"
                          " JOIN jobs j ON j.id = b.job_id WHERE j.reservation_id = ?2"
                          " AND b.start_us < ?3 AND COALESCE(b.end_us, ?1) > ?4"
                          " ORDER BY b.gpu_uuid, b.start_us",
@@ -523,11 +562,13 @@ static int rsv_spans(store_tx *tx, const char *id, int64_t from, int64_t to, int
     char last[128] = "";
     while ((rc = store_step(s, err)) > 0) {
         /* the same card, overlapping or touching the last interval: one longer interval */
-        if (*n && !strcmp(last, store_text(s, 2)) && store_int(s, 0) <= (*out)[*n - 1].end_us) {
-            if (store_int(s, 1) > (*out)[*n - 1].end_us) (*out)[*n - 1].end_us = store_int(s, 1);
+        if (*n && !strcmp(last, store_text(s, SP_GPU)) &&
+            store_int(s, SP_START) <= (*out)[*n - 1].end_us) {
+            if (store_int(s, SP_END) > (*out)[*n - 1].end_us)
+                (*out)[*n - 1].end_us = store_int(s, SP_END);
             continue;
         }
-        snprintf(last, sizeof last, "%s", store_text(s, 2));
+        snprintf(last, sizeof last, "%s", store_text(s, SP_GPU));
         if (*n == cap) {
             cap = cap ? cap * 2 : 16;
             rsv_use_span *ns = realloc(*out, (size_t)cap * sizeof *ns);
@@ -537,7 +578,7 @@ static int rsv_spans(store_tx *tx, const char *id, int64_t from, int64_t to, int
             }
             *out = ns;
         }
-        (*out)[(*n)++] = (rsv_use_span){store_int(s, 0), store_int(s, 1), 1};
+        (*out)[(*n)++] = (rsv_use_span){store_int(s, SP_START), store_int(s, SP_END), 1};
     }
     store_done(s);
     if (rc < 0) {
@@ -559,15 +600,32 @@ static int rsv_spans(store_tx *tx, const char *id, int64_t from, int64_t to, int
  * a card-hour of its cards (a whole card of its model and vendor) at the time.  A maintenance
  * window is nobody's: not counted.
  */
+/* A reservation's row as reserved_unused reads it (STORE_COLS). */
+#define RSV_COLUMNS(X)                                                                    \
+    X(RV_ID, "r.id")                                                                      \
+    X(RV_TENANT, "t.name")                                                                \
+    X(RV_PROJECT, "COALESCE(p.name, '')")                                                 \
+    X(RV_COUNT, "r.count")                                                                \
+    X(RV_NODES, "r.nodes")                                                                \
+    X(RV_POOL, "r.pool")                                                                  \
+    X(RV_CLASS, "r.class")                                                                \
+    X(RV_START, "r.start_us")                                                             \
+    X(RV_END, "r.end_us")                                                                 \
+    X(RV_RECURRENCE, "r.recurrence")                                                      \
+    X(RV_WEEKDAYS, "r.weekdays")                                                          \
+    X(RV_EVERY, "r.every_s")                                                              \
+    X(RV_UNTIL, "r.until_us")                                                             \
+    X(RV_DELETED, "r.deleted_at")                                                         \
+    X(RV_CREATED, "r.created_at")
+enum { RSV_COLUMNS(STORE_COL_ENUM) RV__N };
+
 static int reserved_unused(store_tx *tx, agg *a, gp_err *err) {
     const meter_query *q = a->q;
     int64_t to = q->to_us < q->now_us ? q->to_us : q->now_us;
     if (to <= q->from_us) return GP_OK;
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT r.id, t.name, COALESCE(p.name, ''), r.count, r.nodes, r.pool,"
-                         " r.class, r.start_us, r.end_us, r.recurrence, r.weekdays, r.every_s,"
-                         " r.until_us, r.deleted_at, r.created_at FROM reservations r"
+                         "SELECT " STORE_COLS(RSV_COLUMNS) " FROM reservations r"
                          " JOIN tenants t ON t.id = r.tenant_id"
                          " LEFT JOIN projects p ON p.id = r.project_id"
                          " WHERE (? IS NULL OR r.tenant_id = ?) AND (? IS NULL OR r.project_id = ?)"
@@ -590,18 +648,19 @@ static int reserved_unused(store_tx *tx, agg *a, gp_err *err) {
         }
         rsv_acct *r = &rs[n];
         memset(r, 0, sizeof *r);
-        snprintf(r->id, sizeof r->id, "%s", store_text(s, 0));
-        snprintf(r->tenant, sizeof r->tenant, "%s", store_text(s, 1));
+        snprintf(r->id, sizeof r->id, "%s", store_text(s, RV_ID));
+        snprintf(r->tenant, sizeof r->tenant, "%s", store_text(s, RV_TENANT));
         snprintf(r->project, sizeof r->project, "%s",
-                 store_text(s, 2)[0] ? store_text(s, 2) : "(tenant)");
-        r->count = store_int(s, 3);
-        r->nodes = strdup(store_text(s, 4));
-        snprintf(r->pool, sizeof r->pool, "%s", store_text(s, 5));
-        snprintf(r->cls, sizeof r->cls, "%s", store_text(s, 6));
-        rsv_rule_from(store_text(s, 9), store_int(s, 7), store_int(s, 8), store_int(s, 10),
-                      store_int(s, 11), store_int(s, 12), &r->rule);
-        r->deleted = store_int(s, 13);
-        r->created = store_int(s, 14);
+                 store_text(s, RV_PROJECT)[0] ? store_text(s, RV_PROJECT) : "(tenant)");
+        r->count = store_int(s, RV_COUNT);
+        r->nodes = strdup(store_text(s, RV_NODES));
+        snprintf(r->pool, sizeof r->pool, "%s", store_text(s, RV_POOL));
+        snprintf(r->cls, sizeof r->cls, "%s", store_text(s, RV_CLASS));
+        rsv_rule_from(store_text(s, RV_RECURRENCE), store_int(s, RV_START), store_int(s, RV_END),
+                      store_int(s, RV_WEEKDAYS), store_int(s, RV_EVERY), store_int(s, RV_UNTIL),
+                      &r->rule);
+        r->deleted = store_int(s, RV_DELETED);
+        r->created = store_int(s, RV_CREATED);
         n++;
         if (!r->nodes) {
             rc = gp_err_set(err, GP_ENOMEM, NULL);
@@ -703,13 +762,32 @@ static int add_tokens(agg *a, int64_t at, const char *v[F__N], const char *model
     return 0;
 }
 
+/* A usage row as tokens_raw (a record: one request) and tokens (an hour's sum) read it
+ * (STORE_COLS): TIME, its time or hour; OWNER, the key's owner ('' unless by user);
+ * REQUESTS, how many requests. */
+#define TOKEN_COLUMNS_(X, P, TIME, OWNER, REQUESTS)                                       \
+    X(TK_TIME, TIME)                                                                      \
+    X(TK_TENANT, P "tenant")                                                              \
+    X(TK_PROJECT, P "project")                                                            \
+    X(TK_MODEL, P "model")                                                                \
+    X(TK_ACCEL, P "accelerator")                                                          \
+    X(TK_KEY, P "key_id")                                                                 \
+    X(TK_OWNER, OWNER)                                                                    \
+    X(TK_REQUESTS, REQUESTS)                                                              \
+    X(TK_PROMPT, P "prompt_tokens")                                                       \
+    X(TK_COMPLETION, P "completion_tokens")
+#define TOKEN_RAW_COLUMNS(X) TOKEN_COLUMNS_(X, "u.", "u.at", "COALESCE(k.owner, '')", "1")
+#define TOKEN_HOUR_USER_COLUMNS(X)                                                        \
+    TOKEN_COLUMNS_(X, "u.", "u.hour", "COALESCE(k.owner, '')", "u.requests")
+#define TOKEN_HOUR_COLUMNS(X) TOKEN_COLUMNS_(X, "", "hour", "''", "requests")
+enum { TOKEN_RAW_COLUMNS(STORE_COL_ENUM) TK__N };
+
 /* Raw records in [t0, t1). */
 static int tokens_raw(store_tx *tx, agg *a, int64_t t0, int64_t t1, gp_err *err) {
     const meter_query *q = a->q;
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT u.at, u.tenant, u.project, u.model, u.accelerator, u.key_id,"
-                         " COALESCE(k.owner, ''), u.prompt_tokens, u.completion_tokens"
+                         "SELECT " STORE_COLS(TOKEN_RAW_COLUMNS)
                          " FROM usage_records u LEFT JOIN api_keys k ON k.id = u.key_id"
                          " WHERE u.at >= ? AND u.at < ? AND (? IS NULL OR u.tenant_id = ?)"
                          " AND (? IS NULL OR u.project_id = ?)",
@@ -717,12 +795,16 @@ static int tokens_raw(store_tx *tx, agg *a, int64_t t0, int64_t t1, gp_err *err)
                          q->project_id);
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
-        const char *vendor = tok_vendor(a, store_text(s, 4));
-        if (!passes(q, vendor, store_text(s, 4))) continue;
-        const char *v[F__N] = {store_text(s, 1), store_text(s, 2), store_text(s, 3), vendor,
-                               store_text(s, 4), "", store_text(s, 5), store_text(s, 6)};
+        const char *vendor = tok_vendor(a, store_text(s, TK_ACCEL));
+        if (!passes(q, vendor, store_text(s, TK_ACCEL))) continue;
+        const char *v[F__N] = {store_text(s, TK_TENANT), store_text(s, TK_PROJECT),
+                               store_text(s, TK_MODEL),  vendor,
+                               store_text(s, TK_ACCEL),  "",
+                               store_text(s, TK_KEY),    store_text(s, TK_OWNER)};
         select_fields(q->group_by, v);
-        if (add_tokens(a, store_int(s, 0), v, store_text(s, 3), 1, store_int(s, 7), store_int(s, 8))) {
+        if (add_tokens(a, store_int(s, TK_TIME), v, store_text(s, TK_MODEL),
+                       store_int(s, TK_REQUESTS), store_int(s, TK_PROMPT),
+                       store_int(s, TK_COMPLETION))) {
             rc = gp_err_set(err, GP_ENOMEM, NULL);
             break;
         }
@@ -756,25 +838,27 @@ static int tokens(store_tx *tx, agg *a, gp_err *err) {
     store_stmt *s;
     rc = store_query(tx, &s, err,
                      (q->group_by & METER_BY_USER)
-                         ? "SELECT u.hour, u.tenant, u.project, u.model, u.accelerator, u.key_id,"
-                           " COALESCE(k.owner, ''), u.requests, u.prompt_tokens, u.completion_tokens"
+                         ? "SELECT " STORE_COLS(TOKEN_HOUR_USER_COLUMNS)
                            " FROM usage_hourly u LEFT JOIN api_keys k ON k.id = u.key_id"
                            " WHERE u.hour >= ? AND u.hour < ? AND (? IS NULL OR u.tenant_id = ?)"
                            " AND (? IS NULL OR u.project_id = ?)"
-                         : "SELECT hour, tenant, project, model, accelerator, key_id, '', requests,"
-                           " prompt_tokens, completion_tokens FROM usage_hourly WHERE hour >= ?"
+                         : "SELECT " STORE_COLS(TOKEN_HOUR_COLUMNS)
+                           " FROM usage_hourly WHERE hour >= ?"
                            " AND hour < ? AND (? IS NULL OR tenant_id = ?) AND (? IS NULL OR project_id = ?)",
                      "iissss", h0, h1, q->tenant_id, q->tenant_id, q->project_id, q->project_id);
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
-        int64_t h = store_int(s, 0);
+        int64_t h = store_int(s, TK_TIME);
         if (hour_has_change(a, h)) continue; /* counted from the records above */
-        const char *vendor = tok_vendor(a, store_text(s, 4));
-        if (!passes(q, vendor, store_text(s, 4))) continue;
-        const char *v[F__N] = {store_text(s, 1), store_text(s, 2), store_text(s, 3), vendor,
-                               store_text(s, 4), "", store_text(s, 5), store_text(s, 6)};
+        const char *vendor = tok_vendor(a, store_text(s, TK_ACCEL));
+        if (!passes(q, vendor, store_text(s, TK_ACCEL))) continue;
+        const char *v[F__N] = {store_text(s, TK_TENANT), store_text(s, TK_PROJECT),
+                               store_text(s, TK_MODEL),  vendor,
+                               store_text(s, TK_ACCEL),  "",
+                               store_text(s, TK_KEY),    store_text(s, TK_OWNER)};
         select_fields(q->group_by, v);
-        if (add_tokens(a, h, v, store_text(s, 3), store_int(s, 7), store_int(s, 8), store_int(s, 9))) {
+        if (add_tokens(a, h, v, store_text(s, TK_MODEL), store_int(s, TK_REQUESTS),
+                       store_int(s, TK_PROMPT), store_int(s, TK_COMPLETION))) {
             rc = gp_err_set(err, GP_ENOMEM, NULL);
             break;
         }
@@ -855,6 +939,32 @@ static int cap_add(cap_table *t, const agg *a, const char *vendor, const char *a
     return 0;
 }
 
+/* A GPU as capacity counts it, from its node's registration (STORE_COLS). */
+#define CAP_GPU_COLUMNS(X)                                                                \
+    X(CG_UUID, "g.uuid")                                                                  \
+    X(CG_MODEL, "g.model")                                                                \
+    X(CG_SINCE, "n.registered_at")                                                        \
+    X(CG_VENDOR, "g.vendor")                                                              \
+    X(CG_MODE, "g.mode")
+enum { CAP_GPU_COLUMNS(STORE_COL_ENUM) CG__N };
+
+/* A GPU's health transition as capacity walks them (STORE_COLS). */
+#define CAP_HEALTH_COLUMNS(X) X(CE_AT, "at") X(CE_FROM, "from_state") X(CE_TO, "to_state")
+enum { CAP_HEALTH_COLUMNS(STORE_COL_ENUM) CE__N };
+
+/* A binding as capacity counts what it held (STORE_COLS): END, when it ended (an open
+ * one's: the parameter, now). */
+#define CAP_HELD_COLUMNS_(X, END)                                                         \
+    X(CB_MODEL, "model")                                                                  \
+    X(CB_WEIGHT, "weight_milli")                                                          \
+    X(CB_START, "start_us")                                                               \
+    X(CB_END, END)                                                                        \
+    X(CB_VENDOR, "vendor")                                                                \
+    X(CB_FORM, "form")
+#define CAP_HELD_OPEN_COLUMNS(X) CAP_HELD_COLUMNS_(X, "COALESCE(end_us, ?)")
+#define CAP_HELD_ENDED_COLUMNS(X) CAP_HELD_COLUMNS_(X, "end_us")
+enum { CAP_HELD_OPEN_COLUMNS(STORE_COL_ENUM) CB__N };
+
 static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
     const meter_query *q = a->q;
     int64_t to = q->to_us < q->now_us ? q->to_us : q->now_us;
@@ -864,7 +974,7 @@ static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
     if (to > q->from_us) {
         /* each GPU from its node's registration, less the time it was failed */
         rc = store_query(tx, &s, err,
-                         "SELECT g.uuid, g.model, n.registered_at, g.vendor, g.mode FROM gpus g"
+                         "SELECT " STORE_COLS(CAP_GPU_COLUMNS) " FROM gpus g"
                          " JOIN nodes n ON n.id = g.node_id ORDER BY g.uuid",
                          "");
         if (rc) return rc;
@@ -875,8 +985,8 @@ static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
         gi *gs = NULL;
         int ng = 0, cg = 0;
         while ((rc = store_step(s, err)) > 0) {
-            const char *vendor = *store_text(s, 3) ? store_text(s, 3) : "nvidia";
-            if (!passes(q, vendor, store_text(s, 1))) continue;
+            const char *vendor = *store_text(s, CG_VENDOR) ? store_text(s, CG_VENDOR) : "nvidia";
+            if (!passes(q, vendor, store_text(s, CG_MODEL))) continue;
             if (ng == cg) {
                 cg = cg ? cg * 2 : 64;
                 gi *n2 = realloc(gs, (size_t)cg * sizeof *n2);
@@ -886,11 +996,11 @@ static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
                 }
                 gs = n2;
             }
-            snprintf(gs[ng].uuid, sizeof gs[ng].uuid, "%s", store_text(s, 0));
-            snprintf(gs[ng].model, sizeof gs[ng].model, "%s", store_text(s, 1));
-            gs[ng].since = store_int(s, 2);
+            snprintf(gs[ng].uuid, sizeof gs[ng].uuid, "%s", store_text(s, CG_UUID));
+            snprintf(gs[ng].model, sizeof gs[ng].model, "%s", store_text(s, CG_MODEL));
+            gs[ng].since = store_int(s, CG_SINCE);
             snprintf(gs[ng].vendor, sizeof gs[ng].vendor, "%s", vendor);
-            snprintf(gs[ng].mode, sizeof gs[ng].mode, "%s", store_text(s, 4));
+            snprintf(gs[ng].mode, sizeof gs[ng].mode, "%s", store_text(s, CG_MODE));
             ng++;
         }
         store_done(s);
@@ -898,15 +1008,16 @@ static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
             int64_t t0 = gs[i].since > q->from_us ? gs[i].since : q->from_us;
             /* walk its health transitions: time spent failed is not capacity */
             rc = store_query(tx, &s, err,
-                             "SELECT at, from_state, to_state FROM health_events WHERE gpu_uuid = ?"
+                             "SELECT " STORE_COLS(CAP_HEALTH_COLUMNS)
+                             " FROM health_events WHERE gpu_uuid = ?"
                              " AND kind = 'health' AND at < ? ORDER BY at",
                              "si", gs[i].uuid, to);
             if (rc) break;
             int failed = 0;
             int64_t mark = t0;
             while ((rc = store_step(s, err)) > 0) {
-                int64_t at = store_int(s, 0);
-                int now_failed = !strcmp(store_text(s, 2), "failed");
+                int64_t at = store_int(s, CE_AT);
+                int now_failed = !strcmp(store_text(s, CE_TO), "failed");
                 if (at > mark && !failed && cap_add(&t, a, gs[i].vendor, gs[i].model, gs[i].mode, mark, at, 1.0, 0)) rc = -1;
                 if (at > mark) mark = at;
                 failed = now_failed;
@@ -925,9 +1036,9 @@ static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
         }
         /* what every binding held (whatever the report's filter) */
         rc = store_query(tx, &s, err,
-                         "SELECT model, weight_milli, start_us, COALESCE(end_us, ?), vendor, form"
+                         "SELECT " STORE_COLS(CAP_HELD_OPEN_COLUMNS)
                          " FROM bindings WHERE end_us IS NULL AND start_us < ?"
-                         " UNION ALL SELECT model, weight_milli, start_us, end_us, vendor, form"
+                         " UNION ALL SELECT " STORE_COLS(CAP_HELD_ENDED_COLUMNS)
                          " FROM bindings"
                          " WHERE end_us > ? AND start_us < ?",
                          "iiii", q->now_us, to, q->from_us, to);
@@ -936,14 +1047,14 @@ static int capacity(store_tx *tx, agg *a, json_t *report, gp_err *err) {
             return rc;
         }
         while ((rc = store_step(s, err)) > 0) {
-            int64_t t0 = store_int(s, 2) > q->from_us ? store_int(s, 2) : q->from_us;
-            int64_t t1 = store_int(s, 3) < to ? store_int(s, 3) : to;
-            const char *vendor = *store_text(s, 4) ? store_text(s, 4) : "nvidia";
-            if (!passes(q, vendor, store_text(s, 0))) continue;
+            int64_t t0 = store_int(s, CB_START) > q->from_us ? store_int(s, CB_START) : q->from_us;
+            int64_t t1 = store_int(s, CB_END) < to ? store_int(s, CB_END) : to;
+            const char *vendor = *store_text(s, CB_VENDOR) ? store_text(s, CB_VENDOR) : "nvidia";
+            if (!passes(q, vendor, store_text(s, CB_MODEL))) continue;
             char kind[8];
-            form_kind(store_text(s, 5), kind);
-            if (t1 > t0 && cap_add(&t, a, vendor, store_text(s, 0), kind, t0, t1,
-                                   (double)store_int(s, 1) / 1000.0, 1)) {
+            form_kind(store_text(s, CB_FORM), kind);
+            if (t1 > t0 && cap_add(&t, a, vendor, store_text(s, CB_MODEL), kind, t0, t1,
+                                   (double)store_int(s, CB_WEIGHT) / 1000.0, 1)) {
                 rc = gp_err_set(err, GP_ENOMEM, NULL);
                 break;
             }
@@ -1028,6 +1139,10 @@ static int cmp_row(const void *pa, const void *pb) {
 
 static double r6(double x) { return round(x * 1e6) / 1e6; }
 static double r4(double x) { return round(x * 1e4) / 1e4; }
+
+/* A tenant and how it is billed, as meter_report reads them (STORE_COLS). */
+#define BILLING_COLUMNS(X) X(BL_TENANT, "t.name") X(BL_MODE, "COALESCE(b.mode, 'showback')")
+enum { BILLING_COLUMNS(STORE_COL_ENUM) BL__N };
 
 int meter_report(store_tx *tx, const meter_query *q, json_t **out, gp_err *err) {
     if (q->to_us <= q->from_us) return gp_err_set(err, GP_EINVALID, "to must be after from");
@@ -1115,13 +1230,14 @@ int meter_report(store_tx *tx, const meter_query *q, json_t **out, gp_err *err) 
     /* which tenants are invoiced and which only shown their figures */
     store_stmt *s;
     rc = store_query(tx, &s, err,
-                     "SELECT t.name, COALESCE(b.mode, 'showback') FROM tenants t"
+                     "SELECT " STORE_COLS(BILLING_COLUMNS) " FROM tenants t"
                      " LEFT JOIN tenant_billing b ON b.tenant_id = t.id WHERE (? IS NULL OR t.id = ?)"
                      " ORDER BY t.name",
                      "ss", q->tenant_id, q->tenant_id);
     if (!rc) {
         while ((rc = store_step(s, err)) > 0)
-            json_object_set_new(billing, store_text(s, 0), json_string(store_text(s, 1)));
+            json_object_set_new(billing, store_text(s, BL_TENANT),
+                                json_string(store_text(s, BL_MODE)));
         store_done(s);
         rc = rc < 0 ? rc : GP_OK;
     }
@@ -1261,6 +1377,25 @@ char *meter_report_csv(json_t *report) {
 
 /* ---- self-hosted serving cost ---- */
 
+/* A serving job's binding as meter_serving_cost prices it (STORE_COLS; the first
+ * parameter: now, an open one's end). */
+#define SERVE_HELD_COLUMNS(X)                                                             \
+    X(SH_MODEL, "model")                                                                  \
+    X(SH_FORM, "form")                                                                    \
+    X(SH_WEIGHT, "weight_milli")                                                          \
+    X(SH_START, "start_us")                                                               \
+    X(SH_END, "COALESCE(end_us, ?)")                                                      \
+    X(SH_VENDOR, "vendor")
+enum { SERVE_HELD_COLUMNS(STORE_COL_ENUM) SH__N };
+
+/* The tokens a calling tenant had a model's serving jobs answer (STORE_COLS). */
+#define SERVE_CALLER_COLUMNS(X)                                                           \
+    X(SC_TENANT, "tenant")                                                                \
+    X(SC_PROMPT, "SUM(CASE WHEN prompt_tokens > 0 THEN prompt_tokens ELSE 0 END)")        \
+    X(SC_COMPLETION, "SUM(CASE WHEN completion_tokens > 0 THEN completion_tokens ELSE 0 END)") \
+    X(SC_REQUESTS, "COUNT(*)")
+enum { SERVE_CALLER_COLUMNS(STORE_COL_ENUM) SC__N };
+
 int meter_serving_cost(store_tx *tx, const char *tenant_id, const char *model, int64_t from_us,
                        int64_t to_us, int64_t now_us, int name_callers, const char *own_tenant,
                        json_t **out, gp_err *err) {
@@ -1290,20 +1425,23 @@ int meter_serving_cost(store_tx *tx, const char *tenant_id, const char *model, i
     json_array_foreach(jobs, i, j) {
         if (rc) break;
         rc = store_query(tx, &s, err,
-                         "SELECT model, form, weight_milli, start_us, COALESCE(end_us, ?), vendor"
+                         "SELECT " STORE_COLS(SERVE_HELD_COLUMNS)
                          " FROM bindings WHERE job_id = ? AND start_us < ? AND COALESCE(end_us, ?) > ?",
                          "isiii", now_us, json_string_value(j), to, now_us, from_us);
         if (rc) break;
         while ((rc = store_step(s, err)) > 0) {
-            int64_t t0 = store_int(s, 3) > from_us ? store_int(s, 3) : from_us;
-            int64_t t1 = store_int(s, 4) < to ? store_int(s, 4) : to;
+            int64_t t0 = store_int(s, SH_START) > from_us ? store_int(s, SH_START) : from_us;
+            int64_t t1 = store_int(s, SH_END) < to ? store_int(s, SH_END) : to;
             /* priced piece by piece, like a report */
             for (int64_t t = t0; t < t1;) {
                 int64_t end = card_change_after(&a, t);
                 if (end > t1) end = t1;
-                double ch = (double)store_int(s, 2) / 1000.0 * (double)(end - t) / (double)HOUR_US;
+                double ch = (double)store_int(s, SH_WEIGHT) / 1000.0 * (double)(end - t) / (double)HOUR_US;
                 int ci = card_at(&a, t);
-                double price = ci >= 0 ? meter_card_hour_price(&a.cards[ci], store_text(s, 5), store_text(s, 0), store_text(s, 1)) : -1;
+                double price = ci >= 0 ? meter_card_hour_price(&a.cards[ci], store_text(s, SH_VENDOR),
+                                                               store_text(s, SH_MODEL),
+                                                               store_text(s, SH_FORM))
+                                       : -1;
                 card_hours += ch;
                 if (price >= 0) cost += ch * price;
                 t = end;
@@ -1325,26 +1463,26 @@ int meter_serving_cost(store_tx *tx, const char *tenant_id, const char *model, i
          * same model cost its provider, not these card-hours */
         if (!rc)
             rc = store_query(tx, &s, err,
-                             "SELECT tenant, SUM(CASE WHEN prompt_tokens > 0 THEN prompt_tokens ELSE 0 END),"
-                             " SUM(CASE WHEN completion_tokens > 0 THEN completion_tokens ELSE 0 END),"
-                             " COUNT(*) FROM usage_records WHERE model = ? AND model_tenant = ? AND at >= ?"
+                             "SELECT " STORE_COLS(SERVE_CALLER_COLUMNS)
+                             " FROM usage_records WHERE model = ? AND model_tenant = ? AND at >= ?"
                              " AND at < ? AND endpoint_id IN (SELECT e.id FROM endpoints e"
                              " JOIN models m ON m.id = e.model_id WHERE m.tenant_id = ? AND m.name = ?"
                              " AND e.job_id <> '') GROUP BY tenant ORDER BY tenant",
                              "ssiiss", model, owner, from_us, to_us, tenant_id, model);
         if (!rc) {
             while ((rc = store_step(s, err)) > 0) {
-                const char *who = store_text(s, 0);
+                const char *who = store_text(s, SC_TENANT);
                 if (!name_callers && strcmp(who, own_tenant ? own_tenant : "")) who = "(other tenants)";
                 json_t *c = json_object_get(callers, who);
                 if (!c) json_object_set_new(callers, who, c = json_pack("{s:I,s:I,s:I}", "prompt_tokens",
                                                                         (json_int_t)0, "completion_tokens",
                                                                         (json_int_t)0, "requests", (json_int_t)0));
                 static const char *const k3[] = {"prompt_tokens", "completion_tokens", "requests"};
+                static const int c3[] = {SC_PROMPT, SC_COMPLETION, SC_REQUESTS};
                 for (int x = 0; x < 3; x++)
                     json_object_set_new(c, k3[x], json_integer(nn_add(json_integer_value(json_object_get(c, k3[x])),
-                                                                      store_int(s, 1 + x))));
-                total = nn_add(total, nn_add(store_int(s, 1), store_int(s, 2)));
+                                                                      store_int(s, c3[x]))));
+                total = nn_add(total, nn_add(store_int(s, SC_PROMPT), store_int(s, SC_COMPLETION)));
             }
             store_done(s);
             rc = rc < 0 ? rc : GP_OK;
@@ -1427,6 +1565,15 @@ static int gauge(store_tx *tx, strbuf *out, const char *name, const char *help,
     return rc < 0 ? rc : GP_OK;
 }
 
+/* A tenant's tokens and clipped records this month, as meter_prometheus reads them
+ * (STORE_COLS). */
+#define MONTH_TOKEN_COLUMNS(X)                                                            \
+    X(MT_TENANT, "tenant")                                                                \
+    X(MT_PROMPT, "SUM(CASE WHEN prompt_tokens > 0 THEN prompt_tokens ELSE 0 END)")        \
+    X(MT_COMPLETION, "SUM(CASE WHEN completion_tokens > 0 THEN completion_tokens ELSE 0 END)") \
+    X(MT_CLIPPED, "SUM(clipped)")
+enum { MONTH_TOKEN_COLUMNS(STORE_COL_ENUM) MT__N };
+
 int meter_prometheus(store_tx *tx, int64_t now_us, int gpus, int tenants, strbuf *out,
                      gp_err *err) {
     static const char *const hm[] = {"health", "mode"};
@@ -1485,9 +1632,8 @@ int meter_prometheus(store_tx *tx, int64_t now_us, int gpus, int tenants, strbuf
     if (!rc && tenants) {
         store_stmt *s;
         rc = store_query(tx, &s, err,
-                         "SELECT tenant, SUM(CASE WHEN prompt_tokens > 0 THEN prompt_tokens ELSE 0 END),"
-                         " SUM(CASE WHEN completion_tokens > 0 THEN completion_tokens ELSE 0 END),"
-                         " SUM(clipped) FROM usage_hourly WHERE hour >= ? GROUP BY 1 ORDER BY 1",
+                         "SELECT " STORE_COLS(MONTH_TOKEN_COLUMNS)
+                         " FROM usage_hourly WHERE hour >= ? GROUP BY 1 ORDER BY 1",
                          "i", m0);
         if (!rc) {
             sb_adds(out, "# HELP gpupool_tokens_month tokens through the gateway this calendar month, by"
@@ -1498,15 +1644,15 @@ int meter_prometheus(store_tx *tx, int64_t now_us, int gpus, int tenants, strbuf
                               "# TYPE gpupool_usage_clipped_month gauge\n");
             while ((rc = store_step(s, err)) > 0) {
                 for (int d = 0; d < 2; d++) {
-                    int64_t v = store_int(s, 1 + d);
+                    int64_t v = store_int(s, d ? MT_COMPLETION : MT_PROMPT);
                     sb_adds(out, "gpupool_tokens_month{tenant=\"");
-                    label(out, store_text(s, 0));
+                    label(out, store_text(s, MT_TENANT));
                     sb_addf(out, "\",direction=\"%s\"} %lld\n", d ? "output" : "input",
                             (long long)(v < 0 ? 0 : v));
                 }
                 sb_adds(&clipped, "gpupool_usage_clipped_month{tenant=\"");
-                label(&clipped, store_text(s, 0));
-                sb_addf(&clipped, "\"} %lld\n", (long long)store_int(s, 3));
+                label(&clipped, store_text(s, MT_TENANT));
+                sb_addf(&clipped, "\"} %lld\n", (long long)store_int(s, MT_CLIPPED));
             }
             store_done(s);
             if (sb_ok(&clipped)) sb_add(out, clipped.buf, clipped.len);
