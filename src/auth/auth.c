@@ -38,16 +38,24 @@ void auth_principal_free(auth_principal *p) {
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
+/* A role binding's row as auth__load_bindings reads it (STORE_COLS). */
+#define BINDING_COLUMNS(X)                                                                \
+    X(RB_ROLE, "role")                                                                    \
+    X(RB_SCOPE, "scope")                                                                  \
+    X(RB_TENANT, "tenant_id")                                                             \
+    X(RB_PROJECT, "project_id")                                                           \
+    X(RB_EXPIRES, "COALESCE(expires_at, 0)")
+enum { BINDING_COLUMNS(STORE_COL_ENUM) RB__N };
+
 int auth__load_bindings(store_tx *tx, auth_principal *p, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT role, scope, tenant_id, project_id, COALESCE(expires_at, 0)"
-                         " FROM role_bindings WHERE user_id = ?",
+                         "SELECT " STORE_COLS(BINDING_COLUMNS) " FROM role_bindings WHERE user_id = ?",
                          "s", p->user_id);
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
-        int role = authz_role_parse(store_text(s, 0));
-        int scope = authz_scope_parse(store_text(s, 1));
+        int role = authz_role_parse(store_text(s, RB_ROLE));
+        int scope = authz_scope_parse(store_text(s, RB_SCOPE));
         if (role < 0 || scope < 0) continue; /* unknown rows grant nothing */
         authz_binding *nb = realloc(p->bindings, sizeof *nb * (size_t)(p->nbindings + 1));
         if (!nb) {
@@ -58,13 +66,30 @@ int auth__load_bindings(store_tx *tx, auth_principal *p, gp_err *err) {
         authz_binding *b = &nb[p->nbindings++];
         b->role = (authz_role)role;
         b->scope = (authz_scope)scope;
-        b->tenant_id = dup_or_null(store_text(s, 2));
-        b->project_id = dup_or_null(store_text(s, 3));
-        b->expires_us = store_int(s, 4);
+        b->tenant_id = dup_or_null(store_text(s, RB_TENANT));
+        b->project_id = dup_or_null(store_text(s, RB_PROJECT));
+        b->expires_us = store_int(s, RB_EXPIRES);
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;
 }
+
+/* A token and its user, as auth_authenticate reads them (STORE_COLS). */
+#define TOKEN_USER_COLUMNS(X)                                                             \
+    X(TU_HASH, "t.hash")                                                                  \
+    X(TU_TOKEN, "t.id")                                                                   \
+    X(TU_USER, "u.id")                                                                    \
+    X(TU_NAME, "u.name")                                                                  \
+    X(TU_KIND, "u.kind")                                                                  \
+    X(TU_DISABLED, "u.disabled")                                                          \
+    X(TU_EXPIRES, "COALESCE(t.expires_at, 0)")                                            \
+    X(TU_REVOKED, "COALESCE(t.revoked_at, 0)")
+enum { TOKEN_USER_COLUMNS(STORE_COL_ENUM) TU__N };
+
+/* A user's row as auth_principal_load reads it (STORE_COLS). */
+#define PRINCIPAL_COLUMNS(X)                                                              \
+    X(PU_ID, "id") X(PU_NAME, "name") X(PU_KIND, "kind") X(PU_DISABLED, "disabled")
+enum { PRINCIPAL_COLUMNS(STORE_COL_ENUM) PU__N };
 
 int auth_authenticate(store_t *st, const char *header, auth_principal **out, gp_err *err) {
     *out = NULL;
@@ -79,9 +104,7 @@ int auth_authenticate(store_t *st, const char *header, auth_principal **out, gp_
     int rc = store_begin(st, STORE_READ, &tx, err);
     if (rc) return rc;
     rc = store_query(tx, &s, err,
-                     "SELECT t.hash, t.id, u.id, u.name, u.kind, u.disabled,"
-                     " COALESCE(t.expires_at, 0), COALESCE(t.revoked_at, 0)"
-                     " FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?",
+                     "SELECT " STORE_COLS(TOKEN_USER_COLUMNS) " FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?",
                      "s", hash);
     if (rc) goto out;
     rc = store_step(s, err);
@@ -90,8 +113,9 @@ int auth_authenticate(store_t *st, const char *header, auth_principal **out, gp_
         goto out;
     }
     int64_t now = gt_now_us();
-    if (rc == 0 || !rnd_equal_ct(store_text(s, 0), hash) || store_int(s, 5) ||
-        store_int(s, 7) || (store_int(s, 6) && store_int(s, 6) <= now)) {
+    if (rc == 0 || !rnd_equal_ct(store_text(s, TU_HASH), hash) || store_int(s, TU_DISABLED) ||
+        store_int(s, TU_REVOKED) ||
+        (store_int(s, TU_EXPIRES) && store_int(s, TU_EXPIRES) <= now)) {
         store_done(s);
         rc = gp_err_set(err, GP_EUNAUTH, "invalid, expired or revoked token");
         goto out;
@@ -102,10 +126,10 @@ int auth_authenticate(store_t *st, const char *header, auth_principal **out, gp_
         rc = gp_err_set(err, GP_ENOMEM, NULL);
         goto out;
     }
-    snprintf(p->token_id, sizeof p->token_id, "%s", store_text(s, 1));
-    snprintf(p->user_id, sizeof p->user_id, "%s", store_text(s, 2));
-    snprintf(p->name, sizeof p->name, "%s", store_text(s, 3));
-    snprintf(p->kind, sizeof p->kind, "%s", store_text(s, 4));
+    snprintf(p->token_id, sizeof p->token_id, "%s", store_text(s, TU_TOKEN));
+    snprintf(p->user_id, sizeof p->user_id, "%s", store_text(s, TU_USER));
+    snprintf(p->name, sizeof p->name, "%s", store_text(s, TU_NAME));
+    snprintf(p->kind, sizeof p->kind, "%s", store_text(s, TU_KIND));
     store_done(s);
     rc = auth__load_bindings(tx, p, err);
     if (rc) {
@@ -114,15 +138,14 @@ int auth_authenticate(store_t *st, const char *header, auth_principal **out, gp_
     }
     /* a vendor account lives only as long as one of its grants */
     rc = store_query(tx, &s, err,
-                     "SELECT COUNT(*), COALESCE(SUM(CASE WHEN revoked_at IS NULL AND expires_at > ?"
-                     " THEN 1 ELSE 0 END), 0) FROM vendor_grants WHERE user_id = ?",
+                     "SELECT " STORE_COLS(GRANT_LIVE_COLUMNS) " FROM vendor_grants WHERE user_id = ?",
                      "is", now, p->user_id);
     if (rc) {
         auth_principal_free(p);
         goto out;
     }
     rc = store_step(s, err);
-    int vendor_dead = rc > 0 && store_int(s, 0) > 0 && store_int(s, 1) == 0;
+    int vendor_dead = rc > 0 && store_int(s, GL_GRANTS) > 0 && store_int(s, GL_LIVE) == 0;
     store_done(s);
     if (rc < 0 || vendor_dead) {
         auth_principal_free(p);
@@ -142,11 +165,11 @@ int auth_principal_load(store_t *st, const char *user_id, auth_principal **out, 
     *out = NULL;
     int rc = store_begin(st, STORE_READ, &tx, err);
     if (rc) return rc;
-    rc = store_query(tx, &s, err, "SELECT id, name, kind, disabled FROM users WHERE id = ?", "s",
-                     user_id);
+    rc = store_query(tx, &s, err, "SELECT " STORE_COLS(PRINCIPAL_COLUMNS) " FROM users WHERE id = ?",
+                     "s", user_id);
     if (rc) goto out;
     rc = store_step(s, err);
-    if (rc <= 0 || store_int(s, 3)) {
+    if (rc <= 0 || store_int(s, PU_DISABLED)) {
         store_done(s);
         if (rc >= 0) rc = gp_err_set(err, GP_EUNAUTH, "the requester's account is disabled");
         goto out;
@@ -157,9 +180,9 @@ int auth_principal_load(store_t *st, const char *user_id, auth_principal **out, 
         rc = gp_err_set(err, GP_ENOMEM, NULL);
         goto out;
     }
-    snprintf(p->user_id, sizeof p->user_id, "%s", store_text(s, 0));
-    snprintf(p->name, sizeof p->name, "%s", store_text(s, 1));
-    snprintf(p->kind, sizeof p->kind, "%s", store_text(s, 2));
+    snprintf(p->user_id, sizeof p->user_id, "%s", store_text(s, PU_ID));
+    snprintf(p->name, sizeof p->name, "%s", store_text(s, PU_NAME));
+    snprintf(p->kind, sizeof p->kind, "%s", store_text(s, PU_KIND));
     store_done(s);
     rc = auth__load_bindings(tx, p, err);
     if (rc) auth_principal_free(p);

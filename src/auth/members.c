@@ -85,12 +85,32 @@ int auth_member_remove(store_tx *tx, const char *user_id, int role, authz_scope 
     return GP_OK;
 }
 
+/* A role binding as auth_member_list reads it (STORE_COLS). */
+#define MEMBER_COLUMNS(X)                                                                 \
+    X(MC_USER, "u.name")                                                                  \
+    X(MC_ROLE, "b.role")                                                                  \
+    X(MC_SCOPE, "b.scope")                                                                \
+    X(MC_TENANT, "t.name")                                                                \
+    X(MC_PROJECT, "p.name")                                                               \
+    X(MC_GRANTED_BY, "b.granted_by")                                                      \
+    X(MC_CREATED, "b.created_at")                                                         \
+    X(MC_EXPIRES, "COALESCE(b.expires_at, 0)")
+enum { MEMBER_COLUMNS(STORE_COL_ENUM) MC__N };
+
+/* A user's own role binding as auth_member_list_user reads it (STORE_COLS). */
+#define USER_BINDING_COLUMNS(X)                                                           \
+    X(UB_ROLE, "b.role")                                                                  \
+    X(UB_SCOPE, "b.scope")                                                                \
+    X(UB_TENANT, "t.name")                                                                \
+    X(UB_PROJECT, "p.name")                                                               \
+    X(UB_EXPIRES, "COALESCE(b.expires_at, 0)")
+enum { USER_BINDING_COLUMNS(STORE_COL_ENUM) UB__N };
+
 int auth_member_list(store_tx *tx, authz_scope scope, const char *tenant_id,
                      const char *project_id, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT u.name, b.role, b.scope, t.name, p.name, b.granted_by,"
-                         " b.created_at, COALESCE(b.expires_at, 0)"
+                         "SELECT " STORE_COLS(MEMBER_COLUMNS)
                          " FROM role_bindings b JOIN users u ON u.id = b.user_id"
                          " LEFT JOIN tenants t ON t.id = b.tenant_id"
                          " LEFT JOIN projects p ON p.id = b.project_id WHERE" AT_SCOPE_OF("b.")
@@ -101,14 +121,16 @@ int auth_member_list(store_tx *tx, authz_scope scope, const char *tenant_id,
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0) {
         char ts[GT_RFC3339_LEN];
-        gt_format_us(store_int(s, 6), ts, sizeof ts);
-        json_t *m = json_pack("{s:s,s:s,s:s,s:s,s:s}", "user", store_text(s, 0), "role",
-                              store_text(s, 1), "scope", store_text(s, 2), "granted_by",
-                              store_text(s, 5), "created_at", ts);
-        if (store_text(s, 3)) json_object_set_new(m, "tenant", json_string(store_text(s, 3)));
-        if (store_text(s, 4)) json_object_set_new(m, "project", json_string(store_text(s, 4)));
-        if (store_int(s, 7)) {
-            gt_format_us(store_int(s, 7), ts, sizeof ts);
+        gt_format_us(store_int(s, MC_CREATED), ts, sizeof ts);
+        json_t *m = json_pack("{s:s,s:s,s:s,s:s,s:s}", "user", store_text(s, MC_USER), "role",
+                              store_text(s, MC_ROLE), "scope", store_text(s, MC_SCOPE),
+                              "granted_by", store_text(s, MC_GRANTED_BY), "created_at", ts);
+        if (store_text(s, MC_TENANT))
+            json_object_set_new(m, "tenant", json_string(store_text(s, MC_TENANT)));
+        if (store_text(s, MC_PROJECT))
+            json_object_set_new(m, "project", json_string(store_text(s, MC_PROJECT)));
+        if (store_int(s, MC_EXPIRES)) {
+            gt_format_us(store_int(s, MC_EXPIRES), ts, sizeof ts);
             json_object_set_new(m, "expires_at", json_string(ts));
         }
         json_array_append_new(arr, m);
@@ -125,7 +147,7 @@ int auth_member_list(store_tx *tx, authz_scope scope, const char *tenant_id,
 int auth_member_list_user(store_tx *tx, const char *user_id, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT b.role, b.scope, t.name, p.name, COALESCE(b.expires_at, 0)"
+                         "SELECT " STORE_COLS(USER_BINDING_COLUMNS)
                          " FROM role_bindings b LEFT JOIN tenants t ON t.id = b.tenant_id"
                          " LEFT JOIN projects p ON p.id = b.project_id WHERE b.user_id = ?"
                          " ORDER BY b.scope, t.name, p.name, b.role",
@@ -133,12 +155,15 @@ int auth_member_list_user(store_tx *tx, const char *user_id, json_t **items, gp_
     if (rc) return rc;
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0) {
-        json_t *b = json_pack("{s:s,s:s}", "role", store_text(s, 0), "scope", store_text(s, 1));
-        if (store_text(s, 2)) json_object_set_new(b, "tenant", json_string(store_text(s, 2)));
-        if (store_text(s, 3)) json_object_set_new(b, "project", json_string(store_text(s, 3)));
-        if (store_int(s, 4)) {
+        json_t *b = json_pack("{s:s,s:s}", "role", store_text(s, UB_ROLE), "scope",
+                              store_text(s, UB_SCOPE));
+        if (store_text(s, UB_TENANT))
+            json_object_set_new(b, "tenant", json_string(store_text(s, UB_TENANT)));
+        if (store_text(s, UB_PROJECT))
+            json_object_set_new(b, "project", json_string(store_text(s, UB_PROJECT)));
+        if (store_int(s, UB_EXPIRES)) {
             char ts[GT_RFC3339_LEN];
-            gt_format_us(store_int(s, 4), ts, sizeof ts);
+            gt_format_us(store_int(s, UB_EXPIRES), ts, sizeof ts);
             json_object_set_new(b, "expires_at", json_string(ts));
         }
         json_array_append_new(arr, b);
@@ -154,32 +179,48 @@ int auth_member_list_user(store_tx *tx, const char *user_id, json_t **items, gp_
 
 /* ---- invitations: a role in another tenant, decided by the user's home ---- */
 
-#define INV_COLS                                                                              \
-    "i.id, i.tenant_id, i.project_id, i.user_id, i.home_tenant_id, t.name,"                 \
-    " i.project_name, u.name, COALESCE(h.name, ''), i.role, i.invited_by, i.state,"         \
-    " i.created_at, i.expires_at, i.decided_by, i.decided_at"
+/* An invitation's row as inv_from_row reads it (STORE_COLS). */
+#define INV_COLUMNS(X)                                                                    \
+    X(IC_ID, "i.id")                                                                      \
+    X(IC_TENANT_ID, "i.tenant_id")                                                        \
+    X(IC_PROJECT_ID, "i.project_id")                                                      \
+    X(IC_USER_ID, "i.user_id")                                                            \
+    X(IC_HOME_ID, "i.home_tenant_id")                                                     \
+    X(IC_TENANT, "t.name")                                                                \
+    X(IC_PROJECT, "i.project_name")                                                       \
+    X(IC_USER, "u.name")                                                                  \
+    X(IC_HOME, "COALESCE(h.name, '')")                                                    \
+    X(IC_ROLE, "i.role")                                                                  \
+    X(IC_INVITED_BY, "i.invited_by")                                                      \
+    X(IC_STATE, "i.state")                                                                \
+    X(IC_CREATED, "i.created_at")                                                         \
+    X(IC_EXPIRES, "i.expires_at")                                                         \
+    X(IC_DECIDED_BY, "i.decided_by")                                                      \
+    X(IC_DECIDED, "i.decided_at")
+enum { INV_COLUMNS(STORE_COL_ENUM) IC__N };
+#define INV_COLS STORE_COLS(INV_COLUMNS)
 #define INV_FROM                                                                              \
     " FROM invitations i JOIN tenants t ON t.id = i.tenant_id"                              \
     " JOIN users u ON u.id = i.user_id LEFT JOIN tenants h ON h.id = i.home_tenant_id"
 
 static void inv_from_row(store_stmt *s, int64_t now, auth_invitation *v) {
     memset(v, 0, sizeof *v);
-    snprintf(v->id, sizeof v->id, "%s", store_text(s, 0));
-    snprintf(v->tenant_id, sizeof v->tenant_id, "%s", store_text(s, 1));
-    snprintf(v->project_id, sizeof v->project_id, "%s", store_text(s, 2));
-    snprintf(v->user_id, sizeof v->user_id, "%s", store_text(s, 3));
-    snprintf(v->home_tenant_id, sizeof v->home_tenant_id, "%s", store_text(s, 4));
-    snprintf(v->tenant, sizeof v->tenant, "%s", store_text(s, 5));
-    snprintf(v->project, sizeof v->project, "%s", store_text(s, 6));
-    snprintf(v->user, sizeof v->user, "%s", store_text(s, 7));
-    snprintf(v->home, sizeof v->home, "%s", store_text(s, 8));
-    snprintf(v->role, sizeof v->role, "%s", store_text(s, 9));
-    snprintf(v->invited_by, sizeof v->invited_by, "%s", store_text(s, 10));
-    snprintf(v->state, sizeof v->state, "%s", store_text(s, 11));
-    v->created_us = store_int(s, 12);
-    v->expires_us = store_int(s, 13);
-    snprintf(v->decided_by, sizeof v->decided_by, "%s", store_text(s, 14));
-    v->decided_us = store_int(s, 15);
+    snprintf(v->id, sizeof v->id, "%s", store_text(s, IC_ID));
+    snprintf(v->tenant_id, sizeof v->tenant_id, "%s", store_text(s, IC_TENANT_ID));
+    snprintf(v->project_id, sizeof v->project_id, "%s", store_text(s, IC_PROJECT_ID));
+    snprintf(v->user_id, sizeof v->user_id, "%s", store_text(s, IC_USER_ID));
+    snprintf(v->home_tenant_id, sizeof v->home_tenant_id, "%s", store_text(s, IC_HOME_ID));
+    snprintf(v->tenant, sizeof v->tenant, "%s", store_text(s, IC_TENANT));
+    snprintf(v->project, sizeof v->project, "%s", store_text(s, IC_PROJECT));
+    snprintf(v->user, sizeof v->user, "%s", store_text(s, IC_USER));
+    snprintf(v->home, sizeof v->home, "%s", store_text(s, IC_HOME));
+    snprintf(v->role, sizeof v->role, "%s", store_text(s, IC_ROLE));
+    snprintf(v->invited_by, sizeof v->invited_by, "%s", store_text(s, IC_INVITED_BY));
+    snprintf(v->state, sizeof v->state, "%s", store_text(s, IC_STATE));
+    v->created_us = store_int(s, IC_CREATED);
+    v->expires_us = store_int(s, IC_EXPIRES);
+    snprintf(v->decided_by, sizeof v->decided_by, "%s", store_text(s, IC_DECIDED_BY));
+    v->decided_us = store_int(s, IC_DECIDED);
     /* an undecided invitation past its expiry is expired, whether or not it was written */
     if (strcmp(v->state, "pending") == 0 && v->expires_us <= now)
         snprintf(v->state, sizeof v->state, "expired");

@@ -19,24 +19,36 @@
 
 /* a node account is one the migration or the node's registration marked, or that a node
  * names as its agent (so the mark cannot be missed) */
-#define USER_COLS                                                                           \
-    "id, name, kind, disabled, password_hash IS NOT NULL, created_at, home_tenant_id,"       \
-    " COALESCE((SELECT t.name FROM tenants t WHERE t.id = users.home_tenant_id), ''),"      \
-    " CASE WHEN node_account <> 0 OR EXISTS (SELECT 1 FROM nodes n"                        \
-    "  WHERE n.agent_user_id = users.id) THEN 1 ELSE 0 END, password_set_by"
-#define USER_NCOLS 10
+/* A user's row as user_from_row reads it (STORE_COLS); auth_login_check reads its password
+ * hash too (USER_LOGIN_COLUMNS, the same list and one more). */
+#define USER_COLUMNS(X)                                                                   \
+    X(UC_ID, "id")                                                                        \
+    X(UC_NAME, "name")                                                                    \
+    X(UC_KIND, "kind")                                                                    \
+    X(UC_DISABLED, "disabled")                                                            \
+    X(UC_HAS_PASSWORD, "password_hash IS NOT NULL")                                       \
+    X(UC_CREATED, "created_at")                                                           \
+    X(UC_HOME_ID, "home_tenant_id")                                                       \
+    X(UC_HOME, "COALESCE((SELECT t.name FROM tenants t WHERE t.id = users.home_tenant_id), '')") \
+    X(UC_NODE_ACCOUNT, "CASE WHEN node_account <> 0 OR EXISTS (SELECT 1 FROM nodes n"     \
+                       "  WHERE n.agent_user_id = users.id) THEN 1 ELSE 0 END")           \
+    X(UC_PASSWORD_SET_BY, "password_set_by")
+#define USER_LOGIN_COLUMNS(X) USER_COLUMNS(X) X(UC_PASSWORD_HASH, "password_hash")
+enum { USER_LOGIN_COLUMNS(STORE_COL_ENUM) UC__N };
+#define USER_COLS STORE_COLS(USER_COLUMNS)
 
 static void user_from_row(store_stmt *s, auth_user *u) {
-    snprintf(u->id, sizeof u->id, "%s", store_text(s, 0));
-    snprintf(u->name, sizeof u->name, "%s", store_text(s, 1));
-    snprintf(u->kind, sizeof u->kind, "%s", store_text(s, 2));
-    u->disabled = (int)store_int(s, 3);
-    u->has_password = (int)store_int(s, 4);
-    u->created_us = store_int(s, 5);
-    snprintf(u->home_tenant_id, sizeof u->home_tenant_id, "%s", store_text(s, 6));
-    snprintf(u->home, sizeof u->home, "%s", store_text(s, 7));
-    u->node_account = (int)store_int(s, 8);
-    snprintf(u->password_set_by, sizeof u->password_set_by, "%s", store_text(s, 9));
+    snprintf(u->id, sizeof u->id, "%s", store_text(s, UC_ID));
+    snprintf(u->name, sizeof u->name, "%s", store_text(s, UC_NAME));
+    snprintf(u->kind, sizeof u->kind, "%s", store_text(s, UC_KIND));
+    u->disabled = (int)store_int(s, UC_DISABLED);
+    u->has_password = (int)store_int(s, UC_HAS_PASSWORD);
+    u->created_us = store_int(s, UC_CREATED);
+    snprintf(u->home_tenant_id, sizeof u->home_tenant_id, "%s", store_text(s, UC_HOME_ID));
+    snprintf(u->home, sizeof u->home, "%s", store_text(s, UC_HOME));
+    u->node_account = (int)store_int(s, UC_NODE_ACCOUNT);
+    snprintf(u->password_set_by, sizeof u->password_set_by, "%s",
+             store_text(s, UC_PASSWORD_SET_BY));
 }
 
 _Static_assert(AUTH_PWHASH_LEN == crypto_pwhash_STRBYTES, "AUTH_PWHASH_LEN");
@@ -215,7 +227,7 @@ int auth_login_check(store_tx *tx, const char *name, const char *password, auth_
                      gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT " USER_COLS ", password_hash FROM users WHERE name = ?", "s",
+                         "SELECT " STORE_COLS(USER_LOGIN_COLUMNS) " FROM users WHERE name = ?", "s",
                          name ? name : "");
     if (rc) return rc;
     rc = store_step(s, err);
@@ -223,7 +235,7 @@ int auth_login_check(store_tx *tx, const char *name, const char *password, auth_
         store_done(s);
         return rc;
     }
-    const char *hash = rc > 0 ? store_text(s, USER_NCOLS) : NULL;
+    const char *hash = rc > 0 ? store_text(s, UC_PASSWORD_HASH) : NULL;
     int ok = 0;
     if (hash && password) {
         ok = crypto_pwhash_str_verify(hash, password, strlen(password)) == 0;
@@ -238,12 +250,12 @@ int auth_login_check(store_tx *tx, const char *name, const char *password, auth_
     if (ok && !out->disabled) {
         /* a vendor account with no live grant may not log in either */
         int rc2 = store_query(tx, &s, err,
-                              "SELECT COUNT(*), COALESCE(SUM(CASE WHEN revoked_at IS NULL AND expires_at > ?"
-                              " THEN 1 ELSE 0 END), 0) FROM vendor_grants WHERE user_id = ?",
+                              "SELECT " STORE_COLS(GRANT_LIVE_COLUMNS)
+                              " FROM vendor_grants WHERE user_id = ?",
                               "is", gt_now_us(), out->id);
         if (rc2) return rc2;
         rc2 = store_step(s, err);
-        if (rc2 > 0 && store_int(s, 0) > 0 && store_int(s, 1) == 0) ok = 0;
+        if (rc2 > 0 && store_int(s, GL_GRANTS) > 0 && store_int(s, GL_LIVE) == 0) ok = 0;
         store_done(s);
         if (rc2 < 0) return rc2;
     }
@@ -286,23 +298,37 @@ json_t *auth_user_json(const auth_user *u) {
     return o;
 }
 
+/* A token's row as auth_token_list reads it (STORE_COLS). */
+#define TOKEN_COLUMNS(X)                                                                  \
+    X(TC_ID, "id")                                                                        \
+    X(TC_LABEL, "COALESCE(label,'')")                                                     \
+    X(TC_CREATED, "created_at")                                                           \
+    X(TC_EXPIRES, "expires_at")                                                           \
+    X(TC_REVOKED, "revoked_at")
+enum { TOKEN_COLUMNS(STORE_COL_ENUM) TC__N };
+
 int auth_token_list(store_tx *tx, const char *user_id, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT id, COALESCE(label,''), created_at, expires_at, revoked_at"
-                         " FROM tokens WHERE user_id = ? ORDER BY created_at, id",
+                         "SELECT " STORE_COLS(TOKEN_COLUMNS) " FROM tokens WHERE user_id = ? ORDER BY created_at, id",
                          "s", user_id);
     if (rc) return rc;
     json_t *arr = json_array();
     int64_t now = gt_now_us();
     while ((rc = store_step(s, err)) > 0) {
-        const char *state = !store_isnull(s, 4) ? "revoked"
-                            : (!store_isnull(s, 3) && store_int(s, 3) <= now) ? "expired"
-                                                                               : "active";
-        json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:o,s:o,s:s}", "id", store_text(s, 0),
-                                             "label", store_text(s, 1), "created_at",
-                                             jx_time(store_isnull(s, 2) ? 0 : store_int(s, 2)), "expires_at", jx_time(store_isnull(s, 3) ? 0 : store_int(s, 3)),
-                                             "revoked_at", jx_time(store_isnull(s, 4) ? 0 : store_int(s, 4)), "state", state));
+        const char *state =
+            !store_isnull(s, TC_REVOKED)                                                  ? "revoked"
+            : (!store_isnull(s, TC_EXPIRES) && store_int(s, TC_EXPIRES) <= now) ? "expired"
+                                                                                 : "active";
+        json_array_append_new(
+            arr, json_pack("{s:s,s:s,s:o,s:o,s:o,s:s}", "id", store_text(s, TC_ID), "label",
+                           store_text(s, TC_LABEL), "created_at",
+                           jx_time(store_isnull(s, TC_CREATED) ? 0 : store_int(s, TC_CREATED)),
+                           "expires_at",
+                           jx_time(store_isnull(s, TC_EXPIRES) ? 0 : store_int(s, TC_EXPIRES)),
+                           "revoked_at",
+                           jx_time(store_isnull(s, TC_REVOKED) ? 0 : store_int(s, TC_REVOKED)),
+                           "state", state));
     }
     store_done(s);
     if (rc < 0) {

@@ -58,12 +58,22 @@ int auth_vendor_revoke(store_tx *tx, const char *id, gp_err *err) {
     return rc ? rc : sync_role(tx, uid, err);
 }
 
+/* A vendor grant as auth_vendor_list reads it (STORE_COLS). */
+#define GRANT_COLUMNS(X)                                                                  \
+    X(VG_ID, "g.id")                                                                      \
+    X(VG_USER, "u.name")                                                                  \
+    X(VG_NODES, "g.nodes")                                                                \
+    X(VG_WORK_ORDERS, "g.work_orders")                                                    \
+    X(VG_CREATED_BY, "c.name")                                                            \
+    X(VG_CREATED, "g.created_at")                                                         \
+    X(VG_EXPIRES, "g.expires_at")                                                         \
+    X(VG_REVOKED, "COALESCE(g.revoked_at, 0)")
+enum { GRANT_COLUMNS(STORE_COL_ENUM) VG__N };
+
 int auth_vendor_list(store_tx *tx, const char *user_id, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT g.id, u.name, g.nodes, g.work_orders, c.name, g.created_at,"
-                         " g.expires_at, COALESCE(g.revoked_at, 0)"
-                         " FROM vendor_grants g JOIN users u ON u.id = g.user_id"
+                         "SELECT " STORE_COLS(GRANT_COLUMNS) " FROM vendor_grants g JOIN users u ON u.id = g.user_id"
                          " JOIN users c ON c.id = g.created_by"
                          " WHERE (? IS NULL OR g.user_id = ?) ORDER BY g.created_at DESC",
                          "ss", user_id, user_id);
@@ -72,18 +82,19 @@ int auth_vendor_list(store_tx *tx, const char *user_id, json_t **items, gp_err *
     int64_t now = gt_now_us();
     while ((rc = store_step(s, err)) > 0) {
         char c[GT_RFC3339_LEN], e[GT_RFC3339_LEN];
-        gt_format_us(store_int(s, 5), c, sizeof c);
-        gt_format_us(store_int(s, 6), e, sizeof e);
-        const char *state = store_int(s, 7) ? "revoked" : store_int(s, 6) <= now ? "expired"
-                                                                                 : "active";
-        json_t *nodes = json_loads(store_text(s, 2), 0, NULL);
-        json_t *wos = json_loads(store_text(s, 3), 0, NULL);
+        gt_format_us(store_int(s, VG_CREATED), c, sizeof c);
+        gt_format_us(store_int(s, VG_EXPIRES), e, sizeof e);
+        const char *state = store_int(s, VG_REVOKED)             ? "revoked"
+                            : store_int(s, VG_EXPIRES) <= now ? "expired"
+                                                              : "active";
+        json_t *nodes = json_loads(store_text(s, VG_NODES), 0, NULL);
+        json_t *wos = json_loads(store_text(s, VG_WORK_ORDERS), 0, NULL);
         json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:o,s:s,s:s,s:s,s:s}", "id",
-                                             store_text(s, 0), "user", store_text(s, 1), "nodes",
-                                             nodes ? nodes : json_array(), "work_orders",
+                                             store_text(s, VG_ID), "user", store_text(s, VG_USER),
+                                             "nodes", nodes ? nodes : json_array(), "work_orders",
                                              wos ? wos : json_array(), "created_by",
-                                             store_text(s, 4), "created_at", c, "expires_at", e,
-                                             "state", state));
+                                             store_text(s, VG_CREATED_BY), "created_at", c,
+                                             "expires_at", e, "state", state));
     }
     store_done(s);
     if (rc < 0) {
@@ -94,19 +105,24 @@ int auth_vendor_list(store_tx *tx, const char *user_id, json_t **items, gp_err *
     return GP_OK;
 }
 
+/* What a user holds besides vendor access, and its vendor grants (STORE_COLS). */
+#define ROLE_COUNT_COLUMNS(X)                                                             \
+    X(RN_OTHER, "(SELECT COUNT(*) FROM role_bindings WHERE user_id = ?"                   \
+                " AND scope <> 'vendor')")                                                \
+    X(RN_GRANTS, "(SELECT COUNT(*) FROM vendor_grants WHERE user_id = ?)")
+enum { ROLE_COUNT_COLUMNS(STORE_COL_ENUM) RN__N };
+
 int auth_user_role_counts(store_tx *tx, const char *user_id, int *other_roles, int *vendor_grants,
                           gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT (SELECT COUNT(*) FROM role_bindings WHERE user_id = ?"
-                         " AND scope <> 'vendor'),"
-                         " (SELECT COUNT(*) FROM vendor_grants WHERE user_id = ?)",
+                         "SELECT " STORE_COLS(ROLE_COUNT_COLUMNS),
                          "ss", user_id, user_id);
     if (rc) return rc;
     rc = store_step(s, err);
     if (rc > 0) {
-        *other_roles = (int)store_int(s, 0);
-        *vendor_grants = (int)store_int(s, 1);
+        *other_roles = (int)store_int(s, RN_OTHER);
+        *vendor_grants = (int)store_int(s, RN_GRANTS);
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;
@@ -119,18 +135,22 @@ static void add_unique(json_t *arr, json_t *v) {
     json_array_append(arr, v);
 }
 
+/* A live grant's nodes and work orders, as auth_vendor_scope reads them (STORE_COLS). */
+#define SCOPE_COLUMNS(X) X(VS_NODES, "nodes") X(VS_WORK_ORDERS, "work_orders")
+enum { SCOPE_COLUMNS(STORE_COL_ENUM) VS__N };
+
 int auth_vendor_scope(store_tx *tx, const char *user_id, json_t **nodes, json_t **work_orders,
                       gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT nodes, work_orders FROM vendor_grants WHERE user_id = ?"
+                         "SELECT " STORE_COLS(SCOPE_COLUMNS) " FROM vendor_grants WHERE user_id = ?"
                          " AND revoked_at IS NULL AND expires_at > ?",
                          "si", user_id, gt_now_us());
     if (rc) return rc;
     json_t *n = json_array(), *w = json_array();
     while ((rc = store_step(s, err)) > 0) {
         for (int c = 0; c < 2; c++) {
-            json_t *a = json_loads(store_text(s, c), 0, NULL);
+            json_t *a = json_loads(store_text(s, c ? VS_WORK_ORDERS : VS_NODES), 0, NULL);
             size_t i;
             json_t *v;
             json_array_foreach(a, i, v) add_unique(c ? w : n, v);
