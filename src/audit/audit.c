@@ -6,6 +6,7 @@
  * encoding unambiguous, so moving bytes between fields changes the hash.
  */
 #include "audit.h"
+#include "audit_int.h"
 
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
@@ -311,44 +312,48 @@ int audit_checkpoints_prepare(audit_checkpoint *cps, int *n, const unsigned char
     return bad ? -1 : 0;
 }
 
-#define AUDIT_COLS                                                                          \
+/* What audit_append writes, in AUDIT_COLUMNS' order (an INSERT's list takes no trailing
+ * NULL, so it is not STORE_COLS'). */
+#define AUDIT_INSERT_COLS                                                                   \
     "seq, id, ts_us, request_id, actor, on_behalf, source, action, target_type, target_id, " \
     "tenant, project, result, status, summary, prev_hash, hash"
+#define AUDIT_COLS STORE_COLS(AUDIT_COLUMNS)
 
 static void record_from_row(store_stmt *s, audit_record *r) {
-    r->seq = store_int(s, 0);
-    r->id = store_text(s, 1);
-    r->ts_us = store_int(s, 2);
-    r->request_id = store_text(s, 3);
-    r->actor = store_text(s, 4);
-    r->on_behalf = store_text(s, 5);
-    r->source = store_text(s, 6);
-    r->action = store_text(s, 7);
-    r->target_type = store_text(s, 8);
-    r->target_id = store_text(s, 9);
-    r->tenant = store_text(s, 10);
-    r->project = store_text(s, 11);
-    r->result = store_text(s, 12);
-    r->status = store_int(s, 13);
-    r->summary = store_text(s, 14);
-    r->prev_hash = store_text(s, 15);
-    r->hash = store_text(s, 16);
+    r->seq = store_int(s, AU_SEQ);
+    r->id = store_text(s, AU_ID);
+    r->ts_us = store_int(s, AU_TS);
+    r->request_id = store_text(s, AU_REQUEST_ID);
+    r->actor = store_text(s, AU_ACTOR);
+    r->on_behalf = store_text(s, AU_ON_BEHALF);
+    r->source = store_text(s, AU_SOURCE);
+    r->action = store_text(s, AU_ACTION);
+    r->target_type = store_text(s, AU_TARGET_TYPE);
+    r->target_id = store_text(s, AU_TARGET_ID);
+    r->tenant = store_text(s, AU_TENANT);
+    r->project = store_text(s, AU_PROJECT);
+    r->result = store_text(s, AU_RESULT);
+    r->status = store_int(s, AU_STATUS);
+    r->summary = store_text(s, AU_SUMMARY);
+    r->prev_hash = store_text(s, AU_PREV_HASH);
+    r->hash = store_text(s, AU_HASH);
 }
 
 #define S(x) ((x) ? (x) : "")
 
 int audit_append(store_tx *tx, const audit_event *ev, char out_id[RND_ID_LEN], gp_err *err) {
     store_stmt *s;
-    int rc = store_query(tx, &s, err, "SELECT seq, hash FROM audit_head WHERE id = 1", "");
+    int rc = store_query(tx, &s, err,
+                         "SELECT " STORE_COLS(HEAD_COLUMNS) " FROM audit_head WHERE id = 1", "");
     if (rc) return rc;
     rc = store_step(s, err);
     if (rc <= 0) {
         store_done(s);
         return rc < 0 ? rc : gp_err_set(err, GP_ESTORE, "audit head row is missing");
     }
-    int64_t seq = store_int(s, 0) + 1;
+    int64_t seq = store_int(s, AH_SEQ) + 1;
     char prev[RND_HASH_LEN];
-    snprintf(prev, sizeof prev, "%s", S(store_text(s, 1)));
+    snprintf(prev, sizeof prev, "%s", S(store_text(s, AH_HASH)));
     store_done(s);
 
     char id[RND_ID_LEN], hash[RND_HASH_LEN];
@@ -363,7 +368,7 @@ int audit_append(store_tx *tx, const audit_event *ev, char out_id[RND_ID_LEN], g
     };
     audit_record_hash(&r, prev, hash);
     rc = store_exec(tx, NULL, err,
-                    "INSERT INTO audit (" AUDIT_COLS ") VALUES "
+                    "INSERT INTO audit (" AUDIT_INSERT_COLS ") VALUES "
                     "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     "isissssssssssisss", r.seq, r.id, r.ts_us, r.request_id, r.actor,
                     r.on_behalf, r.source, r.action, r.target_type, r.target_id, r.tenant,
@@ -408,15 +413,15 @@ static void cp_free(cp_vec *a) {
 
 static void checkpoint_from_row(store_stmt *s, audit_checkpoint *cp) {
     memset(cp, 0, sizeof *cp);
-    cp->seq = store_int(s, 0);
-    snprintf(cp->head, sizeof cp->head, "%s", S(store_text(s, 1)));
-    cp->count = store_int(s, 2);
-    cp->at_us = store_int(s, 3);
-    snprintf(cp->key_id, sizeof cp->key_id, "%s", S(store_text(s, 4)));
-    snprintf(cp->signature, sizeof cp->signature, "%s", S(store_text(s, 5)));
+    cp->seq = store_int(s, CK_SEQ);
+    snprintf(cp->head, sizeof cp->head, "%s", S(store_text(s, CK_HEAD)));
+    cp->count = store_int(s, CK_COUNT);
+    cp->at_us = store_int(s, CK_AT);
+    snprintf(cp->key_id, sizeof cp->key_id, "%s", S(store_text(s, CK_KEY_ID)));
+    snprintf(cp->signature, sizeof cp->signature, "%s", S(store_text(s, CK_SIGNATURE)));
 }
 
-#define CP_COLS "seq, head, count, at, key_id, signature"
+#define CP_COLS STORE_COLS(CHECKPOINT_COLUMNS)
 
 /* Append every row of audit_checkpoints to `a`; OUT: *rows. */
 static int load_table_checkpoints(store_tx *tx, cp_vec *a, int64_t *rows, gp_err *err) {
@@ -534,10 +539,11 @@ int audit_verify_signed(store_t *st, const audit_trust *t, audit_report *out, gp
     }
     store_done(s);
     if (rc < 0) goto done;
-    rc = store_query(tx, &s, err, "SELECT seq, hash FROM audit_head WHERE id = 1", "");
+    rc = store_query(tx, &s, err,
+                     "SELECT " STORE_COLS(HEAD_COLUMNS) " FROM audit_head WHERE id = 1", "");
     if (rc) goto done;
     rc = store_step(s, err);
-    if (rc > 0) audit_chain_finish(&c, store_int(s, 0), store_text(s, 1));
+    if (rc > 0) audit_chain_finish(&c, store_int(s, AH_SEQ), store_text(s, AH_HASH));
     else if (rc == 0 && !c.broken) {
         c.broken = 1;
         c.bad_seq = c.next_seq;

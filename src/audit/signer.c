@@ -13,6 +13,7 @@
  * checkpoints (the thread and the final one at stop) and guards last_*.
  */
 #include "audit.h"
+#include "audit_int.h"
 
 #include "../core/gtime.h"
 #include "../core/jsonx.h"
@@ -214,7 +215,7 @@ static void adopt(audit_signer *s, const audit_checkpoint *cp) {
 static int adopt_table(audit_signer *s, store_tx *tx, gp_err *err) {
     store_stmt *q;
     int rc = store_query(tx, &q, err,
-                         "SELECT seq, head, count, at, key_id, signature FROM audit_checkpoints "
+                         "SELECT " STORE_COLS(CHECKPOINT_COLUMNS) " FROM audit_checkpoints "
                          "WHERE key_id = ? ORDER BY seq DESC LIMIT 1",
                          "s", s->key_id);
     if (rc) return rc;
@@ -222,13 +223,15 @@ static int adopt_table(audit_signer *s, store_tx *tx, gp_err *err) {
     if (rc > 0) {
         audit_checkpoint cp;
         memset(&cp, 0, sizeof cp);
-        cp.seq = store_int(q, 0);
-        snprintf(cp.head, sizeof cp.head, "%s", store_text(q, 1) ? store_text(q, 1) : "");
-        cp.count = store_int(q, 2);
-        cp.at_us = store_int(q, 3);
-        snprintf(cp.key_id, sizeof cp.key_id, "%s", store_text(q, 4) ? store_text(q, 4) : "");
+        cp.seq = store_int(q, CK_SEQ);
+        snprintf(cp.head, sizeof cp.head, "%s",
+                 store_text(q, CK_HEAD) ? store_text(q, CK_HEAD) : "");
+        cp.count = store_int(q, CK_COUNT);
+        cp.at_us = store_int(q, CK_AT);
+        snprintf(cp.key_id, sizeof cp.key_id, "%s",
+                 store_text(q, CK_KEY_ID) ? store_text(q, CK_KEY_ID) : "");
         snprintf(cp.signature, sizeof cp.signature, "%s",
-                 store_text(q, 5) ? store_text(q, 5) : "");
+                 store_text(q, CK_SIGNATURE) ? store_text(q, CK_SIGNATURE) : "");
         adopt(s, &cp);
     }
     store_done(q);
@@ -293,15 +296,16 @@ static int append_file(audit_signer *s, const audit_checkpoint *cp, gp_err *err)
 static int read_and_check(audit_signer *s, store_tx *tx, int64_t *head_seq,
                           char head[RND_HASH_LEN], gp_err *err) {
     store_stmt *q;
-    int rc = store_query(tx, &q, err, "SELECT seq, hash FROM audit_head WHERE id = 1", "");
+    int rc = store_query(tx, &q, err,
+                         "SELECT " STORE_COLS(HEAD_COLUMNS) " FROM audit_head WHERE id = 1", "");
     if (rc) return rc;
     rc = store_step(q, err);
     if (rc <= 0) {
         store_done(q);
         return rc < 0 ? rc : gp_err_set(err, GP_ETAMPERED, "audit head row is missing");
     }
-    *head_seq = store_int(q, 0);
-    snprintf(head, RND_HASH_LEN, "%s", store_text(q, 1) ? store_text(q, 1) : "");
+    *head_seq = store_int(q, AH_SEQ);
+    snprintf(head, RND_HASH_LEN, "%s", store_text(q, AH_HASH) ? store_text(q, AH_HASH) : "");
     store_done(q);
     if (*head_seq < s->last_seq)
         return gp_err_set(err, GP_ETAMPERED,
@@ -319,21 +323,29 @@ static int read_and_check(audit_signer *s, store_tx *tx, int64_t *head_seq,
     audit_chain c;
     audit_chain_resume(&c, s->last_seq, s->last_head);
     rc = store_query(tx, &q, err,
-                     "SELECT seq, id, ts_us, request_id, actor, on_behalf, source, action, "
-                     "target_type, target_id, tenant, project, result, status, summary, "
-                     "prev_hash, hash FROM audit WHERE seq > ? AND seq <= ? ORDER BY seq",
+                     "SELECT " STORE_COLS(AUDIT_COLUMNS)
+                     " FROM audit WHERE seq > ? AND seq <= ? ORDER BY seq",
                      "ii", s->last_seq, *head_seq);
     if (rc) return rc;
     while ((rc = store_step(q, err)) > 0) {
         audit_record r = {
-            .seq = store_int(q, 0), .id = store_text(q, 1), .ts_us = store_int(q, 2),
-            .request_id = store_text(q, 3), .actor = store_text(q, 4),
-            .on_behalf = store_text(q, 5), .source = store_text(q, 6),
-            .action = store_text(q, 7), .target_type = store_text(q, 8),
-            .target_id = store_text(q, 9), .tenant = store_text(q, 10),
-            .project = store_text(q, 11), .result = store_text(q, 12),
-            .status = store_int(q, 13), .summary = store_text(q, 14),
-            .prev_hash = store_text(q, 15), .hash = store_text(q, 16),
+            .seq = store_int(q, AU_SEQ),
+            .id = store_text(q, AU_ID),
+            .ts_us = store_int(q, AU_TS),
+            .request_id = store_text(q, AU_REQUEST_ID),
+            .actor = store_text(q, AU_ACTOR),
+            .on_behalf = store_text(q, AU_ON_BEHALF),
+            .source = store_text(q, AU_SOURCE),
+            .action = store_text(q, AU_ACTION),
+            .target_type = store_text(q, AU_TARGET_TYPE),
+            .target_id = store_text(q, AU_TARGET_ID),
+            .tenant = store_text(q, AU_TENANT),
+            .project = store_text(q, AU_PROJECT),
+            .result = store_text(q, AU_RESULT),
+            .status = store_int(q, AU_STATUS),
+            .summary = store_text(q, AU_SUMMARY),
+            .prev_hash = store_text(q, AU_PREV_HASH),
+            .hash = store_text(q, AU_HASH),
         };
         if (audit_chain_feed(&c, &r) < 0) break;
     }
