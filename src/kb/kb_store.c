@@ -118,21 +118,40 @@ int kb_create(store_tx *tx, const char *tenant_id, const char *project_id, json_
     return rc;
 }
 
-static void info_from(store_stmt *s, int c0, kb_info *out) {
+/* A KB's row as info_from reads it (STORE_COLS); kb_json reads the longer KB_COLUMNS, which
+ * begins with the same. */
+#define INFO_COLUMNS(X)                                                                   \
+    X(KC_ID, "k.id")                                                                      \
+    X(KC_TENANT_ID, "k.tenant_id")                                                        \
+    X(KC_PROJECT_ID, "k.project_id")                                                      \
+    X(KC_SCOPE, "k.scope")                                                                \
+    X(KC_NAME, "k.name")                                                                  \
+    X(KC_WORK_ORDERS, "k.work_orders")
+#define KB_COLUMNS(X)                                                                     \
+    INFO_COLUMNS(X)                                                                       \
+    X(KC_DESCRIPTION, "k.description")                                                    \
+    X(KC_CREATED_BY, "k.created_by")                                                      \
+    X(KC_CREATED, "k.created_at")                                                         \
+    X(KC_PROJECT, "COALESCE((SELECT name FROM projects WHERE id = k.project_id), '')")    \
+    X(KC_DOCUMENTS, "(SELECT COUNT(*) FROM kb_documents WHERE kb_id = k.id)")             \
+    X(KC_CHUNKS, "(SELECT COUNT(*) FROM kb_chunks WHERE kb_id = k.id)")
+enum { KB_COLUMNS(STORE_COL_ENUM) KC__N };
+
+static void info_from(store_stmt *s, kb_info *out) {
     memset(out, 0, sizeof *out);
-    snprintf(out->id, sizeof out->id, "%s", store_text(s, c0));
-    snprintf(out->tenant_id, sizeof out->tenant_id, "%s", store_text(s, c0 + 1));
-    snprintf(out->project_id, sizeof out->project_id, "%s", store_text(s, c0 + 2));
-    snprintf(out->scope, sizeof out->scope, "%s", store_text(s, c0 + 3));
-    snprintf(out->name, sizeof out->name, "%s", store_text(s, c0 + 4));
-    out->work_orders = json_loads(store_text(s, c0 + 5), 0, NULL);
+    snprintf(out->id, sizeof out->id, "%s", store_text(s, KC_ID));
+    snprintf(out->tenant_id, sizeof out->tenant_id, "%s", store_text(s, KC_TENANT_ID));
+    snprintf(out->project_id, sizeof out->project_id, "%s", store_text(s, KC_PROJECT_ID));
+    snprintf(out->scope, sizeof out->scope, "%s", store_text(s, KC_SCOPE));
+    snprintf(out->name, sizeof out->name, "%s", store_text(s, KC_NAME));
+    out->work_orders = json_loads(store_text(s, KC_WORK_ORDERS), 0, NULL);
     if (!json_is_array(out->work_orders)) {
         json_decref(out->work_orders);
         out->work_orders = json_array();
     }
 }
 
-#define INFO_COLS "k.id, k.tenant_id, k.project_id, k.scope, k.name, k.work_orders"
+#define INFO_COLS STORE_COLS(INFO_COLUMNS)
 
 int kb_find(store_tx *tx, const char *tenant_id, const char *name, kb_info *out, gp_err *err) {
     store_stmt *s;
@@ -142,25 +161,23 @@ int kb_find(store_tx *tx, const char *tenant_id, const char *name, kb_info *out,
                          "ss", tenant_id ? tenant_id : "", name);
     if (rc) return rc;
     rc = store_step(s, err);
-    if (rc > 0) info_from(s, 0, out);
+    if (rc > 0) info_from(s, out);
     store_done(s);
     if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "KB not found");
     return rc < 0 ? rc : GP_OK;
 }
 
-#define JSON_COLS                                                                             \
-    INFO_COLS ", k.description, k.created_by, k.created_at,"                                  \
-              " COALESCE((SELECT name FROM projects WHERE id = k.project_id), ''),"           \
-              " (SELECT COUNT(*) FROM kb_documents WHERE kb_id = k.id),"                      \
-              " (SELECT COUNT(*) FROM kb_chunks WHERE kb_id = k.id)"
+#define JSON_COLS STORE_COLS(KB_COLUMNS)
 
 static json_t *kb_json(store_stmt *s, const kb_info *kb) {
-    const char *project = store_text(s, 9);
+    const char *project = store_text(s, KC_PROJECT);
     return json_pack("{s:s,s:s,s:o,s:s,s:O,s:I,s:I,s:s,s:o}", "name", kb->name, "scope", kb->scope,
                      "project", *project ? json_string(project) : json_null(), "description",
-                     store_text(s, 6), "work_orders", kb->work_orders, "documents",
-                     (json_int_t)store_int(s, 10), "chunks", (json_int_t)store_int(s, 11),
-                     "created_by", store_text(s, 7), "created_at", jx_time(store_int(s, 8)));
+                     store_text(s, KC_DESCRIPTION), "work_orders", kb->work_orders, "documents",
+                     (json_int_t)store_int(s, KC_DOCUMENTS), "chunks",
+                     (json_int_t)store_int(s, KC_CHUNKS), "created_by",
+                     store_text(s, KC_CREATED_BY), "created_at",
+                     jx_time(store_int(s, KC_CREATED)));
 }
 
 int kb_get_json(store_tx *tx, const kb_info *kb, json_t **out, gp_err *err) {
@@ -171,7 +188,7 @@ int kb_get_json(store_tx *tx, const kb_info *kb, json_t **out, gp_err *err) {
     rc = store_step(s, err);
     if (rc > 0) {
         kb_info now; /* as stored now: the caller's copy may predate an update */
-        info_from(s, 0, &now);
+        info_from(s, &now);
         *out = kb_json(s, &now);
         kb_info_release(&now);
     }
@@ -190,7 +207,7 @@ int kb_list(store_tx *tx, const char *tenant_id, int (*keep)(void *cls, const kb
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0) {
         kb_info kb;
-        info_from(s, 0, &kb);
+        info_from(s, &kb);
         if (!keep || keep(cls, &kb)) json_array_append_new(arr, kb_json(s, &kb));
         kb_info_release(&kb);
     }
@@ -310,13 +327,32 @@ int kb_doc_add(store_tx *tx, const kb_info *kb, const kb_doc_input *in, const ch
     return GP_OK;
 }
 
-#define DOC_COLS "d.name, d.format, d.bytes, d.chars, d.chunks, d.created_by, d.created_at, d.id"
+/* A document's row as doc_json reads it (STORE_COLS); kb_doc_get reads its text too
+ * (DOC_TEXT_COLUMNS, the same list and one more). */
+#define DOC_COLUMNS(X)                                                                    \
+    X(DC_NAME, "d.name")                                                                  \
+    X(DC_FORMAT, "d.format")                                                              \
+    X(DC_BYTES, "d.bytes")                                                                \
+    X(DC_CHARS, "d.chars")                                                                \
+    X(DC_CHUNKS, "d.chunks")                                                              \
+    X(DC_CREATED_BY, "d.created_by")                                                      \
+    X(DC_CREATED, "d.created_at")                                                         \
+    X(DC_ID, "d.id")
+#define DOC_TEXT_COLUMNS(X) DOC_COLUMNS(X) X(DC_TEXT, "d.text")
+enum { DOC_TEXT_COLUMNS(STORE_COL_ENUM) DC__N };
+#define DOC_COLS STORE_COLS(DOC_COLUMNS)
+
+/* A chunk's span as kb_doc_get reads it (STORE_COLS). */
+#define SPAN_COLUMNS(X) X(SC_SEQ, "seq") X(SC_START, "start_char") X(SC_END, "end_char")
+enum { SPAN_COLUMNS(STORE_COL_ENUM) SC__N };
 
 static json_t *doc_json(store_stmt *s) {
-    return json_pack("{s:s,s:s,s:I,s:I,s:I,s:s,s:o}", "name", store_text(s, 0), "format",
-                     store_text(s, 1), "bytes", (json_int_t)store_int(s, 2), "chars",
-                     (json_int_t)store_int(s, 3), "chunks", (json_int_t)store_int(s, 4),
-                     "created_by", store_text(s, 5), "created_at", jx_time(store_int(s, 6)));
+    return json_pack("{s:s,s:s,s:I,s:I,s:I,s:s,s:o}", "name", store_text(s, DC_NAME), "format",
+                     store_text(s, DC_FORMAT), "bytes", (json_int_t)store_int(s, DC_BYTES),
+                     "chars", (json_int_t)store_int(s, DC_CHARS), "chunks",
+                     (json_int_t)store_int(s, DC_CHUNKS), "created_by",
+                     store_text(s, DC_CREATED_BY), "created_at",
+                     jx_time(store_int(s, DC_CREATED)));
 }
 
 int kb_doc_list(store_tx *tx, const kb_info *kb, json_t **items, gp_err *err) {
@@ -340,7 +376,7 @@ int kb_doc_get(store_tx *tx, const kb_info *kb, const char *name, int full, json
                gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT " DOC_COLS ", d.text FROM kb_documents d"
+                         "SELECT " STORE_COLS(DOC_TEXT_COLUMNS) " FROM kb_documents d"
                          " WHERE d.kb_id = ? AND d.name = ?",
                          "ss", kb->id, name);
     if (rc) return rc;
@@ -350,15 +386,15 @@ int kb_doc_get(store_tx *tx, const kb_info *kb, const char *name, int full, json
     if (rc > 0) {
         d = doc_json(s);
         json_object_set_new(d, "kb", json_string(kb->name));
-        snprintf(id, sizeof id, "%s", store_text(s, 7));
-        if (full) json_object_set_new(d, "text", json_string(store_text(s, 8)));
+        snprintf(id, sizeof id, "%s", store_text(s, DC_ID));
+        if (full) json_object_set_new(d, "text", json_string(store_text(s, DC_TEXT)));
     }
     store_done(s);
     if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "document not found");
     if (rc < 0) return rc;
     if (full) {
         rc = store_query(tx, &s, err,
-                         "SELECT seq, start_char, end_char FROM kb_chunks WHERE doc_id = ?"
+                         "SELECT " STORE_COLS(SPAN_COLUMNS) " FROM kb_chunks WHERE doc_id = ?"
                          " ORDER BY seq",
                          "s", id);
         if (rc) {
@@ -368,9 +404,9 @@ int kb_doc_get(store_tx *tx, const kb_info *kb, const char *name, int full, json
         json_t *chunks = json_array();
         while ((rc = store_step(s, err)) > 0)
             json_array_append_new(chunks, json_pack("{s:I,s:I,s:I}", "chunk",
-                                                    (json_int_t)store_int(s, 0), "start",
-                                                    (json_int_t)store_int(s, 1), "end",
-                                                    (json_int_t)store_int(s, 2)));
+                                                    (json_int_t)store_int(s, SC_SEQ), "start",
+                                                    (json_int_t)store_int(s, SC_START), "end",
+                                                    (json_int_t)store_int(s, SC_END)));
         store_done(s);
         json_object_set_new(d, "spans", chunks);
         if (rc < 0) {
@@ -401,12 +437,28 @@ int kb_doc_delete(store_tx *tx, const kb_info *kb, const char *name, gp_err *err
 
 /* ---- search ---- */
 
-/* One hit of a search: the row's columns 0-5, and its score (higher is better). */
+/* A chunk found, as hit_json reads it (STORE_COLS): TEXT, its text; RANK, its raw score
+ * (alias r), a REAL each store ranks its own way: query_pg's ts_rank (higher is better),
+ * kb_query's bm25 over the tenant's FTS table, named by "%s" (lower is better). */
+#define HIT_COLUMNS_(X, TEXT, RANK)                                                       \
+    X(HT_KB, "k.name")                                                                    \
+    X(HT_DOCUMENT, "d.name")                                                              \
+    X(HT_SEQ, "c.seq")                                                                    \
+    X(HT_START, "c.start_char")                                                           \
+    X(HT_END, "c.end_char")                                                               \
+    X(HT_TEXT, TEXT)                                                                      \
+    X(HT_RANK, RANK)
+#define HIT_PG_COLUMNS(X) HIT_COLUMNS_(X, "c.text", "ts_rank(c.tsv, q) AS r")
+#define HIT_FTS_COLUMNS(X) HIT_COLUMNS_(X, "%s.text", "bm25(%s) AS r")
+enum { HIT_PG_COLUMNS(STORE_COL_ENUM) HT__N };
+
+/* One hit of a search, with its score (higher is better). */
 static json_t *hit_json(store_stmt *s, double score) {
-    return json_pack("{s:s,s:s,s:I,s:I,s:I,s:f,s:s}", "kb", store_text(s, 0), "document",
-                     store_text(s, 1), "chunk", (json_int_t)store_int(s, 2), "start",
-                     (json_int_t)store_int(s, 3), "end", (json_int_t)store_int(s, 4), "score",
-                     score, "text", store_text(s, 5));
+    return json_pack("{s:s,s:s,s:I,s:I,s:I,s:f,s:s}", "kb", store_text(s, HT_KB), "document",
+                     store_text(s, HT_DOCUMENT), "chunk", (json_int_t)store_int(s, HT_SEQ),
+                     "start", (json_int_t)store_int(s, HT_START), "end",
+                     (json_int_t)store_int(s, HT_END), "score", score, "text",
+                     store_text(s, HT_TEXT));
 }
 
 /*
@@ -434,8 +486,7 @@ static int query_pg(store_tx *tx, const char *tenant_id, json_t *kb_ids, const c
     if (!ids) rc = gp_err_set(err, GP_ENOMEM, NULL);
     else
         rc = store_query(tx, &s, err,
-                         "SELECT k.name, d.name, c.seq, c.start_char, c.end_char, c.text,"
-                         " ts_rank(c.tsv, q) AS r"
+                         "SELECT " STORE_COLS(HIT_PG_COLUMNS)
                          " FROM to_tsquery('english', ?) AS q, kb_chunks c"
                          " JOIN kb_documents d ON d.id = c.doc_id JOIN kbs k ON k.id = c.kb_id"
                          " WHERE c.tsv @@ q"
@@ -449,7 +500,7 @@ static int query_pg(store_tx *tx, const char *tenant_id, json_t *kb_ids, const c
     if (rc) return rc;
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0) {
-        const char *r = store_text(s, 6); /* a real: store_int would truncate it */
+        const char *r = store_text(s, HT_RANK); /* a real: store_int would truncate it */
         json_array_append_new(arr, hit_json(s, r ? strtod(r, NULL) : 0));
     }
     store_done(s);
@@ -479,8 +530,7 @@ int kb_query(store_tx *tx, const char *tenant_id, json_t *kb_ids, const char *do
     char *ids = jx_dump(kb_ids);
     strbuf sql = SB_INIT;
     sb_addf(&sql,
-            "SELECT k.name, d.name, c.seq, c.start_char, c.end_char, %s.text, bm25(%s) AS r"
-            " FROM %s JOIN kb_chunks c ON c.id = %s.rowid"
+            "SELECT " STORE_COLS(HIT_FTS_COLUMNS) " FROM %s JOIN kb_chunks c ON c.id = %s.rowid"
             " JOIN kb_documents d ON d.id = c.doc_id JOIN kbs k ON k.id = c.kb_id"
             " WHERE %s MATCH ? AND c.kb_id IN (SELECT value FROM json_each(?))"
             " AND (? IS NULL OR d.name = ?) ORDER BY r, c.id LIMIT ?",
@@ -497,7 +547,7 @@ int kb_query(store_tx *tx, const char *tenant_id, json_t *kb_ids, const char *do
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0) {
         /* store_int truncates: read the score as text, it is a REAL */
-        const char *r = store_text(s, 6);
+        const char *r = store_text(s, HT_RANK);
         double score = r ? -strtod(r, NULL) : 0;
         json_array_append_new(arr, hit_json(s, score));
     }

@@ -28,21 +28,25 @@ static int app_id(store_tx *tx, const char *project_id, const char *app, char id
     return rc < 0 ? rc : GP_OK;
 }
 
+/* A KB bound to an app for a model, as binding_json reads it (STORE_COLS). */
+#define BOUND_COLUMNS(X) X(BD_KB, "k.name") X(BD_K, "r.k") X(BD_UPDATED, "r.updated_at")
+enum { BOUND_COLUMNS(STORE_COL_ENUM) BD__N };
+
 /* One binding of an app as JSON (NULL when there is none). */
 static int binding_json(store_tx *tx, const char *aid, const char *model, json_t **out,
                         gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT k.name, r.k, r.updated_at FROM kb_app_rag r JOIN kbs k"
+                         "SELECT " STORE_COLS(BOUND_COLUMNS) " FROM kb_app_rag r JOIN kbs k"
                          " ON k.id = r.kb_id WHERE r.app_id = ? AND r.model = ? ORDER BY r.pos",
                          "ss", aid, model);
     if (rc) return rc;
     json_t *kbs = json_array();
     int64_t k = 0, at = 0;
     while ((rc = store_step(s, err)) > 0) {
-        json_array_append_new(kbs, json_string(store_text(s, 0)));
-        k = store_int(s, 1);
-        at = store_int(s, 2);
+        json_array_append_new(kbs, json_string(store_text(s, BD_KB)));
+        k = store_int(s, BD_K);
+        at = store_int(s, BD_UPDATED);
     }
     store_done(s);
     if (rc < 0 || !json_array_size(kbs)) {
@@ -153,12 +157,17 @@ int kb_rag_delete(store_tx *tx, const char *project_id, const char *app, const c
     return rc;
 }
 
+/* A KB a request's app and model search, as kb_rag_lookup reads it (STORE_COLS). */
+#define LOOKUP_COLUMNS(X) X(LK_KB_ID, "r.kb_id") X(LK_K, "r.k")
+enum { LOOKUP_COLUMNS(STORE_COL_ENUM) LK__N };
+
 int kb_rag_lookup(store_tx *tx, const char *tenant_id, const char *project_id, const char *app,
                   const char *model, json_t **kb_ids, int *k, gp_err *err) {
     store_stmt *s;
     if (!app || !*app) return gp_err_set(err, GP_ENOTFOUND, "no application");
     int rc = store_query(tx, &s, err,
-                         "SELECT r.kb_id, r.k FROM kb_app_rag r JOIN apps a ON a.id = r.app_id"
+                         "SELECT " STORE_COLS(LOOKUP_COLUMNS)
+                         " FROM kb_app_rag r JOIN apps a ON a.id = r.app_id"
                          " JOIN kbs k ON k.id = r.kb_id"
                          " WHERE a.project_id = ? AND a.name = ? AND r.model = ?"
                          " AND k.tenant_id = ? AND (k.project_id = '' OR k.project_id = ?)"
@@ -168,8 +177,8 @@ int kb_rag_lookup(store_tx *tx, const char *tenant_id, const char *project_id, c
     json_t *ids = json_array();
     int64_t kk = KB_DEFAULT_K;
     while ((rc = store_step(s, err)) > 0) {
-        json_array_append_new(ids, json_string(store_text(s, 0)));
-        kk = store_int(s, 1);
+        json_array_append_new(ids, json_string(store_text(s, LK_KB_ID)));
+        kk = store_int(s, LK_K);
     }
     store_done(s);
     if (rc < 0 || !json_array_size(ids)) {
