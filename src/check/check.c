@@ -316,62 +316,83 @@ static int grow(void **arr, int n, int *cap, size_t size) {
 #define GROW(arr, n, cap)                                                                         \
     (grow((void **)&(arr), (n), &(cap), sizeof *(arr)) ? gp_err_set(err, GP_ENOMEM, NULL) : 0)
 
+/* An open binding as load_bindings reads it (STORE_COLS). */
+#define BINDING_COLUMNS(X)                                                                \
+    X(BC_ID, "id")                                                                        \
+    X(BC_JOB, "job_id")                                                                   \
+    X(BC_GPU, "gpu_uuid")                                                                 \
+    X(BC_SLICE, "slice_uuid")                                                             \
+    X(BC_FORM, "form")                                                                    \
+    X(BC_UNIT, "unit")                                                                    \
+    X(BC_SHARED_MEM, "shared_mem_gib")                                                    \
+    X(BC_SHARED_PCT, "shared_pct")                                                        \
+    X(BC_NODE, "node")
+enum { BINDING_COLUMNS(STORE_COL_ENUM) BC__N };
+
 static int load_bindings(store_tx *tx, spool *p, check_binding **out, int *n, gp_err *err) {
     store_stmt *s;
     int cap = 0, rc = store_query(tx, &s, err,
-                                  "SELECT id, job_id, gpu_uuid, slice_uuid, form, unit,"
-                                  " shared_mem_gib, shared_pct, node FROM bindings"
+                                  "SELECT " STORE_COLS(BINDING_COLUMNS) " FROM bindings"
                                   " WHERE end_us IS NULL",
                                   "");
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
         if ((rc = GROW(*out, *n, cap))) break;
         check_binding *b = &(*out)[(*n)++];
-        b->id = sp(p, store_text(s, 0));
-        b->job_id = sp(p, store_text(s, 1));
-        b->gpu_uuid = sp(p, store_text(s, 2));
-        b->slice_uuid = sp(p, store_text(s, 3));
-        b->form = sp(p, store_text(s, 4));
-        b->unit = (int)store_int(s, 5);
-        b->shared_mem_gib = (int)store_int(s, 6);
-        b->shared_pct = (int)store_int(s, 7);
-        b->node = sp(p, store_text(s, 8));
+        b->id = sp(p, store_text(s, BC_ID));
+        b->job_id = sp(p, store_text(s, BC_JOB));
+        b->gpu_uuid = sp(p, store_text(s, BC_GPU));
+        b->slice_uuid = sp(p, store_text(s, BC_SLICE));
+        b->form = sp(p, store_text(s, BC_FORM));
+        b->unit = (int)store_int(s, BC_UNIT);
+        b->shared_mem_gib = (int)store_int(s, BC_SHARED_MEM);
+        b->shared_pct = (int)store_int(s, BC_SHARED_PCT);
+        b->node = sp(p, store_text(s, BC_NODE));
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;
 }
+
+/* A GPU as load_gpus reads it (STORE_COLS). */
+#define GPU_COLUMNS(X) X(GC_UUID, "uuid") X(GC_MEMORY, "memory_mib") X(GC_MODEL, "model")
+enum { GPU_COLUMNS(STORE_COL_ENUM) GC__N };
 
 /* GPUs sorted by uuid; `ref` (optional) gets every GPU's model too for class demand. */
 static int load_gpus(store_tx *tx, spool *p, check_gpu **out, const char ***models, int *n,
                      gp_err *err) {
     store_stmt *s;
     int cap = 0, mcap = 0, rc = store_query(tx, &s, err,
-                                            "SELECT uuid, memory_mib, model FROM gpus ORDER BY uuid",
+                                            "SELECT " STORE_COLS(GPU_COLUMNS)
+                                            " FROM gpus ORDER BY uuid",
                                             "");
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
         if ((rc = GROW(*out, *n, cap)) || (rc = GROW(*models, *n, mcap))) break;
-        (*out)[*n].uuid = sp(p, store_text(s, 0));
-        (*out)[*n].mem_gib = (int)(store_int(s, 1) / 1024);
-        (*models)[*n] = sp(p, store_text(s, 2));
+        (*out)[*n].uuid = sp(p, store_text(s, GC_UUID));
+        (*out)[*n].mem_gib = (int)(store_int(s, GC_MEMORY) / 1024);
+        (*models)[*n] = sp(p, store_text(s, GC_MODEL));
         (*n)++;
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;
 }
 
+/* A job as load_jobs reads it (STORE_COLS). */
+#define JOB_COLUMNS(X) X(JC_ID, "id") X(JC_STATE, "state") X(JC_UNITS, "units") X(JC_NODES, "nodes")
+enum { JOB_COLUMNS(STORE_COL_ENUM) JC__N };
+
 static int load_jobs(store_tx *tx, spool *p, check_job **out, int *n, gp_err *err) {
     store_stmt *s;
-    int cap = 0, rc = store_query(tx, &s, err, "SELECT id, state, units, nodes FROM jobs ORDER BY id",
-                                  "");
+    int cap = 0, rc = store_query(tx, &s, err,
+                                  "SELECT " STORE_COLS(JOB_COLUMNS) " FROM jobs ORDER BY id", "");
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
         if ((rc = GROW(*out, *n, cap))) break;
         check_job *j = &(*out)[(*n)++];
-        j->id = sp(p, store_text(s, 0));
-        j->state = sp(p, store_text(s, 1));
-        j->units = (int)store_int(s, 2);
-        j->nodes = (int)store_int(s, 3);
+        j->id = sp(p, store_text(s, JC_ID));
+        j->state = sp(p, store_text(s, JC_STATE));
+        j->units = (int)store_int(s, JC_UNITS);
+        j->nodes = (int)store_int(s, JC_NODES);
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;
@@ -382,12 +403,21 @@ static int load_jobs(store_tx *tx, spool *p, check_job **out, int *n, gp_err *er
  * formula (sch_unit_demand, src/sched/demand.c) on the class's card (the largest
  * matching one, sch_class_card_gib).
  */
+/* A class as class_demand reads it (STORE_COLS). */
+#define CLASS_COLUMNS(X)                                                                  \
+    X(CC_FORM, "form")                                                                    \
+    X(CC_GPUS, "gpus")                                                                    \
+    X(CC_CPUS, "cpus")                                                                    \
+    X(CC_MEMORY, "memory_gib")                                                            \
+    X(CC_MODELS, "gpu_models")
+enum { CLASS_COLUMNS(STORE_COL_ENUM) CC__N };
+
 static int class_demand(store_tx *tx, const char *name, const check_gpu *gpus,
                         const char *const *models, int ngpus, int64_t d[QD__N], gp_err *err) {
     store_stmt *s;
     memset(d, 0, sizeof(int64_t) * QD__N);
     int rc = store_query(tx, &s, err,
-                         "SELECT form, gpus, cpus, memory_gib, gpu_models FROM classes WHERE name = ?",
+                         "SELECT " STORE_COLS(CLASS_COLUMNS) " FROM classes WHERE name = ?",
                          "s", name);
     if (rc) return rc;
     if ((rc = store_step(s, err)) <= 0) {
@@ -396,11 +426,11 @@ static int class_demand(store_tx *tx, const char *name, const check_gpu *gpus,
     }
     inv_form f;
     memset(&f, 0, sizeof f);
-    inv_form_parse(store_text(s, 0), &f, NULL);
-    int64_t ngpu = store_int(s, 1);
-    d[QD_CPUS] = store_int(s, 2);
-    d[QD_MEM] = store_int(s, 3);
-    json_t *ms = json_loads(store_text(s, 4), 0, NULL);
+    inv_form_parse(store_text(s, CC_FORM), &f, NULL);
+    int64_t ngpu = store_int(s, CC_GPUS);
+    d[QD_CPUS] = store_int(s, CC_CPUS);
+    d[QD_MEM] = store_int(s, CC_MEMORY);
+    json_t *ms = json_loads(store_text(s, CC_MODELS), 0, NULL);
     store_done(s);
     int *mem = malloc(sizeof *mem * (size_t)(ngpus > 0 ? ngpus : 1));
     if (!mem) {
@@ -417,32 +447,43 @@ static int class_demand(store_tx *tx, const char *name, const check_gpu *gpus,
     return 1;
 }
 
+/* An admitted or running job as load_holds reads it, with its last admission and placement
+ * (STORE_COLS). */
+#define HOLD_COLUMNS(X)                                                                   \
+    X(HC_ID, "j.id")                                                                      \
+    X(HC_TENANT, "j.tenant_id")                                                           \
+    X(HC_PROJECT, "j.project_id")                                                         \
+    X(HC_CLASS, "j.class")                                                                \
+    X(HC_UNITS, "j.units")                                                                \
+    X(HC_ADMITTED, "(SELECT MAX(at) FROM job_events e WHERE e.job_id = j.id"              \
+                   " AND e.kind = 'admitted')")                                           \
+    X(HC_PLACED, "(SELECT MAX(at) FROM job_events e WHERE e.job_id = j.id"                \
+                 " AND e.kind = 'placed')")
+enum { HOLD_COLUMNS(STORE_COL_ENUM) HC__N };
+
 static int load_holds(store_tx *tx, spool *p, const check_gpu *gpus, const char *const *models,
                       int ngpus, check_hold **out, int *n, gp_err *err) {
     store_stmt *s;
     int cap = 0, rc = store_query(
                      tx, &s, err,
-                     "SELECT j.id, j.tenant_id, j.project_id, j.class, j.units,"
-                     " (SELECT MAX(at) FROM job_events e WHERE e.job_id = j.id AND e.kind = 'admitted'),"
-                     " (SELECT MAX(at) FROM job_events e WHERE e.job_id = j.id AND e.kind = 'placed')"
-                     " FROM jobs j WHERE j.state IN ('admitted','running') ORDER BY j.class",
+                     "SELECT " STORE_COLS(HOLD_COLUMNS) " FROM jobs j WHERE j.state IN ('admitted','running') ORDER BY j.class",
                      "");
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
         if ((rc = GROW(*out, *n, cap))) break;
         check_hold *h = &(*out)[(*n)++];
-        h->id = sp(p, store_text(s, 0));
-        h->tenant_id = sp(p, store_text(s, 1));
-        h->project_id = sp(p, store_text(s, 2));
-        h->cls = sp(p, store_text(s, 3));
-        h->units = store_int(s, 4);
+        h->id = sp(p, store_text(s, HC_ID));
+        h->tenant_id = sp(p, store_text(s, HC_TENANT));
+        h->project_id = sp(p, store_text(s, HC_PROJECT));
+        h->cls = sp(p, store_text(s, HC_CLASS));
+        h->units = store_int(s, HC_UNITS);
         /*
          * The latest admission is the last 'admitted' event (admitted, placed
          * later) or the last 'placed' one (placed at once); the earlier of the
          * two is never after it, so it is a safe lower bound.
          */
-        int64_t a = store_isnull(s, 5) ? 0 : store_int(s, 5);
-        int64_t pl = store_isnull(s, 6) ? 0 : store_int(s, 6);
+        int64_t a = store_isnull(s, HC_ADMITTED) ? 0 : store_int(s, HC_ADMITTED);
+        int64_t pl = store_isnull(s, HC_PLACED) ? 0 : store_int(s, HC_PLACED);
         h->admitted_us = a && pl ? (a < pl ? a : pl) : a ? a : pl;
     }
     store_done(s);
@@ -459,36 +500,52 @@ static int load_holds(store_tx *tx, spool *p, const check_gpu *gpus, const char 
     return GP_OK;
 }
 
+/* A quota as load_scopes reads it, with its tenant's and project's names (STORE_COLS). */
+#define SCOPE_COLUMNS(X)                                                                  \
+    X(SC_TENANT_ID, "q.tenant_id")                                                        \
+    X(SC_PROJECT_ID, "q.project_id")                                                      \
+    X(SC_SPEC, "q.spec")                                                                  \
+    X(SC_UPDATED, "q.updated_at")                                                         \
+    X(SC_TENANT, "COALESCE(t.name, q.tenant_id)")                                         \
+    X(SC_PROJECT, "COALESCE(p.name, q.project_id)")
+enum { SCOPE_COLUMNS(STORE_COL_ENUM) SC__N };
+
 static int load_scopes(store_tx *tx, spool *p, check_scope **out, int *n, gp_err *err) {
     store_stmt *s;
     int cap = 0, rc = store_query(
                      tx, &s, err,
-                     "SELECT q.tenant_id, q.project_id, q.spec, q.updated_at, COALESCE(t.name, q.tenant_id),"
-                     " COALESCE(p.name, q.project_id) FROM quotas q LEFT JOIN tenants t ON t.id = q.tenant_id"
+                     "SELECT " STORE_COLS(SCOPE_COLUMNS) " FROM quotas q LEFT JOIN tenants t ON t.id = q.tenant_id"
                      " LEFT JOIN projects p ON p.id = q.project_id",
                      "");
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
-        json_t *spec = json_loads(store_text(s, 2), 0, NULL);
+        json_t *spec = json_loads(store_text(s, SC_SPEC), 0, NULL);
         quota_set q;
         int bad = quota_parse(spec, &q, NULL);
         json_decref(spec);
         if (bad) continue; /* unreadable ceilings: nothing to compare with */
         if ((rc = GROW(*out, *n, cap))) break;
         check_scope *c = &(*out)[(*n)++];
-        c->tenant_id = sp(p, store_text(s, 0));
-        c->project_id = sp(p, store_text(s, 1));
+        c->tenant_id = sp(p, store_text(s, SC_TENANT_ID));
+        c->project_id = sp(p, store_text(s, SC_PROJECT_ID));
         char label[200];
         if (c->project_id[0])
-            snprintf(label, sizeof label, "project %s/%s", store_text(s, 4), store_text(s, 5));
-        else snprintf(label, sizeof label, "tenant %s", store_text(s, 4));
+            snprintf(label, sizeof label, "project %s/%s", store_text(s, SC_TENANT),
+                     store_text(s, SC_PROJECT));
+        else snprintf(label, sizeof label, "tenant %s", store_text(s, SC_TENANT));
         c->label = sp(p, label);
         c->q = q;
-        c->updated_us = store_int(s, 3);
+        c->updated_us = store_int(s, SC_UPDATED);
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;
 }
+
+/* A row of the sums load_sums compares, (key, v0, v1, v2) (STORE_COLS): each SQL_* below
+ * names its own columns through SUM_COLUMNS_. */
+#define SUM_COLUMNS_(X, KEY, V0, V1, V2) X(SM_KEY, KEY) X(SM_V0, V0) X(SM_V1, V1) X(SM_V2, V2)
+#define SUM_ENUM_COLUMNS_(X) SUM_COLUMNS_(X, "k", "v0", "v1", "v2")
+enum { SUM_ENUM_COLUMNS_(STORE_COL_ENUM) SM__N };
 
 /* Rows of (key, v0, v1, v2) from `sql`, which must order by key. */
 static int load_sums(store_tx *tx, spool *p, const char *sql, check_sum **out, int *n,
@@ -499,8 +556,9 @@ static int load_sums(store_tx *tx, spool *p, const char *sql, check_sum **out, i
     while ((rc = store_step(s, err)) > 0) {
         if ((rc = GROW(*out, *n, cap))) break;
         check_sum *c = &(*out)[(*n)++];
-        c->key = sp(p, store_text(s, 0));
-        for (int v = 0; v < 3; v++) c->v[v] = store_int(s, 1 + v);
+        static const int vc[3] = {SM_V0, SM_V1, SM_V2};
+        c->key = sp(p, store_text(s, SM_KEY));
+        for (int v = 0; v < 3; v++) c->v[v] = store_int(s, vc[v]);
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;
@@ -509,11 +567,14 @@ static int load_sums(store_tx *tx, spool *p, const char *sql, check_sum **out, i
 /* The ledger's keys and the holds/usage sums, as "scope/id/month". */
 #define LEDGER_KEY(scope, id, month) "(" scope " || '/' || " id " || '/' || " month ")"
 
+#define LEDGER_RESERVED_COLUMNS(X)                                                        \
+    SUM_COLUMNS_(X, LEDGER_KEY("scope", "id", "month") " AS k", "reserved", "0", "0")
 static const char SQL_LEDGER_RESERVED[] =
-    "SELECT " LEDGER_KEY("scope", "id", "month") " AS k, reserved, 0, 0 FROM token_ledger"
+    "SELECT " STORE_COLS(LEDGER_RESERVED_COLUMNS) " FROM token_ledger"
     " WHERE reserved <> 0 ORDER BY k";
+#define HOLDS_COLUMNS(X) SUM_COLUMNS_(X, "k", "SUM(amount)", "0", "0")
 static const char SQL_HOLDS[] =
-    "SELECT k, SUM(amount), 0, 0 FROM ("
+    "SELECT " STORE_COLS(HOLDS_COLUMNS) " FROM ("
     " SELECT " LEDGER_KEY("'key'", "key_id", "month") " AS k, amount FROM token_holds"
     " UNION ALL SELECT " LEDGER_KEY("'project'", "project_id", "month") ", amount FROM token_holds"
     " UNION ALL SELECT " LEDGER_KEY("'tenant'", "tenant_id", "month") ", amount FROM token_holds) h"
@@ -523,14 +584,17 @@ static const char SQL_HOLDS[] =
 #define UMONTH_PG "to_char(to_timestamp(at / 1000000) AT TIME ZONE 'UTC', 'YYYY-MM')"
 #define NO_OPEN_HOLD(scope, col)                                                                  \
     " NOT EXISTS (SELECT 1 FROM token_holds h WHERE h." col " = x.id AND h.month = x.month)"
+#define LEDGER_USED_COLUMNS(X)                                                            \
+    SUM_COLUMNS_(X, LEDGER_KEY("x.scope", "x.id", "x.month") " AS k", "x.used", "0", "0")
 static const char SQL_LEDGER_USED[] =
-    "SELECT " LEDGER_KEY("x.scope", "x.id", "x.month") " AS k, x.used, 0, 0 FROM token_ledger x"
+    "SELECT " STORE_COLS(LEDGER_USED_COLUMNS) " FROM token_ledger x"
     " WHERE x.used <> 0 AND CASE x.scope"
     " WHEN 'key' THEN" NO_OPEN_HOLD("key", "key_id")
     " WHEN 'project' THEN" NO_OPEN_HOLD("project", "project_id")
     " ELSE" NO_OPEN_HOLD("tenant", "tenant_id") " END ORDER BY k";
+#define USAGE_USED_COLUMNS(X) SUM_COLUMNS_(X, "k", "SUM(t)", "0", "0")
 #define SQL_USAGE_USED(UMONTH)                                                                    \
-    "SELECT k, SUM(t), 0, 0 FROM (SELECT " LEDGER_KEY("scope", "id", "month") " AS k, * FROM ("  \
+    "SELECT " STORE_COLS(USAGE_USED_COLUMNS) " FROM (SELECT " LEDGER_KEY("scope", "id", "month") " AS k, * FROM ("  \
     " SELECT 'key' AS scope, key_id AS id, " UMONTH " AS month, prompt_tokens + completion_tokens AS t FROM usage_records" \
     " UNION ALL SELECT 'project', project_id, " UMONTH ", prompt_tokens + completion_tokens FROM usage_records" \
     " UNION ALL SELECT 'tenant', tenant_id, " UMONTH ", prompt_tokens + completion_tokens FROM usage_records) u) x" \
@@ -541,12 +605,20 @@ static const char SQL_LEDGER_USED[] =
 #define HOURLY_KEY                                                                                \
     "(hour || '/' || tenant_id || '/' || project_id || '/' || key_id || '/' || model || '/' ||"   \
     " accelerator)"
+#define HOURLY_COLUMNS(X)                                                                 \
+    SUM_COLUMNS_(X, HOURLY_KEY " AS k", "requests", "prompt_tokens", "completion_tokens")
 static const char SQL_HOURLY[] =
-    "SELECT " HOURLY_KEY " AS k, requests, prompt_tokens, completion_tokens FROM usage_hourly"
-    " ORDER BY k";
+    "SELECT " STORE_COLS(HOURLY_COLUMNS) " FROM usage_hourly ORDER BY k";
+#define HOURLY_RECORDS_COLUMNS(X)                                                         \
+    SUM_COLUMNS_(X, HOURLY_KEY " AS k", "COUNT(*)", "SUM(prompt_tokens)", "SUM(completion_tokens)")
 static const char SQL_HOURLY_RECORDS[] =
-    "SELECT " HOURLY_KEY " AS k, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens) FROM"
+    "SELECT " STORE_COLS(HOURLY_RECORDS_COLUMNS) " FROM"
     " (SELECT at - at % 3600000000 AS hour, * FROM usage_records) r GROUP BY k ORDER BY k";
+
+/* The columns SQLite's PRAGMA foreign_key_check returns (its own, not a list of ours:
+ * table, rowid, parent, fkid) and integrity_check's one ("ok", or a problem). */
+enum { FK_TABLE, FK_ROWID, FK_PARENT };
+enum { IC_MESSAGE };
 
 static int pragma_check(store_tx *tx, const char *sql, int fk, check_result *r, gp_err *err) {
     store_stmt *s;
@@ -554,10 +626,10 @@ static int pragma_check(store_tx *tx, const char *sql, int fk, check_result *r, 
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
         if (fk)
-            check_problem(r, "%s row %lld references a missing %s row", store_text(s, 0),
-                          (long long)store_int(s, 1), store_text(s, 2));
-        else if (strcmp(store_text(s, 0) ? store_text(s, 0) : "", "ok") != 0)
-            check_problem(r, "%s", store_text(s, 0));
+            check_problem(r, "%s row %lld references a missing %s row", store_text(s, FK_TABLE),
+                          (long long)store_int(s, FK_ROWID), store_text(s, FK_PARENT));
+        else if (strcmp(store_text(s, IC_MESSAGE) ? store_text(s, IC_MESSAGE) : "", "ok") != 0)
+            check_problem(r, "%s", store_text(s, IC_MESSAGE));
         else r->checked++;
     }
     store_done(s);
