@@ -26,16 +26,21 @@ static int known_op(const char *op) {
     return 0;
 }
 
+/* A setting of the security policy (STORE_COLS). */
+#define SETTING_COLUMNS(X) X(SP_KEY, "key") X(SP_VALUE, "value")
+enum { SETTING_COLUMNS(STORE_COL_ENUM) SP__N };
+
 int policy_load(store_tx *tx, policy *out, gp_err *err) {
     store_stmt *s;
     memset(out, 0, sizeof *out);
     out->login_token_ttl_s = 43200;
     out->max_token_ttl_s = 7776000;
     out->approval_ttl_s = 86400;
-    int rc = store_query(tx, &s, err, "SELECT key, value FROM security_policy", "");
+    int rc = store_query(tx, &s, err, "SELECT " STORE_COLS(SETTING_COLUMNS) " FROM security_policy",
+                         "");
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
-        const char *k = store_text(s, 0), *v = store_text(s, 1);
+        const char *k = store_text(s, SP_KEY), *v = store_text(s, SP_VALUE);
         if (strcmp(k, "sensitive_operations") == 0) {
             json_decref(out->sensitive);
             out->sensitive = json_loads(v, 0, NULL);
@@ -129,10 +134,28 @@ json_t *policy_json(const policy *p) {
 
 /* ---- approvals ---- */
 
-#define APPROVAL_COLS                                                                         \
-    "a.id, a.operation, a.requester_id, u.name, a.tenant, a.method, a.path, a.query, a.body,"  \
-    " a.summary, a.state, a.created_at, a.expires_at, COALESCE(d.name, ''),"                  \
-    " COALESCE(a.decided_at, 0), a.reason, COALESCE(a.result_status, 0), a.result"
+/* An approval's row as approval_from_row reads it (STORE_COLS). */
+#define APPROVAL_COLUMNS(X)                                                               \
+    X(AC_ID, "a.id")                                                                      \
+    X(AC_OPERATION, "a.operation")                                                        \
+    X(AC_REQUESTER_ID, "a.requester_id")                                                  \
+    X(AC_REQUESTER, "u.name")                                                             \
+    X(AC_TENANT, "a.tenant")                                                              \
+    X(AC_METHOD, "a.method")                                                              \
+    X(AC_PATH, "a.path")                                                                  \
+    X(AC_QUERY, "a.query")                                                                \
+    X(AC_BODY, "a.body")                                                                  \
+    X(AC_SUMMARY, "a.summary")                                                            \
+    X(AC_STATE, "a.state")                                                                \
+    X(AC_CREATED, "a.created_at")                                                         \
+    X(AC_EXPIRES, "a.expires_at")                                                         \
+    X(AC_DECIDED_BY, "COALESCE(d.name, '')")                                              \
+    X(AC_DECIDED, "COALESCE(a.decided_at, 0)")                                            \
+    X(AC_REASON, "a.reason")                                                              \
+    X(AC_RESULT_STATUS, "COALESCE(a.result_status, 0)")                                   \
+    X(AC_RESULT, "a.result")
+enum { APPROVAL_COLUMNS(STORE_COL_ENUM) AC__N };
+#define APPROVAL_COLS STORE_COLS(APPROVAL_COLUMNS)
 #define APPROVAL_FROM                                                                         \
     " FROM approvals a JOIN users u ON u.id = a.requester_id"                                 \
     " LEFT JOIN users d ON d.id = a.decided_by"
@@ -141,24 +164,24 @@ static char *dup0(const char *s) { return strdup(s ? s : ""); }
 
 static void approval_from_row(store_stmt *s, approval *a) {
     memset(a, 0, sizeof *a);
-    snprintf(a->id, sizeof a->id, "%s", store_text(s, 0));
-    snprintf(a->operation, sizeof a->operation, "%s", store_text(s, 1));
-    snprintf(a->requester_id, sizeof a->requester_id, "%s", store_text(s, 2));
-    snprintf(a->requester, sizeof a->requester, "%s", store_text(s, 3));
-    snprintf(a->tenant, sizeof a->tenant, "%s", store_text(s, 4));
-    snprintf(a->method, sizeof a->method, "%s", store_text(s, 5));
-    a->path = dup0(store_text(s, 6));
-    a->query = dup0(store_text(s, 7));
-    a->body = dup0(store_text(s, 8));
-    a->summary = dup0(store_text(s, 9));
-    snprintf(a->state, sizeof a->state, "%s", store_text(s, 10));
-    a->created_us = store_int(s, 11);
-    a->expires_us = store_int(s, 12);
-    snprintf(a->decided_by, sizeof a->decided_by, "%s", store_text(s, 13));
-    a->decided_us = store_int(s, 14);
-    a->reason = dup0(store_text(s, 15));
-    a->result_status = (int)store_int(s, 16);
-    a->result = store_text(s, 17) ? strdup(store_text(s, 17)) : NULL;
+    snprintf(a->id, sizeof a->id, "%s", store_text(s, AC_ID));
+    snprintf(a->operation, sizeof a->operation, "%s", store_text(s, AC_OPERATION));
+    snprintf(a->requester_id, sizeof a->requester_id, "%s", store_text(s, AC_REQUESTER_ID));
+    snprintf(a->requester, sizeof a->requester, "%s", store_text(s, AC_REQUESTER));
+    snprintf(a->tenant, sizeof a->tenant, "%s", store_text(s, AC_TENANT));
+    snprintf(a->method, sizeof a->method, "%s", store_text(s, AC_METHOD));
+    a->path = dup0(store_text(s, AC_PATH));
+    a->query = dup0(store_text(s, AC_QUERY));
+    a->body = dup0(store_text(s, AC_BODY));
+    a->summary = dup0(store_text(s, AC_SUMMARY));
+    snprintf(a->state, sizeof a->state, "%s", store_text(s, AC_STATE));
+    a->created_us = store_int(s, AC_CREATED);
+    a->expires_us = store_int(s, AC_EXPIRES);
+    snprintf(a->decided_by, sizeof a->decided_by, "%s", store_text(s, AC_DECIDED_BY));
+    a->decided_us = store_int(s, AC_DECIDED);
+    a->reason = dup0(store_text(s, AC_REASON));
+    a->result_status = (int)store_int(s, AC_RESULT_STATUS);
+    a->result = store_text(s, AC_RESULT) ? strdup(store_text(s, AC_RESULT)) : NULL;
     /* a pending request past its expiry is expired, whether or not anyone looked */
     if (strcmp(a->state, "pending") == 0 && a->expires_us <= gt_now_us())
         snprintf(a->state, sizeof a->state, "expired");
