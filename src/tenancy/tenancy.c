@@ -27,12 +27,18 @@ static int check_name(const char *what, const char *name, gp_err *err) {
     return GP_OK;
 }
 
+/* A tenant's row as tenant_from_row reads it (STORE_COLS). */
+#define TENANT_COLUMNS(X)                                                                 \
+    X(TC_ID, "id") X(TC_NAME, "name") X(TC_DISPLAY, "display_name") X(TC_CREATED, "created_at")
+enum { TENANT_COLUMNS(STORE_COL_ENUM) TC__N };
+#define TENANT_COLS STORE_COLS(TENANT_COLUMNS)
+
 static void tenant_from_row(store_stmt *s, tenancy_tenant *t) {
-    snprintf(t->id, sizeof t->id, "%s", store_text(s, 0));
-    snprintf(t->name, sizeof t->name, "%s", store_text(s, 1));
+    snprintf(t->id, sizeof t->id, "%s", store_text(s, TC_ID));
+    snprintf(t->name, sizeof t->name, "%s", store_text(s, TC_NAME));
     snprintf(t->display_name, sizeof t->display_name, "%s",
-             store_text(s, 2) ? store_text(s, 2) : "");
-    t->created_us = store_int(s, 3);
+             store_text(s, TC_DISPLAY) ? store_text(s, TC_DISPLAY) : "");
+    t->created_us = store_int(s, TC_CREATED);
 }
 
 int tenancy_tenant_create(store_tx *tx, const char *name, const char *display, tenancy_tenant *out,
@@ -58,7 +64,7 @@ int tenancy_tenant_create(store_tx *tx, const char *name, const char *display, t
 int tenancy_tenant_find(store_tx *tx, const char *name, tenancy_tenant *out, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT id, name, display_name, created_at FROM tenants WHERE name = ?",
+                         "SELECT " TENANT_COLS " FROM tenants WHERE name = ?",
                          "s", name);
     if (rc) return rc;
     rc = store_step(s, err);
@@ -71,7 +77,7 @@ int tenancy_tenant_find(store_tx *tx, const char *name, tenancy_tenant *out, gp_
 int tenancy_tenant_get(store_tx *tx, const char *id, tenancy_tenant *out, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT id, name, display_name, created_at FROM tenants WHERE id = ?",
+                         "SELECT " TENANT_COLS " FROM tenants WHERE id = ?",
                          "s", id);
     if (rc) return rc;
     rc = store_step(s, err);
@@ -86,7 +92,7 @@ int tenancy_tenant_list(store_tx *tx, tenancy_tenant **items, int *n, gp_err *er
     *items = NULL;
     *n = 0;
     int rc = store_query(tx, &s, err,
-                         "SELECT id, name, display_name, created_at FROM tenants ORDER BY name",
+                         "SELECT " TENANT_COLS " FROM tenants ORDER BY name",
                          "");
     if (rc) return rc;
     tenancy_tenant *arr = NULL;
@@ -110,15 +116,24 @@ int tenancy_tenant_list(store_tx *tx, tenancy_tenant **items, int *n, gp_err *er
     return GP_OK;
 }
 
-#define PROJECT_COLS "p.id, p.tenant_id, t.name, p.name, p.class, p.created_at"
+/* A project's row, with its tenant's name, as project_from_row reads it (STORE_COLS). */
+#define PROJECT_COLUMNS(X)                                                                \
+    X(PC_ID, "p.id")                                                                      \
+    X(PC_TENANT_ID, "p.tenant_id")                                                        \
+    X(PC_TENANT, "t.name")                                                                \
+    X(PC_NAME, "p.name")                                                                  \
+    X(PC_CLASS, "p.class")                                                                \
+    X(PC_CREATED, "p.created_at")
+enum { PROJECT_COLUMNS(STORE_COL_ENUM) PC__N };
+#define PROJECT_COLS STORE_COLS(PROJECT_COLUMNS)
 
 static void project_from_row(store_stmt *s, tenancy_project *p) {
-    snprintf(p->id, sizeof p->id, "%s", store_text(s, 0));
-    snprintf(p->tenant_id, sizeof p->tenant_id, "%s", store_text(s, 1));
-    snprintf(p->tenant, sizeof p->tenant, "%s", store_text(s, 2));
-    snprintf(p->name, sizeof p->name, "%s", store_text(s, 3));
-    snprintf(p->cls, sizeof p->cls, "%s", store_text(s, 4));
-    p->created_us = store_int(s, 5);
+    snprintf(p->id, sizeof p->id, "%s", store_text(s, PC_ID));
+    snprintf(p->tenant_id, sizeof p->tenant_id, "%s", store_text(s, PC_TENANT_ID));
+    snprintf(p->tenant, sizeof p->tenant, "%s", store_text(s, PC_TENANT));
+    snprintf(p->name, sizeof p->name, "%s", store_text(s, PC_NAME));
+    snprintf(p->cls, sizeof p->cls, "%s", store_text(s, PC_CLASS));
+    p->created_us = store_int(s, PC_CREATED);
 }
 
 int tenancy_project_create(store_tx *tx, const tenancy_tenant *t, const char *name,
