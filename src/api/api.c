@@ -228,22 +228,28 @@ int api_query_int(api_req *r, const char *name, int64_t lo, int64_t hi, int64_t 
  * a request by somebody else (a tenant-admin's audit export) must not arm
  * approvals that nobody could then ever approve for that one.
  */
+/* The live security-admins and whether approvals are armed, as api__approvals_arm reads
+ * them (STORE_COLS; the parameter: now). */
+#define ARM_COLUMNS(X)                                                                    \
+    X(AR_ADMINS, "(SELECT COUNT(DISTINCT b.user_id) FROM role_bindings b"                 \
+                 "  JOIN users u ON u.id = b.user_id WHERE b.role = 'security-admin'"     \
+                 "  AND b.scope = 'global' AND u.disabled = 0"                            \
+                 "  AND (b.expires_at IS NULL OR b.expires_at > ?))")                     \
+    X(AR_ARMED, "(SELECT COUNT(*) FROM security_policy WHERE key = 'approvals_armed')")
+enum { ARM_COLUMNS(STORE_COL_ENUM) AR__N };
+
 int api__approvals_arm(store_tx *tx, int *armed, gp_err *err) {
     store_stmt *s;
     int total = 0;
     *armed = 0;
     int rc = store_query(tx, &s, err,
-                         "SELECT (SELECT COUNT(DISTINCT b.user_id) FROM role_bindings b"
-                         "  JOIN users u ON u.id = b.user_id WHERE b.role = 'security-admin'"
-                         "  AND b.scope = 'global' AND u.disabled = 0"
-                         "  AND (b.expires_at IS NULL OR b.expires_at > ?)),"
-                         " (SELECT COUNT(*) FROM security_policy WHERE key = 'approvals_armed')",
+                         "SELECT " STORE_COLS(ARM_COLUMNS),
                          "i", gt_now_us());
     if (rc) return rc;
     rc = store_step(s, err);
     if (rc > 0) {
-        total = (int)store_int(s, 0);
-        *armed = (int)store_int(s, 1) > 0;
+        total = (int)store_int(s, AR_ADMINS);
+        *armed = (int)store_int(s, AR_ARMED) > 0;
     }
     store_done(s);
     if (rc < 0) return rc;

@@ -86,12 +86,17 @@ static void cards_free(ov_cards *c) {
     free(c->gib);
 }
 
+/* A card model and its largest memory, as cards_load reads them (STORE_COLS). */
+#define CARD_COLUMNS(X) X(CM_MODEL, "model") X(CM_MEMORY, "MAX(memory_mib)")
+enum { CARD_COLUMNS(STORE_COL_ENUM) CM__N };
+
 static int cards_load(store_tx *tx, ov_cards *c, gp_err *err) {
     store_stmt *s;
     int cap = 0;
     memset(c, 0, sizeof *c);
     int rc = store_query(tx, &s, err,
-                         "SELECT model, MAX(memory_mib) FROM gpus GROUP BY model ORDER BY model", "");
+                         "SELECT " STORE_COLS(CARD_COLUMNS) " FROM gpus GROUP BY model ORDER BY model",
+                         "");
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
         if (c->n == cap) {
@@ -106,8 +111,8 @@ static int cards_load(store_tx *tx, ov_cards *c, gp_err *err) {
             }
             cap = nc;
         }
-        snprintf(c->model[c->n], sizeof c->model[0], "%s", store_text(s, 0));
-        c->gib[c->n++] = (int)(store_int(s, 1) / 1024);
+        snprintf(c->model[c->n], sizeof c->model[0], "%s", store_text(s, CM_MODEL));
+        c->gib[c->n++] = (int)(store_int(s, CM_MEMORY) / 1024);
     }
     store_done(s);
     if (rc < 0) return rc;
@@ -128,6 +133,26 @@ static void add_class(ov_use *u, const char *cls, int64_t units) {
     u->units[u->nclass++] = units;
 }
 
+/* An admitted or running job with its class's demand, as load_use reads it (STORE_COLS). */
+#define USE_JOB_COLUMNS(X)                                                                \
+    X(UJ_CLASS, "j.class")                                                                \
+    X(UJ_UNITS, "j.units")                                                                \
+    X(UJ_STATE, "j.state")                                                                \
+    X(UJ_FORM, "COALESCE(c.form, 'whole')")                                               \
+    X(UJ_GPUS, "COALESCE(c.gpus, 0)")                                                     \
+    X(UJ_CPUS, "COALESCE(c.cpus, 0)")                                                     \
+    X(UJ_MEMORY, "COALESCE(c.memory_gib, 0)")                                             \
+    X(UJ_MODELS, "COALESCE(c.gpu_models, '[]')")
+enum { USE_JOB_COLUMNS(STORE_COL_ENUM) UJ__N };
+
+/* An open binding with its card's memory, as load_use reads it (STORE_COLS). */
+#define USE_BINDING_COLUMNS(X)                                                            \
+    X(UB_WEIGHT, "b.weight_milli")                                                        \
+    X(UB_FORM, "b.form")                                                                  \
+    X(UB_SHARED_MEM, "b.shared_mem_gib")                                                  \
+    X(UB_CARD_MEMORY, "COALESCE(g.memory_mib, 0)")
+enum { USE_BINDING_COLUMNS(STORE_COL_ENUM) UB__N };
+
 /* Allocation of a tenant (project_id NULL) or a project; see the file comment. */
 static int load_use(store_tx *tx, const char *tenant_id, const char *project_id, int64_t now,
                     ov_use *u, gp_err *err) {
@@ -140,10 +165,7 @@ static int load_use(store_tx *tx, const char *tenant_id, const char *project_id,
         return rc;
     }
     rc = store_query(tx, &s, err,
-                     "SELECT j.class, j.units, j.state, COALESCE(c.form, 'whole'),"
-                     " COALESCE(c.gpus, 0), COALESCE(c.cpus, 0), COALESCE(c.memory_gib, 0),"
-                     " COALESCE(c.gpu_models, '[]')"
-                     " FROM jobs j LEFT JOIN classes c ON c.name = j.class"
+                     "SELECT " STORE_COLS(USE_JOB_COLUMNS) " FROM jobs j LEFT JOIN classes c ON c.name = j.class"
                      " WHERE j.tenant_id = ? AND (? IS NULL OR j.project_id = ?)"
                      " AND j.state IN ('admitted', 'running')",
                      "sss", tenant_id, project_id, project_id);
@@ -152,17 +174,19 @@ static int load_use(store_tx *tx, const char *tenant_id, const char *project_id,
         return rc;
     }
     while ((rc = store_step(s, err)) > 0) {
-        int64_t units = store_int(s, 1), milli, gib;
-        u->v[QD_CPUS] += store_int(s, 5) * units;
-        u->v[QD_MEM] += store_int(s, 6) * units;
+        int64_t units = store_int(s, UJ_UNITS), milli, gib;
+        u->v[QD_CPUS] += store_int(s, UJ_CPUS) * units;
+        u->v[QD_MEM] += store_int(s, UJ_MEMORY) * units;
         u->v[QD_JOBS] += 1;
-        add_class(u, store_text(s, 0), units);
-        if (strcmp(store_text(s, 2), "admitted") != 0) continue; /* running: its bindings below */
+        add_class(u, store_text(s, UJ_CLASS), units);
+        if (strcmp(store_text(s, UJ_STATE), "admitted") != 0)
+            continue; /* running: its bindings below */
         /* not placed yet: on the class's card, as admission counted it */
-        json_t *models = json_loads(store_text(s, 7), 0, NULL);
+        json_t *models = json_loads(store_text(s, UJ_MODELS), 0, NULL);
         int card = sch_class_card_gib(models, cards.names, cards.gib, cards.n);
         json_decref(models);
-        if (form_demand(store_text(s, 3), (int)store_int(s, 4), card, &milli, &gib)) continue;
+        if (form_demand(store_text(s, UJ_FORM), (int)store_int(s, UJ_GPUS), card, &milli, &gib))
+            continue;
         u->v[QD_GPU_MILLI] += milli * units;
         u->v[QD_GPU_MEM] += gib * units;
     }
@@ -170,17 +194,16 @@ static int load_use(store_tx *tx, const char *tenant_id, const char *project_id,
     cards_free(&cards);
     if (rc < 0) return rc;
     rc = store_query(tx, &s, err,
-                     "SELECT b.weight_milli, b.form, b.shared_mem_gib, COALESCE(g.memory_mib, 0)"
-                     " FROM bindings b LEFT JOIN gpus g ON g.uuid = b.gpu_uuid"
+                     "SELECT " STORE_COLS(USE_BINDING_COLUMNS) " FROM bindings b LEFT JOIN gpus g ON g.uuid = b.gpu_uuid"
                      " WHERE b.end_us IS NULL AND b.tenant_id = ?"
                      " AND (? IS NULL OR b.project_id = ?)",
                      "sss", tenant_id, project_id, project_id);
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
         /* as placed: the weight metering charges, the memory on its own card */
-        int64_t milli, gib, card = store_int(s, 3) / 1024;
-        const char *form = store_text(s, 1);
-        u->v[QD_GPU_MILLI] += store_int(s, 0);
+        int64_t milli, gib, card = store_int(s, UB_CARD_MEMORY) / 1024;
+        const char *form = store_text(s, UB_FORM);
+        u->v[QD_GPU_MILLI] += store_int(s, UB_WEIGHT);
         if ((card > 0 || strncmp(form, "whole", 5) != 0) &&
             !form_demand(form, 1, (int)card, &milli, &gib))
             u->v[QD_GPU_MEM] += gib; /* (a whole card no longer listed: unknown, 0) */
@@ -247,14 +270,23 @@ static json_t *quota_view(const quota_set *q, const ov_use *u, const quota_set *
     return o;
 }
 
+/* What a scope's open bindings hold, by vendor, model and kind of form, as accel_view reads
+ * it (STORE_COLS). */
+#define ACCEL_COLUMNS(X)                                                                  \
+    X(AV_VENDOR, "vendor")                                                                \
+    X(AV_MODEL, "model")                                                                  \
+    X(AV_FORM, "CASE WHEN form LIKE 'mig:%' THEN 'mig'"                                   \
+               " WHEN form LIKE 'shared:%' THEN 'shared' ELSE form END")                  \
+    X(AV_WEIGHT, "SUM(weight_milli)")                                                     \
+    X(AV_CARDS, "COUNT(DISTINCT gpu_uuid)")
+enum { ACCEL_COLUMNS(STORE_COL_ENUM) AV__N };
+
 /* What the scope holds now: [{vendor, model, form, gpus, cards}] from its open bindings. */
 static int accel_view(store_tx *tx, const char *tenant_id, const char *project_id, json_t **out,
                       gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT vendor, model, CASE WHEN form LIKE 'mig:%' THEN 'mig'"
-                         " WHEN form LIKE 'shared:%' THEN 'shared' ELSE form END,"
-                         " SUM(weight_milli), COUNT(DISTINCT gpu_uuid) FROM bindings"
+                         "SELECT " STORE_COLS(ACCEL_COLUMNS) " FROM bindings"
                          " WHERE end_us IS NULL AND tenant_id = ? AND (? IS NULL OR project_id = ?)"
                          " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
                          "sss", tenant_id, project_id, project_id);
@@ -262,10 +294,12 @@ static int accel_view(store_tx *tx, const char *tenant_id, const char *project_i
     json_t *items = json_array();
     while ((rc = store_step(s, err)) > 0)
         json_array_append_new(items, json_pack("{s:s,s:s,s:s,s:f,s:I}", "vendor",
-                                               *store_text(s, 0) ? store_text(s, 0) : "nvidia",
-                                               "model", store_text(s, 1), "form", store_text(s, 2),
-                                               "gpus", (double)store_int(s, 3) / 1000.0, "cards",
-                                               (json_int_t)store_int(s, 4)));
+                                               *store_text(s, AV_VENDOR) ? store_text(s, AV_VENDOR)
+                                                                         : "nvidia",
+                                               "model", store_text(s, AV_MODEL), "form",
+                                               store_text(s, AV_FORM), "gpus",
+                                               (double)store_int(s, AV_WEIGHT) / 1000.0, "cards",
+                                               (json_int_t)store_int(s, AV_CARDS)));
     store_done(s);
     if (rc < 0) {
         json_decref(items);
