@@ -353,7 +353,7 @@ typedef struct round_stats {
 int sched_run(store_t *st, round_stats *stats, gp_err *err);
 
 /*
- * The cluster in the leader's memory (round.c; docs/scheduling.md "The cluster in memory"):
+ * The cluster in the leader's memory (round_mem.c; docs/scheduling.md "The cluster in memory"):
  * rounds reuse the nodes, cards, classes, tenants and projects they read while the store's
  * cluster_version stays the same, and keep the live jobs, reading only those whose job_chg
  * stamp is newer.  sched_cluster_forget: drop both copies (the next round reads it all; a

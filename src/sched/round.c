@@ -2,7 +2,7 @@
  * round.c - the scheduler against the store: build a snapshot, run the pure
  * round, commit its decisions; and explain a job with the same machinery.
  */
-#include "jobs_int.h"
+#include "round_int.h"
 
 #include "../audit/audit.h"
 #include "../core/gtime.h"
@@ -22,96 +22,10 @@
 #include <string.h>
 #include <time.h>
 
-typedef char name64[64];
-typedef char id33[RND_ID_LEN];
-typedef char uuid96[96];
-
-/* The snapshot's memory: chunks carved in order, all freed at once (snap_free). */
-typedef struct ar_chunk {
-    struct ar_chunk *next;
-    size_t used, cap;
-    max_align_t data[];
-} ar_chunk;
-
-#define AR_CHUNK ((size_t)1 << 20)
-
-struct rnd_cluster;
-
-typedef struct snap {
-    ar_chunk *arena;
-    struct rnd_cluster *cl; /* the cluster part it uses (shared, read-only; see cluster_take) */
-    jobs_array_allow *array_allow; /* the queued array tasks this round may read (arrays.c) */
-    int any_deps; /* some live job waits for other jobs (deps.c: only then is any doomed) */
-    int64_t quota_rows, quota_at; /* the quotas as read: how many rows, the newest change */
-    sch_snapshot s;
-    health_policy pol;
-    share_policy spol; /* the reclaim cap and its window */
-    char month[16];
-    int64_t now;
-    /* nodes, in name order; GPUs grouped by node */
-    sch_node *nodes;
-    name64 *node_names;
-    name64 *node_pool;   /* each node's pool as read (the commit's guard compares it) */
-    sch_gpu *gpus;
-    uuid96 *gpu_uuids;
-    id33 *gpu_ids;       /* the store's ids, for their slices */
-    uuid96 *slice_uuids; /* [gpu * SCH_MAX_SLICES + k] */
-    char (*slice_prof)[24];
-    char (*models)[96];
-    int *gpu_order; /* GPU indices sorted by uuid, for lookups */
-    name64 *pools;
-    int64_t *phl;            /* [pool]: its borrow half-life, seconds (0: the policy's) */
-    sch_class *classes;
-    name64 *cnames;
-    char (*cprof)[24];
-    name64 *cforms;
-    unsigned char *model_ok;
-    unsigned char *gpu_ok;   /* [class x gpu] */
-    char (*gpu_driver)[32];
-    char (*gpu_cc)[16];
-    cp_stack *gpu_stack;     /* each card's runtimes (compat.h) */
-    int nstored;             /* classes [0, nstored) are the stored ones, in name order; then the
-                                derived ones (sch_class.base) */
-    int ccap;                /* room for classes, stored and derived */
-    cp_rules *crules;        /* [class]: its compatibility rules */
-    char (*dstack)[CP_VER_MAX + 16]; /* [class]: a derived class's job stack ("" none) */
-    unsigned char *ppool_ok; /* [project x pool] */
-    sch_tenant *tenants;
-    share_usage *pusage; /* [tenant x (npools + 1)]: its recent borrowing per pool as read
-                            (fair use, step 6a); column npools: pool "" (recorded before) */
-    name64 *tnames;
-    id33 *tids;
-    unsigned char *pool_ok;
-    sch_project *projects;
-    name64 *pnames;
-    id33 *pids;
-    sch_job *jobs;
-    id33 *jids;
-    char (*jrecovery)[8];
-    uint64_t *jreason; /* a hash of each job's reason as read: a round rewrites only changed ones */
-    sch_unit *places;
-    unsigned char *place_fill; /* [unit of places]: how many of its gpu[] the bindings filled */
-    /* advance reservations (reservations.c; sched.h step 7), by id */
-    rsv *rsvs;
-    id33 *rsv_ids;       /* in id order (jobs look theirs up) */
-    int *rsv_byid;       /* [id order] -> index in rsvs (start order) */
-    name64 *rsv_names;
-    const char **rsv_name_ptrs;
-    /* the open bindings build() read and left out (a job not running, a unit or card it does
-     * not know): the commit's guards know them as read, not as changed */
-    struct skipped *skipped;
-    int nskipped, capskipped;
-} snap;
-
-typedef struct skipped {
-    id33 job;
-    uuid96 gpu;
-    int unit;
-} skipped;
 
 /* FNV-1a, 64 bits: a job's reason as a number (an equal hash skips an UPDATE; a collision, at
  * worst, leaves the older reason shown until the next change). */
-static uint64_t reason_hash(const char *t) {
+uint64_t rnd_reason_hash(const char *t) {
     uint64_t h = 14695981039346656037ull;
     for (const unsigned char *p = (const unsigned char *)(t ? t : ""); *p; p++)
         h = (h ^ *p) * 1099511628211ull;
@@ -124,7 +38,7 @@ static int64_t pool_half_life(const snap *n, int p) {
 }
 
 /* Zeroed room for cnt x size bytes in the snapshot's arena, or NULL. */
-static void *ar_alloc(snap *n, size_t cnt, size_t size) {
+void *rnd_alloc(snap *n, size_t cnt, size_t size) {
     if (size && cnt > ((size_t)-1 / 2) / size) return NULL;
     size_t need = (cnt * size + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
     ar_chunk *c = n->arena;
@@ -142,13 +56,11 @@ static void *ar_alloc(snap *n, size_t cnt, size_t size) {
     return p;
 }
 
-static void cluster_drop(struct rnd_cluster *c);
-
 /* Free everything build() allocated: the arena, in one go, and its hold on the cluster. */
-static void snap_free(snap *n) {
+void rnd_snap_free(snap *n) {
     jobs_array_allow_free(n->array_allow);
     n->array_allow = NULL;
-    cluster_drop(n->cl);
+    rnd_cluster_drop(n->cl);
     n->cl = NULL;
     for (ar_chunk *c = n->arena, *next; c; c = next) {
         next = c->next;
@@ -158,7 +70,7 @@ static void snap_free(snap *n) {
 }
 
 /* The one value `sql` reads, `none` when it reads no row. */
-static int one_value(store_tx *tx, const char *sql, int64_t none, int64_t *v, gp_err *err) {
+int rnd_one_value(store_tx *tx, const char *sql, int64_t none, int64_t *v, gp_err *err) {
     store_stmt *s;
     *v = none;
     int rc = store_query(tx, &s, err, sql, "");
@@ -171,12 +83,12 @@ static int one_value(store_tx *tx, const char *sql, int64_t none, int64_t *v, gp
 
 static int count(store_tx *tx, const char *sql, int *out, gp_err *err) {
     int64_t v;
-    int rc = one_value(tx, sql, 0, &v, err);
+    int rc = rnd_one_value(tx, sql, 0, &v, err);
     *out = (int)v;
     return rc;
 }
 
-static int find_str(const void *base, size_t stride, int n, const char *key) {
+int rnd_find_str(const void *base, size_t stride, int n, const char *key) {
     int lo = 0, hi = n - 1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
@@ -218,11 +130,9 @@ static int model_index(snap *n, const char *model) {
     return n->s.nmodels++;
 }
 
-#define ALLOC(p, cnt) ((p) = ar_alloc(n, (size_t)(cnt) + 1, sizeof *(p)))
-
 /* The project of `project_id` if it belongs to tenant index `t`, else -1. */
 static int project_of(const snap *n, int t, const char *project_id) {
-    int p = find_str(n->pids, sizeof *n->pids, n->s.nprojects, project_id);
+    int p = rnd_find_str(n->pids, sizeof *n->pids, n->s.nprojects, project_id);
     return p >= 0 && n->projects[p].tenant == t ? p : -1;
 }
 
@@ -235,7 +145,7 @@ static int load_quotas(store_tx *tx, snap *n, gp_err *err) {
     int rc = store_query(tx, &s, err, "SELECT tenant_id, project_id, spec FROM quotas", "");
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
-        int t = find_str(n->tids, sizeof *n->tids, n->s.ntenants, store_text(s, 0));
+        int t = rnd_find_str(n->tids, sizeof *n->tids, n->s.ntenants, store_text(s, 0));
         const char *pid = store_text(s, 1);
         int p = t >= 0 && pid[0] ? project_of(n, t, pid) : -1;
         quota_set *q = t < 0 ? NULL : !pid[0] ? &n->tenants[t].quota
@@ -268,7 +178,7 @@ static int load_card_hours(store_tx *tx, snap *n, gp_err *err) {
                          "ii", n->now, m0);
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
-        int t = find_str(n->tids, sizeof *n->tids, n->s.ntenants, store_text(s, 0));
+        int t = rnd_find_str(n->tids, sizeof *n->tids, n->s.ntenants, store_text(s, 0));
         if (t < 0) continue;
         int64_t v = store_int(s, 2);
         n->tenants[t].card_hours_used += v;
@@ -295,7 +205,7 @@ static cp_card card_of(const snap *n, int g) {
 static int derive(snap *n, int from, const cp_req *req, int vendor) {
     sch_snapshot *S = &n->s;
     if (S->nclasses >= n->ccap) return -1;
-    unsigned char *gok = ar_alloc(n, (size_t)S->ngpus + 1, 1);
+    unsigned char *gok = rnd_alloc(n, (size_t)S->ngpus + 1, 1);
     if (!gok) return -1;
     int c = S->nclasses++;
     const sch_class *f = &n->classes[from];
@@ -342,7 +252,7 @@ static int finish_class(snap *n, int c, const cp_req *req) {
     }
     if (models && !pass) {
         cp_card *cards = malloc(sizeof *cards * (size_t)models);
-        char *why = ar_alloc(n, 160, 1);
+        char *why = rnd_alloc(n, 160, 1);
         if (!cards || !why) {
             free(cards);
             return -1;
@@ -355,7 +265,7 @@ static int finish_class(snap *n, int c, const cp_req *req) {
         free(cards);
     }
     if (vendors & (vendors - 1)) {
-        int *alts = ar_alloc(n, CP_NVENDORS, sizeof *alts), na = 0;
+        int *alts = rnd_alloc(n, CP_NVENDORS, sizeof *alts), na = 0;
         if (!alts) return -1;
         for (int v = 0; v < CP_NVENDORS; v++)
             if (vendors & (1u << v)) {
@@ -374,7 +284,7 @@ static int finish_class(snap *n, int c, const cp_req *req) {
 static int skip_binding(snap *n, const char *job, const char *gpu, int unit) {
     if (n->nskipped == n->capskipped) {
         int cap = n->capskipped ? n->capskipped * 2 : 16;
-        skipped *a = ar_alloc(n, (size_t)cap, sizeof *a);
+        skipped *a = rnd_alloc(n, (size_t)cap, sizeof *a);
         if (!a) return 1;
         if (n->nskipped) memcpy(a, n->skipped, (size_t)n->nskipped * sizeof *a);
         n->skipped = a;
@@ -412,7 +322,7 @@ static int load_stops(store_tx *tx, snap *n, gp_err *err) {
                          "i", n->now - n->spol.reclaim_window_s * 1000000);
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
-        int ji = find_str(n->jids, sizeof *n->jids, n->s.njobs, store_text(s, 0));
+        int ji = rnd_find_str(n->jids, sizeof *n->jids, n->s.njobs, store_text(s, 0));
         if (ji >= 0) n->jobs[ji].stops = (int)store_int(s, 1);
     }
     store_done(s);
@@ -476,7 +386,7 @@ static int load_reservations(store_tx *tx, snap *n, gp_err *err) {
         r->pool = -1;
         r->project = -1;
         r->tenant = store_text(s, 2)[0]
-                        ? find_str(n->tids, sizeof *n->tids, S->ntenants, store_text(s, 2))
+                        ? rnd_find_str(n->tids, sizeof *n->tids, S->ntenants, store_text(s, 2))
                         : -1;
         if (store_text(s, 2)[0] && r->tenant < 0) live = 0; /* its tenant is gone */
         if (r->tenant >= 0 && store_text(s, 3)[0]) {
@@ -485,7 +395,7 @@ static int load_reservations(store_tx *tx, snap *n, gp_err *err) {
         }
         int64_t count = store_int(s, 6);
         if (!count) {
-            unsigned char *in = ar_alloc(n, (size_t)S->nnodes + 1, 1);
+            unsigned char *in = rnd_alloc(n, (size_t)S->nnodes + 1, 1);
             json_t *names = json_loads(store_text(s, 7), 0, NULL);
             if (!in) {
                 json_decref(names);
@@ -495,7 +405,7 @@ static int load_reservations(store_tx *tx, snap *n, gp_err *err) {
             size_t k;
             json_t *v;
             json_array_foreach(names, k, v) {
-                int node = json_is_string(v) ? find_str(n->node_names, sizeof *n->node_names,
+                int node = json_is_string(v) ? rnd_find_str(n->node_names, sizeof *n->node_names,
                                                         S->nnodes, json_string_value(v))
                                              : -1;
                 if (node >= 0) in[node] = 1;
@@ -503,13 +413,13 @@ static int load_reservations(store_tx *tx, snap *n, gp_err *err) {
             json_decref(names);
             r->node_in = in;
         } else {
-            unsigned char *ok = ar_alloc(n, (size_t)S->ngpus + 1, 1);
+            unsigned char *ok = rnd_alloc(n, (size_t)S->ngpus + 1, 1);
             if (!ok) {
                 store_done(s);
                 return gp_err_set(err, GP_ENOMEM, NULL);
             }
-            r->pool = find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 4));
-            int c = find_str(n->cnames, sizeof *n->cnames, n->nstored, store_text(s, 5));
+            r->pool = rnd_find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 4));
+            int c = rnd_find_str(n->cnames, sizeof *n->cnames, n->nstored, store_text(s, 5));
             if (r->pool < 0 || c < 0) live = 0; /* its pool or class is gone: it holds nothing */
             for (int g = 0; c >= 0 && g < S->ngpus; g++)
                 ok[g] = (unsigned char)(n->classes[c].model_ok[n->gpus[g].model] &&
@@ -532,9 +442,9 @@ static int load_reservations(store_tx *tx, snap *n, gp_err *err) {
     /* in start order (the first one in a job's way is the one its reason names), jobs finding
      * theirs by id through rsv_byid */
     int m = S->nrsvs;
-    rsv_order *ord = ar_alloc(n, (size_t)m + 1, sizeof *ord);
-    rsv *rs2 = ar_alloc(n, (size_t)m + 1, sizeof *rs2);
-    name64 *nm2 = ar_alloc(n, (size_t)m + 1, sizeof *nm2);
+    rsv_order *ord = rnd_alloc(n, (size_t)m + 1, sizeof *ord);
+    rsv *rs2 = rnd_alloc(n, (size_t)m + 1, sizeof *rs2);
+    name64 *nm2 = rnd_alloc(n, (size_t)m + 1, sizeof *nm2);
     if (!ord || !rs2 || !nm2 || !ALLOC(n->rsv_byid, m)) return gp_err_set(err, GP_ENOMEM, NULL);
     for (int i = 0; i < m; i++) ord[i] = (rsv_order){n->rsvs[i].t1_us, i};
     qsort(ord, (size_t)m, sizeof *ord, by_start);
@@ -555,9 +465,9 @@ static int load_reservations(store_tx *tx, snap *n, gp_err *err) {
  * The cluster part of a snapshot, read into n's arena: the pools, nodes, cards and slices, the
  * stored classes (with their single-vendor variants), the tenants and projects (names, pools
  * open to them) and the health policy - what changes only when cluster_version moves
- * (migration 29).  Nothing of it is written once read: snapshots share it (cluster_take).
+ * (migration 29).  Nothing of it is written once read: snapshots share it (rnd_cluster_take).
  */
-static int read_cluster(store_tx *tx, snap *n, gp_err *err) {
+int rnd_read_cluster(store_tx *tx, snap *n, gp_err *err) {
     store_stmt *s;
     int rc, nn, ng, np, nc, nt, npj;
     if ((rc = inv_health_policy_load(tx, &n->pol, err)) ||
@@ -572,8 +482,8 @@ static int read_cluster(store_tx *tx, snap *n, gp_err *err) {
     n->ccap = nc * (1 + CP_NVENDORS);
     if (!ALLOC(n->nodes, nn) || !ALLOC(n->node_names, nn) || !ALLOC(n->node_pool, nn) ||
         !ALLOC(n->gpus, ng) ||
-        !ALLOC(n->gpu_uuids, ng) || !(n->slice_uuids = ar_alloc(n, (size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_uuids)) ||
-        !(n->slice_prof = ar_alloc(n, (size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_prof)) ||
+        !ALLOC(n->gpu_uuids, ng) || !(n->slice_uuids = rnd_alloc(n, (size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_uuids)) ||
+        !(n->slice_prof = rnd_alloc(n, (size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_prof)) ||
         !ALLOC(n->gpu_ids, ng) ||
         !ALLOC(n->models, ng) || !ALLOC(n->gpu_order, ng) || !ALLOC(n->pools, np) || !ALLOC(n->phl, np) ||
         !ALLOC(n->gpu_driver, ng) || !ALLOC(n->gpu_cc, ng) || !ALLOC(n->gpu_stack, ng) ||
@@ -612,7 +522,7 @@ static int read_cluster(store_tx *tx, snap *n, gp_err *err) {
         n->nodes[i].cpus = (int)store_int(s, 1);
         n->nodes[i].mem_gib = (int)store_int(s, 2);
         snprintf(n->node_pool[i], 64, "%s", store_text(s, 3));
-        n->nodes[i].pool = find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 3));
+        n->nodes[i].pool = rnd_find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 3));
         if (n->nodes[i].pool < 0) n->nodes[i].pool = 0;
         n->nodes[i].rack = (int)store_int(s, 6);
         n->nodes[i].sw = (int)store_int(s, 7);
@@ -622,7 +532,7 @@ static int read_cluster(store_tx *tx, snap *n, gp_err *err) {
     }
     store_done(s);
     if (rc < 0) return rc;
-    int *usable = ar_alloc(n, (size_t)S->nnodes + 1, sizeof *usable);
+    int *usable = rnd_alloc(n, (size_t)S->nnodes + 1, sizeof *usable);
     if (!usable) return gp_err_set(err, GP_ENOMEM, NULL);
     for (int i = 0; i < S->nnodes; i++) usable[i] = n->nodes[i].gpu0;
     if ((rc = store_query(tx, &s, err,
@@ -638,7 +548,7 @@ static int read_cluster(store_tx *tx, snap *n, gp_err *err) {
     cp_stack last_parsed;
     memset(&last_parsed, 0, sizeof last_parsed);
     while ((rc = store_step(s, err)) > 0 && S->ngpus < ng) {
-        int node = find_str(n->node_names, sizeof *n->node_names, S->nnodes, store_text(s, 0));
+        int node = rnd_find_str(n->node_names, sizeof *n->node_names, S->nnodes, store_text(s, 0));
         if (node < 0) continue;
         int g = S->ngpus++;
         if (node != cur) {
@@ -693,7 +603,7 @@ static int read_cluster(store_tx *tx, snap *n, gp_err *err) {
     store_done(s);
     /* slices: one query for all, each to its GPU by id (ids in order, then a search) */
     if (rc >= 0) {
-        uuid_pair *ids = ar_alloc(n, (size_t)S->ngpus + 1, sizeof *ids);
+        uuid_pair *ids = rnd_alloc(n, (size_t)S->ngpus + 1, sizeof *ids);
         if (!ids) return gp_err_set(err, GP_ENOMEM, NULL);
         for (int g = 0; g < S->ngpus; g++) ids[g] = (uuid_pair){n->gpu_ids[g], g};
         qsort(ids, (size_t)S->ngpus, sizeof *ids, by_uuid);
@@ -721,19 +631,19 @@ static int read_cluster(store_tx *tx, snap *n, gp_err *err) {
         if (!n->nodes[i].ngpus) n->nodes[i].gpu0 = 0;
     if (rc < 0) return rc;
     {
-        uuid_pair *pairs = ar_alloc(n, (size_t)S->ngpus + 1, sizeof *pairs);
+        uuid_pair *pairs = rnd_alloc(n, (size_t)S->ngpus + 1, sizeof *pairs);
         if (!pairs) return gp_err_set(err, GP_ENOMEM, NULL);
         for (int g = 0; g < S->ngpus; g++) pairs[g] = (uuid_pair){n->gpu_uuids[g], g};
         qsort(pairs, (size_t)S->ngpus, sizeof *pairs, by_uuid);
         for (int g = 0; g < S->ngpus; g++) n->gpu_order[g] = pairs[g].g;
     }
     /* classes */
-    if (!(n->model_ok = ar_alloc(n, (size_t)(nc + 1) * (size_t)(S->nmodels + 1), 1)) ||
-        !(n->gpu_ok = ar_alloc(n, (size_t)(nc + 1) * (size_t)(S->ngpus + 1), 1)))
+    if (!(n->model_ok = rnd_alloc(n, (size_t)(nc + 1) * (size_t)(S->nmodels + 1), 1)) ||
+        !(n->gpu_ok = rnd_alloc(n, (size_t)(nc + 1) * (size_t)(S->ngpus + 1), 1)))
         return gp_err_set(err, GP_ENOMEM, NULL);
     /* each model's largest card: the card a class is counted on before placement */
-    const char **mnames = ar_alloc(n, (size_t)S->nmodels + 1, sizeof *mnames);
-    int *mgib = ar_alloc(n, (size_t)S->nmodels + 1, sizeof *mgib);
+    const char **mnames = rnd_alloc(n, (size_t)S->nmodels + 1, sizeof *mnames);
+    int *mgib = rnd_alloc(n, (size_t)S->nmodels + 1, sizeof *mgib);
     if (!mnames || !mgib) return gp_err_set(err, GP_ENOMEM, NULL);
     for (int m = 0; m < S->nmodels; m++) mnames[m] = n->models[m];
     for (int g = 0; g < S->ngpus; g++)
@@ -765,7 +675,7 @@ static int read_cluster(store_tx *tx, snap *n, gp_err *err) {
         cl->topology = !strcmp(topo, "nvlink") ? SCH_TOPO_NVLINK
                        : !strcmp(topo, "same-numa") ? SCH_TOPO_NUMA : SCH_TOPO_ANY;
         cl->pool = store_text(s, 7)[0]
-                       ? find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 7))
+                       ? rnd_find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 7))
                        : -1;
         unsigned char *ok = &n->model_ok[(size_t)c * (size_t)(S->nmodels + 1)];
         json_t *models = json_loads(store_text(s, 5), 0, NULL);
@@ -807,7 +717,7 @@ static int read_cluster(store_tx *tx, snap *n, gp_err *err) {
     for (int c = 0; c < n->nstored; c++)
         if (finish_class(n, c, NULL)) return gp_err_set(err, GP_ENOMEM, NULL);
     /* tenants and projects */
-    if (!(n->pool_ok = ar_alloc(n, (size_t)(nt + 1) * (size_t)(S->npools + 1), 1)))
+    if (!(n->pool_ok = rnd_alloc(n, (size_t)(nt + 1) * (size_t)(S->npools + 1), 1)))
         return gp_err_set(err, GP_ENOMEM, NULL);
     if ((rc = store_query(tx, &s, err, "SELECT id, name FROM tenants ORDER BY id", "")))
         return rc;
@@ -825,7 +735,7 @@ static int read_cluster(store_tx *tx, snap *n, gp_err *err) {
     if ((rc = store_query(tx, &s, err, "SELECT name, tenants FROM pools ORDER BY name", "")))
         return rc;
     while ((rc = store_step(s, err)) > 0) {
-        int p = find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 0));
+        int p = rnd_find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 0));
         json_t *allowed = json_loads(store_text(s, 1), 0, NULL);
         for (int i = 0; p >= 0 && i < S->ntenants; i++) {
             int ok = json_array_size(allowed) == 0;
@@ -838,7 +748,7 @@ static int read_cluster(store_tx *tx, snap *n, gp_err *err) {
     }
     store_done(s);
     if (rc < 0) return rc;
-    if (!(n->ppool_ok = ar_alloc(n, (size_t)(npj + 1) * (size_t)(S->npools + 1), 1)))
+    if (!(n->ppool_ok = rnd_alloc(n, (size_t)(npj + 1) * (size_t)(S->npools + 1), 1)))
         return gp_err_set(err, GP_ENOMEM, NULL);
     if ((rc = store_query(tx, &s, err,
                           "SELECT id, tenant_id, name, class FROM projects ORDER BY id", "")))
@@ -848,7 +758,7 @@ static int read_cluster(store_tx *tx, snap *n, gp_err *err) {
         snprintf(n->pids[i], RND_ID_LEN, "%s", store_text(s, 0));
         snprintf(n->pnames[i], 64, "%s", store_text(s, 2));
         n->projects[i].name = n->pnames[i];
-        n->projects[i].tenant = find_str(n->tids, sizeof *n->tids, S->ntenants, store_text(s, 1));
+        n->projects[i].tenant = rnd_find_str(n->tids, sizeof *n->tids, S->ntenants, store_text(s, 1));
         const char *pc = store_text(s, 3);
         n->projects[i].pclass = !strcmp(pc, "production") ? 0 : !strcmp(pc, "development") ? 1 : 2;
     }
@@ -860,7 +770,7 @@ static int read_cluster(store_tx *tx, snap *n, gp_err *err) {
     for (int i = 0; i < S->nprojects; i++)
         memset(&n->ppool_ok[(size_t)i * (size_t)(S->npools + 1)], 1, (size_t)S->npools + 1);
     while ((rc = store_step(s, err)) > 0) {
-        int pl = find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 0));
+        int pl = rnd_find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 0));
         json_t *allowed = json_loads(store_text(s, 1), 0, NULL);
         for (int i = 0; pl >= 0 && json_array_size(allowed) && i < S->nprojects; i++) {
             int ok = 0;
@@ -879,581 +789,9 @@ static int read_cluster(store_tx *tx, snap *n, gp_err *err) {
     return GP_OK;
 }
 
-/* ---- the cluster in memory (issue 38; docs/scheduling.md "The cluster in memory") ----
- *
- * The leader keeps the cluster part of its last snapshot (read_cluster) with the store
- * (store_sched_slot) and every round that reads the same cluster_version uses it instead of
- * reading nodes, cards, classes, tenants and projects again: a round reads the queue, the
- * open bindings and the quotas, and what changed.  The version is the store's (triggers,
- * migration 29), read in the round's own read transaction, so a copy is used only for the
- * snapshot it equals - on every server of a PostgreSQL store alike.  Once a minute a round
- * reads the cluster anyway and compares (the consistency check, counted in /metrics: it
- * must find nothing).  A cluster is shared read-only by reference: the slot holds one
- * reference, each snapshot using it another; cl_mu guards the slots and the counts.
- */
-typedef struct rnd_cluster {
-    snap s;          /* its arena holds it all */
-    int64_t version; /* cluster_version.v it was read at */
-    int64_t read_us; /* when (gt_now_us) */
-    int refs;        /* under cl_mu */
-} rnd_cluster;
-
-static pthread_mutex_t cl_mu = PTHREAD_MUTEX_INITIALIZER;
-static int64_t check_us = 60LL * 1000000; /* under cl_mu: sched_cluster_check_every */
-
-void sched_cluster_check_every(int seconds) {
-    pthread_mutex_lock(&cl_mu);
-    check_us = (int64_t)(seconds >= 1 ? seconds : 1) * 1000000;
-    pthread_mutex_unlock(&cl_mu);
-}
-
-static void cluster_drop(rnd_cluster *c) {
-    if (!c) return;
-    pthread_mutex_lock(&cl_mu);
-    int last = --c->refs == 0;
-    pthread_mutex_unlock(&cl_mu);
-    if (last) {
-        snap_free(&c->s);
-        free(c);
-    }
-}
-
-/* One live job as the round reads it (the queue in memory keeps these; the read of the
- * whole queue makes them too).  State: SCH_PENDING (queued), SCH_ADMITTED, SCH_RUNNING, or -1
- * (ended: no longer live). */
-typedef struct qrow {
-    char id[RND_ID_LEN], project[RND_ID_LEN], rsv[RND_ID_LEN];
-    char cls[64], recovery[8];
-    char *stack; /* NULL: none */
-    int state, units, nodes, priority, preemptible, may_preempt, credit, capped, has_deps;
-    int64_t queued_at, started_at, time_limit_s, chg;
-    uint64_t reason; /* reason_hash of its reason */
-} qrow;
-
-/* A list of rows in id order (each malloc'd, owned by the list). */
-typedef struct qlist {
-    qrow **r;
-    int n, cap;
-} qlist;
-
-static void qlist_free(qlist *l) {
-    for (int i = 0; i < l->n; i++) {
-        free(l->r[i]->stack);
-        free(l->r[i]);
-    }
-    free(l->r);
-    memset(l, 0, sizeof *l);
-}
-
-/* What the scheduler keeps with a store (store_sched_slot): the cluster (cl_mu) and the
- * queue (its own mutex, held while a snapshot is filled from it). */
-typedef struct rnd_queue {
-    pthread_mutex_t mu;
-    qlist rows;      /* the live jobs, in id order */
-    int64_t chg;     /* job_chg.v they are at; -1: none yet */
-    int64_t read_us; /* when they were last read whole (the check) */
-} rnd_queue;
-
-typedef struct rnd_mem {
-    rnd_cluster *cl; /* under cl_mu */
-    rnd_queue q;
-} rnd_mem;
-
-static void mem_free(void *p) {
-    rnd_mem *m = p;
-    cluster_drop(m->cl);
-    qlist_free(&m->q.rows);
-    pthread_mutex_destroy(&m->q.mu);
-    free(m);
-}
-
-/* st's rnd_mem, made on first use (cl_mu held); NULL when out of memory. */
-static rnd_mem *mem_of(store_t *st) {
-    store_slot *slot = store_sched_slot(st);
-    if (!slot->p) {
-        rnd_mem *m = calloc(1, sizeof *m);
-        if (!m) return NULL;
-        pthread_mutex_init(&m->q.mu, NULL);
-        m->q.chg = -1;
-        slot->p = m;
-        slot->free_fn = mem_free;
-    }
-    return slot->p;
-}
-
-/* The version rows as tx sees them (migrations 29, 30), -1 when there is none. */
-static int cluster_version(store_tx *tx, int64_t *v, gp_err *err) {
-    return one_value(tx, "SELECT v FROM cluster_version WHERE id = 1", -1, v, err);
-}
-
-/* The cluster read afresh in tx (one reference: the caller's). */
-static int cluster_read(store_tx *tx, int64_t v, int64_t now, rnd_cluster **out, gp_err *err) {
-    rnd_cluster *c = calloc(1, sizeof *c);
-    if (!c) return gp_err_set(err, GP_ENOMEM, NULL);
-    int rc = read_cluster(tx, &c->s, err);
-    if (rc) {
-        snap_free(&c->s);
-        free(c);
-        return rc;
-    }
-    c->version = v;
-    c->read_us = now;
-    c->refs = 1;
-    *out = c;
-    return GP_OK;
-}
-
-/* Keep c in st's slot, unless the slot holds a newer version (a round that began earlier
- * read an older one). */
-static void cluster_keep(store_t *st, rnd_cluster *c) {
-    rnd_cluster *old = NULL;
-    pthread_mutex_lock(&cl_mu);
-    rnd_mem *m = mem_of(st);
-    rnd_cluster *cur = m ? m->cl : NULL;
-    if (m && (!cur || cur->version <= c->version)) {
-        old = cur;
-        c->refs++;
-        m->cl = c;
-    }
-    pthread_mutex_unlock(&cl_mu);
-    cluster_drop(old);
-}
-
-/* Whether two clusters read are the same, field by field (why: the first difference). */
-static int cluster_same(const snap *a, const snap *b, char *why, size_t wn) {
-#define DIFF(...) return snprintf(why, wn, __VA_ARGS__), 0
-    const sch_snapshot *A = &a->s, *B = &b->s;
-    if (A->nnodes != B->nnodes || A->ngpus != B->ngpus || A->npools != B->npools ||
-        A->nmodels != B->nmodels || A->nclasses != B->nclasses || A->ntenants != B->ntenants ||
-        A->nprojects != B->nprojects || a->nstored != b->nstored)
-        DIFF("counts: %d/%d nodes, %d/%d cards, %d/%d classes, %d/%d tenants, %d/%d projects",
-             A->nnodes, B->nnodes, A->ngpus, B->ngpus, A->nclasses, B->nclasses, A->ntenants,
-             B->ntenants, A->nprojects, B->nprojects);
-    for (int i = 0; i < A->npools; i++)
-        if (strcmp(a->pools[i], b->pools[i]) || a->phl[i] != b->phl[i]) DIFF("pool %d", i);
-    for (int i = 0; i < A->nmodels; i++)
-        if (strcmp(a->models[i], b->models[i])) DIFF("model %d", i);
-    for (int i = 0; i < A->nnodes; i++)
-        if (memcmp(&a->nodes[i], &b->nodes[i], sizeof a->nodes[i]) ||
-            strcmp(a->node_names[i], b->node_names[i]) || strcmp(a->node_pool[i], b->node_pool[i]))
-            DIFF("node %s", a->node_names[i]);
-    for (int g = 0; g < A->ngpus; g++) {
-        const sch_gpu *x = &a->gpus[g], *y = &b->gpus[g];
-        if (x->node != y->node || x->model != y->model || x->mode != y->mode ||
-            x->allocatable != y->allocatable || x->mem_gib != y->mem_gib || x->numa != y->numa ||
-            x->nvgroup != y->nvgroup || x->nslices != y->nslices || x->vendor != y->vendor ||
-            strcmp(a->gpu_uuids[g], b->gpu_uuids[g]) || strcmp(a->gpu_ids[g], b->gpu_ids[g]) ||
-            strcmp(a->gpu_driver[g], b->gpu_driver[g]) || strcmp(a->gpu_cc[g], b->gpu_cc[g]) ||
-            a->gpu_order[g] != b->gpu_order[g])
-            DIFF("card %s", a->gpu_uuids[g]);
-        for (int k = 0; k < x->nslices; k++) {
-            size_t at = (size_t)g * SCH_MAX_SLICES + (size_t)k;
-            if (x->slices[k].mem_gib != y->slices[k].mem_gib ||
-                strcmp(a->slice_uuids[at], b->slice_uuids[at]) ||
-                strcmp(a->slice_prof[at], b->slice_prof[at]))
-                DIFF("slice %d of card %s", k, a->gpu_uuids[g]);
-        }
-    }
-    for (int c = 0; c < A->nclasses; c++) {
-        const sch_class *x = &a->classes[c], *y = &b->classes[c];
-        if (strcmp(a->cnames[c], b->cnames[c]) || strcmp(a->cforms[c], b->cforms[c]) ||
-            strcmp(a->cprof[c], b->cprof[c]) || x->form != y->form ||
-            x->shared_mem_gib != y->shared_mem_gib || x->shared_pct != y->shared_pct ||
-            x->gpus != y->gpus || x->cpus != y->cpus || x->mem_gib != y->mem_gib ||
-            x->pool != y->pool || x->topology != y->topology || x->gpu_milli != y->gpu_milli ||
-            x->gpu_mem_gib != y->gpu_mem_gib || x->base != y->base || x->nalts != y->nalts ||
-            x->alt_vendor != y->alt_vendor || !x->why_none != !y->why_none ||
-            (x->why_none && strcmp(x->why_none, y->why_none)) ||
-            (x->nalts && memcmp(x->alts, y->alts, (size_t)x->nalts * sizeof *x->alts)) ||
-            memcmp(x->model_ok, y->model_ok, (size_t)A->nmodels) ||
-            memcmp(x->gpu_ok, y->gpu_ok, (size_t)A->ngpus))
-            DIFF("class %s", a->cnames[c]);
-    }
-    for (int i = 0; i < A->ntenants; i++)
-        if (strcmp(a->tids[i], b->tids[i]) || strcmp(a->tnames[i], b->tnames[i]) ||
-            memcmp(a->tenants[i].pool_ok, b->tenants[i].pool_ok, (size_t)A->npools))
-            DIFF("tenant %s", a->tnames[i]);
-    for (int i = 0; i < A->nprojects; i++)
-        if (strcmp(a->pids[i], b->pids[i]) || strcmp(a->pnames[i], b->pnames[i]) ||
-            a->projects[i].tenant != b->projects[i].tenant ||
-            a->projects[i].pclass != b->projects[i].pclass ||
-            memcmp(a->projects[i].pool_ok, b->projects[i].pool_ok, (size_t)A->npools))
-            DIFF("project %s", a->pnames[i]);
-    return 1;
-#undef DIFF
-}
-
-/* Check c against what tx reads now; counts the check and logs a difference. */
-static int cluster_check(store_tx *tx, const rnd_cluster *c, int64_t now, int *same,
-                         rnd_cluster **fresh, gp_err *err) {
-    int rc = cluster_read(tx, c->version, now, fresh, err);
-    if (rc) return rc;
-    char why[160] = "";
-    *same = cluster_same(&c->s, &(*fresh)->s, why, sizeof why);
-    sched_metrics_cluster(SCHED_CLUSTER_CHECK, !*same);
-    if (!*same)
-        log_msg(LOG_WARN, "scheduler: the cluster in memory differs from the store (%s); read "
-                          "again", why);
-    return GP_OK;
-}
-
-/*
- * The cluster for a snapshot read in tx: the one in memory when it was read at the version
- * tx sees (and checked within the minute), else read now and kept.  OUT: *out, one reference.
- */
-static int cluster_take(store_t *st, store_tx *tx, int64_t now, rnd_cluster **out,
-                        gp_err *err) {
-    int64_t v;
-    int rc = cluster_version(tx, &v, err);
-    if (rc) return rc;
-    pthread_mutex_lock(&cl_mu);
-    rnd_mem *m = mem_of(st);
-    rnd_cluster *cur = m ? m->cl : NULL;
-    int held = cur && cur->version == v && v >= 0;
-    if (held) cur->refs++;
-    int64_t every = check_us;
-    pthread_mutex_unlock(&cl_mu);
-    if (held && now - cur->read_us < every) {
-        sched_metrics_cluster(SCHED_CLUSTER_MEMORY, 0);
-        *out = cur;
-        return GP_OK;
-    }
-    rnd_cluster *c = NULL;
-    if (held) { /* due for the consistency check */
-        int same;
-        rc = cluster_check(tx, cur, now, &same, &c, err);
-        cluster_drop(cur);
-    } else {
-        rc = cluster_read(tx, v, now, &c, err);
-        if (!rc) sched_metrics_cluster(SCHED_CLUSTER_READ, 0);
-    }
-    if (rc) return rc;
-    cluster_keep(st, c);
-    *out = c;
-    return GP_OK;
-}
-
-/* A snapshot's own copies of what a round changes of the cluster's parts: the classes (the
- * derived ones are appended: ccap), tenants and projects (quotas, use).  -1: no memory. */
-static int cluster_use(snap *n, int nds) {
-    const snap *c = &n->cl->s;
-    sch_snapshot *S = &n->s;
-    n->pol = c->pol;
-    n->nodes = c->nodes;
-    n->node_names = c->node_names;
-    n->node_pool = c->node_pool;
-    n->gpus = c->gpus;
-    n->gpu_uuids = c->gpu_uuids;
-    n->gpu_ids = c->gpu_ids;
-    n->slice_uuids = c->slice_uuids;
-    n->slice_prof = c->slice_prof;
-    n->models = c->models;
-    n->gpu_order = c->gpu_order;
-    n->pools = c->pools;
-    n->phl = c->phl;
-    n->model_ok = c->model_ok;
-    n->gpu_ok = c->gpu_ok;
-    n->gpu_driver = c->gpu_driver;
-    n->gpu_cc = c->gpu_cc;
-    n->gpu_stack = c->gpu_stack;
-    n->nstored = c->nstored;
-    n->ppool_ok = c->ppool_ok;
-    n->tnames = c->tnames;
-    n->tids = c->tids;
-    n->pool_ok = c->pool_ok;
-    n->pnames = c->pnames;
-    n->pids = c->pids;
-    S->nnodes = c->s.nnodes;
-    S->ngpus = c->s.ngpus;
-    S->npools = c->s.npools;
-    S->nmodels = c->s.nmodels;
-    S->nclasses = c->s.nclasses;
-    S->ntenants = c->s.ntenants;
-    S->nprojects = c->s.nprojects;
-    /* and room for a class per (stored class, job stack) the live jobs name, each with its
-     * single-vendor variants */
-    n->ccap = S->nclasses + nds * (1 + CP_NVENDORS);
-    if (!ALLOC(n->classes, n->ccap) || !ALLOC(n->cnames, n->ccap) || !ALLOC(n->cprof, n->ccap) ||
-        !ALLOC(n->cforms, n->ccap) || !ALLOC(n->crules, n->ccap) || !ALLOC(n->dstack, n->ccap) ||
-        !ALLOC(n->tenants, S->ntenants) ||
-        !(n->pusage = ar_alloc(n, (size_t)(S->ntenants + 1) * (size_t)(S->npools + 1),
-                               sizeof *n->pusage)) ||
-        !ALLOC(n->projects, S->nprojects))
-        return -1;
-    size_t k = (size_t)S->nclasses;
-    memcpy(n->classes, c->classes, k * sizeof *n->classes);
-    memcpy(n->cnames, c->cnames, k * sizeof *n->cnames);
-    memcpy(n->cprof, c->cprof, k * sizeof *n->cprof);
-    memcpy(n->cforms, c->cforms, k * sizeof *n->cforms);
-    memcpy(n->crules, c->crules, k * sizeof *n->crules);
-    memcpy(n->dstack, c->dstack, k * sizeof *n->dstack);
-    for (int i = 0; i < S->nclasses; i++) {
-        n->classes[i].name = n->cnames[i];
-        n->classes[i].profile = n->cprof[i];
-    }
-    memcpy(n->tenants, c->tenants, (size_t)S->ntenants * sizeof *n->tenants);
-    memcpy(n->projects, c->projects, (size_t)S->nprojects * sizeof *n->projects);
-    return 0;
-}
-
-void sched_cluster_forget(store_t *st) {
-    pthread_mutex_lock(&cl_mu);
-    rnd_mem *m = mem_of(st);
-    rnd_cluster *cur = m ? m->cl : NULL;
-    if (m) m->cl = NULL;
-    pthread_mutex_unlock(&cl_mu);
-    cluster_drop(cur);
-    if (!m) return;
-    pthread_mutex_lock(&m->q.mu);
-    qlist_free(&m->q.rows);
-    m->q.chg = -1;
-    pthread_mutex_unlock(&m->q.mu);
-}
-
-/* ---- the queue in memory (issue 38; docs/scheduling.md "The cluster in memory") ----
- *
- * The leader keeps the live jobs (queued, admitted, running) as the round reads them, in id
- * order, and a round reads only the jobs that changed since: every insert of a job and every
- * update of a column the round reads stamps the row's `chg` with the next job_chg.v in the
- * same transaction (triggers, migration 30; on PostgreSQL the job_chg row's lock orders the
- * stamps as the commits), so `chg > seen` in the round's own snapshot is exactly what changed.
- * A job that ended is dropped.  Which waiting jobs' dependencies are unmet is asked each
- * round, of the jobs that have any.  A snapshot older than the memory (an explain that began
- * before a round moved it on) reads the whole queue instead, and so does the consistency
- * check, which compares (gpupool_sched_cluster_mismatches_total).
- */
-
-#define QROW_COLS                                                                                \
-    "id, project_id, class, units, priority, preemptible, may_preempt, queued_at,"              \
-    " COALESCE(started_at, 0), state, recovery, preempt_credit, COALESCE(reason, ''), stack,"   \
-    /* a task of an array with a cap (arrays.c); an array's cap never changes */                \
-    " COALESCE((SELECT a.max_running FROM job_arrays a WHERE a.id = jobs.array_id), 0),"        \
-    /* the reservation it names (reservations.c), its time limit */                             \
-    " COALESCE(reservation_id, ''), time_limit_s,"                                              \
-    /* a job that spans nodes (sched.h, step 4a) */                                             \
-    " nodes,"                                                                                   \
-    /* whether it waits for other jobs (deps.c: its dependencies are fixed at submit) */        \
-    " EXISTS (SELECT 1 FROM job_deps d WHERE d.job_id = jobs.id), chg"
-
-static int qstate(const char *t) {
-    return !strcmp(t, "queued")     ? SCH_PENDING
-           : !strcmp(t, "admitted") ? SCH_ADMITTED
-           : !strcmp(t, "running")  ? SCH_RUNNING
-                                    : -1;
-}
-
-/* The row at s (QROW_COLS), or NULL when out of memory. */
-static qrow *qrow_read(store_stmt *s) {
-    qrow *r = calloc(1, sizeof *r);
-    if (!r) return NULL;
-    snprintf(r->id, sizeof r->id, "%s", store_text(s, 0));
-    snprintf(r->project, sizeof r->project, "%s", store_text(s, 1));
-    snprintf(r->cls, sizeof r->cls, "%s", store_text(s, 2));
-    r->units = (int)store_int(s, 3);
-    r->priority = (int)store_int(s, 4);
-    r->preemptible = (int)store_int(s, 5);
-    r->may_preempt = (int)store_int(s, 6);
-    r->queued_at = store_int(s, 7);
-    r->started_at = store_int(s, 8);
-    r->state = qstate(store_text(s, 9));
-    snprintf(r->recovery, sizeof r->recovery, "%s", store_text(s, 10));
-    r->credit = store_int(s, 11) != 0;
-    r->reason = reason_hash(store_text(s, 12));
-    const char *stk = store_text(s, 13);
-    if (stk[0] && !(r->stack = strdup(stk))) {
-        free(r);
-        return NULL;
-    }
-    r->capped = store_int(s, 14) > 0;
-    snprintf(r->rsv, sizeof r->rsv, "%s", store_text(s, 15));
-    r->time_limit_s = store_int(s, 16);
-    r->nodes = (int)store_int(s, 17);
-    r->has_deps = store_int(s, 18) != 0;
-    r->chg = store_int(s, 19);
-    return r;
-}
-
-static int qlist_add(qlist *l, qrow *r) {
-    if (l->n == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 256;
-        qrow **a = realloc(l->r, (size_t)cap * sizeof *a);
-        if (!a) return -1;
-        l->r = a;
-        l->cap = cap;
-    }
-    l->r[l->n++] = r;
-    return 0;
-}
-
-static int by_qid(const void *a, const void *b) {
-    return strcmp((*(qrow *const *)a)->id, (*(qrow *const *)b)->id);
-}
-
-/* The rows of `where` (SQL after WHERE, one optional integer argument), in id order (sorted
- * here: `chg > ?` then reads the index on chg, not every job ever in id order). */
-static int qlist_read(store_tx *tx, const char *where, int64_t arg, int nargs, qlist *out,
-                      gp_err *err) {
-    store_stmt *s;
-    char sql[1600];
-    snprintf(sql, sizeof sql, "SELECT " QROW_COLS " FROM jobs WHERE %s", where);
-    int rc = store_query(tx, &s, err, sql, nargs ? "i" : "", arg);
-    if (rc) return rc;
-    while ((rc = store_step(s, err)) > 0) {
-        qrow *r = qrow_read(s);
-        if (!r || qlist_add(out, r)) {
-            if (r) {
-                free(r->stack);
-                free(r);
-            }
-            rc = gp_err_set(err, GP_ENOMEM, NULL);
-            break;
-        }
-    }
-    store_done(s);
-    if (rc < 0) {
-        qlist_free(out);
-        return rc;
-    }
-    if (out->n > 1) qsort(out->r, (size_t)out->n, sizeof *out->r, by_qid);
-    return GP_OK;
-}
-
-/* Fold the changed rows `d` (any state, id order) into `q` (live, id order); d is emptied.
- * -1: out of memory (q unchanged). */
-static int qlist_merge(qlist *q, qlist *d) {
-    qlist out = {0};
-    out.cap = q->n + d->n + 1;
-    if (!(out.r = malloc((size_t)out.cap * sizeof *out.r))) return -1;
-    int i = 0, k = 0;
-    while (i < q->n || k < d->n) {
-        int c = i == q->n ? 1 : k == d->n ? -1 : strcmp(q->r[i]->id, d->r[k]->id);
-        qrow *keep = NULL, *gone = NULL;
-        if (c < 0) keep = q->r[i++];
-        else {
-            if (c == 0) gone = q->r[i++];
-            qrow *r = d->r[k++];
-            if (r->state >= 0) keep = r;
-            else {
-                free(r->stack);
-                free(r);
-            }
-        }
-        if (gone) {
-            free(gone->stack);
-            free(gone);
-        }
-        if (keep) out.r[out.n++] = keep;
-    }
-    free(q->r);
-    free(d->r);
-    memset(d, 0, sizeof *d);
-    *q = out;
-    return 0;
-}
-
-static int qrow_same(const qrow *a, const qrow *b) {
-    return !strcmp(a->id, b->id) && !strcmp(a->project, b->project) && !strcmp(a->rsv, b->rsv) &&
-           !strcmp(a->cls, b->cls) && !strcmp(a->recovery, b->recovery) &&
-           !strcmp(a->stack ? a->stack : "", b->stack ? b->stack : "") && a->state == b->state &&
-           a->units == b->units && a->nodes == b->nodes && a->priority == b->priority &&
-           a->preemptible == b->preemptible && a->may_preempt == b->may_preempt &&
-           a->credit == b->credit && a->capped == b->capped && a->has_deps == b->has_deps &&
-           a->queued_at == b->queued_at && a->started_at == b->started_at &&
-           a->time_limit_s == b->time_limit_s && a->reason == b->reason && a->chg == b->chg;
-}
-
-static int job_chg(store_tx *tx, int64_t *v, gp_err *err) {
-    return one_value(tx, "SELECT v FROM job_chg WHERE id = 1", -1, v, err);
-}
-
-#define QLIVE "state IN ('queued','admitted','running')"
-
-/* Bring q (holding rows, at an older job_chg) to v, what tx sees, reading what changed.
- * Caller holds q->mu. */
-static int queue_sync(store_tx *tx, rnd_queue *q, int64_t v, gp_err *err) {
-    if (q->chg < 0 || v <= q->chg) return GP_OK;
-    qlist d = {0};
-    int rc = qlist_read(tx, "chg > ?", q->chg, 1, &d, err);
-    if (!rc && qlist_merge(&q->rows, &d)) {
-        qlist_free(&d);
-        rc = gp_err_set(err, GP_ENOMEM, NULL);
-    }
-    if (rc) {
-        qlist_free(&q->rows); /* (read whole next time) */
-        q->chg = -1;
-        return rc;
-    }
-    q->chg = v;
-    return GP_OK;
-}
-
-/* Read the live jobs whole (tx at job_chg v) and, when q holds rows of the same v, compare
- * (the check: counted, a difference logged; *same 0 then); q then holds what was read.
- * Caller holds q->mu. */
-static int queue_check(store_tx *tx, rnd_queue *q, int64_t v, int64_t now, int *same,
-                       gp_err *err) {
-    qlist all = {0};
-    int rc = qlist_read(tx, QLIVE, 0, 0, &all, err);
-    *same = 1;
-    if (rc) return rc;
-    if (q->chg >= 0 && q->chg == v) {
-        *same = all.n == q->rows.n;
-        for (int i = 0; *same && i < all.n; i++) *same = qrow_same(all.r[i], q->rows.r[i]);
-        sched_metrics_cluster(SCHED_CLUSTER_CHECK, !*same);
-        if (!*same)
-            log_msg(LOG_WARN, "scheduler: the queue in memory differs from the store (%d live "
-                              "jobs in memory, %d in the store); read again",
-                    q->rows.n, all.n);
-    }
-    qlist_free(&q->rows);
-    q->rows = all;
-    q->chg = v;
-    q->read_us = now;
-    return GP_OK;
-}
-
-/*
- * The live jobs tx sees.  From memory (*held = the queue, locked: the caller fills its
- * snapshot from q->rows and unlocks), brought to tx's job_chg first; or read whole into *own
- * (*held NULL: the caller frees it) when tx is older than the memory.  The first read, and
- * once per check interval a read whole compared with the memory, also renew the memory.
- */
-static int queue_take(store_t *st, store_tx *tx, int64_t now, rnd_queue **held, qlist *own,
-                      gp_err *err) {
-    int64_t v;
-    int rc = job_chg(tx, &v, err);
-    *held = NULL;
-    memset(own, 0, sizeof *own);
-    if (rc) return rc;
-    pthread_mutex_lock(&cl_mu);
-    rnd_mem *m = mem_of(st);
-    int64_t every = check_us;
-    pthread_mutex_unlock(&cl_mu);
-    if (!m || v < 0) return qlist_read(tx, QLIVE, 0, 0, own, err);
-    rnd_queue *q = &m->q;
-    pthread_mutex_lock(&q->mu);
-    if (q->chg >= 0 && v < q->chg) { /* memory is ahead of this snapshot */
-        pthread_mutex_unlock(&q->mu);
-        return qlist_read(tx, QLIVE, 0, 0, own, err);
-    }
-    if ((rc = queue_sync(tx, q, v, err))) {
-        pthread_mutex_unlock(&q->mu);
-        return rc;
-    }
-    if (q->chg < 0 || now - q->read_us >= every) { /* the first read, or the check */
-        int same;
-        if ((rc = queue_check(tx, q, v, now, &same, err))) {
-            pthread_mutex_unlock(&q->mu);
-            return rc;
-        }
-    }
-    *held = q;
-    return GP_OK;
-}
-
 /* Whether the live job of `id` waits for a dependency not met (ids: sorted, unmet). */
 static int in_sorted(char (*ids)[RND_ID_LEN], int n, const char *id) {
-    return find_str(ids, RND_ID_LEN, n, id) >= 0;
+    return rnd_find_str(ids, RND_ID_LEN, n, id) >= 0;
 }
 
 /* The live jobs whose dependencies are not all met, sorted; only when some live job has any. */
@@ -1505,51 +843,10 @@ static int by_cstack(const void *a, const void *b) {
     return c ? c : strcmp(x->stack, y->stack);
 }
 
-int sched_cluster_verify(store_t *st, int *same, gp_err *err) {
-    store_tx *tx;
-    *same = 1;
-    int rc = store_begin(st, STORE_READ, &tx, err);
-    if (rc) return rc;
-    int64_t v, now = gt_now_us();
-    rnd_cluster *cur = NULL, *fresh = NULL;
-    if (!(rc = cluster_version(tx, &v, err))) {
-        pthread_mutex_lock(&cl_mu);
-        rnd_mem *m = mem_of(st);
-        cur = m ? m->cl : NULL;
-        if (cur && cur->version == v) cur->refs++;
-        else cur = NULL; /* none, or of another version: the next round reads it anyway */
-        pthread_mutex_unlock(&cl_mu);
-        if (cur) rc = cluster_check(tx, cur, now, same, &fresh, err);
-    }
-    /* and the queue, brought to what tx sees (when the memory is not ahead of it) */
-    int64_t jv;
-    if (!rc && !(rc = job_chg(tx, &jv, err))) {
-        pthread_mutex_lock(&cl_mu);
-        rnd_mem *m = mem_of(st);
-        pthread_mutex_unlock(&cl_mu);
-        if (m) {
-            pthread_mutex_lock(&m->q.mu);
-            rc = queue_sync(tx, &m->q, jv, err); /* (as the next round would) */
-            if (!rc && m->q.chg >= 0 && m->q.chg == jv) {
-                int qsame;
-                rc = queue_check(tx, &m->q, jv, now, &qsame, err);
-                if (!rc && !qsame) *same = 0;
-            }
-            pthread_mutex_unlock(&m->q.mu);
-        }
-    }
-    store_rollback(tx);
-    cluster_drop(cur);
-    if (fresh) {
-        cluster_keep(st, fresh);
-        cluster_drop(fresh);
-    }
-    return rc;
-}
 
 /*
  * Build the snapshot a round decides on, in tx: the cluster (from memory or read:
- * cluster_take), then what every round reads - the derived classes of the job stacks, the
+ * rnd_cluster_take), then what every round reads - the derived classes of the job stacks, the
  * tenants' recent borrowing, quotas, card-hours, reservations, the live jobs, the open
  * bindings and the stops.
  */
@@ -1570,13 +867,13 @@ static int build(store_t *st, store_tx *tx, snap *n, gp_err *err) {
     rnd_queue *q;
     qlist own;
     if ((rc = share_policy_load(tx, &n->spol, err)) ||
-        (rc = cluster_take(st, tx, n->now, &n->cl, err)) ||
-        (rc = queue_take(st, tx, n->now, &q, &own, err)))
+        (rc = rnd_cluster_take(st, tx, n->now, &n->cl, err)) ||
+        (rc = rnd_queue_take(st, tx, n->now, &q, &own, err)))
         return rc;
     /* (the queue stays locked while the snapshot is filled from it) */
     rc = build_from(tx, n, q ? &q->rows : &own, err);
     if (q) pthread_mutex_unlock(&q->mu);
-    qlist_free(&own);
+    rnd_qlist_free(&own);
     return rc;
 }
 
@@ -1598,7 +895,7 @@ static int build_from(store_tx *tx, snap *n, const qlist *live, gp_err *err) {
     for (int i = 0; i < nds; i++)
         if (!np || by_cstack(&pairs[np - 1], &pairs[i])) pairs[np++] = pairs[i];
     nds = np;
-    if (cluster_use(n, nds) || !ALLOC(n->jobs, nj) || !ALLOC(n->jids, nj) ||
+    if (rnd_cluster_use(n, nds) || !ALLOC(n->jobs, nj) || !ALLOC(n->jids, nj) ||
         !ALLOC(n->jrecovery, nj) || !ALLOC(n->jreason, nj) || !ALLOC(n->places, nu) ||
         !ALLOC(n->place_fill, nu)) {
         free(pairs);
@@ -1612,7 +909,7 @@ static int build_from(store_tx *tx, snap *n, const qlist *live, gp_err *err) {
     S->borrow_horizon_s = n->spol.half_life_s;
     /* a class per (stored class, job stack) the live jobs name */
     for (int i = 0; i < nds; i++) {
-        int from = find_str(n->cnames, sizeof *n->cnames, n->nstored, pairs[i].cls);
+        int from = rnd_find_str(n->cnames, sizeof *n->cnames, n->nstored, pairs[i].cls);
         cp_req req;
         char why[160];
         if (from < 0 || cp_req_parse(pairs[i].stack, &req, why, sizeof why)) continue;
@@ -1630,11 +927,11 @@ static int build_from(store_tx *tx, snap *n, const qlist *live, gp_err *err) {
         return rc;
     size_t P1 = (size_t)S->npools + 1;
     while ((rc = store_step(s, err)) > 0) {
-        int i = find_str(n->tids, sizeof *n->tids, S->ntenants, store_text(s, 0));
+        int i = rnd_find_str(n->tids, sizeof *n->tids, S->ntenants, store_text(s, 0));
         if (i < 0) continue;
         share_usage u = {store_int(s, 2), store_int(s, 3), store_int(s, 4)};
         const char *pn = store_text(s, 1);
-        int p = pn[0] ? find_str(n->pools, sizeof *n->pools, S->npools, pn) : S->npools;
+        int p = pn[0] ? rnd_find_str(n->pools, sizeof *n->pools, S->npools, pn) : S->npools;
         if (p >= 0) n->pusage[(size_t)i * P1 + (size_t)p] = u;
         else n->tenants[i].recent += share_usage_now(&u, n->now, n->spol.half_life_s);
     }
@@ -1660,8 +957,8 @@ static int build_from(store_tx *tx, snap *n, const qlist *live, gp_err *err) {
         /* a queued task of an array at its cap: not this round's (arrays.c) */
         if (r->state == SCH_PENDING && !jobs_array_allowed(n->array_allow, r->capped, r->id))
             continue;
-        int cls = find_str(n->cnames, sizeof *n->cnames, n->nstored, r->cls);
-        int prj = find_str(n->pids, sizeof *n->pids, S->nprojects, r->project);
+        int cls = rnd_find_str(n->cnames, sizeof *n->cnames, n->nstored, r->cls);
+        int prj = rnd_find_str(n->pids, sizeof *n->pids, S->nprojects, r->project);
         if (cls < 0 || prj < 0) continue; /* its class was deleted: it cannot be scheduled */
         /* a job naming its image's stack: the class derived for that stack */
         if (r->stack) {
@@ -1699,7 +996,7 @@ static int build_from(store_tx *tx, snap *n, const qlist *live, gp_err *err) {
         j->credited = j->state == SCH_ADMITTED && r->credit;
         j->time_limit_s = r->time_limit_s;
         if (r->rsv[0]) {
-            int ri = find_str(n->rsv_ids, sizeof *n->rsv_ids, S->nrsvs, r->rsv);
+            int ri = rnd_find_str(n->rsv_ids, sizeof *n->rsv_ids, S->nrsvs, r->rsv);
             j->reservation = ri >= 0 ? n->rsv_byid[ri] + 1 : 0;
             /* (every reservation a live job names is loaded; should one not be, a waiting job
              * naming it is not this round's rather than free to run anywhere) */
@@ -1729,7 +1026,7 @@ static int build_from(store_tx *tx, snap *n, const qlist *live, gp_err *err) {
     while ((rc = store_step(s, err)) > 0) {
         if (strcmp(last, store_text(s, 0)) != 0) {
             snprintf(last, sizeof last, "%s", store_text(s, 0));
-            ji = find_str(n->jids, sizeof *n->jids, S->njobs, last);
+            ji = rnd_find_str(n->jids, sizeof *n->jids, S->njobs, last);
             memset(fill, 0, sizeof fill);
         }
         int unit = (int)store_int(s, 1), g = gpu_index(n, store_text(s, 2));
@@ -1828,7 +1125,7 @@ static int unit_cards(const snap *n, int ji, int unit) {
  * job running in the snapshot, or one it left out. */
 static int binding_as_read(const snap *n, const char *job, int unit, const char *uuid,
                            const char *slice) {
-    int ji = find_str(n->jids, sizeof *n->jids, n->s.njobs, job), g = gpu_index(n, uuid);
+    int ji = rnd_find_str(n->jids, sizeof *n->jids, n->s.njobs, job), g = gpu_index(n, uuid);
     if (ji >= 0 && g >= 0 && n->jobs[ji].state == SCH_RUNNING && unit >= 0 &&
         unit < n->jobs[ji].units && unit < 64) {
         const sch_unit *u = &n->jobs[ji].place[unit];
@@ -1891,7 +1188,7 @@ static int look_at_node(store_tx *tx, const snap *n, guard *gd, int node, gp_err
         if (rc) return rc;
         while (ok && (rc = store_step(s, err)) > 0) {
             const char *job = store_text(s, 0);
-            int ji = find_str(n->jids, sizeof *n->jids, n->s.njobs, job);
+            int ji = rnd_find_str(n->jids, sizeof *n->jids, n->s.njobs, job);
             if (ji >= 0 && gd->done[ji]) continue; /* this write phase's own */
             ok = binding_as_read(n, job, (int)store_int(s, 1), store_text(s, 2),
                                  store_text(s, 3));
@@ -2117,9 +1414,9 @@ static int writes_nothing(const snap *n, const sch_decision *d) {
     case SCH_DO_ADMIT:
     case SCH_DO_WAIT_PREEMPT:
         return j->state == SCH_ADMITTED && j->credited == (d->action == SCH_DO_WAIT_PREEMPT) &&
-               n->jreason[d->job] == reason_hash(d->reason);
+               n->jreason[d->job] == rnd_reason_hash(d->reason);
     default:
-        return n->jreason[d->job] == reason_hash(d->reason) && !j->credited;
+        return n->jreason[d->job] == rnd_reason_hash(d->reason) && !j->credited;
     }
 }
 
@@ -2163,7 +1460,7 @@ static int commit_one(store_tx *tx, snap *n, guard *gd, const sch_decision *d,
         break;
     default:
         /* most waiting jobs wait for the same reason round after round: written once */
-        if (n->jreason[d->job] != reason_hash(d->reason))
+        if (n->jreason[d->job] != rnd_reason_hash(d->reason))
             rc = store_exec(tx, NULL, err,
                             "UPDATE jobs SET reason = ? WHERE id = ? AND reason <> ?"
                             " AND state IN ('queued','admitted')",
@@ -2188,8 +1485,8 @@ static int commit_one(store_tx *tx, snap *n, guard *gd, const sch_decision *d,
  */
 static int commit_all(store_t *st, snap *n, const sch_result *r, round_stats *stats,
                       int *committed, gp_err *err) {
-    guard gd = {ar_alloc(n, (size_t)n->s.nnodes + 1, 1), ar_alloc(n, (size_t)n->s.ngpus + 1, 1),
-                ar_alloc(n, (size_t)n->s.njobs + 1, 1)};
+    guard gd = {rnd_alloc(n, (size_t)n->s.nnodes + 1, 1), rnd_alloc(n, (size_t)n->s.ngpus + 1, 1),
+                rnd_alloc(n, (size_t)n->s.njobs + 1, 1)};
     if (!gd.node || !gd.gpu || !gd.done) return gp_err_set(err, GP_ENOMEM, NULL);
     store_tx *tx = NULL;
     int rc = GP_OK, inbatch = 0;
@@ -2368,7 +1665,7 @@ int sched_run_between(store_t *st, void (*between)(void *arg), void *arg, round_
     if (!rc && n.any_deps) rc = jobs_deps_doomed(tx, &doomed, err);
     store_rollback(tx);
     if (rc) {
-        snap_free(&n);
+        rnd_snap_free(&n);
         return rc;
     }
     /* queued jobs whose dependencies can never be met end now (deps.c); what waited on them
@@ -2383,7 +1680,7 @@ int sched_run_between(store_t *st, void (*between)(void *arg), void *arg, round_
         int any = json_array_size(gone) > 0;
         json_decref(gone);
         if (rc) {
-            snap_free(&n);
+            rnd_snap_free(&n);
             return rc;
         }
         if (any) sched_wake_freed(st, 1);
@@ -2391,7 +1688,7 @@ int sched_run_between(store_t *st, void (*between)(void *arg), void *arg, round_
     int64_t t1 = gt_mono_us();
     /* 2. decide, holding nothing */
     if (sch_round(&n.s, &r) != 0) {
-        snap_free(&n);
+        rnd_snap_free(&n);
         return gp_err_set(err, GP_ENOMEM, "scheduler: out of memory");
     }
     int64_t t2 = gt_mono_us();
@@ -2404,7 +1701,7 @@ int sched_run_between(store_t *st, void (*between)(void *arg), void *arg, round_
         (void)record_shares(st, &n, &r, &e2);
     }
     sch_result_free(&r);
-    snap_free(&n);
+    rnd_snap_free(&n);
     stats->read_us = t1 - t0;
     stats->decide_us = t2 - t1;
     if (rc) {
@@ -2756,7 +2053,7 @@ int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp
     }
     rc = build(st, tx, &n, err);
     if (rc) goto done;
-    int ji = find_str(n.jids, sizeof *n.jids, n.s.njobs, id);
+    int ji = rnd_find_str(n.jids, sizeof *n.jids, n.s.njobs, id);
     if (ji < 0) {
         rc = gp_err_set(err, GP_ECONFLICT, "the job is not waiting or running");
         goto done;
@@ -2885,7 +2182,7 @@ int sched_explain(store_t *st, const char *id, json_t *allowed, json_t **out, gp
     json_object_set_new(o, "suggestions", sugg);
     *out = o;
 done:
-    snap_free(&n);
+    rnd_snap_free(&n);
     store_rollback(tx);
     return rc;
 }

@@ -33,7 +33,7 @@ void sched_metrics_round(int64_t took_us, int failed);
 void sched_metrics_phases(int64_t read_us, int64_t decide_us, int64_t write_us, int stale);
 
 /*
- * Where a round's cluster came from (round.c, "the cluster in memory"): SCHED_CLUSTER_MEMORY
+ * Where a round's cluster came from (round_mem.c, "the cluster in memory"): SCHED_CLUSTER_MEMORY
  * (the leader's copy), SCHED_CLUSTER_READ (read from the store: the first round, or it
  * changed) or SCHED_CLUSTER_CHECK (the periodic consistency check read it and compared;
  * `mismatch` 1 when the copy differed).  Observed in gpupool_sched_cluster_reads_total{source}

@@ -100,7 +100,7 @@ void store_close(store_t *st);
 
 /*
  * The one object a module above the store keeps with an open store for as
- * long as it is open: the scheduler's cluster in memory (src/sched/round.c).
+ * long as it is open: the scheduler's cluster in memory (src/sched/round_mem.c).
  * `p` is NULL until its owner sets it; store_close() calls free_fn(p) first.
  * The owner locks (the store never reads p).
  */
