@@ -566,6 +566,21 @@ as() {
     run_cli --server "$URL" --token "$tok" "$@"
 }
 
+# user NAME ROLE [TENANT [PROJECT]]: as the admin token $ADMIN, create user NAME (its password
+# in $E2E_TMP/pw.NAME, written when missing), grant it ROLE (globally, over TENANT, or over
+# TENANT's PROJECT) and log it in; sets TOK_NAME to its token.  A test may define its own.
+user() {
+    local name=$1 role=$2 tenant=${3:-} project=${4:-}
+    [ -f "$E2E_TMP/pw.$name" ] || printf '%s-Secret-9\n' "$name" >"$E2E_TMP/pw.$name"
+    run_in "$E2E_TMP/pw.$name" --server "$URL" --token "$ADMIN" user create "$name"
+    assert_rc 0
+    gp member grant "$name" "$role" ${tenant:+--tenant "$tenant"} ${project:+--project "$project"}
+    assert_rc 0
+    run_in "$E2E_TMP/pw.$name" --server "$URL" login "$name"
+    assert_rc 0
+    printf -v "TOK_$name" '%s' "$(head -n 1 "$OUT_FILE")"
+}
+
 # jout FILTER: jq -r FILTER on the last command's stdout ("" when not JSON).
 jout() { jq -r "$1" "$OUT_FILE" 2>/dev/null; }
 

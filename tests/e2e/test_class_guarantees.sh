@@ -45,17 +45,6 @@ for t in red blue; do
     gp project create p --tenant $t --class development
     assert_rc 0
 done
-# user NAME ROLE TENANT [PROJECT]: create, grant, log in; sets TOK_NAME
-user() {
-    local name=$1 role=$2 tenant=$3 project=${4:-}
-    run_in "$E2E_TMP/pw.$name" --server "$URL" --token "$ADMIN" user create "$name"
-    assert_rc 0
-    gp member grant "$name" "$role" --tenant "$tenant" ${project:+--project "$project"}
-    assert_rc 0
-    run_in "$E2E_TMP/pw.$name" --server "$URL" login "$name"
-    assert_rc 0
-    printf -v "TOK_$name" '%s' "$(head -n 1 "$OUT_FILE")"
-}
 user ru project-user red p
 user bu project-user blue p
 user ra tenant-admin red

@@ -45,17 +45,6 @@ for t in blue green gold; do
     gp quota set --tenant $t --gpus 16 --guaranteed-gpus 2
     assert_rc 0
 done
-# user NAME ROLE TENANT [PROJECT]: create, grant, log in; sets TOK_NAME
-user() {
-    local name=$1 role=$2 tenant=$3 project=${4:-}
-    run_in "$E2E_TMP/pw.$name" --server "$URL" --token "$ADMIN" user create "$name"
-    assert_rc 0
-    gp member grant "$name" "$role" --tenant "$tenant" ${project:+--project "$project"}
-    assert_rc 0
-    run_in "$E2E_TMP/pw.$name" --server "$URL" login "$name"
-    assert_rc 0
-    printf -v "TOK_$name" '%s' "$(head -n 1 "$OUT_FILE")"
-}
 user ta tenant-admin blue
 TA=$TOK_ta
 for t in blue green gold; do user $t project-user $t p; done

@@ -46,15 +46,6 @@ for t in red blue; do
     gp -o json quota set --tenant $t --gpus $([ $t == red ] && echo 4 || echo 8) --guaranteed-gpus 2
     assert_rc 0
 done
-# user NAME ROLE TENANT [PROJECT]: create, grant, log in; prints the token
-user() {
-    run_in "$E2E_TMP/pw.$1" --server "$URL" --token "$ADMIN" user create "$1"
-    assert_rc 0
-    gp member grant "$1" "$2" --tenant "$3" ${4:+--project "$4"}
-    assert_rc 0
-    run_in "$E2E_TMP/pw.$1" --server "$URL" login "$1"
-    assert_rc 0
-}
 user ba tenant-admin blue
 BA=$(head -n 1 "$OUT_FILE")
 user ru project-user red p
