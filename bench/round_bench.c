@@ -23,6 +23,8 @@
  * the R rounds; read_ratio = full_read_ms / read_ms, both from this run).
  * KEEP=1 in the environment keeps the store's folder (its path on stderr).
  */
+#include "bench_util.h"
+
 #include "../src/core/gtime.h"
 #include "../src/core/rand.h"
 #include "../src/sched/jobs.h"
@@ -33,29 +35,10 @@
 #include <string.h>
 #include <unistd.h>
 
-static long hwm_mib(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmHWM:", 6)) kb = atol(line + 6);
-    if (f) fclose(f);
-    return kb / 1024;
-}
-
-/* One statement in its own write transaction; `types` names up to three integer arguments. */
+/* One statement in its own write transaction (bench_sql); up to three integer arguments. */
 static int run_sql(store_t *st, const char *sql, const char *types, int64_t a, int64_t b,
                    int64_t c) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    int rc = store_begin(st, STORE_WRITE, &tx, &err);
-    if (!rc) {
-        rc = store_exec(tx, NULL, &err, sql, types, a, b, c);
-        if (rc) store_rollback(tx);
-        else rc = store_commit(tx, &err);
-    }
-    if (rc) fprintf(stderr, "gpupool-bench round: %s\n  (%.120s)\n", err.msg, sql);
-    return rc;
+    return bench_sql(st, "round", sql, types, a, b, c, 0, 0, 0);
 }
 
 static int cmp_i64(const void *a, const void *b) {
@@ -199,7 +182,7 @@ int bench_round(int argc, char **argv) {
                " exit_round_ms=%.2f rss_mib=%ld\n",
                nodes, queued, fr, rd, rd > 0 ? fr / rd : 0.0, median_ms(full_total, (int)rounds),
                median_ms(tot, (int)rounds), (double)max_us / 1000.0, (double)submit_us / 1000.0,
-               (double)exit_us / 1000.0, hwm_mib());
+               (double)exit_us / 1000.0, bench_peak_rss_mib());
     }
     free(full_read);
     free(full_total);

@@ -14,6 +14,8 @@
  * `placements_per_s=N round_ms=N submit_round_ms=N exit_round_ms=N rss_mib=N
  * whole_submit_round_ms=N` (the delta times).
  */
+#include "bench_util.h"
+
 #include "../src/sched/sched.h"
 
 #include <stdio.h>
@@ -27,22 +29,6 @@ static unsigned long long next(void) {
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return rng;
-}
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static long rss_mib(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmHWM:", 6)) kb = atol(line + 6);
-    if (f) fclose(f);
-    return kb / 1024;
 }
 
 int bench_sched(int argc, char **argv);
@@ -132,12 +118,12 @@ int bench_sched(int argc, char **argv) {
     sch_snapshot s = {nd, nodes, gp, ngpus, cls, 5, tn, ntenants, pj, ntenants * 2, jobs, njobs,
                       3, 2, "2026-12"};
     sch_result r;
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     if (sch_round(&s, &r) != 0) {
         fprintf(stderr, "gpupool-bench sched: out of memory\n");
         return 1;
     }
-    double ms = now_ms() - t0;
+    double ms = bench_now_ms() - t0;
     char why[200];
     int okc = sch_check(&s, &r, why, sizeof why) == 0;
     long units = 0;
@@ -162,9 +148,9 @@ int bench_sched(int argc, char **argv) {
     s1.jobs = j1;
     /* the delta holds the settled state (built once, as the leader would keep it) */
     sch_delta *dl = NULL;
-    double t1 = now_ms();
+    double t1 = bench_now_ms();
     if (sch_delta_new(&s1, &dl) != 0) return 1;
-    double delta_new_ms = now_ms() - t1;
+    double delta_new_ms = bench_now_ms() - t1;
     /* one submit, a shared slice, for the tenant with the most GPU quota left (most are at
      * their ceiling): a full round and the delta must agree */
     int64_t *left = calloc((size_t)ntenants, sizeof *left);
@@ -179,13 +165,13 @@ int bench_sched(int argc, char **argv) {
     j1[njobs] = (sch_job){"new", roomy * 2, 4, 1, 300, 1, 0, (int64_t)njobs, 0, SCH_PENDING, NULL, 0};
     s1.njobs = njobs + 1;
     sch_result r1, r2, r4;
-    t1 = now_ms();
+    t1 = bench_now_ms();
     if (sch_round(&s1, &r1) != 0) return 1;
-    double submit_ms = now_ms() - t1;
+    double submit_ms = bench_now_ms() - t1;
     int ok1 = sch_check(&s1, &r1, why, sizeof why) == 0;
-    t1 = now_ms();
+    t1 = bench_now_ms();
     if (sch_delta_submit(dl, &s1, njobs, &r2) != 0) return 1;
-    double submit_delta_ms = now_ms() - t1;
+    double submit_delta_ms = bench_now_ms() - t1;
     int agree = r2.n == 1;
     for (int i = 0; i < r1.n && agree; i++)
         if (r1.d[i].job == njobs)
@@ -206,13 +192,13 @@ int bench_sched(int argc, char **argv) {
     j1[njobs + 1] = (sch_job){"new-whole", 0, 0, 1, 300, 1, 0, (int64_t)njobs + 1, 0, SCH_PENDING,
                               NULL, 0};
     s1.njobs = njobs + 2;
-    t1 = now_ms();
+    t1 = bench_now_ms();
     if (sch_round(&s1, &r1) != 0) return 1;
-    double whole_ms = now_ms() - t1;
+    double whole_ms = bench_now_ms() - t1;
     ok1 &= sch_check(&s1, &r1, why, sizeof why) == 0;
-    t1 = now_ms();
+    t1 = bench_now_ms();
     if (sch_delta_submit(dl, &s1, njobs + 1, &r4) != 0) return 1;
-    double whole_delta_ms = now_ms() - t1;
+    double whole_delta_ms = bench_now_ms() - t1;
     int agree_w = r4.n == 1;
     for (int i = 0; i < r1.n && agree_w; i++)
         if (r1.d[i].job == njobs + 1)
@@ -236,14 +222,14 @@ int bench_sched(int argc, char **argv) {
     sch_job keep = j1[ex];
     j1[ex] = j1[njobs + 1];
     s1.njobs = njobs + 1;
-    t1 = now_ms();
+    t1 = bench_now_ms();
     if (sch_round(&s1, &r1) != 0) return 1;
-    double exit_ms = now_ms() - t1;
+    double exit_ms = bench_now_ms() - t1;
     ok1 &= sch_check(&s1, &r1, why, sizeof why) == 0;
     sch_result r3;
-    t1 = now_ms();
+    t1 = bench_now_ms();
     if (sch_delta_exit(dl, &s1, &keep, &r3) != 0) return 1;
-    double exit_delta_ms = now_ms() - t1;
+    double exit_delta_ms = bench_now_ms() - t1;
     int nfull = 0;
     for (int i = 0; i < r1.n; i++) nfull += r1.d[i].action == SCH_DO_PLACE || r1.d[i].action == SCH_DO_ADMIT;
     agree &= nfull == r3.n;
@@ -262,7 +248,7 @@ int bench_sched(int argc, char **argv) {
            ok1 ? "ok" : why, agree ? "agrees" : "DISAGREES");
     printf("placements_per_s=%.0f round_ms=%.0f submit_round_ms=%.3f exit_round_ms=%.3f "
            "rss_mib=%ld whole_submit_round_ms=%.3f\n",
-           r.placed / (ms / 1000.0), ms, submit_delta_ms, exit_delta_ms, rss_mib(),
+           r.placed / (ms / 1000.0), ms, submit_delta_ms, exit_delta_ms, bench_peak_rss_mib(),
            whole_delta_ms);
     sch_result_free(&r1);
     sch_result_free(&r2);

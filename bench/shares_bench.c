@@ -39,6 +39,8 @@
  * one round plus the grace period; the last line says whether it did.
  * Deterministic for a given seed: the round is pure.
  */
+#include "bench_util.h"
+
 #include "../src/sched/sched.h"
 
 #include <errno.h>
@@ -80,12 +82,6 @@ static unsigned long long splitmix(unsigned long long *x) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
-}
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static char *slurp(const char *path) {
@@ -348,9 +344,9 @@ static int replay(const params *p, int borrowing, const bjob *in, int n, figures
                               .projects = m.projects, .nprojects = p->tenants, .jobs = m.sj,
                               .njobs = ns, .nmodels = 1, .npools = 1, .month = "2026-12"};
             sch_result r;
-            double t0 = now_ms();
+            double t0 = bench_now_ms();
             if (sch_round(&s, &r)) goto out;
-            ms += now_ms() - t0;
+            ms += bench_now_ms() - t0;
             f->rounds++;
             changed = 0;
             for (int d = 0; d < r.n; d++) {

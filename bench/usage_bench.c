@@ -15,6 +15,8 @@
  *     rollups.
  * Ends with `report_ms=N baseline_tokens_ms=N ratio=X rows=N rss_mib=N`.
  */
+#include "bench_util.h"
+
 #include "../src/core/gtime.h"
 #include "../src/core/rand.h"
 #include "../src/meter/meter.h"
@@ -28,36 +30,10 @@
 #define T0 (1793491200LL * 1000000) /* 2026-11-01T00:00:00Z */
 #define MONTH (30LL * 86400 * 1000000)
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static long rss_mib(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmHWM:", 6)) kb = atol(line + 6);
-    if (f) fclose(f);
-    return kb / 1024;
-}
-
-/* One statement in its own write transaction; `types` names up to six integer arguments. */
+/* One statement in its own write transaction (bench_sql). */
 static int run_sql(store_t *st, const char *sql, const char *types, int64_t a, int64_t b, int64_t c,
                    int64_t d, int64_t e, int64_t f) {
-    gp_err err = GP_ERR_INIT;
-    store_tx *tx;
-    int rc = store_begin(st, STORE_WRITE, &tx, &err);
-    if (!rc) {
-        /* arguments beyond those `types` names are not read */
-        rc = store_exec(tx, NULL, &err, sql, types, a, b, c, d, e, f);
-        if (rc) store_rollback(tx);
-        else rc = store_commit(tx, &err);
-    }
-    if (rc) fprintf(stderr, "gpupool-bench usage: %s\n  (%.120s)\n", err.msg, sql);
-    return rc;
+    return bench_sql(st, "usage", sql, types, a, b, c, d, e, f);
 }
 
 int bench_usage(int argc, char **argv);
@@ -80,7 +56,7 @@ int bench_usage(int argc, char **argv) {
         fprintf(stderr, "gpupool-bench usage: %s\n", err.msg);
         return 1;
     }
-    double t = now_ms();
+    double t = bench_now_ms();
     int64_t projects = tenants * 4, jobs = bindings / 10;
     /* tenants t0.., projects p0.. (4 each), jobs of those projects */
     int rc = run_sql(st,
@@ -116,9 +92,9 @@ int bench_usage(int argc, char **argv) {
                      " CASE WHEN i % 100 = 0 THEN NULL ELSE ? + (i * 2654435761) % 2592000000000"
                      "  + 600000000 + (i * 40503) % 85800000000 END, 'completed' FROM c",
                      "iiiiii", bindings, projects, projects, projects, T0, T0);
-    double t_bind = now_ms() - t;
+    double t_bind = bench_now_ms() - t;
     /* usage records, then their hourly rollups */
-    t = now_ms();
+    t = bench_now_ms();
     if (!rc)
         rc = run_sql(st,
                      "WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i + 1 < ?)"
@@ -138,7 +114,7 @@ int bench_usage(int argc, char **argv) {
                      " accelerator, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens) FROM usage_records"
                      " GROUP BY 1, 2, 3, 6, 7, 8",
                      "", 0, 0, 0, 0, 0, 0);
-    double t_rec = now_ms() - t;
+    double t_rec = bench_now_ms() - t;
     if (!rc) {
         char card[400];
         snprintf(card, sizeof card,
@@ -165,10 +141,10 @@ int bench_usage(int argc, char **argv) {
                      .bucket = METER_BUCKET_DAY, .group_by = METER_BY_TENANT | METER_BY_PROJECT};
     store_tx *tx;
     json_t *rep = NULL;
-    t = now_ms();
+    t = bench_now_ms();
     rc = store_begin(st, STORE_READ, &tx, &err) || meter_report(tx, &q, &rep, &err);
     store_rollback(tx);
-    double report_ms = now_ms() - t;
+    double report_ms = bench_now_ms() - t;
     if (rc) {
         fprintf(stderr, "gpupool-bench usage: report: %s\n", err.msg);
         return 1;
@@ -181,7 +157,7 @@ int bench_usage(int argc, char **argv) {
            json_number_value(json_object_get(tot, "cost")),
            json_string_value(json_object_get(rep, "currency")));
     /* the baseline: tokens straight from the records */
-    t = now_ms();
+    t = bench_now_ms();
     store_stmt *s;
     long long base_req = 0;
     rc = store_begin(st, STORE_READ, &tx, &err);
@@ -194,7 +170,7 @@ int bench_usage(int argc, char **argv) {
         store_done(s);
     }
     store_rollback(tx);
-    double base_ms = now_ms() - t;
+    double base_ms = bench_now_ms() - t;
     if (base_req != json_integer_value(json_object_get(tot, "requests")))
         fprintf(stderr, "# MISMATCH: the records hold %lld requests, the report %lld\n", base_req,
                 (long long)json_integer_value(json_object_get(tot, "requests")));
@@ -204,7 +180,7 @@ int bench_usage(int argc, char **argv) {
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "gpupool-bench usage: could not remove %s\n", dir);
     printf("report_ms=%.0f baseline_tokens_ms=%.0f ratio=%.2f rows=%ld rss_mib=%ld\n", report_ms,
-           base_ms, base_ms > 0 ? report_ms / base_ms : 0, rows, rss_mib());
+           base_ms, base_ms > 0 ? report_ms / base_ms : 0, rows, bench_peak_rss_mib());
     return 0;
 usage:
     fprintf(stderr, "usage: gpupool-bench usage [--records N] [--bindings M] [--tenants T]\n");
