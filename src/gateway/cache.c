@@ -20,6 +20,12 @@
  * Only successes are cached for keys (an unknown or revoked secret reads
  * the store each time); routes are cached found or not.
  *
+ * On PostgreSQL a thread of the cache also LISTENs on gpupool_gw_epoch (migration 32:
+ * every move of gw_epoch notifies it at commit) and polls at once when told, so a change
+ * made through another server - a key revoked there - reaches this one within a round
+ * trip, not at the next poll; the once-a-second poll stays (a notification lost with a
+ * broken connection costs at most that).  The listener reconnects by itself.
+ *
  * The port set (issue 33 item 2): the running jobs that serve endpoints,
  * each with its node and listening ports, reloaded with each new epoch and
  * consulted on every request (gw_cache_ports_check), so a job endpoint
@@ -34,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CACHE_BUCKETS 1024
 #define CACHE_MAX 20000                 /* entries of each kind: beyond, everything is dropped */
@@ -75,7 +82,16 @@ struct gw_cache {
     port_ent *ports;
     size_t nports;
     int64_t ports_epoch;
+    /* the listener (PostgreSQL): its thread, asked to stop by `stop` */
+    pthread_t listener;
+    int listening;           /* the thread runs */
+    _Atomic int stop;
+    _Atomic unsigned long long notifies; /* notifications received */
 };
+
+#define GW_EPOCH_CHANNEL "gpupool_gw_epoch"
+#define LISTEN_WAIT_MS 200      /* how often the listener looks at `stop` */
+#define LISTEN_RETRY_MS 1000    /* after a failure, before listening again */
 
 /* local changes (any cache of this process): the wall clock until which not to trust one */
 static _Atomic int64_t distrust_until;
@@ -111,6 +127,45 @@ static void drop_all(gw_cache *c) {
     c->drops++;
 }
 
+/* The listener's thread: poll the epoch whenever a change is announced; reconnect after a
+ * failure.  Ends when c->stop is set. */
+static void *listen_main(void *arg) {
+    gw_cache *c = arg;
+    store_listener *l = NULL;
+    int64_t retry_at = 0;
+    while (!atomic_load(&c->stop)) {
+        gp_err err = GP_ERR_INIT;
+        int got = 0;
+        if (!l) {
+            if (gt_mono_us() < retry_at) {
+                struct timespec ts = {0, LISTEN_WAIT_MS * 1000000L};
+                nanosleep(&ts, NULL);
+                continue;
+            }
+            if (store_listen(c->store, GW_EPOCH_CHANNEL, &l, &err)) {
+                retry_at = gt_mono_us() + LISTEN_RETRY_MS * 1000LL;
+                continue;
+            }
+            /* (what changed while it was not listening: the next poll reads it) */
+            gp_err_clear(&err);
+            (void)gw_cache_poll(c, &err);
+        }
+        if (store_listen_wait(l, LISTEN_WAIT_MS, &got, &err)) {
+            store_listen_close(l);
+            l = NULL;
+            retry_at = gt_mono_us() + LISTEN_RETRY_MS * 1000LL;
+            continue;
+        }
+        if (got) {
+            atomic_fetch_add(&c->notifies, (unsigned long long)got);
+            gp_err_clear(&err);
+            (void)gw_cache_poll(c, &err); /* (a failed read drops everything: nothing trusted) */
+        }
+    }
+    store_listen_close(l);
+    return NULL;
+}
+
 int gw_cache_new(store_t *st, gw_cache **out, gp_err *err) {
     gw_cache *c = calloc(1, sizeof *c);
     if (!c) return gp_err_set(err, GP_ENOMEM, NULL);
@@ -122,8 +177,25 @@ int gw_cache_new(store_t *st, gw_cache **out, gp_err *err) {
     return GP_OK;
 }
 
+int gw_cache_listen(gw_cache *c, gp_err *err) {
+    if (c->listening) return GP_OK;
+    store_listener *l = NULL;
+    int rc = store_listen(c->store, GW_EPOCH_CHANNEL, &l, err);
+    store_listen_close(l); /* (a probe: the thread keeps its own) */
+    if (rc == GP_EUNSUPPORTED) return rc;
+    /* (another failure: the thread listens once the store answers) */
+    if (pthread_create(&c->listener, NULL, listen_main, c))
+        return gp_err_set(err, GP_EINTERNAL, "cannot start the read cache's listener");
+    c->listening = 1;
+    return GP_OK;
+}
+
 void gw_cache_free(gw_cache *c) {
     if (!c) return;
+    if (c->listening) {
+        atomic_store(&c->stop, 1);
+        pthread_join(c->listener, NULL);
+    }
     drop_all(c);
     free(c->ports);
     pthread_mutex_destroy(&c->mu);
@@ -428,8 +500,12 @@ void gw_cache_metrics(gw_cache *c, strbuf *out) {
                  "# HELP gpupool_gateway_cache_invalidations_total times the gateway's read cache was"
                  " dropped (a change in the store)\n"
                  "# TYPE gpupool_gateway_cache_invalidations_total counter\n"
-                 "gpupool_gateway_cache_invalidations_total %llu\n",
+                 "gpupool_gateway_cache_invalidations_total %llu\n"
+                 "# HELP gpupool_gateway_cache_notifications_total changes in the store announced"
+                 " to this gateway (PostgreSQL LISTEN/NOTIFY; each one polls at once)\n"
+                 "# TYPE gpupool_gateway_cache_notifications_total counter\n"
+                 "gpupool_gateway_cache_notifications_total %llu\n",
             (unsigned long long)c->hits, (unsigned long long)c->misses,
-            (unsigned long long)c->drops);
+            (unsigned long long)c->drops, (unsigned long long)atomic_load(&c->notifies));
     pthread_mutex_unlock(&c->mu);
 }

@@ -184,7 +184,8 @@ int gw_key_allows(const gw_key *k, const char *model);
  * Keys and routes the gateway reads on every request, held in memory and
  * dropped whenever the store's gw_epoch changes (bumped by triggers with
  * every change to keys, owners, roles, quotas, models, endpoints, jobs; read
- * about once a second by the runtime), or, for GW_CACHE_DISTRUST_US (2 s),
+ * about once a second by the runtime, and at once when PostgreSQL announces a move:
+ * gw_cache_listen), or, for GW_CACHE_DISTRUST_US (2 s),
  * after a change made by this process (gw_cache_changed).  Thread-safe.
  */
 typedef struct gw_cache gw_cache;
@@ -192,6 +193,10 @@ int gw_cache_new(store_t *st, gw_cache **out, gp_err *err);
 void gw_cache_free(gw_cache *c);
 /* Read the store's epoch; a change (or a failed read: nothing is trusted then) drops everything. */
 int gw_cache_poll(gw_cache *c, gp_err *err);
+/* Listen for the store's announcements of epoch moves (PostgreSQL, migration 32) on a thread
+ * of the cache's own, polling at once on each; gw_cache_free stops it.  GP_EUNSUPPORTED on a
+ * store without them (SQLite: poll). */
+int gw_cache_listen(gw_cache *c, gp_err *err);
 /* This process changed a key, model or endpoint: bypass every cache here for a moment. */
 void gw_cache_changed(void);
 /* gw_key_auth through the cache (errors as gw_key_auth's; only successes are kept). */

@@ -1016,6 +1016,11 @@ int gw_rt_start(store_t *st, const gw_runtime_config *cfg, gw_runtime **out, gp_
     if (gw_cache_poll(rt->cache, &perr)) /* not fatal: the cache is bypassed until it can */
         log_kv(LOG_WARN, "the gateway's read cache cannot check for changes", "detail", perr.msg,
                (char *)NULL);
+    gp_err lerr = GP_ERR_INIT; /* PostgreSQL: changes made through other servers, at once */
+    int lrc = gw_cache_listen(rt->cache, &lerr);
+    if (lrc && lrc != GP_EUNSUPPORTED)
+        log_kv(LOG_WARN, "the gateway's read cache polls only (no notifications)", "detail",
+               lerr.msg, (char *)NULL);
     rt->next_epoch_us = gt_mono_us() + EPOCH_US;
     pthread_mutex_init(&rt->mu, NULL);
     pthread_mutex_init(&rt->lease_mu, NULL);

@@ -926,6 +926,13 @@ static const char *const migrations[] = {
     "ALTER TABLE share_usage ADD COLUMN pool TEXT COLLATE \"C\" NOT NULL DEFAULT '';"
     "ALTER TABLE share_usage DROP CONSTRAINT share_usage_pkey;"
     "ALTER TABLE share_usage ADD PRIMARY KEY (tenant_id, pool);",
+    /* 32 (issue 39, item 4): every move of gw_epoch is announced on the channel
+     * gpupool_gw_epoch (delivered at commit), so each gateway's read cache drops what changed
+     * at once instead of at its next poll (src/gateway/cache.c, store_listen) */
+    "CREATE FUNCTION gw_epoch_notify() RETURNS trigger LANGUAGE plpgsql AS $$"
+    " BEGIN PERFORM pg_notify('gpupool_gw_epoch', ''); RETURN NULL; END $$;"
+    "CREATE TRIGGER gw_epoch_notify AFTER UPDATE ON gw_epoch FOR EACH ROW"
+    " EXECUTE PROCEDURE gw_epoch_notify();",
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -174,6 +174,26 @@ int store_can_bypass_fence(store_t *st, gp_err *err) {
     return st->ops->can_bypass ? st->ops->can_bypass(st, err) : 0;
 }
 
+int store_listen(store_t *st, const char *channel, store_listener **out, gp_err *err) {
+    *out = NULL;
+    size_t n = channel ? strlen(channel) : 0;
+    if (n == 0 || n > 63 || strspn(channel, "abcdefghijklmnopqrstuvwxyz_") != n)
+        return gp_err_set(err, GP_EINVALID, "a notification channel is [a-z_], 1-63 bytes");
+    if (!st->ops->listen)
+        return gp_err_set(err, GP_EUNSUPPORTED, "the %s store has no notifications",
+                          st->ops->name);
+    return st->ops->listen(st, channel, out, err);
+}
+
+int store_listen_wait(store_listener *l, int timeout_ms, int *got, gp_err *err) {
+    *got = 0;
+    return l->wait(l, timeout_ms < 0 ? 0 : timeout_ms, got, err);
+}
+
+void store_listen_close(store_listener *l) {
+    if (l) l->close(l);
+}
+
 int store_lead(store_t *st, int timeout_s, gp_err *err) {
     return st->ops->lead ? st->ops->lead(st, timeout_s, err) : 1;
 }

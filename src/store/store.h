@@ -110,6 +110,20 @@ typedef struct store_slot {
 } store_slot;
 store_slot *store_sched_slot(store_t *st);
 
+/*
+ * Notifications from the store to every process on it (PostgreSQL's LISTEN/NOTIFY; each
+ * on its own connection): a listener on `channel` ([a-z_], at most 63 bytes) wakes when a
+ * transaction that notified it commits.  GP_EUNSUPPORTED (*out NULL) on a store without
+ * them (SQLite: one process, which knows its own changes); the caller polls instead.
+ * store_listen_wait waits up to timeout_ms and sets *got to how many notifications came
+ * (0: none in time); GP_EIO when the connection broke (close it and listen again).  One
+ * thread at a time per listener.
+ */
+typedef struct store_listener store_listener;
+int store_listen(store_t *st, const char *channel, store_listener **out, gp_err *err);
+int store_listen_wait(store_listener *l, int timeout_ms, int *got, gp_err *err);
+void store_listen_close(store_listener *l);
+
 /* Backend name, "sqlite" or "postgres". */
 const char *store_backend(const store_t *st);
 

@@ -32,7 +32,15 @@ typedef struct store_ops {
     int (*lead)(store_t *st, int timeout_s, gp_err *err);
     int (*grant)(store_t *st, const char *role, gp_err *err);  /* NULL: not supported */
     int (*can_bypass)(store_t *st, gp_err *err);                /* NULL: no fence to bypass */
+    /* store_listen: NULL where the store has no notifications (SQLite: one process) */
+    int (*listen)(store_t *st, const char *channel, store_listener **out, gp_err *err);
 } store_ops;
+
+/* A backend's listener begins with this header (store_listen_wait, store_listen_close). */
+struct store_listener {
+    int (*wait)(store_listener *l, int timeout_ms, int *got, gp_err *err);
+    void (*close)(store_listener *l);
+};
 
 /* Every backend's store_t, store_tx and store_stmt begin with these headers. */
 struct store {

@@ -50,8 +50,10 @@
 
 #include <assert.h>
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -849,6 +851,68 @@ static int pg_can_bypass(store_t *base, gp_err *err) {
     return rc;
 }
 
+/* ---- notifications (store_listen): LISTEN on a connection of its own ---- */
+
+typedef struct pg_listener {
+    struct store_listener base;
+    PGconn *c;
+} pg_listener;
+
+/* Count and free what the connection has received. */
+static int pg_drain(PGconn *c) {
+    int n = 0;
+    PGnotify *m;
+    while ((m = PQnotifies(c))) {
+        n++;
+        PQfreemem(m);
+    }
+    return n;
+}
+
+static int pg_listen_wait(store_listener *h, int timeout_ms, int *got, gp_err *err) {
+    pg_listener *l = (pg_listener *)h;
+    if (!PQconsumeInput(l->c))
+        return gp_err_set(err, GP_EIO, "notifications: connection to PostgreSQL lost: %s",
+                          PQerrorMessage(l->c));
+    if ((*got = pg_drain(l->c))) return GP_OK;
+    int fd = PQsocket(l->c);
+    if (fd < 0) return gp_err_set(err, GP_EIO, "notifications: no connection to PostgreSQL");
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int r = poll(&p, 1, timeout_ms);
+    if (r < 0 && errno != EINTR)
+        return gp_err_set(err, GP_EIO, "notifications: poll: %s", strerror(errno));
+    if (r <= 0) return GP_OK;
+    if (!PQconsumeInput(l->c))
+        return gp_err_set(err, GP_EIO, "notifications: connection to PostgreSQL lost: %s",
+                          PQerrorMessage(l->c));
+    *got = pg_drain(l->c);
+    return GP_OK;
+}
+
+static void pg_listen_close(store_listener *h) {
+    pg_listener *l = (pg_listener *)h;
+    PQfinish(l->c);
+    free(l);
+}
+
+static int pg_listen(store_t *st, const char *channel, store_listener **out, gp_err *err) {
+    pg_store *s = (pg_store *)st;
+    pg_listener *l = calloc(1, sizeof *l);
+    if (!l) return gp_err_set(err, GP_ENOMEM, NULL);
+    char sql[96];
+    snprintf(sql, sizeof sql, "LISTEN %s", channel); /* (store_listen checked the name) */
+    int rc = connect_one(s->conninfo, 0, &l->c, err);
+    if (!rc && (rc = exec_plain(l->c, sql, err))) PQfinish(l->c);
+    if (rc) {
+        free(l);
+        return rc;
+    }
+    l->base.wait = pg_listen_wait;
+    l->base.close = pg_listen_close;
+    *out = &l->base;
+    return GP_OK;
+}
+
 static const store_ops pg_ops = {
     .name = "postgres",
     .close = pg_close,
@@ -867,4 +931,5 @@ static const store_ops pg_ops = {
     .lead = pg_lead,
     .grant = pg_grant,
     .can_bypass = pg_can_bypass,
+    .listen = pg_listen,
 };

@@ -21,6 +21,8 @@
  */
 #include "testutil.h"
 
+#include <unistd.h>
+
 #include <pthread.h>
 #include <stdint.h>
 #include <time.h>
@@ -1203,6 +1205,50 @@ static void ports_at_connect(void **state) {
     tu_rmdir(dir);
 }
 
+/* Issue 39 item 4: on PostgreSQL the cache hears every move of gw_epoch (migration 32,
+ * LISTEN/NOTIFY) and polls by itself - here no one calls gw_cache_poll after the change, and
+ * the port set still follows it; on SQLite there is nothing to listen to (GP_EUNSUPPORTED:
+ * the runtime polls). */
+static void epoch_announced(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    store_t *st = tu_store(dir, 2);
+    for (int i = 0; PORTS_FIXTURE[i]; i++) sql(st, PORTS_FIXTURE[i]);
+    gp_err err = GP_ERR_INIT;
+    gw_cache *c;
+    assert_int_equal(gw_cache_new(st, &c, &err), GP_OK);
+    int rc = gw_cache_listen(c, &err);
+    if (!tu_pg()) {
+        assert_int_equal(rc, GP_EUNSUPPORTED);
+    } else {
+        assert_int_equal(rc, GP_OK);
+        gw_route r;
+        /* the listener polls once it listens: the port set appears without a poll here */
+        int open = 0;
+        for (int i = 0; i < 200 && !open; i++) { /* (up to 10 s: a loaded CI machine) */
+            job_route(&r, 8000);
+            if (!(open = gw_cache_ports_check(c, &r) == 1)) usleep(50000);
+        }
+        assert_true(open);
+        sql(st, "UPDATE jobs SET listen_ports = '9000' WHERE id = 'j1'");
+        int closed = 0;
+        for (int i = 0; i < 200 && !closed; i++) {
+            job_route(&r, 8000);
+            if (!(closed = gw_cache_ports_check(c, &r) == 0)) usleep(50000);
+        }
+        assert_true(closed); /* announced, polled: 8000 closed */
+        strbuf m = SB_INIT;
+        gw_cache_metrics(c, &m);
+        const char *at = strstr(m.buf, "\ngpupool_gateway_cache_notifications_total ");
+        assert_non_null(at);
+        assert_true(atoll(at + strlen("\ngpupool_gateway_cache_notifications_total ")) >= 1);
+        sb_release(&m);
+    }
+    gw_cache_free(c); /* stops the listener */
+    store_close(st);
+    tu_rmdir(dir);
+}
+
 static void ejection(void **state) {
     (void)state;
     char *dir = tu_mkdtemp();
@@ -1815,7 +1861,8 @@ int main(void) {
         cmocka_unit_test(route_order),
         cmocka_unit_test(route_order_closed),
         cmocka_unit_test(port_listed),
-        cmocka_unit_test(ports_at_connect), cmocka_unit_test(ejection),
+        cmocka_unit_test(ports_at_connect), cmocka_unit_test(epoch_announced),
+        cmocka_unit_test(ejection),
         cmocka_unit_test(lease_sizing), cmocka_unit_test(lease_store), cmocka_unit_test(lease_race),
         cmocka_unit_test(budget_fit), cmocka_unit_test(budget_request_fields),
         cmocka_unit_test(budget_usage_clip), cmocka_unit_test(sse_budget_cut),
