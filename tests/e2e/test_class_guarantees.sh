@@ -127,6 +127,15 @@ for j in "${BA[@]}" "${BH[@]}"; do BORROWED+="$(show "$BU" blue "$j" .borrowed) 
 assert_eq "$BORROWED" "false false false false true true false false " "blue's H100 jobs above its guarantee are borrowed"
 sleep 3 # a few more rounds: the kept cards stay idle
 assert_eq "$(running_of "$BU" blue)" 6 "red's kept H100s are never lent"
+as "$RA" -o json share show --tenant red # what of its class's guarantee is lent: 2 (not who to)
+assert_rc 0
+assert_json '.class_guarantees | map("\(.class) \(.in_use_gpus) \(.borrowed_gpus) \(.lent_gpus)") | join(",")' \
+    "h100.1x 0 0 2" "$OUT_FILE"
+assert_json '"\(.lent_gpus) \(.in_use_gpus)"' "2 0" "$OUT_FILE"
+assert_file_lacks "$OUT_FILE" "blue"
+gp -o json audit list --action share.lend --tenant red
+assert_rc 0
+assert_json '.items | last | .summary.to' 2 "$OUT_FILE"
 
 note "red's H100 jobs take the kept cards, then reclaim blue's borrowed ones"
 RH=()
