@@ -1535,7 +1535,7 @@ static int64_t free_part(const st *t, int d) {
 /* " for class C" when domain d is a class's guarantee, else "" (for reasons). */
 static const char *dom_what(const st *t, int d, char *buf, size_t n) {
     if (d < t->s->ntenants) return "";
-    snprintf(buf, n, " for class %s", t->s->classes[t->dcls[d]].name);
+    snprintf(buf, n, " for class %.40s", t->s->classes[t->dcls[d]].name);
     return buf;
 }
 
@@ -1771,7 +1771,7 @@ static int borrow_ok(const st *t, const sch_job *j, char *why, size_t n) {
     /* what every other domain holds (t->held, kept by charge(), less dm's own part) */
     int64_t idle = t->capacity - (t->held - held_by(t, dm)) - use;
     if (idle >= need) return 1;
-    char rsvd[160] = "", cls[96];
+    char rsvd[160] = "", cls[52]; /* (dom_what: " for class " and 40 bytes of the name) */
     size_t at = 0;
     if (dm == tn && t->tridle && t->tridle[tn] > 0)
         at = (size_t)snprintf(rsvd, sizeof rsvd, " (%g of it held unused by its reservations)",
@@ -1783,8 +1783,7 @@ static int borrow_ok(const st *t, const sch_job *j, char *why, size_t n) {
              "borrow_limit: tenant %s above its guarantee of %g GPUs%s%s borrows only idle "
              "capacity, %g GPUs idle to lend now (needs %g)",
              s->tenants[tn].name, (double)geff(t, dm) / 1000.0, dom_what(t, dm, cls, sizeof cls),
-             rsvd,
-             (double)(idle > 0 ? idle : 0) / 1000.0, (double)need / 1000.0);
+             rsvd, (double)(idle > 0 ? idle : 0) / 1000.0, (double)need / 1000.0);
     return 0;
 }
 
@@ -2303,7 +2302,7 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
             for (int v = 0; v < nv; v++) {
                 const sch_job *vj = &s->jobs[victims[v]];
                 int vt = s->projects[vj->project].tenant;
-                char cls[96];
+                char cls[52]; /* (dom_what) */
                 gone[victims[v]] = 1;
                 sch_decision *dv = add(r, &cap, victims[v], SCH_DO_PREEMPT);
                 if (!dv) goto out;
