@@ -120,31 +120,49 @@ int gw_model_update(store_tx *tx, const char *tenant_id, const char *name, json_
     return rc;
 }
 
+/* A model's endpoint, as endpoints_of reads it (STORE_COLS). */
+#define ENDPOINT_COLUMNS(X)                                                               \
+    X(EC_ID, "id")                                                                        \
+    X(EC_URL, "url")                                                                      \
+    X(EC_JOB, "job_id")                                                                   \
+    X(EC_PORT, "port")                                                                    \
+    X(EC_ACCELERATOR, "accelerator")                                                      \
+    X(EC_UPSTREAM_MODEL, "upstream_model")                                                \
+    X(EC_HEALTH_PATH, "health_path")                                                      \
+    X(EC_STATE, "state")                                                                  \
+    X(EC_CHECKED, "checked_at")                                                           \
+    X(EC_LAST_ERROR, "last_error")                                                        \
+    X(EC_CREATED, "created_at")                                                           \
+    X(EC_MAX_CONCURRENCY, "max_concurrency")                                              \
+    X(EC_MAX_QUEUE, "max_queue")
+enum { ENDPOINT_COLUMNS(STORE_COL_ENUM) EC__N };
+
 static int endpoints_of(store_tx *tx, const char *model_id, json_t **out, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT id, url, job_id, port, accelerator, upstream_model, health_path,"
-                         " state, checked_at, last_error, created_at, max_concurrency, max_queue"
-                         " FROM endpoints"
+                         "SELECT " STORE_COLS(ENDPOINT_COLUMNS) " FROM endpoints"
                          " WHERE model_id = ? ORDER BY created_at, id",
                          "s", model_id);
     if (rc) return rc;
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0) {
-        json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "id", store_text(s, 0),
-                              "accelerator", store_text(s, 4), "upstream_model", store_text(s, 5),
-                              "health_path", store_text(s, 6), "state", store_text(s, 7),
-                              "last_error", store_text(s, 9), "created_at",
-                              jx_time(store_int(s, 10)));
-        json_object_set_new(o, "max_concurrency", json_integer(store_int(s, 11)));
-        json_object_set_new(o, "max_queue", json_integer(store_int(s, 12)));
-        if (*store_text(s, 2)) {
-            json_object_set_new(o, "job", json_string(store_text(s, 2)));
-            json_object_set_new(o, "port", json_integer(store_int(s, 3)));
+        json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "id", store_text(s, EC_ID),
+                              "accelerator", store_text(s, EC_ACCELERATOR), "upstream_model",
+                              store_text(s, EC_UPSTREAM_MODEL), "health_path",
+                              store_text(s, EC_HEALTH_PATH), "state", store_text(s, EC_STATE),
+                              "last_error", store_text(s, EC_LAST_ERROR), "created_at",
+                              jx_time(store_int(s, EC_CREATED)));
+        json_object_set_new(o, "max_concurrency", json_integer(store_int(s, EC_MAX_CONCURRENCY)));
+        json_object_set_new(o, "max_queue", json_integer(store_int(s, EC_MAX_QUEUE)));
+        if (*store_text(s, EC_JOB)) {
+            json_object_set_new(o, "job", json_string(store_text(s, EC_JOB)));
+            json_object_set_new(o, "port", json_integer(store_int(s, EC_PORT)));
         } else {
-            json_object_set_new(o, "url", json_string(store_text(s, 1)));
+            json_object_set_new(o, "url", json_string(store_text(s, EC_URL)));
         }
-        json_object_set_new(o, "checked_at", store_int(s, 8) ? jx_time(store_int(s, 8)) : json_null());
+        json_object_set_new(o, "checked_at",
+                            store_int(s, EC_CHECKED) ? jx_time(store_int(s, EC_CHECKED))
+                                                     : json_null());
         json_array_append_new(arr, o);
     }
     store_done(s);
@@ -156,12 +174,23 @@ static int endpoints_of(store_tx *tx, const char *model_id, json_t **out, gp_err
     return GP_OK;
 }
 
+/* A model with its tenant's name, as models_query reads it (STORE_COLS). */
+#define MODEL_COLUMNS(X)                                                                  \
+    X(MC_ID, "m.id")                                                                      \
+    X(MC_NAME, "m.name")                                                                  \
+    X(MC_VISIBILITY, "m.visibility")                                                      \
+    X(MC_DESCRIPTION, "m.description")                                                    \
+    X(MC_CREATED_BY, "m.created_by")                                                      \
+    X(MC_CREATED, "m.created_at")                                                         \
+    X(MC_TENANT, "t.name")
+enum { MODEL_COLUMNS(STORE_COL_ENUM) MC__N };
+
 static int models_query(store_tx *tx, const char *tenant_id, const char *name, json_t **items,
                         gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT m.id, m.name, m.visibility, m.description, m.created_by,"
-                         " m.created_at, t.name FROM models m JOIN tenants t ON t.id = m.tenant_id"
+                         "SELECT " STORE_COLS(MODEL_COLUMNS)
+                         " FROM models m JOIN tenants t ON t.id = m.tenant_id"
                          " WHERE m.tenant_id = ? AND (? IS NULL OR m.name = ?)"
                          " ORDER BY m.name LIMIT 1000",
                          "sss", tenant_id, name, name);
@@ -169,10 +198,11 @@ static int models_query(store_tx *tx, const char *tenant_id, const char *name, j
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0)
         json_array_append_new(
-            arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "id", store_text(s, 0), "name",
-                           store_text(s, 1), "visibility", store_text(s, 2), "description",
-                           store_text(s, 3), "created_by", store_text(s, 4), "tenant",
-                           store_text(s, 6), "created_at", jx_time(store_int(s, 5))));
+            arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "id", store_text(s, MC_ID), "name",
+                           store_text(s, MC_NAME), "visibility", store_text(s, MC_VISIBILITY),
+                           "description", store_text(s, MC_DESCRIPTION), "created_by",
+                           store_text(s, MC_CREATED_BY), "tenant", store_text(s, MC_TENANT),
+                           "created_at", jx_time(store_int(s, MC_CREATED))));
     store_done(s);
     size_t i;
     json_t *m;
@@ -258,6 +288,14 @@ static int short_text(json_t *spec, const char *key, size_t max, const char **ou
     return GP_OK;
 }
 
+/* A model's and its tenant's endpoint counts, as gw_endpoint_add reads them (STORE_COLS; the
+ * parameters: model, tenant). */
+#define ENDPOINT_COUNT_COLUMNS(X)                                                         \
+    X(NC_PER_MODEL, "(SELECT COUNT(*) FROM endpoints WHERE model_id = ?)")                \
+    X(NC_PER_TENANT, "(SELECT COUNT(*) FROM endpoints e JOIN models m ON m.id = e.model_id" \
+                     " WHERE m.tenant_id = ?)")
+enum { ENDPOINT_COUNT_COLUMNS(STORE_COL_ENUM) NC__N };
+
 int gw_endpoint_add(store_tx *tx, const char *tenant_id, const char *model_id, json_t *spec,
                     char id[RND_ID_LEN], gp_err *err) {
     gw_cache_changed(); /* the read caches of this process: refused at once */
@@ -307,14 +345,12 @@ int gw_endpoint_add(store_tx *tx, const char *tenant_id, const char *model_id, j
     }
     /* bounded: per model (what routing uses) and per tenant */
     store_stmt *s;
-    rc = store_query(tx, &s, err,
-                     "SELECT (SELECT COUNT(*) FROM endpoints WHERE model_id = ?),"
-                     " (SELECT COUNT(*) FROM endpoints e JOIN models m ON m.id = e.model_id"
-                     " WHERE m.tenant_id = ?)",
-                     "ss", model_id, tenant_id);
+    rc = store_query(tx, &s, err, "SELECT " STORE_COLS(ENDPOINT_COUNT_COLUMNS), "ss", model_id,
+                     tenant_id);
     if (rc) return rc;
     rc = store_step(s, err);
-    int64_t per_model = rc > 0 ? store_int(s, 0) : 0, per_tenant = rc > 0 ? store_int(s, 1) : 0;
+    int64_t per_model = rc > 0 ? store_int(s, NC_PER_MODEL) : 0,
+            per_tenant = rc > 0 ? store_int(s, NC_PER_TENANT) : 0;
     store_done(s);
     if (rc < 0) return rc;
     if (per_model >= GW_MAX_ENDPOINTS)
@@ -362,20 +398,28 @@ int gw_app_create(store_tx *tx, const char *project_id, json_t *spec, char id[RN
     return rc;
 }
 
+/* An app with its count of live keys, as gw_app_list and gw_app_delete read it (STORE_COLS). */
+#define APP_COLUMNS(X)                                                                    \
+    X(PC_ID, "a.id")                                                                      \
+    X(PC_NAME, "a.name")                                                                  \
+    X(PC_DESCRIPTION, "a.description")                                                    \
+    X(PC_CREATED, "a.created_at")                                                         \
+    X(PC_LIVE_KEYS, "(SELECT COUNT(*) FROM api_keys k WHERE k.app_id = a.id AND k.revoked_at = 0)")
+enum { APP_COLUMNS(STORE_COL_ENUM) PC__N };
+
 int gw_app_list(store_tx *tx, const char *project_id, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT a.name, a.description, a.created_at,"
-                         " (SELECT COUNT(*) FROM api_keys k WHERE k.app_id = a.id AND k.revoked_at = 0)"
+                         "SELECT " STORE_COLS(APP_COLUMNS)
                          " FROM apps a WHERE a.project_id = ? ORDER BY a.name LIMIT 1000",
                          "s", project_id);
     if (rc) return rc;
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0)
-        json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:I}", "name", store_text(s, 0),
-                                             "description", store_text(s, 1), "created_at",
-                                             jx_time(store_int(s, 2)), "keys",
-                                             (json_int_t)store_int(s, 3)));
+        json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:I}", "name", store_text(s, PC_NAME),
+                                             "description", store_text(s, PC_DESCRIPTION),
+                                             "created_at", jx_time(store_int(s, PC_CREATED)),
+                                             "keys", (json_int_t)store_int(s, PC_LIVE_KEYS)));
     store_done(s);
     if (rc < 0) {
         json_decref(arr);
@@ -389,16 +433,16 @@ int gw_app_delete(store_tx *tx, const char *project_id, const char *name, gp_err
     gw_cache_changed(); /* the read caches of this process: refused at once */
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT a.id, (SELECT COUNT(*) FROM api_keys k WHERE k.app_id = a.id"
-                         " AND k.revoked_at = 0) FROM apps a WHERE a.project_id = ? AND a.name = ?",
+                         "SELECT " STORE_COLS(APP_COLUMNS)
+                         " FROM apps a WHERE a.project_id = ? AND a.name = ?",
                          "ss", project_id, name);
     if (rc) return rc;
     char id[RND_ID_LEN] = "";
     int64_t live = 0;
     rc = store_step(s, err);
     if (rc > 0) {
-        snprintf(id, sizeof id, "%s", store_text(s, 0));
-        live = store_int(s, 1);
+        snprintf(id, sizeof id, "%s", store_text(s, PC_ID));
+        live = store_int(s, PC_LIVE_KEYS);
     }
     store_done(s);
     if (rc < 0) return rc;
@@ -421,6 +465,21 @@ int gw_key_allows(const gw_key *k, const char *model) {
     return 0;
 }
 
+/* A usable endpoint of a model with its job's host, as gw_resolve reads it (STORE_COLS). */
+#define ROUTE_COLUMNS(X)                                                                  \
+    X(RC_ID, "e.id")                                                                      \
+    X(RC_URL, "e.url")                                                                    \
+    X(RC_PORT, "e.port")                                                                  \
+    X(RC_ACCELERATOR, "e.accelerator")                                                    \
+    X(RC_UPSTREAM_MODEL, "e.upstream_model")                                              \
+    X(RC_HOSTNAME, "MIN(COALESCE(n.hostname, ''))")                                       \
+    X(RC_NODE, "MIN(COALESCE(n.name, ''))")                                               \
+    X(RC_STATE, "e.state")                                                                \
+    X(RC_MAX_CONCURRENCY, "e.max_concurrency")                                            \
+    X(RC_MAX_QUEUE, "e.max_queue")                                                        \
+    X(RC_JOB, "e.job_id")
+enum { ROUTE_COLUMNS(STORE_COL_ENUM) RC__N };
+
 int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, gp_err *err) {
     memset(out, 0, sizeof *out);
     if (!model || !gw_key_allows(k, model))
@@ -430,7 +489,8 @@ int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, 
     /* the key's own tenant first, then a public model; a job endpoint counts while the job runs */
     int rc = store_query(
         tx, &s, err,
-        "SELECT m.id, t.name FROM models m JOIN tenants t ON t.id = m.tenant_id WHERE m.name = ?"
+        "SELECT " STORE_COLS(MODEL_COLUMNS)
+        " FROM models m JOIN tenants t ON t.id = m.tenant_id WHERE m.name = ?"
         " AND (m.tenant_id = ? OR m.visibility = 'public')"
         " ORDER BY (m.tenant_id = ?) DESC LIMIT 1",
         "sss", model, k->tenant_id, k->tenant_id);
@@ -438,8 +498,8 @@ int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, 
     char mid[RND_ID_LEN] = "";
     rc = store_step(s, err);
     if (rc > 0) {
-        snprintf(mid, sizeof mid, "%s", store_text(s, 0));
-        snprintf(out->model_tenant, sizeof out->model_tenant, "%s", store_text(s, 1));
+        snprintf(mid, sizeof mid, "%s", store_text(s, MC_ID));
+        snprintf(out->model_tenant, sizeof out->model_tenant, "%s", store_text(s, MC_TENANT));
     }
     store_done(s);
     if (rc < 0) return rc;
@@ -447,10 +507,7 @@ int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, 
         return gp_err_set(err, GP_ENOTFOUND, "The model '%.100s' does not exist or you do not have "
                                              "access to it.", model);
     rc = store_query(tx, &s, err,
-                     "SELECT e.id, e.url, e.port, e.accelerator, e.upstream_model,"
-                     " MIN(COALESCE(n.hostname, '')), MIN(COALESCE(n.name, '')), e.state,"
-                     " e.max_concurrency, e.max_queue, e.job_id"
-                     " FROM endpoints e"
+                     "SELECT " STORE_COLS(ROUTE_COLUMNS) " FROM endpoints e"
                      " LEFT JOIN jobs j ON j.id = e.job_id AND j.state = 'running'"
                      /* only a port the job's own processes listen on (never another job's) */
                      " AND " GW_PORT_OF_JOB
@@ -464,23 +521,26 @@ int gw_resolve(store_tx *tx, const gw_key *k, const char *model, gw_route *out, 
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0 && out->n < GW_MAX_ENDPOINTS) {
         gw_endpoint *e = &out->ep[out->n++];
-        snprintf(e->id, sizeof e->id, "%s", store_text(s, 0));
-        if (*store_text(s, 1)) {
-            snprintf(e->base, sizeof e->base, "%s", store_text(s, 1));
+        snprintf(e->id, sizeof e->id, "%s", store_text(s, RC_ID));
+        if (*store_text(s, RC_URL)) {
+            snprintf(e->base, sizeof e->base, "%s", store_text(s, RC_URL));
         } else {
-            const char *host = *store_text(s, 5) ? store_text(s, 5) : store_text(s, 6);
-            snprintf(e->base, sizeof e->base, "http://%s:%lld/v1", host, (long long)store_int(s, 2));
+            const char *host =
+                *store_text(s, RC_HOSTNAME) ? store_text(s, RC_HOSTNAME) : store_text(s, RC_NODE);
+            snprintf(e->base, sizeof e->base, "http://%s:%lld/v1", host,
+                     (long long)store_int(s, RC_PORT));
             e->job = 1;
             /* what the per-request check compares with the port set (gw_cache_ports_check) */
-            snprintf(e->job_id, sizeof e->job_id, "%s", store_text(s, 10));
-            snprintf(e->node, sizeof e->node, "%s", store_text(s, 6));
-            e->port = (int)store_int(s, 2);
+            snprintf(e->job_id, sizeof e->job_id, "%s", store_text(s, RC_JOB));
+            snprintf(e->node, sizeof e->node, "%s", store_text(s, RC_NODE));
+            e->port = (int)store_int(s, RC_PORT);
         }
-        snprintf(e->accelerator, sizeof e->accelerator, "%s", store_text(s, 3));
-        snprintf(e->upstream_model, sizeof e->upstream_model, "%s", store_text(s, 4));
-        e->healthy = strcmp(store_text(s, 7), "unhealthy") != 0;
-        e->max_concurrency = (int)store_int(s, 8);
-        e->max_queue = (int)store_int(s, 9);
+        snprintf(e->accelerator, sizeof e->accelerator, "%s", store_text(s, RC_ACCELERATOR));
+        snprintf(e->upstream_model, sizeof e->upstream_model, "%s",
+                 store_text(s, RC_UPSTREAM_MODEL));
+        e->healthy = strcmp(store_text(s, RC_STATE), "unhealthy") != 0;
+        e->max_concurrency = (int)store_int(s, RC_MAX_CONCURRENCY);
+        e->max_queue = (int)store_int(s, RC_MAX_QUEUE);
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;
@@ -528,8 +588,8 @@ int gw_port_listed(const char *list, int port) {
 int gw_models_for_key(store_tx *tx, const gw_key *k, json_t **data, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT m.name, m.created_at, t.name FROM models m"
-                         " JOIN tenants t ON t.id = m.tenant_id"
+                         "SELECT " STORE_COLS(MODEL_COLUMNS)
+                         " FROM models m JOIN tenants t ON t.id = m.tenant_id"
                          " WHERE m.tenant_id = ? OR m.visibility = 'public'"
                          " ORDER BY m.name, (m.tenant_id = ?) DESC LIMIT 1000",
                          "ss", k->tenant_id, k->tenant_id);
@@ -537,12 +597,13 @@ int gw_models_for_key(store_tx *tx, const gw_key *k, json_t **data, gp_err *err)
     json_t *arr = json_array();
     char last[128] = "";
     while ((rc = store_step(s, err)) > 0) {
-        const char *name = store_text(s, 0);
+        const char *name = store_text(s, MC_NAME);
         if (!strcmp(name, last) || !gw_key_allows(k, name)) continue; /* own model shadows a public one */
         snprintf(last, sizeof last, "%s", name);
         json_array_append_new(arr, json_pack("{s:s,s:s,s:I,s:s}", "id", name, "object", "model",
-                                             "created", (json_int_t)(store_int(s, 1) / 1000000),
-                                             "owned_by", store_text(s, 2)));
+                                             "created",
+                                             (json_int_t)(store_int(s, MC_CREATED) / 1000000),
+                                             "owned_by", store_text(s, MC_TENANT)));
     }
     store_done(s);
     if (rc < 0) {
@@ -553,12 +614,24 @@ int gw_models_for_key(store_tx *tx, const gw_key *k, json_t **data, gp_err *err)
     return GP_OK;
 }
 
+/* An endpoint with its job's state, host and port check, as gw_endpoint_targets reads it
+ * (STORE_COLS). */
+#define TARGET_COLUMNS(X)                                                                 \
+    X(TC_ID, "e.id")                                                                      \
+    X(TC_URL, "e.url")                                                                    \
+    X(TC_PORT, "e.port")                                                                  \
+    X(TC_HEALTH_PATH, "e.health_path")                                                    \
+    X(TC_JOB, "e.job_id")                                                                 \
+    X(TC_JOB_STATE, "MIN(COALESCE(j.state, ''))")                                         \
+    X(TC_HOSTNAME, "MIN(COALESCE(n.hostname, ''))")                                       \
+    X(TC_NODE, "MIN(COALESCE(n.name, ''))")                                               \
+    X(TC_PORT_OPEN, "MIN(CASE WHEN " GW_PORT_OF_JOB " THEN 1 ELSE 0 END)")
+enum { TARGET_COLUMNS(STORE_COL_ENUM) TC__N };
+
 int gw_endpoint_targets(store_tx *tx, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT e.id, e.url, e.port, e.health_path, e.job_id,"
-                         " MIN(COALESCE(j.state, '')), MIN(COALESCE(n.hostname, '')), MIN(COALESCE(n.name, '')),"
-                         " MIN(CASE WHEN " GW_PORT_OF_JOB " THEN 1 ELSE 0 END)"
+                         "SELECT " STORE_COLS(TARGET_COLUMNS)
                          " FROM endpoints e LEFT JOIN jobs j ON j.id = e.job_id"
                          " LEFT JOIN bindings b ON b.job_id = j.id AND b.end_us IS NULL"
                          " LEFT JOIN nodes n ON n.name = b.node GROUP BY e.id ORDER BY e.id",
@@ -567,23 +640,25 @@ int gw_endpoint_targets(store_tx *tx, json_t **items, gp_err *err) {
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0) {
         char base[600], why[160] = "";
-        const char *job = store_text(s, 4);
+        const char *job = store_text(s, TC_JOB);
         if (*job) {
-            const char *host = *store_text(s, 6) ? store_text(s, 6) : store_text(s, 7);
-            if (strcmp(store_text(s, 5), "running") || !*host) {
+            const char *host =
+                *store_text(s, TC_HOSTNAME) ? store_text(s, TC_HOSTNAME) : store_text(s, TC_NODE);
+            if (strcmp(store_text(s, TC_JOB_STATE), "running") || !*host) {
                 base[0] = '\0';
-            } else if (!store_int(s, 8)) {
+            } else if (!store_int(s, TC_PORT_OPEN)) {
                 base[0] = '\0';
                 snprintf(why, sizeof why, "job %.40s does not listen on port %lld (yet)", job,
-                         (long long)store_int(s, 2));
+                         (long long)store_int(s, TC_PORT));
             } else {
-                snprintf(base, sizeof base, "http://%s:%lld/v1", host, (long long)store_int(s, 2));
+                snprintf(base, sizeof base, "http://%s:%lld/v1", host,
+                         (long long)store_int(s, TC_PORT));
             }
         } else {
-            snprintf(base, sizeof base, "%s", store_text(s, 1));
+            snprintf(base, sizeof base, "%s", store_text(s, TC_URL));
         }
-        json_t *t = json_pack("{s:s,s:s,s:s,s:s}", "id", store_text(s, 0), "base", base,
-                              "health_path", store_text(s, 3), "job", job);
+        json_t *t = json_pack("{s:s,s:s,s:s,s:s}", "id", store_text(s, TC_ID), "base", base,
+                              "health_path", store_text(s, TC_HEALTH_PATH), "job", job);
         if (*why) json_object_set_new(t, "why", json_string(why));
         json_array_append_new(arr, t);
     }
