@@ -139,30 +139,48 @@ static const char *owner_reason(const char *state) {
     return "This API key's owner no longer holds a role in its project.";
 }
 
-#define KEY_COLS                                                                               \
-    "k.id, k.name, k.owner, k.prefix, k.models, k.rpm, k.tpm, k.tokens_month, k.expires_at,"   \
-    " k.revoked_at, k.created_at, COALESCE(a.name, ''), k.tenant_id, k.project_id, " OWNER_STATE \
-    ", k.max_parallel"
+/* A key as key_json reads it (STORE_COLS; the parameter: now, for OWNER_STATE). */
+#define KEY_COLUMNS(X)                                                                    \
+    X(KC_ID, "k.id")                                                                      \
+    X(KC_NAME, "k.name")                                                                  \
+    X(KC_OWNER, "k.owner")                                                                \
+    X(KC_PREFIX, "k.prefix")                                                              \
+    X(KC_MODELS, "k.models")                                                              \
+    X(KC_RPM, "k.rpm")                                                                    \
+    X(KC_TPM, "k.tpm")                                                                    \
+    X(KC_TOKENS_MONTH, "k.tokens_month")                                                  \
+    X(KC_EXPIRES, "k.expires_at")                                                         \
+    X(KC_REVOKED, "k.revoked_at")                                                         \
+    X(KC_CREATED, "k.created_at")                                                         \
+    X(KC_APP, "COALESCE(a.name, '')")                                                     \
+    X(KC_TENANT_ID, "k.tenant_id")                                                        \
+    X(KC_PROJECT_ID, "k.project_id")                                                      \
+    X(KC_OWNER_STATE, OWNER_STATE)                                                        \
+    X(KC_MAX_PARALLEL, "k.max_parallel")
+enum { KEY_COLUMNS(STORE_COL_ENUM) KC__N };
+#define KEY_COLS STORE_COLS(KEY_COLUMNS)
 
 static json_t *key_json(store_stmt *s, int64_t now) {
-    json_t *models = json_loads(store_text(s, 4), 0, NULL);
-    int64_t exp = store_int(s, 8), rev = store_int(s, 9);
-    const char *owner = store_text(s, 14);
+    json_t *models = json_loads(store_text(s, KC_MODELS), 0, NULL);
+    int64_t exp = store_int(s, KC_EXPIRES), rev = store_int(s, KC_REVOKED);
+    const char *owner = store_text(s, KC_OWNER_STATE);
     const char *state = rev                 ? "revoked"
                         : (exp && exp <= now) ? "expired"
                         : *owner              ? "inactive"
                                               : "active";
     json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:o,s:I,s:I,s:I,s:o,s:o,s:o,s:s}", "id",
-                          store_text(s, 0), "name", store_text(s, 1), "owner", store_text(s, 2),
-                          "prefix", store_text(s, 3), "models", models ? models : json_array(),
-                          "rpm", (json_int_t)store_int(s, 5), "tpm", (json_int_t)store_int(s, 6),
-                          "tokens_month", (json_int_t)store_int(s, 7), "expires_at",
+                          store_text(s, KC_ID), "name", store_text(s, KC_NAME), "owner",
+                          store_text(s, KC_OWNER), "prefix", store_text(s, KC_PREFIX), "models",
+                          models ? models : json_array(), "rpm", (json_int_t)store_int(s, KC_RPM),
+                          "tpm", (json_int_t)store_int(s, KC_TPM), "tokens_month",
+                          (json_int_t)store_int(s, KC_TOKENS_MONTH), "expires_at",
                           exp ? jx_time(exp) : json_null(), "revoked_at",
                           rev ? jx_time(rev) : json_null(), "created_at",
-                          jx_time(store_int(s, 10)), "state", state);
-    json_object_set_new(o, "app", *store_text(s, 11) ? json_string(store_text(s, 11)) : json_null());
+                          jx_time(store_int(s, KC_CREATED)), "state", state);
+    json_object_set_new(o, "app",
+                        *store_text(s, KC_APP) ? json_string(store_text(s, KC_APP)) : json_null());
     json_object_set_new(o, "active", json_boolean(strcmp(state, "active") == 0));
-    json_object_set_new(o, "max_parallel", json_integer((json_int_t)store_int(s, 15)));
+    json_object_set_new(o, "max_parallel", json_integer((json_int_t)store_int(s, KC_MAX_PARALLEL)));
     if (!rev && !(exp && exp <= now) && *owner)
         json_object_set_new(o, "inactive_reason", json_string(owner));
     return o;
@@ -238,6 +256,25 @@ const char *gw_bearer_key(const char *h) {
     return h;
 }
 
+/* A key with its tenant's and project's names, as gw_key_auth reads it (STORE_COLS; the
+ * parameter: now, for OWNER_STATE). */
+#define AUTH_COLUMNS(X)                                                                   \
+    X(KA_ID, "k.id")                                                                      \
+    X(KA_TENANT_ID, "k.tenant_id")                                                        \
+    X(KA_PROJECT_ID, "k.project_id")                                                      \
+    X(KA_TENANT, "t.name")                                                                \
+    X(KA_PROJECT, "p.name")                                                               \
+    X(KA_APP, "COALESCE(a.name, '')")                                                     \
+    X(KA_MODELS, "k.models")                                                              \
+    X(KA_RPM, "k.rpm")                                                                    \
+    X(KA_TPM, "k.tpm")                                                                    \
+    X(KA_TOKENS_MONTH, "k.tokens_month")                                                  \
+    X(KA_EXPIRES, "k.expires_at")                                                         \
+    X(KA_REVOKED, "k.revoked_at")                                                         \
+    X(KA_OWNER_STATE, OWNER_STATE)                                                        \
+    X(KA_MAX_PARALLEL, "k.max_parallel")
+enum { AUTH_COLUMNS(STORE_COL_ENUM) KA__N };
+
 int gw_key_auth(store_tx *tx, const char *secret, int64_t now, gw_key *out, gp_err *err) {
     memset(out, 0, sizeof *out);
     if (!secret || strncmp(secret, GW_KEY_PREFIX, strlen(GW_KEY_PREFIX)) || strlen(secret) > 200)
@@ -246,9 +283,7 @@ int gw_key_auth(store_tx *tx, const char *secret, int64_t now, gw_key *out, gp_e
     rnd_hash_secret(secret, hash);
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT k.id, k.tenant_id, k.project_id, t.name, p.name,"
-                         " COALESCE(a.name, ''), k.models, k.rpm, k.tpm, k.tokens_month,"
-                         " k.expires_at, k.revoked_at, " OWNER_STATE ", k.max_parallel FROM api_keys k"
+                         "SELECT " STORE_COLS(AUTH_COLUMNS) " FROM api_keys k"
                          " JOIN tenants t ON t.id = k.tenant_id JOIN projects p ON p.id = k.project_id"
                          " LEFT JOIN apps a ON a.id = k.app_id WHERE k.hash = ?",
                          "is", now, hash);
@@ -258,32 +293,32 @@ int gw_key_auth(store_tx *tx, const char *secret, int64_t now, gw_key *out, gp_e
         store_done(s);
         return rc < 0 ? rc : gp_err_set(err, GP_EUNAUTH, "Incorrect API key provided.");
     }
-    int64_t exp = store_int(s, 10), rev = store_int(s, 11);
+    int64_t exp = store_int(s, KA_EXPIRES), rev = store_int(s, KA_REVOKED);
     if (rev || (exp && exp <= now)) {
         store_done(s);
         return gp_err_set(err, GP_EUNAUTH, rev ? "This API key has been revoked."
                                                : "This API key has expired.");
     }
-    if (*store_text(s, 12)) { /* its owner is gone, disabled or without a role there */
-        rc = gp_err_set(err, GP_EUNAUTH, "%s", owner_reason(store_text(s, 12)));
+    if (*store_text(s, KA_OWNER_STATE)) { /* its owner is gone, disabled or without a role there */
+        rc = gp_err_set(err, GP_EUNAUTH, "%s", owner_reason(store_text(s, KA_OWNER_STATE)));
         store_done(s);
         return rc;
     }
-    snprintf(out->id, sizeof out->id, "%s", store_text(s, 0));
-    snprintf(out->tenant_id, sizeof out->tenant_id, "%s", store_text(s, 1));
-    snprintf(out->project_id, sizeof out->project_id, "%s", store_text(s, 2));
-    snprintf(out->tenant, sizeof out->tenant, "%s", store_text(s, 3));
-    snprintf(out->project, sizeof out->project, "%s", store_text(s, 4));
-    snprintf(out->app, sizeof out->app, "%s", store_text(s, 5));
-    out->models = json_loads(store_text(s, 6), 0, NULL);
+    snprintf(out->id, sizeof out->id, "%s", store_text(s, KA_ID));
+    snprintf(out->tenant_id, sizeof out->tenant_id, "%s", store_text(s, KA_TENANT_ID));
+    snprintf(out->project_id, sizeof out->project_id, "%s", store_text(s, KA_PROJECT_ID));
+    snprintf(out->tenant, sizeof out->tenant, "%s", store_text(s, KA_TENANT));
+    snprintf(out->project, sizeof out->project, "%s", store_text(s, KA_PROJECT));
+    snprintf(out->app, sizeof out->app, "%s", store_text(s, KA_APP));
+    out->models = json_loads(store_text(s, KA_MODELS), 0, NULL);
     if (!json_is_array(out->models)) {
         json_decref(out->models);
         out->models = json_array();
     }
-    out->rpm = store_int(s, 7);
-    out->tpm = store_int(s, 8);
-    out->tokens_month = store_int(s, 9);
-    out->max_parallel = store_int(s, 13);
+    out->rpm = store_int(s, KA_RPM);
+    out->tpm = store_int(s, KA_TPM);
+    out->tokens_month = store_int(s, KA_TOKENS_MONTH);
+    out->max_parallel = store_int(s, KA_MAX_PARALLEL);
     store_done(s);
     quota_set pq, tq;
     rc = quota_load(tx, out->tenant_id, out->project_id, &pq, err);
