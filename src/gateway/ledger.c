@@ -34,19 +34,24 @@ void gw_month(int64_t now_us, char out[8]) {
     snprintf(out, 8, "%04u-%02u", y, m);
 }
 
+/* A ledger row's counts, as ledger_row reads them (STORE_COLS). */
+#define LEDGER_COLUMNS(X) X(LC_USED, "used") X(LC_RESERVED, "reserved")
+enum { LEDGER_COLUMNS(STORE_COL_ENUM) LC__N };
+
 static int ledger_row(store_tx *tx, const char *scope, const char *id, const char *month,
                       int64_t *used, int64_t *reserved, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT used, reserved FROM token_ledger WHERE scope = ? AND id = ?"
+                         "SELECT " STORE_COLS(LEDGER_COLUMNS)
+                         " FROM token_ledger WHERE scope = ? AND id = ?"
                          " AND month = ?",
                          "sss", scope, id, month);
     if (rc) return rc;
     *used = *reserved = 0;
     rc = store_step(s, err);
     if (rc > 0) {
-        *used = store_int(s, 0);
-        *reserved = store_int(s, 1);
+        *used = store_int(s, LC_USED);
+        *reserved = store_int(s, LC_RESERVED);
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;
@@ -178,20 +183,29 @@ typedef struct hold_row {
     int64_t amount;
 } hold_row;
 
+/* A token hold, as hold_read reads it (STORE_COLS). */
+#define HOLD_COLUMNS(X)                                                                   \
+    X(HC_KEY, "key_id")                                                                   \
+    X(HC_PROJECT, "project_id")                                                           \
+    X(HC_TENANT, "tenant_id")                                                             \
+    X(HC_MONTH, "month")                                                                  \
+    X(HC_AMOUNT, "amount")
+enum { HOLD_COLUMNS(STORE_COL_ENUM) HC__N };
+
 static int hold_read(store_tx *tx, const char *hold, hold_row *h, int *found, gp_err *err) {
     *found = 0;
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT key_id, project_id, tenant_id, month, amount FROM token_holds"
-                         " WHERE id = ?",
+                         "SELECT " STORE_COLS(HOLD_COLUMNS) " FROM token_holds WHERE id = ?",
                          "s", hold);
     if (rc) return rc;
     rc = store_step(s, err);
     if (rc > 0) {
         *found = 1;
-        for (int i = 0; i < 3; i++) snprintf(h->ids[i], RND_ID_LEN, "%s", store_text(s, i));
-        snprintf(h->month, sizeof h->month, "%s", store_text(s, 3));
-        h->amount = gw_tokens_clamp(store_int(s, 4));
+        static const int col[3] = {HC_KEY, HC_PROJECT, HC_TENANT}; /* the order of h->ids */
+        for (int i = 0; i < 3; i++) snprintf(h->ids[i], RND_ID_LEN, "%s", store_text(s, col[i]));
+        snprintf(h->month, sizeof h->month, "%s", store_text(s, HC_MONTH));
+        h->amount = gw_tokens_clamp(store_int(s, HC_AMOUNT));
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;
@@ -421,15 +435,35 @@ int gw_usage_write_many(store_tx *tx, const gw_usage *u, size_t n, gp_err *err) 
     return rc;
 }
 
+/* A usage record with its key's name, as gw_usage_list reads it (STORE_COLS). */
+#define USAGE_COLUMNS(X)                                                                  \
+    X(UC_ID, "u.id")                                                                      \
+    X(UC_AT, "u.at")                                                                      \
+    X(UC_TENANT, "u.tenant")                                                              \
+    X(UC_PROJECT, "u.project")                                                            \
+    X(UC_APP, "u.app")                                                                    \
+    X(UC_KEY, "u.key_id")                                                                 \
+    X(UC_MODEL, "u.model")                                                                \
+    X(UC_MODEL_TENANT, "u.model_tenant")                                                  \
+    X(UC_ENDPOINT, "u.endpoint_id")                                                       \
+    X(UC_ACCELERATOR, "u.accelerator")                                                    \
+    X(UC_KIND, "u.kind")                                                                  \
+    X(UC_STREAM, "u.stream")                                                              \
+    X(UC_PROMPT_TOKENS, "u.prompt_tokens")                                                \
+    X(UC_COMPLETION_TOKENS, "u.completion_tokens")                                        \
+    X(UC_ESTIMATED, "u.estimated")                                                        \
+    X(UC_LATENCY, "u.latency_us")                                                         \
+    X(UC_STATUS, "u.status")                                                              \
+    X(UC_KEY_NAME, "COALESCE(k.name, '')")                                                \
+    X(UC_CLIPPED, "u.clipped")
+enum { USAGE_COLUMNS(STORE_COL_ENUM) UC__N };
+
 int gw_usage_list(store_tx *tx, const char *tenant_id, const char *project_id,
                   const char *key_id, int limit, json_t **items, gp_err *err) {
     store_stmt *s;
     if (limit <= 0 || limit > 5000) limit = 100;
     int rc = store_query(tx, &s, err,
-                         "SELECT u.id, u.at, u.tenant, u.project, u.app, u.key_id, u.model,"
-                         " u.model_tenant, u.endpoint_id, u.accelerator, u.kind, u.stream,"
-                         " u.prompt_tokens, u.completion_tokens, u.estimated, u.latency_us,"
-                         " u.status, COALESCE(k.name, ''), u.clipped FROM usage_records u"
+                         "SELECT " STORE_COLS(USAGE_COLUMNS) " FROM usage_records u"
                          " LEFT JOIN api_keys k ON k.id = u.key_id WHERE u.tenant_id = ?"
                          " AND (? IS NULL OR u.project_id = ?) AND (? IS NULL OR u.key_id = ?)"
                          " ORDER BY u.at DESC, u.id LIMIT ?",
@@ -440,16 +474,21 @@ int gw_usage_list(store_tx *tx, const char *tenant_id, const char *project_id,
     while ((rc = store_step(s, err)) > 0) {
         json_t *o = json_pack(
             "{s:s,s:o,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:I,s:I,s:I,s:b,s:f,s:I}", "id",
-            store_text(s, 0), "at", jx_time(store_int(s, 1)), "tenant", store_text(s, 2), "project",
-            store_text(s, 3), "app", store_text(s, 4), "key", store_text(s, 5), "key_name",
-            store_text(s, 17), "model", store_text(s, 6), "model_tenant", store_text(s, 7),
-            "endpoint", store_text(s, 8), "accelerator", store_text(s, 9), "stream",
-            (int)store_int(s, 11), "prompt_tokens", (json_int_t)store_int(s, 12),
-            "completion_tokens", (json_int_t)store_int(s, 13), "total_tokens",
-            (json_int_t)gw_sat_add(store_int(s, 12), store_int(s, 13)), "estimated", (int)store_int(s, 14),
-            "latency_ms", (double)store_int(s, 15) / 1000.0, "status", (json_int_t)store_int(s, 16));
-        json_object_set_new(o, "kind", json_string(store_text(s, 10)));
-        json_object_set_new(o, "clipped", json_boolean(store_int(s, 18) != 0));
+            store_text(s, UC_ID), "at", jx_time(store_int(s, UC_AT)), "tenant",
+            store_text(s, UC_TENANT), "project", store_text(s, UC_PROJECT), "app",
+            store_text(s, UC_APP), "key", store_text(s, UC_KEY), "key_name",
+            store_text(s, UC_KEY_NAME), "model", store_text(s, UC_MODEL), "model_tenant",
+            store_text(s, UC_MODEL_TENANT), "endpoint", store_text(s, UC_ENDPOINT), "accelerator",
+            store_text(s, UC_ACCELERATOR), "stream", (int)store_int(s, UC_STREAM), "prompt_tokens",
+            (json_int_t)store_int(s, UC_PROMPT_TOKENS), "completion_tokens",
+            (json_int_t)store_int(s, UC_COMPLETION_TOKENS), "total_tokens",
+            (json_int_t)gw_sat_add(store_int(s, UC_PROMPT_TOKENS),
+                                   store_int(s, UC_COMPLETION_TOKENS)),
+            "estimated", (int)store_int(s, UC_ESTIMATED), "latency_ms",
+            (double)store_int(s, UC_LATENCY) / 1000.0, "status",
+            (json_int_t)store_int(s, UC_STATUS));
+        json_object_set_new(o, "kind", json_string(store_text(s, UC_KIND)));
+        json_object_set_new(o, "clipped", json_boolean(store_int(s, UC_CLIPPED) != 0));
         json_array_append_new(arr, o);
     }
     store_done(s);
