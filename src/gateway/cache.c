@@ -211,12 +211,17 @@ static int port_cmp(const void *a, const void *b) {
  * open binding (the node whose reports set its listen_ports: jobs_node_report) and its
  * ports.  OUT: *out (sorted by job id; free it), *n.
  */
+/* A running job serving an endpoint, with its node and ports, as ports_load reads it
+ * (STORE_COLS). */
+#define PORT_COLUMNS(X) X(PT_JOB, "j.id") X(PT_NODE, "MIN(b.node)") X(PT_PORTS, "j.listen_ports")
+enum { PORT_COLUMNS(STORE_COL_ENUM) PT__N };
+
 static int ports_load(store_tx *tx, port_ent **out, size_t *n, gp_err *err) {
     *out = NULL;
     *n = 0;
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT j.id, MIN(b.node), j.listen_ports FROM jobs j"
+                         "SELECT " STORE_COLS(PORT_COLUMNS) " FROM jobs j"
                          " JOIN bindings b ON b.job_id = j.id AND b.end_us IS NULL"
                          " WHERE j.state = 'running' AND j.listen_ports <> ''"
                          " AND EXISTS (SELECT 1 FROM endpoints e WHERE e.job_id = j.id)"
@@ -237,9 +242,9 @@ static int ports_load(store_tx *tx, port_ent **out, size_t *n, gp_err *err) {
             cap = nc;
         }
         port_ent *e = &v[len++];
-        snprintf(e->job_id, sizeof e->job_id, "%s", store_text(s, 0));
-        snprintf(e->node, sizeof e->node, "%s", store_text(s, 1));
-        const char *pl = store_text(s, 2);
+        snprintf(e->job_id, sizeof e->job_id, "%s", store_text(s, PT_JOB));
+        snprintf(e->node, sizeof e->node, "%s", store_text(s, PT_NODE));
+        const char *pl = store_text(s, PT_PORTS);
         /* a list that does not fit is not cut short (a cut "65535" would list port 655): none */
         snprintf(e->ports, sizeof e->ports, "%s", strlen(pl) < sizeof e->ports ? pl : "");
     }
@@ -361,26 +366,32 @@ static void key_copy(gw_key *dst, const gw_key *src) {
  * When the key read stops being valid by itself: its expiry, or the latest
  * end of the role bindings that let its owner hold it (0: neither ends).
  */
-static int key_until(store_tx *tx, const gw_key *k, int64_t now_us, int64_t *until, gp_err *err) {
-    store_stmt *s;
-    *until = 0;
+/* A key's expiry, its owner's bindings there without an end and their latest end, as
+ * key_until reads them (STORE_COLS; the parameter: now). */
 #define GRANTS                                                                             \
     " FROM role_bindings b JOIN users u ON u.id = b.user_id WHERE u.name = k.owner"            \
     " AND ((b.scope = 'tenant' AND b.tenant_id = k.tenant_id AND b.role = 'tenant-admin')"    \
     " OR (b.scope = 'project' AND b.project_id = k.project_id"                                \
     " AND b.role IN ('project-admin', 'project-user')))"
+#define UNTIL_COLUMNS(X)                                                                  \
+    X(KU_EXPIRES, "k.expires_at")                                                         \
+    X(KU_FOREVER, "(SELECT COUNT(*)" GRANTS " AND b.expires_at IS NULL)")                 \
+    X(KU_BIND_END, "(SELECT MAX(b.expires_at)" GRANTS " AND b.expires_at > ?)")
+enum { UNTIL_COLUMNS(STORE_COL_ENUM) KU__N };
+
+static int key_until(store_tx *tx, const gw_key *k, int64_t now_us, int64_t *until, gp_err *err) {
+    store_stmt *s;
+    *until = 0;
     int rc = store_query(tx, &s, err,
-                         "SELECT k.expires_at, (SELECT COUNT(*)" GRANTS " AND b.expires_at IS NULL),"
-                         " (SELECT MAX(b.expires_at)" GRANTS " AND b.expires_at > ?)"
-                         " FROM api_keys k WHERE k.id = ?",
+                         "SELECT " STORE_COLS(UNTIL_COLUMNS) " FROM api_keys k WHERE k.id = ?",
                          "is", now_us, k->id);
 #undef GRANTS
     if (rc) return rc;
     rc = store_step(s, err);
     if (rc > 0) {
-        int64_t exp = store_int(s, 0);
-        int forever = store_int(s, 1) > 0; /* a binding without an end */
-        int64_t bind = store_isnull(s, 2) ? 0 : store_int(s, 2);
+        int64_t exp = store_int(s, KU_EXPIRES);
+        int forever = store_int(s, KU_FOREVER) > 0; /* a binding without an end */
+        int64_t bind = store_isnull(s, KU_BIND_END) ? 0 : store_int(s, KU_BIND_END);
         int64_t u = exp;
         if (!forever && bind > 0 && (u == 0 || bind < u)) u = bind;
         *until = u;

@@ -728,6 +728,15 @@ static share_row *share_push(share_row **rows, size_t *n, size_t *cap, char scop
     return r;
 }
 
+/* The others' counts of a window, as share_windows reads them (STORE_COLS). */
+#define RATE_COLUMNS(X)                                                                   \
+    X(RT_SCOPE, "scope")                                                                  \
+    X(RT_ID, "id")                                                                        \
+    X(RT_MINUTE, "minute")                                                                \
+    X(RT_REQUESTS, "SUM(requests)")                                                       \
+    X(RT_TOKENS, "SUM(tokens)")
+enum { RATE_COLUMNS(STORE_COL_ENUM) RT__N };
+
 /* Write this process's limited windows that changed, then read the others' (SHARE_US). */
 static int share_windows(gw_runtime *rt, gp_err *err) {
     int64_t now = gt_now_us(), m = now / MINUTE_US;
@@ -804,21 +813,23 @@ static int share_windows(gw_runtime *rt, gp_err *err) {
     store_stmt *s = NULL;
     if (!rc && !(rc = store_begin(rt->store, STORE_READ, &tx, err))) {
         rc = store_query(tx, &s, err,
-                         "SELECT scope, id, minute, SUM(requests), SUM(tokens) FROM rate_counts"
+                         "SELECT " STORE_COLS(RATE_COLUMNS) " FROM rate_counts"
                          " WHERE minute >= ? AND process <> ? GROUP BY scope, id, minute",
                          "is", m - 1, rt->process);
         int step = 0;
         while (!rc && (step = store_step(s, err)) > 0) {
-            const char *sc = store_text(s, 0), *id = store_text(s, 1);
+            const char *sc = store_text(s, RT_SCOPE), *id = store_text(s, RT_ID);
             if (!sc || !*sc || !id) continue;
             share_row *r = share_push(&rows, &n, &cap, sc[0], id);
             if (!r) {
                 rc = gp_err_set(err, GP_ENOMEM, NULL);
                 break;
             }
-            int cur = store_int(s, 2) == m;
-            r->req = (gw_window){m, cur ? 0 : store_int(s, 3), cur ? store_int(s, 3) : 0};
-            r->tok = (gw_window){m, cur ? 0 : store_int(s, 4), cur ? store_int(s, 4) : 0};
+            int cur = store_int(s, RT_MINUTE) == m;
+            r->req = (gw_window){m, cur ? 0 : store_int(s, RT_REQUESTS),
+                                 cur ? store_int(s, RT_REQUESTS) : 0};
+            r->tok = (gw_window){m, cur ? 0 : store_int(s, RT_TOKENS),
+                                 cur ? store_int(s, RT_TOKENS) : 0};
         }
         if (!rc && step < 0) rc = step;
         store_done(s);
