@@ -254,21 +254,35 @@ static int names_has(json_t *names, const char *name) {
     return 0;
 }
 
+/* A class's form and card models, as class_cards_of reads them (STORE_COLS). */
+#define CLASS_FORM_COLUMNS(X)                                                             \
+    X(CF_FORM, "form")                                                                    \
+    X(CF_MODELS, "gpu_models")
+enum { CLASS_FORM_COLUMNS(STORE_COL_ENUM) CF__N };
+
+/* A card of a pool with its node, as class_cards_of reads it (STORE_COLS). */
+#define POOL_CARD_COLUMNS(X)                                                              \
+    X(CC_MODEL, "g.model")                                                                \
+    X(CC_MODE, "g.mode")                                                                  \
+    X(CC_NODE, "n.name")
+enum { POOL_CARD_COLUMNS(STORE_COL_ENUM) CC__N };
+
 /* How many cards of class `cls` (its models, its form) the nodes of pool `pool` have (only:
  * of those nodes named in `only`, when not NULL). */
 static int class_cards_of(store_tx *tx, const char *pool, const char *cls, json_t *only,
                           int64_t *cards, gp_err *err) {
     store_stmt *s;
     *cards = 0;
-    int rc = store_query(tx, &s, err, "SELECT form, gpu_models FROM classes WHERE name = ?", "s",
-                         cls);
+    int rc = store_query(tx, &s, err,
+                         "SELECT " STORE_COLS(CLASS_FORM_COLUMNS) " FROM classes WHERE name = ?",
+                         "s", cls);
     if (rc) return rc;
     rc = store_step(s, err);
     char form[64] = "";
     json_t *models = NULL;
     if (rc > 0) {
-        snprintf(form, sizeof form, "%s", store_text(s, 0));
-        models = json_loads(store_text(s, 1), 0, NULL);
+        snprintf(form, sizeof form, "%s", store_text(s, CF_FORM));
+        models = json_loads(store_text(s, CF_MODELS), 0, NULL);
     }
     store_done(s);
     if (rc <= 0) return rc < 0 ? rc : GP_OK;
@@ -278,7 +292,8 @@ static int class_cards_of(store_tx *tx, const char *pool, const char *cls, json_
                        : f.kind == FORM_SHARED         ? "shared"
                                                        : "whole";
     rc = store_query(tx, &s, err,
-                     "SELECT g.model, g.mode, n.name FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                     "SELECT " STORE_COLS(POOL_CARD_COLUMNS)
+                     " FROM gpus g JOIN nodes n ON n.id = g.node_id"
                      " WHERE n.pool = ?",
                      "s", pool);
     if (rc) {
@@ -286,12 +301,12 @@ static int class_cards_of(store_tx *tx, const char *pool, const char *cls, json_
         return rc;
     }
     while ((rc = store_step(s, err)) > 0) {
-        if (strcmp(store_text(s, 1), mode)) continue;
-        if (only && !names_has(only, store_text(s, 2))) continue;
+        if (strcmp(store_text(s, CC_MODE), mode)) continue;
+        if (only && !names_has(only, store_text(s, CC_NODE))) continue;
         size_t i;
         json_t *m;
         json_array_foreach(models, i, m) {
-            if (inv_model_matches(json_string_value(m), store_text(s, 0))) {
+            if (inv_model_matches(json_string_value(m), store_text(s, CC_MODEL))) {
                 (*cards)++;
                 break;
             }
@@ -494,6 +509,24 @@ static void others_free(other_rsv *o, int n) {
     free(o);
 }
 
+/* Another reservation, as others_load reads it (STORE_COLS). */
+#define OTHER_COLUMNS(X)                                                                  \
+    X(OR_ID, "id")                                                                        \
+    X(OR_NAME, "name")                                                                    \
+    X(OR_TENANT_ID, "COALESCE(tenant_id, '')")                                            \
+    X(OR_PROJECT_ID, "COALESCE(project_id, '')")                                          \
+    X(OR_POOL, "pool")                                                                    \
+    X(OR_CLASS, "class")                                                                  \
+    X(OR_COUNT, "count")                                                                  \
+    X(OR_NODES, "nodes")                                                                  \
+    X(OR_START, "start_us")                                                               \
+    X(OR_END, "end_us")                                                                   \
+    X(OR_RECURRENCE, "recurrence")                                                        \
+    X(OR_WEEKDAYS, "weekdays")                                                            \
+    X(OR_EVERY, "every_s")                                                                \
+    X(OR_UNTIL, "until_us")
+enum { OTHER_COLUMNS(STORE_COL_ENUM) OR__N };
+
 /* Every reservation not deleted but `self_id` ("" none) whose occurrences are not all over. */
 static int others_load(store_tx *tx, const char *self_id, int64_t now, other_rsv **out, int *nout,
                        gp_err *err) {
@@ -501,9 +534,8 @@ static int others_load(store_tx *tx, const char *self_id, int64_t now, other_rsv
     *out = NULL;
     *nout = 0;
     int rc = store_query(tx, &s, err,
-                         "SELECT id, name, COALESCE(tenant_id, ''), COALESCE(project_id, ''),"
-                         " pool, class, count, nodes, start_us, end_us, recurrence, weekdays,"
-                         " every_s, until_us FROM reservations WHERE deleted_at = 0 AND id <> ?"
+                         "SELECT " STORE_COLS(OTHER_COLUMNS)
+                         " FROM reservations WHERE deleted_at = 0 AND id <> ?"
                          " ORDER BY start_us, name",
                          "s", self_id);
     if (rc) return rc;
@@ -512,8 +544,9 @@ static int others_load(store_tx *tx, const char *self_id, int64_t now, other_rsv
     while ((rc = store_step(s, err)) > 0) {
         rsv_rule rule;
         rsv_span cur;
-        rsv_rule_from(store_text(s, 10), store_int(s, 8), store_int(s, 9), store_int(s, 11),
-                      store_int(s, 12), store_int(s, 13), &rule);
+        rsv_rule_from(store_text(s, OR_RECURRENCE), store_int(s, OR_START), store_int(s, OR_END),
+                      store_int(s, OR_WEEKDAYS), store_int(s, OR_EVERY), store_int(s, OR_UNTIL),
+                      &rule);
         if (rule.kind < 0 || !rsv_current(&rule, now, &cur)) continue; /* over: holds nothing */
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
@@ -526,15 +559,17 @@ static int others_load(store_tx *tx, const char *self_id, int64_t now, other_rsv
         }
         other_rsv *o = &v[n++];
         memset(o, 0, sizeof *o);
-        snprintf(o->holder.id, sizeof o->holder.id, "%s", store_text(s, 0));
-        snprintf(o->name, sizeof o->name, "%s", store_text(s, 1));
-        snprintf(o->holder.tenant_id, sizeof o->holder.tenant_id, "%s", store_text(s, 2));
-        snprintf(o->holder.project_id, sizeof o->holder.project_id, "%s", store_text(s, 3));
-        o->holder.maintenance = !store_text(s, 2)[0];
-        snprintf(o->pool, sizeof o->pool, "%s", store_text(s, 4));
-        snprintf(o->cls, sizeof o->cls, "%s", store_text(s, 5));
-        o->count = store_int(s, 6);
-        o->nodes = json_loads(store_text(s, 7), 0, NULL);
+        snprintf(o->holder.id, sizeof o->holder.id, "%s", store_text(s, OR_ID));
+        snprintf(o->name, sizeof o->name, "%s", store_text(s, OR_NAME));
+        snprintf(o->holder.tenant_id, sizeof o->holder.tenant_id, "%s",
+                 store_text(s, OR_TENANT_ID));
+        snprintf(o->holder.project_id, sizeof o->holder.project_id, "%s",
+                 store_text(s, OR_PROJECT_ID));
+        o->holder.maintenance = !store_text(s, OR_TENANT_ID)[0];
+        snprintf(o->pool, sizeof o->pool, "%s", store_text(s, OR_POOL));
+        snprintf(o->cls, sizeof o->cls, "%s", store_text(s, OR_CLASS));
+        o->count = store_int(s, OR_COUNT);
+        o->nodes = json_loads(store_text(s, OR_NODES), 0, NULL);
         o->rule = rule;
     }
     store_done(s);
@@ -851,13 +886,27 @@ int rsv_put(store_tx *tx, const char *name, json_t *body, const char *actor, int
 
 /* ---- a job's reservation ---- */
 
+/* The reservation a job names, as rsv_for_job reads it (STORE_COLS). */
+#define FOR_JOB_COLUMNS(X)                                                                \
+    X(FJ_ID, "id")                                                                        \
+    X(FJ_PROJECT_ID, "COALESCE(project_id, '')")                                          \
+    X(FJ_CLASS, "class")                                                                  \
+    X(FJ_COUNT, "count")                                                                  \
+    X(FJ_NODES, "nodes")                                                                  \
+    X(FJ_START, "start_us")                                                               \
+    X(FJ_END, "end_us")                                                                   \
+    X(FJ_RECURRENCE, "recurrence")                                                        \
+    X(FJ_WEEKDAYS, "weekdays")                                                            \
+    X(FJ_EVERY, "every_s")                                                                \
+    X(FJ_UNTIL, "until_us")
+enum { FOR_JOB_COLUMNS(STORE_COL_ENUM) FJ__N };
+
 int rsv_for_job(store_tx *tx, const char *name, const char *tenant_id, const char *project_id,
                 const char *cls, int64_t cards, int64_t time_limit_s, int64_t now,
                 char id[RND_ID_LEN], gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT id, COALESCE(project_id, ''), class, count, nodes, start_us,"
-                         " end_us, recurrence, weekdays, every_s, until_us FROM reservations"
+                         "SELECT " STORE_COLS(FOR_JOB_COLUMNS) " FROM reservations"
                          " WHERE name = ? AND deleted_at = 0 AND tenant_id = ?",
                          "ss", name, tenant_id);
     if (rc) return rc;
@@ -869,14 +918,15 @@ int rsv_for_job(store_tx *tx, const char *name, const char *tenant_id, const cha
                                    "reservation '%.64s' does not exist for this tenant", name);
     }
     char proj[RND_ID_LEN], rcls[64];
-    snprintf(id, RND_ID_LEN, "%s", store_text(s, 0));
-    snprintf(proj, sizeof proj, "%s", store_text(s, 1));
-    snprintf(rcls, sizeof rcls, "%s", store_text(s, 2));
-    int64_t count = store_int(s, 3);
-    json_t *nodes = json_loads(store_text(s, 4), 0, NULL);
+    snprintf(id, RND_ID_LEN, "%s", store_text(s, FJ_ID));
+    snprintf(proj, sizeof proj, "%s", store_text(s, FJ_PROJECT_ID));
+    snprintf(rcls, sizeof rcls, "%s", store_text(s, FJ_CLASS));
+    int64_t count = store_int(s, FJ_COUNT);
+    json_t *nodes = json_loads(store_text(s, FJ_NODES), 0, NULL);
     rsv_rule rule;
-    rsv_rule_from(store_text(s, 7), store_int(s, 5), store_int(s, 6), store_int(s, 8),
-                  store_int(s, 9), store_int(s, 10), &rule);
+    rsv_rule_from(store_text(s, FJ_RECURRENCE), store_int(s, FJ_START), store_int(s, FJ_END),
+                  store_int(s, FJ_WEEKDAYS), store_int(s, FJ_EVERY), store_int(s, FJ_UNTIL),
+                  &rule);
     store_done(s);
     rsv_span cur;
     int64_t held = count;
@@ -941,14 +991,30 @@ static int audit_sched(store_tx *tx, const due *d, const char *action, json_t *s
 
 /* Jobs whose reservation says they end now: running past the end of the occurrence they run
  * in (end policy stop), or waiting for a reservation deleted or over. */
+/* A job held by a reservation, with the reservation's rule, as jobs_due reads it (STORE_COLS). */
+#define DUE_COLUMNS(X)                                                                    \
+    X(JD_JOB, "j.id")                                                                     \
+    X(JD_STATE, "j.state")                                                                \
+    X(JD_STARTED, "COALESCE(j.started_at, 0)")                                            \
+    X(JD_NAME, "r.name")                                                                  \
+    X(JD_END_POLICY, "r.end_policy")                                                      \
+    X(JD_DELETED, "r.deleted_at")                                                         \
+    X(JD_START, "r.start_us")                                                             \
+    X(JD_END, "r.end_us")                                                                 \
+    X(JD_RECURRENCE, "r.recurrence")                                                      \
+    X(JD_WEEKDAYS, "r.weekdays")                                                          \
+    X(JD_EVERY, "r.every_s")                                                              \
+    X(JD_UNTIL, "r.until_us")                                                             \
+    X(JD_TENANT, "t.name")                                                                \
+    X(JD_PROJECT, "p.name")
+enum { DUE_COLUMNS(STORE_COL_ENUM) JD__N };
+
 static int jobs_due(store_tx *tx, int64_t now, due **out, int *nout, gp_err *err) {
     store_stmt *s;
     *out = NULL;
     *nout = 0;
     int rc = store_query(tx, &s, err,
-                         "SELECT j.id, j.state, COALESCE(j.started_at, 0), r.name, r.end_policy,"
-                         " r.deleted_at, r.start_us, r.end_us, r.recurrence, r.weekdays,"
-                         " r.every_s, r.until_us, t.name, p.name FROM jobs j"
+                         "SELECT " STORE_COLS(DUE_COLUMNS) " FROM jobs j"
                          " JOIN reservations r ON r.id = j.reservation_id"
                          " JOIN tenants t ON t.id = j.tenant_id JOIN projects p ON p.id = j.project_id"
                          " WHERE j.reservation_id IS NOT NULL"
@@ -959,14 +1025,16 @@ static int jobs_due(store_tx *tx, int64_t now, due **out, int *nout, gp_err *err
     while ((rc = store_step(s, err)) > 0) {
         rsv_rule rule;
         rsv_span sp;
-        rsv_rule_from(store_text(s, 8), store_int(s, 6), store_int(s, 7), store_int(s, 9),
-                      store_int(s, 10), store_int(s, 11), &rule);
-        int running = !strcmp(store_text(s, 1), "running"), deleted = store_int(s, 5) != 0;
+        rsv_rule_from(store_text(s, JD_RECURRENCE), store_int(s, JD_START), store_int(s, JD_END),
+                      store_int(s, JD_WEEKDAYS), store_int(s, JD_EVERY), store_int(s, JD_UNTIL),
+                      &rule);
+        int running = !strcmp(store_text(s, JD_STATE), "running"),
+            deleted = store_int(s, JD_DELETED) != 0;
         int64_t at = 0;
         int act = -1;
         if (running) {
-            if (deleted || strcmp(store_text(s, 4), "stop")) continue;
-            int64_t started = store_int(s, 2);
+            if (deleted || strcmp(store_text(s, JD_END_POLICY), "stop")) continue;
+            int64_t started = store_int(s, JD_STARTED);
             /* the occurrence it runs in (or, moved since, the next one from its start) */
             if (!rsv_occurrence_at(&rule, started, &sp) && !rsv_current(&rule, started, &sp))
                 sp = (rsv_span){0, 0};
@@ -990,10 +1058,10 @@ static int jobs_due(store_tx *tx, int64_t now, due **out, int *nout, gp_err *err
         }
         due *d = &(*out)[(*nout)++];
         memset(d, 0, sizeof *d);
-        snprintf(d->job, sizeof d->job, "%s", store_text(s, 0));
-        snprintf(d->rsv, sizeof d->rsv, "%s", store_text(s, 3));
-        snprintf(d->tenant, sizeof d->tenant, "%s", store_text(s, 12));
-        snprintf(d->project, sizeof d->project, "%s", store_text(s, 13));
+        snprintf(d->job, sizeof d->job, "%s", store_text(s, JD_JOB));
+        snprintf(d->rsv, sizeof d->rsv, "%s", store_text(s, JD_NAME));
+        snprintf(d->tenant, sizeof d->tenant, "%s", store_text(s, JD_TENANT));
+        snprintf(d->project, sizeof d->project, "%s", store_text(s, JD_PROJECT));
         d->stop = act;
         d->at = at;
         if (deleted) d->at = -1;
@@ -1070,13 +1138,27 @@ typedef struct mwant {
 } mwant;
 
 /* What every maintenance window wants of its nodes now (one entry per node: a cordon wins). */
+/* A maintenance window, as maint_wants reads it (STORE_COLS). */
+#define MAINT_COLUMNS(X)                                                                  \
+    X(MW_ID, "id")                                                                        \
+    X(MW_NAME, "name")                                                                    \
+    X(MW_NODES, "nodes")                                                                  \
+    X(MW_START, "start_us")                                                               \
+    X(MW_END, "end_us")                                                                   \
+    X(MW_RECURRENCE, "recurrence")                                                        \
+    X(MW_WEEKDAYS, "weekdays")                                                            \
+    X(MW_EVERY, "every_s")                                                                \
+    X(MW_UNTIL, "until_us")                                                               \
+    X(MW_DRAIN, "drain_before_s")                                                         \
+    X(MW_WORK_ORDERS, "work_orders")
+enum { MAINT_COLUMNS(STORE_COL_ENUM) MW__N };
+
 static int maint_wants(store_tx *tx, int64_t now, mwant **out, int *nout, gp_err *err) {
     store_stmt *s;
     *out = NULL;
     *nout = 0;
     int rc = store_query(tx, &s, err,
-                         "SELECT id, name, nodes, start_us, end_us, recurrence, weekdays, every_s,"
-                         " until_us, drain_before_s, work_orders FROM reservations"
+                         "SELECT " STORE_COLS(MAINT_COLUMNS) " FROM reservations"
                          " WHERE tenant_id IS NULL AND deleted_at = 0 AND nodes <> '[]'"
                          " ORDER BY start_us, id",
                          "");
@@ -1085,17 +1167,18 @@ static int maint_wants(store_tx *tx, int64_t now, mwant **out, int *nout, gp_err
     while ((rc = store_step(s, err)) > 0) {
         rsv_rule rule;
         rsv_span sp;
-        rsv_rule_from(store_text(s, 5), store_int(s, 3), store_int(s, 4), store_int(s, 6),
-                      store_int(s, 7), store_int(s, 8), &rule);
+        rsv_rule_from(store_text(s, MW_RECURRENCE), store_int(s, MW_START), store_int(s, MW_END),
+                      store_int(s, MW_WEEKDAYS), store_int(s, MW_EVERY), store_int(s, MW_UNTIL),
+                      &rule);
         if (!rsv_current(&rule, now, &sp)) continue;
         const char *want = now >= sp.t1_us                                  ? "cordoned"
-                           : now >= sp.t1_us - store_int(s, 9) * 1000000LL ? "draining"
-                                                                           : NULL;
+                           : now >= sp.t1_us - store_int(s, MW_DRAIN) * 1000000LL ? "draining"
+                                                                                  : NULL;
         if (!want) continue;
         char t1[32], t2[32];
         rsv_fmt_time(sp.t1_us, t1, sizeof t1);
         rsv_fmt_time(sp.t2_us, t2, sizeof t2);
-        json_t *nodes = json_loads(store_text(s, 2), 0, NULL);
+        json_t *nodes = json_loads(store_text(s, MW_NODES), 0, NULL);
         size_t i;
         json_t *v;
         json_array_foreach(nodes, i, v) {
@@ -1124,12 +1207,13 @@ static int maint_wants(store_tx *tx, int64_t now, mwant **out, int *nout, gp_err
             mwant *w = &(*out)[at];
             memset(w, 0, sizeof *w);
             snprintf(w->node, sizeof w->node, "%s", node);
-            snprintf(w->rsv_id, sizeof w->rsv_id, "%s", store_text(s, 0));
-            snprintf(w->rname, sizeof w->rname, "%s", store_text(s, 1));
+            snprintf(w->rsv_id, sizeof w->rsv_id, "%s", store_text(s, MW_ID));
+            snprintf(w->rname, sizeof w->rname, "%s", store_text(s, MW_NAME));
             w->state = want;
+            const char *wos = store_text(s, MW_WORK_ORDERS);
             snprintf(w->cause, sizeof w->cause, "maintenance window %.63s (%s to %s)%s%.80s",
-                     store_text(s, 1), t1, t2, strcmp(store_text(s, 10), "[]") ? ", work orders " : "",
-                     strcmp(store_text(s, 10), "[]") ? store_text(s, 10) : "");
+                     store_text(s, MW_NAME), t1, t2, strcmp(wos, "[]") ? ", work orders " : "",
+                     strcmp(wos, "[]") ? wos : "");
         }
         json_decref(nodes);
     }
@@ -1157,6 +1241,12 @@ static int audit_node(store_tx *tx, const char *node, const char *rname, const c
 
 /* Drain and cordon what the windows want now; give back what a window set and no longer
  * wants (over, deleted, moved). */
+/* A node held for maintenance with its window's name, as settle_nodes reads it (STORE_COLS). */
+#define MAINT_NODE_COLUMNS(X)                                                             \
+    X(MN_NODE, "n.name")                                                                  \
+    X(MN_RESERVATION, "COALESCE(r.name, n.maint_reservation)")
+enum { MAINT_NODE_COLUMNS(STORE_COL_ENUM) MN__N };
+
 static int settle_nodes(store_tx *tx, int64_t now, int *changed, gp_err *err) {
     mwant *ws;
     int nw, rc = maint_wants(tx, now, &ws, &nw, err);
@@ -1175,13 +1265,13 @@ static int settle_nodes(store_tx *tx, int64_t now, int *changed, gp_err *err) {
     int nb = 0, cap = 0;
     if (!rc)
         rc = store_query(tx, &s, err,
-                         "SELECT n.name, COALESCE(r.name, n.maint_reservation) FROM nodes n"
+                         "SELECT " STORE_COLS(MAINT_NODE_COLUMNS) " FROM nodes n"
                          " LEFT JOIN reservations r ON r.id = n.maint_reservation"
                          " WHERE n.maint_reservation <> '' ORDER BY n.name",
                          "");
     while (s && (rc = store_step(s, err)) > 0) {
         int wanted = 0;
-        for (int k = 0; k < nw; k++) wanted |= !strcmp(ws[k].node, store_text(s, 0));
+        for (int k = 0; k < nw; k++) wanted |= !strcmp(ws[k].node, store_text(s, MN_NODE));
         if (wanted) continue;
         if (nb == cap) {
             cap = cap ? cap * 2 : 8;
@@ -1194,8 +1284,8 @@ static int settle_nodes(store_tx *tx, int64_t now, int *changed, gp_err *err) {
                 break;
             }
         }
-        snprintf(back[nb], 64, "%s", store_text(s, 0));
-        snprintf(from[nb], 64, "%s", store_text(s, 1));
+        snprintf(back[nb], 64, "%s", store_text(s, MN_NODE));
+        snprintf(from[nb], 64, "%s", store_text(s, MN_RESERVATION));
         nb++;
     }
     store_done(s);
@@ -1233,6 +1323,25 @@ static void keep_earliest(json_t *o, const char *key, json_t *win) {
     if (!cur || (mine && strcmp(mine, cur) < 0)) json_object_set(o, key, win);
 }
 
+/* A reservation on named nodes, as rsv_node_windows reads it (STORE_COLS, RSV_FROM). */
+#define WINDOW_COLUMNS(X)                                                                 \
+    X(NW_NAME, "r.name")                                                                  \
+    X(NW_NODES, "r.nodes")                                                                \
+    X(NW_START, "r.start_us")                                                             \
+    X(NW_END, "r.end_us")                                                                 \
+    X(NW_RECURRENCE, "r.recurrence")                                                      \
+    X(NW_WEEKDAYS, "r.weekdays")                                                          \
+    X(NW_EVERY, "r.every_s")                                                              \
+    X(NW_UNTIL, "r.until_us")                                                             \
+    X(NW_DRAIN, "r.drain_before_s")                                                       \
+    X(NW_WORK_ORDERS, "r.work_orders")                                                    \
+    X(NW_ID, "r.id")                                                                      \
+    X(NW_TENANT_ID, "COALESCE(r.tenant_id, '')")                                          \
+    X(NW_PROJECT_ID, "COALESCE(r.project_id, '')")                                        \
+    X(NW_TENANT, "COALESCE(t.name, '')")                                                  \
+    X(NW_PROJECT, "COALESCE(p.name, '')")
+enum { WINDOW_COLUMNS(STORE_COL_ENUM) NW__N };
+
 int rsv_node_windows(store_tx *tx, int64_t now, json_t *nodes, rsv_seen_fn seen, void *arg,
                      gp_err *err) {
     store_stmt *s;
@@ -1245,42 +1354,42 @@ int rsv_node_windows(store_tx *tx, int64_t now, json_t *nodes, rsv_seen_fn seen,
         json_object_set_new(o, "next_reservation", json_null());
     }
     int rc = store_query(tx, &s, err,
-                         "SELECT r.name, r.nodes, r.start_us, r.end_us, r.recurrence, r.weekdays,"
-                         " r.every_s, r.until_us, r.drain_before_s, r.work_orders, r.id,"
-                         " COALESCE(r.tenant_id, ''), COALESCE(r.project_id, ''),"
-                         " COALESCE(t.name, ''), COALESCE(p.name, '')" RSV_FROM
+                         "SELECT " STORE_COLS(WINDOW_COLUMNS) RSV_FROM
                          " WHERE r.deleted_at = 0 AND r.nodes <> '[]' ORDER BY r.start_us, r.name",
                          "");
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
         rsv_rule rule;
         rsv_span sp;
-        rsv_rule_from(store_text(s, 4), store_int(s, 2), store_int(s, 3), store_int(s, 5),
-                      store_int(s, 6), store_int(s, 7), &rule);
+        rsv_rule_from(store_text(s, NW_RECURRENCE), store_int(s, NW_START), store_int(s, NW_END),
+                      store_int(s, NW_WEEKDAYS), store_int(s, NW_EVERY), store_int(s, NW_UNTIL),
+                      &rule);
         if (!rsv_current(&rule, now, &sp)) continue;
-        int maint = !store_text(s, 11)[0];
-        const char *st = now >= sp.t1_us                                  ? "active"
-                         : maint && now >= sp.t1_us - store_int(s, 8) * 1000000LL ? "draining"
-                                                                         : "upcoming";
-        json_t *names = json_loads(store_text(s, 1), 0, NULL),
-               *wos = json_loads(store_text(s, 9), 0, NULL);
+        int maint = !store_text(s, NW_TENANT_ID)[0];
+        const char *st = now >= sp.t1_us ? "active"
+                         : maint && now >= sp.t1_us - store_int(s, NW_DRAIN) * 1000000LL
+                             ? "draining"
+                             : "upcoming";
+        json_t *names = json_loads(store_text(s, NW_NODES), 0, NULL),
+               *wos = json_loads(store_text(s, NW_WORK_ORDERS), 0, NULL);
         json_t *win;
         if (maint) {
-            win = json_pack("{s:s,s:o,s:o,s:s,s:O}", "reservation", store_text(s, 0), "start",
+            win = json_pack("{s:s,s:o,s:o,s:s,s:O}", "reservation", store_text(s, NW_NAME), "start",
                             jx_time(sp.t1_us), "end", jx_time(sp.t2_us), "state", st,
                             "work_orders", wos ? wos : json_null());
         } else {
             rsv_holder hd;
             memset(&hd, 0, sizeof hd);
-            snprintf(hd.id, sizeof hd.id, "%s", store_text(s, 10));
-            snprintf(hd.tenant_id, sizeof hd.tenant_id, "%s", store_text(s, 11));
-            snprintf(hd.project_id, sizeof hd.project_id, "%s", store_text(s, 12));
+            snprintf(hd.id, sizeof hd.id, "%s", store_text(s, NW_ID));
+            snprintf(hd.tenant_id, sizeof hd.tenant_id, "%s", store_text(s, NW_TENANT_ID));
+            snprintf(hd.project_id, sizeof hd.project_id, "%s", store_text(s, NW_PROJECT_ID));
             int may = !seen || seen(arg, &hd);
             win = json_pack("{s:o,s:o,s:o,s:o,s:o,s:s}", "reservation",
-                            may ? json_string(store_text(s, 0)) : json_null(), "tenant",
-                            may ? json_string(store_text(s, 13)) : json_null(), "project",
-                            may && store_text(s, 14)[0] ? json_string(store_text(s, 14))
-                                                        : json_null(),
+                            may ? json_string(store_text(s, NW_NAME)) : json_null(), "tenant",
+                            may ? json_string(store_text(s, NW_TENANT)) : json_null(), "project",
+                            may && store_text(s, NW_PROJECT)[0]
+                                ? json_string(store_text(s, NW_PROJECT))
+                                : json_null(),
                             "start", jx_time(sp.t1_us), "end", jx_time(sp.t2_us), "state", st);
         }
         size_t k;
@@ -1358,6 +1467,20 @@ static int force_add(store_tx *tx, const force_row *r, rsv_force **f, int *n, in
     return GP_OK;
 }
 
+/* A tenant's reservation, as rsv_forces_load reads it (STORE_COLS). */
+#define FORCE_COLUMNS(X)                                                                  \
+    X(FR_ID, "id")                                                                        \
+    X(FR_TENANT_ID, "tenant_id")                                                          \
+    X(FR_COUNT, "count")                                                                  \
+    X(FR_NODES, "nodes")                                                                  \
+    X(FR_START, "start_us")                                                               \
+    X(FR_END, "end_us")                                                                   \
+    X(FR_RECURRENCE, "recurrence")                                                        \
+    X(FR_WEEKDAYS, "weekdays")                                                            \
+    X(FR_EVERY, "every_s")                                                                \
+    X(FR_UNTIL, "until_us")
+enum { FORCE_COLUMNS(STORE_COL_ENUM) FR__N };
+
 int rsv_forces_load(store_tx *tx, int64_t now, rsv_force **out, int *nout, gp_err *err) {
     store_stmt *s;
     force_row *rows = NULL;
@@ -1366,8 +1489,7 @@ int rsv_forces_load(store_tx *tx, int64_t now, rsv_force **out, int *nout, gp_er
     *nout = 0;
     /* the rows first, then what each holds (one statement at a time) */
     int rc = store_query(tx, &s, err,
-                         "SELECT id, tenant_id, count, nodes, start_us, end_us, recurrence,"
-                         " weekdays, every_s, until_us FROM reservations"
+                         "SELECT " STORE_COLS(FORCE_COLUMNS) " FROM reservations"
                          " WHERE deleted_at = 0 AND COALESCE(tenant_id, '') <> ''"
                          " ORDER BY tenant_id, name",
                          "");
@@ -1375,8 +1497,9 @@ int rsv_forces_load(store_tx *tx, int64_t now, rsv_force **out, int *nout, gp_er
     while ((rc = store_step(s, err)) > 0) {
         rsv_rule rule;
         rsv_span cur;
-        rsv_rule_from(store_text(s, 6), store_int(s, 4), store_int(s, 5), store_int(s, 7),
-                      store_int(s, 8), store_int(s, 9), &rule);
+        rsv_rule_from(store_text(s, FR_RECURRENCE), store_int(s, FR_START), store_int(s, FR_END),
+                      store_int(s, FR_WEEKDAYS), store_int(s, FR_EVERY), store_int(s, FR_UNTIL),
+                      &rule);
         if (rule.kind < 0 || !rsv_occurrence_at(&rule, now, &cur)) continue;
         if (nr == cap) {
             cap = cap ? cap * 2 : 8;
@@ -1388,10 +1511,10 @@ int rsv_forces_load(store_tx *tx, int64_t now, rsv_force **out, int *nout, gp_er
             rows = m;
         }
         force_row *r = &rows[nr++];
-        snprintf(r->id, sizeof r->id, "%s", store_text(s, 0));
-        snprintf(r->tenant, sizeof r->tenant, "%s", store_text(s, 1));
-        r->count = store_int(s, 2);
-        r->nodes = json_loads(store_text(s, 3), 0, NULL);
+        snprintf(r->id, sizeof r->id, "%s", store_text(s, FR_ID));
+        snprintf(r->tenant, sizeof r->tenant, "%s", store_text(s, FR_TENANT_ID));
+        r->count = store_int(s, FR_COUNT);
+        r->nodes = json_loads(store_text(s, FR_NODES), 0, NULL);
     }
     store_done(s);
     for (int i = 0; rc >= 0 && i < nr; i++)
