@@ -43,6 +43,12 @@ static int image_valid(const char *ref) {
     return 1;
 }
 
+/* A class's form and cards per unit, as jobs_submit reads them (STORE_COLS). */
+#define SUBMIT_CLASS_COLUMNS(X)                                                           \
+    X(SC_FORM, "form")                                                                    \
+    X(SC_GPUS, "gpus")
+enum { SUBMIT_CLASS_COLUMNS(STORE_COL_ENUM) SC__N };
+
 int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err *err) {
     static const char *const fields[] = {"name", "class", "units", "priority_class", "command",
                                          "image", "preemptible", "recovery", "time_limit_s",
@@ -116,13 +122,15 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
         /* the cards it takes at the least: whole cards, or its slices packed on as few cards
          * as they fit (a count holds whole cards: docs/scheduling.md, "Reservations") */
         int64_t per_unit = 1, per_card = 1;
-        if ((rc = store_query(tx, &s, err, "SELECT form, gpus FROM classes WHERE name = ?", "s",
-                              cls)))
+        if ((rc = store_query(tx, &s, err,
+                              "SELECT " STORE_COLS(SUBMIT_CLASS_COLUMNS)
+                              " FROM classes WHERE name = ?",
+                              "s", cls)))
             return rc;
         if ((rc = store_step(s, err)) > 0) {
             inv_form f;
-            if (!strncmp(store_text(s, 0), "whole", 5)) per_unit = store_int(s, 1);
-            else if (!inv_form_parse(store_text(s, 0), &f, NULL))
+            if (!strncmp(store_text(s, SC_FORM), "whole", 5)) per_unit = store_int(s, SC_GPUS);
+            else if (!inv_form_parse(store_text(s, SC_FORM), &f, NULL))
                 per_card = f.kind == FORM_MIG ? 7 : f.percent > 0 ? 100 / f.percent : 1;
         }
         store_done(s);
@@ -261,6 +269,13 @@ static json_t *job_json(store_stmt *s) {
     return o;
 }
 
+/* A job's event, as jobs_get reads it (STORE_COLS). */
+#define EVENT_COLUMNS(X)                                                                  \
+    X(EV_AT, "at")                                                                        \
+    X(EV_KIND, "kind")                                                                    \
+    X(EV_MESSAGE, "message")
+enum { EVENT_COLUMNS(STORE_COL_ENUM) EV__N };
+
 int jobs_get(store_tx *tx, const char *id, json_t **out, char project_id[RND_ID_LEN],
              char submitter[64], gp_err *err) {
     store_stmt *s;
@@ -284,13 +299,14 @@ int jobs_get(store_tx *tx, const char *id, json_t **out, char project_id[RND_ID_
     }
     json_object_set_new(o, "bindings", binds);
     if ((rc = store_query(tx, &s, err,
-                          "SELECT at, kind, message FROM job_events WHERE job_id = ?"
+                          "SELECT " STORE_COLS(EVENT_COLUMNS) " FROM job_events WHERE job_id = ?"
                           " ORDER BY at, id",
                           "s", id)) == GP_OK) {
         while ((rc = store_step(s, err)) > 0)
             json_array_append_new(events, json_pack("{s:o,s:s,s:s}", "at",
-                                                    jx_time(store_int(s, 0)), "kind",
-                                                    store_text(s, 1), "message", store_text(s, 2)));
+                                                    jx_time(store_int(s, EV_AT)), "kind",
+                                                    store_text(s, EV_KIND), "message",
+                                                    store_text(s, EV_MESSAGE)));
         store_done(s);
     }
     json_object_set_new(o, "events", events);
@@ -527,12 +543,20 @@ int jobs__stop(store_tx *tx, const char *job, const char *recovery, const char *
     return rc ? rc : jobs__event(tx, job, end_reason, reason, err);
 }
 
+/* A running job on a lost node or card, as jobs_contain reads it (STORE_COLS). */
+#define CONTAIN_COLUMNS(X)                                                                \
+    X(CT_JOB, "j.id")                                                                     \
+    X(CT_RECOVERY, "j.recovery")                                                          \
+    X(CT_TENANT, "b.tenant")                                                              \
+    X(CT_PROJECT, "b.project")
+enum { CONTAIN_COLUMNS(STORE_COL_ENUM) CT__N };
+
 int jobs_contain(store_tx *tx, const char *node, const char *gpu, const char *reason,
                  json_t **affected, gp_err *err) {
     store_stmt *s;
     json_t *out = json_array();
     int rc = store_query(tx, &s, err,
-                         "SELECT DISTINCT j.id, j.recovery, b.tenant, b.project FROM bindings b"
+                         "SELECT DISTINCT " STORE_COLS(CONTAIN_COLUMNS) " FROM bindings b"
                          " JOIN jobs j ON j.id = b.job_id WHERE b.end_us IS NULL"
                          " AND j.state = 'running' AND (? IS NULL OR b.node = ?)"
                          " AND (? IS NULL OR b.gpu_uuid = ?) ORDER BY j.id",
@@ -542,9 +566,10 @@ int jobs_contain(store_tx *tx, const char *node, const char *gpu, const char *re
         return rc;
     }
     while ((rc = store_step(s, err)) > 0)
-        json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:s}", "job", store_text(s, 0),
-                                             "recovery", store_text(s, 1), "tenant",
-                                             store_text(s, 2), "project", store_text(s, 3)));
+        json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:s}", "job", store_text(s, CT_JOB),
+                                             "recovery", store_text(s, CT_RECOVERY), "tenant",
+                                             store_text(s, CT_TENANT), "project",
+                                             store_text(s, CT_PROJECT)));
     store_done(s);
     char why[200];
     if (gpu) snprintf(why, sizeof why, "GPU %s failed under it", gpu);
@@ -574,19 +599,26 @@ int jobs_contain(store_tx *tx, const char *node, const char *gpu, const char *re
     return GP_OK;
 }
 
+/* A binding with its job's recovery, as jobs_release_binding reads it (STORE_COLS). */
+#define RELEASE_COLUMNS(X)                                                                \
+    X(RB_JOB, "b.job_id")                                                                 \
+    X(RB_RECOVERY, "j.recovery")                                                          \
+    X(RB_ENDED, "COALESCE(b.end_us, 0)")
+enum { RELEASE_COLUMNS(STORE_COL_ENUM) RB__N };
+
 int jobs_release_binding(store_tx *tx, const char *binding_id, const char *why, gp_err *err) {
     store_stmt *s;
     char job[RND_ID_LEN], recovery[16];
     int rc = store_query(tx, &s, err,
-                         "SELECT b.job_id, j.recovery, COALESCE(b.end_us, 0) FROM bindings b"
+                         "SELECT " STORE_COLS(RELEASE_COLUMNS) " FROM bindings b"
                          " JOIN jobs j ON j.id = b.job_id WHERE b.id = ?",
                          "s", binding_id);
     if (rc) return rc;
     rc = store_step(s, err);
-    int64_t ended = rc > 0 ? store_int(s, 2) : 0;
+    int64_t ended = rc > 0 ? store_int(s, RB_ENDED) : 0;
     if (rc > 0) {
-        snprintf(job, sizeof job, "%s", store_text(s, 0));
-        snprintf(recovery, sizeof recovery, "%s", store_text(s, 1));
+        snprintf(job, sizeof job, "%s", store_text(s, RB_JOB));
+        snprintf(recovery, sizeof recovery, "%s", store_text(s, RB_RECOVERY));
     }
     store_done(s);
     if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "binding not found");
@@ -612,15 +644,35 @@ int bind_list_node(store_tx *tx, const char *node, int64_t at, json_t **items, g
 
 /* ---- workloads on the nodes ---- */
 
+/* A running job's open binding on a node, as jobs_node_assignments reads it (STORE_COLS). */
+#define ASSIGN_COLUMNS(X)                                                                 \
+    X(NA_JOB, "j.id")                                                                     \
+    X(NA_TENANT, "t.name")                                                                \
+    X(NA_PROJECT, "p.name")                                                               \
+    X(NA_COMMAND, "j.command")                                                            \
+    X(NA_TIME_LIMIT, "j.time_limit_s")                                                    \
+    X(NA_STARTED, "COALESCE(j.started_at, 0)")                                            \
+    X(NA_CPUS, "c.cpus")                                                                  \
+    X(NA_MEMORY, "c.memory_gib")                                                          \
+    X(NA_GPU, "b.gpu_uuid")                                                               \
+    X(NA_SLICE, "b.slice_uuid")                                                           \
+    X(NA_SHARED_MEM, "b.shared_mem_gib")                                                  \
+    X(NA_SHARED_PCT, "b.shared_pct")                                                      \
+    X(NA_UNITS, "j.units")                                                                \
+    X(NA_BINDING, "b.id")                                                                 \
+    X(NA_IMAGE, "j.image")                                                                \
+    X(NA_VENDOR, "COALESCE(g.vendor, b.vendor)")                                          \
+    X(NA_CARD_INDEX, "COALESCE(g.idx, -1)")                                               \
+    X(NA_SLICE_INDEX, "COALESCE((SELECT sl.idx FROM slices sl WHERE sl.uuid = b.slice_uuid), -1)")\
+    X(NA_ARRAY, "COALESCE(j.array_id, '')")                                               \
+    X(NA_ARRAY_INDEX, "COALESCE(j.array_index, 0)")                                       \
+    X(NA_NODES, "j.nodes")
+enum { ASSIGN_COLUMNS(STORE_COL_ENUM) NA__N };
+
 int jobs_node_assignments(store_tx *tx, const char *node, json_t **out, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT j.id, t.name, p.name, j.command, j.time_limit_s,"
-                         " COALESCE(j.started_at, 0), c.cpus, c.memory_gib, b.gpu_uuid,"
-                         " b.slice_uuid, b.shared_mem_gib, b.shared_pct, j.units, b.id, j.image,"
-                         " COALESCE(g.vendor, b.vendor), COALESCE(g.idx, -1),"
-                         " COALESCE((SELECT sl.idx FROM slices sl WHERE sl.uuid = b.slice_uuid), -1),"
-                         " COALESCE(j.array_id, ''), COALESCE(j.array_index, 0), j.nodes"
+                         "SELECT " STORE_COLS(ASSIGN_COLUMNS)
                          " FROM bindings b JOIN jobs j ON j.id = b.job_id"
                          " LEFT JOIN gpus g ON g.uuid = b.gpu_uuid"
                          " JOIN tenants t ON t.id = j.tenant_id JOIN projects p ON p.id = j.project_id"
@@ -635,42 +687,47 @@ int jobs_node_assignments(store_tx *tx, const char *node, json_t **out, gp_err *
     json_t *arr = json_array(), *cur = NULL;
     char last[RND_ID_LEN] = "";
     while ((rc = store_step(s, err)) > 0) {
-        if (strcmp(last, store_text(s, 0)) != 0) {
-            snprintf(last, sizeof last, "%s", store_text(s, 0));
-            json_t *cmd = json_loads(store_text(s, 3), 0, NULL);
+        if (strcmp(last, store_text(s, NA_JOB)) != 0) {
+            snprintf(last, sizeof last, "%s", store_text(s, NA_JOB));
+            json_t *cmd = json_loads(store_text(s, NA_COMMAND), 0, NULL);
+            int64_t units = store_int(s, NA_UNITS);
             cur = json_pack("{s:s,s:s,s:s,s:s,s:o,s:I,s:o,s:I,s:I,s:[]}", "job", last,
-                            "placement", store_text(s, 13), "tenant",
-                            store_text(s, 1), "project", store_text(s, 2), "command",
-                            cmd ? cmd : json_array(), "time_limit_s", (json_int_t)store_int(s, 4),
-                            "started_at", jx_time(store_int(s, 5)), "cpus",
-                            (json_int_t)(store_int(s, 6) * store_int(s, 12)), "memory_gib",
-                            (json_int_t)(store_int(s, 7) * store_int(s, 12)), "devices");
-            if (store_text(s, 14)[0]) /* run it in a container of this image */
-                json_object_set_new(cur, "image", json_string(store_text(s, 14)));
+                            "placement", store_text(s, NA_BINDING), "tenant",
+                            store_text(s, NA_TENANT), "project", store_text(s, NA_PROJECT),
+                            "command", cmd ? cmd : json_array(), "time_limit_s",
+                            (json_int_t)store_int(s, NA_TIME_LIMIT), "started_at",
+                            jx_time(store_int(s, NA_STARTED)), "cpus",
+                            (json_int_t)(store_int(s, NA_CPUS) * units), "memory_gib",
+                            (json_int_t)(store_int(s, NA_MEMORY) * units), "devices");
+            if (store_text(s, NA_IMAGE)[0]) /* run it in a container of this image */
+                json_object_set_new(cur, "image", json_string(store_text(s, NA_IMAGE)));
             /* the vendor of all its devices (one per job), and each device's card index */
-            json_object_set_new(cur, "vendor", json_string(store_text(s, 15)));
+            json_object_set_new(cur, "vendor", json_string(store_text(s, NA_VENDOR)));
             json_object_set_new(cur, "indexes", json_array());
-            if (store_text(s, 18)[0]) /* a task of an array: GPUPOOL_ARRAY_ID, _INDEX */
+            if (store_text(s, NA_ARRAY)[0]) /* a task of an array: GPUPOOL_ARRAY_ID, _INDEX */
                 json_object_set_new(cur, "array",
-                                    json_pack("{s:s,s:I}", "id", store_text(s, 18), "index",
-                                              (json_int_t)store_int(s, 19)));
-            if (store_int(s, 20) > 0) /* spans nodes: its rank and rendezvous, below */
+                                    json_pack("{s:s,s:I}", "id", store_text(s, NA_ARRAY), "index",
+                                              (json_int_t)store_int(s, NA_ARRAY_INDEX)));
+            if (store_int(s, NA_NODES) > 0) /* spans nodes: its rank and rendezvous, below */
                 json_object_set_new(cur, "gang", json_true());
             json_array_append_new(arr, cur);
         }
-        const char *dev = store_text(s, 9)[0] ? store_text(s, 9) : store_text(s, 8);
+        const char *dev =
+            store_text(s, NA_SLICE)[0] ? store_text(s, NA_SLICE) : store_text(s, NA_GPU);
         json_array_append_new(json_object_get(cur, "devices"), json_string(dev));
-        json_array_append_new(json_object_get(cur, "indexes"), json_integer(store_int(s, 16)));
-        if (store_text(s, 9)[0]) {
+        json_array_append_new(json_object_get(cur, "indexes"),
+                              json_integer(store_int(s, NA_CARD_INDEX)));
+        if (store_text(s, NA_SLICE)[0]) {
             /* a slice: its index on the card too, parallel to devices */
             json_t *si = json_object_get(cur, "slice_indexes");
             if (!si) json_object_set_new(cur, "slice_indexes", si = json_array());
-            json_array_append_new(si, json_integer(store_int(s, 17)));
+            json_array_append_new(si, json_integer(store_int(s, NA_SLICE_INDEX)));
         }
-        if (store_int(s, 11) > 0 && !json_object_get(cur, "shared"))
-            json_object_set_new(cur, "shared", json_pack("{s:I,s:I}", "memory_gib",
-                                                         (json_int_t)store_int(s, 10), "percent",
-                                                         (json_int_t)store_int(s, 11)));
+        if (store_int(s, NA_SHARED_PCT) > 0 && !json_object_get(cur, "shared"))
+            json_object_set_new(cur, "shared",
+                                json_pack("{s:I,s:I}", "memory_gib",
+                                          (json_int_t)store_int(s, NA_SHARED_MEM), "percent",
+                                          (json_int_t)store_int(s, NA_SHARED_PCT)));
     }
     store_done(s);
     /* a job that spans nodes: where its ranks are and where they meet (gang.c) */
@@ -701,6 +758,21 @@ static const char *tail_of(const char *log) {
 /* At most this many refused workload reports per heartbeat are audited (a flood is cut). */
 #define REPORT_REFUSALS_MAX 16
 
+/* A job's tenant, project and state, as report_standing reads them (STORE_COLS). */
+#define STANDING_JOB_COLUMNS(X)                                                           \
+    X(SJ_TENANT, "t.name")                                                                \
+    X(SJ_PROJECT, "p.name")                                                               \
+    X(SJ_STATE, "j.state")
+enum { STANDING_JOB_COLUMNS(STORE_COL_ENUM) SJ__N };
+
+/* Whether the run's binding is open, and how many of the job's bindings began after it, as
+ * report_standing reads them (STORE_COLS). */
+#define STANDING_BINDING_COLUMNS(X)                                                       \
+    X(SB_OPEN, "CASE WHEN b.end_us IS NULL THEN 1 ELSE 0 END")                            \
+    X(SB_LATER, "(SELECT COUNT(*) FROM bindings c WHERE c.job_id = b.job_id"             \
+                "  AND c.start_us > b.start_us)")
+enum { STANDING_BINDING_COLUMNS(STORE_COL_ENUM) SB__N };
+
 /*
  * Whose report is this?  Classifies a workload report of node `node` about
  * job `job`, run `pl` (its placement: the binding id it was started for):
@@ -718,16 +790,17 @@ static int report_standing(store_tx *tx, const char *node, const char *job, cons
     tenant[0] = project[0] = '\0';
     *standing = -1;
     int rc = store_query(tx, &s, err,
-                         "SELECT t.name, p.name, j.state FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
+                         "SELECT " STORE_COLS(STANDING_JOB_COLUMNS)
+                         " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
                          " JOIN projects p ON p.id = j.project_id WHERE j.id = ?",
                          "s", job);
     if (rc) return rc;
     rc = store_step(s, err);
     int running = 0;
     if (rc > 0) {
-        snprintf(tenant, 80, "%s", store_text(s, 0));
-        snprintf(project, 80, "%s", store_text(s, 1));
-        running = !strcmp(store_text(s, 2), "running");
+        snprintf(tenant, 80, "%s", store_text(s, SJ_TENANT));
+        snprintf(project, 80, "%s", store_text(s, SJ_PROJECT));
+        running = !strcmp(store_text(s, SJ_STATE), "running");
     }
     store_done(s);
     if (rc <= 0) return rc < 0 ? rc : GP_OK; /* no such job: -1 */
@@ -735,16 +808,14 @@ static int report_standing(store_tx *tx, const char *node, const char *job, cons
      * agent: its open binding there, else its latest there) */
     int has_pl = pl && *pl;
     rc = store_query(tx, &s, err,
-                     "SELECT CASE WHEN b.end_us IS NULL THEN 1 ELSE 0 END,"
-                     " (SELECT COUNT(*) FROM bindings c WHERE c.job_id = b.job_id"
-                     "  AND c.start_us > b.start_us)"
+                     "SELECT " STORE_COLS(STANDING_BINDING_COLUMNS)
                      " FROM bindings b WHERE b.job_id = ? AND b.node = ? AND (? = 0 OR b.id = ?)"
                      " ORDER BY CASE WHEN b.end_us IS NULL THEN 0 ELSE 1 END, b.start_us DESC"
                      " LIMIT 1",
                      "ssis", job, node, (int64_t)has_pl, has_pl ? pl : "");
     if (rc) return rc;
     rc = store_step(s, err);
-    int open = rc > 0 && store_int(s, 0), later = rc > 0 ? (int)store_int(s, 1) : 0;
+    int open = rc > 0 && store_int(s, SB_OPEN), later = rc > 0 ? (int)store_int(s, SB_LATER) : 0;
     int found = rc > 0;
     store_done(s);
     if (rc < 0) return rc;
@@ -955,15 +1026,26 @@ int jobs_node_report(store_tx *tx, const char *node, json_t *workloads, int *end
     return GP_OK;
 }
 
+/* A job's log, exit code and state, as jobs_logs reads them (STORE_COLS). */
+#define LOG_COLUMNS(X)                                                                    \
+    X(LG_LOG, "log")                                                                      \
+    X(LG_EXIT_CODE, "exit_code")                                                          \
+    X(LG_STATE, "state")
+enum { LOG_COLUMNS(STORE_COL_ENUM) LG__N };
+
 int jobs_logs(store_tx *tx, const char *id, json_t **out, gp_err *err) {
     store_stmt *s;
-    int rc = store_query(tx, &s, err, "SELECT log, exit_code, state FROM jobs WHERE id = ?", "s", id);
+    int rc = store_query(tx, &s, err, "SELECT " STORE_COLS(LOG_COLUMNS) " FROM jobs WHERE id = ?",
+                         "s", id);
     if (rc) return rc;
     rc = store_step(s, err);
     if (rc > 0) {
-        *out = json_pack("{s:s,s:s}", "log", store_text(s, 0), "state", store_text(s, 2));
-        json_object_set_new(*out, "exit_code", store_isnull(s, 1) ? json_null()
-                                                                 : json_integer(store_int(s, 1)));
+        *out = json_pack("{s:s,s:s}", "log", store_text(s, LG_LOG), "state",
+                         store_text(s, LG_STATE));
+        json_object_set_new(*out, "exit_code",
+                            store_isnull(s, LG_EXIT_CODE)
+                                ? json_null()
+                                : json_integer(store_int(s, LG_EXIT_CODE)));
     }
     store_done(s);
     if (rc == 0) return gp_err_set(err, GP_ENOTFOUND, "not found");
