@@ -79,12 +79,30 @@ int jobs_array_add(store_tx *tx, const char *id, const job_submit *js, const cha
                       a->max_running, js->submitter, gt_now_us());
 }
 
+/* A job array with its tenant's and project's names, as jobs_array_get reads it (STORE_COLS). */
+#define ARRAY_COLUMNS(X)                                                                  \
+    X(AC_ID, "a.id")                                                                      \
+    X(AC_NAME, "a.name")                                                                  \
+    X(AC_FIRST, "a.first_index")                                                          \
+    X(AC_LAST, "a.last_index")                                                            \
+    X(AC_MAX_RUNNING, "a.max_running")                                                    \
+    X(AC_SUBMITTER, "a.submitter")                                                        \
+    X(AC_CREATED, "a.created_at")                                                         \
+    X(AC_TENANT, "t.name")                                                                \
+    X(AC_PROJECT, "p.name")
+enum { ARRAY_COLUMNS(STORE_COL_ENUM) AC__N };
+
+/* An array's count of tasks in a state, as jobs_array_get reads it (STORE_COLS). */
+#define TASK_STATE_COLUMNS(X)                                                             \
+    X(TS_STATE, "state")                                                                  \
+    X(TS_COUNT, "COUNT(*)")
+enum { TASK_STATE_COLUMNS(STORE_COL_ENUM) TS__N };
+
 int jobs_array_get(store_tx *tx, const char *id, const char *project_id, json_t **out,
                    gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT a.id, a.name, a.first_index, a.last_index, a.max_running,"
-                         " a.submitter, a.created_at, t.name, p.name FROM job_arrays a"
+                         "SELECT " STORE_COLS(ARRAY_COLUMNS) " FROM job_arrays a"
                          " JOIN tenants t ON t.id = a.tenant_id JOIN projects p ON p.id = a.project_id"
                          " WHERE a.id = ? AND a.project_id = ?",
                          "ss", id, project_id);
@@ -92,13 +110,17 @@ int jobs_array_get(store_tx *tx, const char *id, const char *project_id, json_t 
     rc = store_step(s, err);
     json_t *o = NULL;
     if (rc > 0)
-        o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:o,s:s,s:o,s:s,s:s}", "id", store_text(s, 0), "name",
-                      store_text(s, 1), "first_index", (json_int_t)store_int(s, 2), "last_index",
-                      (json_int_t)store_int(s, 3), "size",
-                      (json_int_t)(store_int(s, 3) - store_int(s, 2) + 1), "max_running",
-                      store_int(s, 4) ? json_integer(store_int(s, 4)) : json_null(), "submitter",
-                      store_text(s, 5), "created_at", jx_time(store_int(s, 6)), "tenant",
-                      store_text(s, 7), "project", store_text(s, 8));
+        o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:o,s:s,s:o,s:s,s:s}", "id", store_text(s, AC_ID),
+                      "name", store_text(s, AC_NAME), "first_index",
+                      (json_int_t)store_int(s, AC_FIRST), "last_index",
+                      (json_int_t)store_int(s, AC_LAST), "size",
+                      (json_int_t)(store_int(s, AC_LAST) - store_int(s, AC_FIRST) + 1),
+                      "max_running",
+                      store_int(s, AC_MAX_RUNNING) ? json_integer(store_int(s, AC_MAX_RUNNING))
+                                                   : json_null(),
+                      "submitter", store_text(s, AC_SUBMITTER), "created_at",
+                      jx_time(store_int(s, AC_CREATED)), "tenant", store_text(s, AC_TENANT),
+                      "project", store_text(s, AC_PROJECT));
     store_done(s);
     if (rc < 0) return rc;
     if (!rc) return gp_err_set(err, GP_ENOTFOUND, "not found");
@@ -108,10 +130,12 @@ int jobs_array_get(store_tx *tx, const char *id, const char *project_id, json_t 
                                "preempted", 0);
     json_object_set_new(o, "tasks", states);
     if ((rc = store_query(tx, &s, err,
-                          "SELECT state, COUNT(*) FROM jobs WHERE array_id = ? GROUP BY state", "s",
-                          id)) == GP_OK) {
+                          "SELECT " STORE_COLS(TASK_STATE_COLUMNS)
+                          " FROM jobs WHERE array_id = ? GROUP BY state",
+                          "s", id)) == GP_OK) {
         while ((rc = store_step(s, err)) > 0)
-            json_object_set_new(states, store_text(s, 0), json_integer(store_int(s, 1)));
+            json_object_set_new(states, store_text(s, TS_STATE),
+                                json_integer(store_int(s, TS_COUNT)));
         store_done(s);
     }
     int64_t now = gt_now_us();
@@ -170,14 +194,21 @@ struct jobs_array_allow {
 
 static int cmp_id(const void *a, const void *b) { return strcmp(a, b); }
 
+/* A capped array and how many more of its tasks may start, as jobs_array_allow_load reads it
+ * (STORE_COLS). */
+#define ROOM_COLUMNS(X)                                                                   \
+    X(RM_ID, "a.id")                                                                      \
+    X(RM_ROOM, "a.max_running - (SELECT COUNT(*) FROM jobs r"                             \
+              "  WHERE r.array_id = a.id AND r.state IN ('admitted','running'))")
+enum { ROOM_COLUMNS(STORE_COL_ENUM) RM__N };
+
 int jobs_array_allow_load(store_tx *tx, jobs_array_allow **out, gp_err *err) {
     store_stmt *s;
     jobs_array_allow *al = calloc(1, sizeof *al);
     if (!al) return gp_err_set(err, GP_ENOMEM, NULL);
     /* the capped arrays with queued tasks, and how many more each may start */
     int rc = store_query(tx, &s, err,
-                         "SELECT a.id, a.max_running - (SELECT COUNT(*) FROM jobs r"
-                         "  WHERE r.array_id = a.id AND r.state IN ('admitted','running'))"
+                         "SELECT " STORE_COLS(ROOM_COLUMNS)
                          " FROM job_arrays a WHERE a.max_running > 0 AND EXISTS (SELECT 1 FROM jobs q"
                          "  WHERE q.array_id = a.id AND q.state = 'queued')",
                          "");
@@ -187,9 +218,9 @@ int jobs_array_allow_load(store_tx *tx, jobs_array_allow **out, gp_err *err) {
     }
     json_t *arrays = json_array();
     while ((rc = store_step(s, err)) > 0)
-        if (store_int(s, 1) > 0)
-            json_array_append_new(arrays, json_pack("{s:s,s:I}", "id", store_text(s, 0), "room",
-                                                    (json_int_t)store_int(s, 1)));
+        if (store_int(s, RM_ROOM) > 0)
+            json_array_append_new(arrays, json_pack("{s:s,s:I}", "id", store_text(s, RM_ID), "room",
+                                                    (json_int_t)store_int(s, RM_ROOM)));
     store_done(s);
     size_t i;
     json_t *a;
@@ -237,21 +268,28 @@ void jobs_array_allow_free(jobs_array_allow *al) {
     free(al);
 }
 
+/* A queued task's capped array and its index, as jobs_array_explain reads them (STORE_COLS). */
+#define EXPLAIN_COLUMNS(X)                                                                \
+    X(EX_ARRAY, "a.id")                                                                   \
+    X(EX_MAX_RUNNING, "a.max_running")                                                    \
+    X(EX_INDEX, "j.array_index")
+enum { EXPLAIN_COLUMNS(STORE_COL_ENUM) EX__N };
+
 int jobs_array_explain(store_tx *tx, const char *job, json_t **out, int *answered, gp_err *err) {
     store_stmt *s;
     char array[RND_ID_LEN] = "";
     int64_t cap = 0, index = 0;
     *answered = 0;
     int rc = store_query(tx, &s, err,
-                         "SELECT a.id, a.max_running, j.array_index FROM jobs j"
+                         "SELECT " STORE_COLS(EXPLAIN_COLUMNS) " FROM jobs j"
                          " JOIN job_arrays a ON a.id = j.array_id"
                          " WHERE j.id = ? AND j.state = 'queued' AND a.max_running > 0",
                          "s", job);
     if (rc) return rc;
     if ((rc = store_step(s, err)) > 0) {
-        snprintf(array, sizeof array, "%s", store_text(s, 0));
-        cap = store_int(s, 1);
-        index = store_int(s, 2);
+        snprintf(array, sizeof array, "%s", store_text(s, EX_ARRAY));
+        cap = store_int(s, EX_MAX_RUNNING);
+        index = store_int(s, EX_INDEX);
     }
     store_done(s);
     if (rc <= 0) return rc;
