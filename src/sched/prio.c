@@ -21,24 +21,34 @@ void prio_release(prio_class *p) {
     p->project_classes = p->roles = p->opt_out_roles = NULL;
 }
 
+/* A priority class, as prio_get and prio_list read it (STORE_COLS). */
+#define PRIO_COLUMNS(X)                                                                   \
+    X(PC_NAME, "name")                                                                    \
+    X(PC_VALUE, "value")                                                                  \
+    X(PC_PREEMPTIBLE, "preemptible")                                                      \
+    X(PC_MAY_PREEMPT, "may_preempt")                                                      \
+    X(PC_PROJECT_CLASSES, "allowed_project_classes")                                      \
+    X(PC_ROLES, "allowed_roles")                                                          \
+    X(PC_DESCRIPTION, "description")                                                      \
+    X(PC_OPT_OUT_ROLES, "non_preemptible_roles")
+enum { PRIO_COLUMNS(STORE_COL_ENUM) PC__N };
+
 int prio_get(store_tx *tx, const char *name, prio_class *out, gp_err *err) {
     store_stmt *s;
     memset(out, 0, sizeof *out);
     int rc = store_query(tx, &s, err,
-                         "SELECT name, value, preemptible, may_preempt, allowed_project_classes,"
-                         " allowed_roles, non_preemptible_roles FROM priority_classes"
-                         " WHERE name = ?",
+                         "SELECT " STORE_COLS(PRIO_COLUMNS) " FROM priority_classes WHERE name = ?",
                          "s", name);
     if (rc) return rc;
     rc = store_step(s, err);
     if (rc > 0) {
-        snprintf(out->name, sizeof out->name, "%s", store_text(s, 0));
-        out->value = (int)store_int(s, 1);
-        out->preemptible = (int)store_int(s, 2);
-        out->may_preempt = (int)store_int(s, 3);
-        out->project_classes = json_loads(store_text(s, 4), 0, NULL);
-        out->roles = json_loads(store_text(s, 5), 0, NULL);
-        out->opt_out_roles = json_loads(store_text(s, 6), 0, NULL);
+        snprintf(out->name, sizeof out->name, "%s", store_text(s, PC_NAME));
+        out->value = (int)store_int(s, PC_VALUE);
+        out->preemptible = (int)store_int(s, PC_PREEMPTIBLE);
+        out->may_preempt = (int)store_int(s, PC_MAY_PREEMPT);
+        out->project_classes = json_loads(store_text(s, PC_PROJECT_CLASSES), 0, NULL);
+        out->roles = json_loads(store_text(s, PC_ROLES), 0, NULL);
+        out->opt_out_roles = json_loads(store_text(s, PC_OPT_OUT_ROLES), 0, NULL);
         if (!out->project_classes) out->project_classes = json_array();
         if (!out->roles) out->roles = json_array();
         if (!out->opt_out_roles) out->opt_out_roles = json_array();
@@ -181,23 +191,24 @@ int prio_delete(store_tx *tx, const char *name, gp_err *err) {
 int prio_list(store_tx *tx, json_t **items, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT name, value, preemptible, may_preempt, allowed_project_classes,"
-                         " allowed_roles, description, non_preemptible_roles FROM priority_classes"
-                         " ORDER BY value DESC, name",
+                         "SELECT " STORE_COLS(PRIO_COLUMNS)
+                         " FROM priority_classes ORDER BY value DESC, name",
                          "");
     if (rc) return rc;
     json_t *arr = json_array();
     while ((rc = store_step(s, err)) > 0) {
-        json_t *pc = json_loads(store_text(s, 4), 0, NULL), *ro = json_loads(store_text(s, 5), 0, NULL);
-        json_t *op = json_loads(store_text(s, 7), 0, NULL);
+        json_t *pc = json_loads(store_text(s, PC_PROJECT_CLASSES), 0, NULL),
+               *ro = json_loads(store_text(s, PC_ROLES), 0, NULL);
+        json_t *op = json_loads(store_text(s, PC_OPT_OUT_ROLES), 0, NULL);
         json_array_append_new(arr, json_pack("{s:s,s:I,s:b,s:b,s:o,s:o,s:o,s:s}", "name",
-                                             store_text(s, 0), "value", (json_int_t)store_int(s, 1),
-                                             "preemptible", (int)store_int(s, 2), "may_preempt",
-                                             (int)store_int(s, 3), "allowed_project_classes",
-                                             pc ? pc : json_array(), "allowed_roles",
-                                             ro ? ro : json_array(), "non_preemptible_roles",
-                                             op ? op : json_array(), "description",
-                                             store_text(s, 6)));
+                                             store_text(s, PC_NAME), "value",
+                                             (json_int_t)store_int(s, PC_VALUE), "preemptible",
+                                             (int)store_int(s, PC_PREEMPTIBLE), "may_preempt",
+                                             (int)store_int(s, PC_MAY_PREEMPT),
+                                             "allowed_project_classes", pc ? pc : json_array(),
+                                             "allowed_roles", ro ? ro : json_array(),
+                                             "non_preemptible_roles", op ? op : json_array(),
+                                             "description", store_text(s, PC_DESCRIPTION)));
     }
     store_done(s);
     if (rc < 0) {
