@@ -119,21 +119,31 @@ static int kind_of(const char *name) {
     return JOBS_DEP_OK;
 }
 
+/* A job's dependency with the state and name of the job it waits for, as jobs_deps_json reads
+ * it (STORE_COLS). */
+#define DEP_COLUMNS(X)                                                                    \
+    X(DC_DEP, "d.dep_id")                                                                 \
+    X(DC_KIND, "d.kind")                                                                  \
+    X(DC_STATE, "j.state")                                                                \
+    X(DC_NAME, "j.name")
+enum { DEP_COLUMNS(STORE_COL_ENUM) DC__N };
+
 int jobs_deps_json(store_tx *tx, const char *job, json_t **out, int *waiting, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT d.dep_id, d.kind, j.state, j.name FROM job_deps d"
+                         "SELECT " STORE_COLS(DEP_COLUMNS) " FROM job_deps d"
                          " JOIN jobs j ON j.id = d.dep_id WHERE d.job_id = ? ORDER BY d.dep_id",
                          "s", job);
     if (rc) return rc;
     json_t *a = json_array();
     if (waiting) *waiting = 0;
     while ((rc = store_step(s, err)) > 0) {
-        int v = jobs_dep_judge(kind_of(store_text(s, 1)), store_text(s, 2));
+        int v = jobs_dep_judge(kind_of(store_text(s, DC_KIND)), store_text(s, DC_STATE));
         if (waiting && v == JOBS_DEP_WAITS) (*waiting)++;
-        json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:s,s:s}", "job", store_text(s, 0),
-                                           "name", store_text(s, 3), "kind", store_text(s, 1),
-                                           "state", store_text(s, 2), "status",
+        json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:s,s:s}", "job", store_text(s, DC_DEP),
+                                           "name", store_text(s, DC_NAME), "kind",
+                                           store_text(s, DC_KIND), "state",
+                                           store_text(s, DC_STATE), "status",
                                            v == JOBS_DEP_MET     ? "met"
                                            : v == JOBS_DEP_NEVER ? "never"
                                                                  : "waiting"));
@@ -154,28 +164,38 @@ typedef struct doomed {
     char tenant[64], project[64];
 } doomed;
 
+/* A queued job's dependency that cannot be met, as find_doomed reads it (STORE_COLS). */
+#define DOOMED_COLUMNS(X)                                                                 \
+    X(DM_JOB, "j.id")                                                                     \
+    X(DM_DEP, "d.dep_id")                                                                 \
+    X(DM_KIND, "d.kind")                                                                  \
+    X(DM_DEP_STATE, "dj.state")                                                           \
+    X(DM_TENANT, "t.name")                                                                \
+    X(DM_PROJECT, "p.name")
+enum { DOOMED_COLUMNS(STORE_COL_ENUM) DM__N };
+
 /* The queued jobs that can never start (their first dependency found that cannot be met),
  * at most `max`.  OUT: *n. */
 static int find_doomed(store_tx *tx, doomed *out, int max, int *n, gp_err *err) {
     store_stmt *s;
     *n = 0;
     int rc = store_query(tx, &s, err,
-                         "SELECT j.id, d.dep_id, d.kind, dj.state, t.name, p.name FROM jobs j"
+                         "SELECT " STORE_COLS(DOOMED_COLUMNS) " FROM jobs j"
                          " JOIN job_deps d ON d.job_id = j.id JOIN jobs dj ON dj.id = d.dep_id"
                          " JOIN tenants t ON t.id = j.tenant_id JOIN projects p ON p.id = j.project_id"
                          " WHERE j.state = 'queued' AND " JOBS_DEPS_NEVER_SQL " ORDER BY j.id",
                          "");
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0 && *n < max) {
-        if (*n && !strcmp(out[*n - 1].id, store_text(s, 0))) continue;
+        if (*n && !strcmp(out[*n - 1].id, store_text(s, DM_JOB))) continue;
         doomed *d = &out[(*n)++];
-        snprintf(d->id, sizeof d->id, "%s", store_text(s, 0));
-        snprintf(d->tenant, sizeof d->tenant, "%s", store_text(s, 4));
-        snprintf(d->project, sizeof d->project, "%s", store_text(s, 5));
+        snprintf(d->id, sizeof d->id, "%s", store_text(s, DM_JOB));
+        snprintf(d->tenant, sizeof d->tenant, "%s", store_text(s, DM_TENANT));
+        snprintf(d->project, sizeof d->project, "%s", store_text(s, DM_PROJECT));
         snprintf(d->why, sizeof d->why,
                  "dependency never met: job %.32s %s, and this job ran only after it %s",
-                 store_text(s, 1), store_text(s, 3),
-                 !strcmp(store_text(s, 2), "ok") ? "succeeded" : "did not succeed");
+                 store_text(s, DM_DEP), store_text(s, DM_DEP_STATE),
+                 !strcmp(store_text(s, DM_KIND), "ok") ? "succeeded" : "did not succeed");
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;
