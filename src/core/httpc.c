@@ -6,6 +6,7 @@
 #include "strbuf.h"
 
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -14,7 +15,44 @@ int httpc_global_init(void) { return curl_global_init(CURL_GLOBAL_DEFAULT) == 0 
 
 static char *ca_file; /* --ca / GPUPOOL_CA, or NULL */
 
+/*
+ * Connections are kept: each thread has one libcurl handle, reset (curl_easy_reset keeps
+ * its open connections) before each request, so a thread that calls the same server again
+ * and again (an agent's loop heartbeating its nodes, a waiter's long polls) reuses one
+ * keep-alive connection instead of a TCP connect and close per call - on both sides.  A
+ * kept connection the server closed meanwhile is opened again by libcurl.  Freed when the
+ * thread ends (the key's destructor) or at httpc_global_cleanup (the calling thread's).
+ */
+static pthread_key_t handle_key;
+static pthread_once_t handle_once = PTHREAD_ONCE_INIT;
+
+static void handle_free(void *h) { curl_easy_cleanup(h); }
+
+static void handle_key_make(void) { (void)pthread_key_create(&handle_key, handle_free); }
+
+/* This thread's handle, reset for a new request; NULL when out of memory. */
+static CURL *handle(void) {
+    pthread_once(&handle_once, handle_key_make);
+    CURL *c = pthread_getspecific(handle_key);
+    if (c) {
+        curl_easy_reset(c);
+        return c;
+    }
+    if (!(c = curl_easy_init())) return NULL;
+    if (pthread_setspecific(handle_key, c) != 0) {
+        curl_easy_cleanup(c);
+        return NULL;
+    }
+    return c;
+}
+
 void httpc_global_cleanup(void) {
+    pthread_once(&handle_once, handle_key_make);
+    CURL *c = pthread_getspecific(handle_key);
+    if (c) {
+        pthread_setspecific(handle_key, NULL);
+        curl_easy_cleanup(c);
+    }
     curl_global_cleanup();
     httpc_set_ca(NULL);
 }
@@ -75,7 +113,7 @@ static int request(const char *base, const char *path, const char *method, const
     *status = 0;
     *kind = SENT_FATAL;
     why[0] = '\0';
-    CURL *c = curl_easy_init();
+    CURL *c = handle();
     if (!c) return gp_err_set(err, GP_ENOMEM, "cannot initialise the HTTP client");
     sb_adds(&url, base);
     while (url.len && url.buf[url.len - 1] == '/') sb_setlen(&url, url.len - 1);
@@ -121,8 +159,12 @@ static int request(const char *base, const char *path, const char *method, const
         if (!j && out.len) j = json_stringn(out.buf, out.len);
         *resp = j;
     }
+    /* the handle keeps no pointer into what is freed here past the next reset */
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, NULL);
     curl_slist_free_all(hdrs);
-    curl_easy_cleanup(c);
     if (auth.len) memset(auth.buf, 0, auth.len);
     if (payload) memset(payload, 0, strlen(payload));
     sb_release(&auth);
