@@ -234,6 +234,13 @@ static void join_token_single_use(void **state) {
     json_t *resp;
     assert_int_equal(CALL(f, f->ops, "GET", "/api/v1/join-tokens", NULL, &resp), 200);
     assert_int_equal(json_array_size(json_object_get(resp, "items")), 5);
+    /* the newest, the two-use token: who used it, in order (appended by the statement) */
+    json_t *two = json_array_get(json_object_get(resp, "items"), 0);
+    assert_int_equal(json_integer_value(json_object_get(two, "uses")), 2);
+    assert_string_equal(at_str(two, "state"), "used");
+    char *by = json_dumps(json_object_get(two, "used_by"), JSON_COMPACT);
+    assert_string_equal(by, "[\"n5\",\"n6\"]");
+    free(by);
     json_decref(resp);
     /* the rule itself (pure) */
     assert_null(inv_join_refusal(10, 20, 0, 0, 1, "", "a"));
