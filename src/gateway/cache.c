@@ -87,6 +87,7 @@ struct gw_cache {
     int listening;           /* the thread runs */
     _Atomic int stop;
     _Atomic unsigned long long notifies; /* notifications received */
+    store_listener *first;   /* the listener gw_cache_listen opened, the thread's to keep */
 };
 
 #define GW_EPOCH_CHANNEL "gpupool_gw_epoch"
@@ -131,8 +132,13 @@ static void drop_all(gw_cache *c) {
  * failure.  Ends when c->stop is set. */
 static void *listen_main(void *arg) {
     gw_cache *c = arg;
-    store_listener *l = NULL;
+    store_listener *l = c->first; /* (NULL: gw_cache_listen could not open one yet) */
     int64_t retry_at = 0;
+    c->first = NULL;
+    if (l) { /* (what changed before it listened: read it now, as after a reconnect) */
+        gp_err err = GP_ERR_INIT;
+        (void)gw_cache_poll(c, &err);
+    }
     while (!atomic_load(&c->stop)) {
         gp_err err = GP_ERR_INIT;
         int got = 0;
@@ -179,13 +185,14 @@ int gw_cache_new(store_t *st, gw_cache **out, gp_err *err) {
 
 int gw_cache_listen(gw_cache *c, gp_err *err) {
     if (c->listening) return GP_OK;
-    store_listener *l = NULL;
-    int rc = store_listen(c->store, GW_EPOCH_CHANNEL, &l, err);
-    store_listen_close(l); /* (a probe: the thread keeps its own) */
+    int rc = store_listen(c->store, GW_EPOCH_CHANNEL, &c->first, err);
     if (rc == GP_EUNSUPPORTED) return rc;
     /* (another failure: the thread listens once the store answers) */
-    if (pthread_create(&c->listener, NULL, listen_main, c))
+    if (pthread_create(&c->listener, NULL, listen_main, c)) {
+        store_listen_close(c->first);
+        c->first = NULL;
         return gp_err_set(err, GP_EINTERNAL, "cannot start the read cache's listener");
+    }
     c->listening = 1;
     return GP_OK;
 }
