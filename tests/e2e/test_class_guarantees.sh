@@ -30,7 +30,6 @@ cat >"$E2E_TMP/node.json" <<'EOF'
   "gpus":[{"model":"A100-80GB","memory_gib":80,"count":4,"mode":"whole"},
           {"model":"H100-80GB","memory_gib":80,"count":4,"mode":"whole"}]}]}
 EOF
-for u in ru bu ra; do printf '%s-Secret-9\n' "$u" >"$E2E_TMP/pw.$u"; done
 
 start_server
 ADMIN=$TOKEN
