@@ -336,6 +336,14 @@ async function viewOverview(body) {
         { label: 'Borrowed', num: true, get: (c) => gpus(c.borrowed_gpus) },
         { label: 'Lent', num: true, get: (c) => gpus(c.lent_gpus) }], s.class_guarantees)));
     }
+    if (s.pool_guarantees && s.pool_guarantees.length) {
+      // a guarantee in one pool: the work that runs there (of classes without their own)
+      body.appendChild(h('div', { id: 'ov-share-pools' }, table(null, [
+        { label: 'Pool', get: (c) => c.pool }, { label: 'Guaranteed', num: true, get: (c) => gpus(c.guaranteed_gpus) },
+        { label: 'Kept', num: true, get: (c) => gpus(c.kept_gpus) }, { label: 'In use', num: true, get: (c) => gpus(c.in_use_gpus) },
+        { label: 'Borrowed', num: true, get: (c) => gpus(c.borrowed_gpus) },
+        { label: 'Lent', num: true, get: (c) => gpus(c.lent_gpus) }], s.pool_guarantees)));
+    }
   }
   if (o.accelerators && o.accelerators.length) {
     body.appendChild(h('h3', {}, 'Held now, by vendor'));

@@ -331,10 +331,11 @@ static int quota_consistent(store_tx *tx, const api_scope *sc, int project, cons
     tenancy_project *ps;
     int n, rc;
     if (project) {
-        if (next->kept || next->weight != 1 || next->ngclass)
+        if (next->kept || next->weight != 1 || next->ngclass || next->ngpool)
             return gp_err_set(err, GP_EINVALID,
-                              "kept_gpus, borrow_weight and class_guarantees are a tenant's; a "
-                              "project has a part of its tenant's guarantee (guaranteed_gpus)");
+                              "kept_gpus, borrow_weight, class_guarantees and pool_guarantees "
+                              "are a tenant's; a project has a part of its tenant's guarantee "
+                              "(guaranteed_gpus)");
         if ((rc = quota_load(tx, sc->t.id, NULL, &other, err)) ||
             (rc = quota_within(next, &other, err)))
             return rc;

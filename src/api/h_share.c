@@ -92,7 +92,7 @@ int h_share_list(api_ctx *c, gp_err *err) {
  * schema (docs/openapi.json, ShareUpdate) refused any other field. */
 static json_t *as_quota_patch(json_t *body) {
     static const char *const same[] = {"guaranteed_gpus", "kept_gpus", "borrow_weight",
-                                       "class_guarantees", NULL};
+                                       "class_guarantees", "pool_guarantees", NULL};
     json_t *p = json_object();
     for (int i = 0; p && same[i]; i++) {
         json_t *v = json_object_get(body, same[i]);
@@ -105,7 +105,8 @@ static json_t *as_quota_patch(json_t *body) {
 
 int h_share_patch(api_ctx *c, gp_err *err) {
     static const char *const fields[] = {"guaranteed_gpus", "kept_gpus", "borrow_weight",
-                                         "ceiling_gpus", "class_guarantees", NULL};
+                                         "ceiling_gpus", "class_guarantees",
+                                         "pool_guarantees", NULL};
     quota_set next;
     api_target(c->r, "share", c->sc.t.name, NULL, NULL);
     int rc = jx_only_fields(c->body, fields, err);
@@ -113,7 +114,7 @@ int h_share_patch(api_ctx *c, gp_err *err) {
     if (json_object_size(c->body) == 0)
         return gp_err_set(err, GP_EINVALID,
                           "name at least one of guaranteed_gpus, kept_gpus, borrow_weight, "
-                          "ceiling_gpus, class_guarantees");
+                          "ceiling_gpus, class_guarantees, pool_guarantees");
     json_t *patch = as_quota_patch(c->body);
     if (!patch) return gp_err_set(err, GP_ENOMEM, NULL);
     rc = api_quota_change(c, patch, 1, &next, err);

@@ -24,6 +24,10 @@ static const char usage[] =
     "  set --tenant T --class C --guaranteed-gpus N|none [--kept-gpus N]\n"
     "                              the tenant's guarantee of one resource class: its work\n"
     "                              of class C counts against it alone (none lifts it)\n"
+    "  set --tenant T --pool P --guaranteed-gpus N|none [--kept-gpus N]\n"
+    "                              the tenant's guarantee in one pool, over every class\n"
+    "                              without one of its own: admission gives a job of a\n"
+    "                              class that spans pools the pool where it is owned\n"
     "  set --tenant T --project P [--guaranteed-gpus N] [--ceiling-gpus N]\n"
     "                              a project's part of its tenant's guarantee (the parts\n"
     "                              add up to it at most) and its ceiling (tenant-admins)\n"
@@ -49,9 +53,10 @@ static int s_run(cli_ctx *ctx, int argc, char **argv, int set) {
                                        {"borrow-weight", required_argument, 0, 'W'},
                                        {"ceiling-gpus", required_argument, 0, 'g'},
                                        {"class", required_argument, 0, 'c'},
+                                       {"pool", required_argument, 0, 'P'},
                                        {0, 0, 0, 0}};
     const char *verb = set ? "share set" : "share show", *tenant = NULL, *project = NULL,
-               *cls = NULL;
+               *cls = NULL, *pool = NULL;
     json_t *body = json_object();
     const char *kept_or_weight = NULL;
     int c, rc = 0;
@@ -70,8 +75,9 @@ static int s_run(cli_ctx *ctx, int argc, char **argv, int set) {
             rc = cli_error(CLI_USAGE, "share show: only --tenant and --project");
             goto out;
         }
-        if (c == 'c') {
-            cls = optarg;
+        if (c == 'c' || c == 'P') {
+            if (c == 'c') cls = optarg;
+            else pool = optarg;
             continue;
         }
         if (c == 'K' || c == 'W') kept_or_weight = c == 'K' ? "--kept-gpus" : "--borrow-weight";
@@ -103,19 +109,30 @@ static int s_run(cli_ctx *ctx, int argc, char **argv, int set) {
                                   "--kept-gpus, --borrow-weight, --ceiling-gpus");
         goto out;
     }
-    if (cls) { /* the class's guarantee, set whole: {"class_guarantees": {C: {...} | null}} */
+    if (cls && pool) {
+        rc = cli_error(CLI_USAGE, "share set: --class or --pool, not both");
+        goto out;
+    }
+    if (cls || pool) { /* one class's or pool's guarantee, set whole: {"class_guarantees":
+                        * {C: {...} | null}}, or pool_guarantees */
+        const char *opt = cls ? "--class" : "--pool", *name = cls ? cls : pool;
         json_t *g = json_object_get(body, "guaranteed_gpus"), *k = json_object_get(body, "kept_gpus");
-        if (project || !*cls || !g || (json_is_null(g) && k)) {
-            rc = cli_error(CLI_USAGE,
-                           project ? "share set: --class is a tenant's guarantee, not a project's"
-                                   : "share set --class: give --guaranteed-gpus N [--kept-gpus N], "
-                                     "or --guaranteed-gpus none to lift it");
+        if (project || !*name || !g || (json_is_null(g) && k)) {
+            if (project)
+                rc = cli_error(CLI_USAGE, "share set: %s is a tenant's guarantee, not a project's",
+                               opt);
+            else
+                rc = cli_error(CLI_USAGE,
+                               "share set %s: give --guaranteed-gpus N [--kept-gpus N], or "
+                               "--guaranteed-gpus none to lift it",
+                               opt);
             goto out;
         }
         json_t *entry = json_is_null(g) ? json_null()
                         : json_pack("{s:O,s:o}", "guaranteed_gpus", g, "kept_gpus",
                                     k && !json_is_null(k) ? json_incref(k) : json_integer(0));
-        json_object_set_new(body, "class_guarantees", json_pack("{s:o}", cls, entry));
+        json_object_set_new(body, cls ? "class_guarantees" : "pool_guarantees",
+                            json_pack("{s:o}", name, entry));
         json_object_del(body, "guaranteed_gpus");
         json_object_del(body, "kept_gpus");
     }

@@ -35,9 +35,16 @@ int quota_gclass(const quota_set *q, const char *name) {
     return -1;
 }
 
+int quota_gpool(const quota_set *q, const char *name) {
+    for (int i = 0; i < q->ngpool; i++)
+        if (strcmp(q->gpool_name[i], name) == 0) return i;
+    return -1;
+}
+
 int64_t quota_guarantee_total(const quota_set *q) {
     int64_t g = q->guarantee == QUOTA_NONE ? 0 : q->guarantee;
     for (int i = 0; i < q->ngclass; i++) g += q->gclass_g[i];
+    for (int i = 0; i < q->ngpool; i++) g += q->gpool_g[i];
     return g;
 }
 
@@ -59,40 +66,41 @@ static int gpus_milli(json_t *v, const char *what, int64_t *out, gp_err *err) {
     return GP_OK;
 }
 
-/* "class_guarantees": {"class": {"guaranteed_gpus": g, "kept_gpus": k}} into q (null or
- * absent: none). */
-static int parse_class_guarantees(json_t *cg, quota_set *q, gp_err *err) {
+/* `field` ("class_guarantees", "pool_guarantees"): {"name": {"guaranteed_gpus": g,
+ * "kept_gpus": k}} into the *n entries of name/g/kept (null or absent: none). */
+static int parse_guarantees(json_t *cg, const char *field, int *n,
+                            char (*name)[64], int64_t *g_out, int64_t *kept, gp_err *err) {
     static const char *const fields[] = {"guaranteed_gpus", "kept_gpus", NULL};
     const char *k;
     json_t *v;
+    char what[64];
     if (!cg || json_is_null(cg)) return GP_OK;
     if (!json_is_object(cg) || json_object_size(cg) > QUOTA_MAX_GCLASSES)
         return gp_err_set(err, GP_EINVALID,
-                          "class_guarantees must map at most %d class names to "
+                          "%s must map at most %d %s names to "
                           "{\"guaranteed_gpus\": g, \"kept_gpus\": k}",
-                          QUOTA_MAX_GCLASSES);
+                          field, QUOTA_MAX_GCLASSES, field[0] == 'c' ? "class" : "pool");
     json_object_foreach(cg, k, v) {
-        int i = q->ngclass, rc;
+        int i = *n, rc;
         json_t *g = json_object_get(v, "guaranteed_gpus"), *kp = json_object_get(v, "kept_gpus");
         if (!k[0] || strlen(k) >= 64 || !json_is_object(v) || !g || json_is_null(g))
             return gp_err_set(err, GP_EINVALID,
-                              "class_guarantees: '%.40s' needs {\"guaranteed_gpus\": g} (and "
+                              "%s: '%.40s' needs {\"guaranteed_gpus\": g} (and "
                               "kept_gpus, optional)",
-                              k);
+                              field, k);
         if ((rc = jx_only_fields(v, fields, err))) return rc;
-        q->gclass_kept[i] = 0;
-        if ((rc = gpus_milli(g, "class_guarantees guaranteed_gpus", &q->gclass_g[i], err)) ||
-            (kp && !json_is_null(kp) &&
-             (rc = gpus_milli(kp, "class_guarantees kept_gpus", &q->gclass_kept[i], err))))
-            return rc;
-        if (q->gclass_kept[i] > q->gclass_g[i])
+        kept[i] = 0;
+        snprintf(what, sizeof what, "%s guaranteed_gpus", field);
+        if ((rc = gpus_milli(g, what, &g_out[i], err))) return rc;
+        snprintf(what, sizeof what, "%s kept_gpus", field);
+        if (kp && !json_is_null(kp) && (rc = gpus_milli(kp, what, &kept[i], err))) return rc;
+        if (kept[i] > g_out[i])
             return gp_err_set(err, GP_EINVALID,
-                              "class_guarantees: '%.40s' keeps %g GPUs, more than its "
+                              "%s: '%.40s' keeps %g GPUs, more than its "
                               "guaranteed_gpus %g",
-                              k, (double)q->gclass_kept[i] / 1000.0,
-                              (double)q->gclass_g[i] / 1000.0);
-        snprintf(q->gclass_name[i], sizeof q->gclass_name[i], "%s", k);
-        q->ngclass++;
+                              field, k, (double)kept[i] / 1000.0, (double)g_out[i] / 1000.0);
+        snprintf(name[i], 64, "%s", k);
+        (*n)++;
     }
     return GP_OK;
 }
@@ -111,16 +119,20 @@ static int parse_share(json_t *j, quota_set *q, gp_err *err) {
             return gp_err_set(err, GP_EINVALID, "borrow_weight must be an integer 1..1000");
         q->weight = json_integer_value(w);
     }
-    if ((rc = parse_class_guarantees(json_object_get(j, "class_guarantees"), q, err))) return rc;
+    if ((rc = parse_guarantees(json_object_get(j, "class_guarantees"), "class_guarantees",
+                               &q->ngclass, q->gclass_name, q->gclass_g, q->gclass_kept, err)) ||
+        (rc = parse_guarantees(json_object_get(j, "pool_guarantees"), "pool_guarantees",
+                               &q->ngpool, q->gpool_name, q->gpool_g, q->gpool_kept, err)))
+        return rc;
     if (q->guarantee != QUOTA_NONE && q->v[QD_GPU_MILLI] != QUOTA_NONE &&
         q->guarantee > q->v[QD_GPU_MILLI])
         return gp_err_set(err, GP_EINVALID, "guaranteed_gpus %g exceeds the gpus ceiling %g",
                           (double)q->guarantee / 1000.0, (double)q->v[QD_GPU_MILLI] / 1000.0);
-    if (q->ngclass && q->v[QD_GPU_MILLI] != QUOTA_NONE &&
+    if ((q->ngclass || q->ngpool) && q->v[QD_GPU_MILLI] != QUOTA_NONE &&
         quota_guarantee_total(q) > q->v[QD_GPU_MILLI])
         return gp_err_set(err, GP_EINVALID,
-                          "guaranteed_gpus and class_guarantees add up to %g, above the gpus "
-                          "ceiling %g",
+                          "guaranteed_gpus, class_guarantees and pool_guarantees add up to %g, "
+                          "above the gpus ceiling %g",
                           (double)quota_guarantee_total(q) / 1000.0,
                           (double)q->v[QD_GPU_MILLI] / 1000.0);
     if (q->kept > (q->guarantee == QUOTA_NONE ? 0 : q->guarantee))
@@ -137,7 +149,7 @@ int quota_parse(json_t *j, quota_set *out, gp_err *err) {
                                          "tokens_per_minute", "card_hours_policy",
                                          "card_hours_grace_seconds", "guaranteed_gpus",
                                          "kept_gpus", "borrow_weight", "class_guarantees",
-                                         NULL};
+                                         "pool_guarantees", NULL};
     quota_set q;
     quota_unlimited(&q);
     if (!json_is_object(j)) return gp_err_set(err, GP_EINVALID, "quota must be an object");
@@ -226,13 +238,21 @@ json_t *quota_json(const quota_set *q) {
                                       (double)q->gclass_g[i] / 1000.0, "kept_gpus",
                                       (double)q->gclass_kept[i] / 1000.0));
     json_object_set_new(o, "class_guarantees", gc);
+    json_t *gp = json_object();
+    for (int i = 0; i < q->ngpool; i++)
+        json_object_set_new(gp, q->gpool_name[i],
+                            json_pack("{s:f,s:f}", "guaranteed_gpus",
+                                      (double)q->gpool_g[i] / 1000.0, "kept_gpus",
+                                      (double)q->gpool_kept[i] / 1000.0));
+    json_object_set_new(o, "pool_guarantees", gp);
     return o;
 }
 
 int quota_patch(const quota_set *cur, json_t *patch, quota_set *out, gp_err *err) {
     if (!json_is_object(patch)) return gp_err_set(err, GP_EINVALID, "quota must be an object");
     json_t *merged = quota_json(cur), *pcg = json_object_get(patch, "class_gpus"),
-           *pgc = json_object_get(patch, "class_guarantees");
+           *pgc = json_object_get(patch, "class_guarantees"),
+           *ppg = json_object_get(patch, "pool_guarantees");
     if (pcg && !json_is_null(pcg) && !json_is_object(pcg)) {
         json_decref(merged);
         return gp_err_set(err, GP_EINVALID, "class_gpus must be an object (or null)");
@@ -241,10 +261,15 @@ int quota_patch(const quota_set *cur, json_t *patch, quota_set *out, gp_err *err
         json_decref(merged);
         return gp_err_set(err, GP_EINVALID, "class_guarantees must be an object (or null)");
     }
+    if (ppg && !json_is_null(ppg) && !json_is_object(ppg)) {
+        json_decref(merged);
+        return gp_err_set(err, GP_EINVALID, "pool_guarantees must be an object (or null)");
+    }
     const char *k;
     json_t *v;
     json_object_foreach(patch, k, v) {
-        if ((strcmp(k, "class_gpus") == 0 || strcmp(k, "class_guarantees") == 0) &&
+        if ((strcmp(k, "class_gpus") == 0 || strcmp(k, "class_guarantees") == 0 ||
+             strcmp(k, "pool_guarantees") == 0) &&
             json_is_object(v)) {
             /* per class: null lifts it, a value replaces it */
             json_t *cg = json_object_get(merged, k);
@@ -347,6 +372,11 @@ int quota_raises(const quota_set *cur, const quota_set *next) {
         if (c < 0 || next->gclass_g[i] > cur->gclass_g[c] ||
             next->gclass_kept[i] > cur->gclass_kept[c])
             return 1; /* a class guarantee where there was none, or more of one */
+    }
+    for (int i = 0; i < next->ngpool; i++) {
+        int c = quota_gpool(cur, next->gpool_name[i]);
+        if (c < 0 || next->gpool_g[i] > cur->gpool_g[c] || next->gpool_kept[i] > cur->gpool_kept[c])
+            return 1; /* likewise a pool's */
     }
     return next->kept > cur->kept || next->weight > cur->weight;
 }

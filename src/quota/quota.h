@@ -54,6 +54,14 @@ typedef struct quota_set {
     int ngclass;
     char gclass_name[QUOTA_MAX_GCLASSES][64];
     int64_t gclass_g[QUOTA_MAX_GCLASSES], gclass_kept[QUOTA_MAX_GCLASSES];
+    /* Guarantees in one pool each, over every class (a tenant's only; docs/scheduling.md "A
+     * guarantee per pool"): GPUs in milli of the tenant's work placed in that pool, and the
+     * part kept from lending.  Work of a class with a guarantee of its own counts against
+     * that; other work running in such a pool against the pool's; the rest against
+     * `guarantee`.  All of them add up to the gpus ceiling at most. */
+    int ngpool;
+    char gpool_name[QUOTA_MAX_GCLASSES][64];
+    int64_t gpool_g[QUOTA_MAX_GCLASSES], gpool_kept[QUOTA_MAX_GCLASSES];
 } quota_set;
 
 /* No ceiling anywhere. */
@@ -61,7 +69,10 @@ void quota_unlimited(quota_set *q);
 
 /* Index of class `name`'s own guarantee in q->gclass_*, or -1. */
 int quota_gclass(const quota_set *q, const char *name);
-/* The guarantee over every class: `guarantee` (QUOTA_NONE as 0) plus the classes' own. */
+/* Index of pool `name`'s own guarantee in q->gpool_*, or -1. */
+int quota_gpool(const quota_set *q, const char *name);
+/* The guarantee over every class: `guarantee` (QUOTA_NONE as 0) plus the classes' and the
+ * pools' own. */
 int64_t quota_guarantee_total(const quota_set *q);
 
 /* Ceiling for class `name` (QUOTA_NONE when not set). */

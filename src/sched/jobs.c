@@ -224,7 +224,8 @@ int jobs_submit(store_tx *tx, const job_submit *js, char id[RND_ID_LEN], gp_err 
     X(JC_ARRAY_INDEX, "COALESCE(j.array_index, 0)")                                           \
     X(JC_RESERVATION,                                                                         \
       "COALESCE((SELECT r.name FROM reservations r WHERE r.id = j.reservation_id), '')")      \
-    X(JC_NODES, "j.nodes")
+    X(JC_NODES, "j.nodes")                                                                    \
+    X(JC_GUARANTEE_POOL, "COALESCE(j.guarantee_pool, '')")
 enum { JOB_COLUMNS(STORE_COL_ENUM) JC__N };
 #define JOB_COLS STORE_COLS(JOB_COLUMNS)
 
@@ -266,6 +267,14 @@ static json_t *job_json(store_stmt *s) {
         json_object_set_new(o, "units_per_node",
                             nodes > 0 ? json_integer(store_int(s, JC_UNITS) / nodes) : json_null());
     }
+    /* what admission gave a job that waits admitted (sched.h step 6d): a pool where its
+     * tenant's guarantee holds it, "*" the pools without one (its tenant's own guarantee) */
+    const char *gpool = store_text(s, JC_GUARANTEE_POOL);
+    if (o)
+        json_object_set_new(o, "guarantee_pool",
+                            gpool[0] && !strcmp(store_text(s, JC_STATE), "admitted")
+                                ? json_string(gpool)
+                                : json_null());
     return o;
 }
 

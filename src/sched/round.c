@@ -907,6 +907,7 @@ static int build_from(store_tx *tx, snap *n, const qlist *live, gp_err *err) {
     S->reclaim_cap = n->spol.reclaim_cap;
     S->reclaim_window_s = n->spol.reclaim_window_s;
     S->borrow_horizon_s = n->spol.half_life_s;
+    S->pool_names = (const char (*)[64])n->pools;
     /* a class per (stored class, job stack) the live jobs name */
     for (int i = 0; i < nds; i++) {
         int from = rnd_find_str(n->cnames, sizeof *n->cnames, n->nstored, pairs[i].cls);
@@ -995,6 +996,10 @@ static int build_from(store_tx *tx, snap *n, const qlist *live, gp_err *err) {
         j->state = r->state;
         j->credited = j->state == SCH_ADMITTED && r->credit;
         j->time_limit_s = r->time_limit_s;
+        if (r->gpool[0]) /* what admission gave it (sched.h step 6d) */
+            j->gpool = !strcmp(r->gpool, "*")
+                           ? SCH_GPOOL_REST
+                           : 1 + rnd_find_str(n->pools, sizeof *n->pools, S->npools, r->gpool);
         if (r->rsv[0]) {
             int ri = rnd_find_str(n->rsv_ids, sizeof *n->rsv_ids, S->nrsvs, r->rsv);
             j->reservation = ri >= 0 ? n->rsv_byid[ri] + 1 : 0;
@@ -1414,7 +1419,7 @@ static int writes_nothing(const snap *n, const sch_decision *d) {
     case SCH_DO_ADMIT:
     case SCH_DO_WAIT_PREEMPT:
         return j->state == SCH_ADMITTED && j->credited == (d->action == SCH_DO_WAIT_PREEMPT) &&
-               n->jreason[d->job] == rnd_reason_hash(d->reason);
+               j->gpool == d->gpool && n->jreason[d->job] == rnd_reason_hash(d->reason);
     default:
         return n->jreason[d->job] == rnd_reason_hash(d->reason) && !j->credited;
     }
@@ -1451,9 +1456,13 @@ static int commit_one(store_tx *tx, snap *n, guard *gd, const sch_decision *d,
     case SCH_DO_WAIT_PREEMPT:
         /* waiting for its victims: credited for what they free (sched.h, step 5) */
         rc = store_exec(tx, &changes, err,
-                        "UPDATE jobs SET state = 'admitted', reason = ?, preempt_credit = ?"
-                        " WHERE id = ? AND state IN ('queued','admitted')",
-                        "sis", d->reason, (int64_t)(d->action == SCH_DO_WAIT_PREEMPT), id);
+                        "UPDATE jobs SET state = 'admitted', reason = ?, preempt_credit = ?,"
+                        " guarantee_pool = ? WHERE id = ? AND state IN ('queued','admitted')",
+                        "siss", d->reason, (int64_t)(d->action == SCH_DO_WAIT_PREEMPT),
+                        d->gpool > 0 && d->gpool <= n->s.npools ? n->pools[d->gpool - 1]
+                        : d->gpool == SCH_GPOOL_REST            ? "*"
+                                                                : NULL,
+                        id);
         *holds = changes > 0;
         if (!rc && *holds && n->jobs[d->job].state == SCH_PENDING)
             rc = jobs__event(tx, id, "admitted", d->reason, err);
@@ -1533,14 +1542,19 @@ static int commit_all(store_t *st, snap *n, const sch_result *r, round_stats *st
 }
 
 /*
- * The guarantee domains of record_shares (sched.h step 6c): tenant i's own is i, its class
- * guarantee k is ntenants + off[i] + k.  The domain job j's work counts against.
+ * The guarantee domains of record_shares (sched.h steps 6c, 6d): tenant i's own is i, its
+ * class guarantee k is ntenants + off[i] + k, its pool guarantee k ntenants + off[i] +
+ * ngclass + k.  The domain job j's work counts against, placed with its first card (u0).
  */
-static int share_dom(const snap *n, const int *off, const sch_job *j) {
+static int share_dom(const snap *n, const int *off, const sch_job *j, const sch_unit *u0) {
     int tn = n->projects[j->project].tenant;
     const quota_set *q = &n->tenants[tn].quota;
+    if (j->reservation) return tn;
     int k = q->ngclass ? quota_gclass(q, n->classes[SCH_CLASS_BASE(n->classes, j->cls)].name) : -1;
-    return k >= 0 && !j->reservation ? n->s.ntenants + off[tn] + k : tn;
+    if (k >= 0) return n->s.ntenants + off[tn] + k;
+    int pl = u0 && q->ngpool ? n->nodes[n->gpus[u0->gpu[0]].node].pool : -1;
+    k = pl >= 0 && pl < n->s.npools ? quota_gpool(q, n->pools[pl]) : -1;
+    return k >= 0 ? n->s.ntenants + off[tn] + q->ngclass + k : tn;
 }
 
 /*
@@ -1560,10 +1574,14 @@ static void lent_by(const snap *n, const int *off, int D, const int64_t *use, sh
         for (int k = 0; k < q->ngclass; k++)
             ts[T + off[i] + k] = (share_tenant){q->gclass_g[k], q->gclass_g[k], q->gclass_kept[k],
                                                 1, use[T + off[i] + k], 0, 0};
+        for (int k = 0, b = T + off[i] + q->ngclass; k < q->ngpool; k++)
+            ts[b + k] = (share_tenant){q->gpool_g[k], q->gpool_g[k], q->gpool_kept[k], 1,
+                                       use[b + k], 0, 0};
     }
     for (int i = 0; i < T; i++) {
+        const quota_set *q = &n->tenants[i].quota;
         lent[i] = share_lent(ts, D, i, capacity);
-        for (int k = 0; k < n->tenants[i].quota.ngclass; k++)
+        for (int k = 0; k < q->ngclass + q->ngpool; k++)
             lent[i] += share_lent(ts, D, T + off[i] + k, capacity);
     }
 }
@@ -1590,7 +1608,7 @@ static int record_shares(store_t *st, const snap *n, const sch_result *r, gp_err
     int *off = calloc((size_t)T + 1, sizeof *off), D = T;
     for (int i = 0; off && i < T; i++) {
         off[i] = D - T;
-        D += n->tenants[i].quota.ngclass;
+        D += n->tenants[i].quota.ngclass + n->tenants[i].quota.ngpool;
     }
     int64_t *before = calloc((size_t)D + 1, sizeof *before), *after = calloc((size_t)D + 1, sizeof *after);
     int64_t *lb = calloc((size_t)T + 1, sizeof *lb), *la = calloc((size_t)T + 1, sizeof *la);
@@ -1602,14 +1620,18 @@ static int record_shares(store_t *st, const snap *n, const sch_result *r, gp_err
         for (int i = 0; i < n->s.njobs; i++) {
             const sch_job *j = &n->jobs[i];
             if (j->state == SCH_RUNNING)
-                before[share_dom(n, off, j)] += sch_demand(&n->s, j, QD_GPU_MILLI);
+                before[share_dom(n, off, j, j->units > 0 ? &j->place[0] : NULL)] +=
+                    sch_demand(&n->s, j, QD_GPU_MILLI);
         }
         memcpy(after, before, sizeof *after * (size_t)D);
         for (int i = 0; i < r->n; i++) {
             const sch_decision *d = &r->d[i];
             const sch_job *j = &n->jobs[d->job];
             int sign = d->action == SCH_DO_PLACE ? 1 : d->action == SCH_DO_PREEMPT ? -1 : 0;
-            after[share_dom(n, off, j)] += sign * sch_demand(&n->s, j, QD_GPU_MILLI);
+            const sch_unit *u0 = d->action == SCH_DO_PLACE && d->units ? &d->units[0]
+                                 : j->state == SCH_RUNNING && j->units > 0 ? &j->place[0]
+                                                                           : NULL;
+            if (sign) after[share_dom(n, off, j, u0)] += sign * sch_demand(&n->s, j, QD_GPU_MILLI);
         }
         lent_by(n, off, D, before, ts, lb);
         lent_by(n, off, D, after, ts, la);

@@ -113,6 +113,7 @@ typedef struct skipped {
 typedef struct qrow {
     char id[RND_ID_LEN], project[RND_ID_LEN], rsv[RND_ID_LEN];
     char cls[64], recovery[8];
+    char gpool[64]; /* what admission gave it (sched.h step 6d): a pool, "*", "" nothing */
     char *stack; /* NULL: none */
     int state, units, nodes, priority, preemptible, may_preempt, credit, capped, has_deps;
     int64_t queued_at, started_at, time_limit_s, chg;

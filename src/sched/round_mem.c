@@ -342,7 +342,9 @@ void sched_cluster_forget(store_t *st) {
     /* a job that spans nodes (sched.h, step 4a) */                                             \
     " nodes,"                                                                                   \
     /* whether it waits for other jobs (deps.c: its dependencies are fixed at submit) */        \
-    " EXISTS (SELECT 1 FROM job_deps d WHERE d.job_id = jobs.id), chg"
+    " EXISTS (SELECT 1 FROM job_deps d WHERE d.job_id = jobs.id), chg,"                        \
+    /* what admission gave it (sched.h step 6d) */                                              \
+    " COALESCE(guarantee_pool, '')"
 
 static int qstate(const char *t) {
     return !strcmp(t, "queued")     ? SCH_PENDING
@@ -379,6 +381,7 @@ static qrow *qrow_read(store_stmt *s) {
     r->nodes = (int)store_int(s, 17);
     r->has_deps = store_int(s, 18) != 0;
     r->chg = store_int(s, 19);
+    snprintf(r->gpool, sizeof r->gpool, "%s", store_text(s, 20));
     return r;
 }
 
@@ -463,6 +466,7 @@ static int qlist_merge(qlist *q, qlist *d) {
 static int qrow_same(const qrow *a, const qrow *b) {
     return !strcmp(a->id, b->id) && !strcmp(a->project, b->project) && !strcmp(a->rsv, b->rsv) &&
            !strcmp(a->cls, b->cls) && !strcmp(a->recovery, b->recovery) &&
+           !strcmp(a->gpool, b->gpool) &&
            !strcmp(a->stack ? a->stack : "", b->stack ? b->stack : "") && a->state == b->state &&
            a->units == b->units && a->nodes == b->nodes && a->priority == b->priority &&
            a->preemptible == b->preemptible && a->may_preempt == b->may_preempt &&

@@ -73,7 +73,13 @@ typedef struct st {
     int *cdom;               /* [ntenants x nclasses]: the domain of a tenant's work of a
                                 stored class, -1: the tenant's own (NULL: no class guarantee) */
     int *dten;               /* [ndom]: the domain's tenant */
-    int *dcls;               /* [ndom]: its class (-1: the tenant's own domain) */
+    int *dcls;               /* [ndom]: its class (-1: the tenant's own domain, or a pool's) */
+    int *dpool;              /* [ndom]: its pool (step 6d; -1: not a pool's) */
+    int *pdom;               /* [ntenants x snapshot npools]: the domain of a tenant's guarantee
+                                in a pool, -1: none (NULL: no pool guarantee anywhere) */
+    int *jgp;                /* [njobs] with pdom: what admission gave each job that is not
+                                running (sch_job.gpool's values; step 6d) */
+    int jrestr;              /* the pools the job being placed may use (its jgp; 0: any) */
     int64_t *dg, *dkept;     /* [ndom]: its guarantee (none: 0) and kept part, milli */
     int64_t *duse;           /* [ndom]: GPU use of its charged work, milli */
     int64_t capacity;        /* allocatable GPUs, milli */
@@ -274,7 +280,7 @@ static int rsv_init(st *t) {
     return 0;
 }
 
-static int pool_allowed(const sch_snapshot *s, const sch_class *c, int project, int p);
+static int pool_allowed(const st *t, const sch_class *c, int project, int p);
 
 /* Could a reservation keep job j from a place, or does j name one?  Then its units are
  * placed by rsv_place_unit (each candidate node asked, rsv_allows); otherwise as always. */
@@ -289,7 +295,7 @@ static int rsv_affects(const st *t, const sch_job *j) {
         if (s->now_us >= r->t2_us || (s->now_us < r->t1_us && ends <= r->t1_us)) continue;
         const unsigned char *rp = &t->rpool[(size_t)i * (size_t)(t->npools + 1)];
         for (int p = 0; p < t->npools; p++)
-            if (rp[p] && pool_allowed(s, c, j->project, p)) return 1;
+            if (rp[p] && pool_allowed(t, c, j->project, p)) return 1;
     }
     return 0;
 }
@@ -325,8 +331,14 @@ static int64_t proj_spill(const st *t, int p) {
 static int dom_of(const st *t, const sch_job *j) {
     const sch_snapshot *s = t->s;
     int tn = s->projects[j->project].tenant;
-    if (!t->cdom || rsv_in_force(t, j) >= 0) return tn;
-    int d = t->cdom[(size_t)tn * s->nclasses + SCH_CLASS_BASE(s->classes, j->cls)];
+    if ((!t->cdom && !t->pdom) || rsv_in_force(t, j) >= 0) return tn;
+    int d = t->cdom ? t->cdom[(size_t)tn * s->nclasses + SCH_CLASS_BASE(s->classes, j->cls)] : -1;
+    if (d >= 0 || !t->pdom) return d >= 0 ? d : tn;
+    /* step 6d: the pool it runs in, or the one admission gave it */
+    int pl = j->state == SCH_RUNNING && j->units > 0
+                 ? s->nodes[s->gpus[j->place[0].gpu[0]].node].pool
+                 : t->jgp[j - s->jobs] - 1;
+    d = pl >= 0 && pl < s->npools ? t->pdom[(size_t)tn * (size_t)s->npools + (size_t)pl] : -1;
     return d >= 0 ? d : tn;
 }
 
@@ -740,11 +752,20 @@ static int tree_query(const st *t, int idx, int lo, int hi) {
     return best;
 }
 
-/* May work of `project` use pool p for class c? */
-static int pool_allowed(const sch_snapshot *s, const sch_class *c, int project, int p) {
+/* May work of `project` use pool p for class c (by the pools open to it alone)? */
+static int pool_open(const sch_snapshot *s, const sch_class *c, int project, int p) {
     const sch_project *pj = &s->projects[project];
     return (c->pool < 0 || c->pool == p) && p < s->npools && s->tenants[pj->tenant].pool_ok[p] &&
            (!pj->pool_ok || pj->pool_ok[p]);
+}
+
+/* ... and, for the job being placed, within what admission gave it (t->jrestr, step 6d)? */
+static int pool_allowed(const st *t, const sch_class *c, int project, int p) {
+    if (!pool_open(t->s, c, project, p)) return 0;
+    if (t->jrestr > 0) return p == t->jrestr - 1;
+    if (t->jrestr == SCH_GPOOL_REST)
+        return t->pdom[(size_t)t->s->projects[project].tenant * (size_t)t->s->npools + (size_t)p] < 0;
+    return 1;
 }
 
 /* The best node for a unit of class ci by key kind, among the pools the project may use, with
@@ -755,7 +776,7 @@ static int best_node(st *t, int ci, int kind, int project, sch_unit *u) {
     if (!t->tree[idx] && tree_build(t, idx)) return -1;
     int best = -1;
     for (int p = 0; p < t->npools; p++) {
-        if (t->pstart[p] == t->pstart[p + 1] || !pool_allowed(s, &s->classes[ci], project, p))
+        if (t->pstart[p] == t->pstart[p + 1] || !pool_allowed(t, &s->classes[ci], project, p))
             continue;
         best = better(t->key[idx], best, tree_query(t, idx, t->pstart[p], t->pstart[p + 1]));
     }
@@ -794,7 +815,7 @@ static int rsv_place_unit(st *t, const sch_class *c, const sch_job *j, sch_unit 
         int best = -1;
         int64_t bk = KEY_NONE;
         for (int p = 0; p < t->npools; p++) {
-            if (t->pstart[p] == t->pstart[p + 1] || !pool_allowed(s, c, j->project, p)) continue;
+            if (t->pstart[p] == t->pstart[p + 1] || !pool_allowed(t, c, j->project, p)) continue;
             for (int pos = t->pstart[p]; pos < t->pstart[p + 1]; pos++) {
                 int n = t->porder[pos], gpus[SCH_MAX_GPUS_PER_UNIT], blk;
                 sch_unit cand;
@@ -961,7 +982,7 @@ static int gang_candidates(st *t, const sch_class *c, const sch_job *j, int K, g
     int ci = (int)(c - s->classes), nc = 0, N1 = s->nnodes + 1;
     for (int n = 0; n < s->nnodes; n++) {
         const sch_node *nd = &s->nodes[n];
-        if (!pool_allowed(s, c, j->project, nd->pool)) continue;
+        if (!pool_allowed(t, c, j->project, nd->pool)) continue;
         long long sc = gang_score(t, j, ci, K, n);
         if (sc < 0) continue;
         int rack = nd->rack > 0 && nd->rack < N1 ? nd->rack : 0;
@@ -1016,7 +1037,7 @@ static int gang_fitting(st *t, const sch_class *c, const sch_job *j) {
     int K = j->nodes > 0 ? j->units / j->nodes : j->units, n = 0;
     int ci = (int)(c - s->classes);
     for (int i = 0; i < s->nnodes; i++)
-        if (pool_allowed(s, c, j->project, s->nodes[i].pool) && gang_score(t, j, ci, K, i) >= 0)
+        if (pool_allowed(t, c, j->project, s->nodes[i].pool) && gang_score(t, j, ci, K, i) >= 0)
             n++;
     return n;
 }
@@ -1287,7 +1308,7 @@ static host_fit host_fit_of(st *t, const sch_class *c, int project) {
     host_fit h = {0, 0, 0, -1, -1};
     for (int n = 0; n < s->nnodes; n++) {
         const sch_node *nd = &s->nodes[n];
-        if (!pool_allowed(s, c, project, nd->pool)) continue;
+        if (!pool_allowed(t, c, project, nd->pool)) continue;
         int eligible = 0;
         int64_t g = gpu_units_on(t, c, n, &eligible);
         if (g <= 0) continue;
@@ -1330,7 +1351,7 @@ static int64_t free_units(st *t, const sch_class *c, int project, int *matching)
     *matching = 0;
     for (int p = 0; p < P; p++) {
         if (!elig[p]) continue;
-        if (pool_allowed(s, c, project, p)) {
+        if (pool_allowed(t, c, project, p)) {
             *matching |= 1;
             units += byp[p];
         } else {
@@ -1508,7 +1529,9 @@ static void rsv_reason(const st *t, const sch_job *j, int i, int code, char *out
 
 static int any_guarantee(const sch_snapshot *s) {
     for (int i = 0; i < s->ntenants; i++)
-        if (s->tenants[i].quota.guarantee != QUOTA_NONE || s->tenants[i].quota.ngclass) return 1;
+        if (s->tenants[i].quota.guarantee != QUOTA_NONE || s->tenants[i].quota.ngclass ||
+            s->tenants[i].quota.ngpool)
+            return 1;
     return 0;
 }
 
@@ -1535,7 +1558,11 @@ static int64_t free_part(const st *t, int d) {
 /* " for class C" when domain d is a class's guarantee, else "" (for reasons). */
 static const char *dom_what(const st *t, int d, char *buf, size_t n) {
     if (d < t->s->ntenants) return "";
-    snprintf(buf, n, " for class %.40s", t->s->classes[t->dcls[d]].name);
+    if (t->dpool[d] >= 0)
+        snprintf(buf, n, " in pool %.40s",
+                 t->s->pool_names ? t->s->pool_names[t->dpool[d]] : "?");
+    else
+        snprintf(buf, n, " for class %.40s", t->s->classes[t->dcls[d]].name);
     return buf;
 }
 
@@ -1546,11 +1573,26 @@ static const char *dom_what(const st *t, int d, char *buf, size_t n) {
  */
 static int dom_init(st *t) {
     const sch_snapshot *s = t->s;
-    int extra = 0;
-    for (int tn = 0; tn < s->ntenants; tn++) extra += s->tenants[tn].quota.ngclass;
-    size_t D = (size_t)s->ntenants + (size_t)extra + 1;
+    int extra = 0, pextra = 0;
+    for (int tn = 0; tn < s->ntenants; tn++) {
+        extra += s->tenants[tn].quota.ngclass;
+        pextra += s->pool_names && s->npools ? s->tenants[tn].quota.ngpool : 0;
+    }
+    size_t D = (size_t)s->ntenants + (size_t)extra + (size_t)pextra + 1;
     t->dten = malloc(sizeof *t->dten * D);
     t->dcls = malloc(sizeof *t->dcls * D);
+    t->dpool = malloc(sizeof *t->dpool * D);
+    if (!t->dpool) return -1;
+    if (pextra) {
+        t->pdom = malloc(sizeof *t->pdom * (size_t)s->ntenants * (size_t)s->npools);
+        t->jgp = calloc((size_t)s->njobs + 1, sizeof *t->jgp);
+        if (!t->pdom || !t->jgp) return -1;
+        for (size_t i = 0; i < (size_t)s->ntenants * (size_t)s->npools; i++) t->pdom[i] = -1;
+        for (int i = 0; i < s->njobs; i++) /* admitted: what its admission gave it */
+            if (s->jobs[i].state == SCH_ADMITTED && s->jobs[i].gpool >= SCH_GPOOL_REST &&
+                s->jobs[i].gpool <= s->npools)
+                t->jgp[i] = s->jobs[i].gpool;
+    }
     t->dg = calloc(D, sizeof *t->dg);
     t->dkept = calloc(D, sizeof *t->dkept);
     t->duse = calloc(D, sizeof *t->duse);
@@ -1566,6 +1608,7 @@ static int dom_init(st *t) {
         const quota_set *q = &s->tenants[tn].quota;
         t->dten[tn] = tn;
         t->dcls[tn] = -1;
+        t->dpool[tn] = -1;
         t->dg[tn] = q->guarantee == QUOTA_NONE ? 0 : q->guarantee;
         t->dkept[tn] = q->guarantee == QUOTA_NONE ? 0 : q->kept;
         for (int k = 0; t->cdom && k < q->ngclass; k++)
@@ -1574,12 +1617,30 @@ static int dom_init(st *t) {
                 t->cdom[(size_t)tn * s->nclasses + c] = nd;
                 t->dten[nd] = tn;
                 t->dcls[nd] = c;
+                t->dpool[nd] = -1;
                 t->dg[nd] = q->gclass_g[k];
                 t->dkept[nd] = q->gclass_kept[k];
                 nd++;
                 break;
             }
+        for (int k = 0; t->pdom && k < q->ngpool; k++) /* step 6d */
+            for (int p = 0; p < s->npools; p++) {
+                if (strcmp(s->pool_names[p], q->gpool_name[k])) continue;
+                t->pdom[(size_t)tn * (size_t)s->npools + (size_t)p] = nd;
+                t->dten[nd] = tn;
+                t->dcls[nd] = -1;
+                t->dpool[nd] = p;
+                t->dg[nd] = q->gpool_g[k];
+                t->dkept[nd] = q->gpool_kept[k];
+                nd++;
+                break;
+            }
     }
+    for (int i = 0; t->pdom && i < s->njobs; i++) /* a pool whose guarantee is gone: nothing */
+        if (t->jgp[i] > 0 &&
+            t->pdom[(size_t)s->projects[s->jobs[i].project].tenant * (size_t)s->npools +
+                    (size_t)(t->jgp[i] - 1)] < 0)
+            t->jgp[i] = 0;
     t->ndom = nd;
     return 0;
 }
@@ -1779,6 +1840,8 @@ static int borrow_ok(const st *t, const sch_job *j, char *why, size_t n) {
     if (dm == tn && t->ppart[j->project] > 0 && at < sizeof rsvd)
         snprintf(rsvd + at, sizeof rsvd - at, " (project %s's part of it, %g GPUs, in use)",
                  s->projects[j->project].name, (double)t->ppart[j->project] / 1000.0);
+    else if (dm == tn && t->pdom && s->tenants[tn].quota.ngpool && at < sizeof rsvd)
+        snprintf(rsvd + at, sizeof rsvd - at, " (and its guarantees in the pools open to it)");
     snprintf(why, n,
              "borrow_limit: tenant %s above its guarantee of %g GPUs%s%s borrows only idle "
              "capacity, %g GPUs idle to lend now (needs %g)",
@@ -1813,6 +1876,59 @@ static int would_borrow(const st *t, const sch_job *j) {
         if (over == 0) return 0; /* within its project's part (step 6b) */
     }
     return t->tspill[tn] + over > free_part(t, tn);
+}
+
+/*
+ * Step 6d: what admission gives job j, not charged yet, of a tenant with a guarantee in a
+ * pool (t->jgp): the first pool, in pool order, with a guarantee of its tenant that is open
+ * to it, has a card its class fits and where it would be owned; else the tenant's own
+ * guarantee, kept to the pools without one of their own, if it would be owned there and such
+ * a pool is open to it; else nothing (borrowed: anywhere).  A job of a class with a
+ * guarantee of its own, or in a reservation in force, is given nothing (its domain is not a
+ * pool's).
+ */
+static void assign_pool(st *t, const sch_job *j) {
+    const sch_snapshot *s = t->s;
+    if (!t->pdom) return;
+    int ji = (int)(j - s->jobs), tn = s->projects[j->project].tenant, rest = 0, matching;
+    const sch_class *c = &s->classes[j->cls];
+    t->jgp[ji] = 0;
+    if (!s->tenants[tn].quota.ngpool || rsv_in_force(t, j) >= 0 ||
+        (t->cdom && t->cdom[(size_t)tn * s->nclasses + SCH_CLASS_BASE(s->classes, j->cls)] >= 0))
+        return;
+    (void)free_units(t, c, j->project, &matching); /* (fills fumatch: where its cards are) */
+    const unsigned char *elig = &t->fumatch[(size_t)(c - s->classes) * (size_t)t->npools];
+    for (int p = 0; p < s->npools; p++) {
+        if (!elig[p] || !pool_open(s, c, j->project, p)) continue;
+        if (t->pdom[(size_t)tn * (size_t)s->npools + (size_t)p] < 0) {
+            rest = 1;
+            continue;
+        }
+        t->jgp[ji] = p + 1;
+        if (!would_borrow(t, j)) return;
+    }
+    t->jgp[ji] = SCH_GPOOL_REST;
+    if (rest && !would_borrow(t, j)) return;
+    t->jgp[ji] = 0;
+}
+
+/* The pools job j may be placed in now (t->jrestr, step 6d): what admission gave it, while
+ * it would be owned there. */
+static void restrict_to(st *t, const sch_job *j) {
+    t->jrestr = t->jgp && j->state != SCH_RUNNING ? t->jgp[j - t->s->jobs] : 0;
+}
+
+/* The reason of a job given a pool or the pools without one (step 6d) that finds no place:
+ * no_place_reason over them, and which. */
+static void gpool_reason(st *t, const sch_job *j, int blocker, char *why, size_t n) {
+    const sch_snapshot *s = t->s;
+    char base[200];
+    no_place_reason(t, j, blocker, base, sizeof base);
+    if (t->jrestr > 0)
+        snprintf(why, n, "%.110s (in pool %.40s: its tenant's guarantee there)", base,
+                 s->pool_names[t->jrestr - 1]);
+    else
+        snprintf(why, n, "%.130s (in the pools without a guarantee of its tenant's own)", base);
 }
 
 /* Step 6a's key of tenant tn now (share_borrow_key over its use so far this round). */
@@ -1936,9 +2052,20 @@ static int preempt_for(st *t, const sch_job *j, const unsigned char *gone, sch_u
     for (int i = 0; i < s->njobs; i++) {
         const sch_job *v = &s->jobs[i];
         if (v->state != SCH_RUNNING || gone[i]) continue;
+        if (t->jrestr) { /* given a pool (step 6d): only what runs there can make room */
+            int there = 0;
+            for (int k = 0; k < v->units && !there; k++)
+                there = pool_allowed(t, &s->classes[j->cls], j->project,
+                                     s->nodes[s->gpus[v->place[k].gpu[0]].node].pool);
+            if (!there) continue;
+        }
         int b = t->borrowed && t->borrowed[i], vt = s->projects[v->project].tenant;
         int64_t over = 0;
         if (reclaim) {
+            /* a job given a pool (step 6d) takes back what is lent there: any work there of
+             * a domain above its guarantee (the guard below keeps that domain at it; which of
+             * its jobs is marked borrowed is only their start order) */
+            if (!b && t->jrestr && vt != me && t->dborrowed[dom_of(t, v)] > 0) b = 1;
             /* a sibling project's borrowed work too: it spills over the parts (step 6b) */
             if (!b ||
                 (vt == me && (v->project == j->project || !t->tparts[me] ||
@@ -2061,6 +2188,9 @@ static void st_free(st *t) {
     free(t->cdom);
     free(t->dten);
     free(t->dcls);
+    free(t->dpool);
+    free(t->pdom);
+    free(t->jgp);
     free(t->dg);
     free(t->dkept);
     free(t->duse);
@@ -2242,8 +2372,10 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
         const sch_job *j = &s->jobs[ji];
         char why[200];
         int admitted = j->state == SCH_ADMITTED;
+        t.jrestr = 0;
         if (!admitted) {
             int hit;
+            assign_pool(&t, j); /* step 6d */
             rcache *e = rc_find(&t, 0, j, -1, t.charges, &hit);
             if (!hit && !later && would_borrow(&t, j) && admissible(&t, j, why, sizeof why)) {
                 df.order[ji] = qi;
@@ -2267,6 +2399,7 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
         int may_jump = blocker < 0 || s->jobs[blocker].priority <= j->priority;
         t.rsv_code = 0;
         t.rsv_block = -1;
+        restrict_to(&t, j);
         if (may_jump && place_job(&t, j, units) == 0) {
             sch_decision *d = add(r, &cap, ji, SCH_DO_PLACE);
             if (!d) {
@@ -2274,6 +2407,14 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
                 goto out;
             }
             d->units = units;
+            if (t.pdom && units[0].gpu[0] >= 0) { /* its domain now: the pool it runs in */
+                int pl = s->nodes[s->gpus[units[0].gpu[0]].node].pool;
+                if (t.jgp[ji] != pl + 1) {
+                    charge(&t, j, -1);
+                    t.jgp[ji] = pl + 1;
+                    charge(&t, j, +1);
+                }
+            }
             d->borrowed = t.guarantees && !owned_now(&t, j);
             snprintf(d->reason, sizeof d->reason, "placed");
             r->placed++;
@@ -2290,6 +2431,7 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
             sch_decision *d = add(r, &cap, ji, SCH_DO_WAIT_PREEMPT);
             if (!d) goto out;
             d->reclaim = reclaim;
+            d->gpool = t.jgp ? t.jgp[ji] : 0;
             if (reclaim)
                 snprintf(d->reason, sizeof d->reason,
                          "waiting_for_reclaim: %d borrowed job%s being stopped to return tenant "
@@ -2340,6 +2482,7 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
         free(units);
         sch_decision *d = add(r, &cap, ji, admitted ? SCH_DO_NOTHING : SCH_DO_ADMIT);
         if (!d) goto out;
+        d->gpool = t.jgp ? t.jgp[ji] : 0;
         /* the reason is written after the round, against its final state */
         d->by = may_jump ? -1 : blocker;
         d->reason[0] = '\0';
@@ -2361,11 +2504,19 @@ int sch_round(const sch_snapshot *s, sch_result *r) {
         if (waiting[j->cls] < 0 || s->jobs[waiting[j->cls]].priority < j->priority)
             waiting[j->cls] = ji;
     }
+    t.jrestr = 0;
     for (int i = 0; i < r->n; i++) {
         sch_decision *d = &r->d[i];
         if (d->reason[0] || d->action == SCH_DO_PREEMPT) continue;
         if (d->rsv && d->by < 0) { /* (a reason of its own: never cached) */
             rsv_reason(&t, &s->jobs[d->job], d->rsv - 1, d->rsv_code, d->reason, sizeof d->reason);
+            continue;
+        }
+        restrict_to(&t, &s->jobs[d->job]);
+        if (t.jrestr) { /* (given a pool, step 6d: a reason of its own, never cached) */
+            gpool_reason(&t, &s->jobs[d->job], d->by, d->reason, sizeof d->reason);
+            t.jrestr = 0;
+            d->by = -1;
             continue;
         }
         int hit;

@@ -77,6 +77,18 @@
  *      pool.  What is lendable is counted per domain (its kept part), and a
  *      reclaim never takes a victim's domain below its guarantee.  Fair use
  *      (6a) weighs the tenant over all its domains.
+ *   6d. Guarantees per pool (quota.h gpool_*), over every class without a
+ *      guarantee of its own: a domain of its tenant too, holding the work
+ *      that runs in that pool.  A job of a class that spans pools has no
+ *      pool until it is placed, so admission picks one for it (Kueue's
+ *      flavor assignment): the first pool, in pool order, with a guarantee
+ *      of its tenant that it may use, that has a card its class fits and
+ *      where it would be owned; else the tenant's own guarantee if it would
+ *      be owned there, kept to the pools without a guarantee of its tenant;
+ *      else it is borrowed and goes anywhere, its domain the pool it lands
+ *      in.  An owned job is placed, and reclaims, only in what it was given;
+ *      admitted and not placed it keeps it (sch_job.gpool, from
+ *      sch_decision.gpool) until it runs.
  *   6a. Fair use of idle capacity: a job that would be borrowed is not
  *      tried in the queue's order but after every job that would not (owned
  *      work first: what an owner waits for is never lent), among the other
@@ -233,7 +245,13 @@ typedef struct sch_job {
                            nodes (step 4a): units / N units on each of N distinct nodes, all
                            at once or none; place[r * K .. r * K + K) are rank r's, K =
                            units / N, ranks in node order */
+    int gpool;          /* SCH_ADMITTED: what admission gave it (step 6d): 1 + a pool index
+                           (its tenant's guarantee there), SCH_GPOOL_REST (its tenant's own
+                           guarantee, in the pools without one of their own), or 0 (none:
+                           anywhere) */
 } sch_job;
+
+#define SCH_GPOOL_REST (-1)
 
 typedef struct sch_snapshot {
     const sch_node *nodes;
@@ -264,6 +282,8 @@ typedef struct sch_snapshot {
     /* fair use (step 6a): what borrowing now weighs against recent borrowing, seconds (the
      * scheduler policy's half-life); <= 0: SHARE_HALF_LIFE_DEFAULT */
     int64_t borrow_horizon_s;
+    const char (*pool_names)[64]; /* [npools]: the pools' names (guarantees per pool name
+                                     them, step 6d); NULL: none (no pool guarantee applies) */
 } sch_snapshot;
 
 enum {
@@ -287,6 +307,8 @@ typedef struct sch_decision {
     int rsv;            /* 1 + the reservation that kept it from a place that would have fit
                            (or that it names and waits for), rsv_code why (RSV_*); 0: none */
     int rsv_code;
+    int gpool;          /* SCH_DO_ADMIT / SCH_DO_WAIT_PREEMPT / SCH_DO_NOTHING of a job that
+                           waits admitted: what admission gave it (sch_job.gpool) */
     char reason[200];   /* queue reason, or why it was preempted */
     sch_unit *units;    /* SCH_DO_PLACE: [job.units] (owned by the result) */
 } sch_decision;

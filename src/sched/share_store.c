@@ -24,6 +24,7 @@ typedef struct tq {
     quota_set q;
     int64_t used;
     int64_t cused[QUOTA_MAX_GCLASSES]; /* of it, the work of each class with a guarantee */
+    int64_t pused[QUOTA_MAX_GCLASSES]; /* and of the rest, what runs in each pool with one */
 } tq;
 
 /* Every tenant that has a stored ceiling: *out (caller frees), *n, *any (a guarantee set). */
@@ -55,7 +56,7 @@ static int load_quotas(store_tx *tx, tq **out, int *n, int *any, gp_err *err) {
         memset(t, 0, sizeof *t);
         snprintf(t->id, sizeof t->id, "%s", store_text(s, 0));
         t->q = q;
-        *any |= q.guarantee != QUOTA_NONE || q.ngclass > 0;
+        *any |= q.guarantee != QUOTA_NONE || q.ngclass > 0 || q.ngpool > 0;
     }
     store_done(s);
     if (rc < 0) {
@@ -87,8 +88,9 @@ static const quota_set *find_quota(const tq *ts, int n, const char *tenant_id) {
 typedef struct tjob {
     char id[64], project[64];
     int64_t demand; /* GPU milli of its open bindings */
-    int dom;        /* the class guarantee (index into the quota's gclass_*) it counts against,
-                       -1: the tenant's own (sched.h step 6c) */
+    int dom;        /* the guarantee it counts against: k < ngclass the quota's gclass_*[k]
+                       (sched.h step 6c), ngclass + k its gpool_*[k] (step 6d, by the pool of
+                       its first card), -1: the tenant's own */
     unsigned char borrowed;
 } tjob;
 
@@ -142,7 +144,11 @@ static int tenant_marks(store_tx *tx, const char *tenant_id, int64_t g, const qu
     if (rc < 0) goto done;
     if ((rc = store_query(tx, &s, err,
                           "SELECT j.id, j.project_id, SUM(b.weight_milli),"
-                          " COALESCE(j.reservation_id, ''), j.class FROM bindings b"
+                          " COALESCE(j.reservation_id, ''), j.class,"
+                          /* the pool of its first card, as the round places it (step 6d) */
+                          " COALESCE((SELECT n.pool FROM bindings f JOIN nodes n"
+                          " ON n.name = f.node WHERE f.job_id = j.id AND f.end_us IS NULL"
+                          " ORDER BY f.unit, f.start_us, f.id LIMIT 1), '') FROM bindings b"
                           " JOIN jobs j ON j.id = b.job_id"
                           " WHERE b.end_us IS NULL AND b.tenant_id = ?"
                           " GROUP BY j.id, j.project_id, j.started_at, j.reservation_id, j.class"
@@ -166,6 +172,10 @@ static int tenant_marks(store_tx *tx, const char *tenant_id, int64_t g, const qu
         snprintf(t->project, sizeof t->project, "%s", store_text(s, 1));
         t->demand = store_int(s, 2);
         t->dom = cq ? quota_gclass(cq, store_text(s, 4)) : -1;
+        if (cq && t->dom < 0 && cq->ngpool) {
+            int k = quota_gpool(cq, store_text(s, 5));
+            t->dom = k >= 0 ? cq->ngclass + k : -1;
+        }
         if (rsv_force_has(f, store_text(s, 3))) { /* keep start order among the rest */
             t->dom = -1; /* (a reservation counts against the tenant's own guarantee) */
             tjob keep = *t;
@@ -184,8 +194,9 @@ static int tenant_marks(store_tx *tx, const char *tenant_id, int64_t g, const qu
         rc = gp_err_set(err, GP_ENOMEM, NULL);
         goto done;
     }
-    /* each domain's jobs in start order: the tenant's own (-1), then each class guarantee */
-    for (int dm = -1; dm < (cq ? cq->ngclass : 0); dm++) {
+    /* each domain's jobs in start order: the tenant's own (-1), then each class guarantee,
+     * then each pool's */
+    for (int dm = -1; dm < (cq ? cq->ngclass + cq->ngpool : 0); dm++) {
         int k = 0;
         for (int i = 0; i < m; i++) {
             const tjob *t = &js[nr + i];
@@ -197,7 +208,9 @@ static int tenant_marks(store_tx *tx, const char *tenant_id, int64_t g, const qu
             k++;
         }
         *borrowed += dm < 0 ? share_mark_parts(outside_gtee(g, f), part, np, proj, dem, k, used, mk)
-                            : share_mark(cq->gclass_g[dm], dem, k, mk);
+                            : share_mark(dm < cq->ngclass ? cq->gclass_g[dm]
+                                                          : cq->gpool_g[dm - cq->ngclass],
+                                         dem, k, mk);
         for (int i = 0, x = 0; i < m; i++)
             if (js[nr + i].dom == dm) js[nr + i].borrowed = mk[x++];
     }
@@ -314,8 +327,8 @@ int share_open_marks(store_tx *tx, json_t **out, gp_err *err) {
 }
 
 /* What `tenant_id` borrows now (its marks' sum); project_id non-NULL: what that project's
- * jobs borrow, with *used what they hold.  cq (NULL: none): its class guarantees, and
- * cborrowed[k] (NULL: not wanted) what its work of class k borrows. */
+ * jobs borrow, with *used what they hold.  cq (NULL: none): its class and pool guarantees,
+ * and cborrowed[k] (NULL: not wanted) what the work of its k-th (tjob.dom) borrows. */
 static int tenant_borrowed(store_tx *tx, const char *tenant_id, const char *project_id, int64_t g,
                            const quota_set *cq, const rsv_force *f, int64_t *out, int64_t *used,
                            int64_t *cborrowed, gp_err *err) {
@@ -349,9 +362,10 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
     *out = NULL;
     if ((rc = load_quotas(tx, &ts, &n, &any, err))) return rc;
     if ((rc = store_query(tx, &s, err,
-                          "SELECT b.tenant_id, j.class, SUM(b.weight_milli) FROM bindings b"
-                          " JOIN jobs j ON j.id = b.job_id WHERE b.end_us IS NULL"
-                          " GROUP BY b.tenant_id, j.class",
+                          "SELECT b.tenant_id, j.class, SUM(b.weight_milli),"
+                          " COALESCE(n.pool, '') FROM bindings b"
+                          " JOIN jobs j ON j.id = b.job_id LEFT JOIN nodes n ON n.name = b.node"
+                          " WHERE b.end_us IS NULL GROUP BY b.tenant_id, j.class, n.pool",
                           "")))
         goto done;
     while ((rc = store_step(s, err)) > 0) {
@@ -361,6 +375,8 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
                 int k = quota_gclass(&ts[i].q, store_text(s, 1));
                 ts[i].used += store_int(s, 2);
                 if (k >= 0) ts[i].cused[k] += store_int(s, 2);
+                else if ((k = quota_gpool(&ts[i].q, store_text(s, 3))) >= 0)
+                    ts[i].pused[k] += store_int(s, 2);
                 found = 1;
             }
         if (!found) other_used += store_int(s, 2); /* a tenant with no stored quota */
@@ -379,7 +395,7 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
         if (strcmp(ts[i].id, tenant_id) == 0) me = i;
     const quota_set *q = me >= 0 ? &ts[me].q : NULL;
     int64_t used = me >= 0 ? ts[me].used : 0, borrowed = 0, lent = 0;
-    int64_t clent[QUOTA_MAX_GCLASSES] = {0}, cborrowed[QUOTA_MAX_GCLASSES] = {0};
+    int64_t clent[2 * QUOTA_MAX_GCLASSES] = {0}, cborrowed[2 * QUOTA_MAX_GCLASSES] = {0};
     if (me < 0) { /* no stored quota: its use is what its bindings hold */
         if ((rc = store_query(tx, &s, err,
                               "SELECT COALESCE(SUM(weight_milli), 0) FROM bindings"
@@ -401,7 +417,7 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
          * use): its own guarantee and each class guarantee (sched.h, step 6c); a tenant's
          * reservations in force count against its own, what they hold unused as used (7a) */
         size_t nd = (size_t)n + 1;
-        for (int i = 0; i < n; i++) nd += (size_t)ts[i].q.ngclass;
+        for (int i = 0; i < n; i++) nd += (size_t)ts[i].q.ngclass + (size_t)ts[i].q.ngpool;
         share_tenant *st = calloc(nd + 1, sizeof *st);
         if (!st) {
             rc = gp_err_set(err, GP_ENOMEM, NULL);
@@ -413,6 +429,7 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
             const rsv_force *fi = rsv_force_of(fs, nf, ts[i].id);
             int64_t gi = gtee_of(qi), own = ts[i].used;
             for (int c = 0; c < qi->ngclass; c++) own -= ts[i].cused[c];
+            for (int c = 0; c < qi->ngpool; c++) own -= ts[i].pused[c];
             if (fi && fi->held > gi) gi = fi->held;
             if (i == me) mine = k;
             st[k++] = (share_tenant){gi, gi, qi->guarantee == QUOTA_NONE ? 0 : qi->kept, 1,
@@ -420,11 +437,14 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
             for (int c = 0; c < qi->ngclass; c++)
                 st[k++] = (share_tenant){qi->gclass_g[c], qi->gclass_g[c], qi->gclass_kept[c], 1,
                                          ts[i].cused[c], 0, 0};
+            for (int c = 0; c < qi->ngpool; c++)
+                st[k++] = (share_tenant){qi->gpool_g[c], qi->gpool_g[c], qi->gpool_kept[c], 1,
+                                         ts[i].pused[c], 0, 0};
         }
         st[k++] = (share_tenant){0, 0, 0, 1, other_used, 0, 0};
         if (mine >= 0) {
             lent = share_lent(st, k, mine, capacity);
-            for (int c = 0; c < q->ngclass; c++) {
+            for (int c = 0; c < q->ngclass + q->ngpool; c++) {
                 clent[c] = share_lent(st, k, mine + 1 + c, capacity);
                 lent += clent[c];
             }
@@ -455,6 +475,18 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
         if (!*out) json_decref(cls);
         rc = gp_err_set(err, GP_ENOMEM, NULL);
     }
+    json_t *pls = json_array(); /* its pool guarantees (step 6d), likewise */
+    for (int c = 0; !rc && pls && q && c < q->ngpool; c++)
+        json_array_append_new(
+            pls, json_pack("{s:s,s:o,s:o,s:o,s:o,s:o}", "pool", q->gpool_name[c],
+                           "guaranteed_gpus", gpus(q->gpool_g[c]), "kept_gpus",
+                           gpus(q->gpool_kept[c]), "in_use_gpus", gpus(ts[me].pused[c]),
+                           "borrowed_gpus", gpus(cborrowed[q->ngclass + c]), "lent_gpus",
+                           gpus(clent[q->ngclass + c])));
+    if (!rc && (!pls || json_object_set_new(*out, "pool_guarantees", pls)))
+        rc = gp_err_set(err, GP_ENOMEM, NULL);
+    else if (rc)
+        json_decref(pls);
 done:
     rsv_forces_free(fs, nf);
     free(ts);

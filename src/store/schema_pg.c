@@ -933,6 +933,15 @@ static const char *const migrations[] = {
     " BEGIN PERFORM pg_notify('gpupool_gw_epoch', ''); RETURN NULL; END $$;"
     "CREATE TRIGGER gw_epoch_notify AFTER UPDATE ON gw_epoch FOR EACH ROW"
     " EXECUTE PROCEDURE gw_epoch_notify();",
+    /* 33 (issue 35, item 1): a guarantee per pool over classes that span pools - what the
+     * scheduler's admission gave a job that waits admitted (sched.h step 6d: a pool's name,
+     * '*' the pools without a guarantee of its tenant's own; NULL nothing), read by the
+     * round like every column it reads, so the change stamp covers it too */
+    "ALTER TABLE jobs ADD COLUMN guarantee_pool TEXT;"
+    "DROP TRIGGER jobs_chg_u ON jobs;"
+    "CREATE TRIGGER jobs_chg_u BEFORE UPDATE ON jobs FOR EACH ROW WHEN ("
+    "OLD.project_id IS DISTINCT FROM NEW.project_id OR OLD.class IS DISTINCT FROM NEW.class OR OLD.units IS DISTINCT FROM NEW.units OR OLD.priority IS DISTINCT FROM NEW.priority OR OLD.preemptible IS DISTINCT FROM NEW.preemptible OR OLD.may_preempt IS DISTINCT FROM NEW.may_preempt OR OLD.queued_at IS DISTINCT FROM NEW.queued_at OR OLD.started_at IS DISTINCT FROM NEW.started_at OR OLD.state IS DISTINCT FROM NEW.state OR OLD.recovery IS DISTINCT FROM NEW.recovery OR OLD.preempt_credit IS DISTINCT FROM NEW.preempt_credit OR OLD.reason IS DISTINCT FROM NEW.reason OR OLD.stack IS DISTINCT FROM NEW.stack OR OLD.array_id IS DISTINCT FROM NEW.array_id OR OLD.reservation_id IS DISTINCT FROM NEW.reservation_id OR OLD.time_limit_s IS DISTINCT FROM NEW.time_limit_s OR OLD.nodes IS DISTINCT FROM NEW.nodes OR OLD.guarantee_pool IS DISTINCT FROM NEW.guarantee_pool)"
+    " EXECUTE PROCEDURE jobs_chg_stamp();",
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

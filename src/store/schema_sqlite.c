@@ -877,6 +877,15 @@ static const char *const migrations[] = {
      * other processes; one SQLite store has one process, which polls: nothing to add (the
      * versions of both stores stay in step) */
     "SELECT 1;",
+    /* 33 (issue 35, item 1): a guarantee per pool over classes that span pools - what the
+     * scheduler's admission gave a job that waits admitted (sched.h step 6d: a pool's name,
+     * '*' the pools without a guarantee of its tenant's own; NULL nothing), read by the
+     * round like every column it reads, so the change stamp covers it too */
+    "ALTER TABLE jobs ADD COLUMN guarantee_pool TEXT;"
+    "DROP TRIGGER jobs_chg_u;"
+    "CREATE TRIGGER jobs_chg_u AFTER UPDATE ON jobs WHEN OLD.chg IS NEW.chg AND ("
+    "OLD.project_id IS NOT NEW.project_id OR OLD.class IS NOT NEW.class OR OLD.units IS NOT NEW.units OR OLD.priority IS NOT NEW.priority OR OLD.preemptible IS NOT NEW.preemptible OR OLD.may_preempt IS NOT NEW.may_preempt OR OLD.queued_at IS NOT NEW.queued_at OR OLD.started_at IS NOT NEW.started_at OR OLD.state IS NOT NEW.state OR OLD.recovery IS NOT NEW.recovery OR OLD.preempt_credit IS NOT NEW.preempt_credit OR OLD.reason IS NOT NEW.reason OR OLD.stack IS NOT NEW.stack OR OLD.array_id IS NOT NEW.array_id OR OLD.reservation_id IS NOT NEW.reservation_id OR OLD.time_limit_s IS NOT NEW.time_limit_s OR OLD.nodes IS NOT NEW.nodes OR OLD.guarantee_pool IS NOT NEW.guarantee_pool)"
+    " BEGIN UPDATE job_chg SET v = v + 1 WHERE id = 1; UPDATE jobs SET chg = (SELECT v FROM job_chg WHERE id = 1) WHERE id = NEW.id; END;",
 };
 
 int schema__sqlite_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }

@@ -150,6 +150,8 @@ async function labelled(page, where) {
         `the overview shows the guaranteed share: ${share}`);
   const shareClasses = await text(page, '#ov-share-classes');
   check(/h100\.1x\s+1\s+1\s+0\s+0\s+0/.test(shareClasses), `the overview shows the guarantee of a class: ${shareClasses}`);
+  const sharePools = await text(page, '#ov-share-pools');
+  check(/nowhere\s+1\s+0\s+0\s+0\s+0/.test(sharePools), `the overview shows the guarantee in a pool: ${sharePools}`);
   const ovJobs = await text(page, '#ov-jobs');
   check(ovJobs.includes(cfg.a.hold_job) && ovJobs.includes('running'), 'the overview lists the running job');
   check((await text(page, '#ov-stats')).includes('Card-hours this month'), 'the overview shows this month\'s usage');

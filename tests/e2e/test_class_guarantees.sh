@@ -65,7 +65,7 @@ assert_json '.class_guarantees["h100.1x"] | "\(.guaranteed_gpus) \(.kept_gpus)"'
 gp share set --tenant red --guaranteed-gpus 5 # with the class's 4: 9, above the ceiling 8
 assert_rc 1
 assert_one_line_error
-assert_file_contains "$ERR_FILE" "guaranteed_gpus and class_guarantees add up to 9, above the gpus ceiling 8"
+assert_file_contains "$ERR_FILE" "guaranteed_gpus, class_guarantees and pool_guarantees add up to 9, above the gpus ceiling 8"
 gp share set --tenant red --class h100.1x --guaranteed-gpus 1 --kept-gpus 2
 assert_rc 1
 assert_file_contains "$ERR_FILE" "keeps 2 GPUs, more than its guaranteed_gpus 1"
@@ -77,7 +77,7 @@ assert_rc 2
 assert_file_contains "$ERR_FILE" "not a project's"
 api PATCH /api/v1/tenants/red/projects/p/quota '{"class_guarantees":{"h100.1x":{"guaranteed_gpus":1}}}'
 assert_status 400
-assert_json .error.message "kept_gpus, borrow_weight and class_guarantees are a tenant's; a project has a part of its tenant's guarantee (guaranteed_gpus)" "$BODY_FILE"
+assert_json .error.message "kept_gpus, borrow_weight, class_guarantees and pool_guarantees are a tenant's; a project has a part of its tenant's guarantee (guaranteed_gpus)" "$BODY_FILE"
 api PATCH /api/v1/tenants/red/shares '{"class_guarantees":{"h100.1x":{"guaranteed_gpus":2,"weight":1}}}'
 assert_status 400
 as "$RA" share set --tenant red --class h100.1x --guaranteed-gpus 6

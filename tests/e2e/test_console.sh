@@ -298,8 +298,9 @@ nodes_ready() {
 }
 poll 10 nodes_ready || fail "the second agent's nodes did not register"
 _pass
-# (a guarantee of a class amber runs nothing of: the overview lists it, nothing else moves)
-api PUT /api/v1/tenants/tenant-amber/quota '{"gpus":5,"guaranteed_gpus":2,"cpus":777,"memory_gib":4321,"concurrent_jobs":20,"class_guarantees":{"h100.1x":{"guaranteed_gpus":1,"kept_gpus":1}}}'
+# (a guarantee of a class amber runs nothing of, and one in a pool that does not exist: the
+# overview lists them, nothing else moves)
+api PUT /api/v1/tenants/tenant-amber/quota '{"gpus":5,"guaranteed_gpus":2,"cpus":777,"memory_gib":4321,"concurrent_jobs":20,"class_guarantees":{"h100.1x":{"guaranteed_gpus":1,"kept_gpus":1}},"pool_guarantees":{"nowhere":{"guaranteed_gpus":1}}}'
 assert_status 200
 api POST /api/v1/tenants/tenant-amber/projects '{"name":"amber-dist"}'
 assert_status 201

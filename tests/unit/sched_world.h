@@ -127,6 +127,8 @@ static inline sch_snapshot *w_snap(world *w) {
     s->njobs = w->nj;
     s->nmodels = 4;
     s->npools = 4;
+    static const char pool_names[4][64] = {"east", "west", "north", "south"};
+    s->pool_names = pool_names;
     s->month = "2026-12";
     return s;
 }
@@ -160,6 +162,7 @@ static inline void w_apply(world *w, const sch_result *r) {
             j->state = SCH_PENDING;
         } else if (d->action == SCH_DO_ADMIT || d->action == SCH_DO_WAIT_PREEMPT) {
             j->state = SCH_ADMITTED;
+            j->gpool = d->gpool; /* what admission gave it (step 6d), kept while admitted */
         }
     }
 }

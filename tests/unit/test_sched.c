@@ -1770,6 +1770,272 @@ static void class_guarantees(void **state) {
     sch_result_free(&r);
 }
 
+/* The pool of job ji's first card (it runs). */
+static int pool_of(const world *w, int ji) {
+    return w->nodes[w->gpus[w->jobs[ji].place[0].gpu[0]].node].pool;
+}
+
+/*
+ * Guarantees per pool over a class that spans pools (sched.h step 6d): red is guaranteed 4
+ * GPUs in pool east, blue 2 of its own.  Blue's work borrows anywhere; red's jobs are given
+ * east at admission, run there and reclaim only blue's borrowed work there, never taking blue
+ * below its guarantee; once east's guarantee is full, red's next job borrows (and stops
+ * nobody); with a guarantee of its own too, it is given the pools without a guarantee of its
+ * own (west) and reclaims there.  An admitted job keeps what it was given.
+ */
+static void pool_guarantees(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    w_init(&w);
+    w_node(&w, 4, 0, SCH_WHOLE, 64, 512, 0); /* east */
+    w_node(&w, 4, 0, SCH_WHOLE, 64, 512, 1); /* west */
+    int c = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0); /* spans both */
+    quota_set *red = &w.tenants[0].quota, *blue = &w.tenants[1].quota;
+    red->v[QD_GPU_MILLI] = 8000;
+    red->ngpool = 1;
+    snprintf(red->gpool_name[0], 64, "east");
+    red->gpool_g[0] = 4000;
+    blue->v[QD_GPU_MILLI] = 8000;
+    blue->guarantee = 2000;
+    int b[8], rj[6];
+    for (int i = 0; i < 8; i++) b[i] = w_job(&w, 1, c, 1, 100, i);
+    round_ok(&w, &r);
+    int bplaced = 0;
+    for (int i = 0; i < 8; i++) bplaced += dec(&r, b[i])->action == SCH_DO_PLACE;
+    assert_int_equal(bplaced, 8); /* nothing else asks: blue borrows all that is idle */
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    round_ok(&w, &r);
+    assert_int_equal(r.borrowed[1], 6000);
+    assert_int_equal(r.placed + r.preempted, 0);
+    sch_result_free(&r);
+    /* red's four east jobs: each given east, reclaiming only blue's borrowed work there */
+    for (int i = 0; i < 4; i++) rj[i] = w_job(&w, 0, c, 1, 10, 100 + i);
+    round_ok(&w, &r);
+    int victims = 0;
+    for (int i = 0; i < r.n; i++)
+        if (r.d[i].action == SCH_DO_PREEMPT) {
+            victims++; /* (any of blue's there: blue stays above its guarantee) */
+            assert_int_equal(pool_of(&w, r.d[i].job), 0);
+            if (!strstr(r.d[i].reason, "borrowed above tenant blue's guarantee of 2 GPUs"))
+                fail_msg("reason: %s", r.d[i].reason);
+        }
+    assert_int_equal(victims, 4);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(dec(&r, rj[i])->action, SCH_DO_WAIT_PREEMPT);
+        assert_true(dec(&r, rj[i])->reclaim);
+        assert_int_equal(dec(&r, rj[i])->gpool, 1); /* east, kept while admitted */
+    }
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    round_ok(&w, &r);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(dec(&r, rj[i])->action, SCH_DO_PLACE);
+        assert_false(dec(&r, rj[i])->borrowed);
+        for (int k = 0; k < r.n; k++)
+            if (r.d[k].job == rj[i] && r.d[k].action == SCH_DO_PLACE)
+                assert_int_equal(w.nodes[w.gpus[r.d[k].units[0].gpu[0]].node].pool, 0);
+    }
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    round_ok(&w, &r);
+    assert_int_equal(r.placed + r.preempted, 0); /* settled */
+    assert_int_equal(r.borrowed[0], 0);          /* red's east work is owned */
+    assert_int_equal(r.borrowed[1], 2000);       /* blue keeps its 2 and 2 more, in west */
+    sch_result_free(&r);
+    /* east's guarantee is full: red's fifth job borrows, so it stops nobody and waits */
+    rj[4] = w_job(&w, 0, c, 1, 10, 200);
+    round_ok(&w, &r);
+    assert_int_equal(r.preempted, 0);
+    assert_int_equal(dec(&r, rj[4])->gpool, 0);
+    if (!strstr(dec(&r, rj[4])->reason, "borrow_limit: tenant red above its guarantee of 0 GPUs "
+                                         "(and its guarantees in the pools open to it)"))
+        fail_msg("reason: %s", dec(&r, rj[4])->reason);
+    sch_result_free(&r);
+    /* a guarantee of red's own covers the pools without a guarantee of its own: west, where
+     * its job is owned and reclaims blue's borrowed work (never blue's owned two) */
+    red->guarantee = 2000;
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, rj[4])->action, SCH_DO_WAIT_PREEMPT);
+    assert_int_equal(dec(&r, rj[4])->gpool, SCH_GPOOL_REST);
+    victims = 0;
+    for (int i = 0; i < r.n; i++)
+        if (r.d[i].action == SCH_DO_PREEMPT) {
+            victims++;
+            assert_true(r.d[i].borrowed);
+            assert_int_equal(pool_of(&w, r.d[i].job), 1);
+        }
+    assert_int_equal(victims, 1);
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, rj[4])->action, SCH_DO_PLACE);
+    assert_false(dec(&r, rj[4])->borrowed);
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    assert_int_equal(pool_of(&w, rj[4]), 1);
+    round_ok(&w, &r);
+    assert_int_equal(r.placed + r.preempted, 0);
+    assert_int_equal(r.borrowed[0], 0);
+    assert_int_equal(r.borrowed[1], 1000); /* blue: its 2 guaranteed and 1 more, in west */
+    sch_result_free(&r);
+    /* an admitted job keeps what it was given: red's sixth, given east (full of its own
+     * owned work: it waits there) while west frees a card */
+    red->gpool_g[0] = 5000;
+    rj[5] = w_job(&w, 0, c, 1, 10, 300);
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, rj[5])->action, SCH_DO_ADMIT);
+    assert_int_equal(dec(&r, rj[5])->gpool, 1);
+    if (!strstr(dec(&r, rj[5])->reason, "(in pool east: its tenant's guarantee there)"))
+        fail_msg("reason: %s", dec(&r, rj[5])->reason);
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    for (int i = 0; i < 8; i++) /* one of blue's west jobs ends (rj[5], last, takes its slot) */
+        if (w.jobs[b[i]].state == SCH_RUNNING && pool_of(&w, b[i]) == 1) {
+            assert_int_equal(rj[5], w.nj - 1);
+            w_end(&w, b[i]);
+            rj[5] = b[i];
+            break;
+        }
+    assert_int_equal(w.jobs[rj[5]].gpool, 1);
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, rj[5])->action, SCH_DO_NOTHING); /* still east's, waiting there */
+    sch_result_free(&r);
+}
+
+/*
+ * Property (sched.h step 6d): random fleets over two pools with one class on both; red is
+ * guaranteed some GPUs in pool east (index 0) and maybe some of its own, blue and green some
+ * of their own; random arrivals and ends.  Every round passes sch_check; a job given a pool
+ * is placed only there; a reclaim's victim runs where its beneficiary may go and never takes
+ * its domain below its guarantee, and no job is reclaimed twice for the same capacity; every
+ * round leaves a state from which rounds with no change reach a fixpoint (settles()); and once
+ * arrivals and ends stop the rounds settle.
+ */
+static int pdom_of(const world *w, const sch_job *j, int pool) {
+    int t = w->projects[j->project].tenant;
+    return 2 * t + (w->tenants[t].quota.ngpool && pool == 0);
+}
+
+static void pool_guarantees_property(void **state) {
+    (void)state;
+    unsigned seed = 0x5bd1e995u;
+    int reclaims = 0, given = 0;
+    for (int trial = 0; trial < 300; trial++) {
+        world w;
+        w_init(&w);
+        w.nt = 3;
+        w.np = 3;
+        w.projects[2].tenant = 2;
+        w.projects[2].name = "green-p";
+        int nodes = 2 + (int)(rnd(&seed) % 3), ngpu = 0;
+        for (int n = 0; n < nodes; n++) {
+            int k = 2 + (int)(rnd(&seed) % 5);
+            w_node(&w, k, 0, SCH_WHOLE, 64, 512, n == 0 ? 0 : n == 1 ? 1 : (int)(rnd(&seed) % 2));
+            ngpu += k;
+        }
+        int c1 = w_class(&w, "x1", SCH_WHOLE, 1, 1, 1, 0), c2 = w_class(&w, "x2", SCH_WHOLE, 2, 1, 1, 0);
+        for (int t = 0; t < 3; t++) {
+            quota_set *q = &w.tenants[t].quota;
+            if (rnd(&seed) % 3) q->guarantee = 1000 * (int64_t)(rnd(&seed) % (unsigned)(ngpu / 3 + 1));
+            q->weight = 1 + (int64_t)(rnd(&seed) % 3);
+        }
+        quota_set *red = &w.tenants[0].quota;
+        red->ngpool = 1;
+        snprintf(red->gpool_name[0], 64, "east");
+        red->gpool_g[0] = 1000 * (int64_t)(1 + rnd(&seed) % 4);
+        if (rnd(&seed) % 3 == 0) red->gpool_kept[0] = red->gpool_g[0] / 2;
+        int last[MAXJ], epoch = 0;
+        for (int i = 0; i < MAXJ; i++) last[i] = -1;
+        for (int round = 0; round < 20; round++) {
+            int changed = 0;
+            if (round < 12)
+                for (int k = (int)(rnd(&seed) % 4); k > 0 && w.nj < MAXJ; k--, changed = 1) {
+                    int j = w_job(&w, (int)(rnd(&seed) % 3), rnd(&seed) % 3 ? c1 : c2,
+                                  1 + (int)(rnd(&seed) % 2), (int)(rnd(&seed) % 2) * 10,
+                                  100 * round + k);
+                    w.jobs[j].preemptible = rnd(&seed) % 2;
+                }
+            if (round < 12)
+                for (int i = w.nj - 1; i >= 0; i--)
+                    if (w.jobs[i].state == SCH_RUNNING && rnd(&seed) % 7 == 0) {
+                        int n = w.nj - 1;
+                        w_end(&w, i);
+                        last[i] = last[n];
+                        last[n] = -1;
+                        changed = 1;
+                    }
+            epoch += changed;
+            sch_result r;
+            round_ok(&w, &r);
+            int64_t use[6] = {0};
+            for (int i = 0; i < w.nj; i++)
+                if (w.jobs[i].state == SCH_RUNNING)
+                    use[pdom_of(&w, &w.jobs[i], pool_of(&w, i))] +=
+                        sch_demand(&w.s, &w.jobs[i], QD_GPU_MILLI);
+            int lost[6] = {0};
+            for (int i = 0; i < r.n; i++) {
+                const sch_decision *d = &r.d[i];
+                const sch_job *x = &w.jobs[d->job];
+                int64_t dm = sch_demand(&w.s, x, QD_GPU_MILLI);
+                int gp = x->state == SCH_ADMITTED ? x->gpool : d->gpool;
+                if (d->action == SCH_DO_PLACE) {
+                    int pl = w.nodes[w.gpus[d->units[0].gpu[0]].node].pool;
+                    if (x->state == SCH_ADMITTED && x->gpool > 0) {
+                        given++;
+                        for (int u = 0; u < x->units; u++) /* only where it was given */
+                            assert_int_equal(w.nodes[w.gpus[d->units[u].gpu[0]].node].pool,
+                                             x->gpool - 1);
+                    }
+                    use[pdom_of(&w, x, pl)] += dm;
+                }
+                if (d->action == SCH_DO_WAIT_PREEMPT && gp > 0) use[pdom_of(&w, x, gp - 1)] += dm;
+                if (d->action != SCH_DO_PREEMPT) continue;
+                use[pdom_of(&w, x, pool_of(&w, d->job))] -= dm;
+                if (!d->reclaim) continue;
+                reclaims++;
+                const sch_decision *bd = dec(&r, d->by);
+                const sch_job *by = &w.jobs[d->by];
+                int bgp = by->state == SCH_ADMITTED ? by->gpool : bd->gpool;
+                if (bgp > 0) { /* its victims run (some unit of them) where it may go */
+                    int there = 0;
+                    for (int u = 0; u < x->units; u++)
+                        there |= w.nodes[w.gpus[x->place[u].gpu[0]].node].pool == bgp - 1;
+                    if (!there)
+                        fail_msg("trial %d round %d: job %s reclaimed for %s, given pool %d, "
+                                 "runs in pool %d",
+                                 trial, round, x->id, by->id, bgp - 1, pool_of(&w, d->job));
+                }
+                if (w.projects[by->project].tenant != w.projects[x->project].tenant)
+                    lost[pdom_of(&w, x, pool_of(&w, d->job))] = 1;
+                if (last[d->job] == epoch)
+                    fail_msg("trial %d: job %s reclaimed twice for the same capacity", trial, x->id);
+                last[d->job] = epoch;
+            }
+            for (int dm = 0; dm < 6; dm++) { /* a domain reclaimed from keeps its guarantee */
+                const quota_set *q = &w.tenants[dm / 2].quota;
+                int64_t g = dm % 2 ? q->gpool_g[0] : q->guarantee < 0 ? 0 : q->guarantee;
+                if (lost[dm] && use[dm] < g)
+                    fail_msg("trial %d round %d: domain %d reclaimed below its guarantee (%lld < "
+                             "%lld)",
+                             trial, round, dm, (long long)use[dm], (long long)g);
+            }
+            w_apply(&w, &r);
+            sch_result_free(&r);
+            settles(&w, trial, round);
+        }
+        sch_result r;
+        round_ok(&w, &r);
+        assert_int_equal(r.placed + r.preempted, 0); /* settled */
+        sch_result_free(&r);
+    }
+    printf("pool guarantees: %d reclaims, %d jobs placed where admission gave them\n", reclaims,
+           given);
+    assert_true(reclaims > 0);
+    assert_true(given > 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(admission_every_dimension),
@@ -1798,6 +2064,8 @@ int main(void) {
         cmocka_unit_test(reservation_counts_against_guarantee),
         cmocka_unit_test(project_parts),
         cmocka_unit_test(class_guarantees),
+        cmocka_unit_test(pool_guarantees),
+        cmocka_unit_test(pool_guarantees_property),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
