@@ -101,7 +101,8 @@ int store_ping(store_t *st, gp_err *err) {
 static _Atomic unsigned long long write_tx_total;
 
 int store_begin(store_t *st, int mode, store_tx **out, gp_err *err) {
-    assert(mode == STORE_READ || mode == STORE_WRITE || mode == STORE_WRITE_ALONE);
+    assert(mode == STORE_READ || mode == STORE_WRITE || mode == STORE_WRITE_ALONE ||
+           mode == STORE_WRITE_ROWS);
     int rc = st->ops->begin(st, mode, out, err);
     if (!rc && mode != STORE_READ) atomic_fetch_add_explicit(&write_tx_total, 1, memory_order_relaxed);
     return rc;

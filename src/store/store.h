@@ -14,8 +14,11 @@
  *   'i'  int64_t
  *   'n'  (no argument)  SQL NULL
  *
- * Write transactions are serialised (SQLite: BEGIN IMMEDIATE), so code that
- * reads-then-writes inside one (the audit chain head) sees no interleaving.
+ * Write transactions (STORE_WRITE, STORE_WRITE_ALONE) are serialised
+ * (SQLite: BEGIN IMMEDIATE; PostgreSQL: one advisory lock shared by every
+ * server on the database), so code that reads-then-writes inside one (the
+ * audit chain head) sees no interleaving.  STORE_WRITE_ROWS transactions are
+ * not, on PostgreSQL: see the modes below.
  *
  * Ownership: store_open() returns a store the caller frees with
  * store_close(); a statement from store_query() is freed with store_done();
@@ -45,7 +48,34 @@ typedef struct store_stmt store_stmt;
  * STORE_WRITE_ALONE: it never waits behind, nor makes others wait for, a
  * shared commit.  On PostgreSQL both are plain write transactions.
  */
-enum { STORE_READ = 0, STORE_WRITE = 1, STORE_WRITE_ALONE = 2 };
+enum { STORE_READ = 0, STORE_WRITE = 1, STORE_WRITE_ALONE = 2, STORE_WRITE_ROWS = 3 };
+
+/*
+ * STORE_WRITE_ROWS: a write transaction that locks only the rows it touches
+ * (issue 39 item 4: the gateway's leases, usage batches and rate rows, so
+ * that the servers sharing a PostgreSQL store write them side by side).
+ *  - PostgreSQL: READ COMMITTED without the advisory lock of the other write
+ *    modes; it waits only for transactions holding a row it writes or locks.
+ *    Its code must therefore never read a value and write from it (a
+ *    check-then-grant, a balance) unless the read locked the row first
+ *    (STORE_FOR_UPDATE, or an INSERT … ON CONFLICT DO UPDATE … RETURNING):
+ *    a plain read sees the last commit, which another server may be about to
+ *    change.  Single-statement changes (UPDATE … SET x = x + ?, INSERT … ON
+ *    CONFLICT DO UPDATE) are safe as they are.  Row locks are taken in one
+ *    order by every such transaction (the order is its module's to state;
+ *    gateway.h for the gateway's), so they never deadlock among themselves;
+ *    should the database still end one (deadlock 40P01, serialization
+ *    40001, lock not available 55P03) the statement or commit fails with
+ *    GP_EBUSY and nothing of the transaction is kept: the caller retries or
+ *    reports it, never acknowledging what was not committed.
+ *    Nothing that needs the serialised order may run in one: the audit chain
+ *    (audit_append) stays in STORE_WRITE.
+ *  - SQLite: exactly STORE_WRITE (one writer; group commit).
+ */
+/* A SELECT (a string literal) that locks the rows it reads until the transaction ends:
+ * PostgreSQL adds FOR UPDATE; on SQLite the write transaction already excludes every
+ * other writer. */
+#define STORE_FOR_UPDATE(tx, select_sql) store_sql((tx), select_sql, select_sql " FOR UPDATE")
 
 /*
  * Open the store at `url`: "postgres://…" or "postgresql://…" (a libpq URI),
@@ -171,7 +201,7 @@ int store_schema_version(store_t *st, int *out, gp_err *err);
 /* Highest schema version this binary knows for the backend of `st`. */
 int store_schema_latest(const store_t *st);
 
-/* Begin a READ or WRITE transaction. OUT: *out, ended by commit or rollback. */
+/* Begin a transaction of one of the modes above. OUT: *out, ended by commit or rollback. */
 int store_begin(store_t *st, int mode, store_tx **out, gp_err *err);
 
 /*

@@ -18,6 +18,9 @@
  *    chain head, ledgers) sees no interleaving, exactly as under BEGIN
  *    IMMEDIATE; they run READ COMMITTED, which behind that lock sees every
  *    committed write;
+ *  - except STORE_WRITE_ROWS transactions (store.h), which take no advisory
+ *    lock: READ COMMITTED with the row locks of what they write and of what
+ *    they read FOR UPDATE;
  *  - read transactions are REPEATABLE READ, READ ONLY: one snapshot;
  *  - unique violations are GP_ECONFLICT, other constraint violations
  *    GP_EINVALID.
@@ -377,7 +380,12 @@ static int pg_begin(store_t *base, int mode, store_tx **out, gp_err *err) {
     PGconn *c = st->conns[tx->idx];
     tx->c = c;
     char sql[160];
-    if (mode != STORE_READ)
+    if (mode == STORE_WRITE_ROWS) /* row locks only (store.h) */
+        snprintf(sql, sizeof sql,
+                 "BEGIN ISOLATION LEVEL READ COMMITTED;"
+                 " SET LOCAL idle_in_transaction_session_timeout = %d",
+                 WRITE_IDLE_LIMIT_S * 1000);
+    else if (mode != STORE_READ)
         snprintf(sql, sizeof sql,
                  "BEGIN; SET LOCAL idle_in_transaction_session_timeout = %d;"
                  " SELECT pg_advisory_xact_lock(%d)",

@@ -22,6 +22,7 @@
  * members before it in its batch (they are serialised, and commit or fail
  * together).  STORE_WRITE_ALONE (a scheduling round: it holds the writer
  * long) waits for the open batch to commit, and commits its own work at once.
+ * STORE_WRITE_ROWS (row locks on PostgreSQL, store.h) is STORE_WRITE here.
  *
  * Statements: each connection keeps its prepared statements (STMT_CACHE
  * slots, chosen by a hash of the SQL text, compared in full), so a statement

@@ -7,6 +7,7 @@
 #include "testutil.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 /* A fresh store; its location (file path or PostgreSQL URI) goes to `url`. */
 static store_t *open_fresh(const char *dir, char *url, size_t n, int pool) {
@@ -386,6 +387,212 @@ static void concurrent_writers_serialise(void **state) {
     assert_int_equal(store_int(s, 1), WORKERS * PER_WORKER);
     store_done(s);
     store_rollback(tx);
+    store_close(st);
+    tu_rmdir(dir);
+}
+
+/*
+ * STORE_WRITE_ROWS (store.h): row locks instead of the one write lock.
+ * Counter rows in token_ledger, changed read-then-write with STORE_FOR_UPDATE by workers
+ * on two store handles (two servers): the totals are exact (a read that did not lock its
+ * row would lose updates).
+ */
+typedef struct {
+    store_t *st;
+    int id, ok;
+} rows_arg;
+
+enum { ROWS_WORKERS = 6, ROWS_EACH = 40 };
+
+/* The row's `used`; 0 when it is not there. */
+static int64_t rows_used(store_tx *tx, const char *id, int lock, gp_err *err) {
+#define ROWS_USED_SQL                                                                     \
+    "SELECT used FROM token_ledger WHERE scope = 'key' AND id = ? AND month = '2024-01'"
+    store_stmt *s;
+    int64_t n = 0;
+    if (store_query(tx, &s, err, lock ? STORE_FOR_UPDATE(tx, ROWS_USED_SQL) : ROWS_USED_SQL, "s",
+                    id))
+        return -1;
+    if (store_step(s, err) > 0) n = store_int(s, 0);
+    store_done(s);
+    return n;
+}
+
+static int rows_set(store_tx *tx, const char *id, int64_t used, gp_err *err) {
+    return store_exec(tx, NULL, err,
+                      "INSERT INTO token_ledger (scope, id, month, used, reserved)"
+                      " VALUES ('key', ?, '2024-01', ?, 0) ON CONFLICT (scope, id, month)"
+                      " DO UPDATE SET used = excluded.used",
+                      "si", id, used);
+}
+
+static void *rows_worker(void *p) {
+    rows_arg *a = p;
+    gp_err err = GP_ERR_INIT;
+    for (int i = 0; i < ROWS_EACH; i++) {
+        store_tx *tx;
+        if (store_begin(a->st, STORE_WRITE_ROWS, &tx, &err)) continue;
+        /* one counter shared by all, one of the worker's own */
+        char own[32];
+        snprintf(own, sizeof own, "own-%d", a->id);
+        int64_t n = rows_used(tx, "shared", 1, &err);
+        int rc = n < 0 ? err.code : rows_set(tx, "shared", n + 1, &err);
+        int64_t m = rc ? -1 : rows_used(tx, own, 1, &err);
+        if (!rc) rc = m < 0 ? err.code : rows_set(tx, own, m + 2, &err);
+        if (rc) {
+            store_rollback(tx);
+            continue;
+        }
+        if (store_commit(tx, &err) == GP_OK) a->ok++;
+    }
+    return NULL;
+}
+
+static void rows_mode_exact(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char url[600];
+    gp_err err = GP_ERR_INIT;
+    store_t *st[2];
+    st[0] = open_fresh(dir, url, sizeof url, 3);
+    assert_int_equal(store_open(url, 3, &st[1], &err), GP_OK);
+    /* the row exists before the race: FOR UPDATE locks rows that are there */
+    store_tx *tx;
+    assert_int_equal(store_begin(st[0], STORE_WRITE_ROWS, &tx, &err), GP_OK);
+    assert_int_equal(rows_set(tx, "shared", 0, &err), GP_OK);
+    assert_int_equal(store_commit(tx, &err), GP_OK);
+    pthread_t th[ROWS_WORKERS];
+    rows_arg a[ROWS_WORKERS];
+    for (int i = 0; i < ROWS_WORKERS; i++) {
+        a[i] = (rows_arg){st[i & 1], i, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, rows_worker, &a[i]), 0);
+    }
+    int ok = 0;
+    for (int i = 0; i < ROWS_WORKERS; i++) {
+        pthread_join(th[i], NULL);
+        ok += a[i].ok;
+        assert_int_equal(a[i].ok, ROWS_EACH); /* rows locked in one order: nothing refused */
+    }
+    assert_int_equal(store_begin(st[1], STORE_READ, &tx, &err), GP_OK);
+    assert_int_equal(rows_used(tx, "shared", 0, &err), ok);
+    for (int i = 0; i < ROWS_WORKERS; i++) {
+        char own[32];
+        snprintf(own, sizeof own, "own-%d", i);
+        assert_int_equal(rows_used(tx, own, 0, &err), 2 * a[i].ok);
+    }
+    store_rollback(tx);
+    store_close(st[0]);
+    store_close(st[1]);
+    tu_rmdir(dir);
+}
+
+/* A transaction in another thread: begun in `mode`, it sets row `id`, commits, and says so. */
+typedef struct {
+    store_t *st;
+    int mode;
+    const char *id;
+    int rc;
+    atomic_int done;
+} rows_bg;
+
+static void *rows_bg_main(void *p) {
+    rows_bg *b = p;
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    b->rc = store_begin(b->st, b->mode, &tx, &err);
+    if (!b->rc && (b->rc = rows_set(tx, b->id, 7, &err))) store_rollback(tx);
+    else if (!b->rc) b->rc = store_commit(tx, &err);
+    atomic_store(&b->done, 1);
+    return NULL;
+}
+
+/* Wait up to `ms` for the background transaction; 1 once it is done. */
+static int rows_bg_wait(rows_bg *b, int ms) {
+    for (int i = 0; i < ms / 10 && !atomic_load(&b->done); i++) usleep(10000);
+    return atomic_load(&b->done);
+}
+
+/* A statement of an open transaction, run in another thread (it may wait for a row). */
+typedef struct {
+    store_tx *tx;
+    const char *id;
+    int64_t value;
+    int rc;
+} rows_want;
+
+static void *rows_want_main(void *p) {
+    rows_want *w = p;
+    gp_err err = GP_ERR_INIT;
+    w->rc = rows_set(w->tx, w->id, w->value, &err);
+    return NULL;
+}
+
+/*
+ * On PostgreSQL a STORE_WRITE_ROWS transaction does not wait for a write transaction that
+ * holds the one write lock (STORE_WRITE), unless it wants a row that one locked; on SQLite
+ * it waits, like STORE_WRITE.  Two row transactions locking rows crosswise: the database
+ * ends one (GP_EBUSY) and nothing of it stays; the other's commit holds.
+ */
+static void rows_mode_waits_for_rows_only(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char url[600];
+    gp_err err = GP_ERR_INIT;
+    store_t *st = open_fresh(dir, url, sizeof url, 4);
+    store_tx *a;
+    assert_int_equal(store_begin(st, STORE_WRITE, &a, &err), GP_OK);
+    assert_int_equal(rows_set(a, "x", 1, &err), GP_OK);
+    /* another row: at once on PostgreSQL, after the writer on SQLite */
+    rows_bg b = {.st = st, .mode = STORE_WRITE_ROWS, .id = "y"};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, rows_bg_main, &b), 0);
+    assert_int_equal(rows_bg_wait(&b, tu_pg() ? 5000 : 300), tu_pg() ? 1 : 0);
+    /* the same row: only once the writer is done, on both */
+    rows_bg c = {.st = st, .mode = STORE_WRITE_ROWS, .id = "x"};
+    pthread_t th2;
+    assert_int_equal(pthread_create(&th2, NULL, rows_bg_main, &c), 0);
+    assert_int_equal(rows_bg_wait(&c, 300), 0);
+    assert_int_equal(store_commit(a, &err), GP_OK);
+    pthread_join(th, NULL);
+    pthread_join(th2, NULL);
+    assert_int_equal(b.rc, GP_OK);
+    assert_int_equal(c.rc, GP_OK);
+    /* the writer's lock still serialises STORE_WRITE among themselves */
+    assert_int_equal(store_begin(st, STORE_WRITE, &a, &err), GP_OK);
+    rows_bg d = {.st = st, .mode = STORE_WRITE, .id = "z"};
+    assert_int_equal(pthread_create(&th, NULL, rows_bg_main, &d), 0);
+    assert_int_equal(rows_bg_wait(&d, 300), 0);
+    store_rollback(a);
+    pthread_join(th, NULL);
+    assert_int_equal(d.rc, GP_OK);
+    if (tu_pg()) {
+        /* crosswise: a locks x and wants y; e holds y and wants x */
+        assert_int_equal(store_begin(st, STORE_WRITE_ROWS, &a, &err), GP_OK);
+        assert_int_equal(rows_used(a, "x", 1, &err), 7);
+        store_tx *e;
+        assert_int_equal(store_begin(st, STORE_WRITE_ROWS, &e, &err), GP_OK);
+        assert_int_equal(rows_set(e, "y", 100, &err), GP_OK);
+        rows_want w = {.tx = a, .id = "y", .value = 5};
+        assert_int_equal(pthread_create(&th, NULL, rows_want_main, &w), 0);
+        usleep(100000); /* a waits for y */
+        gp_err eerr = GP_ERR_INIT;
+        int64_t ex = rows_used(e, "x", 1, &eerr);
+        pthread_join(th, NULL);
+        int e_lost = ex < 0;
+        assert_true(e_lost != (w.rc != GP_OK)); /* exactly one of them is ended */
+        if (e_lost) {
+            assert_int_equal(eerr.code, GP_EBUSY);
+            assert_true(store_commit(e, &eerr) != GP_OK); /* nothing of e is kept */
+            assert_int_equal(store_commit(a, &err), GP_OK);
+        } else {
+            assert_int_equal(w.rc, GP_EBUSY);
+            assert_true(store_commit(a, &err) != GP_OK);
+            assert_int_equal(store_commit(e, &err), GP_OK);
+        }
+        assert_int_equal(store_begin(st, STORE_READ, &a, &err), GP_OK);
+        assert_int_equal(rows_used(a, "y", 0, &err), e_lost ? 5 : 100);
+        store_rollback(a);
+    }
     store_close(st);
     tu_rmdir(dir);
 }
@@ -849,6 +1056,8 @@ int main(void) {
         cmocka_unit_test(errors_and_transactions),
         cmocka_unit_test(statements_used_again),
         cmocka_unit_test(concurrent_writers_serialise),
+        cmocka_unit_test(rows_mode_exact),
+        cmocka_unit_test(rows_mode_waits_for_rows_only),
         cmocka_unit_test(group_commit_members_apart),
         cmocka_unit_test(one_leader),
         cmocka_unit_test(silent_leader),
