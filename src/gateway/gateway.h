@@ -264,6 +264,11 @@ int gw_ledger_get(store_tx *tx, const char *scope, const char *id, int64_t now_u
                   int64_t *reserved, gp_err *err);
 
 /*
+ * Every function here that writes is safe in a STORE_WRITE_ROWS transaction
+ * (store.h): it reads a figure only with its row locked, and locks rows in one
+ * order (ledger.c, "Row locks"); a transaction should hold the calls of one
+ * flush, growth or release, not a mix with other tables' rows in another order.
+ *
  * Leases (issue 22): a gateway process does not reserve per request.  It holds,
  * per key and month, one hold in token_holds (a lease) reserved against the
  * key's, project's and tenant's quotas like any hold, grows it in one short
@@ -277,8 +282,15 @@ typedef struct gw_room {
     const char *what;      /* the scope that allows least ("this key's" ...), NULL: none */
     int64_t used, reserved, quota; /* that scope's figures, for the refusal */
 } gw_room;
-/* What this month's quotas of key `k` still allow: min over scopes of quota - used - reserved. */
-int gw_quota_room(store_tx *tx, const gw_key *k, int64_t now_us, gw_room *out, gp_err *err);
+/*
+ * What this month's quotas of key `k` still allow: min over scopes of quota - used -
+ * reserved.  In a write transaction: the ledger rows it read stay locked until the
+ * transaction ends (ledger.c, "Row locks"), and so does hold `hold` (NULL: none), locked
+ * first, so a gw_hold_grow of it in the same transaction grants from exactly what was
+ * read, whatever other servers do meanwhile (STORE_WRITE_ROWS, store.h).
+ */
+int gw_quota_room(store_tx *tx, const gw_key *k, const char *hold, int64_t now_us, gw_room *out,
+                  gp_err *err);
 /*
  * Add `amount` to hold `hold` of key `k` for the month of `now_us` (made when
  * missing) and to the reserved figure of key, project and tenant; its time is
@@ -289,6 +301,8 @@ int gw_hold_grow(store_tx *tx, const gw_key *k, const char *hold, int64_t amount
                  gp_err *err);
 /* Give back hold `hold` entirely (gone already: nothing to do). */
 int gw_hold_release(store_tx *tx, const char *hold, gp_err *err);
+/* gw_hold_release of n holds in one transaction (locked in the holds' order, ledger.c). */
+int gw_holds_release(store_tx *tx, const char *const *holds, size_t n, gp_err *err);
 
 /* ---- usage records (ledger.c) ---- */
 

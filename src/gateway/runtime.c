@@ -38,6 +38,15 @@
  * The read cache (cache.c) is polled here: the store's epoch about once a
  * second.
  *
+ * Store writes (issue 39): lease growths and releases, usage batches, rate
+ * rows and the release of stale holds are STORE_WRITE_ROWS transactions
+ * (store.h): on PostgreSQL the servers sharing the store write them side by
+ * side, each waiting only for the rows it touches (ledger.c, "Row locks");
+ * one the database ends (GP_EBUSY) kept nothing and is tried again (a growth
+ * at once, the others at their next turn).  An endpoint's health and a
+ * refusal's audit event (request.c) stay STORE_WRITE: the audit chain is
+ * serialised.
+ *
  * Nothing acknowledged is lost: gw_rt_record() only queues, but the
  * flusher writes at least every flush_ms, gw_rt_stop() flushes what is
  * left, and a batch that fails to commit stays queued for the next try.
@@ -312,10 +321,10 @@ int gw_rt_lease_take_fit(gw_runtime *rt, const gw_key *k, int64_t base, int64_t 
         pthread_mutex_unlock(&rt->mu);
         if (done) break;
         store_tx *tx;
-        if ((rc = store_begin(rt->store, STORE_WRITE, &tx, err))) break;
+        if ((rc = store_begin(rt->store, STORE_WRITE_ROWS, &tx, err))) break;
         gw_room room;
         int64_t grant = 0, fit = -1, held = 0;
-        rc = gw_quota_room(tx, k, now_us, &room, err);
+        rc = gw_quota_room(tx, k, e->hold, now_us, &room, err); /* rows locked till the end */
         if (!rc) {
             pthread_mutex_lock(&rt->mu);
             /* the most the lease plus the quotas' room can cover: all of `want`, or less */
@@ -353,6 +362,13 @@ int gw_rt_lease_take_fit(gw_runtime *rt, const gw_key *k, int64_t base, int64_t 
         e->l.avail = gw_sat_add(e->l.avail, held);
         if (rc) {
             pthread_mutex_unlock(&rt->mu);
+            /* the database ended the transaction (store.h: a deadlock or a serialization
+             * failure) and kept nothing of it: try again */
+            if (rc == GP_EBUSY && tries < 3) {
+                gp_err_clear(err);
+                rc = GP_OK;
+                continue;
+            }
             break;
         }
         e->l.avail = gw_sat_add(e->l.avail, grant);
@@ -405,11 +421,18 @@ static int release_leases(gw_runtime *rt, int all, gp_err *err) {
     pthread_mutex_unlock(&rt->mu);
     int rc = GP_OK;
     if (rt->releasing) {
+        size_t nh = 0;
+        for (lease_ent *e = rt->releasing; e; e = e->next) nh++;
+        const char **holds = malloc(nh * sizeof *holds);
         store_tx *tx = NULL;
-        rc = store_begin(rt->store, STORE_WRITE, &tx, err);
-        for (lease_ent *e = rt->releasing; e && !rc; e = e->next) rc = gw_hold_release(tx, e->hold, err);
+        rc = holds ? GP_OK : gp_err_set(err, GP_ENOMEM, NULL);
+        nh = 0;
+        for (lease_ent *e = rt->releasing; e && holds; e = e->next) holds[nh++] = e->hold;
+        if (!rc) rc = store_begin(rt->store, STORE_WRITE_ROWS, &tx, err);
+        if (!rc) rc = gw_holds_release(tx, holds, nh, err);
         if (!rc) rc = store_commit(tx, err);
         else if (tx) store_rollback(tx);
+        free(holds);
         if (!rc) {
             for (lease_ent *e = rt->releasing, *n; e; e = n) {
                 n = e->next;
@@ -672,7 +695,7 @@ int gw_rt_flush(gw_runtime *rt, gp_err *err) {
     if (!n) return GP_OK;
     if (!batch) return gp_err_set(err, GP_ENOMEM, NULL);
     store_tx *tx = NULL;
-    int rc = store_begin(rt->store, STORE_WRITE, &tx, err);
+    int rc = store_begin(rt->store, STORE_WRITE_ROWS, &tx, err);
     if (!rc) rc = gw_usage_write_many(tx, batch, n, err);
     if (!rc) rc = store_commit(tx, err);
     else store_rollback(tx);
@@ -778,7 +801,10 @@ static int share_windows(gw_runtime *rt, gp_err *err) {
         return rc;
     }
     store_tx *tx;
-    if (writes && !(rc = store_begin(rt->store, STORE_WRITE, &tx, err))) {
+    /* this process's own rows (never another's: nothing to wait for), then the old rows of
+     * every process, skipping those another process is deleting (PostgreSQL: SKIP LOCKED,
+     * so that two never wait for each other) */
+    if (writes && !(rc = store_begin(rt->store, STORE_WRITE_ROWS, &tx, err))) {
         for (size_t i = 0; i < n && !rc; i++)
             for (int back = 0; back < (rows[i].scope[0] == 'c' ? 1 : 2) && rows[i].dirty && !rc;
                  back++)
@@ -791,7 +817,11 @@ static int share_windows(gw_runtime *rt, gp_err *err) {
                                 back ? rows[i].req.prev : rows[i].req.cur,
                                 back ? rows[i].tok.prev : rows[i].tok.cur);
         if (!rc)
-            rc = store_exec(tx, NULL, err, "DELETE FROM rate_counts WHERE minute < ?", "i", m - 1);
+            rc = store_exec(tx, NULL, err,
+                            store_sql(tx, "DELETE FROM rate_counts WHERE minute < ?",
+                                      "DELETE FROM rate_counts WHERE ctid = ANY(ARRAY(SELECT ctid"
+                                      " FROM rate_counts WHERE minute < ? FOR UPDATE SKIP LOCKED))"),
+                            "i", m - 1);
         if (!rc) rc = store_commit(tx, err);
         else store_rollback(tx);
         if (rc) { /* write them again next time */
@@ -931,7 +961,7 @@ static void expire_holds(gw_runtime *rt) {
     gp_err err = GP_ERR_INIT;
     store_tx *tx;
     int n = 0;
-    if (store_begin(rt->store, STORE_WRITE, &tx, &err)) return;
+    if (store_begin(rt->store, STORE_WRITE_ROWS, &tx, &err)) return;
     if (gw_expire_holds(tx, gt_now_us() - HOLD_STALE_US, &n, &err)) {
         store_rollback(tx);
         return;

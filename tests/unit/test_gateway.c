@@ -1610,6 +1610,148 @@ static void lease_race(void **state) {
     tu_rmdir(dir);
 }
 
+/*
+ * Issue 39 item 4: two servers (two store handles, a runtime each: on PostgreSQL their
+ * writes run side by side under row locks, STORE_WRITE_ROWS) and four threads each take
+ * leases, record usage and count rate windows for two keys of one project whose monthly
+ * quota binds.  Every request uses all it reserved, so what was admitted is what is used:
+ * the quota bound holds across both (nothing granted twice from one room), the ledger's
+ * key, project and tenant rows and the hourly rollup are exactly the records' sums (no
+ * lost update), every lease is back at stop, and the shared rate rows count every
+ * admission.
+ */
+enum { XS_PER_RT = 4, XS_QUOTA = 3000 };
+typedef struct {
+    gw_runtime *rt;
+    const gw_key *k;
+    int ok, refused, other;
+    int64_t used;
+} xs_arg;
+
+static void *xs_taker(void *p) {
+    xs_arg *a = p;
+    unsigned seed = (unsigned)(uintptr_t)p;
+    for (int i = 0; i < 600 && a->refused < 20; i++) {
+        char h[RND_ID_LEN], why[128];
+        gp_err e = GP_ERR_INIT;
+        seed = seed * 1103515245u + 12345u;
+        int64_t r = 1 + (int64_t)((seed >> 16) % 24), retry = 0;
+        int rc = gw_rt_lease_take(a->rt, a->k, r, gt_now_us(), h, &e);
+        if (rc == GP_EFORBIDDEN) {
+            a->refused++;
+            continue;
+        }
+        if (rc || !gw_rt_admit(a->rt, a->k, r, gt_now_us(), &retry, why, sizeof why)) {
+            if (!rc) gw_rt_lease_end(a->rt, a->k->id, h, r, 0);
+            a->other++;
+            continue;
+        }
+        a->ok++;
+        gw_rt_lease_end(a->rt, a->k->id, h, r, r);
+        gw_usage u;
+        memset(&u, 0, sizeof u);
+        u.at_us = gt_now_us();
+        snprintf(u.tenant_id, sizeof u.tenant_id, "%s", a->k->tenant_id);
+        snprintf(u.project_id, sizeof u.project_id, "%s", a->k->project_id);
+        snprintf(u.key_id, sizeof u.key_id, "%s", a->k->id);
+        snprintf(u.kind, sizeof u.kind, "chat");
+        snprintf(u.model, sizeof u.model, "m");
+        snprintf(u.hold, sizeof u.hold, "%s", h);
+        u.lease = 1;
+        u.status = 200;
+        u.prompt_tokens = r / 2;
+        u.completion_tokens = r - r / 2;
+        if (gw_rt_record(a->rt, &u) != GP_OK) a->other++;
+        a->used += r;
+    }
+    return NULL;
+}
+
+/* One figure from one statement (the sum of a column). */
+static int64_t xs_sum(store_t *st, const char *sql, const char *arg) {
+    gp_err err = GP_ERR_INIT;
+    store_tx *tx;
+    store_stmt *q;
+    assert_int_equal(store_begin(st, STORE_READ, &tx, &err), GP_OK);
+    assert_int_equal(store_query(tx, &q, &err, sql, "s", arg), GP_OK);
+    assert_true(store_step(q, &err) > 0);
+    int64_t n = store_int(q, 0);
+    store_done(q);
+    store_rollback(tx);
+    return n;
+}
+
+static void lease_two_servers(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char url[600];
+    gp_err err = GP_ERR_INIT;
+    if (tu_pg()) tu_pg_database(url, sizeof url);
+    else snprintf(url, sizeof url, "%s/gpupool.db", dir);
+    store_t *st[2];
+    for (int i = 0; i < 2; i++) assert_int_equal(store_open(url, 4, &st[i], &err), GP_OK);
+    gw_runtime_config cfg = {.flush_ms = 5};
+    gw_runtime *rt[2];
+    for (int i = 0; i < 2; i++) assert_int_equal(gw_rt_start(st[i], &cfg, &rt[i], &err), GP_OK);
+    gw_key k[2];
+    for (int i = 0; i < 2; i++) {
+        memset(&k[i], 0, sizeof k[i]);
+        snprintf(k[i].id, sizeof k[i].id, "key-xs-%d", i);
+        snprintf(k[i].project_id, sizeof k[i].project_id, "proj-xs");
+        snprintf(k[i].tenant_id, sizeof k[i].tenant_id, "ten-xs");
+        k[i].tokens_month = 0;
+        k[i].project_tokens_month = XS_QUOTA;
+        k[i].tenant_tokens_month = QUOTA_NONE;
+        k[i].rpm = 1000000; /* a limit that never refuses: the windows are shared */
+    }
+    xs_arg a[2 * XS_PER_RT];
+    pthread_t th[2 * XS_PER_RT];
+    for (int i = 0; i < 2 * XS_PER_RT; i++) {
+        a[i] = (xs_arg){.rt = rt[i & 1], .k = &k[(i >> 1) & 1]};
+        assert_int_equal(pthread_create(&th[i], NULL, xs_taker, &a[i]), 0);
+    }
+    int ok = 0, refused = 0, other = 0;
+    int64_t used = 0, used_key[2] = {0, 0};
+    for (int i = 0; i < 2 * XS_PER_RT; i++) {
+        pthread_join(th[i], NULL);
+        ok += a[i].ok;
+        refused += a[i].refused;
+        other += a[i].other;
+        used += a[i].used;
+        used_key[(i >> 1) & 1] += a[i].used;
+    }
+    /* the rate windows are shared about once a second: wait for both to write theirs */
+    struct timespec ts = {1, 600000000};
+    nanosleep(&ts, NULL);
+    int64_t rows = xs_sum(st[0],
+                          "SELECT COALESCE(SUM(requests), 0) FROM rate_counts WHERE scope = 'k'"
+                          " AND id LIKE ?",
+                          "key-xs-%");
+    gw_rt_stop(rt[0]);
+    gw_rt_stop(rt[1]);
+    assert_int_equal(other, 0);
+    assert_true(ok > 100 && refused > 0);
+    assert_true(used <= XS_QUOTA);                       /* the bound, across both */
+    assert_true(used >= XS_QUOTA - 2 * XS_PER_RT * 24); /* and the quota was used */
+    assert_int_equal(rows, ok);
+    for (int i = 0; i < 2; i++) assert_int_equal(used_of(st[1], "key", k[i].id), used_key[i]);
+    assert_int_equal(used_of(st[1], "project", "proj-xs"), used);
+    assert_int_equal(used_of(st[1], "tenant", "ten-xs"), used);
+    assert_int_equal(xs_sum(st[1],
+                            "SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0)"
+                            " FROM usage_hourly WHERE project_id = ?",
+                            "proj-xs"),
+                     used);
+    assert_int_equal(xs_sum(st[1], "SELECT COUNT(*) FROM usage_records WHERE project_id = ?",
+                            "proj-xs"),
+                     ok);
+    assert_int_equal(holds_sum(st[1]), 0);
+    assert_int_equal(reserved_sum(st[1], "project", "proj-xs"), 0);
+    store_close(st[0]);
+    store_close(st[1]);
+    tu_rmdir(dir);
+}
+
 /* ---- token budgets (issue 33, item 4) ---- */
 
 static void budget_fit(void **state) {
@@ -1864,6 +2006,7 @@ int main(void) {
         cmocka_unit_test(ports_at_connect), cmocka_unit_test(epoch_announced),
         cmocka_unit_test(ejection),
         cmocka_unit_test(lease_sizing), cmocka_unit_test(lease_store), cmocka_unit_test(lease_race),
+        cmocka_unit_test(lease_two_servers),
         cmocka_unit_test(budget_fit), cmocka_unit_test(budget_request_fields),
         cmocka_unit_test(budget_usage_clip), cmocka_unit_test(sse_budget_cut),
         cmocka_unit_test(sse_budget_responses), cmocka_unit_test(budget_lease),
