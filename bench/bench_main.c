@@ -14,6 +14,8 @@
 int bench_openb(int argc, char **argv);
 int bench_sched(int argc, char **argv);
 int bench_gateway(int argc, char **argv);
+int bench_drive(int argc, char **argv);
+int bench_revoke(int argc, char **argv);
 int bench_usage(int argc, char **argv);
 int bench_load(int argc, char **argv);
 int bench_shares(int argc, char **argv);
@@ -32,6 +34,10 @@ static const bench_cmd bench_cmds[] = {
      "one scheduling round on a synthetic cluster (default 5,000 nodes x 8 GPUs, 50,000 jobs)"},
     {"gateway", bench_gateway,
      "latency and throughput the /v1 gateway adds, against the same upstream reached directly"},
+    {"drive", bench_drive,
+     "drive gateways running elsewhere at once (req/s each and in all; bench/gateway_scaleout.sh)"},
+    {"revoke", bench_revoke,
+     "revoke a key through the API and time until every gateway named refuses it"},
     {"load", bench_load,
      "many clients on loopback mixing API and gateway calls: errors and latency percentiles"},
     {"shares", bench_shares,

@@ -20,6 +20,22 @@
  * Ends with `direct_rps=N gateway_rps=N added_p50_us=N added_p99_us=N`
  * (non-streaming).  Usage records are written in batches while it runs;
  * they and the token ledger are checked afterwards: one record per request.
+ *
+ * Two more commands drive gateways that run elsewhere (bench/gateway_scaleout.sh:
+ * several `gpupool gateway` processes on one PostgreSQL store):
+ *   gpupool-bench drive --target URL KEY [--target URL KEY ...] [--seconds S]
+ *                       [--concurrency C]
+ *     C keep-alive clients per target, all targets at once, for S seconds, a
+ *     non-streaming chat each time: `target=URL rps=N p50_us=N p99_us=N
+ *     failures=N` per target, then `total_rps=N failures=N` (exit 1 on any
+ *     failure: a 429 too, so a quota must not bind);
+ *   gpupool-bench revoke --api URL --token T --key-path PATH --key K
+ *                        --target URL [--target URL ...]
+ *     each target serves key K (a 200 first), then DELETE PATH on the API
+ *     (PATH: /api/v1/tenants/T/projects/P/keys/ID) and every target is asked
+ *     again every millisecond until it refuses the key (401): `revoked_ms=N`
+ *     per target and `revoke_all_ms=N`, from the DELETE's answer to the last
+ *     refusal (10 s at most; exit 1 past that).
  */
 #define _GNU_SOURCE
 #include "../src/api/api.h"
@@ -565,4 +581,153 @@ int bench_load(int argc, char **argv) {
            (long long)(nall ? all[(nall * 99) / 100] : 0));
     free(all);
     return errors ? 1 : 0;
+}
+
+/* ---- gpupool-bench drive / revoke: gateways that run elsewhere ---- */
+
+static const char drive_body[] =
+    "{\"model\":\"bench\",\"max_tokens\":16,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+
+enum { MAX_TARGETS = 8 };
+
+typedef struct drive_arg {
+    char url[512];
+    const char *key;
+    int conc, seconds;
+    result r;
+} drive_arg;
+
+static void *drive_main(void *p) {
+    drive_arg *a = p;
+    a->r = run(a->url, a->key, drive_body, a->conc, a->seconds, 0);
+    return NULL;
+}
+
+int bench_drive(int argc, char **argv);
+int bench_drive(int argc, char **argv) {
+    static const char use[] = "usage: gpupool-bench drive --target URL KEY [--target URL KEY ...]"
+                              " [--seconds S] [--concurrency C]\n";
+    drive_arg t[MAX_TARGETS];
+    int n = 0, seconds = 5, conc = 8;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--target") && i + 2 < argc && n < MAX_TARGETS) {
+            memset(&t[n], 0, sizeof t[n]);
+            snprintf(t[n].url, sizeof t[n].url, "%s/v1/chat/completions", argv[i + 1]);
+            t[n++].key = argv[i + 2];
+            i += 2;
+        } else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
+            seconds = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--concurrency") && i + 1 < argc) {
+            conc = atoi(argv[++i]);
+        } else {
+            fputs(use, stderr);
+            return 2;
+        }
+    }
+    if (!n || seconds < 1 || seconds > 3600 || conc < 1 || conc > 512) {
+        fputs(use, stderr);
+        return 2;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    pthread_t th[MAX_TARGETS];
+    for (int i = 0; i < n; i++) {
+        t[i].conc = conc;
+        t[i].seconds = seconds;
+        pthread_create(&th[i], NULL, drive_main, &t[i]);
+    }
+    double total = 0;
+    long fails = 0;
+    for (int i = 0; i < n; i++) {
+        pthread_join(th[i], NULL);
+        printf("target=%s rps=%.0f p50_us=%lld p99_us=%lld failures=%ld\n", t[i].url, t[i].r.rps,
+               (long long)t[i].r.p50, (long long)t[i].r.p99, t[i].r.failures);
+        total += t[i].r.rps;
+        fails += t[i].r.failures;
+    }
+    printf("total_rps=%.0f failures=%ld\n", total, fails);
+    curl_global_cleanup();
+    return fails ? 1 : 0;
+}
+
+/* One chat through `url` with key `key`: its HTTP status (0: no answer). */
+static long chat_status(CURL *e, const char *url, const char *key) {
+    char auth[256];
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", key);
+    struct curl_slist *h = curl_slist_append(NULL, auth);
+    h = curl_slist_append(h, "Content-Type: application/json");
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, drive_body);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT, 10L);
+    long st = 0;
+    if (curl_easy_perform(e) == CURLE_OK) curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &st);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
+    curl_slist_free_all(h);
+    return st;
+}
+
+int bench_revoke(int argc, char **argv);
+int bench_revoke(int argc, char **argv) {
+    static const char use[] = "usage: gpupool-bench revoke --api URL --token T --key-path PATH"
+                              " --key K --target URL [--target URL ...]\n";
+    const char *api = NULL, *token = NULL, *path = NULL, *key = NULL;
+    char url[MAX_TARGETS][512];
+    int n = 0;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--api")) api = argv[i + 1];
+        else if (!strcmp(argv[i], "--token")) token = argv[i + 1];
+        else if (!strcmp(argv[i], "--key-path")) path = argv[i + 1];
+        else if (!strcmp(argv[i], "--key")) key = argv[i + 1];
+        else if (!strcmp(argv[i], "--target") && n < MAX_TARGETS)
+            snprintf(url[n++], sizeof url[0], "%s/v1/chat/completions", argv[i + 1]);
+        else {
+            fputs(use, stderr);
+            return 2;
+        }
+    }
+    if (!api || !token || !path || !key || !n || argc % 2 == 0) {
+        fputs(use, stderr);
+        return 2;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    CURL *e[MAX_TARGETS];
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        e[i] = curl_easy_init();
+        long st = chat_status(e[i], url[i], key);
+        if (st != 200) {
+            fprintf(stderr, "gpupool-bench revoke: %s answered %ld before the revocation\n", url[i], st);
+            rc = 1;
+        }
+    }
+    gp_err err = GP_ERR_INIT;
+    long st = 0;
+    json_t *resp = NULL;
+    if (!rc && (httpc_json(api, path, "DELETE", token, NULL, 10, &st, &resp, &err) || st / 100 != 2)) {
+        fprintf(stderr, "gpupool-bench revoke: DELETE %s: %ld %s\n", path, st, err.msg);
+        rc = 1;
+    }
+    json_decref(resp);
+    int64_t t0 = mono_us(), last = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        int64_t at = -1;
+        while (mono_us() - t0 < 10000000) {
+            long s2 = chat_status(e[i], url[i], key);
+            if (s2 == 401) {
+                at = mono_us() - t0;
+                break;
+            }
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+        printf("target=%s revoked_ms=%.1f\n", url[i], at < 0 ? -1.0 : (double)at / 1000.0);
+        if (at < 0) rc = 1;
+        else if (at > last) last = at;
+    }
+    if (!rc) printf("revoke_all_ms=%.1f\n", (double)last / 1000.0);
+    for (int i = 0; i < n; i++) curl_easy_cleanup(e[i]);
+    curl_global_cleanup();
+    return rc;
 }
