@@ -14,8 +14,10 @@
 #       gpupool_store_write_tx_total; B writes usage every 60 s or 256
 #       records here, GPUPOOL_GATEWAY_FLUSH_MS), so at most 1 in 100;
 #   (b) a small monthly quota (300 tokens) under 60 concurrent clients on
-#       each of A and B at once is never passed (each request reserves 7
-#       tokens and uses 4: the documented bound adds nothing), the refusal
+#       each of A, B and a second gateway C at once (three processes on one
+#       store; on PostgreSQL their lease growths and usage batches take row
+#       locks, not one write lock: issue 39) is never passed (each request
+#       reserves 7 tokens and uses 4: the documented bound adds nothing), the refusal
 #       is the usual 429 insufficient_quota; once B stops (its lease given
 #       back) A serves what is left, to within one reservation;
 #   (c) a key revoked through A is refused by B within a few seconds (polled;
@@ -85,6 +87,17 @@ gw_up() { [ -s "$DATA/gateway.url" ] && curl -sf "$(cat "$DATA/gateway.url")/hea
 poll 30 gw_up || { _show stderr "$E2E_TMP/gw.err"; fail "the gateway did not start"; }
 _pass
 B=$(cat "$DATA/gateway.url")
+# C: a second lone gateway on the same store (its own folder for its URL file)
+STORE_C=$(store_url "$DATA")
+[ -n "$STORE_C" ] || STORE_C=sqlite:$DATA/gpupool.db
+"$GPUPOOL_BIN" gateway --data "$E2E_TMP/c" --store "$STORE_C" \
+    --listen 127.0.0.1:0 --endpoint-allow 127.0.0.0/8 --health-interval 3600 \
+    >"$E2E_TMP/gwc.out" 2>"$E2E_TMP/gwc.err" </dev/null &
+GWC=$!
+E2E_PIDS+=("$GWC")
+gwc_up() { [ -s "$E2E_TMP/c/gateway.url" ] && curl -sf "$(cat "$E2E_TMP/c/gateway.url")/healthz" >/dev/null; }
+poll 30 gwc_up || { _show stderr "$E2E_TMP/gwc.err"; fail "the second gateway did not start"; }
+C=$(cat "$E2E_TMP/c/gateway.url")
 CHAT='{"model":"llama","content":"hi there","max_tokens":5}'
 chat_n() { echo "{\"model\":\"llama\",\"content\":\"hi there\",\"max_tokens\":5,\"n\":$1}"; }
 
@@ -138,28 +151,33 @@ _pass
 assert_contains "$(cat "$BODY_FILE")" "revoked" "B says why"
 
 # ---------------------------------------------------------------- (b)
-note "(b) a small quota under concurrency on A and B at once"
+note "(b) a small quota under concurrency on A, B and C at once"
 newkey ksmall --tokens-month 300
 KS=$KEY
 KS_ID=$KEY_ID
 # each request reserves ceil(8/4) + 5 = 7 tokens and uses 4 (prompt 2, reply 2 words)
 timeout 120 node "$GW/client.mjs" "$B/v1" "$KS" concurrent "$(chat_n 60)" >"$E2E_TMP/cb.json" 2>&1 &
 CB=$!
+timeout 120 node "$GW/client.mjs" "$C/v1" "$KS" concurrent "$(chat_n 60)" >"$E2E_TMP/cc.json" 2>&1 &
+CC=$!
 call "$A/v1" "$KS" concurrent "$(chat_n 60)"
 cp "$OUT_FILE" "$E2E_TMP/ca.json"
 wait "$CB"
 assert_eq "$?" 0 "the client on B ran"
-for f in ca cb; do
+wait "$CC"
+assert_eq "$?" 0 "the client on C ran"
+for f in ca cb cc; do
     assert_eq "$(jq '.outcomes | keys | map(select(. != "ok" and . != "429")) | length' "$E2E_TMP/$f.json")" 0 \
         "$f: only successes and 429s ($(jq -c .outcomes "$E2E_TMP/$f.json"))"
 done
 TA=$(jq .total_tokens "$E2E_TMP/ca.json")
-TB=$(jq .total_tokens "$E2E_TMP/cb.json")
+# B's figures include C's from here on (both gateways stop before the end)
+TB=$(( $(jq .total_tokens "$E2E_TMP/cb.json") + $(jq .total_tokens "$E2E_TMP/cc.json") ))
 OKA=$(jq '.outcomes.ok // 0' "$E2E_TMP/ca.json")
-OKB=$(jq '.outcomes.ok // 0' "$E2E_TMP/cb.json")
-R429=$(( $(jq '.outcomes["429"] // 0' "$E2E_TMP/ca.json") + $(jq '.outcomes["429"] // 0' "$E2E_TMP/cb.json") ))
-note "A served $OKA ($TA tokens), B $OKB ($TB tokens), $R429 refused"
-[ "$R429" -ge 1 ] || fail "120 x 4 tokens fit a quota of 300"
+OKB=$(( $(jq '.outcomes.ok // 0' "$E2E_TMP/cb.json") + $(jq '.outcomes.ok // 0' "$E2E_TMP/cc.json") ))
+R429=$(( $(jq '.outcomes["429"] // 0' "$E2E_TMP/ca.json") + $(jq '.outcomes["429"] // 0' "$E2E_TMP/cb.json") + $(jq '.outcomes["429"] // 0' "$E2E_TMP/cc.json") ))
+note "A served $OKA ($TA tokens), B and C $OKB ($TB tokens), $R429 refused"
+[ "$R429" -ge 1 ] || fail "180 x 4 tokens fit a quota of 300"
 _pass
 [ $((TA + TB)) -le 300 ] || fail "the quota was overspent: $((TA + TB)) tokens"
 _pass
@@ -186,11 +204,14 @@ assert_eq "$(jq -c '.error | [.type, .code, .param]' "$BODY_FILE")" '["insuffici
 assert_header retry-after 3600
 
 # ---------------------------------------------------------------- (d), and B's leases back
-note "(d) B stops: its records written, its leases given back"
-kill -TERM "$GWPID"
-_wait_exit "$GWPID" 30 || fail "the gateway did not stop"
-assert_eq "$_EXIT" 0 "the gateway exits 0"
+note "(d) B and C stop: their records written, their leases given back"
+for p in "$GWPID" "$GWC"; do
+    kill -TERM "$p"
+    _wait_exit "$p" 30 || fail "a gateway did not stop"
+    assert_eq "$_EXIT" 0 "the gateway exits 0"
+done
 assert_file_lacks "$E2E_TMP/gw.err" "ERROR: AddressSanitizer"
+assert_file_lacks "$E2E_TMP/gwc.err" "ERROR: AddressSanitizer"
 # what B held is A's now: it serves until within one reservation of the quota (A believes a
 # refusal for a second before it asks the store again, so ask until then)
 use_up() {
