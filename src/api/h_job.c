@@ -324,67 +324,145 @@ int h_quota_get(api_ctx *c, gp_err *err) {
     return rc ? rc : quota_reply(c, &q, err);
 }
 
-/* Check `next` against the tenant (project ceilings) or against its projects (tenant ceiling). */
-static int quota_consistent(store_tx *tx, const api_scope *sc, int project, const quota_set *next,
-                            gp_err *err) {
-    quota_set other;
+/* What quota q guarantees of one kind (0 its own guaranteed_gpus, 1 class `name`'s, 2 pool
+ * `name`'s), QUOTA_NONE when nothing: for a project, its part of its tenant's (step 6b). */
+static int64_t part_of(const quota_set *q, int kind, const char *name) {
+    int k;
+    if (kind == 0) return q->guarantee;
+    if (kind == 1) return (k = quota_gclass(q, name)) >= 0 ? q->gclass_g[k] : QUOTA_NONE;
+    return (k = quota_gpool(q, name)) >= 0 ? q->gpool_g[k] : QUOTA_NONE;
+}
+
+static const char *const part_what[] = {"guarantee", "guarantee of class", "guarantee in pool"};
+
+/* Every project's stored quota of tenant sc->t but `skip` (NULL: none): *out (caller frees). */
+static int project_quotas(store_tx *tx, const api_scope *sc, const char *skip, quota_set **out,
+                          char (**names)[64], int *nq, gp_err *err) {
     tenancy_project *ps;
     int n, rc;
-    if (project) {
-        if (next->kept || next->weight != 1 || next->ngclass || next->ngpool)
-            return gp_err_set(err, GP_EINVALID,
-                              "kept_gpus, borrow_weight, class_guarantees and pool_guarantees "
-                              "are a tenant's; a project has a part of its tenant's guarantee "
-                              "(guaranteed_gpus)");
-        if ((rc = quota_load(tx, sc->t.id, NULL, &other, err)) ||
-            (rc = quota_within(next, &other, err)))
-            return rc;
-        if (next->guarantee == QUOTA_NONE) return GP_OK;
-        /* a project's part of its tenant's guarantee: the parts add up to it at most */
-        if (other.guarantee == QUOTA_NONE)
+    *out = NULL;
+    *names = NULL;
+    *nq = 0;
+    if ((rc = tenancy_project_list(tx, &sc->t, &ps, &n, err))) return rc;
+    quota_set *qs = calloc((size_t)n + 1, sizeof *qs);
+    char(*nm)[64] = calloc((size_t)n + 1, sizeof *nm);
+    if (!qs || !nm) rc = gp_err_set(err, GP_ENOMEM, NULL);
+    for (int i = 0; !rc && i < n; i++)
+        if (!skip || strcmp(ps[i].id, skip)) {
+            snprintf(nm[*nq], sizeof nm[0], "%s", ps[i].name);
+            rc = quota_load(tx, sc->t.id, ps[i].id, &qs[(*nq)++], err);
+        }
+    free(ps);
+    if (rc) {
+        free(qs);
+        free(nm);
+        *nq = 0;
+        return rc;
+    }
+    *out = qs;
+    *names = nm;
+    return GP_OK;
+}
+
+/*
+ * A project's parts of its tenant's guarantees (its own, a class's, a pool's; sched.h steps
+ * 6b-6d): each names one its tenant has, and with the other projects' parts of it adds up to
+ * it at most.  `tenant` is the tenant's quota, ps[0..n) the other projects'.
+ */
+static int parts_fit(const api_scope *sc, const quota_set *next, const quota_set *tenant,
+                     const quota_set *ps, int n, gp_err *err) {
+    int ne = 1 + next->ngclass + next->ngpool;
+    for (int e = 0; e < ne; e++) {
+        int kind = e == 0 ? 0 : e <= next->ngclass ? 1 : 2;
+        const char *name = kind == 1   ? next->gclass_name[e - 1]
+                           : kind == 2 ? next->gpool_name[e - 1 - next->ngclass]
+                                       : "";
+        int64_t mine = part_of(next, kind, name), of = part_of(tenant, kind, name);
+        if (mine == QUOTA_NONE) continue;
+        if (of == QUOTA_NONE && kind == 0)
             return gp_err_set(err, GP_ECONFLICT,
                               "tenant %s has no guarantee: a project's guaranteed_gpus is a part "
                               "of its tenant's",
                               sc->t.name);
-        int64_t parts = next->guarantee;
-        quota_set pq;
-        if ((rc = tenancy_project_list(tx, &sc->t, &ps, &n, err))) return rc;
-        for (int i = 0; !rc && i < n; i++)
-            if (strcmp(ps[i].id, sc->p.id) &&
-                !(rc = quota_load(tx, sc->t.id, ps[i].id, &pq, err)) && pq.guarantee != QUOTA_NONE)
-                parts += pq.guarantee;
-        free(ps);
-        if (!rc && parts > other.guarantee)
-            rc = gp_err_set(err, GP_ECONFLICT,
-                            "the projects' parts would add up to %g GPUs, above tenant %s's "
-                            "guarantee of %g",
-                            (double)parts / 1000.0, sc->t.name, (double)other.guarantee / 1000.0);
+        if (of == QUOTA_NONE)
+            return gp_err_set(err, GP_ECONFLICT,
+                              "tenant %s has no %s %s: a project's is a part of its tenant's",
+                              sc->t.name, part_what[kind], name);
+        int64_t parts = mine;
+        for (int i = 0; i < n; i++)
+            if (part_of(&ps[i], kind, name) != QUOTA_NONE) parts += part_of(&ps[i], kind, name);
+        if (parts > of)
+            return gp_err_set(err, GP_ECONFLICT,
+                              "the projects' parts would add up to %g GPUs, above tenant %s's "
+                              "%s%s%s of %g",
+                              (double)parts / 1000.0, sc->t.name, part_what[kind],
+                              kind ? " " : "", name, (double)of / 1000.0);
+    }
+    return GP_OK;
+}
+
+/* Check `next` against the tenant (project ceilings) or against its projects (tenant ceiling). */
+static int quota_consistent(store_tx *tx, const api_scope *sc, int project, const quota_set *next,
+                            gp_err *err) {
+    quota_set other, *pqs;
+    char(*pnames)[64];
+    int n, rc;
+    if (project) {
+        int kept = next->kept != 0;
+        for (int i = 0; i < next->ngclass; i++) kept |= next->gclass_kept[i] != 0;
+        for (int i = 0; i < next->ngpool; i++) kept |= next->gpool_kept[i] != 0;
+        if (kept || next->weight != 1)
+            return gp_err_set(err, GP_EINVALID,
+                              "kept_gpus and borrow_weight are a tenant's; a project has parts "
+                              "of its tenant's guarantees (guaranteed_gpus, class_guarantees, "
+                              "pool_guarantees)");
+        if ((rc = quota_load(tx, sc->t.id, NULL, &other, err)) ||
+            (rc = quota_within(next, &other, err)))
+            return rc;
+        if (next->guarantee == QUOTA_NONE && !next->ngclass && !next->ngpool) return GP_OK;
+        if ((rc = project_quotas(tx, sc, sc->p.id, &pqs, &pnames, &n, err))) return rc;
+        rc = parts_fit(sc, next, &other, pqs, n, err);
+        free(pqs);
+        free(pnames);
         return rc;
     }
-    int64_t parts = 0;
-    rc = tenancy_project_list(tx, &sc->t, &ps, &n, err);
+    if ((rc = project_quotas(tx, sc, NULL, &pqs, &pnames, &n, err))) return rc;
     for (int i = 0; !rc && i < n; i++) {
-        rc = quota_load(tx, sc->t.id, ps[i].id, &other, err);
-        if (!rc && other.guarantee != QUOTA_NONE) parts += other.guarantee;
-        if (!rc && quota_within(&other, next, NULL) != GP_OK) {
+        if (quota_within(&pqs[i], next, NULL) != GP_OK) {
             /* only ceilings the project actually sets can conflict */
             int conflict = 0;
             for (int d = 0; d < QD__N; d++)
-                if (next->v[d] != QUOTA_NONE && other.v[d] != QUOTA_NONE && other.v[d] > next->v[d])
+                if (next->v[d] != QUOTA_NONE && pqs[i].v[d] != QUOTA_NONE && pqs[i].v[d] > next->v[d])
                     conflict = 1;
             if (conflict)
                 rc = gp_err_set(err, GP_ECONFLICT,
                                 "project %s has a higher ceiling than the new tenant ceiling; "
                                 "lower the project's first",
-                                ps[i].name);
+                                pnames[i]);
         }
     }
-    free(ps);
-    if (!rc && parts > 0 && (next->guarantee == QUOTA_NONE || next->guarantee < parts))
-        rc = gp_err_set(err, GP_ECONFLICT,
-                        "tenant %s's projects have parts of its guarantee adding up to %g GPUs; "
-                        "lower theirs first",
-                        sc->t.name, (double)parts / 1000.0);
+    /* the projects' parts of each of its guarantees: still within them */
+    for (int i = 0; !rc && i < n; i++) {
+        int ne = 1 + pqs[i].ngclass + pqs[i].ngpool;
+        for (int e = 0; !rc && e < ne; e++) {
+            int kind = e == 0 ? 0 : e <= pqs[i].ngclass ? 1 : 2;
+            const char *name = kind == 1   ? pqs[i].gclass_name[e - 1]
+                               : kind == 2 ? pqs[i].gpool_name[e - 1 - pqs[i].ngclass]
+                                           : "";
+            if (part_of(&pqs[i], kind, name) == QUOTA_NONE) continue;
+            int64_t parts = 0, of = part_of(next, kind, name);
+            for (int k = 0; k < n; k++)
+                if (part_of(&pqs[k], kind, name) != QUOTA_NONE) parts += part_of(&pqs[k], kind, name);
+            if (parts > 0 && (of == QUOTA_NONE || of < parts))
+                rc = gp_err_set(err, GP_ECONFLICT,
+                                "tenant %s's projects have parts of its %s%s%s adding up to %g "
+                                "GPUs; lower theirs first",
+                                sc->t.name, part_what[kind], kind ? " " : "", name,
+                                (double)parts / 1000.0);
+        }
+    }
+    free(pqs);
+    free(pnames);
     return rc;
 }
 

@@ -147,13 +147,16 @@ int h_share_project_get(api_ctx *c, gp_err *err) {
 }
 
 int h_share_project_patch(api_ctx *c, gp_err *err) {
-    static const char *const fields[] = {"guaranteed_gpus", "ceiling_gpus", NULL};
+    static const char *const fields[] = {"guaranteed_gpus", "ceiling_gpus", "class_guarantees",
+                                         "pool_guarantees", NULL};
     quota_set next;
     api_target(c->r, "share", c->sc.p.name, NULL, NULL);
     int rc = jx_only_fields(c->body, fields, err);
     if (rc) return rc;
     if (json_object_size(c->body) == 0)
-        return gp_err_set(err, GP_EINVALID, "name at least one of guaranteed_gpus, ceiling_gpus");
+        return gp_err_set(err, GP_EINVALID,
+                          "name at least one of guaranteed_gpus, ceiling_gpus, class_guarantees, "
+                          "pool_guarantees");
     json_t *patch = as_quota_patch(c->body);
     if (!patch) return gp_err_set(err, GP_ENOMEM, NULL);
     rc = api_quota_change(c, patch, 1, &next, err);

@@ -31,6 +31,8 @@ static const char usage[] =
     "  set --tenant T --project P [--guaranteed-gpus N] [--ceiling-gpus N]\n"
     "                              a project's part of its tenant's guarantee (the parts\n"
     "                              add up to it at most) and its ceiling (tenant-admins)\n"
+    "  set --tenant T --project P --class C|--pool P --guaranteed-gpus N|none\n"
+    "                              its part of its tenant's guarantee of class C / in pool P\n"
     "      --guaranteed-gpus: GPUs the tenant is entitled to (work above them is borrowed:\n"
     "      preemptible, and reclaimed when an owner needs its share); --kept-gpus: the part\n"
     "      of it never lent; --borrow-weight 1..1000: its weight among borrowers of idle\n"
@@ -117,15 +119,11 @@ static int s_run(cli_ctx *ctx, int argc, char **argv, int set) {
                         * {C: {...} | null}}, or pool_guarantees */
         const char *opt = cls ? "--class" : "--pool", *name = cls ? cls : pool;
         json_t *g = json_object_get(body, "guaranteed_gpus"), *k = json_object_get(body, "kept_gpus");
-        if (project || !*name || !g || (json_is_null(g) && k)) {
-            if (project)
-                rc = cli_error(CLI_USAGE, "share set: %s is a tenant's guarantee, not a project's",
-                               opt);
-            else
-                rc = cli_error(CLI_USAGE,
-                               "share set %s: give --guaranteed-gpus N [--kept-gpus N], or "
-                               "--guaranteed-gpus none to lift it",
-                               opt);
+        if (!*name || !g || (json_is_null(g) && k)) {
+            rc = cli_error(CLI_USAGE,
+                           "share set %s: give --guaranteed-gpus N [--kept-gpus N], or "
+                           "--guaranteed-gpus none to lift it",
+                           opt);
             goto out;
         }
         json_t *entry = json_is_null(g) ? json_null()

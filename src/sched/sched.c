@@ -95,11 +95,14 @@ typedef struct st {
     int64_t *tridle;         /* per tenant: of that, what its own work leaves unused, milli */
     /* projects' parts of their tenant's guarantee (share_mark_parts; sched.h step 6b): parts
      * of the tenant's own domain */
-    int64_t *ppart;          /* per project: its part, milli (0: none) */
+    int *dslot;              /* [ndom]: the domain's place among its tenant's: 0 its own, 1 + k
+                                its k-th class or pool guarantee (pix) */
+    int64_t *ppart;          /* [project x PSLOTS] (pix): its part of each of its tenant's
+                                domains, milli (0: none) */
     int64_t *prown;          /* per project: its work in its tenant's reservations in force */
-    int64_t *pbase;          /* per project: GPU use of its work in its tenant's own domain */
-    int64_t *tparts;         /* per tenant: the sum of its projects' parts */
-    int64_t *tspill;         /* per tenant: its work outside reservations beyond the parts */
+    int64_t *pbase;          /* [project x PSLOTS] (pix): GPU use of its work in each domain */
+    int64_t *tparts;         /* per domain: the sum of its projects' parts */
+    int64_t *tspill;         /* per domain: its work outside reservations beyond the parts */
     /* advance reservations (reserve.h; sched.h step 7) */
     rsv_count_use *ruse;     /* per reservation: the pool's work against a count */
     unsigned short **rslices; /* per count reservation of a class of slices: [3 x ngpus], the
@@ -320,10 +323,18 @@ static int rsv_in_force(const st *t, const sch_job *j) {
     return t->s->rsvs[i].tenant == t->s->projects[j->project].tenant ? i : -1;
 }
 
-/* Project p's work outside its tenant's reservations in force, beyond p's part (step 6b). */
-static int64_t proj_spill(const st *t, int p) {
-    int64_t out = t->pbase[p] - t->prown[p];
-    return out > t->ppart[p] ? out - t->ppart[p] : 0;
+/* Where project p's figures for domain d of its tenant are in ppart and pbase. */
+#define PSLOTS (1 + 2 * QUOTA_MAX_GCLASSES)
+static size_t pix(const st *t, int p, int d) {
+    return (size_t)p * PSLOTS + (size_t)t->dslot[d];
+}
+
+/* Project p's work in domain d outside its tenant's reservations in force (they count in its
+ * own domain), beyond p's part of d (step 6b). */
+static int64_t proj_spill(const st *t, int p, int d) {
+    size_t i = pix(t, p, d);
+    int64_t out = t->pbase[i] - (d < t->s->ntenants ? t->prown[p] : 0);
+    return out > t->ppart[i] ? out - t->ppart[i] : 0;
 }
 
 /* The domain of job j's work (step 6c): its class's guarantee of its tenant, else the
@@ -360,10 +371,10 @@ static void charge(st *t, const sch_job *j, int sign) {
     int ri = t->guarantees ? rsv_in_force(t, j) : -1, dm = t->guarantees ? dom_of(t, j) : tn;
     t->charges++;
     if (t->guarantees) t->held -= held_by(t, dm);
-    if (t->tspill) t->tspill[tn] -= proj_spill(t, p);
+    if (t->tspill) t->tspill[dm] -= proj_spill(t, p, dm);
     if (t->guarantees) {
         t->duse[dm] += sch_demand(s, j, QD_GPU_MILLI) * sign;
-        if (dm == tn) t->pbase[p] += sch_demand(s, j, QD_GPU_MILLI) * sign;
+        if (t->pbase) t->pbase[pix(t, p, dm)] += sch_demand(s, j, QD_GPU_MILLI) * sign;
     }
     if (ri >= 0) {
         t->tridle[tn] -= rsv_gap(t, ri);
@@ -379,7 +390,7 @@ static void charge(st *t, const sch_job *j, int sign) {
     int bc = SCH_CLASS_BASE(s->classes, j->cls);
     t->pcls[(size_t)p * s->nclasses + bc] += j->units * sign;
     t->tcls[(size_t)tn * s->nclasses + bc] += j->units * sign;
-    if (t->tspill) t->tspill[tn] += proj_spill(t, p);
+    if (t->tspill) t->tspill[dm] += proj_spill(t, p, dm);
     if (t->guarantees) t->held += held_by(t, dm);
 }
 
@@ -1550,8 +1561,7 @@ static int64_t geff(const st *t, int d) {
  * guarantee less what they hold, then less its projects' parts (a tenant's own domain): the
  * unassigned part. */
 static int64_t free_part(const st *t, int d) {
-    if (d >= t->s->ntenants) return gtee(t, d);
-    int64_t g = gtee(t, d), r = t->trsv ? t->trsv[d] : 0;
+    int64_t g = gtee(t, d), r = t->trsv && d < t->s->ntenants ? t->trsv[d] : 0;
     return share_unassigned(g > r ? g - r : 0, t->tparts[d]);
 }
 
@@ -1582,7 +1592,8 @@ static int dom_init(st *t) {
     t->dten = malloc(sizeof *t->dten * D);
     t->dcls = malloc(sizeof *t->dcls * D);
     t->dpool = malloc(sizeof *t->dpool * D);
-    if (!t->dpool) return -1;
+    t->dslot = malloc(sizeof *t->dslot * D);
+    if (!t->dpool || !t->dslot) return -1;
     if (pextra) {
         t->pdom = malloc(sizeof *t->pdom * (size_t)s->ntenants * (size_t)s->npools);
         t->jgp = calloc((size_t)s->njobs + 1, sizeof *t->jgp);
@@ -1606,9 +1617,11 @@ static int dom_init(st *t) {
     int nd = s->ntenants;
     for (int tn = 0; tn < s->ntenants; tn++) {
         const quota_set *q = &s->tenants[tn].quota;
+        int slot = 0;
         t->dten[tn] = tn;
         t->dcls[tn] = -1;
         t->dpool[tn] = -1;
+        t->dslot[tn] = slot++;
         t->dg[tn] = q->guarantee == QUOTA_NONE ? 0 : q->guarantee;
         t->dkept[tn] = q->guarantee == QUOTA_NONE ? 0 : q->kept;
         for (int k = 0; t->cdom && k < q->ngclass; k++)
@@ -1618,6 +1631,7 @@ static int dom_init(st *t) {
                 t->dten[nd] = tn;
                 t->dcls[nd] = c;
                 t->dpool[nd] = -1;
+                t->dslot[nd] = slot++;
                 t->dg[nd] = q->gclass_g[k];
                 t->dkept[nd] = q->gclass_kept[k];
                 nd++;
@@ -1630,6 +1644,7 @@ static int dom_init(st *t) {
                 t->dten[nd] = tn;
                 t->dcls[nd] = -1;
                 t->dpool[nd] = p;
+                t->dslot[nd] = slot++;
                 t->dg[nd] = q->gpool_g[k];
                 t->dkept[nd] = q->gpool_kept[k];
                 nd++;
@@ -1652,29 +1667,42 @@ static int dom_init(st *t) {
  */
 static int parts_init(st *t) {
     const sch_snapshot *s = t->s;
-    size_t P = (size_t)s->nprojects + 1, T = (size_t)s->ntenants + 1;
-    t->ppart = calloc(P, sizeof *t->ppart);
+    size_t P = (size_t)s->nprojects + 1, D = (size_t)t->ndom + 1;
+    t->ppart = calloc(P * PSLOTS, sizeof *t->ppart);
     t->prown = calloc(P, sizeof *t->prown);
-    t->pbase = calloc(P, sizeof *t->pbase);
-    t->tparts = calloc(T, sizeof *t->tparts);
-    int64_t *spill = calloc(T, sizeof *spill);
+    t->pbase = calloc(P * PSLOTS, sizeof *t->pbase);
+    t->tparts = calloc(D, sizeof *t->tparts);
+    int64_t *spill = calloc(D, sizeof *spill);
     if (!t->ppart || !t->prown || !t->pbase || !t->tparts || !spill) {
         free(spill);
         return -1;
     }
     for (int p = 0; p < s->nprojects; p++) {
-        int64_t g = s->projects[p].quota.guarantee;
-        t->ppart[p] = g == QUOTA_NONE || g < 0 ? 0 : g;
-        t->tparts[s->projects[p].tenant] += t->ppart[p];
+        const quota_set *pq = &s->projects[p].quota;
+        int tn = s->projects[p].tenant;
+        for (int d = 0; d < t->ndom; d++) {
+            if (t->dten[d] != tn) continue;
+            int64_t g = QUOTA_NONE;
+            int k;
+            if (d < s->ntenants) g = pq->guarantee; /* of its tenant's own */
+            else if (t->dcls[d] >= 0 && (k = quota_gclass(pq, s->classes[t->dcls[d]].name)) >= 0)
+                g = pq->gclass_g[k]; /* of a class's guarantee (step 6c) */
+            else if (t->dpool[d] >= 0 &&
+                     (k = quota_gpool(pq, s->pool_names[t->dpool[d]])) >= 0)
+                g = pq->gpool_g[k]; /* of a pool's (step 6d) */
+            t->ppart[pix(t, p, d)] = g == QUOTA_NONE || g < 0 ? 0 : g;
+            t->tparts[d] += t->ppart[pix(t, p, d)];
+        }
     }
     for (int i = 0; i < s->njobs; i++) {
         const sch_job *j = &s->jobs[i];
         if (j->state == SCH_PENDING) continue;
         if (rsv_in_force(t, j) >= 0) t->prown[j->project] += sch_demand(s, j, QD_GPU_MILLI);
-        if (dom_of(t, j) == s->projects[j->project].tenant)
-            t->pbase[j->project] += sch_demand(s, j, QD_GPU_MILLI);
+        t->pbase[pix(t, j->project, dom_of(t, j))] += sch_demand(s, j, QD_GPU_MILLI);
     }
-    for (int p = 0; p < s->nprojects; p++) spill[s->projects[p].tenant] += proj_spill(t, p);
+    for (int p = 0; p < s->nprojects; p++)
+        for (int d = 0; d < t->ndom; d++)
+            if (t->dten[d] == s->projects[p].tenant) spill[d] += proj_spill(t, p, d);
     t->tspill = spill; /* charge() keeps it from now on */
     return 0;
 }
@@ -1781,19 +1809,15 @@ static int mark_borrowed(st *t) {
             const sch_job *j = &s->jobs[m[k].job];
             int p = j->project;
             dem[k - k0] = sch_demand(s, j, QD_GPU_MILLI);
-            if (!own) { /* a class's guarantee: no parts */
-                proj[k - k0] = -1;
-                continue;
-            }
-            if (t->ppart[p] > 0 && pidx[p] < 0) {
+            int64_t part = t->ppart[pix(t, p, dm)];
+            if (part > 0 && pidx[p] < 0) {
                 pidx[p] = np;
-                parts[np++] = t->ppart[p];
-                present += t->ppart[p];
+                parts[np++] = part;
+                present += part;
             }
-            proj[k - k0] = t->ppart[p] > 0 ? pidx[p] : -1;
+            proj[k - k0] = part > 0 ? pidx[p] : -1;
         }
-        parts[np] = own ? t->tparts[dm] - present : 0; /* the idle projects' parts: not
-                                                           unassigned */
+        parts[np] = t->tparts[dm] - present; /* the idle projects' parts: not unassigned */
         int64_t g = gtee(t, dm), r = t->trsv && own ? t->trsv[dm] : 0;
         t->dborrowed[dm] = share_mark_parts(g > r ? g - r : 0, parts, np + 1, proj, dem, hi - k0,
                                             used, out);
@@ -1837,9 +1861,9 @@ static int borrow_ok(const st *t, const sch_job *j, char *why, size_t n) {
     if (dm == tn && t->tridle && t->tridle[tn] > 0)
         at = (size_t)snprintf(rsvd, sizeof rsvd, " (%g of it held unused by its reservations)",
                               (double)t->tridle[tn] / 1000.0);
-    if (dm == tn && t->ppart[j->project] > 0 && at < sizeof rsvd)
+    if (t->ppart[pix(t, j->project, dm)] > 0 && at < sizeof rsvd)
         snprintf(rsvd + at, sizeof rsvd - at, " (project %s's part of it, %g GPUs, in use)",
-                 s->projects[j->project].name, (double)t->ppart[j->project] / 1000.0);
+                 s->projects[j->project].name, (double)t->ppart[pix(t, j->project, dm)] / 1000.0);
     else if (dm == tn && t->pdom && s->tenants[tn].quota.ngpool && at < sizeof rsvd)
         snprintf(rsvd + at, sizeof rsvd - at, " (and its guarantees in the pools open to it)");
     snprintf(why, n,
@@ -1857,10 +1881,10 @@ static int owned_now(const st *t, const sch_job *j) {
     if (!t->guarantees) return 0;
     if (rsv_in_force(t, j) >= 0) return 1; /* its reservation's work (step 7a) */
     int dm = dom_of(t, j);
-    if (dm != tn) return t->duse[dm] <= gtee(t, dm); /* a class's guarantee (step 6c) */
-    if (t->ppart[p] > 0 && proj_spill(t, p) == 0) return 1; /* within its project's part */
-    if (s->tenants[tn].quota.guarantee == QUOTA_NONE && geff(t, tn) <= 0) return 0;
-    return t->tspill[tn] <= free_part(t, tn);
+    /* within its project's part of its domain (the tenant's own, a class's or a pool's) */
+    if (t->ppart[pix(t, p, dm)] > 0 && proj_spill(t, p, dm) == 0) return 1;
+    if (dm == tn && s->tenants[tn].quota.guarantee == QUOTA_NONE && geff(t, tn) <= 0) return 0;
+    return t->tspill[dm] <= free_part(t, dm);
 }
 
 /* Would j, not charged yet, be borrowed (its tenant's use with it above its guarantee)? */
@@ -1870,12 +1894,12 @@ static int would_borrow(const st *t, const sch_job *j) {
     if (!t->guarantees || rsv_in_force(t, j) >= 0) return 0;
     int64_t d = sch_demand(s, j, QD_GPU_MILLI), over = d;
     int dm = dom_of(t, j);
-    if (dm != tn) return t->duse[dm] + d > gtee(t, dm); /* a class's guarantee (step 6c) */
-    if (t->ppart[p] > 0) {
-        over = share_spill(t->ppart[p], t->pbase[p] - t->prown[p], d);
-        if (over == 0) return 0; /* within its project's part (step 6b) */
+    size_t pi = pix(t, p, dm);
+    if (t->ppart[pi] > 0) {
+        over = share_spill(t->ppart[pi], t->pbase[pi] - (dm == tn ? t->prown[p] : 0), d);
+        if (over == 0) return 0; /* within its project's part of its domain (step 6b) */
     }
-    return t->tspill[tn] + over > free_part(t, tn);
+    return t->tspill[dm] + over > free_part(t, dm);
 }
 
 /*
@@ -2068,8 +2092,8 @@ static int preempt_for(st *t, const sch_job *j, const unsigned char *gone, sch_u
             if (!b && t->jrestr && vt != me && t->dborrowed[dom_of(t, v)] > 0) b = 1;
             /* a sibling project's borrowed work too: it spills over the parts (step 6b) */
             if (!b ||
-                (vt == me && (v->project == j->project || !t->tparts[me] ||
-                              dom_of(t, v) != me || dom_of(t, j) != me)) ||
+                (vt == me && (v->project == j->project || dom_of(t, v) != dom_of(t, j) ||
+                              !t->tparts[dom_of(t, j)])) ||
                 (reclaim == 1 && capped(s, v)))
                 continue;
             over = t->tborrowed[vt] * 1000 / (s->tenants[vt].quota.weight > 0
@@ -2087,7 +2111,8 @@ static int preempt_for(st *t, const sch_job *j, const unsigned char *gone, sch_u
         if (reclaim) {
             int vt = s->projects[v->project].tenant, vp = v->project, vd = dom_of(t, v);
             int64_t d = sch_demand(s, v, QD_GPU_MILLI);
-            if (vt == me ? t->pbase[vp] - t->prown[vp] - d < t->ppart[vp]
+            if (vt == me ? t->pbase[pix(t, vp, vd)] - (vd == me ? t->prown[vp] : 0) - d <
+                               t->ppart[pix(t, vp, vd)]
                          : owned_use(t, vd) - d < geff(t, vd))
                 continue; /* it would take its tenant below its guarantee (its project below
                              its part; a class's guarantee below it) */
@@ -2189,6 +2214,7 @@ static void st_free(st *t) {
     free(t->dten);
     free(t->dcls);
     free(t->dpool);
+    free(t->dslot);
     free(t->pdom);
     free(t->jgp);
     free(t->dg);

@@ -108,6 +108,7 @@ static int tenant_marks(store_tx *tx, const char *tenant_id, int64_t g, const qu
     tjob *js = NULL;
     int nj = 0, cap = 0, np = 0, pcap = 0, rc;
     char(*pid)[64] = NULL;
+    quota_set *pqs = NULL; /* each project's quota: its parts of each domain */
     int64_t *part = NULL, *dem = NULL, *used = NULL;
     int *proj = NULL;
     unsigned char *mk = NULL;
@@ -125,20 +126,23 @@ static int tenant_marks(store_tx *tx, const char *tenant_id, int64_t g, const qu
         quota_set q;
         int ok = j && quota_parse(j, &q, NULL) == GP_OK;
         json_decref(j);
-        if (!ok || q.guarantee == QUOTA_NONE || q.guarantee <= 0) continue;
+        if (!ok || ((q.guarantee == QUOTA_NONE || q.guarantee <= 0) && !q.ngclass && !q.ngpool))
+            continue; /* no part of anything */
         if (np == pcap) {
             pcap = pcap ? pcap * 2 : 8;
             void *m1 = realloc(pid, sizeof *pid * (size_t)pcap);
             if (m1) pid = m1;
             void *m2 = realloc(part, sizeof *part * (size_t)(pcap + 1));
             if (m2) part = m2;
-            if (!m1 || !m2) {
+            void *m3 = realloc(pqs, sizeof *pqs * (size_t)pcap);
+            if (m3) pqs = m3;
+            if (!m1 || !m2 || !m3) {
                 rc = gp_err_set(err, GP_ENOMEM, NULL);
                 break;
             }
         }
         snprintf(pid[np], sizeof pid[np], "%s", store_text(s, 0));
-        part[np++] = q.guarantee;
+        pqs[np++] = q;
     }
     store_done(s);
     if (rc < 0) goto done;
@@ -195,22 +199,32 @@ static int tenant_marks(store_tx *tx, const char *tenant_id, int64_t g, const qu
         goto done;
     }
     /* each domain's jobs in start order: the tenant's own (-1), then each class guarantee,
-     * then each pool's */
+     * then each pool's; its projects' parts of it (step 6b) */
     for (int dm = -1; dm < (cq ? cq->ngclass + cq->ngpool : 0); dm++) {
         int k = 0;
+        for (int p = 0; p < np; p++) {
+            int64_t x = QUOTA_NONE;
+            int e;
+            if (dm < 0) x = pqs[p].guarantee;
+            else if (dm < cq->ngclass && (e = quota_gclass(&pqs[p], cq->gclass_name[dm])) >= 0)
+                x = pqs[p].gclass_g[e];
+            else if (dm >= cq->ngclass &&
+                     (e = quota_gpool(&pqs[p], cq->gpool_name[dm - cq->ngclass])) >= 0)
+                x = pqs[p].gpool_g[e];
+            part[p] = x == QUOTA_NONE || x < 0 ? 0 : x;
+        }
         for (int i = 0; i < m; i++) {
             const tjob *t = &js[nr + i];
             if (t->dom != dm) continue;
             dem[k] = t->demand;
             proj[k] = -1;
-            for (int p = 0; dm < 0 && p < np; p++)
-                if (!strcmp(pid[p], t->project)) proj[k] = p;
+            for (int p = 0; p < np; p++)
+                if (!strcmp(pid[p], t->project) && part[p] > 0) proj[k] = p;
             k++;
         }
-        *borrowed += dm < 0 ? share_mark_parts(outside_gtee(g, f), part, np, proj, dem, k, used, mk)
-                            : share_mark(dm < cq->ngclass ? cq->gclass_g[dm]
-                                                          : cq->gpool_g[dm - cq->ngclass],
-                                         dem, k, mk);
+        int64_t gd = dm < 0 ? outside_gtee(g, f)
+                     : dm < cq->ngclass ? cq->gclass_g[dm] : cq->gpool_g[dm - cq->ngclass];
+        *borrowed += share_mark_parts(gd, part, np, proj, dem, k, used, mk);
         for (int i = 0, x = 0; i < m; i++)
             if (js[nr + i].dom == dm) js[nr + i].borrowed = mk[x++];
     }
@@ -221,6 +235,7 @@ static int tenant_marks(store_tx *tx, const char *tenant_id, int64_t g, const qu
 done:
     free(js);
     free(pid);
+    free(pqs);
     free(part);
     free(dem);
     free(used);
@@ -665,7 +680,32 @@ int share_project_view(store_tx *tx, const char *tenant_id, const char *project_
                      pq.guarantee != QUOTA_NONE ? gpus(pq.guarantee) : json_null(),
                      "tenant_guaranteed_gpus", has_t ? gpus(q->guarantee) : json_null(),
                      "in_use_gpus", gpus(used), "borrowed_gpus", gpus(borrowed), "applies", any);
-    if (!*out) rc = gp_err_set(err, GP_ENOMEM, NULL);
+    /* its parts of its tenant's guarantees of a class and in a pool (steps 6b-6d) */
+    json_t *cls = json_array(), *pls = json_array();
+    for (int c = 0; cls && c < pq.ngclass; c++) {
+        int k = q ? quota_gclass(q, pq.gclass_name[c]) : -1;
+        json_array_append_new(cls, json_pack("{s:s,s:o,s:o}", "class", pq.gclass_name[c],
+                                             "guaranteed_gpus", gpus(pq.gclass_g[c]),
+                                             "tenant_guaranteed_gpus",
+                                             k >= 0 ? gpus(q->gclass_g[k]) : json_null()));
+    }
+    for (int c = 0; pls && c < pq.ngpool; c++) {
+        int k = q ? quota_gpool(q, pq.gpool_name[c]) : -1;
+        json_array_append_new(pls, json_pack("{s:s,s:o,s:o}", "pool", pq.gpool_name[c],
+                                             "guaranteed_gpus", gpus(pq.gpool_g[c]),
+                                             "tenant_guaranteed_gpus",
+                                             k >= 0 ? gpus(q->gpool_g[k]) : json_null()));
+    }
+    if (*out) { /* (set_new takes each, added or not) */
+        int bad = !cls || !pls;
+        bad |= json_object_set_new(*out, "class_guarantees", cls) != 0;
+        bad |= json_object_set_new(*out, "pool_guarantees", pls) != 0;
+        if (bad) rc = gp_err_set(err, GP_ENOMEM, NULL);
+    } else {
+        json_decref(cls);
+        json_decref(pls);
+        rc = gp_err_set(err, GP_ENOMEM, NULL);
+    }
 done:
     rsv_forces_free(fs, nf);
     free(ts);

@@ -6,9 +6,9 @@
 # them kept) and nothing else; blue is guaranteed 4 GPUs of any class.
 #
 #  1. the class guarantee through `share set --class` and the quota: set, shown, refused when
-#     it breaks a rule (above the ceiling with the tenant's own guarantee, kept above it, on a
-#     project, by a tenant-admin, a CLI call without a guarantee), each refusal changing
-#     nothing;
+#     it breaks a rule (above the ceiling with the tenant's own guarantee, kept above it, a
+#     project's part above it or of a class the tenant has none of, kept on a project, by a
+#     tenant-admin, a CLI call without a guarantee), each refusal changing nothing;
 #  2. blue runs 4 A100 and 4 H100 jobs: its guarantee covers the first 4, it borrows 2 H100s,
 #     and the 2 others wait (borrow_limit): red's kept 2 are never lent;
 #  3. red's project-user (no right to preempt) submits 4 H100 jobs: 2 start on the kept
@@ -72,12 +72,16 @@ assert_file_contains "$ERR_FILE" "keeps 2 GPUs, more than its guaranteed_gpus 1"
 gp share set --tenant red --class h100.1x --kept-gpus 1
 assert_rc 2
 assert_file_contains "$ERR_FILE" "give --guaranteed-gpus N"
-gp share set --tenant red --project p --class h100.1x --guaranteed-gpus 1
-assert_rc 2
-assert_file_contains "$ERR_FILE" "not a project's"
-api PATCH /api/v1/tenants/red/projects/p/quota '{"class_guarantees":{"h100.1x":{"guaranteed_gpus":1}}}'
+# a project's part of the class's guarantee: within it, of one the tenant has, kept a tenant's
+gp share set --tenant red --project p --class h100.1x --guaranteed-gpus 5
+assert_rc 1
+assert_file_contains "$ERR_FILE" "the projects' parts would add up to 5 GPUs, above tenant red's guarantee of class h100.1x of 4"
+gp share set --tenant red --project p --class a100.1x --guaranteed-gpus 1
+assert_rc 1
+assert_file_contains "$ERR_FILE" "tenant red has no guarantee of class a100.1x: a project's is a part of its tenant's"
+api PATCH /api/v1/tenants/red/projects/p/quota '{"class_guarantees":{"h100.1x":{"guaranteed_gpus":1,"kept_gpus":1}}}'
 assert_status 400
-assert_json .error.message "kept_gpus, borrow_weight, class_guarantees and pool_guarantees are a tenant's; a project has a part of its tenant's guarantee (guaranteed_gpus)" "$BODY_FILE"
+assert_json .error.message "kept_gpus and borrow_weight are a tenant's; a project has parts of its tenant's guarantees (guaranteed_gpus, class_guarantees, pool_guarantees)" "$BODY_FILE"
 api PATCH /api/v1/tenants/red/shares '{"class_guarantees":{"h100.1x":{"guaranteed_gpus":2,"weight":1}}}'
 assert_status 400
 as "$RA" share set --tenant red --class h100.1x --guaranteed-gpus 6

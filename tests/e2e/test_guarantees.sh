@@ -76,7 +76,7 @@ assert_rc 1
 assert_file_contains "$ERR_FILE" "the projects' parts would add up to 5 GPUs, above tenant blue's guarantee of 4"
 gp quota set --tenant blue --project p --guaranteed-gpus 1 --kept-gpus 1
 assert_rc 1
-assert_file_contains "$ERR_FILE" "class_guarantees and pool_guarantees are a tenant's"
+assert_file_contains "$ERR_FILE" "kept_gpus and borrow_weight are a tenant's"
 # a tenant-admin may not give its tenant a guarantee
 as "$BA" quota set --tenant blue --guaranteed-gpus 6
 assert_denied 403

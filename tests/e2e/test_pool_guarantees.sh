@@ -8,8 +8,9 @@
 #
 #  1. the pool guarantee through `share set --pool` and the quota: set, shown, refused when it
 #     breaks a rule (above the ceiling with the tenant's other guarantees, --pool with --class,
-#     on a project, by a tenant-admin, a CLI call without a guarantee), each refusal changing
-#     nothing;
+#     a project's part above it or of a pool the tenant has none in, kept on a project, by a
+#     tenant-admin, a CLI call without a guarantee), each refusal changing nothing; project p
+#     takes all of it as its part (its jobs below run within it);
 #  2. blue runs 8 jobs on both pools: its guarantee covers 2, it borrows 6;
 #  3. red's project-user (no right to preempt) submits 4 jobs: admission gives them east, they
 #     reclaim blue's work there and run there, within two rounds; blue keeps its guarantee and
@@ -17,7 +18,8 @@
 #  4. red's fifth job is above east's guarantee and red has none of its own: it would borrow,
 #     nothing is idle, it waits, says so, and stops nobody; with 5 in east it is given east
 #     (job show's guarantee_pool), where red's own work leaves no room: it waits there;
-#  5. lifting the pool guarantee (none), audited.
+#  5. lifting the pool guarantee (none): refused while the project's part stands, then
+#     audited.
 #
 #   GPUPOOL_BIN=/path/to/gpupool bash tests/e2e/test_pool_guarantees.sh
 . "$(dirname "$0")/lib.sh"
@@ -80,12 +82,20 @@ assert_file_contains "$ERR_FILE" "share set --pool: give --guaranteed-gpus N"
 gp share set --tenant red --pool east --class a100.1x --guaranteed-gpus 1
 assert_rc 2
 assert_file_contains "$ERR_FILE" "--class or --pool, not both"
-gp share set --tenant red --project p --pool east --guaranteed-gpus 1
-assert_rc 2
-assert_file_contains "$ERR_FILE" "--pool is a tenant's guarantee, not a project's"
-api PATCH /api/v1/tenants/red/projects/p/quota '{"pool_guarantees":{"east":{"guaranteed_gpus":1}}}'
+# a project's part of the pool's guarantee: within it, of one the tenant has, kept a tenant's
+gp share set --tenant red --project p --pool east --guaranteed-gpus 5
+assert_rc 1
+assert_file_contains "$ERR_FILE" "the projects' parts would add up to 5 GPUs, above tenant red's guarantee in pool east of 4"
+gp share set --tenant red --project p --pool west --guaranteed-gpus 1
+assert_rc 1
+assert_file_contains "$ERR_FILE" "tenant red has no guarantee in pool west: a project's is a part of its tenant's"
+api PATCH /api/v1/tenants/red/projects/p/quota '{"pool_guarantees":{"east":{"guaranteed_gpus":1,"kept_gpus":1}}}'
 assert_status 400
-assert_json .error.message "kept_gpus, borrow_weight, class_guarantees and pool_guarantees are a tenant's; a project has a part of its tenant's guarantee (guaranteed_gpus)" "$BODY_FILE"
+assert_json .error.message "kept_gpus and borrow_weight are a tenant's; a project has parts of its tenant's guarantees (guaranteed_gpus, class_guarantees, pool_guarantees)" "$BODY_FILE"
+gp -o json share set --tenant red --project p --pool east --guaranteed-gpus 4 # all of it: p's
+assert_rc 0
+assert_json '.pool_guarantees | map("\(.pool) \(.guaranteed_gpus) \(.tenant_guaranteed_gpus)") | join(",")' \
+    "east 4 4" "$OUT_FILE"
 api PATCH /api/v1/tenants/red/shares '{"pool_guarantees":"east"}'
 assert_status 400
 api PATCH /api/v1/tenants/red/shares '{"pool_guarantees":{"east":{"guaranteed_gpus":2,"weight":1}}}'
@@ -188,7 +198,12 @@ assert_eq "$(running_of "$BU" blue)" 4 "red's own work in east is nobody's to re
 as "$RU" job cancel --tenant red --project p "$R5"
 assert_rc 0
 
-note "lifting the pool guarantee, audited"
+note "lifting the pool guarantee (its project's part first), audited"
+gp share set --tenant red --pool east --guaranteed-gpus none
+assert_rc 1
+assert_file_contains "$ERR_FILE" "tenant red's projects have parts of its guarantee in pool east adding up to 4 GPUs; lower theirs first"
+gp share set --tenant red --project p --pool east --guaranteed-gpus none
+assert_rc 0
 gp -o json share set --tenant red --pool east --guaranteed-gpus none
 assert_rc 0
 assert_json '.pool_guarantees | length' 0 "$OUT_FILE"

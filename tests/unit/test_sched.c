@@ -1906,8 +1906,9 @@ static void pool_guarantees(void **state) {
 
 /*
  * Property (sched.h step 6d): random fleets over two pools with one class on both; red is
- * guaranteed some GPUs in pool east (index 0) and maybe some of its own, blue and green some
- * of their own; random arrivals and ends.  Every round passes sch_check; a job given a pool
+ * guaranteed some GPUs in pool east (index 0), in half the trials split into its two
+ * projects' parts, and maybe some of its own, blue and green some of their own; random
+ * arrivals and ends.  Every round passes sch_check; a job given a pool
  * is placed only there; a reclaim's victim runs where its beneficiary may go and never takes
  * its domain below its guarantee, and no job is reclaimed twice for the same capacity; every
  * round leaves a state from which rounds with no change reach a fixpoint (settles()); and once
@@ -1921,14 +1922,16 @@ static int pdom_of(const world *w, const sch_job *j, int pool) {
 static void pool_guarantees_property(void **state) {
     (void)state;
     unsigned seed = 0x5bd1e995u;
-    int reclaims = 0, given = 0;
+    int reclaims = 0, given = 0, parts = 0, sibling = 0;
     for (int trial = 0; trial < 300; trial++) {
         world w;
         w_init(&w);
         w.nt = 3;
-        w.np = 3;
+        w.np = 4;
         w.projects[2].tenant = 2;
         w.projects[2].name = "green-p";
+        w.projects[3].tenant = 0; /* red's second project: parts of east's guarantee */
+        w.projects[3].name = "red-q";
         int nodes = 2 + (int)(rnd(&seed) % 3), ngpu = 0;
         for (int n = 0; n < nodes; n++) {
             int k = 2 + (int)(rnd(&seed) % 5);
@@ -1946,13 +1949,22 @@ static void pool_guarantees_property(void **state) {
         snprintf(red->gpool_name[0], 64, "east");
         red->gpool_g[0] = 1000 * (int64_t)(1 + rnd(&seed) % 4);
         if (rnd(&seed) % 3 == 0) red->gpool_kept[0] = red->gpool_g[0] / 2;
+        if (rnd(&seed) % 2) { /* red's projects take parts of east's, some of it or all */
+            quota_set *p0 = &w.projects[0].quota, *p3 = &w.projects[3].quota;
+            p0->ngpool = p3->ngpool = 1;
+            snprintf(p0->gpool_name[0], 64, "east");
+            snprintf(p3->gpool_name[0], 64, "east");
+            p0->gpool_g[0] = 1000 * (int64_t)(rnd(&seed) % (unsigned)(red->gpool_g[0] / 1000 + 1));
+            p3->gpool_g[0] = rnd(&seed) % 2 ? red->gpool_g[0] - p0->gpool_g[0] : 0;
+            parts++;
+        }
         int last[MAXJ], epoch = 0;
         for (int i = 0; i < MAXJ; i++) last[i] = -1;
         for (int round = 0; round < 20; round++) {
             int changed = 0;
             if (round < 12)
                 for (int k = (int)(rnd(&seed) % 4); k > 0 && w.nj < MAXJ; k--, changed = 1) {
-                    int j = w_job(&w, (int)(rnd(&seed) % 3), rnd(&seed) % 3 ? c1 : c2,
+                    int j = w_job(&w, (int)(rnd(&seed) % 4), rnd(&seed) % 3 ? c1 : c2,
                                   1 + (int)(rnd(&seed) % 2), (int)(rnd(&seed) % 2) * 10,
                                   100 * round + k);
                     w.jobs[j].preemptible = rnd(&seed) % 2;
@@ -2009,6 +2021,8 @@ static void pool_guarantees_property(void **state) {
                 }
                 if (w.projects[by->project].tenant != w.projects[x->project].tenant)
                     lost[pdom_of(&w, x, pool_of(&w, d->job))] = 1;
+                else /* a sibling's, in the same domain: only with parts of it */
+                    sibling++, assert_int_not_equal(by->project, x->project);
                 if (last[d->job] == epoch)
                     fail_msg("trial %d: job %s reclaimed twice for the same capacity", trial, x->id);
                 last[d->job] = epoch;
@@ -2030,10 +2044,81 @@ static void pool_guarantees_property(void **state) {
         assert_int_equal(r.placed + r.preempted, 0); /* settled */
         sch_result_free(&r);
     }
-    printf("pool guarantees: %d reclaims, %d jobs placed where admission gave them\n", reclaims,
-           given);
+    printf("pool guarantees: %d reclaims (%d of a sibling project's, %d trials with parts), %d "
+           "jobs placed where admission gave them\n",
+           reclaims, sibling, parts, given);
     assert_true(reclaims > 0);
     assert_true(given > 0);
+}
+
+/*
+ * Projects' parts of a pool's guarantee (steps 6b, 6d): red is guaranteed 4 GPUs in east,
+ * 3 of them project 0's part and 1 project 2's; blue (4 of its own) may not use east.
+ * Project 0 runs 4 in east (the fourth borrowed, on its sibling's idle part: west is full of
+ * blue's); project 2's job is given east, owned within its part, and takes that one back;
+ * blue's work is not touched.
+ */
+static void pool_guarantee_parts(void **state) {
+    (void)state;
+    world w;
+    sch_result r;
+    w_init(&w);
+    w.np = 3; /* project 2: red's second */
+    w_node(&w, 4, 0, SCH_WHOLE, 64, 512, 0); /* east */
+    w_node(&w, 4, 0, SCH_WHOLE, 64, 512, 1); /* west */
+    int c = w_class(&w, "a100.1x", SCH_WHOLE, 1, 1, 1, 0);
+    quota_set *red = &w.tenants[0].quota, *blue = &w.tenants[1].quota;
+    red->ngpool = 1;
+    snprintf(red->gpool_name[0], 64, "east");
+    red->gpool_g[0] = 4000;
+    blue->guarantee = 4000;
+    for (int p = 0; p <= 2; p += 2) {
+        quota_set *pq = &w.projects[p].quota;
+        pq->ngpool = 1;
+        snprintf(pq->gpool_name[0], 64, "east");
+        pq->gpool_g[0] = p == 0 ? 3000 : 1000;
+    }
+    w.pool_ok[1][0] = 0; /* blue may not use east: its 4 owned jobs fill west */
+    int a[4], bj[4];
+    for (int i = 0; i < 4; i++) a[i] = w_job(&w, 0, c, 1, 10, i);
+    for (int i = 0; i < 4; i++) bj[i] = w_job(&w, 1, c, 1, 10, 10 + i);
+    round_ok(&w, &r);
+    for (int i = 0; i < 4; i++) { /* the fourth, borrowed, finds room in east only */
+        assert_int_equal(dec(&r, a[i])->action, SCH_DO_PLACE);
+        assert_int_equal(w.nodes[w.gpus[dec(&r, a[i])->units[0].gpu[0]].node].pool, 0);
+        assert_int_equal(dec(&r, bj[i])->action, SCH_DO_PLACE);
+    }
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    round_ok(&w, &r);
+    assert_int_equal(r.placed + r.preempted, 0);
+    assert_int_equal(r.borrowed[0], 1000); /* project 0's fourth: above its part, on 2's */
+    sch_result_free(&r);
+    int q = w_job(&w, 2, c, 1, 10, 20);
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, q)->action, SCH_DO_WAIT_PREEMPT);
+    assert_true(dec(&r, q)->reclaim);
+    assert_int_equal(dec(&r, q)->gpool, 1);
+    int victims = 0;
+    for (int i = 0; i < r.n; i++)
+        if (r.d[i].action == SCH_DO_PREEMPT) {
+            victims++;
+            assert_int_equal(r.d[i].job, a[3]); /* the newest of project 0's, in east */
+            if (!strstr(r.d[i].reason, "above project red-p's part"))
+                fail_msg("reason: %s", r.d[i].reason);
+        }
+    assert_int_equal(victims, 1);
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    round_ok(&w, &r);
+    assert_int_equal(dec(&r, q)->action, SCH_DO_PLACE);
+    assert_false(dec(&r, q)->borrowed);
+    w_apply(&w, &r);
+    sch_result_free(&r);
+    round_ok(&w, &r);
+    assert_int_equal(r.borrowed[0], 0); /* each within its part */
+    assert_int_equal(r.placed + r.preempted, 0);
+    sch_result_free(&r);
 }
 
 int main(void) {
@@ -2066,6 +2151,7 @@ int main(void) {
         cmocka_unit_test(class_guarantees),
         cmocka_unit_test(pool_guarantees),
         cmocka_unit_test(pool_guarantees_property),
+        cmocka_unit_test(pool_guarantee_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
