@@ -1549,12 +1549,11 @@ static int commit_all(store_t *st, snap *n, const sch_result *r, round_stats *st
 static int share_dom(const snap *n, const int *off, const sch_job *j, const sch_unit *u0) {
     int tn = n->projects[j->project].tenant;
     const quota_set *q = &n->tenants[tn].quota;
-    if (j->reservation) return tn;
-    int k = q->ngclass ? quota_gclass(q, n->classes[SCH_CLASS_BASE(n->classes, j->cls)].name) : -1;
-    if (k >= 0) return n->s.ntenants + off[tn] + k;
+    int kc = q->ngclass ? quota_gclass(q, n->classes[SCH_CLASS_BASE(n->classes, j->cls)].name) : -1;
     int pl = u0 && q->ngpool ? n->nodes[n->gpus[u0->gpu[0]].node].pool : -1;
-    k = pl >= 0 && pl < n->s.npools ? quota_gpool(q, n->pools[pl]) : -1;
-    return k >= 0 ? n->s.ntenants + off[tn] + q->ngclass + k : tn;
+    int kp = pl >= 0 && pl < n->s.npools ? quota_gpool(q, n->pools[pl]) : -1;
+    int k = share_domain(j->reservation != 0, kc, kp >= 0 ? q->ngclass + kp : -1);
+    return k >= 0 ? n->s.ntenants + off[tn] + k : tn;
 }
 
 /*

@@ -342,14 +342,16 @@ static int64_t proj_spill(const st *t, int p, int d) {
 static int dom_of(const st *t, const sch_job *j) {
     const sch_snapshot *s = t->s;
     int tn = s->projects[j->project].tenant;
-    if ((!t->cdom && !t->pdom) || rsv_in_force(t, j) >= 0) return tn;
-    int d = t->cdom ? t->cdom[(size_t)tn * s->nclasses + SCH_CLASS_BASE(s->classes, j->cls)] : -1;
-    if (d >= 0 || !t->pdom) return d >= 0 ? d : tn;
-    /* step 6d: the pool it runs in, or the one admission gave it */
-    int pl = j->state == SCH_RUNNING && j->units > 0
-                 ? s->nodes[s->gpus[j->place[0].gpu[0]].node].pool
-                 : t->jgp[j - s->jobs] - 1;
-    d = pl >= 0 && pl < s->npools ? t->pdom[(size_t)tn * (size_t)s->npools + (size_t)pl] : -1;
+    if (!t->cdom && !t->pdom) return tn;
+    int cd = t->cdom ? t->cdom[(size_t)tn * s->nclasses + SCH_CLASS_BASE(s->classes, j->cls)] : -1,
+        pd = -1;
+    if (cd < 0 && t->pdom) { /* step 6d: the pool it runs in, or the one admission gave it */
+        int pl = j->state == SCH_RUNNING && j->units > 0
+                     ? s->nodes[s->gpus[j->place[0].gpu[0]].node].pool
+                     : t->jgp[j - s->jobs] - 1;
+        pd = pl >= 0 && pl < s->npools ? t->pdom[(size_t)tn * (size_t)s->npools + (size_t)pl] : -1;
+    }
+    int d = share_domain(rsv_in_force(t, j) >= 0, cd, pd);
     return d >= 0 ? d : tn;
 }
 

@@ -116,6 +116,11 @@ int64_t share_unassigned(int64_t guarantee, int64_t parts) {
     return parts >= guarantee ? 0 : guarantee - parts;
 }
 
+int share_domain(int in_rsv, int cls, int pool) {
+    if (in_rsv) return -1;
+    return cls >= 0 ? cls : pool >= 0 ? pool : -1;
+}
+
 int64_t share_spill(int64_t part, int64_t used, int64_t demand) {
     int64_t room = part - used;
     if (room <= 0) return demand;

@@ -111,6 +111,16 @@ int64_t share_mark(int64_t guarantee, const int64_t *demand, int n, unsigned cha
 int64_t share_mark_parts(int64_t guarantee, const int64_t *part, int np, const int *proj,
                          const int64_t *demand, int n, int64_t *used, unsigned char *borrowed);
 
+/*
+ * Which of its tenant's guarantees (domains) a job's work counts against (sched.h steps 6c,
+ * 6d, 7a): the tenant's own for work in its reservations in force (in_rsv); else its class's
+ * guarantee (cls: that domain, -1 none); else the guarantee of the pool it runs in or was given
+ * (pool, likewise); else the tenant's own (-1).  The one rule the round (sched.c dom_of), the
+ * store's marks (share_store.c) and the lending audit (round.c) share, each with its own
+ * numbering of domains.
+ */
+int share_domain(int in_rsv, int cls, int pool);
+
 /* The unassigned part of a guarantee: what the projects' parts (their sum) leave of it. */
 int64_t share_unassigned(int64_t guarantee, int64_t parts);
 

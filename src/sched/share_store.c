@@ -175,13 +175,13 @@ static int tenant_marks(store_tx *tx, const char *tenant_id, int64_t g, const qu
         snprintf(t->id, sizeof t->id, "%s", store_text(s, 0));
         snprintf(t->project, sizeof t->project, "%s", store_text(s, 1));
         t->demand = store_int(s, 2);
-        t->dom = cq ? quota_gclass(cq, store_text(s, 4)) : -1;
-        if (cq && t->dom < 0 && cq->ngpool) {
-            int k = quota_gpool(cq, store_text(s, 5));
-            t->dom = k >= 0 ? cq->ngclass + k : -1;
+        int inrsv = rsv_force_has(f, store_text(s, 3)), kc = -1, kp = -1;
+        if (cq) {
+            kc = quota_gclass(cq, store_text(s, 4));
+            kp = quota_gpool(cq, store_text(s, 5));
         }
-        if (rsv_force_has(f, store_text(s, 3))) { /* keep start order among the rest */
-            t->dom = -1; /* (a reservation counts against the tenant's own guarantee) */
+        t->dom = share_domain(inrsv, kc, kp >= 0 ? cq->ngclass + kp : -1);
+        if (inrsv) { /* keep start order among the rest */
             tjob keep = *t;
             memmove(&js[nr + 1], &js[nr], sizeof *js * (size_t)(nj - 1 - nr));
             js[nr++] = keep;

@@ -403,6 +403,18 @@ static void property(void **state) {
     assert_true(kept_trials > 100);
 }
 
+/* The order of a job's domains (sched.h 6c, 6d, 7a): its reservation's work is its tenant's
+ * own, then a class's guarantee wins over a pool's, then the tenant's own. */
+static void domain_order(void **state) {
+    (void)state;
+    assert_int_equal(share_domain(0, -1, -1), -1);
+    assert_int_equal(share_domain(0, 3, -1), 3);
+    assert_int_equal(share_domain(0, -1, 5), 5);
+    assert_int_equal(share_domain(0, 3, 5), 3);
+    assert_int_equal(share_domain(1, 3, 5), -1);
+    assert_int_equal(share_domain(1, -1, -1), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(owned_and_borrowed),
@@ -414,6 +426,7 @@ int main(void) {
         cmocka_unit_test(reclaim_rules),
         cmocka_unit_test(decay),
         cmocka_unit_test(property),
+        cmocka_unit_test(domain_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
