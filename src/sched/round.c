@@ -32,6 +32,165 @@ uint64_t rnd_reason_hash(const char *t) {
     return h;
 }
 
+/*
+ * What the round reads, by name: each SELECT list read by index is declared once here
+ * (STORE_COLS builds the list, STORE_COL_ENUM the indexes: store.h).
+ */
+#define QUOTA_COLUMNS(X) \
+    X(QT_TENANT, "tenant_id") \
+    X(QT_PROJECT, "project_id") \
+    X(QT_SPEC, "spec")
+enum { QUOTA_COLUMNS(STORE_COL_ENUM) QT__N };
+#define CARDH_COLUMNS(X) \
+    X(CH_TENANT, "tenant_id") \
+    X(CH_PROJECT, "project_id") \
+    X(CH_MILLI, "COALESCE(SUM(weight_milli * ((CASE WHEN COALESCE(end_us, ?1) < ?1 THEN COALESCE(end_us, ?1) ELSE ?1 END) - (CASE WHEN start_us > ?2 THEN start_us ELSE ?2 END)) / 1000000), 0)")
+enum { CARDH_COLUMNS(STORE_COL_ENUM) CH__N };
+#define QMARK_COLUMNS(X) \
+    X(QM_ROWS, "COUNT(*)") \
+    X(QM_AT, "COALESCE(MAX(updated_at), 0)")
+enum { QMARK_COLUMNS(STORE_COL_ENUM) QM__N };
+#define STOPS_COLUMNS(X) \
+    X(SP_JOB, "job_id") \
+    X(SP_STOPS, "COUNT(DISTINCT end_us)")
+enum { STOPS_COLUMNS(STORE_COL_ENUM) SP__N };
+#define RSV_COLUMNS(X) \
+    X(RV_ID, "id") \
+    X(RV_NAME, "name") \
+    X(RV_TENANT, "COALESCE(tenant_id, '')") \
+    X(RV_PROJECT, "COALESCE(project_id, '')") \
+    X(RV_POOL, "pool") \
+    X(RV_CLASS, "class") \
+    X(RV_COUNT, "count") \
+    X(RV_NODES, "nodes") \
+    X(RV_START, "start_us") \
+    X(RV_END, "end_us") \
+    X(RV_RECURRENCE, "recurrence") \
+    X(RV_WEEKDAYS, "weekdays") \
+    X(RV_EVERY, "every_s") \
+    X(RV_UNTIL, "until_us") \
+    X(RV_DELETED, "deleted_at")
+enum { RSV_COLUMNS(STORE_COL_ENUM) RV__N };
+#define POOL_COLUMNS(X) \
+    X(PO_NAME, "name") \
+    X(PO_HALF_LIFE, "COALESCE(borrow_half_life_s, 0)")
+enum { POOL_COLUMNS(STORE_COL_ENUM) PO__N };
+#define NODE_COLUMNS(X) \
+    X(ND_NAME, "name") \
+    X(ND_CPUS, "cpus") \
+    X(ND_MEM, "memory_gib") \
+    X(ND_POOL, "pool") \
+    X(ND_STATE, "state") \
+    X(ND_ADMIN, "admin_state") \
+    X(ND_RACK, "CASE WHEN topo_rack = '' THEN 0 ELSE DENSE_RANK() OVER (ORDER BY topo_rack) END") \
+    X(ND_SWITCH, "CASE WHEN topo_switch = '' THEN 0 ELSE DENSE_RANK() OVER (ORDER BY topo_switch) END")
+enum { NODE_COLUMNS(STORE_COL_ENUM) ND__N };
+#define GPU_COLUMNS(X) \
+    X(GC_NODE, "n.name") \
+    X(GC_UUID, "g.uuid") \
+    X(GC_MODEL, "g.model") \
+    X(GC_MEM, "g.memory_mib") \
+    X(GC_MODE, "g.mode") \
+    X(GC_HEALTH, "g.health") \
+    X(GC_ADMIN, "g.admin_state") \
+    X(GC_NUMA, "g.numa") \
+    X(GC_TOPO, "g.topology") \
+    X(GC_ID, "g.id") \
+    X(GC_DRIVER, "g.driver_version") \
+    X(GC_CC, "g.compute_cap") \
+    X(GC_VENDOR, "g.vendor") \
+    X(GC_STACK, "g.stack")
+enum { GPU_COLUMNS(STORE_COL_ENUM) GC__N };
+#define SLICE_COLUMNS(X) \
+    X(SC_GPU, "gpu_id") \
+    X(SC_UUID, "uuid") \
+    X(SC_PROFILE, "profile") \
+    X(SC_MEM, "memory_mib")
+enum { SLICE_COLUMNS(STORE_COL_ENUM) SC__N };
+#define CLASS_COLUMNS(X) \
+    X(CL_NAME, "name") \
+    X(CL_FORM, "form") \
+    X(CL_GPUS, "gpus") \
+    X(CL_CPUS, "cpus") \
+    X(CL_MEM, "memory_gib") \
+    X(CL_MODELS, "gpu_models") \
+    X(CL_TOPO, "topology") \
+    X(CL_POOL, "COALESCE(pool, '')") \
+    X(CL_MIN_DRIVER, "min_driver") \
+    X(CL_MIN_CC, "min_compute_cap") \
+    X(CL_VENDORS, "vendors") \
+    X(CL_MIN_DRIVERS, "min_drivers") \
+    X(CL_STACK, "stack")
+enum { CLASS_COLUMNS(STORE_COL_ENUM) CL__N };
+#define TENANT_COLUMNS(X) \
+    X(TN_ID, "id") \
+    X(TN_NAME, "name")
+enum { TENANT_COLUMNS(STORE_COL_ENUM) TN__N };
+#define POOL_TENANT_COLUMNS(X) \
+    X(PT_NAME, "name") \
+    X(PT_TENANTS, "tenants")
+enum { POOL_TENANT_COLUMNS(STORE_COL_ENUM) PT__N };
+#define PROJECT_COLUMNS(X) \
+    X(PJ_ID, "id") \
+    X(PJ_TENANT, "tenant_id") \
+    X(PJ_NAME, "name") \
+    X(PJ_CLASS, "class")
+enum { PROJECT_COLUMNS(STORE_COL_ENUM) PJ__N };
+#define POOL_PCLASS_COLUMNS(X) \
+    X(PC_NAME, "name") \
+    X(PC_CLASSES, "project_classes")
+enum { POOL_PCLASS_COLUMNS(STORE_COL_ENUM) PC__N };
+#define USAGE_COLUMNS(X) \
+    X(SU_TENANT, "tenant_id") \
+    X(SU_POOL, "pool") \
+    X(SU_RECENT, "recent") \
+    X(SU_BORROWED, "borrowed") \
+    X(SU_AT, "at_us")
+enum { USAGE_COLUMNS(STORE_COL_ENUM) SU__N };
+#define LOOK_COLUMNS(X) \
+    X(LK_STATE, "n.state") \
+    X(LK_ADMIN, "n.admin_state") \
+    X(LK_CPUS, "n.cpus") \
+    X(LK_MEM, "n.memory_gib") \
+    X(LK_POOL, "n.pool") \
+    X(LK_UUID, "g.uuid") \
+    X(LK_ID, "g.id") \
+    X(LK_MODE, "g.mode") \
+    X(LK_HEALTH, "g.health") \
+    X(LK_GADMIN, "g.admin_state") \
+    X(LK_GMEM, "g.memory_mib") \
+    X(LK_DRIVER, "g.driver_version")
+enum { LOOK_COLUMNS(STORE_COL_ENUM) LK__N };
+#define NODE_BIND_COLUMNS(X) \
+    X(NB_JOB, "b.job_id") \
+    X(NB_UNIT, "b.unit") \
+    X(NB_GPU, "b.gpu_uuid") \
+    X(NB_SLICE, "b.slice_uuid")
+enum { NODE_BIND_COLUMNS(STORE_COL_ENUM) NB__N };
+#define JOB_NOW_COLUMNS(X) \
+    X(JN_STATE, "state") \
+    X(JN_PCLASS, "priority_class") \
+    X(JN_PRIORITY, "priority") \
+    X(JN_PREEMPTIBLE, "preemptible") \
+    X(JN_MAY_PREEMPT, "may_preempt")
+enum { JOB_NOW_COLUMNS(STORE_COL_ENUM) JN__N };
+#define SLICE_NOW_COLUMNS(X) \
+    X(SN_GPU, "gpu_id") \
+    X(SN_PROFILE, "profile")
+enum { SLICE_NOW_COLUMNS(STORE_COL_ENUM) SN__N };
+#define JOB_BIND_COLUMNS(X) \
+    X(JB_UNIT, "unit") \
+    X(JB_GPU, "gpu_uuid") \
+    X(JB_SLICE, "slice_uuid") \
+    X(JB_NODE, "node")
+enum { JOB_BIND_COLUMNS(STORE_COL_ENUM) JB__N };
+#define PLACE_COLUMNS(X) \
+    X(PB_JOB, "job_id") \
+    X(PB_UNIT, "unit") \
+    X(PB_GPU, "gpu_uuid") \
+    X(PB_SLICE, "slice_uuid")
+enum { PLACE_COLUMNS(STORE_COL_ENUM) PB__N };
+
 /* Pool p's borrow half-life (p == npools: pool "", the policy's). */
 static int64_t pool_half_life(const snap *n, int p) {
     return p < n->s.npools && n->phl[p] > 0 ? n->phl[p] : n->spol.half_life_s;
@@ -142,15 +301,15 @@ static int load_quotas(store_tx *tx, snap *n, gp_err *err) {
     store_stmt *s;
     for (int i = 0; i < n->s.ntenants; i++) quota_unlimited(&n->tenants[i].quota);
     for (int i = 0; i < n->s.nprojects; i++) quota_unlimited(&n->projects[i].quota);
-    int rc = store_query(tx, &s, err, "SELECT tenant_id, project_id, spec FROM quotas", "");
+    int rc = store_query(tx, &s, err, "SELECT " STORE_COLS(QUOTA_COLUMNS) " FROM quotas", "");
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
-        int t = rnd_find_str(n->tids, sizeof *n->tids, n->s.ntenants, store_text(s, 0));
-        const char *pid = store_text(s, 1);
+        int t = rnd_find_str(n->tids, sizeof *n->tids, n->s.ntenants, store_text(s, QT_TENANT));
+        const char *pid = store_text(s, QT_PROJECT);
         int p = t >= 0 && pid[0] ? project_of(n, t, pid) : -1;
         quota_set *q = t < 0 ? NULL : !pid[0] ? &n->tenants[t].quota
                                  : p >= 0 ? &n->projects[p].quota : NULL;
-        json_t *j = q ? json_loads(store_text(s, 2), 0, NULL) : NULL;
+        json_t *j = q ? json_loads(store_text(s, QT_SPEC), 0, NULL) : NULL;
         if (j) {
             rc = quota_parse(j, q, err);
             json_decref(j);
@@ -170,19 +329,16 @@ static int load_card_hours(store_tx *tx, snap *n, gp_err *err) {
     for (int i = 0; i < n->s.nprojects; i++) n->projects[i].card_hours_used = 0;
     /* weight (milli-card) x microseconds held this month / 1e6, summed (/ 3600 below) */
     int rc = store_query(tx, &s, err,
-                         "SELECT tenant_id, project_id, COALESCE(SUM(weight_milli * ((CASE WHEN"
-                         " COALESCE(end_us, ?1) < ?1 THEN COALESCE(end_us, ?1) ELSE ?1 END)"
-                         " - (CASE WHEN start_us > ?2 THEN start_us ELSE ?2 END)) / 1000000), 0)"
-                         " FROM bindings WHERE COALESCE(end_us, ?1) > ?2"
+                         "SELECT " STORE_COLS(CARDH_COLUMNS) " FROM bindings WHERE COALESCE(end_us, ?1) > ?2"
                          " GROUP BY tenant_id, project_id",
                          "ii", n->now, m0);
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
-        int t = rnd_find_str(n->tids, sizeof *n->tids, n->s.ntenants, store_text(s, 0));
+        int t = rnd_find_str(n->tids, sizeof *n->tids, n->s.ntenants, store_text(s, CH_TENANT));
         if (t < 0) continue;
-        int64_t v = store_int(s, 2);
+        int64_t v = store_int(s, CH_MILLI);
         n->tenants[t].card_hours_used += v;
-        int p = project_of(n, t, store_text(s, 1));
+        int p = project_of(n, t, store_text(s, CH_PROJECT));
         if (p >= 0) n->projects[p].card_hours_used += v;
     }
     store_done(s);
@@ -301,12 +457,12 @@ static int skip_binding(snap *n, const char *job, const char *gpu, int unit) {
 static int quota_mark(store_tx *tx, int64_t *rows, int64_t *at, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT COUNT(*), COALESCE(MAX(updated_at), 0) FROM quotas", "");
+                         "SELECT " STORE_COLS(QMARK_COLUMNS) " FROM quotas", "");
     if (rc) return rc;
     *rows = *at = 0;
     if ((rc = store_step(s, err)) > 0) {
-        *rows = store_int(s, 0);
-        *at = store_int(s, 1);
+        *rows = store_int(s, QM_ROWS);
+        *at = store_int(s, QM_AT);
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;
@@ -317,13 +473,13 @@ static int quota_mark(store_tx *tx, int64_t *rows, int64_t *at, gp_err *err) {
 static int load_stops(store_tx *tx, snap *n, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT job_id, COUNT(DISTINCT end_us) FROM bindings"
+                         "SELECT " STORE_COLS(STOPS_COLUMNS) " FROM bindings"
                          " WHERE end_reason = 'preempted' AND end_us >= ? GROUP BY job_id",
                          "i", n->now - n->spol.reclaim_window_s * 1000000);
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
-        int ji = rnd_find_str(n->jids, sizeof *n->jids, n->s.njobs, store_text(s, 0));
-        if (ji >= 0) n->jobs[ji].stops = (int)store_int(s, 1);
+        int ji = rnd_find_str(n->jids, sizeof *n->jids, n->s.njobs, store_text(s, SP_JOB));
+        if (ji >= 0) n->jobs[ji].stops = (int)store_int(s, SP_STOPS);
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;
@@ -363,17 +519,15 @@ static int load_reservations(store_tx *tx, snap *n, gp_err *err) {
         !ALLOC(n->rsv_name_ptrs, cnt))
         return gp_err_set(err, GP_ENOMEM, NULL);
     snprintf(sql, sizeof sql,
-             "SELECT id, name, COALESCE(tenant_id, ''), COALESCE(project_id, ''), pool, class,"
-             " count, nodes, start_us, end_us, recurrence, weekdays, every_s, until_us,"
-             " deleted_at FROM reservations WHERE deleted_at = 0 OR id IN (%s) ORDER BY id",
+             "SELECT " STORE_COLS(RSV_COLUMNS) " FROM reservations WHERE deleted_at = 0 OR id IN (%s) ORDER BY id",
              live_refs);
     if ((rc = store_query(tx, &s, err, sql, ""))) return rc;
     while ((rc = store_step(s, err)) > 0 && S->nrsvs < cnt) {
         rsv_rule rule;
         rsv_span sp = {0, 1}; /* over long ago */
-        int deleted = store_int(s, 14) != 0, live = 0;
-        rsv_rule_from(store_text(s, 10), store_int(s, 8), store_int(s, 9), store_int(s, 11),
-                      store_int(s, 12), store_int(s, 13), &rule);
+        int deleted = store_int(s, RV_DELETED) != 0, live = 0;
+        rsv_rule_from(store_text(s, RV_RECURRENCE), store_int(s, RV_START), store_int(s, RV_END), store_int(s, RV_WEEKDAYS),
+                      store_int(s, RV_EVERY), store_int(s, RV_UNTIL), &rule);
         if (!deleted) {
             live = rsv_current(&rule, n->now, &sp);
             if (!live && !rsv_last(&rule, n->now, &sp)) sp = (rsv_span){0, 1};
@@ -385,18 +539,18 @@ static int load_reservations(store_tx *tx, snap *n, gp_err *err) {
         r->t2_us = sp.t2_us > sp.t1_us ? sp.t2_us : sp.t1_us + 1;
         r->pool = -1;
         r->project = -1;
-        r->tenant = store_text(s, 2)[0]
-                        ? rnd_find_str(n->tids, sizeof *n->tids, S->ntenants, store_text(s, 2))
+        r->tenant = store_text(s, RV_TENANT)[0]
+                        ? rnd_find_str(n->tids, sizeof *n->tids, S->ntenants, store_text(s, RV_TENANT))
                         : -1;
-        if (store_text(s, 2)[0] && r->tenant < 0) live = 0; /* its tenant is gone */
-        if (r->tenant >= 0 && store_text(s, 3)[0]) {
-            r->project = project_of(n, r->tenant, store_text(s, 3));
+        if (store_text(s, RV_TENANT)[0] && r->tenant < 0) live = 0; /* its tenant is gone */
+        if (r->tenant >= 0 && store_text(s, RV_PROJECT)[0]) {
+            r->project = project_of(n, r->tenant, store_text(s, RV_PROJECT));
             if (r->project < 0) live = 0;
         }
-        int64_t count = store_int(s, 6);
+        int64_t count = store_int(s, RV_COUNT);
         if (!count) {
             unsigned char *in = rnd_alloc(n, (size_t)S->nnodes + 1, 1);
-            json_t *names = json_loads(store_text(s, 7), 0, NULL);
+            json_t *names = json_loads(store_text(s, RV_NODES), 0, NULL);
             if (!in) {
                 json_decref(names);
                 store_done(s);
@@ -418,8 +572,8 @@ static int load_reservations(store_tx *tx, snap *n, gp_err *err) {
                 store_done(s);
                 return gp_err_set(err, GP_ENOMEM, NULL);
             }
-            r->pool = rnd_find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 4));
-            int c = rnd_find_str(n->cnames, sizeof *n->cnames, n->nstored, store_text(s, 5));
+            r->pool = rnd_find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, RV_POOL));
+            int c = rnd_find_str(n->cnames, sizeof *n->cnames, n->nstored, store_text(s, RV_CLASS));
             if (r->pool < 0 || c < 0) live = 0; /* its pool or class is gone: it holds nothing */
             for (int g = 0; c >= 0 && g < S->ngpus; g++)
                 ok[g] = (unsigned char)(n->classes[c].model_ok[n->gpus[g].model] &&
@@ -432,8 +586,8 @@ static int load_reservations(store_tx *tx, snap *n, gp_err *err) {
             r->t1_us = 0;
             r->t2_us = 1;
         }
-        snprintf(n->rsv_ids[i], RND_ID_LEN, "%s", store_text(s, 0));
-        snprintf(n->rsv_names[i], 64, "%s", store_text(s, 1));
+        snprintf(n->rsv_ids[i], RND_ID_LEN, "%s", store_text(s, RV_ID));
+        snprintf(n->rsv_names[i], 64, "%s", store_text(s, RV_NAME));
         n->rsv_name_ptrs[i] = n->rsv_names[i];
         S->nrsvs++;
     }
@@ -496,39 +650,33 @@ int rnd_read_cluster(store_tx *tx, snap *n, gp_err *err) {
     sch_snapshot *S = &n->s;
     /* pools */
     if ((rc = store_query(tx, &s, err,
-                          "SELECT name, COALESCE(borrow_half_life_s, 0) FROM pools ORDER BY name",
+                          "SELECT " STORE_COLS(POOL_COLUMNS) " FROM pools ORDER BY name",
                           "")))
         return rc;
     while ((rc = store_step(s, err)) > 0 && S->npools < np) {
-        n->phl[S->npools] = store_int(s, 1);
-        snprintf(n->pools[S->npools++], 64, "%s", store_text(s, 0));
+        n->phl[S->npools] = store_int(s, PO_HALF_LIFE);
+        snprintf(n->pools[S->npools++], 64, "%s", store_text(s, PO_NAME));
     }
     store_done(s);
     if (rc < 0) return rc;
     /* nodes and GPUs */
     if ((rc = store_query(tx, &s, err,
-                          "SELECT name, cpus, memory_gib, pool, state, admin_state,"
-                          /* topology labels as ids (sched.h: sch_node.rack, .sw; 0 none) */
-                          " CASE WHEN topo_rack = '' THEN 0"
-                          "  ELSE DENSE_RANK() OVER (ORDER BY topo_rack) END,"
-                          " CASE WHEN topo_switch = '' THEN 0"
-                          "  ELSE DENSE_RANK() OVER (ORDER BY topo_switch) END"
-                          " FROM nodes ORDER BY name",
+                          "SELECT " STORE_COLS(NODE_COLUMNS) " FROM nodes ORDER BY name",
                           "")))
         return rc;
     while ((rc = store_step(s, err)) > 0 && S->nnodes < nn) {
         int i = S->nnodes++;
-        snprintf(n->node_names[i], 64, "%s", store_text(s, 0));
-        n->nodes[i].cpus = (int)store_int(s, 1);
-        n->nodes[i].mem_gib = (int)store_int(s, 2);
-        snprintf(n->node_pool[i], 64, "%s", store_text(s, 3));
-        n->nodes[i].pool = rnd_find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 3));
+        snprintf(n->node_names[i], 64, "%s", store_text(s, ND_NAME));
+        n->nodes[i].cpus = (int)store_int(s, ND_CPUS);
+        n->nodes[i].mem_gib = (int)store_int(s, ND_MEM);
+        snprintf(n->node_pool[i], 64, "%s", store_text(s, ND_POOL));
+        n->nodes[i].pool = rnd_find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, ND_POOL));
         if (n->nodes[i].pool < 0) n->nodes[i].pool = 0;
-        n->nodes[i].rack = (int)store_int(s, 6);
-        n->nodes[i].sw = (int)store_int(s, 7);
+        n->nodes[i].rack = (int)store_int(s, ND_RACK);
+        n->nodes[i].sw = (int)store_int(s, ND_SWITCH);
         /* node usability folds into each GPU's allocatable flag below */
-        n->nodes[i].gpu0 = strcmp(store_text(s, 4), "ready") == 0 &&
-                           strcmp(store_text(s, 5), "none") == 0; /* temporarily: node usable */
+        n->nodes[i].gpu0 = strcmp(store_text(s, ND_STATE), "ready") == 0 &&
+                           strcmp(store_text(s, ND_ADMIN), "none") == 0; /* temporarily: node usable */
     }
     store_done(s);
     if (rc < 0) return rc;
@@ -536,9 +684,7 @@ int rnd_read_cluster(store_tx *tx, snap *n, gp_err *err) {
     if (!usable) return gp_err_set(err, GP_ENOMEM, NULL);
     for (int i = 0; i < S->nnodes; i++) usable[i] = n->nodes[i].gpu0;
     if ((rc = store_query(tx, &s, err,
-                          "SELECT n.name, g.uuid, g.model, g.memory_mib, g.mode, g.health,"
-                          " g.admin_state, g.numa, g.topology, g.id, g.driver_version,"
-                          " g.compute_cap, g.vendor, g.stack FROM gpus g"
+                          "SELECT " STORE_COLS(GPU_COLUMNS) " FROM gpus g"
                           " JOIN nodes n ON n.id = g.node_id ORDER BY n.name, g.idx",
                           ""))) {
         return rc;
@@ -548,7 +694,7 @@ int rnd_read_cluster(store_tx *tx, snap *n, gp_err *err) {
     cp_stack last_parsed;
     memset(&last_parsed, 0, sizeof last_parsed);
     while ((rc = store_step(s, err)) > 0 && S->ngpus < ng) {
-        int node = rnd_find_str(n->node_names, sizeof *n->node_names, S->nnodes, store_text(s, 0));
+        int node = rnd_find_str(n->node_names, sizeof *n->node_names, S->nnodes, store_text(s, GC_NODE));
         if (node < 0) continue;
         int g = S->ngpus++;
         if (node != cur) {
@@ -558,13 +704,13 @@ int rnd_read_cluster(store_tx *tx, snap *n, gp_err *err) {
         }
         n->nodes[node].ngpus++;
         sch_gpu *gp = &n->gpus[g];
-        snprintf(n->gpu_uuids[g], 96, "%s", store_text(s, 1));
-        snprintf(n->gpu_driver[g], 32, "%s", store_text(s, 10));
-        snprintf(n->gpu_cc[g], 16, "%s", store_text(s, 11));
-        int vendor = cp_vendor_parse(store_text(s, 12));
+        snprintf(n->gpu_uuids[g], 96, "%s", store_text(s, GC_UUID));
+        snprintf(n->gpu_driver[g], 32, "%s", store_text(s, GC_DRIVER));
+        snprintf(n->gpu_cc[g], 16, "%s", store_text(s, GC_CC));
+        int vendor = cp_vendor_parse(store_text(s, GC_VENDOR));
         gp->vendor = vendor < 0 ? CP_NVIDIA : vendor;
         /* the card's runtimes: cards in a row mostly share them, parsed once */
-        const char *stk = store_text(s, 13);
+        const char *stk = store_text(s, GC_STACK);
         if (strcmp(stk, last_stack) != 0) {
             char why[160];
             json_t *sj = json_loads(stk, 0, NULL);
@@ -577,15 +723,15 @@ int rnd_read_cluster(store_tx *tx, snap *n, gp_err *err) {
         }
         n->gpu_stack[g] = last_parsed;
         gp->node = node;
-        gp->model = model_index(n, store_text(s, 2));
-        gp->mem_gib = (int)(store_int(s, 3) / 1024);
-        const char *mode = store_text(s, 4);
+        gp->model = model_index(n, store_text(s, GC_MODEL));
+        gp->mem_gib = (int)(store_int(s, GC_MEM) / 1024);
+        const char *mode = store_text(s, GC_MODE);
         gp->mode = !strcmp(mode, "mig") ? SCH_MIG : !strcmp(mode, "shared") ? SCH_SHARED : SCH_WHOLE;
-        gp->allocatable = usable[node] && strcmp(store_text(s, 6), "none") == 0 &&
-                          health_allocatable(&n->pol, health_parse(store_text(s, 5)));
-        gp->numa = (int)store_int(s, 7);
+        gp->allocatable = usable[node] && strcmp(store_text(s, GC_ADMIN), "none") == 0 &&
+                          health_allocatable(&n->pol, health_parse(store_text(s, GC_HEALTH)));
+        gp->numa = (int)store_int(s, GC_NUMA);
         gp->nvgroup = -1;
-        json_t *topo = json_loads(store_text(s, 8), 0, NULL);
+        json_t *topo = json_loads(store_text(s, GC_TOPO), 0, NULL);
         /* NVLink group: the first earlier card on the node this one is linked to, else itself */
         if (json_object_size(topo)) {
             gp->nvgroup = g;
@@ -598,7 +744,7 @@ int rnd_read_cluster(store_tx *tx, snap *n, gp_err *err) {
             }
         }
         json_decref(topo);
-        snprintf(n->gpu_ids[g], RND_ID_LEN, "%s", store_text(s, 9));
+        snprintf(n->gpu_ids[g], RND_ID_LEN, "%s", store_text(s, GC_ID));
     }
     store_done(s);
     /* slices: one query for all, each to its GPU by id (ids in order, then a search) */
@@ -608,22 +754,22 @@ int rnd_read_cluster(store_tx *tx, snap *n, gp_err *err) {
         for (int g = 0; g < S->ngpus; g++) ids[g] = (uuid_pair){n->gpu_ids[g], g};
         qsort(ids, (size_t)S->ngpus, sizeof *ids, by_uuid);
         if ((rc = store_query(tx, &s, err,
-                              "SELECT gpu_id, uuid, profile, memory_mib FROM slices"
+                              "SELECT " STORE_COLS(SLICE_COLUMNS) " FROM slices"
                               " ORDER BY gpu_id, idx",
                               "")))
             return rc;
         while ((rc = store_step(s, err)) > 0) {
-            uuid_pair key = {store_text(s, 0), -1};
+            uuid_pair key = {store_text(s, SC_GPU), -1};
             const uuid_pair *hit = bsearch(&key, ids, (size_t)S->ngpus, sizeof *ids, by_uuid);
             if (!hit) continue;
             sch_gpu *gp = &n->gpus[hit->g];
             if (gp->nslices >= SCH_MAX_SLICES) continue;
             int k = gp->nslices++;
             size_t at = (size_t)hit->g * SCH_MAX_SLICES + (size_t)k;
-            snprintf(n->slice_uuids[at], 96, "%s", store_text(s, 1));
-            snprintf(n->slice_prof[at], 24, "%s", store_text(s, 2));
+            snprintf(n->slice_uuids[at], 96, "%s", store_text(s, SC_UUID));
+            snprintf(n->slice_prof[at], 24, "%s", store_text(s, SC_PROFILE));
             gp->slices[k].profile = n->slice_prof[at];
-            gp->slices[k].mem_gib = (int)(store_int(s, 3) / 1024);
+            gp->slices[k].mem_gib = (int)(store_int(s, SC_MEM) / 1024);
         }
         store_done(s);
     }
@@ -649,36 +795,34 @@ int rnd_read_cluster(store_tx *tx, snap *n, gp_err *err) {
     for (int g = 0; g < S->ngpus; g++)
         if (n->gpus[g].mem_gib > mgib[n->gpus[g].model]) mgib[n->gpus[g].model] = n->gpus[g].mem_gib;
     if ((rc = store_query(tx, &s, err,
-                          "SELECT name, form, gpus, cpus, memory_gib, gpu_models, topology,"
-                          " COALESCE(pool, ''), min_driver, min_compute_cap, vendors,"
-                          " min_drivers, stack FROM classes ORDER BY name",
+                          "SELECT " STORE_COLS(CLASS_COLUMNS) " FROM classes ORDER BY name",
                           "")))
         return rc;
     while ((rc = store_step(s, err)) > 0 && S->nclasses < nc) {
         int c = S->nclasses++;
         sch_class *cl = &n->classes[c];
         inv_form f;
-        snprintf(n->cnames[c], 64, "%s", store_text(s, 0));
-        snprintf(n->cforms[c], 64, "%s", store_text(s, 1));
-        inv_form_parse(store_text(s, 1), &f, NULL);
+        snprintf(n->cnames[c], 64, "%s", store_text(s, CL_NAME));
+        snprintf(n->cforms[c], 64, "%s", store_text(s, CL_FORM));
+        inv_form_parse(store_text(s, CL_FORM), &f, NULL);
         cl->name = n->cnames[c];
         cl->form = f.kind == FORM_MIG ? SCH_MIG : f.kind == FORM_SHARED ? SCH_SHARED : SCH_WHOLE;
         snprintf(n->cprof[c], 24, "%s", f.profile);
         cl->profile = n->cprof[c];
         cl->shared_mem_gib = f.memory_gib;
         cl->shared_pct = f.percent;
-        cl->gpus = (int)store_int(s, 2);
+        cl->gpus = (int)store_int(s, CL_GPUS);
         if (cl->gpus > SCH_MAX_GPUS_PER_UNIT) cl->gpus = SCH_MAX_GPUS_PER_UNIT;
-        cl->cpus = (int)store_int(s, 3);
-        cl->mem_gib = (int)store_int(s, 4);
-        const char *topo = store_text(s, 6);
+        cl->cpus = (int)store_int(s, CL_CPUS);
+        cl->mem_gib = (int)store_int(s, CL_MEM);
+        const char *topo = store_text(s, CL_TOPO);
         cl->topology = !strcmp(topo, "nvlink") ? SCH_TOPO_NVLINK
                        : !strcmp(topo, "same-numa") ? SCH_TOPO_NUMA : SCH_TOPO_ANY;
-        cl->pool = store_text(s, 7)[0]
-                       ? rnd_find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 7))
+        cl->pool = store_text(s, CL_POOL)[0]
+                       ? rnd_find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, CL_POOL))
                        : -1;
         unsigned char *ok = &n->model_ok[(size_t)c * (size_t)(S->nmodels + 1)];
-        json_t *models = json_loads(store_text(s, 5), 0, NULL);
+        json_t *models = json_loads(store_text(s, CL_MODELS), 0, NULL);
         for (int m = 0; m < S->nmodels; m++) {
             size_t i;
             json_t *v;
@@ -691,9 +835,9 @@ int rnd_read_cluster(store_tx *tx, snap *n, gp_err *err) {
          * NVIDIA's compute capability minimum, card by card, once per round */
         {
             char why[160];
-            json_t *vj = json_loads(store_text(s, 10), 0, NULL),
-                   *mj = json_loads(store_text(s, 11), 0, NULL),
-                   *sj = json_loads(store_text(s, 12), 0, NULL);
+            json_t *vj = json_loads(store_text(s, CL_VENDORS), 0, NULL),
+                   *mj = json_loads(store_text(s, CL_MIN_DRIVERS), 0, NULL),
+                   *sj = json_loads(store_text(s, CL_STACK), 0, NULL);
             if (cp_rules_parse(vj, mj, sj, &n->crules[c], why, sizeof why))
                 memset(&n->crules[c], 0, sizeof n->crules[c]);
             json_decref(vj);
@@ -705,7 +849,7 @@ int rnd_read_cluster(store_tx *tx, snap *n, gp_err *err) {
             cp_card cd = card_of(n, g);
             gok[g] = (unsigned char)(cp_card_check(&n->crules[c], NULL, &cd) == CP_OK &&
                                      (n->gpus[g].vendor != CP_NVIDIA ||
-                                      inv_version_at_least(n->gpu_cc[g], store_text(s, 9))));
+                                      inv_version_at_least(n->gpu_cc[g], store_text(s, CL_MIN_CC))));
         }
         cl->gpu_ok = gok;
         sch_unit_demand(cl->form, cl->gpus, f.profile, f.memory_gib, f.percent, ref_mem,
@@ -719,12 +863,12 @@ int rnd_read_cluster(store_tx *tx, snap *n, gp_err *err) {
     /* tenants and projects */
     if (!(n->pool_ok = rnd_alloc(n, (size_t)(nt + 1) * (size_t)(S->npools + 1), 1)))
         return gp_err_set(err, GP_ENOMEM, NULL);
-    if ((rc = store_query(tx, &s, err, "SELECT id, name FROM tenants ORDER BY id", "")))
+    if ((rc = store_query(tx, &s, err, "SELECT " STORE_COLS(TENANT_COLUMNS) " FROM tenants ORDER BY id", "")))
         return rc;
     while ((rc = store_step(s, err)) > 0 && S->ntenants < nt) {
         int i = S->ntenants++;
-        snprintf(n->tids[i], RND_ID_LEN, "%s", store_text(s, 0));
-        snprintf(n->tnames[i], 64, "%s", store_text(s, 1));
+        snprintf(n->tids[i], RND_ID_LEN, "%s", store_text(s, TN_ID));
+        snprintf(n->tnames[i], 64, "%s", store_text(s, TN_NAME));
         n->tenants[i].name = n->tnames[i];
     }
     store_done(s);
@@ -732,11 +876,11 @@ int rnd_read_cluster(store_tx *tx, snap *n, gp_err *err) {
     for (int i = 0; i < S->ntenants; i++)
         n->tenants[i].pool_ok = &n->pool_ok[(size_t)i * (size_t)(S->npools + 1)];
     /* which tenants may use which pool */
-    if ((rc = store_query(tx, &s, err, "SELECT name, tenants FROM pools ORDER BY name", "")))
+    if ((rc = store_query(tx, &s, err, "SELECT " STORE_COLS(POOL_TENANT_COLUMNS) " FROM pools ORDER BY name", "")))
         return rc;
     while ((rc = store_step(s, err)) > 0) {
-        int p = rnd_find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 0));
-        json_t *allowed = json_loads(store_text(s, 1), 0, NULL);
+        int p = rnd_find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, PT_NAME));
+        json_t *allowed = json_loads(store_text(s, PT_TENANTS), 0, NULL);
         for (int i = 0; p >= 0 && i < S->ntenants; i++) {
             int ok = json_array_size(allowed) == 0;
             size_t k;
@@ -751,27 +895,27 @@ int rnd_read_cluster(store_tx *tx, snap *n, gp_err *err) {
     if (!(n->ppool_ok = rnd_alloc(n, (size_t)(npj + 1) * (size_t)(S->npools + 1), 1)))
         return gp_err_set(err, GP_ENOMEM, NULL);
     if ((rc = store_query(tx, &s, err,
-                          "SELECT id, tenant_id, name, class FROM projects ORDER BY id", "")))
+                          "SELECT " STORE_COLS(PROJECT_COLUMNS) " FROM projects ORDER BY id", "")))
         return rc;
     while ((rc = store_step(s, err)) > 0 && S->nprojects < npj) {
         int i = S->nprojects++;
-        snprintf(n->pids[i], RND_ID_LEN, "%s", store_text(s, 0));
-        snprintf(n->pnames[i], 64, "%s", store_text(s, 2));
+        snprintf(n->pids[i], RND_ID_LEN, "%s", store_text(s, PJ_ID));
+        snprintf(n->pnames[i], 64, "%s", store_text(s, PJ_NAME));
         n->projects[i].name = n->pnames[i];
-        n->projects[i].tenant = rnd_find_str(n->tids, sizeof *n->tids, S->ntenants, store_text(s, 1));
-        const char *pc = store_text(s, 3);
+        n->projects[i].tenant = rnd_find_str(n->tids, sizeof *n->tids, S->ntenants, store_text(s, PJ_TENANT));
+        const char *pc = store_text(s, PJ_CLASS);
         n->projects[i].pclass = !strcmp(pc, "production") ? 0 : !strcmp(pc, "development") ? 1 : 2;
     }
     store_done(s);
     if (rc < 0) return rc;
     /* pools open to each project's class */
     static const char *const pclasses[] = {"production", "development", "research"};
-    if ((rc = store_query(tx, &s, err, "SELECT name, project_classes FROM pools", ""))) return rc;
+    if ((rc = store_query(tx, &s, err, "SELECT " STORE_COLS(POOL_PCLASS_COLUMNS) " FROM pools", ""))) return rc;
     for (int i = 0; i < S->nprojects; i++)
         memset(&n->ppool_ok[(size_t)i * (size_t)(S->npools + 1)], 1, (size_t)S->npools + 1);
     while ((rc = store_step(s, err)) > 0) {
-        int pl = rnd_find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, 0));
-        json_t *allowed = json_loads(store_text(s, 1), 0, NULL);
+        int pl = rnd_find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, PC_NAME));
+        json_t *allowed = json_loads(store_text(s, PC_CLASSES), 0, NULL);
         for (int i = 0; pl >= 0 && json_array_size(allowed) && i < S->nprojects; i++) {
             int ok = 0;
             size_t k;
@@ -924,14 +1068,14 @@ static int build_from(store_tx *tx, snap *n, const qlist *live, gp_err *err) {
     /* each tenant's recent borrowing (fair use, step 6a): its rows per pool, each decayed
      * with its pool's half-life (a pool deleted since: the policy's, read only) */
     if ((rc = store_query(tx, &s, err,
-                          "SELECT tenant_id, pool, recent, borrowed, at_us FROM share_usage", "")))
+                          "SELECT " STORE_COLS(USAGE_COLUMNS) " FROM share_usage", "")))
         return rc;
     size_t P1 = (size_t)S->npools + 1;
     while ((rc = store_step(s, err)) > 0) {
-        int i = rnd_find_str(n->tids, sizeof *n->tids, S->ntenants, store_text(s, 0));
+        int i = rnd_find_str(n->tids, sizeof *n->tids, S->ntenants, store_text(s, SU_TENANT));
         if (i < 0) continue;
-        share_usage u = {store_int(s, 2), store_int(s, 3), store_int(s, 4)};
-        const char *pn = store_text(s, 1);
+        share_usage u = {store_int(s, SU_RECENT), store_int(s, SU_BORROWED), store_int(s, SU_AT)};
+        const char *pn = store_text(s, SU_POOL);
         int p = pn[0] ? rnd_find_str(n->pools, sizeof *n->pools, S->npools, pn) : S->npools;
         if (p >= 0) n->pusage[(size_t)i * P1 + (size_t)p] = u;
         else n->tenants[i].recent += share_usage_now(&u, n->now, n->spol.half_life_s);
@@ -1021,7 +1165,7 @@ static int build_from(store_tx *tx, snap *n, const qlist *live, gp_err *err) {
     }
     free(unmet);
     if ((rc = store_query(tx, &s, err,
-                          "SELECT job_id, unit, gpu_uuid, slice_uuid FROM bindings"
+                          "SELECT " STORE_COLS(PLACE_COLUMNS) " FROM bindings"
                           " WHERE end_us IS NULL ORDER BY job_id, unit, start_us, id",
                           "")))
         return rc;
@@ -1029,25 +1173,25 @@ static int build_from(store_tx *tx, snap *n, const qlist *live, gp_err *err) {
     char last[RND_ID_LEN] = "";
     int ji = -1;
     while ((rc = store_step(s, err)) > 0) {
-        if (strcmp(last, store_text(s, 0)) != 0) {
-            snprintf(last, sizeof last, "%s", store_text(s, 0));
+        if (strcmp(last, store_text(s, PB_JOB)) != 0) {
+            snprintf(last, sizeof last, "%s", store_text(s, PB_JOB));
             ji = rnd_find_str(n->jids, sizeof *n->jids, S->njobs, last);
             memset(fill, 0, sizeof fill);
         }
-        int unit = (int)store_int(s, 1), g = gpu_index(n, store_text(s, 2));
+        int unit = (int)store_int(s, PB_UNIT), g = gpu_index(n, store_text(s, PB_GPU));
         if (ji < 0 || n->jobs[ji].state != SCH_RUNNING || unit < 0 ||
             unit >= n->jobs[ji].units || unit >= 64 || g < 0) {
-            if ((rc = skip_binding(n, last, store_text(s, 2), unit))) break;
+            if ((rc = skip_binding(n, last, store_text(s, PB_GPU), unit))) break;
             continue;
         }
         sch_unit *u = (sch_unit *)&n->jobs[ji].place[unit];
         if (fill[unit] < SCH_MAX_GPUS_PER_UNIT) {
             u->gpu[fill[unit]++] = g;
             n->place_fill[u - n->places] = (unsigned char)fill[unit];
-        } else if ((rc = skip_binding(n, last, store_text(s, 2), unit))) {
+        } else if ((rc = skip_binding(n, last, store_text(s, PB_GPU), unit))) {
             break; /* (one card more than a unit holds: the guards still know it as read) */
         }
-        const char *su = store_text(s, 3);
+        const char *su = store_text(s, PB_SLICE);
         if (su[0])
             for (int k = 0; k < n->gpus[g].nslices; k++)
                 if (!strcmp(n->slice_uuids[(size_t)g * SCH_MAX_SLICES + (size_t)k], su)) u->slice = k;
@@ -1157,46 +1301,44 @@ static int look_at_node(store_tx *tx, const snap *n, guard *gd, int node, gp_err
     store_stmt *s;
     int ok = 1, rc;
     rc = store_query(tx, &s, err,
-                     "SELECT n.state, n.admin_state, n.cpus, n.memory_gib, n.pool, g.uuid, g.id,"
-                     " g.mode, g.health, g.admin_state, g.memory_mib, g.driver_version"
-                     " FROM nodes n JOIN gpus g ON g.node_id = n.id WHERE n.name = ?",
+                     "SELECT " STORE_COLS(LOOK_COLUMNS) " FROM nodes n JOIN gpus g ON g.node_id = n.id WHERE n.name = ?",
                      "s", n->node_names[node]);
     if (rc) return rc;
     int rows = 0;
     while ((rc = store_step(s, err)) > 0) {
-        int usable = !strcmp(store_text(s, 0), "ready") && !strcmp(store_text(s, 1), "none");
-        if (!rows++ && (!usable || store_int(s, 2) < n->nodes[node].cpus ||
-                        store_int(s, 3) < n->nodes[node].mem_gib ||
-                        strcmp(store_text(s, 4), n->node_pool[node])))
+        int usable = !strcmp(store_text(s, LK_STATE), "ready") && !strcmp(store_text(s, LK_ADMIN), "none");
+        if (!rows++ && (!usable || store_int(s, LK_CPUS) < n->nodes[node].cpus ||
+                        store_int(s, LK_MEM) < n->nodes[node].mem_gib ||
+                        strcmp(store_text(s, LK_POOL), n->node_pool[node])))
             ok = 0;
-        int g = gpu_index(n, store_text(s, 5));
+        int g = gpu_index(n, store_text(s, LK_UUID));
         if (g < 0 || n->gpus[g].node != node) continue; /* a card new here: not decided on */
         char id[RND_ID_LEN], drv[32];
-        snprintf(id, sizeof id, "%s", store_text(s, 6));
-        snprintf(drv, sizeof drv, "%s", store_text(s, 11));
-        const char *mode = store_text(s, 7);
+        snprintf(id, sizeof id, "%s", store_text(s, LK_ID));
+        snprintf(drv, sizeof drv, "%s", store_text(s, LK_DRIVER));
+        const char *mode = store_text(s, LK_MODE);
         int m = !strcmp(mode, "mig") ? SCH_MIG : !strcmp(mode, "shared") ? SCH_SHARED : SCH_WHOLE;
-        gd->gpu[g] = (unsigned char)(usable && !strcmp(store_text(s, 9), "none") &&
-                                     health_allocatable(&n->pol, health_parse(store_text(s, 8))) &&
+        gd->gpu[g] = (unsigned char)(usable && !strcmp(store_text(s, LK_GADMIN), "none") &&
+                                     health_allocatable(&n->pol, health_parse(store_text(s, LK_HEALTH))) &&
                                      !strcmp(id, n->gpu_ids[g]) && m == n->gpus[g].mode &&
-                                     (int)(store_int(s, 10) / 1024) == n->gpus[g].mem_gib &&
+                                     (int)(store_int(s, LK_GMEM) / 1024) == n->gpus[g].mem_gib &&
                                      !strcmp(drv, n->gpu_driver[g]));
     }
     store_done(s);
     if (rc < 0) return rc;
     if (ok) {
         rc = store_query(tx, &s, err,
-                         "SELECT b.job_id, b.unit, b.gpu_uuid, b.slice_uuid FROM nodes n"
+                         "SELECT " STORE_COLS(NODE_BIND_COLUMNS) " FROM nodes n"
                          " JOIN gpus g ON g.node_id = n.id JOIN bindings b ON b.gpu_uuid = g.uuid"
                          " WHERE n.name = ? AND b.end_us IS NULL",
                          "s", n->node_names[node]);
         if (rc) return rc;
         while (ok && (rc = store_step(s, err)) > 0) {
-            const char *job = store_text(s, 0);
+            const char *job = store_text(s, NB_JOB);
             int ji = rnd_find_str(n->jids, sizeof *n->jids, n->s.njobs, job);
             if (ji >= 0 && gd->done[ji]) continue; /* this write phase's own */
-            ok = binding_as_read(n, job, (int)store_int(s, 1), store_text(s, 2),
-                                 store_text(s, 3));
+            ok = binding_as_read(n, job, (int)store_int(s, NB_UNIT), store_text(s, NB_GPU),
+                                 store_text(s, NB_SLICE));
         }
         store_done(s);
         if (rc < 0) return rc;
@@ -1210,16 +1352,15 @@ static int job_now(store_tx *tx, const char *id, char state[16], char pclass[64]
                    int64_t *flag, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT state, priority_class, priority, preemptible, may_preempt"
-                         " FROM jobs WHERE id = ?",
+                         "SELECT " STORE_COLS(JOB_NOW_COLUMNS) " FROM jobs WHERE id = ?",
                          "s", id);
     if (rc) return rc;
     state[0] = pclass[0] = '\0';
     if ((rc = store_step(s, err)) > 0) {
-        snprintf(state, 16, "%s", store_text(s, 0));
-        snprintf(pclass, 64, "%s", store_text(s, 1));
-        if (prio) *prio = store_int(s, 2);
-        if (flag) *flag = store_int(s, 3) * 2 + store_int(s, 4); /* preemptible, may_preempt */
+        snprintf(state, 16, "%s", store_text(s, JN_STATE));
+        snprintf(pclass, 64, "%s", store_text(s, JN_PCLASS));
+        if (prio) *prio = store_int(s, JN_PRIORITY);
+        if (flag) *flag = store_int(s, JN_PREEMPTIBLE) * 2 + store_int(s, JN_MAY_PREEMPT); /* preemptible, may_preempt */
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;
@@ -1251,14 +1392,14 @@ static int place_holds(store_tx *tx, const snap *n, guard *gd, const sch_decisio
             int g = d->units[k].gpu[0];
             size_t at = (size_t)g * SCH_MAX_SLICES + (size_t)d->units[k].slice;
             store_stmt *s;
-            if ((rc = store_query(tx, &s, err, "SELECT gpu_id, profile FROM slices WHERE uuid = ?",
+            if ((rc = store_query(tx, &s, err, "SELECT " STORE_COLS(SLICE_NOW_COLUMNS) " FROM slices WHERE uuid = ?",
                                   "s", n->slice_uuids[at])))
                 return rc;
             int same = 0;
             if ((rc = store_step(s, err)) > 0) {
                 char prof[24];
-                snprintf(prof, sizeof prof, "%s", store_text(s, 1));
-                same = !strcmp(store_text(s, 0), n->gpu_ids[g]) && !strcmp(prof, n->slice_prof[at]);
+                snprintf(prof, sizeof prof, "%s", store_text(s, SN_PROFILE));
+                same = !strcmp(store_text(s, SN_GPU), n->gpu_ids[g]) && !strcmp(prof, n->slice_prof[at]);
             }
             store_done(s);
             if (rc < 0) return rc;
@@ -1289,16 +1430,16 @@ static int preempt_holds(store_tx *tx, const snap *n, const sch_decision *d, cha
     char nodes[ROUND_MAX_NODES][64];
     int nn = 0, as_read = 1;
     if ((rc = store_query(tx, &q, err,
-                          "SELECT unit, gpu_uuid, slice_uuid, node FROM bindings"
+                          "SELECT " STORE_COLS(JOB_BIND_COLUMNS) " FROM bindings"
                           " WHERE job_id = ? AND end_us IS NULL",
                           "s", j->id)))
         return rc;
     while ((rc = store_step(q, err)) > 0 && as_read) {
-        as_read = binding_as_read(n, j->id, (int)store_int(q, 0), store_text(q, 1),
-                                  store_text(q, 2));
+        as_read = binding_as_read(n, j->id, (int)store_int(q, JB_UNIT), store_text(q, JB_GPU),
+                                  store_text(q, JB_SLICE));
         int seen = 0;
-        for (int i = 0; i < nn && !seen; i++) seen = !strcmp(nodes[i], store_text(q, 3));
-        if (!seen && nn < ROUND_MAX_NODES) snprintf(nodes[nn++], 64, "%s", store_text(q, 3));
+        for (int i = 0; i < nn && !seen; i++) seen = !strcmp(nodes[i], store_text(q, JB_NODE));
+        if (!seen && nn < ROUND_MAX_NODES) snprintf(nodes[nn++], 64, "%s", store_text(q, JB_NODE));
         else if (!seen) st->nodes_overflow = 1;
     }
     store_done(q);
