@@ -43,17 +43,30 @@ static int audit_sys(store_tx *tx, const char *action, const scope *sc, json_t *
     return rc;
 }
 
+/* What the enforcement reads, by name (STORE_COLS / STORE_COL_ENUM: store.h). */
+#define WARN_COLUMNS(X) \
+    X(QW_WARNED, "warned_at") \
+    X(QW_STOPPED, "stopped_at")
+enum { WARN_COLUMNS(STORE_COL_ENUM) QW__N };
+#define SCOPE_COLUMNS(X) \
+    X(SQ_TENANT_ID, "q.tenant_id") \
+    X(SQ_PROJECT_ID, "q.project_id") \
+    X(SQ_SPEC, "q.spec") \
+    X(SQ_TENANT, "t.name") \
+    X(SQ_PROJECT, "COALESCE(p.name, '')")
+enum { SCOPE_COLUMNS(STORE_COL_ENUM) SQ__N };
+
 /* One scope at its ceiling: warn, or stop its running jobs once the grace is over. */
 static int enforce(store_tx *tx, const scope *sc, int64_t used, int64_t now, const char *month,
                    int *stopped, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT warned_at, stopped_at FROM quota_warnings WHERE tenant_id = ?"
+                         "SELECT " STORE_COLS(WARN_COLUMNS) " FROM quota_warnings WHERE tenant_id = ?"
                          " AND project_id = ? AND month = ?",
                          "sss", sc->tenant_id, sc->project_id, month);
     if (rc) return rc;
     rc = store_step(s, err);
-    int64_t warned = rc > 0 ? store_int(s, 0) : 0, was_stopped = rc > 0 ? store_int(s, 1) : 0;
+    int64_t warned = rc > 0 ? store_int(s, QW_WARNED) : 0, was_stopped = rc > 0 ? store_int(s, QW_STOPPED) : 0;
     store_done(s);
     if (rc < 0) return rc;
     char who[160], lim[32], use[32];
@@ -129,15 +142,14 @@ int jobs_card_hours_enforce(store_tx *tx, int64_t now, int *stopped, gp_err *err
     store_stmt *s;
     *stopped = 0;
     int rc = store_query(tx, &s, err,
-                         "SELECT q.tenant_id, q.project_id, q.spec, t.name, COALESCE(p.name, '')"
-                         " FROM quotas q JOIN tenants t ON t.id = q.tenant_id"
+                         "SELECT " STORE_COLS(SCOPE_COLUMNS) " FROM quotas q JOIN tenants t ON t.id = q.tenant_id"
                          " LEFT JOIN projects p ON p.id = q.project_id",
                          "");
     if (rc) return rc;
     scope *sc = NULL;
     int n = 0, cap = 0;
     while ((rc = store_step(s, err)) > 0) {
-        json_t *spec = json_loads(store_text(s, 2), 0, NULL);
+        json_t *spec = json_loads(store_text(s, SQ_SPEC), 0, NULL);
         quota_set q;
         gp_err e2 = GP_ERR_INIT;
         int ok = spec && quota_parse(spec, &q, &e2) == GP_OK && q.card_hours_stop &&
@@ -155,10 +167,10 @@ int jobs_card_hours_enforce(store_tx *tx, int64_t now, int *stopped, gp_err *err
         }
         scope *x = &sc[n++];
         memset(x, 0, sizeof *x);
-        snprintf(x->tenant_id, sizeof x->tenant_id, "%s", store_text(s, 0));
-        snprintf(x->project_id, sizeof x->project_id, "%s", store_text(s, 1));
-        snprintf(x->tenant, sizeof x->tenant, "%s", store_text(s, 3));
-        snprintf(x->project, sizeof x->project, "%s", store_text(s, 4));
+        snprintf(x->tenant_id, sizeof x->tenant_id, "%s", store_text(s, SQ_TENANT_ID));
+        snprintf(x->project_id, sizeof x->project_id, "%s", store_text(s, SQ_PROJECT_ID));
+        snprintf(x->tenant, sizeof x->tenant, "%s", store_text(s, SQ_TENANT));
+        snprintf(x->project, sizeof x->project, "%s", store_text(s, SQ_PROJECT));
         x->q = q;
     }
     store_done(s);

@@ -49,6 +49,24 @@ int jobs_gang_shape(int64_t units, int has_units, int64_t nodes, int has_nodes, 
     return GP_OK;
 }
 
+/* What the ranks read, by name (STORE_COLS / STORE_COL_ENUM: store.h). */
+#define RANK_COLUMNS(X) \
+    X(RK_NODES, "j.nodes") \
+    X(RK_UNITS, "j.units") \
+    X(RK_UNIT, "(SELECT MIN(b.unit) FROM bindings b WHERE b.job_id = j.id AND b.node = ? AND b.end_us IS NULL)")
+enum { RANK_COLUMNS(STORE_COL_ENUM) RK__N };
+#define GANG_COLUMNS(X) \
+    X(GJ_NODES, "nodes") \
+    X(GJ_UNITS, "units") \
+    X(GJ_PORT, "COALESCE(master_port, 0)")
+enum { GANG_COLUMNS(STORE_COL_ENUM) GJ__N };
+#define RANKS_COLUMNS(X) \
+    X(RN_NODE, "b.node") \
+    X(RN_UNIT, "MIN(b.unit)") \
+    X(RN_SLOTS, "COUNT(*)") \
+    X(RN_HOST, "MIN(n.hostname)")
+enum { RANKS_COLUMNS(STORE_COL_ENUM) RN__N };
+
 /* ---- ranks ---- */
 
 int jobs_gang_rank(store_tx *tx, const char *job, const char *node, int *nodes, int *rank,
@@ -57,16 +75,14 @@ int jobs_gang_rank(store_tx *tx, const char *job, const char *node, int *nodes, 
     *nodes = 0;
     *rank = -1;
     int rc = store_query(tx, &s, err,
-                         "SELECT j.nodes, j.units, (SELECT MIN(b.unit) FROM bindings b"
-                         "  WHERE b.job_id = j.id AND b.node = ? AND b.end_us IS NULL)"
-                         " FROM jobs j WHERE j.id = ?",
+                         "SELECT " STORE_COLS(RANK_COLUMNS) " FROM jobs j WHERE j.id = ?",
                          "ss", node, job);
     if (rc) return rc;
     if ((rc = store_step(s, err)) > 0) {
-        int64_t n = store_int(s, 0), units = store_int(s, 1);
+        int64_t n = store_int(s, RK_NODES), units = store_int(s, RK_UNITS);
         if (n > 0 && units % n == 0) {
             *nodes = (int)n;
-            if (!store_isnull(s, 2)) *rank = (int)(store_int(s, 2) / (units / n));
+            if (!store_isnull(s, RK_UNIT)) *rank = (int)(store_int(s, RK_UNIT) / (units / n));
         }
     }
     store_done(s);
@@ -78,13 +94,13 @@ int jobs_gang_assign(store_tx *tx, const char *node, json_t *a, gp_err *err) {
     store_stmt *s;
     int64_t nodes = 0, port = 0, units = 0;
     int rc = store_query(tx, &s, err,
-                         "SELECT nodes, units, COALESCE(master_port, 0) FROM jobs WHERE id = ?",
+                         "SELECT " STORE_COLS(GANG_COLUMNS) " FROM jobs WHERE id = ?",
                          "s", job ? job : "");
     if (rc) return rc;
     if ((rc = store_step(s, err)) > 0) {
-        nodes = store_int(s, 0);
-        units = store_int(s, 1);
-        port = store_int(s, 2);
+        nodes = store_int(s, GJ_NODES);
+        units = store_int(s, GJ_UNITS);
+        port = store_int(s, GJ_PORT);
     }
     store_done(s);
     if (rc < 0) return rc;
@@ -92,7 +108,7 @@ int jobs_gang_assign(store_tx *tx, const char *node, json_t *a, gp_err *err) {
     /* its nodes in rank order: the rank of a node is its lowest unit / K; a node's slots are
      * its devices (one binding each) */
     if ((rc = store_query(tx, &s, err,
-                          "SELECT b.node, MIN(b.unit), COUNT(*), MIN(n.hostname) FROM bindings b"
+                          "SELECT " STORE_COLS(RANKS_COLUMNS) " FROM bindings b"
                           " LEFT JOIN nodes n ON n.name = b.node WHERE b.job_id = ?"
                           " AND b.end_us IS NULL GROUP BY b.node ORDER BY MIN(b.unit)",
                           "s", job)))
@@ -100,11 +116,11 @@ int jobs_gang_assign(store_tx *tx, const char *node, json_t *a, gp_err *err) {
     json_t *hosts = json_array(), *names = json_array(), *slots = json_array();
     int rank = -1, n = 0;
     while ((rc = store_step(s, err)) > 0) {
-        const char *h = store_text(s, 3);
-        json_array_append_new(names, json_string(store_text(s, 0)));
-        json_array_append_new(hosts, json_string(h && *h ? h : store_text(s, 0)));
-        json_array_append_new(slots, json_integer(store_int(s, 2)));
-        if (!strcmp(store_text(s, 0), node)) rank = n;
+        const char *h = store_text(s, RN_HOST);
+        json_array_append_new(names, json_string(store_text(s, RN_NODE)));
+        json_array_append_new(hosts, json_string(h && *h ? h : store_text(s, RN_NODE)));
+        json_array_append_new(slots, json_integer(store_int(s, RN_SLOTS)));
+        if (!strcmp(store_text(s, RN_NODE), node)) rank = n;
         n++;
     }
     store_done(s);

@@ -25,14 +25,25 @@ typedef struct held {
     int alarmed;      /* INTF_* bits already alarmed */
 } held;
 
+/* What the holders' read returns, by name (STORE_COLS / STORE_COL_ENUM: store.h). */
+#define HOLDER_COLUMNS(X) \
+    X(HD_JOB, "b.job_id") \
+    X(HD_TENANT, "b.tenant") \
+    X(HD_PROJECT, "b.project") \
+    X(HD_RECOVERY, "j.recovery") \
+    X(HD_BINDING, "b.id") \
+    X(HD_MEM, "b.shared_mem_gib") \
+    X(HD_PCT, "b.shared_pct") \
+    X(HD_STRIKES, "COALESCE(i.strikes, 0)") \
+    X(HD_ALARMED, "COALESCE(i.alarmed, 0)")
+enum { HOLDER_COLUMNS(STORE_COL_ENUM) HD__N };
+
 /* The jobs holding shared slices of `gpu` on `node`, with their slices summed. */
 static int load_holders(store_tx *tx, const char *node, const char *gpu, held *h, intf_slice *sl,
                         int *n, gp_err *err) {
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT b.job_id, b.tenant, b.project, j.recovery, b.id,"
-                         " b.shared_mem_gib, b.shared_pct, COALESCE(i.strikes, 0),"
-                         " COALESCE(i.alarmed, 0) FROM bindings b JOIN jobs j ON j.id = b.job_id"
+                         "SELECT " STORE_COLS(HOLDER_COLUMNS) " FROM bindings b JOIN jobs j ON j.id = b.job_id"
                          " LEFT JOIN interference i ON i.gpu_uuid = b.gpu_uuid AND i.job_id = b.job_id"
                          " WHERE b.end_us IS NULL AND b.node = ? AND b.gpu_uuid = ?"
                          " AND b.form LIKE 'shared:%' AND j.state = 'running' ORDER BY b.job_id, b.id",
@@ -40,27 +51,27 @@ static int load_holders(store_tx *tx, const char *node, const char *gpu, held *h
     if (rc) return rc;
     *n = 0;
     while ((rc = store_step(s, err)) > 0) {
-        const char *job = store_text(s, 0);
+        const char *job = store_text(s, HD_JOB);
         int k = *n - 1;
         if (k < 0 || strcmp(h[k].job, job)) {
             if (*n == MAX_JOBS) continue; /* more jobs than a card has slices: ignore the rest */
             k = (*n)++;
             memset(&h[k], 0, sizeof h[k]);
             snprintf(h[k].job, sizeof h[k].job, "%s", job);
-            snprintf(h[k].tenant, sizeof h[k].tenant, "%s", store_text(s, 1));
-            snprintf(h[k].project, sizeof h[k].project, "%s", store_text(s, 2));
-            snprintf(h[k].recovery, sizeof h[k].recovery, "%s", store_text(s, 3));
+            snprintf(h[k].tenant, sizeof h[k].tenant, "%s", store_text(s, HD_TENANT));
+            snprintf(h[k].project, sizeof h[k].project, "%s", store_text(s, HD_PROJECT));
+            snprintf(h[k].recovery, sizeof h[k].recovery, "%s", store_text(s, HD_RECOVERY));
             h[k].bindings = json_array();
-            h[k].alarmed = (int)store_int(s, 8);
+            h[k].alarmed = (int)store_int(s, HD_ALARMED);
             memset(&sl[k], 0, sizeof sl[k]);
             sl[k].job = h[k].job;
             sl[k].used_mib = -1;
             sl[k].sm_pct = -1;
-            sl[k].strikes = (int)store_int(s, 7);
+            sl[k].strikes = (int)store_int(s, HD_STRIKES);
         }
-        json_array_append_new(h[k].bindings, json_string(store_text(s, 4)));
-        sl[k].limit_mib += store_int(s, 5) * 1024;
-        sl[k].percent += (int)store_int(s, 6);
+        json_array_append_new(h[k].bindings, json_string(store_text(s, HD_BINDING)));
+        sl[k].limit_mib += store_int(s, HD_MEM) * 1024;
+        sl[k].percent += (int)store_int(s, HD_PCT);
     }
     store_done(s);
     return rc < 0 ? rc : GP_OK;

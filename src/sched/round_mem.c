@@ -332,19 +332,35 @@ void sched_cluster_forget(store_t *st) {
  * check, which compares (gpupool_sched_cluster_mismatches_total).
  */
 
-#define QROW_COLS                                                                                \
-    "id, project_id, class, units, priority, preemptible, may_preempt, queued_at,"              \
-    " COALESCE(started_at, 0), state, recovery, preempt_credit, COALESCE(reason, ''), stack,"   \
-    /* a task of an array with a cap (arrays.c); an array's cap never changes */                \
-    " COALESCE((SELECT a.max_running FROM job_arrays a WHERE a.id = jobs.array_id), 0),"        \
-    /* the reservation it names (reservations.c), its time limit */                             \
-    " COALESCE(reservation_id, ''), time_limit_s,"                                              \
-    /* a job that spans nodes (sched.h, step 4a) */                                             \
-    " nodes,"                                                                                   \
-    /* whether it waits for other jobs (deps.c: its dependencies are fixed at submit) */        \
-    " EXISTS (SELECT 1 FROM job_deps d WHERE d.job_id = jobs.id), chg,"                        \
-    /* what admission gave it (sched.h step 6d) */                                              \
-    " COALESCE(guarantee_pool, '')"
+#define QROW_COLUMNS(X)                                                                          \
+    X(QR_ID, "id")                                                                               \
+    X(QR_PROJECT, "project_id")                                                                  \
+    X(QR_CLASS, "class")                                                                         \
+    X(QR_UNITS, "units")                                                                         \
+    X(QR_PRIORITY, "priority")                                                                   \
+    X(QR_PREEMPTIBLE, "preemptible")                                                             \
+    X(QR_MAY_PREEMPT, "may_preempt")                                                             \
+    X(QR_QUEUED, "queued_at")                                                                    \
+    X(QR_STARTED, "COALESCE(started_at, 0)")                                                     \
+    X(QR_STATE, "state")                                                                         \
+    X(QR_RECOVERY, "recovery")                                                                   \
+    X(QR_CREDIT, "preempt_credit")                                                               \
+    X(QR_REASON, "COALESCE(reason, '')")                                                         \
+    X(QR_STACK, "stack")                                                                         \
+    /* a task of an array with a cap (arrays.c); an array's cap never changes */                 \
+    X(QR_CAP, "COALESCE((SELECT a.max_running FROM job_arrays a WHERE a.id = jobs.array_id), 0)") \
+    /* the reservation it names (reservations.c), its time limit */                              \
+    X(QR_RSV, "COALESCE(reservation_id, '')")                                                    \
+    X(QR_TIME_LIMIT, "time_limit_s")                                                             \
+    /* a job that spans nodes (sched.h, step 4a) */                                              \
+    X(QR_NODES, "nodes")                                                                         \
+    /* whether it waits for other jobs (deps.c: its dependencies are fixed at submit) */         \
+    X(QR_DEPS, "EXISTS (SELECT 1 FROM job_deps d WHERE d.job_id = jobs.id)")                      \
+    X(QR_CHG, "chg")                                                                             \
+    /* what admission gave it (sched.h step 6d) */                                               \
+    X(QR_GPOOL, "COALESCE(guarantee_pool, '')")
+enum { QROW_COLUMNS(STORE_COL_ENUM) QR__N };
+#define QROW_COLS STORE_COLS(QROW_COLUMNS)
 
 static int qstate(const char *t) {
     return !strcmp(t, "queued")     ? SCH_PENDING
@@ -357,31 +373,31 @@ static int qstate(const char *t) {
 static qrow *qrow_read(store_stmt *s) {
     qrow *r = calloc(1, sizeof *r);
     if (!r) return NULL;
-    snprintf(r->id, sizeof r->id, "%s", store_text(s, 0));
-    snprintf(r->project, sizeof r->project, "%s", store_text(s, 1));
-    snprintf(r->cls, sizeof r->cls, "%s", store_text(s, 2));
-    r->units = (int)store_int(s, 3);
-    r->priority = (int)store_int(s, 4);
-    r->preemptible = (int)store_int(s, 5);
-    r->may_preempt = (int)store_int(s, 6);
-    r->queued_at = store_int(s, 7);
-    r->started_at = store_int(s, 8);
-    r->state = qstate(store_text(s, 9));
-    snprintf(r->recovery, sizeof r->recovery, "%s", store_text(s, 10));
-    r->credit = store_int(s, 11) != 0;
-    r->reason = rnd_reason_hash(store_text(s, 12));
-    const char *stk = store_text(s, 13);
+    snprintf(r->id, sizeof r->id, "%s", store_text(s, QR_ID));
+    snprintf(r->project, sizeof r->project, "%s", store_text(s, QR_PROJECT));
+    snprintf(r->cls, sizeof r->cls, "%s", store_text(s, QR_CLASS));
+    r->units = (int)store_int(s, QR_UNITS);
+    r->priority = (int)store_int(s, QR_PRIORITY);
+    r->preemptible = (int)store_int(s, QR_PREEMPTIBLE);
+    r->may_preempt = (int)store_int(s, QR_MAY_PREEMPT);
+    r->queued_at = store_int(s, QR_QUEUED);
+    r->started_at = store_int(s, QR_STARTED);
+    r->state = qstate(store_text(s, QR_STATE));
+    snprintf(r->recovery, sizeof r->recovery, "%s", store_text(s, QR_RECOVERY));
+    r->credit = store_int(s, QR_CREDIT) != 0;
+    r->reason = rnd_reason_hash(store_text(s, QR_REASON));
+    const char *stk = store_text(s, QR_STACK);
     if (stk[0] && !(r->stack = strdup(stk))) {
         free(r);
         return NULL;
     }
-    r->capped = store_int(s, 14) > 0;
-    snprintf(r->rsv, sizeof r->rsv, "%s", store_text(s, 15));
-    r->time_limit_s = store_int(s, 16);
-    r->nodes = (int)store_int(s, 17);
-    r->has_deps = store_int(s, 18) != 0;
-    r->chg = store_int(s, 19);
-    snprintf(r->gpool, sizeof r->gpool, "%s", store_text(s, 20));
+    r->capped = store_int(s, QR_CAP) > 0;
+    snprintf(r->rsv, sizeof r->rsv, "%s", store_text(s, QR_RSV));
+    r->time_limit_s = store_int(s, QR_TIME_LIMIT);
+    r->nodes = (int)store_int(s, QR_NODES);
+    r->has_deps = store_int(s, QR_DEPS) != 0;
+    r->chg = store_int(s, QR_CHG);
+    snprintf(r->gpool, sizeof r->gpool, "%s", store_text(s, QR_GPOOL));
     return r;
 }
 

@@ -199,6 +199,13 @@ void sched_metrics_render_rounds(strbuf *out) {
     pthread_mutex_unlock(&mu);
 }
 
+/* The queue depth read, by name (STORE_COLS / STORE_COL_ENUM: store.h). */
+#define DEPTH_COLUMNS(X) \
+    X(DP_TENANT, "t.name") \
+    X(DP_CLASS, "p.name") \
+    X(DP_DEPTH, "COALESCE(q.n, 0)")
+enum { DEPTH_COLUMNS(STORE_COL_ENUM) DP__N };
+
 int sched_metrics_prometheus(store_tx *tx, strbuf *out, gp_err *err) {
     pthread_mutex_lock(&mu);
     sb_adds(out, "# HELP gpupool_sched_placements_total Jobs placed, by tenant and priority "
@@ -247,7 +254,7 @@ int sched_metrics_prometheus(store_tx *tx, strbuf *out, gp_err *err) {
     pthread_mutex_unlock(&mu);
     store_stmt *s;
     int rc = store_query(tx, &s, err,
-                         "SELECT t.name, p.name, COALESCE(q.n, 0) FROM tenants t"
+                         "SELECT " STORE_COLS(DEPTH_COLUMNS) " FROM tenants t"
                          " CROSS JOIN priority_classes p LEFT JOIN"
                          " (SELECT tenant_id, priority_class, COUNT(*) AS n FROM jobs"
                          "  WHERE state IN ('queued', 'admitted') GROUP BY tenant_id, priority_class) q"
@@ -258,8 +265,8 @@ int sched_metrics_prometheus(store_tx *tx, strbuf *out, gp_err *err) {
                  "priority class.\n# TYPE gpupool_sched_queue_depth gauge\n");
     while ((rc = store_step(s, err)) > 0) {
         sb_adds(out, "gpupool_sched_queue_depth{");
-        pair_labels(out, store_text(s, 0), store_text(s, 1));
-        sb_addf(out, "} %lld\n", (long long)store_int(s, 2));
+        pair_labels(out, store_text(s, DP_TENANT), store_text(s, DP_CLASS));
+        sb_addf(out, "} %lld\n", (long long)store_int(s, DP_DEPTH));
     }
     store_done(s);
     if (rc < 0) return rc;

@@ -27,6 +27,40 @@ typedef struct tq {
     int64_t pused[QUOTA_MAX_GCLASSES]; /* and of the rest, what runs in each pool with one */
 } tq;
 
+/* What this file reads, by name (STORE_COLS / STORE_COL_ENUM: store.h). */
+#define TQUOTA_COLUMNS(X) \
+    X(TQ_TENANT, "tenant_id") \
+    X(TQ_SPEC, "spec")
+enum { TQUOTA_COLUMNS(STORE_COL_ENUM) TQ__N };
+#define PQUOTA_COLUMNS(X) \
+    X(PQ_PROJECT, "project_id") \
+    X(PQ_SPEC, "spec")
+enum { PQUOTA_COLUMNS(STORE_COL_ENUM) PQ__N };
+#define TJOB_COLUMNS(X) \
+    X(TJ_ID, "j.id") \
+    X(TJ_PROJECT, "j.project_id") \
+    X(TJ_DEMAND, "SUM(b.weight_milli)") \
+    X(TJ_RSV, "COALESCE(j.reservation_id, '')") \
+    X(TJ_CLASS, "j.class") \
+    X(TJ_POOL, "COALESCE((SELECT n.pool FROM bindings f JOIN nodes n ON n.name = f.node WHERE f.job_id = j.id AND f.end_us IS NULL ORDER BY f.unit, f.start_us, f.id LIMIT 1), '')")
+enum { TJOB_COLUMNS(STORE_COL_ENUM) TJ__N };
+#define JSTATE_COLUMNS(X) \
+    X(JS_TENANT, "tenant_id") \
+    X(JS_STATE, "state")
+enum { JSTATE_COLUMNS(STORE_COL_ENUM) JS__N };
+#define VUSE_COLUMNS(X) \
+    X(VU_TENANT, "b.tenant_id") \
+    X(VU_CLASS, "j.class") \
+    X(VU_GPUS, "SUM(b.weight_milli)") \
+    X(VU_POOL, "COALESCE(n.pool, '')")
+enum { VUSE_COLUMNS(STORE_COL_ENUM) VU__N };
+#define RECENT_COLUMNS(X) \
+    X(RU_RECENT, "u.recent") \
+    X(RU_BORROWED, "u.borrowed") \
+    X(RU_AT, "u.at_us") \
+    X(RU_HALF_LIFE, "p.borrow_half_life_s")
+enum { RECENT_COLUMNS(STORE_COL_ENUM) RU__N };
+
 /* Every tenant that has a stored ceiling: *out (caller frees), *n, *any (a guarantee set). */
 static int load_quotas(store_tx *tx, tq **out, int *n, int *any, gp_err *err) {
     store_stmt *s;
@@ -34,11 +68,11 @@ static int load_quotas(store_tx *tx, tq **out, int *n, int *any, gp_err *err) {
     *out = NULL;
     *n = *any = 0;
     if ((rc = store_query(tx, &s, err,
-                          "SELECT tenant_id, spec FROM quotas WHERE project_id = '' ORDER BY tenant_id",
+                          "SELECT " STORE_COLS(TQUOTA_COLUMNS) " FROM quotas WHERE project_id = '' ORDER BY tenant_id",
                           "")))
         return rc;
     while ((rc = store_step(s, err)) > 0) {
-        json_t *j = json_loads(store_text(s, 1), 0, NULL);
+        json_t *j = json_loads(store_text(s, TQ_SPEC), 0, NULL);
         quota_set q;
         int bad = !j || quota_parse(j, &q, NULL) != GP_OK;
         json_decref(j);
@@ -54,7 +88,7 @@ static int load_quotas(store_tx *tx, tq **out, int *n, int *any, gp_err *err) {
         }
         tq *t = &(*out)[(*n)++];
         memset(t, 0, sizeof *t);
-        snprintf(t->id, sizeof t->id, "%s", store_text(s, 0));
+        snprintf(t->id, sizeof t->id, "%s", store_text(s, TQ_TENANT));
         t->q = q;
         *any |= q.guarantee != QUOTA_NONE || q.ngclass > 0 || q.ngpool > 0;
     }
@@ -117,12 +151,12 @@ static int tenant_marks(store_tx *tx, const char *tenant_id, int64_t g, const qu
     *borrowed = 0;
     /* the projects' parts (a project quota's guaranteed_gpus) */
     if ((rc = store_query(tx, &s, err,
-                          "SELECT project_id, spec FROM quotas WHERE tenant_id = ?"
+                          "SELECT " STORE_COLS(PQUOTA_COLUMNS) " FROM quotas WHERE tenant_id = ?"
                           " AND project_id <> '' ORDER BY project_id",
                           "s", tenant_id)))
         return rc;
     while ((rc = store_step(s, err)) > 0) {
-        json_t *j = json_loads(store_text(s, 1), 0, NULL);
+        json_t *j = json_loads(store_text(s, PQ_SPEC), 0, NULL);
         quota_set q;
         int ok = j && quota_parse(j, &q, NULL) == GP_OK;
         json_decref(j);
@@ -141,18 +175,13 @@ static int tenant_marks(store_tx *tx, const char *tenant_id, int64_t g, const qu
                 break;
             }
         }
-        snprintf(pid[np], sizeof pid[np], "%s", store_text(s, 0));
+        snprintf(pid[np], sizeof pid[np], "%s", store_text(s, PQ_PROJECT));
         pqs[np++] = q;
     }
     store_done(s);
     if (rc < 0) goto done;
     if ((rc = store_query(tx, &s, err,
-                          "SELECT j.id, j.project_id, SUM(b.weight_milli),"
-                          " COALESCE(j.reservation_id, ''), j.class,"
-                          /* the pool of its first card, as the round places it (step 6d) */
-                          " COALESCE((SELECT n.pool FROM bindings f JOIN nodes n"
-                          " ON n.name = f.node WHERE f.job_id = j.id AND f.end_us IS NULL"
-                          " ORDER BY f.unit, f.start_us, f.id LIMIT 1), '') FROM bindings b"
+                          "SELECT " STORE_COLS(TJOB_COLUMNS) " FROM bindings b"
                           " JOIN jobs j ON j.id = b.job_id"
                           " WHERE b.end_us IS NULL AND b.tenant_id = ?"
                           " GROUP BY j.id, j.project_id, j.started_at, j.reservation_id, j.class"
@@ -172,13 +201,13 @@ static int tenant_marks(store_tx *tx, const char *tenant_id, int64_t g, const qu
         }
         tjob *t = &js[nj++];
         memset(t, 0, sizeof *t);
-        snprintf(t->id, sizeof t->id, "%s", store_text(s, 0));
-        snprintf(t->project, sizeof t->project, "%s", store_text(s, 1));
-        t->demand = store_int(s, 2);
-        int inrsv = rsv_force_has(f, store_text(s, 3)), kc = -1, kp = -1;
+        snprintf(t->id, sizeof t->id, "%s", store_text(s, TJ_ID));
+        snprintf(t->project, sizeof t->project, "%s", store_text(s, TJ_PROJECT));
+        t->demand = store_int(s, TJ_DEMAND);
+        int inrsv = rsv_force_has(f, store_text(s, TJ_RSV)), kc = -1, kp = -1;
         if (cq) {
-            kc = quota_gclass(cq, store_text(s, 4));
-            kp = quota_gpool(cq, store_text(s, 5));
+            kc = quota_gclass(cq, store_text(s, TJ_CLASS));
+            kp = quota_gpool(cq, store_text(s, TJ_POOL));
         }
         t->dom = share_domain(inrsv, kc, kp >= 0 ? cq->ngclass + kp : -1);
         if (inrsv) { /* keep start order among the rest */
@@ -249,12 +278,12 @@ int share_job_borrowed(store_tx *tx, const char *job_id, int *borrowed, gp_err *
     char tenant[64] = "";
     int running = 0, rc;
     *borrowed = 0;
-    if ((rc = store_query(tx, &s, err, "SELECT tenant_id, state FROM jobs WHERE id = ?", "s",
+    if ((rc = store_query(tx, &s, err, "SELECT " STORE_COLS(JSTATE_COLUMNS) " FROM jobs WHERE id = ?", "s",
                           job_id)))
         return rc;
     if ((rc = store_step(s, err)) > 0) {
-        snprintf(tenant, sizeof tenant, "%s", store_text(s, 0));
-        running = strcmp(store_text(s, 1), "running") == 0;
+        snprintf(tenant, sizeof tenant, "%s", store_text(s, JS_TENANT));
+        running = strcmp(store_text(s, JS_STATE), "running") == 0;
     }
     store_done(s);
     if (rc < 0 || !running) return rc < 0 ? rc : GP_OK;
@@ -377,8 +406,7 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
     *out = NULL;
     if ((rc = load_quotas(tx, &ts, &n, &any, err))) return rc;
     if ((rc = store_query(tx, &s, err,
-                          "SELECT b.tenant_id, j.class, SUM(b.weight_milli),"
-                          " COALESCE(n.pool, '') FROM bindings b"
+                          "SELECT " STORE_COLS(VUSE_COLUMNS) " FROM bindings b"
                           " JOIN jobs j ON j.id = b.job_id LEFT JOIN nodes n ON n.name = b.node"
                           " WHERE b.end_us IS NULL GROUP BY b.tenant_id, j.class, n.pool",
                           "")))
@@ -386,15 +414,15 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
     while ((rc = store_step(s, err)) > 0) {
         int found = 0;
         for (int i = 0; i < n && !found; i++)
-            if (strcmp(ts[i].id, store_text(s, 0)) == 0) {
-                int k = quota_gclass(&ts[i].q, store_text(s, 1));
-                ts[i].used += store_int(s, 2);
-                if (k >= 0) ts[i].cused[k] += store_int(s, 2);
-                else if ((k = quota_gpool(&ts[i].q, store_text(s, 3))) >= 0)
-                    ts[i].pused[k] += store_int(s, 2);
+            if (strcmp(ts[i].id, store_text(s, VU_TENANT)) == 0) {
+                int k = quota_gclass(&ts[i].q, store_text(s, VU_CLASS));
+                ts[i].used += store_int(s, VU_GPUS);
+                if (k >= 0) ts[i].cused[k] += store_int(s, VU_GPUS);
+                else if ((k = quota_gpool(&ts[i].q, store_text(s, VU_POOL))) >= 0)
+                    ts[i].pused[k] += store_int(s, VU_GPUS);
                 found = 1;
             }
-        if (!found) other_used += store_int(s, 2); /* a tenant with no stored quota */
+        if (!found) other_used += store_int(s, VU_GPUS); /* a tenant with no stored quota */
     }
     store_done(s);
     if (rc < 0) goto done;
@@ -520,14 +548,13 @@ int share_recent(store_tx *tx, const char *tenant_id, int64_t now_us, int64_t po
     store_stmt *s;
     *recent = 0;
     int rc = store_query(tx, &s, err,
-                         "SELECT u.recent, u.borrowed, u.at_us, p.borrow_half_life_s"
-                         " FROM share_usage u LEFT JOIN pools p ON p.name = u.pool"
+                         "SELECT " STORE_COLS(RECENT_COLUMNS) " FROM share_usage u LEFT JOIN pools p ON p.name = u.pool"
                          " WHERE u.tenant_id = ?",
                          "s", tenant_id);
     if (rc) return rc;
     while ((rc = store_step(s, err)) > 0) {
-        share_usage u = {store_int(s, 0), store_int(s, 1), store_int(s, 2)};
-        int64_t hl = store_isnull(s, 3) ? policy_half_life_s : store_int(s, 3);
+        share_usage u = {store_int(s, RU_RECENT), store_int(s, RU_BORROWED), store_int(s, RU_AT)};
+        int64_t hl = store_isnull(s, RU_HALF_LIFE) ? policy_half_life_s : store_int(s, RU_HALF_LIFE);
         int64_t r = share_usage_now(&u, now_us, hl);
         *recent = r > INT64_MAX - *recent ? INT64_MAX : *recent + r;
     }
