@@ -591,6 +591,10 @@ assert_json '.tenants | join(",")' research "$OUT_FILE"
 gp -o json pool set training --description "bigger jobs"
 assert_rc 0
 assert_json '"\(.name) \(.description) \(.tenants | join(","))"' "training bigger jobs research" "$OUT_FILE"
+# (the API's update likewise keeps what it leaves out: never opens a pool by accident)
+api PUT /api/v1/pools/training '{"description":"biggest jobs"}'
+assert_status 200
+assert_json '"\(.description) \(.tenants | join(",")) \(.project_classes | length)"' "biggest jobs research 0" "$BODY_FILE"
 gp pool set nosuchpool --description x
 assert_denied 404
 gp -o json node pool sim-1 training
