@@ -52,7 +52,8 @@ enum { JSTATE_COLUMNS(STORE_COL_ENUM) JS__N };
     X(VU_TENANT, "b.tenant_id") \
     X(VU_CLASS, "j.class") \
     X(VU_GPUS, "SUM(b.weight_milli)") \
-    X(VU_POOL, "COALESCE(n.pool, '')")
+    X(VU_POOL, "COALESCE(n.pool, '')") \
+    X(VU_RSV, "COALESCE(j.reservation_id, '')")
 enum { VUSE_COLUMNS(STORE_COL_ENUM) VU__N };
 #define RECENT_COLUMNS(X) \
     X(RU_RECENT, "u.recent") \
@@ -405,21 +406,27 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
     int nf = 0;
     *out = NULL;
     if ((rc = load_quotas(tx, &ts, &n, &any, err))) return rc;
+    if ((rc = rsv_forces_load(tx, gt_now_us(), &fs, &nf, err))) goto done;
     if ((rc = store_query(tx, &s, err,
                           "SELECT " STORE_COLS(VUSE_COLUMNS) " FROM bindings b"
                           " JOIN jobs j ON j.id = b.job_id LEFT JOIN nodes n ON n.name = b.node"
-                          " WHERE b.end_us IS NULL GROUP BY b.tenant_id, j.class, n.pool",
+                          " WHERE b.end_us IS NULL"
+                          " GROUP BY b.tenant_id, j.class, n.pool, j.reservation_id",
                           "")))
         goto done;
     while ((rc = store_step(s, err)) > 0) {
         int found = 0;
         for (int i = 0; i < n && !found; i++)
             if (strcmp(ts[i].id, store_text(s, VU_TENANT)) == 0) {
-                int k = quota_gclass(&ts[i].q, store_text(s, VU_CLASS));
+                /* each domain's use, by the round's rule (share_domain): a reservation's work
+                 * in force counts in the tenant's own */
+                int kc = quota_gclass(&ts[i].q, store_text(s, VU_CLASS)),
+                    kp = quota_gpool(&ts[i].q, store_text(s, VU_POOL)),
+                    inrsv = rsv_force_has(rsv_force_of(fs, nf, ts[i].id), store_text(s, VU_RSV)),
+                    k = share_domain(inrsv, kc, kp >= 0 ? QUOTA_MAX_GCLASSES + kp : -1);
                 ts[i].used += store_int(s, VU_GPUS);
-                if (k >= 0) ts[i].cused[k] += store_int(s, VU_GPUS);
-                else if ((k = quota_gpool(&ts[i].q, store_text(s, VU_POOL))) >= 0)
-                    ts[i].pused[k] += store_int(s, VU_GPUS);
+                if (k >= QUOTA_MAX_GCLASSES) ts[i].pused[k - QUOTA_MAX_GCLASSES] += store_int(s, VU_GPUS);
+                else if (k >= 0) ts[i].cused[k] += store_int(s, VU_GPUS);
                 found = 1;
             }
         if (!found) other_used += store_int(s, VU_GPUS); /* a tenant with no stored quota */
@@ -451,7 +458,6 @@ int share_tenant_view(store_tx *tx, const char *tenant_id, json_t **out, gp_err 
     }
     if (any) {
         int64_t g = q ? gtee_of(q) : 0;
-        if ((rc = rsv_forces_load(tx, gt_now_us(), &fs, &nf, err))) goto done;
         const rsv_force *f = rsv_force_of(fs, nf, tenant_id);
         reserved = f ? f->held : 0;
         if ((rc = tenant_borrowed(tx, tenant_id, NULL, g, q, f, &borrowed, NULL, cborrowed, err)))
