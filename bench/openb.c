@@ -410,6 +410,7 @@ typedef struct ob_tally {
     int64_t cpu[2]; /* milli-CPU placed */
     long failed[2];
     int64_t failed_gpu; /* milli-GPU of the GPU tasks that found no place */
+    int64_t lost_form[3][2]; /* milli-GPU lost by form (fraction, one, several) and bound */
 } ob_tally;
 
 /*
@@ -417,6 +418,9 @@ typedef struct ob_tally {
  * free GPU (in GPUs) by the CPU its node has left (< 2, < 4, < 8, < 16, >= 16 cores), the free
  * CPU (cores) on nodes with no free GPU and on the others, and the CPU placed and tasks lost
  * of each kind: CPU-heavy mixes strand GPUs on nodes whose CPU is gone (bench/README.md).
+ * Then the idle GPU by model (whole GPUs and remnants of partly used ones) and the GPU lost by
+ * form and binding: mixes with many model-bound tasks lose them when the few GPUs of their
+ * models went to unbound tasks.
  */
 static void ob_strand_report(FILE *f, const ob_trace *tr, const pack_node *nodes, pack_policy pol,
                              int64_t pct, double ratio, const ob_tally *t) {
@@ -442,6 +446,24 @@ static void ob_strand_report(FILE *f, const ob_trace *tr, const pack_node *nodes
             gpu_by_cpu[2] / 1e3, gpu_by_cpu[3] / 1e3, gpu_by_cpu[4] / 1e3, cpu_nogpu / 1e3,
             cpu_gpu / 1e3, t->cpu[0] / 1e3, t->cpu[1] / 1e3, t->failed[0], t->failed[1],
             t->failed_gpu / 1e3);
+    /* the idle GPU by model (whole GPUs free / in remnants), and the lost GPU by form */
+    int64_t whole[PACK_MAX_MODELS] = {0}, part[PACK_MAX_MODELS] = {0};
+    for (size_t i = 0; i < tr->nnodes; i++)
+        for (int g = 0; g < nodes[i].ngpu; g++) {
+            int fr = nodes[i].gpu_free[g];
+            if (fr == PACK_MILLI)
+                whole[nodes[i].gpu_model[g]] += fr;
+            else
+                part[nodes[i].gpu_model[g]] += fr;
+        }
+    fprintf(f, "openb: %s at %lld%% arrived: idle GPUs by model (whole+remnants):",
+            pack_policy_name(pol), (long long)pct);
+    for (int m = 0; m < tr->models.n; m++)
+        if (whole[m] || part[m])
+            fprintf(f, " %s %.0f+%.0f", tr->models.name[m], whole[m] / 1e3, part[m] / 1e3);
+    fprintf(f, "; lost GPUs fraction/one/several (unbound+bound) %.0f+%.0f %.0f+%.0f %.0f+%.0f\n",
+            t->lost_form[0][0] / 1e3, t->lost_form[0][1] / 1e3, t->lost_form[1][0] / 1e3,
+            t->lost_form[1][1] / 1e3, t->lost_form[2][0] / 1e3, t->lost_form[2][1] / 1e3);
 }
 
 /*
@@ -479,6 +501,9 @@ static int ob_replay(const ob_trace *tr, const pack_node *base, pack_node *nodes
         } else if (rc == PACK_NOFIT) {
             tally.failed[t->num_gpu > 0]++;
             tally.failed_gpu += pack_task_gpu_milli(t);
+            if (t->num_gpu > 0)
+                tally.lost_form[t->gpu_milli < PACK_MILLI ? 0 : t->num_gpu == 1 ? 1 : 2]
+                               [t->model_mask != 0] += pack_task_gpu_milli(t);
         } else {
             fprintf(stderr, "openb: pack_choose failed (%d)\n", rc);
             return -1;
@@ -630,6 +655,7 @@ typedef struct ob_cfg {
     long grid;          /* --mix-report: points of the held-out grid (0: none) */
     uint64_t grid_seed; /* the grid's draw */
     int grid_only;      /* --mix-report: the grid alone */
+    long grid_point;    /* --mix-report: replay only this point of the grid (-1: all) */
 } ob_cfg;
 
 /* Results of one trace: per policy, means over seeds, and time. */
@@ -838,6 +864,7 @@ static int ob_grid(const char *data_dir, const ob_cfg *cfg, double *worst) {
                 got[3] += syn[i].model_mask != 0;
             }
         }
+        if (cfg->grid_point >= 0 && k != cfg->grid_point) continue; /* drawn, not replayed */
         ob_trace tr = all;
         tr.tasks = syn;
         tr.ntasks = OB_GRID_TASKS;
@@ -956,13 +983,14 @@ static void ob_usage(FILE *f) {
             "  --grid        --mix-report: points of the held-out grid (default 8; 0: none)\n"
             "  --grid-seed   --mix-report: the grid's seed (default: a fresh one, printed)\n"
             "  --grid-only   --mix-report: the held-out grid alone\n"
+            "  --grid-point  --mix-report: replay only point K of the grid (all are drawn)\n"
             "  --verbose     per-seed figures and timing on stderr\n");
 }
 
 int bench_openb(int argc, char **argv) {
     const char *nodes_path = NULL, *tasks_path = NULL, *policy = "all",
                *data_dir = "../shared/data/openb";
-    ob_cfg cfg = {10, OB_ARTIFACT, 0.95, 0, {0}, 0, 8, 0, 0};
+    ob_cfg cfg = {10, OB_ARTIFACT, 0.95, 0, {0}, 0, 8, 0, 0, -1};
     int mix_report = 0, grid_seed_set = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1013,6 +1041,12 @@ int bench_openb(int argc, char **argv) {
             cfg.grid = strtol(v, &end, 10);
             if (*end || cfg.grid < 0 || cfg.grid > 10000) {
                 fprintf(stderr, "openb: bad --grid '%s' (0..10000)\n", v);
+                return 2;
+            }
+        } else if (strcmp(a, "--grid-point") == 0) {
+            cfg.grid_point = strtol(v, &end, 10);
+            if (*end || cfg.grid_point < 0 || cfg.grid_point > 10000) {
+                fprintf(stderr, "openb: bad --grid-point '%s' (0..10000)\n", v);
                 return 2;
             }
         } else if (strcmp(a, "--grid-seed") == 0) {
