@@ -19,7 +19,8 @@
  * Every policy replays the same lists; figures are means over seeds.
  * bestfit and fgd run as the simulator scores them (integer BestFit score;
  * the paper's typical tasks: 95 % of the trace, keyed without memory);
- * gpupool as the scheduler runs it, on every shape of the trace.
+ * gpupool as the scheduler runs it, on every shape of the trace, the bound ones weighed by how
+ * few of the node list's GPUs they may use (pack_supply).
  * --mix-report runs all thirteen mixes against the published figures, then
  * the held-out parts against the bench's own FGD on the same lists: the six
  * mixes of the artefact with no published figure, and a grid of synthetic
@@ -675,7 +676,9 @@ static int ob_run_loaded(const ob_trace *trp, const char *tasks_path, const ob_c
     ob_list list = {0};
     memset(res, 0, sizeof *res);
     int rc = ob_paper_workload(&tr, cfg->coverage, &wpaper);
-    if (rc == PACK_OK) rc = pack_workload_from_tasks(tr.tasks, tr.ntasks, 1.0, &wpool);
+    pack_supply supply; /* gpupool weighs bound shapes by the GPUs they may use (pack.h) */
+    pack_supply_of(tr.nodes, tr.nnodes, &supply);
+    if (rc == PACK_OK) rc = pack_workload_from_tasks_supply(tr.tasks, tr.ntasks, 1.0, &supply, &wpool);
     nodes = malloc(tr.nnodes * sizeof *nodes);
     base = malloc(tr.nnodes * sizeof *base);
     if (rc != PACK_OK || !nodes || !base) {

@@ -355,7 +355,23 @@ static int build_table(pack_workload *w) {
     return PACK_OK;
 }
 
-int pack_workload_new(const pack_shape *shapes, size_t n, pack_workload **out) {
+/* GPUs of `supply` among the models of `mask` (0: every model). */
+static int64_t supply_in(const pack_supply *supply, uint64_t mask) {
+    int64_t c = 0;
+    for (int m = 0; m < PACK_MAX_MODELS; m++)
+        if (mask == 0 || ((mask >> m) & 1u)) c += supply->gpus[m];
+    return c;
+}
+
+void pack_supply_of(const pack_node *nodes, size_t n, pack_supply *out) {
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; nodes && i < n; i++)
+        for (int g = 0; g < nodes[i].ngpu; g++) out->gpus[nodes[i].gpu_model[g]]++;
+}
+
+int pack_workload_new_supply(const pack_shape *shapes, size_t n, const pack_supply *supply,
+                             pack_workload **out) {
     if (!out) return PACK_EINVAL;
     *out = NULL;
     if (!shapes && n) return PACK_EINVAL;
@@ -369,6 +385,9 @@ int pack_workload_new(const pack_shape *shapes, size_t n, pack_workload **out) {
         kept += x > 0;
     }
     if (!(sum > 0) || !isfinite(sum)) return PACK_EINVAL;
+    if (supply)
+        for (int m = 0; m < PACK_MAX_MODELS; m++)
+            if (supply->gpus[m] < 0 || supply->gpus[m] > PACK_MAX_AMOUNT) return PACK_EINVAL;
 
     pack_workload *w = calloc(1, sizeof *w);
     int64_t *wfix = NULL;
@@ -376,13 +395,8 @@ int pack_workload_new(const pack_shape *shapes, size_t n, pack_workload **out) {
     w->shapes = malloc(kept * sizeof *w->shapes);
     wfix = malloc(kept * sizeof *wfix);
     if (!w->shapes || !wfix) goto nomem;
-    for (size_t i = 0; i < n; i++) {
-        if (!(shapes[i].weight > 0)) continue;
-        pack_shape s = shapes[i];
-        s.weight /= sum;
-        w->shapes[w->nshapes++] = s;
-    }
-    qsort(w->shapes, w->nshapes, sizeof *w->shapes, cmp_shape_desc);
+    for (size_t i = 0; i < n; i++)
+        if (shapes[i].weight > 0) w->shapes[w->nshapes++] = shapes[i];
     for (int k = 0; k < PK_NSIG; k++) w->sig[k] = (int64_t)(pk_sig_milli[k] * (double)PK_ONE);
     w->wtot = 0;
     {
@@ -399,7 +413,21 @@ int pack_workload_new(const pack_shape *shapes, size_t n, pack_workload **out) {
             if (t->num_gpu > 0 && t->model_mask && t->model_mask != all[t->gpu_milli == PACK_MILLI])
                 w->constrained = 1;
         }
+        /* a bound shape weighs sqrt(C_kind / C_s): C_s the cluster's GPUs it accepts, C_kind
+         * those the shapes of its kind accept together (pack.h, "Scarcity") */
+        sum = 0;
+        for (size_t i = 0; i < w->nshapes; i++) {
+            const pack_task *t = &w->shapes[i].task;
+            if (supply && t->num_gpu > 0 && t->model_mask) {
+                int64_t cs = supply_in(supply, t->model_mask);
+                int64_t ck = supply_in(supply, all[t->gpu_milli == PACK_MILLI]);
+                if (cs > 0 && ck > cs) w->shapes[i].weight *= sqrt((double)ck / (double)cs);
+            }
+            sum += w->shapes[i].weight;
+        }
+        for (size_t i = 0; i < w->nshapes; i++) w->shapes[i].weight /= sum;
     }
+    qsort(w->shapes, w->nshapes, sizeof *w->shapes, cmp_shape_desc);
     for (size_t i = 0; i < w->nshapes; i++) {
         wfix[i] = (int64_t)(w->shapes[i].weight * (double)PK_ONE + 0.5);
         w->wtot += wfix[i];
@@ -421,8 +449,17 @@ nomem:
 
 static int cmp_task_v(const void *a, const void *b) { return cmp_task(a, b); }
 
+int pack_workload_new(const pack_shape *shapes, size_t n, pack_workload **out) {
+    return pack_workload_new_supply(shapes, n, NULL, out);
+}
+
 int pack_workload_from_tasks(const pack_task *tasks, size_t n, double coverage,
                              pack_workload **out) {
+    return pack_workload_from_tasks_supply(tasks, n, coverage, NULL, out);
+}
+
+int pack_workload_from_tasks_supply(const pack_task *tasks, size_t n, double coverage,
+                                    const pack_supply *supply, pack_workload **out) {
     if (!out) return PACK_EINVAL;
     *out = NULL;
     if (!tasks || n == 0 || !(coverage > 0) || coverage > 1) return PACK_EINVAL;
@@ -450,7 +487,7 @@ int pack_workload_from_tasks(const pack_task *tasks, size_t n, double coverage,
     double want = coverage * (double)n, have = 0;
     size_t keep = 0;
     while (keep < ns && (keep == 0 || have < want - 1e-9)) have += sh[keep++].weight;
-    int rc = pack_workload_new(sh, keep, out);
+    int rc = pack_workload_new_supply(sh, keep, supply, out);
     free(sorted);
     free(sh);
     return rc;

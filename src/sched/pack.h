@@ -70,10 +70,11 @@
  *                 a caller that keeps every node's key in an index (the
  *                 scheduler, src/sched/sched.c) chooses exactly as the bench.
  *                 The only parameters are the workload's shapes (the
- *                 scheduler: its queue's job classes; the bench: the trace).
- *                 On openb (13 mixes, 10 seeds) it is above the paper's FGD
- *                 at 100 % and 130 % arrived on every mix (+0.01 to +1.00)
- *                 but multigpu40 at 100 %, a tie (bench/README.md).
+ *                 scheduler: its queue's job classes; the bench: the trace)
+ *                 and, for shapes bound to models, how many of the cluster's
+ *                 GPUs they may use (a workload built with a pack_supply,
+ *                 "Scarcity" below: a bound shape weighs more the fewer GPUs
+ *                 it accepts).  Results on openb: bench/README.md.
  *
  * Cost.  A workload is compiled once (pack_workload_new): shapes are grouped
  * into GPU demand classes (gpu_milli, num_gpu, model mask) and a table gives,
@@ -200,6 +201,34 @@ int pack_workload_new(const pack_shape *shapes, size_t n, pack_workload **out);
  */
 int pack_workload_from_tasks(const pack_task *tasks, size_t n, double coverage,
                              pack_workload **out);
+
+/*
+ * Scarcity.  GPUs of each model id in a cluster: gpus[m] GPUs of model m.  A workload built
+ * with a supply (the _supply variants; NULL: as without) weighs each bound GPU shape (model_mask
+ * != 0, accepting C_s of the cluster's GPUs) by sqrt(C_kind / C_s) before the weights are
+ * normalised, C_kind being the GPUs the shapes of its kind (whole GPUs, fractions) accept
+ * together (mask 0: every model); shapes with C_s == 0 or C_s == C_kind keep their weight.
+ * FGD counts a bound shape's weight as the fragmentation of every GPU it cannot use, which
+ * keeps other tasks off its models in proportion to its count; a shape that may use a tenth of
+ * the cluster arrives on each of its GPUs ten times as often as one that may use all of them,
+ * and the square root is the measured compromise (bench/README.md, "gpupool": the full ratio
+ * protects the small models' GPUs so hard that the big nodes multi-GPU tasks need fill
+ * instead).  Only PACK_GPUPOOL's callers pass a supply (the bench's FGD is the paper's).
+ */
+typedef struct pack_supply {
+    int64_t gpus[PACK_MAX_MODELS]; /* 0..PACK_MAX_AMOUNT each */
+} pack_supply;
+
+/* The supply of nodes[0..n-1]: every GPU of each node by its model (NULL out: no-op). */
+void pack_supply_of(const pack_node *nodes, size_t n, pack_supply *out);
+
+/* pack_workload_new and pack_workload_from_tasks with a supply (NULL: exactly those);
+ * PACK_EINVAL also for a count outside 0..PACK_MAX_AMOUNT.  pack_workload_shape then
+ * returns the weights as scaled and normalised. */
+int pack_workload_new_supply(const pack_shape *shapes, size_t n, const pack_supply *supply,
+                             pack_workload **out);
+int pack_workload_from_tasks_supply(const pack_task *tasks, size_t n, double coverage,
+                                    const pack_supply *supply, pack_workload **out);
 
 /* Free a workload; NULL is a no-op. */
 void pack_workload_free(pack_workload *w);

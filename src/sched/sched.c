@@ -57,6 +57,7 @@ typedef struct st {
      * the models fit its ids */
     pack_workload *wl;
     int64_t *wweight;    /* per class: the units it was built with */
+    pack_supply supply;  /* and the allocatable cards by model it was built with */
     pack_norm norm;      /* the cluster's largest node CPU and GPU capacities */
     int big_nodes;       /* a node has more cards than pack sees (PACK_MAX_GPUS) */
     struct kmemo *memo;  /* node keys by the node's free shape (see memo_find) */
@@ -571,7 +572,22 @@ static int queue_weights(const sch_snapshot *s, int64_t *w) {
     return any;
 }
 
-/* The typical shapes of this round's queue, weighted by t->wweight. */
+/* The cards pack sees (a node's first PACK_MAX_GPUS) that can be allocated, by pack's model
+ * id: bound classes weigh by how few of them they accept (pack.h, "Scarcity"). */
+static void cluster_supply(const sch_snapshot *s, pack_supply *out) {
+    memset(out, 0, sizeof *out);
+    for (int n = 0; n < s->nnodes; n++) {
+        const sch_node *nd = &s->nodes[n];
+        int ng = nd->ngpus > PACK_MAX_GPUS ? PACK_MAX_GPUS : nd->ngpus;
+        for (int k = 0; k < ng; k++) {
+            const sch_gpu *g = &s->gpus[nd->gpu0 + k];
+            if (g->allocatable && pack_model(g) < PACK_MAX_MODELS) out->gpus[pack_model(g)]++;
+        }
+    }
+}
+
+/* The typical shapes of this round's queue, weighted by t->wweight, bound ones by the
+ * cluster's supply (t->supply). */
 static void build_workload(st *t) {
     const sch_snapshot *s = t->s;
     int any = queue_weights(s, t->wweight);
@@ -583,7 +599,9 @@ static void build_workload(st *t) {
         unit_task(s, &s->classes[c], &shapes[c].task);
         shapes[c].weight = t->wweight[c];
     }
-    if (any && pack_workload_new(shapes, (size_t)s->nclasses, &t->wl) != PACK_OK) t->wl = NULL;
+    cluster_supply(s, &t->supply);
+    if (any && pack_workload_new_supply(shapes, (size_t)s->nclasses, &t->supply, &t->wl) != PACK_OK)
+        t->wl = NULL;
     free(shapes);
 }
 
@@ -2605,7 +2623,8 @@ void sch_delta_free(sch_delta *d) {
 }
 
 /* Point the state at the next snapshot (same tables, other jobs); refresh the typical shapes
- * when the queue's changed (FGD keys depend on them).  0, 1 (tables differ) or -1. */
+ * when the queue's or the allocatable cards changed (FGD keys depend on them).  0, 1 (tables
+ * differ) or -1. */
 static int delta_follow(sch_delta *d, const sch_snapshot *s) {
     st *t = &d->t;
     if (s->nnodes != d->nnodes || s->ngpus != d->ngpus || s->nclasses != d->nclasses ||
@@ -2617,6 +2636,11 @@ static int delta_follow(sch_delta *d, const sch_snapshot *s) {
     queue_weights(s, w);
     int same = memcmp(w, t->wweight, sizeof *w * (size_t)s->nclasses) == 0;
     free(w);
+    if (same && s->nmodels * 3 <= PACK_MAX_MODELS) { /* a card's health changed: so did C_s */
+        pack_supply now;
+        cluster_supply(s, &now);
+        same = memcmp(&now, &t->supply, sizeof now) == 0;
+    }
     if (same) return 0;
     /* new shapes: drop the FGD trees (rebuilt on first use) and the workload */
     int m = 0;

@@ -595,6 +595,72 @@ static void workload_from_tasks(void **state) {
     assert_null(pack_policy_name((pack_policy)9));
 }
 
+/* A bound shape weighs sqrt(C_kind / C_s) with a supply, and that moves a choice: two equal
+ * nodes of models 0 and 1, shapes bound to each with equal counts; model 1 is scarce. */
+static void workload_supply(void **state) {
+    (void)state;
+    pack_node nodes[3] = {node(8000, 8192, 2, 1), node(8000, 8192, 2, 0), node(8000, 8192, 4, 0)};
+    pack_supply sup;
+    pack_supply_of(nodes, 3, &sup);
+    assert_int_equal(sup.gpus[0], 6);
+    assert_int_equal(sup.gpus[1], 2);
+    assert_int_equal(sup.gpus[2], 0);
+    pack_supply_of(nodes, 3, NULL); /* no-op */
+
+    pack_shape sh[3] = {{task(1000, 1024, 2, PACK_MILLI, 0), 1},
+                        {task(1000, 1024, 1, PACK_MILLI, 1u << 1), 1},
+                        {task(1000, 1024, 1, PACK_MILLI, 1u << 0), 1}};
+    pack_supply big = {{0}};
+    big.gpus[0] = 64;
+    big.gpus[1] = 4;
+    pack_workload *w = NULL, *wn = NULL;
+    assert_int_equal(pack_workload_new_supply(sh, 3, &big, &w), PACK_OK);
+    assert_int_equal(pack_workload_new_supply(sh, 3, NULL, &wn), PACK_OK);
+    /* weights 1, sqrt(68 / 4), sqrt(68 / 64), normalised (most first); without a supply 1/3 */
+    pack_shape s, s1, s2;
+    assert_int_equal(pack_workload_shape(w, 0, &s), PACK_OK);
+    assert_int_equal(pack_workload_shape(w, 1, &s1), PACK_OK);
+    assert_int_equal(pack_workload_shape(w, 2, &s2), PACK_OK);
+    assert_int_equal(s.task.model_mask, 1u << 1);
+    assert_int_equal(s1.task.model_mask, 1u << 0);
+    assert_int_equal(s2.task.model_mask, 0);
+    double r1 = s.weight / s2.weight, r0 = s1.weight / s2.weight;
+    assert_true(r1 * r1 > 17 - 1e-9 && r1 * r1 < 17 + 1e-9);
+    assert_true(r0 * r0 > 68.0 / 64 - 1e-9 && r0 * r0 < 68.0 / 64 + 1e-9);
+    assert_true(s.weight + s1.weight + s2.weight > 1 - 1e-9 && s.weight + s1.weight + s2.weight < 1 + 1e-9);
+    assert_int_equal(pack_workload_shape(wn, 0, &s), PACK_OK);
+    assert_true(s.weight > 1.0 / 3 - 1e-9 && s.weight < 1.0 / 3 + 1e-9);
+
+    /* an unbound GPU: without the supply the nodes tie (spread: the first); with it, the
+     * scarce model's node is kept for the tasks bound to it */
+    pack_node two[2] = {node(8000, 8192, 2, 1), node(8000, 8192, 2, 0)};
+    pack_task t = task(1000, 1024, 1, PACK_MILLI, 0);
+    size_t ni;
+    int gpus[PACK_MAX_GPUS];
+    assert_int_equal(pack_choose(PACK_GPUPOOL, two, 2, &t, wn, &ni, gpus), PACK_OK);
+    assert_int_equal(ni, 0);
+    assert_int_equal(pack_choose(PACK_GPUPOOL, two, 2, &t, w, &ni, gpus), PACK_OK);
+    assert_int_equal(ni, 1);
+    pack_workload_free(w);
+    pack_workload_free(wn);
+
+    /* a mask that is all its kind accepts, or models the cluster lacks: unscaled */
+    pack_shape sk[2] = {{task(1000, 1024, 1, PACK_MILLI, 3u), 1},
+                        {task(1000, 1024, 1, 500, 1u << 5), 1}};
+    assert_int_equal(pack_workload_new_supply(sk, 2, &big, &w), PACK_OK);
+    assert_int_equal(pack_workload_shape(w, 0, &s), PACK_OK);
+    assert_true(s.weight > 0.5 - 1e-9 && s.weight < 0.5 + 1e-9);
+    pack_workload_free(w);
+    /* the same list by tasks */
+    pack_task list[2] = {sk[0].task, sk[1].task};
+    assert_int_equal(pack_workload_from_tasks_supply(list, 2, 1.0, &big, &w), PACK_OK);
+    assert_int_equal(pack_workload_count(w), 2);
+    pack_workload_free(w);
+    big.gpus[3] = -1;
+    assert_int_equal(pack_workload_new_supply(sh, 3, &big, &w), PACK_EINVAL);
+    assert_null(w);
+}
+
 /* ---- property tests ---- */
 
 /* pack_node_frag equals the definition, with the table and without it. */
@@ -783,6 +849,7 @@ int main(void) {
         cmocka_unit_test(choices_never_overcommit),
         cmocka_unit_test(node_key_known),
         cmocka_unit_test(bound_is_relative),
+        cmocka_unit_test(workload_supply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,8 +16,10 @@
  * the later rounds start from bindings read back from the store; a job that found no place
  * waits (admitted) and is tried again first, as the bench side does too.  The workload of a
  * round is its queue (the scheduler's rule): the bench side builds it from the same jobs.
- * Two replays: every model accepted (whole cards tie to the fuller node), and every seventh
- * whole-card task bound to one model (whole cards spread: ties to the first node).
+ * Three replays: every model accepted (whole cards tie to the fuller node), and every seventh
+ * whole-card task bound to one model (whole cards spread: ties to the first node), once the
+ * model of most cards (G2) and once a scarce one (T4), whose bound class then weighs by the
+ * cluster's cards as both sides count them (pack_supply).
  */
 #include "apitest.h"
 
@@ -109,7 +111,6 @@ static const int TASKS[][4] = { /* cpus, memory GiB, GPUs, milli-GPU per GPU */
 #define NT ((int)(sizeof TASKS / sizeof TASKS[0]))
 #define NM ((int)(sizeof MODELS / sizeof MODELS[0]))
 #define BATCHES 3
-#define BOUND_MODEL 1 /* G2 */
 
 static int shared_node(int i) { return i % 3 == 0; }
 
@@ -156,14 +157,16 @@ static void sb_run(apitest *t, sqlbuf *b) {
     b->s[0] = '\0';
 }
 
+/* The models a task accepts: every one, or only `bound` (-1: not bound). */
 static uint64_t model_bits(int bound, int mode) {
     uint64_t m = 0;
     for (int k = 0; k < NM; k++)
-        if (!bound || k == BOUND_MODEL) m |= 1ULL << (k * 3 + mode);
+        if (bound < 0 || k == bound) m |= 1ULL << (k * 3 + mode);
     return m;
 }
 
-static void setup(apitest *t, replay *r, int with_bound) {
+/* bound: the model every seventh whole-card task is bound to, -1 none. */
+static void setup(apitest *t, replay *r, int bound) {
     sqlbuf b = {0};
     at_sql(t, "INSERT INTO users (id, name, created_at) VALUES ('u1', 'agent', 0)");
     at_sql(t, "INSERT INTO tenants (id, name, created_at) VALUES ('t1', 'red', 0)");
@@ -188,7 +191,7 @@ static void setup(apitest *t, replay *r, int with_bound) {
     int whole_seen = 0;
     for (int j = 0; j < NT; j++) {
         shape s = {TASKS[j][0], TASKS[j][1], TASKS[j][2], TASKS[j][3], 0};
-        if (s.milli == PACK_MILLI && with_bound && whole_seen++ % 7 == 6) s.bound = 1;
+        if (s.milli == PACK_MILLI && bound >= 0 && whole_seen++ % 7 == 6) s.bound = 1;
         r->sh[j] = s;
         int c = 0;
         while (c < r->ncls && memcmp(&r->cshape[c], &s, sizeof s) != 0) c++;
@@ -199,7 +202,7 @@ static void setup(apitest *t, replay *r, int with_bound) {
         pt->memory_mib = (int64_t)s.mem * 1024;
         pt->num_gpu = s.num;
         pt->gpu_milli = s.milli;
-        pt->model_mask = model_bits(s.bound, s.milli == PACK_MILLI ? SCH_WHOLE : SCH_SHARED);
+        pt->model_mask = model_bits(s.bound ? bound : -1, s.milli == PACK_MILLI ? SCH_WHOLE : SCH_SHARED);
         r->node[j] = -1;
     }
     sb_add(&b, "INSERT INTO classes (name, form, gpus, cpus, memory_gib, gpu_models, created_at)"
@@ -210,7 +213,7 @@ static void setup(apitest *t, replay *r, int with_bound) {
         if (s->milli == PACK_MILLI) snprintf(form, sizeof form, "whole");
         else snprintf(form, sizeof form, "shared:1/%d", s->milli / 10);
         for (int k = 0; k < NM; k++)
-            if (!s->bound || k == BOUND_MODEL)
+            if (!s->bound || k == bound)
                 snprintf(models + strlen(models), sizeof models - strlen(models), "%s\"%s\"",
                          strlen(models) > 1 ? "," : "", MODELS[k]);
         strcat(models, "]");
@@ -229,7 +232,9 @@ static void bench_round(replay *r, pack_node *nodes, const int *queue, int nq) {
     assert_non_null(qt);
     for (int i = 0; i < nq; i++) qt[i] = r->task[queue[i]];
     pack_workload *w = NULL;
-    assert_int_equal(pack_workload_from_tasks(qt, (size_t)nq, 1.0, &w), PACK_OK);
+    pack_supply supply; /* as the scheduler counts its allocatable cards */
+    pack_supply_of(nodes, NN, &supply);
+    assert_int_equal(pack_workload_from_tasks_supply(qt, (size_t)nq, 1.0, &supply, &w), PACK_OK);
     for (int i = 0; i < nq; i++) {
         int j = queue[i], g[PACK_MAX_GPUS];
         size_t ni;
@@ -294,13 +299,13 @@ static void compare(apitest *t, const replay *r, int upto, int *placed) {
     }
 }
 
-static void run_replay(int with_bound) {
+static void run_replay(int bound) {
     apitest t;
     replay *r = malloc(sizeof *r);
     pack_node nodes[NN];
     assert_non_null(r);
     at_open(&t);
-    setup(&t, r, with_bound);
+    setup(&t, r, bound);
     for (int i = 0; i < NN; i++) {
         assert_int_equal(pack_node_init(&nodes[i], (int64_t)NODES[i][0] * 1000,
                                         (int64_t)NODES[i][1] * 1024, NODES[i][2], 0),
@@ -352,18 +357,27 @@ static void run_replay(int with_bound) {
 
 static void replay_every_model(void **state) {
     (void)state;
-    run_replay(0);
+    run_replay(-1);
 }
 
 static void replay_some_bound(void **state) {
     (void)state;
-    run_replay(1);
+    run_replay(1); /* G2: most of the whole cards, so its weight barely moves */
+}
+
+/* bound to T4 (a tenth of the whole cards): the bound class weighs by that scarcity (pack.h,
+ * "Scarcity"), from the cards the scheduler counts and the nodes the bench side counts; without
+ * the supply on the bench side this replay differs at job j0006 */
+static void replay_bound_scarce(void **state) {
+    (void)state;
+    run_replay(2);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(replay_every_model),
         cmocka_unit_test(replay_some_bound),
+        cmocka_unit_test(replay_bound_scarce),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
