@@ -57,7 +57,8 @@ typedef struct st {
      * the models fit its ids */
     pack_workload *wl;
     int64_t *wweight;    /* per class: the units it was built with */
-    pack_supply supply;  /* and the allocatable cards by model it was built with */
+    pack_supply supply;  /* allocatable cards by pack model (cluster_supply): a table, so a
+                            delta keeps it (sched.h: only the jobs differ) */
     pack_norm norm;      /* the cluster's largest node CPU and GPU capacities */
     int big_nodes;       /* a node has more cards than pack sees (PACK_MAX_GPUS) */
     struct kmemo *memo;  /* node keys by the node's free shape (see memo_find) */
@@ -586,8 +587,8 @@ static void cluster_supply(const sch_snapshot *s, pack_supply *out) {
     }
 }
 
-/* The typical shapes of this round's queue, weighted by t->wweight, bound ones by the
- * cluster's supply (t->supply). */
+/* The typical shapes of this round's queue, weighted by t->wweight, bound ones also by the
+ * cluster's allocatable cards (t->supply). */
 static void build_workload(st *t) {
     const sch_snapshot *s = t->s;
     int any = queue_weights(s, t->wweight);
@@ -599,7 +600,6 @@ static void build_workload(st *t) {
         unit_task(s, &s->classes[c], &shapes[c].task);
         shapes[c].weight = t->wweight[c];
     }
-    cluster_supply(s, &t->supply);
     if (any && pack_workload_new_supply(shapes, (size_t)s->nclasses, &t->supply, &t->wl) != PACK_OK)
         t->wl = NULL;
     free(shapes);
@@ -2346,6 +2346,7 @@ static int st_init(st *t, const sch_snapshot *s) {
         if ((int64_t)ng * PACK_MILLI > t->norm.gpu_max) t->norm.gpu_max = (int64_t)ng * PACK_MILLI;
     }
     t->gen = 0;
+    cluster_supply(s, &t->supply);
     build_workload(t);
     return 0;
 }
@@ -2623,8 +2624,7 @@ void sch_delta_free(sch_delta *d) {
 }
 
 /* Point the state at the next snapshot (same tables, other jobs); refresh the typical shapes
- * when the queue's or the allocatable cards changed (FGD keys depend on them).  0, 1 (tables
- * differ) or -1. */
+ * when the queue's changed (FGD keys depend on them).  0, 1 (tables differ) or -1. */
 static int delta_follow(sch_delta *d, const sch_snapshot *s) {
     st *t = &d->t;
     if (s->nnodes != d->nnodes || s->ngpus != d->ngpus || s->nclasses != d->nclasses ||
@@ -2636,11 +2636,6 @@ static int delta_follow(sch_delta *d, const sch_snapshot *s) {
     queue_weights(s, w);
     int same = memcmp(w, t->wweight, sizeof *w * (size_t)s->nclasses) == 0;
     free(w);
-    if (same && s->nmodels * 3 <= PACK_MAX_MODELS) { /* a card's health changed: so did C_s */
-        pack_supply now;
-        cluster_supply(s, &now);
-        same = memcmp(&now, &t->supply, sizeof now) == 0;
-    }
     if (same) return 0;
     /* new shapes: drop the FGD trees (rebuilt on first use) and the workload */
     int m = 0;
