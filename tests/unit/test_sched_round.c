@@ -848,6 +848,197 @@ static void cluster_in_memory(void **state) {
     at_close(&t);
 }
 
+/* ---- a node's change patched into the copy (migration 34, round_nodes.c; issue 38 item 2) ---- */
+
+static long long patches(void) {
+    return cluster_metric("gpupool_sched_cluster_reads_total{source=\"patch\"} ");
+}
+
+static long long whole_reads(void) {
+    return cluster_metric("gpupool_sched_cluster_reads_total{source=\"store\"} ");
+}
+
+/* Joins, a node's and its cards' states, slices, labels and a card moving between nodes are
+ * each patched into the copy, not read whole, and the patched copy is what a whole read makes
+ * (sched_cluster_verify patches as the next round would, or takes the round's patched copy,
+ * and compares it with a whole read): nodes joining before and after the ones there (name
+ * order), a model new to the cluster on a node that sorts first (the model table's order),
+ * NVLink, racks, MIG slices, a failed card, a node unreachable and back.  The rounds place on
+ * the nodes that joined; any other change (a class, a node deleted) is read whole. */
+static void cluster_patched_node_changes(void **state) {
+    (void)state;
+    apitest t;
+    open_base(&t);
+    sched_metrics_reset();
+    int64_t now = gt_now_us();
+    for (int i = 0; i < 8; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "j%d", i);
+        job(&t, id, i % 2 ? "t2" : "t3", i % 2 ? "p2" : "p3", 100, 0, "queued", now + i);
+    }
+    round_once(&t);
+    assert_int_equal(one_int(&t, "SELECT COUNT(*) FROM jobs WHERE state = 'running'", NULL), 4);
+    assert_int_equal(whole_reads(), 1);
+    static const char *const steps[][3] = {
+        /* a node joins after 'a' with two cards: two more jobs run */
+        {"INSERT INTO nodes (id, name, cpus, memory_gib, agent_user_id, registered_at,"
+         " last_heartbeat) VALUES ('n2', 'm', 64, 512, 'u1', 0, 0)",
+         "INSERT INTO gpus (id, uuid, node_id, idx, model, memory_mib, signals, updated_at)"
+         " VALUES ('g10', 'GPU-10', 'n2', 0, 'NVIDIA A100-SXM4-80GB', 81920, '{}', 0),"
+         " ('g11', 'GPU-11', 'n2', 1, 'NVIDIA A100-SXM4-80GB', 81920, '{}', 0)", NULL},
+        /* one before 'a', of a model new to the cluster, its two cards linked */
+        {"INSERT INTO nodes (id, name, cpus, memory_gib, agent_user_id, registered_at,"
+         " last_heartbeat) VALUES ('n3', '0first', 32, 256, 'u1', 0, 0)",
+         "INSERT INTO gpus (id, uuid, node_id, idx, model, memory_mib, signals, updated_at,"
+         " topology) VALUES ('g20', 'GPU-20', 'n3', 0, 'NVIDIA H100 80GB HBM3', 81920, '{}', 0,"
+         " '{\"GPU-21\":4}'), ('g21', 'GPU-21', 'n3', 1, 'NVIDIA H100 80GB HBM3', 81920, '{}',"
+         " 0, '{\"GPU-20\":4}')", NULL},
+        /* racks */
+        {"UPDATE nodes SET topo_rack = 'r2' WHERE name = 'm'",
+         "UPDATE nodes SET topo_rack = 'r1', topo_switch = 's1' WHERE name = 'a'", NULL},
+        /* a card turned MIG, with slices */
+        {"UPDATE gpus SET mode = 'mig' WHERE uuid = 'GPU-20'",
+         "INSERT INTO slices (uuid, gpu_id, profile, memory_mib, idx) VALUES"
+         " ('MIG-1', 'g20', '3g.40gb', 40960, 0), ('MIG-2', 'g20', '3g.40gb', 40960, 1)", NULL},
+        /* a card failed, a node unreachable */
+        {"UPDATE gpus SET health = 'failed' WHERE uuid = 'GPU-11'",
+         "UPDATE nodes SET state = 'unreachable' WHERE name = '0first'", NULL},
+        /* a card moved between nodes */
+        {"UPDATE gpus SET node_id = 'n3', idx = 5 WHERE uuid = 'GPU-3'", NULL, NULL},
+        /* back, one slice gone, a node cordoned */
+        {"UPDATE nodes SET state = 'ready' WHERE name = '0first'",
+         "DELETE FROM slices WHERE uuid = 'MIG-2'",
+         "UPDATE nodes SET admin_state = 'cordoned' WHERE name = 'm'"},
+    };
+    int nsteps = (int)(sizeof steps / sizeof steps[0]);
+    for (int k = 0; k < nsteps; k++) {
+        int64_t v = cluster_v(&t);
+        for (int q = 0; q < 3 && steps[k][q]; q++) at_sql(&t, steps[k][q]);
+        assert_true(cluster_v(&t) > v);
+        long long p = patches();
+        if (k % 2) { /* the check patches first (as the next round would), then the round */
+            verify_same(&t, 1);
+            round_once(&t);
+        } else { /* the round patches, the check compares its copy */
+            round_once(&t);
+            verify_same(&t, 1);
+        }
+        assert_true(patches() > p);
+        if (k == 0)
+            assert_int_equal(one_int(&t, "SELECT COUNT(*) FROM jobs WHERE state = 'running'",
+                                     NULL), 6);
+    }
+    assert_int_equal(whole_reads(), 1);
+    /* anything else is read whole: a class, a node deleted */
+    at_sql(&t, "INSERT INTO classes (name, form, gpus, cpus, memory_gib, gpu_models, created_at)"
+               " VALUES ('h100.1x', 'whole', 1, 1, 4, '[\"H100\"]', 0)");
+    long long p = patches();
+    round_once(&t);
+    assert_int_equal(whole_reads(), 2);
+    at_sql(&t, "DELETE FROM gpus WHERE node_id = 'n2'");
+    round_once(&t);
+    assert_true(patches() > p);
+    at_sql(&t, "DELETE FROM gpus WHERE node_id = 'n3'");
+    at_sql(&t, "DELETE FROM nodes WHERE id = 'n3'");
+    round_once(&t);
+    assert_int_equal(whole_reads(), 3);
+    verify_same(&t, 1);
+    assert_int_equal(cluster_metric("\ngpupool_sched_cluster_mismatches_total "), 0);
+    at_close(&t);
+}
+
+/* Nodes join (each in its transaction, as the join route commits them) and cards fail and
+ * recover while rounds run back to back and the check compares the copy with the store: every
+ * check finds nothing, the rounds patch the copy instead of reading it whole, and they place
+ * the queued jobs on the nodes that joined. */
+#define JOINERS_NODES 40
+
+typedef struct joiner {
+    store_t *st;
+    atomic_int done;
+    int failures;
+} joiner;
+
+static void *joiner_main(void *arg) {
+    joiner *j = arg;
+    for (int i = 0; i < JOINERS_NODES; i++) {
+        int k = (i * 7) % JOINERS_NODES; /* names out of join order */
+        char sql[900];
+        gp_err err = GP_ERR_INIT;
+        store_tx *tx;
+        int rc = store_begin(j->st, STORE_WRITE, &tx, &err);
+        if (rc) {
+            j->failures++;
+            continue;
+        }
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO nodes (id, name, cpus, memory_gib, agent_user_id, registered_at,"
+                 " last_heartbeat, topo_rack) VALUES ('jn%d', 'join-%02d', 64, 512, 'u1', 0, 0,"
+                 " '%s')", k, k, k % 3 ? "" : "r9");
+        rc = store_exec(tx, NULL, &err, sql, "");
+        for (int c = 0; !rc && c < 4; c++) {
+            snprintf(sql, sizeof sql,
+                     "INSERT INTO gpus (id, uuid, node_id, idx, model, memory_mib, signals,"
+                     " updated_at) VALUES ('jg%d-%d', 'GPU-J%d-%d', 'jn%d', %d,"
+                     " 'NVIDIA A100-SXM4-80GB', 81920, '{}', 0)", k, c, k, c, k, c);
+            rc = store_exec(tx, NULL, &err, sql, "");
+        }
+        /* an earlier node's card fails, and comes back two joins later */
+        if (!rc && i >= 2)
+            rc = store_exec(tx, NULL, &err,
+                            "UPDATE gpus SET health = CASE WHEN health = 'healthy' THEN"
+                            " 'degraded' ELSE 'healthy' END WHERE uuid = ?", "s",
+                            i % 2 ? "GPU-J0-1" : "GPU-J7-2");
+        if (rc) {
+            store_rollback(tx);
+            j->failures++;
+        } else if (store_commit(tx, &err))
+            j->failures++;
+        struct timespec ts = {0, 3000000};
+        nanosleep(&ts, NULL);
+    }
+    atomic_store(&j->done, 1);
+    return NULL;
+}
+
+static void joins_while_rounds_run(void **state) {
+    (void)state;
+    apitest t;
+    t.dir = tu_mkdtemp();
+    t.st = tu_store(t.dir, 8);
+    for (int i = 0; BASE[i]; i++) at_sql(&t, BASE[i]);
+    int64_t now = gt_now_us();
+    for (int i = 0; i < 100; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "q%d", i);
+        job(&t, id, i % 2 ? "t2" : "t3", i % 2 ? "p2" : "p3", 100, 0, "queued", now + i);
+    }
+    sched_metrics_reset();
+    joiner j = {.st = t.st};
+    atomic_init(&j.done, 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, joiner_main, &j), 0);
+    int checks = 0;
+    for (int r = 0; !atomic_load(&j.done) || r < 3; r++) {
+        round_once(&t);
+        if (r % 3 == 2) {
+            verify_same(&t, 1);
+            checks++;
+        }
+    }
+    pthread_join(th, NULL);
+    assert_int_equal(j.failures, 0);
+    for (int i = 0; i < 3; i++) round_once(&t);
+    verify_same(&t, 1);
+    assert_true(checks > 0);
+    assert_true(patches() > 0);
+    assert_int_equal(cluster_metric("\ngpupool_sched_cluster_mismatches_total "), 0);
+    /* 4 + 160 cards, one of them degraded at most: every job runs */
+    assert_int_equal(one_int(&t, "SELECT COUNT(*) FROM jobs WHERE state = 'running'", NULL), 100);
+    consistent(&t);
+    at_close(&t);
+}
+
 /* A running job ends as its node would report it: its bindings closed, its state final. */
 static void end_job(apitest *t, const char *id, const char *state) {
     char sql[300];
@@ -995,6 +1186,8 @@ int main(void) {
         cmocka_unit_test(window_victim_moved),
         cmocka_unit_test(rounds_while_threads_write),
         cmocka_unit_test(cluster_in_memory),
+        cmocka_unit_test(cluster_patched_node_changes),
+        cmocka_unit_test(joins_while_rounds_run),
         cmocka_unit_test(queue_in_memory),
         cmocka_unit_test(fair_use_half_life_per_pool),
     };
