@@ -201,12 +201,29 @@ void *rnd_alloc(snap *n, size_t cnt, size_t size) {
     if (size && cnt > ((size_t)-1 / 2) / size) return NULL;
     size_t need = (cnt * size + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
     ar_chunk *c = n->arena;
+    if (need > AR_CHUNK) {
+        /* a large array (a card's slice tables are about 1 KiB, mostly never written) gets a
+         * chunk of its own from calloc, which need not write zeroes over memory the system
+         * hands it fresh (an mmap'd arena was tried: its page faults and unmaps cost the
+         * server more CPU per join than it saved) */
+        ar_chunk *big = calloc(1, sizeof *big + need);
+        if (!big) return NULL;
+        big->used = big->cap = need;
+        /* (kept behind the current chunk, which stays the one carved from) */
+        if (c) {
+            big->next = c->next;
+            c->next = big;
+        } else {
+            big->next = NULL;
+            n->arena = big;
+        }
+        return big->data;
+    }
     if (!c || c->cap - c->used < need) {
-        size_t cap = need > AR_CHUNK ? need : AR_CHUNK;
-        if (!(c = malloc(sizeof *c + cap))) return NULL;
+        if (!(c = malloc(sizeof *c + AR_CHUNK))) return NULL;
         c->next = n->arena;
         c->used = 0;
-        c->cap = cap;
+        c->cap = AR_CHUNK;
         n->arena = c;
     }
     void *p = (char *)c->data + c->used;

@@ -59,7 +59,7 @@ static int alloc_nodes(snap *n, int nn, int ng, gp_err *err) {
     return GP_OK;
 }
 
-/* n's cards sorted by uuid, for lookups (gpu_order). */
+/* n's cards sorted by uuid, for lookups (gpu_order): a whole read sorts them. */
 static int order_gpus(snap *n, gp_err *err) {
     uuid_pair *pairs = malloc(((size_t)n->s.ngpus + 1) * sizeof *pairs);
     if (!pairs) return gp_err_set(err, GP_ENOMEM, NULL);
@@ -233,8 +233,9 @@ static int read_rows(store_tx *tx, snap *n, int64_t since, gp_err *err) {
     return rc < 0 ? rc : GP_OK;
 }
 
-/* Copy node si of src, with its cards and slices, to the end of n. */
-static void copy_node(snap *n, const snap *src, int si) {
+/* Copy node si of src, with its cards and slices, to the end of n; map[src card] = its index
+ * in n. */
+static void copy_node(snap *n, const snap *src, int si, int *map) {
     sch_snapshot *S = &n->s;
     int j = S->nnodes++;
     const sch_node *sn = &src->nodes[si];
@@ -248,6 +249,7 @@ static void copy_node(snap *n, const snap *src, int si) {
     n->nodes[j].gpu0 = sn->ngpus ? g0 : 0;
     for (int t = 0; t < sn->ngpus; t++) {
         int sg = sn->gpu0 + t, g = S->ngpus++;
+        map[sg] = g;
         sch_gpu *gp = &n->gpus[g];
         *gp = src->gpus[sg];
         gp->node = j;
@@ -264,6 +266,25 @@ static void copy_node(snap *n, const snap *src, int si) {
             memcpy(n->slice_uuids[at], src->slice_uuids[sat], sizeof n->slice_uuids[at]);
             memcpy(n->slice_prof[at], src->slice_prof[sat], sizeof n->slice_prof[at]);
             gp->slices[k].profile = n->slice_prof[at];
+        }
+    }
+}
+
+/* n's cards sorted by uuid, for a patch: the old copy's order and the stamped nodes' merged
+ * (omap, dmap: each card's index in n, -1 for the old copy's cards of stamped nodes). */
+static void merge_order(snap *n, const snap *o, const int *omap, const snap *d, const int *dmap) {
+    int i = 0, k = 0, out = 0;
+    for (;;) {
+        while (i < o->s.ngpus && omap[o->gpu_order[i]] < 0) i++;
+        if (i == o->s.ngpus && k == d->s.ngpus) break;
+        int a = i < o->s.ngpus ? omap[o->gpu_order[i]] : -1,
+            b = k < d->s.ngpus ? dmap[d->gpu_order[k]] : -1;
+        if (b < 0 || (a >= 0 && strcmp(n->gpu_uuids[a], n->gpu_uuids[b]) <= 0)) {
+            n->gpu_order[out++] = a;
+            i++;
+        } else {
+            n->gpu_order[out++] = b;
+            k++;
         }
     }
 }
@@ -342,17 +363,25 @@ int rnd_read_nodes(store_tx *tx, snap *n, const snap *old, int64_t since, int *p
     d.s.npools = n->s.npools;
     d.pol = n->pol;
     int rc = read_rows(tx, &d, since, err);
+    if (!rc) rc = order_gpus(&d, err);
     /* (a patch as large as the cluster is no cheaper than a whole read) */
     if (rc || d.s.nnodes > old->s.nnodes / 2 + 64) {
         rnd_snap_free(&d);
         return rc;
     }
-    int *ids = malloc(((size_t)d.s.nnodes + 1) * 2 * sizeof *ids);
-    if (!ids) {
+    int *ids = malloc(((size_t)d.s.nnodes + 1) * 2 * sizeof *ids),
+        *omap = malloc(((size_t)old->s.ngpus + 1) * sizeof *omap),
+        *dmap = malloc(((size_t)d.s.ngpus + 1) * sizeof *dmap);
+    if (!ids || !omap || !dmap) {
+        free(ids);
+        free(omap);
+        free(dmap);
         rnd_snap_free(&d);
         return gp_err_set(err, GP_ENOMEM, NULL);
     }
     for (int i = 0; i < d.s.nnodes; i++) ids[i] = i;
+    for (int g = 0; g < old->s.ngpus; g++) omap[g] = -1;
+    for (int g = 0; g < d.s.ngpus; g++) dmap[g] = -1;
     sort_ids(&d, ids, d.s.nnodes, ids + d.s.nnodes + 1);
     /* the copy's nodes that were not stamped, and the stamped ones, merged in name order */
     int nn = d.s.nnodes, ng = d.s.ngpus;
@@ -370,16 +399,18 @@ int rnd_read_nodes(store_tx *tx, snap *n, const snap *old, int64_t since, int *p
         }
         if (k == d.s.nnodes ||
             (i < old->s.nnodes && strcmp(old->node_names[i], d.node_names[k]) < 0))
-            copy_node(n, old, i++);
+            copy_node(n, old, i++, omap);
         else
-            copy_node(n, &d, k++);
+            copy_node(n, &d, k++, dmap);
     }
-    if ((rc = rank_labels(n, n->node_rack, 1, err)) || (rc = rank_labels(n, n->node_sw, 0, err)) ||
-        (rc = order_gpus(n, err)))
+    if ((rc = rank_labels(n, n->node_rack, 1, err)) || (rc = rank_labels(n, n->node_sw, 0, err)))
         goto out;
+    merge_order(n, old, omap, &d, dmap);
     *patched = 1;
 out:
     free(ids);
+    free(omap);
+    free(dmap);
     rnd_snap_free(&d);
     return rc;
 }
