@@ -75,38 +75,6 @@ enum { RSV_COLUMNS(STORE_COL_ENUM) RV__N };
     X(PO_NAME, "name") \
     X(PO_HALF_LIFE, "COALESCE(borrow_half_life_s, 0)")
 enum { POOL_COLUMNS(STORE_COL_ENUM) PO__N };
-#define NODE_COLUMNS(X) \
-    X(ND_NAME, "name") \
-    X(ND_CPUS, "cpus") \
-    X(ND_MEM, "memory_gib") \
-    X(ND_POOL, "pool") \
-    X(ND_STATE, "state") \
-    X(ND_ADMIN, "admin_state") \
-    X(ND_RACK, "CASE WHEN topo_rack = '' THEN 0 ELSE DENSE_RANK() OVER (ORDER BY topo_rack) END") \
-    X(ND_SWITCH, "CASE WHEN topo_switch = '' THEN 0 ELSE DENSE_RANK() OVER (ORDER BY topo_switch) END")
-enum { NODE_COLUMNS(STORE_COL_ENUM) ND__N };
-#define GPU_COLUMNS(X) \
-    X(GC_NODE, "n.name") \
-    X(GC_UUID, "g.uuid") \
-    X(GC_MODEL, "g.model") \
-    X(GC_MEM, "g.memory_mib") \
-    X(GC_MODE, "g.mode") \
-    X(GC_HEALTH, "g.health") \
-    X(GC_ADMIN, "g.admin_state") \
-    X(GC_NUMA, "g.numa") \
-    X(GC_TOPO, "g.topology") \
-    X(GC_ID, "g.id") \
-    X(GC_DRIVER, "g.driver_version") \
-    X(GC_CC, "g.compute_cap") \
-    X(GC_VENDOR, "g.vendor") \
-    X(GC_STACK, "g.stack")
-enum { GPU_COLUMNS(STORE_COL_ENUM) GC__N };
-#define SLICE_COLUMNS(X) \
-    X(SC_GPU, "gpu_id") \
-    X(SC_UUID, "uuid") \
-    X(SC_PROFILE, "profile") \
-    X(SC_MEM, "memory_mib")
-enum { SLICE_COLUMNS(STORE_COL_ENUM) SC__N };
 #define CLASS_COLUMNS(X) \
     X(CL_NAME, "name") \
     X(CL_FORM, "form") \
