@@ -16,13 +16,11 @@
  *     what every round cost before the leader kept it) and once as the
  *     leader runs it (the cluster from memory; the queue, bindings and
  *     quotas read);
- *   - a round after one submit, and one after one job's exit;
- *   - 5 rounds each after one node joins (a node and its 8 cards).
+ *   - a round after one submit, and one after one job's exit.
  * Ends with one line: `nodes=N queued=M full_read_ms=P50 read_ms=P50
  * read_ratio=X round_full_ms=P50 round_ms=P50 round_max_ms=MAX
- * submit_round_ms=N exit_round_ms=N join_read_ms=P50 join_round_ms=P50
- * rss_mib=N` (milliseconds, medians over the R rounds or the 5 joins;
- * read_ratio = full_read_ms / read_ms, both from this run).
+ * submit_round_ms=N exit_round_ms=N rss_mib=N` (milliseconds, medians over
+ * the R rounds; read_ratio = full_read_ms / read_ms, both from this run).
  * KEEP=1 in the environment keeps the store's folder (its path on stderr).
  */
 #include "bench_util.h"
@@ -172,27 +170,6 @@ int bench_round(int argc, char **argv) {
             rc = 1;
         }
     }
-    /* JOINS nodes join one at a time (a node and its 8 cards in one transaction, named among
-     * the others), each followed by a round: what a join costs the next round (the leader's
-     * copy patched, migration 34; before it, the whole cluster read again) */
-    enum { JOINS = 5 };
-    int64_t join_read[JOINS], join_tot[JOINS];
-    for (int j = 0; !rc && j < JOINS; j++) {
-        int64_t k = nodes + j;
-        rc = run_sql(st,
-                     "INSERT INTO nodes (id, name, cpus, memory_gib, agent_user_id, registered_at,"
-                     " last_heartbeat) VALUES ('n' || ?, printf('a%06dj', ?), 64, 512, 'u1', 0,"
-                     " 0)",
-                     "ii", k, (int64_t)(nodes * (j + 1) / (JOINS + 1)), 0) ||
-             run_sql(st,
-                     "WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 7)"
-                     " INSERT INTO gpus (id, uuid, node_id, idx, model, memory_mib, signals,"
-                     " updated_at) SELECT 'g' || ? || '-' || i, printf('GPU-J%08d-%d', ?, i),"
-                     " 'n' || ?, i, 'NVIDIA A100-SXM4-80GB', 81920, '{}', 0 FROM c",
-                     "iii", k, k, k) ||
-             one_round(st, &rs, &join_tot[j]);
-        join_read[j] = rs.read_us;
-    }
     if (!rc && placed != (int)(tenants * quota < queued ? tenants * quota : queued)) {
         fprintf(stderr, "gpupool-bench round: the first round placed %d\n", placed);
         rc = 1;
@@ -202,11 +179,10 @@ int bench_round(int argc, char **argv) {
         printf("first_round_ms=%.1f placed=%d\n", (double)first_us / 1000.0, placed);
         printf("nodes=%lld queued=%lld full_read_ms=%.2f read_ms=%.2f read_ratio=%.1f"
                " round_full_ms=%.2f round_ms=%.2f round_max_ms=%.2f submit_round_ms=%.2f"
-               " exit_round_ms=%.2f join_read_ms=%.2f join_round_ms=%.2f rss_mib=%ld\n",
+               " exit_round_ms=%.2f rss_mib=%ld\n",
                nodes, queued, fr, rd, rd > 0 ? fr / rd : 0.0, median_ms(full_total, (int)rounds),
                median_ms(tot, (int)rounds), (double)max_us / 1000.0, (double)submit_us / 1000.0,
-               (double)exit_us / 1000.0, median_ms(join_read, JOINS),
-               median_ms(join_tot, JOINS), bench_peak_rss_mib());
+               (double)exit_us / 1000.0, bench_peak_rss_mib());
     }
     free(full_read);
     free(full_total);

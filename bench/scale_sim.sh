@@ -11,12 +11,7 @@
 #   #            server_cpu_cores=.. agents_cpu_cores=.. server_rss_mib=.. unreachable=0 ...
 #
 # KEEP=1 keeps the temporary folder (logs, the store); PER_AGENT=N nodes per agent process
-# (default 250, at most 1,000); JOIN_ONLY=1 stops once every node is ready and prints only the
-# join figures (ready_s, join_cpu_s: the server's CPU seconds from the agents' start until every
-# node is ready, join_cpu_ms_per_node, and meanwhile the rounds, their read phase's seconds and
-# where they took the cluster from).  READY_TIMEOUT=S
-# (default 60 + NODES / 50) gives up waiting for the nodes (exit 1, the CPU so far printed).  The
-# temporary folder is made under $TMPDIR (default /tmp).
+# (default 250, at most 1,000).
 # What it checks, and exits 1 on: every node ready before the measure, no node
 # ever unreachable, no job failed, every submit answered 201.  What it
 # measures: submit latency (open loop, RATE a second over 4 keep-alive
@@ -34,7 +29,7 @@ INTERVAL=${INTERVAL:-5}
 BIN=${GPUPOOL_BIN:-build/gpupool}
 case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
-T=$(mktemp -d "${TMPDIR:-/tmp}/gpupool-scale.XXXXXX")
+T=$(mktemp -d /tmp/gpupool-scale.XXXXXX)
 chmod 711 "$T"
 PIDS=()
 cleanup() {
@@ -77,19 +72,6 @@ PER=${PER_AGENT:-250}
 [ "$PER" -ge 1 ] && [ "$PER" -le 1000 ] || { echo "PER_AGENT must be 1..1000" >&2; exit 2; }
 AGENTS=$(((NODES + PER - 1) / PER))
 APIDS=()
-cpu() { awk '{print $14 + $15}' "/proc/$SPID/stat"; }
-metric() { curl -s --max-time 10 "$URL/metrics" | awk -v k="$1" '$1 == k && !n++ {print $2}'; }
-# the cluster reads (gpupool_sched_cluster_reads_total) by source, as "memory store check
-# patch", and the rounds' read phase in seconds (gpupool_sched_round_phase_seconds_sum)
-creads() {
-    curl -s --max-time 10 "$URL/metrics" | awk '/^gpupool_sched_cluster_reads_total\{/ {
-        match($0, /source="[^"]*"/); v[substr($0, RSTART + 8, RLENGTH - 9)] = $2 }
-        /^gpupool_sched_round_phase_seconds_sum\{/ && /phase="read"/ { rd = $2 }
-        END { printf "%d %d %d %d %.3f\n", v["memory"], v["store"], v["check"], v["patch"], rd }'
-}
-jc0=$(cpu)
-jr0=$(metric gpupool_sched_round_duration_seconds_count || echo 0)
-read -r jm0 js0 jk0 jp0 jd0 <<<"$(creads)"
 say "server $URL: starting $AGENTS agent(s) simulating $NODES nodes (${INTERVAL}s heartbeats)"
 for ((a = 1; a <= AGENTS; a++)); do
     n=$((a < AGENTS ? PER : NODES - PER * (AGENTS - 1)))
@@ -102,6 +84,7 @@ EOF
     PIDS+=($!)
     APIDS+=($!)
 done
+metric() { curl -s --max-time 10 "$URL/metrics" | awk -v k="$1" '$1 == k && !n++ {print $2}'; }
 # counts read from the store itself (SQLite; read-only, while the server runs)
 db() { sqlite3 -readonly "file:$T/data/gpupool.db?mode=ro" ".timeout 5000" "$1" 2>/dev/null | tail -n 1; }
 ready() { db "SELECT count(*) FROM nodes WHERE state = 'ready'"; }
@@ -110,38 +93,15 @@ while :; do
     r=$(ready)
     r=${r:-0}
     [ "$r" -ge "$NODES" ] && break
-    if [ $(($(date +%s) - t0)) -gt "${READY_TIMEOUT:-$((60 + NODES / 50))}" ]; then
-        say "only $r of $NODES nodes ready"
-        read -r jm1 js1 jk1 jp1 jd1 <<<"$(creads)"
-        printf 'nodes=%s nodes_ready=%s ready_s=none join_cpu_s=%.1f join_rounds=%s join_round_read_s=%.2f join_cluster_store=%s join_cluster_patch=%s join_cluster_check=%s join_rss_mib=%d\n' \
-            "$NODES" "$r" "$(echo "($(cpu) - $jc0) / $(getconf CLK_TCK)" | bc -l)" \
-            "$(($(metric gpupool_sched_round_duration_seconds_count || echo 0) - jr0))" \
-            "$(echo "$jd1 - $jd0" | bc -l)" "$((js1 - js0))" "$((jp1 - jp0))" "$((jk1 - jk0))" \
-            "$(($(awk '/^VmRSS/ {print $2}' "/proc/$SPID/status") / 1024))"
-        exit 1
-    fi
+    [ $(($(date +%s) - t0)) -gt $((60 + NODES / 50)) ] && { say "only $r of $NODES nodes ready"; exit 1; }
     sleep 1
 done
-ready_s=$(($(date +%s) - t0))
-jc1=$(cpu)
-jr1=$(metric gpupool_sched_round_duration_seconds_count || echo 0)
-read -r jm1 js1 jk1 jp1 jd1 <<<"$(creads)"
-join_cpu=$(echo "($jc1 - $jc0) / $(getconf CLK_TCK)" | bc -l)
-joinline=$(printf 'ready_s=%s join_cpu_s=%.1f join_cpu_ms_per_node=%.2f join_rounds=%s join_round_read_s=%.2f join_cluster_memory=%s join_cluster_store=%s join_cluster_patch=%s join_cluster_check=%s join_rss_mib=%d' \
-    "$ready_s" "$join_cpu" "$(echo "$join_cpu * 1000 / $NODES" | bc -l)" "$((jr1 - jr0))" \
-    "$(echo "$jd1 - $jd0" | bc -l)" "$((jm1 - jm0))" "$((js1 - js0))" "$((jp1 - jp0))" "$((jk1 - jk0))" \
-    "$(($(awk '/^VmRSS/ {print $2}' "/proc/$SPID/status") / 1024))")
-say "$NODES nodes ready after $ready_s s: $joinline"
-if [ "${JOIN_ONLY:-0}" == 1 ]; then
-    mm=$(metric gpupool_sched_cluster_mismatches_total || echo 0)
-    echo "nodes=$NODES $joinline cluster_mismatches=$mm"
-    exit 0
-fi
-say "queueing $QUEUED jobs"
+say "$NODES nodes ready after $(($(date +%s) - t0)) s; queueing $QUEUED jobs"
 python3 "$HERE/scale_submit.py" fill "$URL" "$TOK" "$TENANTS" "$QUEUED" >"$T/fill.json"
 say "filled: $(cat "$T/fill.json")"
 sleep "$INTERVAL" # a full heartbeat cycle with the queue in place
 
+cpu() { awk '{print $14 + $15}' "/proc/$SPID/stat"; }
 # the simulating agents' CPU together (they share this machine with the server)
 acpu() { for p in "${APIDS[@]}"; do awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null; done | awk '{s += $1} END {print s + 0}'; }
 # hist FILE: the heartbeat route's and the rounds' histogram buckets ("h LE N" / "r LE N")
@@ -200,7 +160,6 @@ failed=$(db "SELECT count(*) FROM jobs WHERE state = 'failed'")
 r=$(ready)
 notready=$((${r:-0} < NODES ? 1 : 0))
 read -r p50 p99 ok bad <<<"$(jq -r '"\(.p50_ms) \(.p99_ms) \(.ok) \(.bad)"' "$T/rate.json")"
-printf '%s ' "$joinline"
 printf 'nodes=%s queued=%s rate=%s submit_p50_ms=%s submit_p99_ms=%s submits_ok=%s submits_bad=%s submit_server_p99_ms=%s heartbeat_p99_ms=%s rounds=%s round_p99_ms=%s round_read_p99_ms=%s round_write_p99_ms=%s server_cpu_cores=%.2f agents_cpu_cores=%.2f server_rss_mib=%d unreachable=%s failed=%s\n' \
     "$NODES" "$QUEUED" "$RATE" "$p50" "$p99" "$ok" "$bad" "$submit_srv_p99" "$hb_p99" "$((r1 - r0))" "$round_p99" "$read_p99" "$write_p99" "$cores" "$acores" \
     "$((rss / 1024))" "$((unreach + notready))" "$failed"

@@ -312,11 +312,10 @@ enum { HOLDER_COLUMNS(STORE_COL_ENUM) HO__N };
 /*
  * Which other node holds the reported card `g` (its UUID, or the UUID of one
  * of its slices)?  1 with `holder` set to that node's name, 0 when none does
- * (the card is new, or already `node_id`'s), < 0 on a store error.  OUT:
- * *known 1 when the card has a row (0: new, so no slice row names it).
+ * (the card is new, or already `node_id`'s), < 0 on a store error.
  */
 static int foreign_holder(store_tx *tx, json_t *g, const char *node_id, char holder[64],
-                          int *known, gp_err *err) {
+                          gp_err *err) {
     store_stmt *s;
     size_t k;
     json_t *sl;
@@ -327,7 +326,6 @@ static int foreign_holder(store_tx *tx, json_t *g, const char *node_id, char hol
                          "s", jstr(g, "uuid", ""));
     if (rc) return rc;
     rc = store_step(s, err);
-    *known = rc > 0;
     int other = rc > 0 && inv_claim_refused(store_text(s, HO_ID), node_id);
     if (other) snprintf(holder, 64, "%s", store_text(s, HO_NAME));
     store_done(s);
@@ -406,8 +404,7 @@ static int apply_gpus(store_tx *tx, json_t *r, const char *node_id, const char *
         const char *uuid = jstr(g, "uuid", "");
         /* a card (or one of its slices) another node holds is not this report's to move */
         char holder[64];
-        int known = 1;
-        if ((rc = foreign_holder(tx, g, node_id, holder, &known, err)) < 0) goto out;
+        if ((rc = foreign_holder(tx, g, node_id, holder, err)) < 0) goto out;
         if (rc > 0) {
             if ((rc = refuse_card(tx, name, uuid, holder, refused, err))) goto out;
             continue;
@@ -452,12 +449,10 @@ static int apply_gpus(store_tx *tx, json_t *r, const char *node_id, const char *
         free(topo);
         free(stack);
         if (rc) goto out;
-        /* (a card new to the store has no slice rows to replace: a join skips the delete) */
-        if (known &&
-            (rc = store_exec(tx, NULL, err,
-                             "DELETE FROM slices WHERE gpu_id = (SELECT id FROM gpus WHERE uuid = ?)",
-                             "s", uuid)))
-            goto out;
+        rc = store_exec(tx, NULL, err,
+                        "DELETE FROM slices WHERE gpu_id = (SELECT id FROM gpus WHERE uuid = ?)",
+                        "s", uuid);
+        if (rc) goto out;
         json_array_foreach(json_object_get(g, "slices"), k, sl) {
             rc = store_exec(tx, NULL, err,
                             "INSERT INTO slices (uuid, gpu_id, profile, memory_mib, idx)"

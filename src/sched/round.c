@@ -75,6 +75,38 @@ enum { RSV_COLUMNS(STORE_COL_ENUM) RV__N };
     X(PO_NAME, "name") \
     X(PO_HALF_LIFE, "COALESCE(borrow_half_life_s, 0)")
 enum { POOL_COLUMNS(STORE_COL_ENUM) PO__N };
+#define NODE_COLUMNS(X) \
+    X(ND_NAME, "name") \
+    X(ND_CPUS, "cpus") \
+    X(ND_MEM, "memory_gib") \
+    X(ND_POOL, "pool") \
+    X(ND_STATE, "state") \
+    X(ND_ADMIN, "admin_state") \
+    X(ND_RACK, "CASE WHEN topo_rack = '' THEN 0 ELSE DENSE_RANK() OVER (ORDER BY topo_rack) END") \
+    X(ND_SWITCH, "CASE WHEN topo_switch = '' THEN 0 ELSE DENSE_RANK() OVER (ORDER BY topo_switch) END")
+enum { NODE_COLUMNS(STORE_COL_ENUM) ND__N };
+#define GPU_COLUMNS(X) \
+    X(GC_NODE, "n.name") \
+    X(GC_UUID, "g.uuid") \
+    X(GC_MODEL, "g.model") \
+    X(GC_MEM, "g.memory_mib") \
+    X(GC_MODE, "g.mode") \
+    X(GC_HEALTH, "g.health") \
+    X(GC_ADMIN, "g.admin_state") \
+    X(GC_NUMA, "g.numa") \
+    X(GC_TOPO, "g.topology") \
+    X(GC_ID, "g.id") \
+    X(GC_DRIVER, "g.driver_version") \
+    X(GC_CC, "g.compute_cap") \
+    X(GC_VENDOR, "g.vendor") \
+    X(GC_STACK, "g.stack")
+enum { GPU_COLUMNS(STORE_COL_ENUM) GC__N };
+#define SLICE_COLUMNS(X) \
+    X(SC_GPU, "gpu_id") \
+    X(SC_UUID, "uuid") \
+    X(SC_PROFILE, "profile") \
+    X(SC_MEM, "memory_mib")
+enum { SLICE_COLUMNS(STORE_COL_ENUM) SC__N };
 #define CLASS_COLUMNS(X) \
     X(CL_NAME, "name") \
     X(CL_FORM, "form") \
@@ -169,29 +201,12 @@ void *rnd_alloc(snap *n, size_t cnt, size_t size) {
     if (size && cnt > ((size_t)-1 / 2) / size) return NULL;
     size_t need = (cnt * size + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
     ar_chunk *c = n->arena;
-    if (need > AR_CHUNK) {
-        /* a large array (a card's slice tables are about 1 KiB, mostly never written) gets a
-         * chunk of its own from calloc, which need not write zeroes over memory the system
-         * hands it fresh (an mmap'd arena was tried: its page faults and unmaps cost the
-         * server more CPU per join than it saved) */
-        ar_chunk *big = calloc(1, sizeof *big + need);
-        if (!big) return NULL;
-        big->used = big->cap = need;
-        /* (kept behind the current chunk, which stays the one carved from) */
-        if (c) {
-            big->next = c->next;
-            c->next = big;
-        } else {
-            big->next = NULL;
-            n->arena = big;
-        }
-        return big->data;
-    }
     if (!c || c->cap - c->used < need) {
-        if (!(c = malloc(sizeof *c + AR_CHUNK))) return NULL;
+        size_t cap = need > AR_CHUNK ? need : AR_CHUNK;
+        if (!(c = malloc(sizeof *c + cap))) return NULL;
         c->next = n->arena;
         c->used = 0;
-        c->cap = AR_CHUNK;
+        c->cap = cap;
         n->arena = c;
     }
     void *p = (char *)c->data + c->used;
@@ -244,6 +259,17 @@ int rnd_find_str(const void *base, size_t stride, int n, const char *key) {
     return -1;
 }
 
+/* A GPU's uuid and index, sorted as a pair: the comparator needs no context (no globals:
+ * build() runs on the scheduler thread and on request threads, for explain, at once). */
+typedef struct uuid_pair {
+    const char *uuid;
+    int g;
+} uuid_pair;
+
+static int by_uuid(const void *a, const void *b) {
+    return strcmp(((const uuid_pair *)a)->uuid, ((const uuid_pair *)b)->uuid);
+}
+
 static int gpu_index(const snap *n, const char *uuid) {
     int lo = 0, hi = n->s.ngpus - 1;
     while (lo <= hi) {
@@ -254,6 +280,13 @@ static int gpu_index(const snap *n, const char *uuid) {
         else hi = mid - 1;
     }
     return -1;
+}
+
+static int model_index(snap *n, const char *model) {
+    for (int i = 0; i < n->s.nmodels; i++)
+        if (strcmp(n->models[i], model) == 0) return i;
+    snprintf(n->models[n->s.nmodels], 96, "%s", model);
+    return n->s.nmodels++;
 }
 
 /* The project of `project_id` if it belongs to tenant index `t`, else -1. */
@@ -588,12 +621,12 @@ static int load_reservations(store_tx *tx, snap *n, gp_err *err) {
  * open to them) and the health policy - what changes only when cluster_version moves
  * (migration 29).  Nothing of it is written once read: snapshots share it (rnd_cluster_take).
  */
-int rnd_read_cluster(store_tx *tx, snap *n, const snap *old, int64_t since, int *patched,
-                     gp_err *err) {
+int rnd_read_cluster(store_tx *tx, snap *n, gp_err *err) {
     store_stmt *s;
-    int rc, np, nc, nt, npj;
-    *patched = 0;
+    int rc, nn, ng, np, nc, nt, npj;
     if ((rc = inv_health_policy_load(tx, &n->pol, err)) ||
+        (rc = count(tx, "SELECT COUNT(*) FROM nodes", &nn, err)) ||
+        (rc = count(tx, "SELECT COUNT(*) FROM gpus", &ng, err)) ||
         (rc = count(tx, "SELECT COUNT(*) FROM pools", &np, err)) ||
         (rc = count(tx, "SELECT COUNT(*) FROM classes", &nc, err)) ||
         (rc = count(tx, "SELECT COUNT(*) FROM tenants", &nt, err)) ||
@@ -601,7 +634,13 @@ int rnd_read_cluster(store_tx *tx, snap *n, const snap *old, int64_t since, int 
         return rc;
     /* stored classes and each one's single-vendor variants */
     n->ccap = nc * (1 + CP_NVENDORS);
-    if (!ALLOC(n->pools, np) || !ALLOC(n->phl, np) ||
+    if (!ALLOC(n->nodes, nn) || !ALLOC(n->node_names, nn) || !ALLOC(n->node_pool, nn) ||
+        !ALLOC(n->gpus, ng) ||
+        !ALLOC(n->gpu_uuids, ng) || !(n->slice_uuids = rnd_alloc(n, (size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_uuids)) ||
+        !(n->slice_prof = rnd_alloc(n, (size_t)(ng + 1) * SCH_MAX_SLICES, sizeof *n->slice_prof)) ||
+        !ALLOC(n->gpu_ids, ng) ||
+        !ALLOC(n->models, ng) || !ALLOC(n->gpu_order, ng) || !ALLOC(n->pools, np) || !ALLOC(n->phl, np) ||
+        !ALLOC(n->gpu_driver, ng) || !ALLOC(n->gpu_cc, ng) || !ALLOC(n->gpu_stack, ng) ||
         !ALLOC(n->classes, n->ccap) || !ALLOC(n->cnames, n->ccap) || !ALLOC(n->cprof, n->ccap) ||
         !ALLOC(n->cforms, n->ccap) || !ALLOC(n->crules, n->ccap) || !ALLOC(n->dstack, n->ccap) ||
         !ALLOC(n->tenants, nt) || !ALLOC(n->tnames, nt) ||
@@ -620,9 +659,130 @@ int rnd_read_cluster(store_tx *tx, snap *n, const snap *old, int64_t since, int 
     }
     store_done(s);
     if (rc < 0) return rc;
-    /* nodes, cards and slices: read whole, or the copy `old` patched (round_nodes.c) */
-    if ((rc = rnd_read_nodes(tx, n, old, since, patched, err))) return rc;
-    if (old && !*patched) return GP_OK; /* (the caller reads whole instead) */
+    /* nodes and GPUs */
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT " STORE_COLS(NODE_COLUMNS) " FROM nodes ORDER BY name",
+                          "")))
+        return rc;
+    while ((rc = store_step(s, err)) > 0 && S->nnodes < nn) {
+        int i = S->nnodes++;
+        snprintf(n->node_names[i], 64, "%s", store_text(s, ND_NAME));
+        n->nodes[i].cpus = (int)store_int(s, ND_CPUS);
+        n->nodes[i].mem_gib = (int)store_int(s, ND_MEM);
+        snprintf(n->node_pool[i], 64, "%s", store_text(s, ND_POOL));
+        n->nodes[i].pool = rnd_find_str(n->pools, sizeof *n->pools, S->npools, store_text(s, ND_POOL));
+        if (n->nodes[i].pool < 0) n->nodes[i].pool = 0;
+        n->nodes[i].rack = (int)store_int(s, ND_RACK);
+        n->nodes[i].sw = (int)store_int(s, ND_SWITCH);
+        /* node usability folds into each GPU's allocatable flag below */
+        n->nodes[i].gpu0 = strcmp(store_text(s, ND_STATE), "ready") == 0 &&
+                           strcmp(store_text(s, ND_ADMIN), "none") == 0; /* temporarily: node usable */
+    }
+    store_done(s);
+    if (rc < 0) return rc;
+    int *usable = rnd_alloc(n, (size_t)S->nnodes + 1, sizeof *usable);
+    if (!usable) return gp_err_set(err, GP_ENOMEM, NULL);
+    for (int i = 0; i < S->nnodes; i++) usable[i] = n->nodes[i].gpu0;
+    if ((rc = store_query(tx, &s, err,
+                          "SELECT " STORE_COLS(GPU_COLUMNS) " FROM gpus g"
+                          " JOIN nodes n ON n.id = g.node_id ORDER BY n.name, g.idx",
+                          ""))) {
+        return rc;
+    }
+    int cur = -1;
+    char last_stack[128] = "";
+    cp_stack last_parsed;
+    memset(&last_parsed, 0, sizeof last_parsed);
+    while ((rc = store_step(s, err)) > 0 && S->ngpus < ng) {
+        int node = rnd_find_str(n->node_names, sizeof *n->node_names, S->nnodes, store_text(s, GC_NODE));
+        if (node < 0) continue;
+        int g = S->ngpus++;
+        if (node != cur) {
+            n->nodes[node].gpu0 = g;
+            n->nodes[node].ngpus = 0;
+            cur = node;
+        }
+        n->nodes[node].ngpus++;
+        sch_gpu *gp = &n->gpus[g];
+        snprintf(n->gpu_uuids[g], 96, "%s", store_text(s, GC_UUID));
+        snprintf(n->gpu_driver[g], 32, "%s", store_text(s, GC_DRIVER));
+        snprintf(n->gpu_cc[g], 16, "%s", store_text(s, GC_CC));
+        int vendor = cp_vendor_parse(store_text(s, GC_VENDOR));
+        gp->vendor = vendor < 0 ? CP_NVIDIA : vendor;
+        /* the card's runtimes: cards in a row mostly share them, parsed once */
+        const char *stk = store_text(s, GC_STACK);
+        if (strcmp(stk, last_stack) != 0) {
+            char why[160];
+            json_t *sj = json_loads(stk, 0, NULL);
+            if (cp_stack_parse(sj, &last_parsed, why, sizeof why))
+                memset(&last_parsed, 0, sizeof last_parsed);
+            json_decref(sj);
+            /* (a text too long to keep is never taken for the next card's) */
+            snprintf(last_stack, sizeof last_stack, "%s",
+                     strlen(stk) < sizeof last_stack ? stk : "\x01");
+        }
+        n->gpu_stack[g] = last_parsed;
+        gp->node = node;
+        gp->model = model_index(n, store_text(s, GC_MODEL));
+        gp->mem_gib = (int)(store_int(s, GC_MEM) / 1024);
+        const char *mode = store_text(s, GC_MODE);
+        gp->mode = !strcmp(mode, "mig") ? SCH_MIG : !strcmp(mode, "shared") ? SCH_SHARED : SCH_WHOLE;
+        gp->allocatable = usable[node] && strcmp(store_text(s, GC_ADMIN), "none") == 0 &&
+                          health_allocatable(&n->pol, health_parse(store_text(s, GC_HEALTH)));
+        gp->numa = (int)store_int(s, GC_NUMA);
+        gp->nvgroup = -1;
+        json_t *topo = json_loads(store_text(s, GC_TOPO), 0, NULL);
+        /* NVLink group: the first earlier card on the node this one is linked to, else itself */
+        if (json_object_size(topo)) {
+            gp->nvgroup = g;
+            for (int k = n->nodes[node].gpu0; k < g; k++) {
+                json_t *lv = json_object_get(topo, n->gpu_uuids[k]);
+                if (json_is_integer(lv) && json_integer_value(lv) <= 10) {
+                    gp->nvgroup = n->gpus[k].nvgroup >= 0 ? n->gpus[k].nvgroup : k;
+                    break;
+                }
+            }
+        }
+        json_decref(topo);
+        snprintf(n->gpu_ids[g], RND_ID_LEN, "%s", store_text(s, GC_ID));
+    }
+    store_done(s);
+    /* slices: one query for all, each to its GPU by id (ids in order, then a search) */
+    if (rc >= 0) {
+        uuid_pair *ids = rnd_alloc(n, (size_t)S->ngpus + 1, sizeof *ids);
+        if (!ids) return gp_err_set(err, GP_ENOMEM, NULL);
+        for (int g = 0; g < S->ngpus; g++) ids[g] = (uuid_pair){n->gpu_ids[g], g};
+        qsort(ids, (size_t)S->ngpus, sizeof *ids, by_uuid);
+        if ((rc = store_query(tx, &s, err,
+                              "SELECT " STORE_COLS(SLICE_COLUMNS) " FROM slices"
+                              " ORDER BY gpu_id, idx",
+                              "")))
+            return rc;
+        while ((rc = store_step(s, err)) > 0) {
+            uuid_pair key = {store_text(s, SC_GPU), -1};
+            const uuid_pair *hit = bsearch(&key, ids, (size_t)S->ngpus, sizeof *ids, by_uuid);
+            if (!hit) continue;
+            sch_gpu *gp = &n->gpus[hit->g];
+            if (gp->nslices >= SCH_MAX_SLICES) continue;
+            int k = gp->nslices++;
+            size_t at = (size_t)hit->g * SCH_MAX_SLICES + (size_t)k;
+            snprintf(n->slice_uuids[at], 96, "%s", store_text(s, SC_UUID));
+            snprintf(n->slice_prof[at], 24, "%s", store_text(s, SC_PROFILE));
+            gp->slices[k].profile = n->slice_prof[at];
+            gp->slices[k].mem_gib = (int)(store_int(s, SC_MEM) / 1024);
+        }
+        store_done(s);
+    }
+    for (int i = 0; i < S->nnodes; i++)
+        if (!n->nodes[i].ngpus) n->nodes[i].gpu0 = 0;
+    if (rc < 0) return rc;
+    {
+        uuid_pair *pairs = rnd_alloc(n, (size_t)S->ngpus + 1, sizeof *pairs);
+        if (!pairs) return gp_err_set(err, GP_ENOMEM, NULL);
+        for (int g = 0; g < S->ngpus; g++) pairs[g] = (uuid_pair){n->gpu_uuids[g], g};
+        qsort(pairs, (size_t)S->ngpus, sizeof *pairs, by_uuid);
+        for (int g = 0; g < S->ngpus; g++) n->gpu_order[g] = pairs[g].g;
+    }
     /* classes */
     if (!(n->model_ok = rnd_alloc(n, (size_t)(nc + 1) * (size_t)(S->nmodels + 1), 1)) ||
         !(n->gpu_ok = rnd_alloc(n, (size_t)(nc + 1) * (size_t)(S->ngpus + 1), 1)))

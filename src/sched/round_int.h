@@ -48,9 +48,6 @@ typedef struct snap {
     sch_node *nodes;
     name64 *node_names;
     name64 *node_pool;   /* each node's pool as read (the commit's guard compares it) */
-    id33 *node_ids;      /* each node's id, and its rack and switch labels as stored: what a
-                            patch (round_nodes.c) matches and ranks nodes by */
-    name64 *node_rack, *node_sw;
     sch_gpu *gpus;
     uuid96 *gpu_uuids;
     id33 *gpu_ids;       /* the store's ids, for their slices */
@@ -150,21 +147,8 @@ void *rnd_alloc(snap *n, size_t cnt, size_t size);
 /* Free everything build() allocated: the arena, in one go, and its hold on the cluster. */
 void rnd_snap_free(snap *n);
 /* The cluster part of a snapshot, read from the store in tx (nodes, cards, slices, pools,
- * classes, tenants, projects, the pools open to them and the health policy).  With `old` (a
- * cluster read at cluster_version `since`, nothing but nodes changed since: migration 34),
- * its nodes, cards and slices are patched with the nodes stamped since (rnd_read_nodes):
- * *patched 1; 0 when that would not pay (n is then incomplete: the caller reads whole). */
-int rnd_read_cluster(store_tx *tx, snap *n, const snap *old, int64_t since, int *patched,
-                     gp_err *err);
-
-/* ---- round_nodes.c, for round.c ---- */
-
-/* The nodes, cards and slices of a cluster snapshot n (its pools and health policy set): read
- * whole (old NULL), or old's patched with the nodes stamped after cluster_version `since`,
- * exactly as a whole read would make them (*patched 1; 0 and n without nodes when more than
- * half the nodes changed). */
-int rnd_read_nodes(store_tx *tx, snap *n, const snap *old, int64_t since, int *patched,
-                   gp_err *err);
+ * classes, tenants, projects, the pools open to them and the health policy). */
+int rnd_read_cluster(store_tx *tx, snap *n, gp_err *err);
 /* The one value `sql` reads, `none` when it reads no row. */
 int rnd_one_value(store_tx *tx, const char *sql, int64_t none, int64_t *v, gp_err *err);
 /* FNV-1a of a job's reason. */

@@ -95,35 +95,18 @@ static int cluster_version(store_tx *tx, int64_t *v, gp_err *err) {
     return rnd_one_value(tx, "SELECT v FROM cluster_version WHERE id = 1", -1, v, err);
 }
 
-/* And row 2 (migration 34): the version of the last change a patch cannot follow (anything
- * but a node's row, cards and slices), -1 when there is none. */
-static int cluster_whole(store_tx *tx, int64_t *v, gp_err *err) {
-    return rnd_one_value(tx, "SELECT v FROM cluster_version WHERE id = 2", -1, v, err);
-}
-
-/* Whether copy c (of an older version than v) can be patched to v: only nodes changed. */
-static int patchable(const rnd_cluster *c, int64_t v, int64_t whole) {
-    return c && whole >= 0 && c->version < v && whole <= c->version;
-}
-
-/* The cluster read afresh in tx (one reference: the caller's); with `old`, old patched with
- * the nodes changed since it (round_nodes.c) - *out NULL when that would not pay.  A patched
- * copy keeps old's read time: the consistency check stays due on time. */
-static int cluster_read(store_tx *tx, int64_t v, int64_t now, const rnd_cluster *old,
-                        rnd_cluster **out, gp_err *err) {
-    *out = NULL;
+/* The cluster read afresh in tx (one reference: the caller's). */
+static int cluster_read(store_tx *tx, int64_t v, int64_t now, rnd_cluster **out, gp_err *err) {
     rnd_cluster *c = calloc(1, sizeof *c);
     if (!c) return gp_err_set(err, GP_ENOMEM, NULL);
-    int patched = 0;
-    int rc = rnd_read_cluster(tx, &c->s, old ? &old->s : NULL, old ? old->version : -1,
-                              &patched, err);
-    if (rc || (old && !patched)) {
+    int rc = rnd_read_cluster(tx, &c->s, err);
+    if (rc) {
         rnd_snap_free(&c->s);
         free(c);
         return rc;
     }
     c->version = v;
-    c->read_us = old ? old->read_us : now;
+    c->read_us = now;
     c->refs = 1;
     *out = c;
     return GP_OK;
@@ -212,7 +195,7 @@ static int cluster_same(const snap *a, const snap *b, char *why, size_t wn) {
 /* Check c against what tx reads now; counts the check and logs a difference. */
 static int cluster_check(store_tx *tx, const rnd_cluster *c, int64_t now, int *same,
                          rnd_cluster **fresh, gp_err *err) {
-    int rc = cluster_read(tx, c->version, now, NULL, fresh, err);
+    int rc = cluster_read(tx, c->version, now, fresh, err);
     if (rc) return rc;
     char why[160] = "";
     *same = cluster_same(&c->s, &(*fresh)->s, why, sizeof why);
@@ -225,49 +208,37 @@ static int cluster_check(store_tx *tx, const rnd_cluster *c, int64_t now, int *s
 
 /*
  * The cluster for a snapshot read in tx: the one in memory when it was read at the version
- * tx sees, or patched to it when only nodes changed since (joins, node and card states:
- * round_nodes.c), else read now; the one used is kept.  Once per check interval since the
- * last whole read, the copy (as is, or patched) is compared with a whole read, which is kept.
- * OUT: *out, one reference.
+ * tx sees (and checked within the minute), else read now and kept.  OUT: *out, one reference.
  */
 int rnd_cluster_take(store_t *st, store_tx *tx, int64_t now, rnd_cluster **out,
                         gp_err *err) {
-    int64_t v, whole;
+    int64_t v;
     int rc = cluster_version(tx, &v, err);
-    if (!rc) rc = cluster_whole(tx, &whole, err);
     if (rc) return rc;
     pthread_mutex_lock(&cl_mu);
     rnd_mem *m = mem_of(st);
     rnd_cluster *cur = m ? m->cl : NULL;
-    int held = cur && cur->version == v && v >= 0, patch = !held && patchable(cur, v, whole);
-    if (held || patch) cur->refs++;
+    int held = cur && cur->version == v && v >= 0;
+    if (held) cur->refs++;
     int64_t every = check_us;
     pthread_mutex_unlock(&cl_mu);
-    rnd_cluster *c = held ? cur : NULL;
-    if (patch) {
-        rc = cluster_read(tx, v, now, cur, &c, err);
-        rnd_cluster_drop(cur);
-        if (rc) return rc;
-        if (c) sched_metrics_cluster(SCHED_CLUSTER_PATCH, 0);
-    }
-    if (c && now - c->read_us < every) {
-        if (held) sched_metrics_cluster(SCHED_CLUSTER_MEMORY, 0);
-        else cluster_keep(st, c);
-        *out = c;
+    if (held && now - cur->read_us < every) {
+        sched_metrics_cluster(SCHED_CLUSTER_MEMORY, 0);
+        *out = cur;
         return GP_OK;
     }
-    rnd_cluster *fresh = NULL;
-    if (c) { /* due for the consistency check */
+    rnd_cluster *c = NULL;
+    if (held) { /* due for the consistency check */
         int same;
-        rc = cluster_check(tx, c, now, &same, &fresh, err);
-        rnd_cluster_drop(c);
+        rc = cluster_check(tx, cur, now, &same, &c, err);
+        rnd_cluster_drop(cur);
     } else {
-        rc = cluster_read(tx, v, now, NULL, &fresh, err);
+        rc = cluster_read(tx, v, now, &c, err);
         if (!rc) sched_metrics_cluster(SCHED_CLUSTER_READ, 0);
     }
     if (rc) return rc;
-    cluster_keep(st, fresh);
-    *out = fresh;
+    cluster_keep(st, c);
+    *out = c;
     return GP_OK;
 }
 
@@ -613,23 +584,15 @@ int sched_cluster_verify(store_t *st, int *same, gp_err *err) {
     *same = 1;
     int rc = store_begin(st, STORE_READ, &tx, err);
     if (rc) return rc;
-    int64_t v, whole, now = gt_now_us();
+    int64_t v, now = gt_now_us();
     rnd_cluster *cur = NULL, *fresh = NULL;
-    if (!(rc = cluster_version(tx, &v, err)) && !(rc = cluster_whole(tx, &whole, err))) {
+    if (!(rc = cluster_version(tx, &v, err))) {
         pthread_mutex_lock(&cl_mu);
         rnd_mem *m = mem_of(st);
         cur = m ? m->cl : NULL;
-        int patch = cur && cur->version != v && patchable(cur, v, whole);
-        if (cur && (cur->version == v || patch)) cur->refs++;
+        if (cur && cur->version == v) cur->refs++;
         else cur = NULL; /* none, or of another version: the next round reads it anyway */
         pthread_mutex_unlock(&cl_mu);
-        if (patch) { /* (as the next round would) */
-            rnd_cluster *c = NULL;
-            rc = cluster_read(tx, v, now, cur, &c, err);
-            rnd_cluster_drop(cur);
-            cur = c;
-            if (c) sched_metrics_cluster(SCHED_CLUSTER_PATCH, 0);
-        }
         if (cur) rc = cluster_check(tx, cur, now, same, &fresh, err);
     }
     /* and the queue, brought to what tx sees (when the memory is not ahead of it) */

@@ -42,8 +42,8 @@ static double round_sum;
 static const char *const phase_names[NPHASES] = {"read", "decide", "write"};
 static uint64_t phase_count[NPHASES], phase_bucket[NPHASES][NRB], stale_total;
 static double phase_sum[NPHASES];
-static const char *const cluster_sources[] = {"memory", "store", "check", "patch"};
-static uint64_t cluster_reads[4], cluster_mismatches;
+static const char *const cluster_sources[] = {"memory", "store", "check"};
+static uint64_t cluster_reads[3], cluster_mismatches;
 
 /* Observe `us` microseconds in a round_buckets histogram (mu held). */
 static void observe(uint64_t *count, double *sum, uint64_t bucket[NRB], int64_t us) {
@@ -55,7 +55,7 @@ static void observe(uint64_t *count, double *sum, uint64_t bucket[NRB], int64_t 
 }
 
 void sched_metrics_cluster(int source, int mismatch) {
-    if (source < 0 || source > 3) return;
+    if (source < 0 || source > 2) return;
     pthread_mutex_lock(&mu);
     cluster_reads[source]++;
     if (mismatch) cluster_mismatches++;
@@ -185,10 +185,9 @@ void sched_metrics_render_rounds(strbuf *out) {
             (unsigned long long)stale_total);
     sb_adds(out, "# HELP gpupool_sched_cluster_reads_total Where the scheduler's rounds took the"
                  " cluster from: memory (the leader's copy), store (read: the first round, or the"
-                 " cluster changed), check (read to compare with the copy, once a minute), patch"
-                 " (the copy patched with the nodes that changed: joins, node and card states).\n"
+                 " cluster changed), check (read to compare with the copy, once a minute).\n"
                  "# TYPE gpupool_sched_cluster_reads_total counter\n");
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 3; i++)
         sb_addf(out, "gpupool_sched_cluster_reads_total{source=\"%s\"} %llu\n", cluster_sources[i],
                 (unsigned long long)cluster_reads[i]);
     sb_addf(out,

@@ -36,12 +36,10 @@ void sched_metrics_phases(int64_t read_us, int64_t decide_us, int64_t write_us, 
  * Where a round's cluster came from (round_mem.c, "the cluster in memory"): SCHED_CLUSTER_MEMORY
  * (the leader's copy), SCHED_CLUSTER_READ (read from the store: the first round, or it
  * changed) or SCHED_CLUSTER_CHECK (the periodic consistency check read it and compared;
- * `mismatch` 1 when the copy differed), SCHED_CLUSTER_PATCH (the copy patched with the nodes
- * that changed: joins, node and card states; round_nodes.c).  Observed in
- * gpupool_sched_cluster_reads_total{source} and gpupool_sched_cluster_mismatches_total (which
- * must stay 0).
+ * `mismatch` 1 when the copy differed).  Observed in gpupool_sched_cluster_reads_total{source}
+ * and gpupool_sched_cluster_mismatches_total (which must stay 0).
  */
-enum { SCHED_CLUSTER_MEMORY, SCHED_CLUSTER_READ, SCHED_CLUSTER_CHECK, SCHED_CLUSTER_PATCH };
+enum { SCHED_CLUSTER_MEMORY, SCHED_CLUSTER_READ, SCHED_CLUSTER_CHECK };
 void sched_metrics_cluster(int source, int mismatch);
 
 /* Job placed after waiting `wait_us` / preempted, of tenant `tenant` and priority class

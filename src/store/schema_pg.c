@@ -942,64 +942,6 @@ static const char *const migrations[] = {
     "CREATE TRIGGER jobs_chg_u BEFORE UPDATE ON jobs FOR EACH ROW WHEN ("
     "OLD.project_id IS DISTINCT FROM NEW.project_id OR OLD.class IS DISTINCT FROM NEW.class OR OLD.units IS DISTINCT FROM NEW.units OR OLD.priority IS DISTINCT FROM NEW.priority OR OLD.preemptible IS DISTINCT FROM NEW.preemptible OR OLD.may_preempt IS DISTINCT FROM NEW.may_preempt OR OLD.queued_at IS DISTINCT FROM NEW.queued_at OR OLD.started_at IS DISTINCT FROM NEW.started_at OR OLD.state IS DISTINCT FROM NEW.state OR OLD.recovery IS DISTINCT FROM NEW.recovery OR OLD.preempt_credit IS DISTINCT FROM NEW.preempt_credit OR OLD.reason IS DISTINCT FROM NEW.reason OR OLD.stack IS DISTINCT FROM NEW.stack OR OLD.array_id IS DISTINCT FROM NEW.array_id OR OLD.reservation_id IS DISTINCT FROM NEW.reservation_id OR OLD.time_limit_s IS DISTINCT FROM NEW.time_limit_s OR OLD.nodes IS DISTINCT FROM NEW.nodes OR OLD.guarantee_pool IS DISTINCT FROM NEW.guarantee_pool)"
     " EXECUTE PROCEDURE jobs_chg_stamp();",
-    /* 34 (issue 38, item 2): a node's change is patched into the scheduler's memory, not read
-     * whole - every change to a node's row (of a column the round reads), its cards or their
-     * slices stamps the node's chg with the cluster_version it moved to, in the same
-     * transaction (the version row's lock orders the stamps as the commits), so a round reads
-     * only the nodes stamped since its copy (src/sched/round_patch.c); every other change the
-     * round reads (a node deleted, pools, classes, tenants, projects, the health policy:
-     * cluster_bump) also sets row 2 to the version it moved to: a copy older than row 2 is
-     * read whole */
-    "ALTER TABLE nodes ADD COLUMN chg BIGINT NOT NULL DEFAULT 0;"
-    "CREATE INDEX nodes_chg ON nodes(chg);"
-    "INSERT INTO cluster_version (id, v) SELECT 2, v FROM cluster_version WHERE id = 1;"
-    "CREATE OR REPLACE FUNCTION cluster_bump() RETURNS trigger LANGUAGE plpgsql AS $$"
-    " DECLARE nv BIGINT;"
-    " BEGIN UPDATE cluster_version SET v = v + 1 WHERE id = 1 RETURNING v INTO nv;"
-    " UPDATE cluster_version SET v = nv WHERE id = 2; RETURN NULL; END $$;"
-    /* a node's own row: stamped before it is written */
-    "CREATE FUNCTION cluster_node_stamp() RETURNS trigger LANGUAGE plpgsql AS $$"
-    " BEGIN UPDATE cluster_version SET v = v + 1 WHERE id = 1 RETURNING v INTO NEW.chg;"
-    " RETURN NEW; END $$;"
-    /* a card's or a slice's: its node (both, for a card that moved) */
-    "CREATE FUNCTION cluster_gpu_stamp() RETURNS trigger LANGUAGE plpgsql AS $$"
-    " DECLARE nv BIGINT;"
-    " BEGIN UPDATE cluster_version SET v = v + 1 WHERE id = 1 RETURNING v INTO nv;"
-    " IF TG_OP <> 'INSERT' THEN UPDATE nodes SET chg = nv WHERE id = OLD.node_id; END IF;"
-    " IF TG_OP <> 'DELETE' THEN UPDATE nodes SET chg = nv WHERE id = NEW.node_id; END IF;"
-    " RETURN NULL; END $$;"
-    "CREATE FUNCTION cluster_slice_stamp() RETURNS trigger LANGUAGE plpgsql AS $$"
-    " DECLARE nv BIGINT;"
-    " BEGIN UPDATE cluster_version SET v = v + 1 WHERE id = 1 RETURNING v INTO nv;"
-    " IF TG_OP <> 'INSERT' THEN UPDATE nodes SET chg = nv"
-    "  WHERE id = (SELECT node_id FROM gpus WHERE id = OLD.gpu_id); END IF;"
-    " IF TG_OP <> 'DELETE' THEN UPDATE nodes SET chg = nv"
-    "  WHERE id = (SELECT node_id FROM gpus WHERE id = NEW.gpu_id); END IF;"
-    " RETURN NULL; END $$;"
-    "DROP TRIGGER cluster_nodes_i ON nodes;"
-    "DROP TRIGGER cluster_nodes_u ON nodes;"
-    "DROP TRIGGER cluster_gpus_i ON gpus;"
-    "DROP TRIGGER cluster_gpus_u ON gpus;"
-    "DROP TRIGGER cluster_gpus_d ON gpus;"
-    "DROP TRIGGER cluster_slices_i ON slices;"
-    "DROP TRIGGER cluster_slices_u ON slices;"
-    "DROP TRIGGER cluster_slices_d ON slices;"
-    "CREATE TRIGGER cluster_nodes_i BEFORE INSERT ON nodes FOR EACH ROW"
-    " EXECUTE PROCEDURE cluster_node_stamp();"
-    "CREATE TRIGGER cluster_nodes_u BEFORE UPDATE ON nodes FOR EACH ROW WHEN (OLD.name IS DISTINCT FROM NEW.name OR OLD.cpus IS DISTINCT FROM NEW.cpus OR OLD.memory_gib IS DISTINCT FROM NEW.memory_gib OR OLD.pool IS DISTINCT FROM NEW.pool OR OLD.state IS DISTINCT FROM NEW.state OR OLD.admin_state IS DISTINCT FROM NEW.admin_state OR OLD.topo_rack IS DISTINCT FROM NEW.topo_rack OR OLD.topo_switch IS DISTINCT FROM NEW.topo_switch)"
-    " EXECUTE PROCEDURE cluster_node_stamp();"
-    "CREATE TRIGGER cluster_gpus_i AFTER INSERT ON gpus FOR EACH ROW"
-    " EXECUTE PROCEDURE cluster_gpu_stamp();"
-    "CREATE TRIGGER cluster_gpus_u AFTER UPDATE ON gpus FOR EACH ROW WHEN (OLD.uuid IS DISTINCT FROM NEW.uuid OR OLD.node_id IS DISTINCT FROM NEW.node_id OR OLD.idx IS DISTINCT FROM NEW.idx OR OLD.model IS DISTINCT FROM NEW.model OR OLD.memory_mib IS DISTINCT FROM NEW.memory_mib OR OLD.mode IS DISTINCT FROM NEW.mode OR OLD.health IS DISTINCT FROM NEW.health OR OLD.admin_state IS DISTINCT FROM NEW.admin_state OR OLD.numa IS DISTINCT FROM NEW.numa OR OLD.topology IS DISTINCT FROM NEW.topology OR OLD.driver_version IS DISTINCT FROM NEW.driver_version OR OLD.compute_cap IS DISTINCT FROM NEW.compute_cap OR OLD.vendor IS DISTINCT FROM NEW.vendor OR OLD.stack IS DISTINCT FROM NEW.stack)"
-    " EXECUTE PROCEDURE cluster_gpu_stamp();"
-    "CREATE TRIGGER cluster_gpus_d AFTER DELETE ON gpus FOR EACH ROW"
-    " EXECUTE PROCEDURE cluster_gpu_stamp();"
-    "CREATE TRIGGER cluster_slices_i AFTER INSERT ON slices FOR EACH ROW"
-    " EXECUTE PROCEDURE cluster_slice_stamp();"
-    "CREATE TRIGGER cluster_slices_u AFTER UPDATE ON slices FOR EACH ROW"
-    " EXECUTE PROCEDURE cluster_slice_stamp();"
-    "CREATE TRIGGER cluster_slices_d AFTER DELETE ON slices FOR EACH ROW"
-    " EXECUTE PROCEDURE cluster_slice_stamp();",
 };
 
 int schema__pg_count(void) { return (int)(sizeof migrations / sizeof migrations[0]); }
